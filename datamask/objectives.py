@@ -1,0 +1,227 @@
+"""Set objectives, evaluated for a whole group of masks at once.
+
+For a selection U of S documents with unit embeddings ``e_i`` and quality ``q_i``::
+
+    f(U) = lam * f_qua(U) + (1 - lam) * f_div(U)
+    f_qua(U) = mean of q over U, with q min-max normalised to [0, 1] over the partition
+
+Diversity metrics (all maximised):
+
+``pairwise``
+    minus the mean cosine over ordered pairs i != j of U, computed from the sum of the
+    embeddings: ``-(||sum e_i||^2 - S) / (S (S - 1))``. O(S d) per mask.
+``facility``
+    facility location: mean over reference rows x of ``max_{u in U} cos(e_x, e_u)``.
+    The reference rows are the partition, or a fixed random sample of it.
+``disf``
+    minus the mean squared off-diagonal entry of the d x d correlation matrix of U's
+    embeddings standardised over U, ``-sum_{a != b} C_ab^2 / (d (d - 1))``, so it lies
+    in [-1, 0]. Computed through the S x S Gram matrix when S < d.
+
+Group kernels take an index matrix ``idx`` of shape (G, S) into the rows they are given and
+return one value per row of ``idx``. Everything runs on numpy or cupy (``xp``).
+"""
+from __future__ import annotations
+
+from .backend import default_rng, get_namespace
+from .validate import check_inputs, check_mask
+
+__all__ = [
+    "DIVERSITIES",
+    "normalize_quality",
+    "pairwise_groups",
+    "disf_groups",
+    "facility_groups",
+    "facility_value",
+    "Objective",
+    "evaluate",
+]
+
+DIVERSITIES = ("pairwise", "facility", "disf")
+
+# Elements per temporary block in the blocked kernels (float32: 64 MiB).
+_BLOCK_ELEMENTS = 1 << 24
+
+
+def normalize_quality(quality):
+    """Min-max normalise quality to [0, 1] (float64). A constant column maps to zeros."""
+    xp = get_namespace(quality)
+    q = quality.astype(xp.float64)
+    lo, hi = q.min(), q.max()
+    span = float(hi - lo)
+    if span <= 0.0:
+        return xp.zeros_like(q)
+    return (q - lo) / span
+
+
+def pairwise_from_sums(sq_norm_of_sums, S: int):
+    """Pairwise diversity from ``||sum_{i in U} e_i||^2`` (unit rows, |U| = S)."""
+    if S < 2:
+        return sq_norm_of_sums * 0.0
+    return -(sq_norm_of_sums - S) / (S * (S - 1.0))
+
+
+def pairwise_groups(E, idx):
+    """Pairwise diversity of each row of ``idx`` (G, S) into ``E`` (n, d)."""
+    xp = get_namespace(E)
+    G, S = idx.shape
+    # A dense 0/1 selection matrix turns G gathers of S x d rows into one GEMM.
+    M = xp.zeros((G, E.shape[0]), dtype=E.dtype)
+    M[xp.arange(G)[:, None], idx] = 1.0
+    sums = (M @ E).astype(xp.float64)
+    return pairwise_from_sums((sums * sums).sum(axis=1), S)
+
+
+def _disf_one(X):
+    """DiSF of one (S, d) block of rows: standardise over the rows, off-diagonal C^2."""
+    xp = get_namespace(X)
+    S, d = X.shape
+    X = X.astype(xp.float64)
+    X = X - X.mean(axis=0)
+    sd = xp.sqrt((X * X).mean(axis=0))
+    live = sd > 1e-12
+    X = xp.where(live, X / xp.where(live, sd, 1.0), 0.0)
+    if S < d:
+        K = X @ X.T  # S x S Gram: ||X^T X||_F = ||X X^T||_F
+        fro2 = (K * K).sum() / (S * S)
+    else:
+        C = (X.T @ X) / S
+        fro2 = (C * C).sum()
+    diag2 = float(live.sum())  # C_aa = 1 for every non-constant dimension
+    return -(fro2 - diag2) / (d * (d - 1.0))
+
+
+def disf_groups(E, idx):
+    """DiSF diversity of each row of ``idx`` (G, S) into ``E`` (n, d)."""
+    xp = get_namespace(E)
+    G, S = idx.shape
+    d = E.shape[1]
+    out = xp.empty(G, dtype=xp.float64)
+    per = max(1, _BLOCK_ELEMENTS // max(1, S * d))
+    for g0 in range(0, G, per):
+        blk = E[idx[g0:g0 + per]].astype(xp.float64)  # (g, S, d)
+        blk = blk - blk.mean(axis=1, keepdims=True)
+        sd = xp.sqrt((blk * blk).mean(axis=1, keepdims=True))
+        live = sd > 1e-12
+        blk = xp.where(live, blk / xp.where(live, sd, 1.0), 0.0)
+        if S < d:
+            K = blk @ blk.transpose(0, 2, 1)
+            fro2 = (K * K).sum(axis=(1, 2)) / (S * S)
+        else:
+            C = blk.transpose(0, 2, 1) @ blk / S
+            fro2 = (C * C).sum(axis=(1, 2))
+        diag2 = live.sum(axis=(1, 2))
+        out[g0:g0 + per] = -(fro2 - diag2) / (d * (d - 1.0))
+    return out
+
+
+def facility_groups(C, idx):
+    """Facility location of each row of ``idx`` (G, S), given similarities ``C`` (r, n).
+
+    ``C[x, i]`` is the cosine between reference row x and candidate i.
+    """
+    xp = get_namespace(C)
+    G, S = idx.shape
+    r = C.shape[0]
+    out = xp.empty(G, dtype=xp.float64)
+    per = max(1, _BLOCK_ELEMENTS // max(1, r * S))
+    for g0 in range(0, G, per):
+        vals = C[:, idx[g0:g0 + per]]  # (r, g, S)
+        out[g0:g0 + per] = vals.max(axis=2).astype(xp.float64).mean(axis=0)
+    return out
+
+
+def facility_value(R, EU):
+    """Facility location of one selection: reference rows ``R`` (r, d), selected ``EU`` (S, d).
+
+    Blocked over reference rows, so memory stays at about ``_BLOCK_ELEMENTS`` floats.
+    """
+    xp = get_namespace(R)
+    r, S = R.shape[0], EU.shape[0]
+    per = max(1, _BLOCK_ELEMENTS // max(1, S))
+    total = 0.0
+    for r0 in range(0, r, per):
+        total += float((R[r0:r0 + per] @ EU.T).max(axis=1).astype(xp.float64).sum())
+    return total / r
+
+
+class Objective:
+    """``f = lam * quality + (1 - lam) * diversity`` bound to one partition's rows.
+
+    Parameters
+    ----------
+    embeddings : (N, d) array, numpy or cupy
+        Unit-norm rows.
+    quality_norm : (N,) array
+        Quality already normalised to [0, 1] over the partition.
+    lam : float
+        Weight of quality, in [0, 1].
+    diversity : {"pairwise", "facility", "disf"}
+    reference : array of int, optional
+        Row indices of the facility-location reference set (default: all rows).
+    """
+
+    def __init__(self, embeddings, quality_norm, lam=0.5, diversity="pairwise", reference=None):
+        if diversity not in DIVERSITIES:
+            raise ValueError(f"diversity must be one of {DIVERSITIES}, got {diversity!r}")
+        self.E = embeddings
+        self.q = quality_norm
+        self.lam = float(lam)
+        self.diversity = diversity
+        xp = get_namespace(embeddings)
+        self.reference = xp.arange(embeddings.shape[0]) if reference is None else reference
+
+    def diversity_of(self, rows):
+        """Diversity of one selection given as row indices."""
+        xp = get_namespace(self.E)
+        rows = xp.asarray(rows)
+        S = int(rows.shape[0])
+        EU = self.E[rows]
+        if self.diversity == "pairwise":
+            s = EU.astype(xp.float64).sum(axis=0)
+            return float(pairwise_from_sums(float((s * s).sum()), S))
+        if self.diversity == "disf":
+            return float(_disf_one(EU))
+        return facility_value(self.E[self.reference], EU)
+
+    def evaluate_rows(self, rows) -> dict:
+        """``{"objective", "quality", "diversity"}`` of the selection ``rows``."""
+        xp = get_namespace(self.E)
+        rows = xp.asarray(rows)
+        qual = float(self.q[rows].mean()) if rows.shape[0] else 0.0
+        div = self.diversity_of(rows)
+        return {
+            "objective": self.lam * qual + (1.0 - self.lam) * div,
+            "quality": qual,
+            "diversity": div,
+        }
+
+
+def evaluate(embeddings, quality, mask, lam=0.5, diversity="pairwise", reference_size=None, seed=0):
+    """Score any selection of one partition with DATAMASK's objective.
+
+    Parameters
+    ----------
+    embeddings : (N, d) array (numpy or cupy), unit-norm rows
+    quality : (N,) array; normalised to [0, 1] over these N rows before use
+    mask : (N,) bool array, or an integer array of selected row indices
+    lam : float, weight of quality
+    diversity : {"pairwise", "facility", "disf"}
+    reference_size : int, optional
+        Facility location only: score against a fixed random sample of this many rows
+        (drawn with ``seed``) instead of all N rows.
+    seed : int
+
+    Returns
+    -------
+    dict
+        ``objective``, ``quality`` (mean normalised quality), ``diversity``.
+    """
+    check_inputs(embeddings, quality)
+    xp = get_namespace(embeddings)
+    rows = check_mask(mask, embeddings.shape[0], xp)
+    reference = None
+    if diversity == "facility" and reference_size is not None and reference_size < embeddings.shape[0]:
+        reference = default_rng(xp, seed).subset(embeddings.shape[0], int(reference_size))
+    obj = Objective(embeddings, normalize_quality(quality), lam, diversity, reference)
+    return obj.evaluate_rows(rows)

@@ -1,0 +1,431 @@
+"""The ``DataMask`` estimator: choose S rows maximising quality + diversity.
+
+``solver="pg"`` is DATAMASK (policy-gradient mask learning, DESIGN.md section 5);
+``"greedy"`` and ``"relaxed"`` solve the same objective another way. All three share the
+paper's quality-aware pruning, and report the chosen mask on the same exact objective.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .backend import default_rng, get_namespace, to_numpy
+from .facility import FacilityGroups
+from .greedy import greedy_disf, greedy_facility, greedy_pairwise
+from .objectives import DIVERSITIES, Objective, disf_groups, normalize_quality, pairwise_groups
+from .policy import policy_gradient, sample_masks
+from .relaxed import frank_wolfe
+from .validate import NORM_TOLERANCE, check_inputs
+
+__all__ = ["DataMask", "SOLVERS"]
+
+SOLVERS = ("pg", "greedy", "relaxed")
+# Smallest candidate batch for batch updating: keeps S_b >= 2 on small partitions.
+MIN_BATCH = 256
+# Smallest reference batch for facility location.
+MIN_REFERENCE_BATCH = 32
+
+
+class DataMask:
+    """Select ``S`` of ``N`` rows that maximise ``lam * quality + (1 - lam) * diversity``.
+
+    Parameters
+    ----------
+    ratio : float, default 0.1
+        Fraction of rows to keep, in (0, 1); ``S = round(ratio * N)``. Ignored when
+        ``budget`` is given.
+    budget : int, optional
+        Absolute number of rows to keep.
+    lam : float, default 0.5
+        Weight of quality (normalised to [0, 1] over the partition) against diversity.
+    diversity : {"pairwise", "facility", "disf"}, default "pairwise"
+        See :mod:`datamask.objectives`.
+    solver : {"pg", "greedy", "relaxed"}, default "pg"
+        ``pg``: DATAMASK's policy gradient. ``greedy``: best marginal gain, one row at a
+        time. ``relaxed``: Frank-Wolfe on the concave relaxation (pairwise and DiSF only).
+    group_size : int, default 128
+        Masks sampled per step (G).
+    lr : float, default 1.0
+        Step size of the logit update (the paper uses 10 with its scaling; see the
+        optimizer benchmark for how this default was chosen).
+    steps : int, default 3000
+        Maximum policy-gradient steps.
+    batch_ratio : float or None, default 0.05
+        Batch updating: each step samples masks from this fraction of the candidate rows,
+        with the budget scaled to match (for facility location the fraction applies to the
+        reference rows instead). ``None`` or 1 uses every row every step.
+    prune : float, default 0.5
+        Quality-aware pruning: drop this fraction of rows with the lowest quality before
+        optimising (every solver). 0 keeps all.
+    init : {"quality", "uniform"}, default "quality"
+        Initial logits: equal, or quality mapped linearly onto ``logit_range``.
+    logit_range : (float, float), default (0.0, 2.0)
+        ``(l_min, l_max)`` for quality-aware initialisation.
+    final : {"topk", "sample"}, default "topk"
+        Final mask: the S largest logits (the best top-S mask seen at the evaluation
+        points is kept), or one Plackett-Luce draw from the final logits.
+    reference_size : int or None, default 2048
+        Facility location: size of the fixed random reference sample (None: all rows).
+    seed : int, default 0
+    callback : callable, optional
+        ``callback(estimator, record)`` after each evaluation point; return ``True`` to
+        stop early.
+    eval_every : int, default 100
+        Steps between evaluations of the top-S mask on the exact objective (history,
+        best-mask tracking, early stopping).
+    patience : int or None, default 10
+        Stop when ``patience`` evaluations in a row improve the best objective by less
+        than ``tol`` (relative). None never stops early.
+    tol : float, default 1e-5
+    lr_schedule : {"constant", "cosine"}, default "constant"
+    relaxed_iter : int, default 100
+        Frank-Wolfe iteration cap for ``solver="relaxed"``.
+    n_threads : int or None, default 1
+        BLAS threads during ``fit`` (the kernels are small; one thread was fastest on our
+        2-core machine, see the benchmark). None leaves the library default.
+    progress : bool, default False
+        Show a progress bar over steps (or greedy picks).
+
+    Attributes
+    ----------
+    mask_ : (N,) bool ndarray (numpy or cupy, like the input)
+    logits_ : (N,) float array or None
+        Learned logits (pg only); pruned rows are ``-inf``.
+    objective_ : dict
+        ``objective``, ``quality``, ``diversity`` of the final mask (see
+        :func:`datamask.objectives.evaluate`).
+    history_ : list of dict
+        One record per evaluation point: ``step``, ``seconds``, ``objective``,
+        ``quality``, ``diversity``.
+    budget_ : int
+        S.
+    n_candidates_ : int
+        Rows left after pruning.
+    n_steps_ : int
+        Steps run (pg) or iterations (relaxed) or picks (greedy).
+    fit_seconds_ : float
+    """
+
+    def __init__(
+        self,
+        ratio=0.1,
+        budget=None,
+        lam=0.5,
+        diversity="pairwise",
+        solver="pg",
+        group_size=128,
+        lr=1.0,
+        steps=3000,
+        batch_ratio=0.05,
+        prune=0.5,
+        init="quality",
+        logit_range=(0.0, 2.0),
+        final="topk",
+        reference_size=2048,
+        seed=0,
+        callback=None,
+        eval_every=100,
+        patience=10,
+        tol=1e-5,
+        lr_schedule="constant",
+        relaxed_iter=100,
+        n_threads=1,
+        progress=False,
+    ):
+        self.ratio = ratio
+        self.budget = budget
+        self.lam = lam
+        self.diversity = diversity
+        self.solver = solver
+        self.group_size = group_size
+        self.lr = lr
+        self.steps = steps
+        self.batch_ratio = batch_ratio
+        self.prune = prune
+        self.init = init
+        self.logit_range = logit_range
+        self.final = final
+        self.reference_size = reference_size
+        self.seed = seed
+        self.callback = callback
+        self.eval_every = eval_every
+        self.patience = patience
+        self.tol = tol
+        self.lr_schedule = lr_schedule
+        self.relaxed_iter = relaxed_iter
+        self.n_threads = n_threads
+        self.progress = progress
+
+    # ------------------------------------------------------------------ parameters
+    def get_params(self) -> dict:
+        """The constructor parameters, as a dict (scikit-learn style)."""
+        import inspect
+
+        return {k: getattr(self, k) for k in inspect.signature(type(self).__init__).parameters if k != "self"}
+
+    def set_params(self, **params):
+        valid = self.get_params()
+        for k, v in params.items():
+            if k not in valid:
+                raise ValueError(f"unknown parameter {k!r}; valid: {sorted(valid)}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self):
+        default = type(self)().get_params()
+        changed = {k: v for k, v in self.get_params().items() if v != default[k]}
+        return f"DataMask({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
+    def _check_params(self, n_rows):
+        if self.diversity not in DIVERSITIES:
+            raise ValueError(f"diversity must be one of {DIVERSITIES}, got {self.diversity!r}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if self.solver == "relaxed" and self.diversity == "facility":
+            raise ValueError(
+                "solver='relaxed' is not defined for diversity='facility' (facility location is "
+                "submodular, not concave); use solver='pg' or solver='greedy'"
+            )
+        if not 0.0 <= float(self.lam) <= 1.0:
+            raise ValueError(f"lam must be in [0, 1], got {self.lam}")
+        if not 0.0 <= float(self.prune) < 1.0:
+            raise ValueError(f"prune must be in [0, 1), got {self.prune}")
+        if self.init not in ("quality", "uniform"):
+            raise ValueError(f"init must be 'quality' or 'uniform', got {self.init!r}")
+        if self.final not in ("topk", "sample"):
+            raise ValueError(f"final must be 'topk' or 'sample', got {self.final!r}")
+        if self.lr_schedule not in ("constant", "cosine"):
+            raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}")
+        if int(self.group_size) < 2:
+            raise ValueError(f"group_size must be >= 2, got {self.group_size}")
+        if not float(self.lr) > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if int(self.steps) < 0:
+            raise ValueError(f"steps must be >= 0, got {self.steps}")
+        if int(self.eval_every) < 1:
+            raise ValueError(f"eval_every must be >= 1, got {self.eval_every}")
+        if self.batch_ratio is not None and not 0.0 < float(self.batch_ratio) <= 1.0:
+            raise ValueError(f"batch_ratio must be in (0, 1] or None, got {self.batch_ratio}")
+        lo, hi = self.logit_range
+        if not float(lo) <= float(hi):
+            raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {self.logit_range}")
+        if self.reference_size is not None and int(self.reference_size) < 1:
+            raise ValueError(f"reference_size must be >= 1 or None, got {self.reference_size}")
+        if self.budget is not None:
+            if int(self.budget) != self.budget or int(self.budget) < 1:
+                raise ValueError(f"budget must be a positive integer, got {self.budget}")
+            S = int(self.budget)
+            if S > n_rows:
+                raise ValueError(f"budget={S} is larger than the number of rows ({n_rows})")
+        else:
+            if not 0.0 < float(self.ratio) < 1.0:
+                raise ValueError(f"ratio must be in (0, 1), got {self.ratio}")
+            S = int(round(float(self.ratio) * n_rows))
+            if S < 1:
+                raise ValueError(
+                    f"ratio={self.ratio} of {n_rows} rows rounds to 0 rows; raise ratio or give budget"
+                )
+        n_keep = n_rows - int(math.floor(float(self.prune) * n_rows))
+        if S > n_keep:
+            raise ValueError(
+                f"budget S={S} is larger than the {n_keep} rows left after pruning "
+                f"(prune={self.prune} of {n_rows}); lower prune, ratio or budget"
+            )
+        return S, n_keep
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, embeddings, quality):
+        """Learn the selection for one partition.
+
+        Parameters
+        ----------
+        embeddings : (N, d) float array, numpy or cupy; rows are L2-normalised here if
+            they are not already (a zero row is an error)
+        quality : (N,) float array, higher is better
+
+        Returns
+        -------
+        self
+        """
+        if self.n_threads is None:
+            return self._fit(embeddings, quality)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=int(self.n_threads)):
+            return self._fit(embeddings, quality)
+
+    def _fit(self, embeddings, quality):
+        t0 = time.perf_counter()
+        xp = get_namespace(embeddings)
+        quality = xp.asarray(quality)
+        norms = check_inputs(embeddings, quality)
+        N = embeddings.shape[0]
+        S, n_keep = self._check_params(N)
+        E = embeddings.astype(xp.float32, copy=False)
+        if bool((xp.abs(norms - 1.0) > NORM_TOLERANCE).any()):
+            E = E / norms[:, None]
+        qn = normalize_quality(quality)
+
+        # Quality-aware pruning: keep the n_keep best rows (ties broken by row order).
+        if n_keep < N:
+            cand = xp.sort(xp.argsort(-qn, kind="stable")[:n_keep])
+        else:
+            cand = xp.arange(N)
+        reference = None
+        if self.diversity == "facility" and self.reference_size is not None and self.reference_size < N:
+            reference = default_rng(xp, self.seed).subset(N, int(self.reference_size))
+        self._full = Objective(E, qn, self.lam, self.diversity, reference)
+        self._cand = cand
+        self.budget_ = S
+        self.n_candidates_ = int(n_keep)
+        self.history_ = []
+        self.logits_ = None
+        self._t0 = t0
+
+        Ec, qc = E[cand], qn[cand]
+        if S == n_keep:  # nothing to choose
+            rows, self.n_steps_ = xp.arange(n_keep), 0
+        elif self.solver == "greedy":
+            rows = self._fit_greedy(Ec, qc, S, xp)
+        elif self.solver == "relaxed":
+            rows = self._fit_relaxed(Ec, qc, S, xp)
+        else:
+            rows = self._fit_pg(Ec, qc, S, xp)
+
+        chosen = cand[rows]
+        mask = xp.zeros(N, dtype=bool)
+        mask[chosen] = True
+        self.mask_ = mask
+        self.objective_ = self._full.evaluate_rows(xp.nonzero(mask)[0])
+        self.fit_seconds_ = time.perf_counter() - t0
+        del self._full, self._cand
+        return self
+
+    def _record(self, step, rows):
+        rec = {"step": int(step), "seconds": time.perf_counter() - self._t0}
+        rec.update(self._full.evaluate_rows(self._cand[rows]))
+        self.history_.append(rec)
+        return rec
+
+    def _fit_greedy(self, Ec, qc, S, xp):
+        if self.diversity == "pairwise":
+            order = greedy_pairwise(Ec, qc, S, self.lam, progress=self.progress)
+        elif self.diversity == "disf":
+            order = greedy_disf(Ec, qc, S, self.lam, progress=self.progress)
+        else:
+            R = self._full.E[self._full.reference]
+            order = greedy_facility(Ec, qc, S, self.lam, R, progress=self.progress)
+        self.n_steps_ = S
+        self.order_ = self._cand[order]
+        self._record(S, order)
+        return order
+
+    def _fit_relaxed(self, Ec, qc, S, xp):
+        x, vertex, it = frank_wolfe(Ec, qc, S, self.lam, self.diversity, max_iter=int(self.relaxed_iter))
+        self.n_steps_ = it
+        self.x_ = xp.full(self._full.E.shape[0], 0.0)
+        self.x_[self._cand] = x
+        top = xp.argpartition(-x, S - 1)[:S]
+        a = self._record(it, top)
+        b = self._full.evaluate_rows(self._cand[xp.nonzero(vertex)[0]])
+        if b["objective"] > a["objective"]:
+            return xp.nonzero(vertex)[0]
+        return top
+
+    # ------------------------------------------------------------------ pg
+    def _init_logits(self, qc, xp):
+        n = qc.shape[0]
+        if self.init == "uniform":
+            return xp.zeros(n, dtype=xp.float64)
+        lo, hi = (float(v) for v in self.logit_range)
+        qmin, qmax = float(qc.min()), float(qc.max())
+        if qmax <= qmin:
+            return xp.full(n, lo, dtype=xp.float64)
+        return (qc - qmin) / (qmax - qmin) * (hi - lo) + lo
+
+    def _fit_pg(self, Ec, qc, S, xp):
+        n = Ec.shape[0]
+        G = int(self.group_size)
+        rng = default_rng(xp, [int(self.seed), 1])
+        L = self._init_logits(qc, xp)
+        lam = float(self.lam)
+        facility = self.diversity == "facility"
+        if facility:
+            # Batch updating samples reference rows, not candidates (sampling candidates
+            # pushes up near-duplicates, see the optimizer benchmark notes).
+            fac = FacilityGroups(Ec, self._full.E[self._full.reference])
+            r = fac.n_reference
+            r_b = r if self.batch_ratio is None else min(r, max(MIN_REFERENCE_BATCH, math.ceil(self.batch_ratio * r)))
+            n_b, S_b = n, S
+        else:
+            n_b = n if self.batch_ratio is None else min(n, max(MIN_BATCH, math.ceil(self.batch_ratio * n)))
+            S_b = min(n_b, max(1, int(round(S * n_b / n))))
+        steps = int(self.steps)
+        best_val, best_rows, stale = -math.inf, None, 0
+        bar = None
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=steps, desc="datamask", unit="step", leave=False)
+
+        def evaluate_point(step):
+            nonlocal best_val, best_rows, stale
+            rows = xp.argpartition(-L, S - 1)[:S]
+            rec = self._record(step, rows)
+            if rec["objective"] > best_val + self.tol * max(1.0, abs(best_val)):
+                stale = 0
+            else:
+                stale += 1
+            if rec["objective"] > best_val:
+                best_val, best_rows = rec["objective"], rows
+            if bar is not None:
+                bar.set_postfix(objective=f"{rec['objective']:.5f}")
+            stop = self.callback is not None and bool(self.callback(self, rec))
+            return stop or (self.patience is not None and stale >= int(self.patience))
+
+        evaluate_point(0)
+        t = 0
+        for t in range(1, steps + 1):
+            lr = float(self.lr)
+            if self.lr_schedule == "cosine":
+                lr *= 0.5 * (1.0 + math.cos(math.pi * (t - 1) / max(1, steps)))
+            if facility:
+                LB = L
+                orders = sample_masks(LB, S_b, G, rng)
+                ref = rng.subset(r, r_b)
+                f = lam * qc[orders].mean(axis=1) + (1.0 - lam) * fac.values(orders, ref)
+            else:
+                B = rng.subset(n, n_b) if n_b < n else None
+                EB, qB, LB = (Ec, qc, L) if B is None else (Ec[B], qc[B], L[B])
+                orders = sample_masks(LB, S_b, G, rng)
+                div = pairwise_groups(EB, orders) if self.diversity == "pairwise" else disf_groups(EB, orders)
+                f = lam * qB[orders].mean(axis=1) + (1.0 - lam) * div
+            sd = float(f.std())
+            if sd > 1e-12:
+                A = (f - f.mean()) / sd
+                g = policy_gradient(LB, orders, A / G)
+                if facility or B is None:
+                    L += lr * g
+                else:
+                    L[B] += lr * g
+            if bar is not None:
+                bar.update()
+            if t % int(self.eval_every) == 0 or t == steps:
+                if evaluate_point(t):
+                    break
+        if bar is not None:
+            bar.close()
+        self.n_steps_ = t if steps else 0
+        logits = xp.full(self._full.E.shape[0], -xp.inf)
+        logits[self._cand] = L
+        self.logits_ = logits
+        if self.final == "sample":
+            return sample_masks(L, S, 1, rng)[0]
+        return best_rows
+
+    # ------------------------------------------------------------------ helpers
+    def selected_indices(self):
+        """Row indices of the selection (numpy), in row order."""
+        return np.nonzero(to_numpy(self.mask_))[0]
