@@ -1,0 +1,124 @@
+"""The ``datamask`` command: ``select``, ``run`` and ``demo``.
+
+Every ``select`` flag is a ``SelectConfig`` field (``--split-size`` fills ``split_size``,
+the YAML key of the same name). Expected failures print one line ``datamask: error: ...``
+and exit 2 (bad data, config or output) or 3 (cluster); anything else exits 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import MISSING, fields
+
+from .config import SelectConfig, parse_value
+from .errors import ConfigError, DatamaskError
+
+__all__ = ["main", "build_parser"]
+
+_POSITIONAL = ("input", "output")
+
+
+def _add_config_flags(p: argparse.ArgumentParser):
+    groups = {}
+    for f in fields(SelectConfig):
+        if f.name in _POSITIONAL:
+            continue
+        g = f.metadata.get("group", "selection")
+        if g not in groups:
+            groups[g] = p.add_argument_group(g)
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not MISSING else None
+        help = f"{f.metadata.get('help', '')} (default: {default})"
+        if str(f.type).startswith("bool"):
+            groups[g].add_argument(flag, dest=f.name, action="store_true", default=None, help=help)
+        else:
+            groups[g].add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
+                                   choices=f.metadata.get("choices"), help=help)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    p = argparse.ArgumentParser(prog="datamask", description="Select pre-training data that is both "
+                                "high-quality and diverse (DATAMASK), with Dask.")
+    p.add_argument("--version", action="version", version=f"datamask {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("select", help="select rows of a corpus: INPUT (Parquet/JSONL) -> OUTPUT (Parquet)")
+    s.add_argument("input", help="directory, file or glob of Parquet / JSONL / JSONL.gz")
+    s.add_argument("output", help="output directory (data/, manifest.json)")
+    _add_config_flags(s)
+
+    r = sub.add_parser("run", help="run a workflow YAML file (keys are the select flags' names)")
+    r.add_argument("workflow")
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a key of the workflow (repeatable)")
+    r.add_argument("--quiet", action="store_true")
+
+    d = sub.add_parser("demo", help="generate a corpus and run workflows/demo.yaml on a local cluster")
+    d.add_argument("directory", nargs="?", default="demo-output")
+    d.add_argument("--workflow", default=None, help="workflow file (default: workflows/demo.yaml)")
+    d.add_argument("--rows", type=int, default=None, help="corpus rows (default: from the workflow)")
+    d.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    d.add_argument("--quiet", action="store_true")
+    return p
+
+
+def config_from_args(args) -> SelectConfig:
+    values = {}
+    by_name = {f.name: f for f in fields(SelectConfig)}
+    for name, f in by_name.items():
+        v = getattr(args, name, None)
+        if v is not None:
+            values[name] = v if isinstance(v, bool) else parse_value(f, v, source=f"--{name.replace('_', '-')}")
+    return SelectConfig(**values).validated()
+
+
+def _summary(manifest, out) -> str:
+    t = manifest["totals"]
+    return (f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows in {t['partitions']} partitions "
+            f"({t['computed_this_run']} computed, {t['resumed']} resumed) -> {out}")
+
+
+def _main(argv) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "demo":
+        from .demo import run_demo
+
+        return run_demo(args.directory, args.workflow, args.overrides, args.quiet, args.rows)
+    from .pipeline import run_select
+
+    if args.command == "select":
+        cfg = config_from_args(args)
+    else:
+        from .workflow import load_workflow
+
+        raw = load_workflow(args.workflow, args.overrides)
+        if args.quiet:
+            raw["quiet"] = True
+        cfg = SelectConfig.from_dict(raw, source=args.workflow)
+    if not cfg.input or not cfg.output:
+        raise ConfigError("the workflow needs input and output keys (or --set input=... --set output=...)")
+    manifest = run_select(cfg)
+    if not cfg.quiet:
+        print(_summary(manifest, cfg.output))
+    return 0
+
+
+def main(argv=None) -> int:
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except DatamaskError as e:
+        print(f"datamask: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("datamask: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug or an infrastructure failure: still one line, and non-zero
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        print(f"datamask: error: {type(e).__name__}: {msg} (rerun the same command to resume)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

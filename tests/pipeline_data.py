@@ -1,0 +1,69 @@
+"""Shared data and cluster for the pipeline tests (imported by test_pipeline*.py,
+test_cli_errors.py and test_faults.py)."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from datamask.demo import corpus_table
+from datamask.synthetic import make_corpus
+
+DIM = 32
+STEPS = "30"
+# 3 files: 3000 + 3000 + 1000 rows; split 2000 -> 1500, 1500, 1500, 1500, 1000 rows.
+FILE_ROWS = (3000, 3000, 1000)
+SPLIT = "2000"
+
+
+def write_files(directory: Path, rows=FILE_ROWS, seed=0, dim=DIM, row_group_size=700):
+    directory.mkdir(parents=True, exist_ok=True)
+    c = make_corpus(n_rows=sum(rows), dim=dim, n_topics=6, n_dup_groups=4, seed=seed)
+    lo = 0
+    for i, n in enumerate(rows):
+        pq.write_table(corpus_table(c, lo, lo + n), directory / f"shard-{i}.parquet", row_group_size=row_group_size)
+        lo += n
+    return c
+
+
+def args(input, output, *extra, scheduler=None):
+    a = ["select", str(input), str(output), "--split-size", SPLIT, "--steps", STEPS, "--quiet"]
+    if scheduler:
+        a += ["--scheduler", scheduler]
+    return a + [str(x) for x in extra]
+
+
+def read_out(output: Path) -> pa.Table:
+    t = pq.read_table(output / "data")
+    return t.sort_by("id")
+
+
+def manifest(output: Path) -> dict:
+    return json.loads((output / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corpus")
+    write_files(d)
+    return d
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """A real LocalCluster with 2 single-threaded worker processes."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None, silence_logs=logging.ERROR) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def address(cluster):
+    return cluster.scheduler_address
