@@ -47,6 +47,7 @@ def like_input(out: pd.DataFrame, template):
 
 
 def _fix_utf8(value, row, column: str, errors: str):
+    row = row.item() if hasattr(row, "item") else row  # numpy scalar -> plain number in messages
     if isinstance(value, (bytes, bytearray, memoryview)):
         try:
             return bytes(value).decode("utf-8")
@@ -166,6 +167,7 @@ def _load_tokenizer(path: str) -> Callable:
 
     tok = Tokenizer.from_file(str(f))
     tok.no_truncation()
+    tok.no_padding()
 
     def encode(batch):
         return [e.ids for e in tok.encode_batch(batch, add_special_tokens=False)]
