@@ -16,6 +16,8 @@ hold almost all the probability.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .backend import get_namespace
 
 __all__ = ["sample_masks", "log_prob", "policy_gradient"]
@@ -35,20 +37,65 @@ def sample_masks(logits, S: int, G: int, rng):
     -------
     (G, S) int array
         Row indices in draw order (first drawn first).
+
+    Notes
+    -----
+    Row i's key is ``E_i * exp(-L_i)`` with ``E_i ~ Exp(1)``; the S smallest keys, in
+    increasing order, are a Plackett-Luce draw (this is the Gumbel-top-k trick with
+    ``-log(key) = L_i + Gumbel``). When the logits span more than 80 nats the keys are
+    taken in log space instead, so nothing overflows. On numpy the keys are packed with
+    their row index into one uint64 and selected with ``partition`` + ``sort``, which run
+    as SIMD kernels; ``argpartition`` + ``argsort`` cost about twice as much.
     """
     xp = get_namespace(logits)
     n = logits.shape[0]
     if not 1 <= S <= n:
         raise ValueError(f"S must be in [1, {n}], got {S}")
-    # Gumbel keys: L + g with g = -log(E), E ~ Exp(1). Larger key = drawn earlier.
-    keys = logits.astype(xp.float32)[None, :] - xp.log(xp.maximum(rng.exponential((G, n)), 1e-30))
+    shift = logits.max()
+    span = float(shift - logits.min())
+    with _quiet(xp):
+        E = -xp.log(rng.uniform((G, n)))  # Exp(1); U == 0 gives +inf, drawn last
+        positive = span <= 80.0
+        if positive:
+            keys = E * xp.exp(shift - logits).astype(xp.float32)[None, :]
+        else:
+            keys = xp.log(E) - (logits - shift).astype(xp.float32)[None, :]
+    if xp is np and n < 2**32:
+        # Non-negative float32 values sort like their bit patterns; others need a flip.
+        bits = keys.view(np.uint32) if positive else _sortable_bits(keys)
+        packed = (bits.astype(np.uint64) << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+        if S < n:
+            packed = np.partition(packed, S - 1, axis=1)[:, :S]
+        packed.sort(axis=1)
+        return (packed & np.uint64(0xFFFFFFFF)).astype(np.intp)
     if S < n:
-        top = xp.argpartition(-keys, S - 1, axis=1)[:, :S]
+        top = xp.argpartition(keys, S - 1, axis=1)[:, :S]
     else:
         top = xp.broadcast_to(xp.arange(n), (G, n))
-    top_keys = xp.take_along_axis(keys, top, axis=1)
-    order = xp.argsort(-top_keys, axis=1)
+    order = xp.argsort(xp.take_along_axis(keys, top, axis=1), axis=1)
     return xp.take_along_axis(top, order, axis=1)
+
+
+def _sortable_bits(x):
+    """uint32 bit patterns of float32 ``x`` whose unsigned order is the float order."""
+    b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    neg = (b >> np.uint32(31)).astype(bool)
+    return np.where(neg, ~b, b | np.uint32(0x80000000))
+
+
+class _quiet:
+    """Silence numpy's divide-by-zero warning for log(0) (the key is then +inf)."""
+
+    def __init__(self, xp):
+        self.ctx = np.errstate(divide="ignore") if xp is np else None
+
+    def __enter__(self):
+        if self.ctx is not None:
+            self.ctx.__enter__()
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            self.ctx.__exit__(*exc)
 
 
 def _suffix_terms(logits, orders):
