@@ -128,3 +128,13 @@ def test_bad_options_and_missing_text_column(embedder):
         Embedder(device="cpu", max_length=4096).encode(["x"])
     with pytest.raises(ValueError, match="text column 'body' is missing"):
         embed_partition(pd.DataFrame({"text": ["x"]}), "body", embedder)
+
+
+def test_reduced_precision_agrees_with_float32(embedder):
+    texts = ["Compound interest earns interest on interest.", "Salmon return to their home streams."]
+    ref = Embedder(device="cpu", compute="float32").encode(texts)
+    for compute in ("bfloat16", "auto"):
+        v = Embedder(device="cpu", compute=compute).encode(texts)
+        assert v.dtype == np.float32 and np.all(np.einsum("kd,kd->k", v, ref) > 0.999)
+    with pytest.raises(ValueError, match="compute must be"):
+        Embedder(compute="int4")
