@@ -31,7 +31,7 @@ def _top_indicator(v, S, xp):
     return s
 
 
-def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=None):
+def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=None, stable_iter=5):
     """Maximise the relaxed objective; return ``(x, last_vertex, n_iter)``.
 
     Parameters
@@ -42,6 +42,8 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
     tol : stop when the Frank-Wolfe gap (an upper bound on F* - F(x)) falls below
         ``tol * max(1, |F(x)|)``
     x0 : optional start; default: the top S rows by quality (a vertex)
+    stable_iter : also stop once the top S entries of x (the selection the caller takes)
+        have not changed for this many iterations
     """
     if diversity not in ("pairwise", "disf"):
         raise ValueError(
@@ -89,7 +91,7 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
         def value(x, C):
             return lam * float(q @ x) / S - cd * offdiag(C, C)
 
-    it = 0
+    it, stable, top = 0, 0, None
     for it in range(1, max_iter + 1):
         g, aux = grad(x)
         s = _top_indicator(g, S, xp)
@@ -100,4 +102,9 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
         c = curvature(D, aux)
         gamma = 1.0 if c <= 0 else min(1.0, gap / (2.0 * c))
         x = x + gamma * D
+        new_top = xp.sort(xp.argpartition(-x, S - 1)[:S]) if S < n else None
+        stable = stable + 1 if top is not None and new_top is not None and bool((new_top == top).all()) else 0
+        top = new_top
+        if stable >= stable_iter:
+            break
     return x, s, it
