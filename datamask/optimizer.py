@@ -274,7 +274,9 @@ class DataMask:
 
         # Quality-aware pruning: keep the n_keep best rows (ties broken by row order).
         if n_keep < N:
-            cand = xp.sort(xp.argsort(-qn, kind="stable")[:n_keep])
+            # cupy's argsort is always stable and rejects numpy's `kind` names
+            order = xp.argsort(-qn, kind="stable") if xp is np else xp.argsort(-qn)
+            cand = xp.sort(order[:n_keep])
         else:
             cand = xp.arange(N)
         reference = None

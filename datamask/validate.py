@@ -31,7 +31,7 @@ def check_inputs(embeddings, quality):
         raise ValueError("embeddings is empty (0 rows): nothing to select from")
     if d < 2:
         raise ValueError(f"embeddings must have at least 2 dimensions, got d={d}")
-    if not xp.issubdtype(embeddings.dtype, xp.floating):
+    if not np.issubdtype(embeddings.dtype, np.floating):
         raise ValueError(f"embeddings must be floating point, got dtype {embeddings.dtype}")
     bad = ~xp.isfinite(embeddings).all(axis=1)
     if bool(bad.any()):
@@ -58,7 +58,7 @@ def check_mask(mask, n: int, xp):
         if mask.shape != (n,):
             raise ValueError(f"mask must have shape ({n},), got {mask.shape}")
         return xp.nonzero(mask)[0]
-    if not xp.issubdtype(mask.dtype, xp.integer):
+    if not np.issubdtype(mask.dtype, np.integer):
         raise ValueError(f"mask must be a bool mask or integer row indices, got dtype {mask.dtype}")
     rows = xp.unique(mask)
     if rows.shape[0] != mask.shape[0]:
