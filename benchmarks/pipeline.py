@@ -52,7 +52,7 @@ def one_run(corpus, out, workers, solver, split, steps):
 
     t0 = time.perf_counter()
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster, set_as_default=False) as client:
         pids = list(client.run(os.getpid).values())
         mon = PeakRSS(pids)

@@ -290,6 +290,28 @@ def _progress_callback(name):
     return cb
 
 
+def _score_all(E, q, cfg, seed):
+    """The objective of the whole partition ("before"). Pairwise in float32 row blocks (the
+    generic ``evaluate`` makes several full-size temporaries); facility is skipped (every
+    row is its own nearest neighbour, so it is 1 by definition)."""
+    if cfg.diversity == "facility":
+        return None
+    if cfg.diversity != "pairwise":
+        return score(E, q, np.ones(E.shape[0], dtype=bool), cfg, seed)
+    from .backend import get_namespace, to_numpy
+    from .objectives import normalize_quality, pairwise_from_sums
+
+    xp = get_namespace(E)
+    total = xp.zeros(E.shape[1], dtype=xp.float64)
+    for i0 in range(0, E.shape[0], 65536):
+        blk = E[i0:i0 + 65536].astype(xp.float32)
+        blk /= xp.sqrt((blk * blk).sum(axis=1, keepdims=True))
+        total += blk.sum(axis=0, dtype=xp.float64)
+    div = float(to_numpy(pairwise_from_sums(float((total * total).sum()), E.shape[0])))
+    qual = float(to_numpy(normalize_quality(q).mean()))
+    return {"objective": cfg.lam * qual + (1 - cfg.lam) * div, "quality": qual, "diversity": div}
+
+
 def _select_partition(df, partition_info=None, *, splits, cfg, device, d, out_root, drops, in_type):
     """One partition: validate, select, write the data file(s), then the record."""
     t0 = time.perf_counter()
@@ -326,7 +348,7 @@ def _select_partition(df, partition_info=None, *, splits, cfg, device, d, out_ro
     if n_dupes:
         _check_budget(Split(s.path, s.rel, s.fmt, 0, table.num_rows), cfg)
     sel = select(E, q, cfg, seed, s.where(), callback=_progress_callback(s.name))
-    before = None if cfg.diversity == "facility" else score(E, q, np.ones(len(sel.mask), dtype=bool), cfg, seed)
+    before = _score_all(E, q, cfg, seed)
     del E, q
     if cfg.keep_all:
         logits = sel.logits if sel.logits is not None else np.full(table.num_rows, np.nan)
