@@ -24,7 +24,7 @@ return one value per row of ``idx``. Everything runs on numpy or cupy (``xp``).
 from __future__ import annotations
 
 from .backend import default_rng, get_namespace
-from .validate import check_inputs, check_mask
+from .validate import check_inputs, check_mask, needs_rescale, unit_rows
 
 __all__ = [
     "DIVERSITIES",
@@ -163,30 +163,40 @@ class Objective:
     diversity : {"pairwise", "facility", "disf"}
     reference : array of int, optional
         Row indices of the facility-location reference set (default: all rows).
+    norms : (N,) array, optional
+        Row norms, when the rows are not unit: rows are rescaled as they are gathered.
+
+    The embeddings are kept as given (float16 storage included, no copy); only the rows
+    a selection touches are gathered into float32.
     """
 
-    def __init__(self, embeddings, quality_norm, lam=0.5, diversity="pairwise", reference=None):
+    def __init__(self, embeddings, quality_norm, lam=0.5, diversity="pairwise", reference=None, norms=None):
         if diversity not in DIVERSITIES:
             raise ValueError(f"diversity must be one of {DIVERSITIES}, got {diversity!r}")
         self.E = embeddings
         self.q = quality_norm
         self.lam = float(lam)
         self.diversity = diversity
+        self.norms = norms
         xp = get_namespace(embeddings)
         self.reference = xp.arange(embeddings.shape[0]) if reference is None else reference
+
+    def rows(self, rows):
+        """Float32 unit embeddings of ``rows``."""
+        return unit_rows(self.E, rows, self.norms)
 
     def diversity_of(self, rows):
         """Diversity of one selection given as row indices."""
         xp = get_namespace(self.E)
         rows = xp.asarray(rows)
         S = int(rows.shape[0])
-        EU = self.E[rows]
+        EU = self.rows(rows)
         if self.diversity == "pairwise":
             s = EU.astype(xp.float64).sum(axis=0)
             return float(pairwise_from_sums(float((s * s).sum()), S))
         if self.diversity == "disf":
             return float(_disf_one(EU))
-        return facility_value(self.E[self.reference], EU)
+        return facility_value(self.rows(self.reference), EU)
 
     def evaluate_rows(self, rows) -> dict:
         """``{"objective", "quality", "diversity"}`` of the selection ``rows``."""
@@ -221,11 +231,12 @@ def evaluate(embeddings, quality, mask, lam=0.5, diversity="pairwise", reference
     dict
         ``objective``, ``quality`` (mean normalised quality), ``diversity``.
     """
-    check_inputs(embeddings, quality)
+    norms = check_inputs(embeddings, quality)
     xp = get_namespace(embeddings)
     rows = check_mask(mask, embeddings.shape[0], xp)
     reference = None
     if diversity == "facility" and reference_size is not None and reference_size < embeddings.shape[0]:
         reference = default_rng(xp, seed).subset(embeddings.shape[0], int(reference_size))
-    obj = Objective(embeddings, normalize_quality(quality), lam, diversity, reference)
+    obj = Objective(embeddings, normalize_quality(quality), lam, diversity, reference,
+                    norms=norms if needs_rescale(norms) else None)
     return obj.evaluate_rows(rows)

@@ -17,7 +17,7 @@ from .greedy import greedy_disf, greedy_facility, greedy_pairwise
 from .objectives import DIVERSITIES, Objective, disf_groups, normalize_quality, pairwise_groups
 from .policy import policy_gradient, sample_masks
 from .relaxed import frank_wolfe
-from .validate import NORM_TOLERANCE, check_inputs
+from .validate import check_inputs, needs_rescale, unit_rows
 
 __all__ = ["DataMask", "SOLVERS"]
 
@@ -267,9 +267,10 @@ class DataMask:
         norms = check_inputs(embeddings, quality)
         N = embeddings.shape[0]
         S, n_keep = self._check_params(N)
-        E = embeddings.astype(xp.float32, copy=False)
-        if bool((xp.abs(norms - 1.0) > NORM_TOLERANCE).any()):
-            E = E / norms[:, None]
+        # Memory: the input stays as given (float16 storage is fine); the only copy is the
+        # float32 candidate rows below (half the partition with the default pruning).
+        E = embeddings
+        scale = norms if needs_rescale(norms) else None
         qn = normalize_quality(quality)
 
         # Quality-aware pruning: keep the n_keep best rows (ties broken by row order).
@@ -282,7 +283,7 @@ class DataMask:
         reference = None
         if self.diversity == "facility" and self.reference_size is not None and self.reference_size < N:
             reference = default_rng(xp, self.seed).subset(N, int(self.reference_size))
-        self._full = Objective(E, qn, self.lam, self.diversity, reference)
+        self._full = Objective(E, qn, self.lam, self.diversity, reference, norms=scale)
         self._cand = cand
         self.budget_ = S
         self.n_candidates_ = int(n_keep)
@@ -290,7 +291,7 @@ class DataMask:
         self.logits_ = None
         self._t0 = t0
 
-        Ec, qc = E[cand], qn[cand]
+        Ec, qc = unit_rows(E, cand, scale), qn[cand]
         if S == n_keep:  # nothing to choose
             rows, self.n_steps_ = xp.arange(n_keep), 0
         elif self.solver == "greedy":
@@ -321,7 +322,7 @@ class DataMask:
         elif self.diversity == "disf":
             order = greedy_disf(Ec, qc, S, self.lam, progress=self.progress)
         else:
-            R = self._full.E[self._full.reference]
+            R = self._full.rows(self._full.reference)
             order = greedy_facility(Ec, qc, S, self.lam, R, progress=self.progress)
         self.n_steps_ = S
         self.order_ = self._cand[order]
@@ -361,7 +362,7 @@ class DataMask:
         if facility:
             # Batch updating samples reference rows, not candidates (sampling candidates
             # pushes up near-duplicates, see the optimizer benchmark notes).
-            fac = FacilityGroups(Ec, self._full.E[self._full.reference])
+            fac = FacilityGroups(Ec, self._full.rows(self._full.reference))
             r = fac.n_reference
             r_b = r if self.batch_ratio is None else min(r, max(MIN_REFERENCE_BATCH, math.ceil(self.batch_ratio * r)))
             n_b, S_b = n, S

@@ -6,10 +6,12 @@ import numpy as np
 
 from .backend import get_namespace, to_numpy
 
-__all__ = ["check_inputs", "check_mask", "NORM_TOLERANCE"]
+__all__ = ["check_inputs", "check_mask", "unit_rows", "needs_rescale", "NORM_TOLERANCE", "BLOCK_ROWS"]
 
 # Rows whose norm is this far from 1 are renormalised; zero rows are rejected.
 NORM_TOLERANCE = 1e-3
+# Rows per block when a whole-partition pass would otherwise copy the embeddings.
+BLOCK_ROWS = 65_536
 
 
 def check_inputs(embeddings, quality):
@@ -33,15 +35,19 @@ def check_inputs(embeddings, quality):
         raise ValueError(f"embeddings must have at least 2 dimensions, got d={d}")
     if not np.issubdtype(embeddings.dtype, np.floating):
         raise ValueError(f"embeddings must be floating point, got dtype {embeddings.dtype}")
-    bad = ~xp.isfinite(embeddings).all(axis=1)
-    if bool(bad.any()):
-        i = int(to_numpy(xp.nonzero(bad)[0][0]))
-        raise ValueError(f"embeddings contain NaN or inf (first at row {i}); drop or re-embed those rows")
     badq = ~xp.isfinite(quality)
     if bool(badq.any()):
         i = int(to_numpy(xp.nonzero(badq)[0][0]))
         raise ValueError(f"quality contains NaN or inf (first at row {i}); fill or drop those rows")
-    norms = xp.sqrt((embeddings.astype(xp.float32) ** 2).sum(axis=1))
+    # In row blocks, so the check never holds more than a block's float32 copy.
+    norms = xp.empty(n, dtype=xp.float32)
+    for i0 in range(0, n, BLOCK_ROWS):
+        blk = embeddings[i0:i0 + BLOCK_ROWS].astype(xp.float32)
+        bad = ~xp.isfinite(blk).all(axis=1)
+        if bool(bad.any()):
+            i = i0 + int(to_numpy(xp.nonzero(bad)[0][0]))
+            raise ValueError(f"embeddings contain NaN or inf (first at row {i}); drop or re-embed those rows")
+        norms[i0:i0 + BLOCK_ROWS] = xp.sqrt((blk * blk).sum(axis=1))
     zero = norms < 1e-8
     if bool(zero.any()):
         i = int(to_numpy(xp.nonzero(zero)[0][0]))
@@ -49,6 +55,30 @@ def check_inputs(embeddings, quality):
             f"embeddings has a zero-norm row (row {i}); such a row has no direction: drop it or re-embed it"
         )
     return norms
+
+
+def unit_rows(embeddings, rows=None, norms=None):
+    """``embeddings[rows]`` as float32 unit rows, built block by block.
+
+    The input may be float16 (the storage type): only the output is a float32 copy, and
+    ``norms`` (from :func:`check_inputs`; None when rows are already unit) rescales them.
+    """
+    xp = get_namespace(embeddings)
+    n = embeddings.shape[0] if rows is None else int(rows.shape[0])
+    out = xp.empty((n, embeddings.shape[1]), dtype=xp.float32)
+    for i0 in range(0, n, BLOCK_ROWS):
+        sel = slice(i0, i0 + BLOCK_ROWS) if rows is None else rows[i0:i0 + BLOCK_ROWS]
+        blk = embeddings[sel].astype(xp.float32)
+        if norms is not None:
+            blk /= norms[sel][:, None]
+        out[i0:i0 + BLOCK_ROWS] = blk
+    return out
+
+
+def needs_rescale(norms):
+    """True when some row's norm is more than ``NORM_TOLERANCE`` away from 1."""
+    xp = get_namespace(norms)
+    return bool((xp.abs(norms - 1.0) > NORM_TOLERANCE).any())
 
 
 def check_mask(mask, n: int, xp):

@@ -244,3 +244,13 @@ def test_cupy_fit_stays_on_device_and_matches_numpy_quality():
     ref = DataMask(solver="greedy").fit(c["embedding"], c["quality"])
     rand = evaluate(c["embedding"], c["quality"], np.random.default_rng(0).permutation(5000)[: ref.budget_])
     assert gain_ratio(m.objective_["objective"], rand["objective"], ref.objective_["objective"]) > 0.95
+
+
+def test_float16_storage_is_accepted_without_changing_the_selection_much():
+    c = make_corpus(3000, dim=32, seed=7)
+    E32, q = c["embedding"], c["quality"]
+    a = DataMask(solver="relaxed").fit(E32, q)
+    b = DataMask(solver="relaxed").fit(E32.astype(np.float16), q)
+    assert b.mask_.sum() == a.mask_.sum()
+    assert (a.mask_ & b.mask_).sum() >= 0.97 * a.mask_.sum()
+    assert b.objective_["objective"] == pytest.approx(a.objective_["objective"], abs=1e-3)
