@@ -6,5 +6,24 @@ Modules (one concern each; GPU and model imports are lazy):
 - :mod:`.embed` - sentence-transformers embeddings (:class:`Embedder`, :func:`embed_partition`);
 - :mod:`.heuristics` - rule-based text-quality scores mapped to [0, 1];
 - :mod:`.fasttext_quality` - train and apply a DCLM-style fastText quality classifier;
-- :mod:`.aggregate` - corpus statistics, normalisation, weighted sums, bins -> ``quality``.
+- :mod:`.aggregate` - corpus statistics, normalisation, weighted sums, bins -> ``quality``;
+- :mod:`.score` - the per-partition half of the score stage (components + ``n_tokens``).
+
+Importing this package is light: torch, sentence-transformers and fastText load only when
+a model is first used.
 """
+from .aggregate import ColumnStats, aggregate_partition, check_score_columns, compute_stats, parse_weights
+from .embed import Embedder, embed_partition, embedding_meta, embedding_type
+from .fasttext_quality import FastTextScorer, train_quality
+from .heuristics import HEURISTICS, heuristic_scores, score_heuristics_partition
+from .score import components_meta, count_unusable, score_components_partition
+from .text import add_n_tokens, count_tokens, get_texts
+
+__all__ = [
+    "ColumnStats", "aggregate_partition", "check_score_columns", "compute_stats", "parse_weights",
+    "Embedder", "embed_partition", "embedding_meta", "embedding_type",
+    "FastTextScorer", "train_quality",
+    "HEURISTICS", "heuristic_scores", "score_heuristics_partition",
+    "components_meta", "count_unusable", "score_components_partition",
+    "add_n_tokens", "count_tokens", "get_texts",
+]
