@@ -99,11 +99,12 @@ def _member(idx, n, xp):
 def standardize(E):
     """Columns of ``E`` standardised over its rows (constant columns become 0), float32."""
     xp = get_namespace(E)
-    X = E.astype(xp.float32)
+    X = E.astype(xp.float32, copy=False)
     mu = X.mean(axis=0)
     sd = X.std(axis=0)
     live = sd > 1e-12
-    return xp.where(live, (X - mu) / xp.where(live, sd, 1.0), 0.0).astype(xp.float32)
+    scale = xp.where(live, 1.0 / xp.where(live, sd, 1.0), 0.0).astype(xp.float32)
+    return (X - mu) * scale  # one float32 copy (constant columns become 0)
 
 
 def greedy_disf(E, q, S, lam, progress=False):

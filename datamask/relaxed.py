@@ -56,7 +56,7 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
     x = _top_indicator(q, S, xp) if x0 is None else x0.astype(xp.float64)
     s = x
     if diversity == "pairwise":
-        X = E.astype(xp.float32)
+        X = E.astype(xp.float32, copy=False)  # already float32 from fit(): no copy
         cpair = (1.0 - lam) / (S * (S - 1.0)) if S > 1 else 0.0
 
         def grad(x):
