@@ -1,0 +1,383 @@
+"""k-means on the embeddings, and per-cluster statistics, in memory or out of core.
+
+Fit on a sample, predict everywhere (the corpus never has to fit in memory):
+
+* :func:`fit_kmeans` fits centroids on an in-memory (sample) matrix: scikit-learn's
+  ``MiniBatchKMeans`` (default on CPU; best quality per second on our 2-core
+  measurements, ``notes/cpu-stack.md`` section 6), faiss (fastest when installed), or
+  cuML on a cupy array. cuML and faiss are imported only when used.
+* :func:`assign` labels rows against centroids in blocks (numpy or cupy).
+* :func:`cluster_stats` is the per-array statistics table; :func:`partial_stats` and
+  :func:`combine_stats` are its out-of-core form (per-partition sums, reduced on the
+  client), so the Dask version gives the same numbers as the in-memory one.
+* Dask: :func:`read_corpus`, :func:`sample_embeddings`, :func:`fit_kmeans_dask`
+  (sample -> fit; or cuML's Dask k-means on GPU workers), :func:`predict_dask` (a
+  ``cluster`` column added per partition, explicit ``meta``), :func:`cluster_stats_dask`.
+
+Statistics per cluster: ``size``, ``mean_quality``, ``pairwise_diversity`` (minus the
+mean cosine over pairs of distinct members, from the member sum: ``-(|sum e|^2 - n) /
+(n (n - 1))``; NaN for a singleton), ``mean_tokens`` (NaN without a token column),
+``share`` (size / rows).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .backend import get_namespace, is_cupy, to_numpy
+
+__all__ = [
+    "BACKENDS",
+    "fit_kmeans",
+    "assign",
+    "inertia",
+    "cluster_stats",
+    "partial_stats",
+    "combine_stats",
+    "embeddings_of",
+    "read_corpus",
+    "sample_embeddings",
+    "fit_kmeans_dask",
+    "predict_dask",
+    "cluster_stats_dask",
+    "check_k",
+]
+
+BACKENDS = ("auto", "sklearn", "faiss", "cuml")
+_ASSIGN_BLOCK = 65536
+STAT_COLUMNS = ["cluster", "size", "share", "mean_quality", "pairwise_diversity", "mean_tokens"]
+
+
+# ---------------------------------------------------------------------- arrays
+def _unit32(X, xp):
+    X = X.astype(xp.float32)
+    return X / xp.sqrt((X * X).sum(axis=1, keepdims=True))
+
+
+def check_k(k: int, n_rows: int, what="rows"):
+    """``1 <= k <= n_rows`` or a ValueError that says so."""
+    if int(k) != k or int(k) < 1:
+        raise ValueError(f"k must be a positive integer, got {k}")
+    if int(k) > n_rows:
+        raise ValueError(f"k={k} clusters is more than the {n_rows} {what}; lower --k or raise --sample-fraction")
+
+
+def fit_kmeans(E, k: int, seed=0, backend="auto", max_iter=100, batch_size=4096, n_init=1, n_threads=1):
+    """Fit k-means centroids on an in-memory matrix.
+
+    Parameters
+    ----------
+    E : (n, d) float array, numpy (sklearn/faiss) or cupy (cuML); rows L2-normalised here
+    k : int, ``1 <= k <= n``
+    seed : int
+    backend : {"auto", "sklearn", "faiss", "cuml"}
+        ``auto``: cuML for a cupy array, else scikit-learn's MiniBatchKMeans.
+    max_iter, batch_size, n_init : passed to the backend (iterations for faiss/cuML).
+    n_threads : int or None, default 1
+        CPU threads for the fit (None: the library default). One thread was about 20x
+        faster than two on our shared 2-core machine (mini-batches are small); raise it on
+        a dedicated many-core machine.
+
+    Returns
+    -------
+    (k, d) float32 centroids, on the device of ``E``.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    xp = get_namespace(E)
+    n = E.shape[0]
+    check_k(k, n)
+    X = _unit32(E, xp)
+    k = int(k)
+    if backend == "auto":
+        backend = "cuml" if is_cupy(E) else "sklearn"
+    if backend == "cuml":
+        from cuml.cluster import KMeans
+
+        km = KMeans(n_clusters=k, random_state=int(seed) % 2**31, max_iter=int(max_iter), n_init=n_init)
+        km.fit(X)
+        return get_namespace(E).asarray(km.cluster_centers_, dtype=xp.float32)
+    Xn = np.ascontiguousarray(to_numpy(X))
+    if backend == "faiss":
+        import faiss
+
+        if n_threads:
+            faiss.omp_set_num_threads(int(n_threads))
+        km = faiss.Kmeans(Xn.shape[1], k, niter=int(max_iter), seed=int(seed) % 2**31, verbose=False,
+                          max_points_per_centroid=max(256, math.ceil(n / k)))
+        km.train(Xn)
+        return km.centroids.astype(np.float32)
+    from sklearn.cluster import MiniBatchKMeans
+    from threadpoolctl import threadpool_limits
+
+    with warnings.catch_warnings(), threadpool_limits(limits=n_threads):
+        warnings.simplefilter("ignore")  # memory-leak notice on Windows MKL; ConvergenceWarning
+        km = MiniBatchKMeans(n_clusters=k, random_state=int(seed) % 2**31, batch_size=int(batch_size),
+                             max_iter=int(max_iter), n_init=n_init)
+        km.fit(Xn)
+    return km.cluster_centers_.astype(np.float32)
+
+
+def assign(E, centroids, block=_ASSIGN_BLOCK):
+    """Nearest centroid (Euclidean, on L2-normalised rows) of every row, in row blocks.
+
+    Returns ``(labels int32 (n,), sq_dist float32 (n,))`` on the device of ``E``.
+    """
+    xp = get_namespace(E)
+    C = xp.asarray(centroids, dtype=xp.float32)
+    half = 0.5 * (C * C).sum(axis=1)
+    n = E.shape[0]
+    labels = xp.empty(n, dtype=xp.int32)
+    dist = xp.empty(n, dtype=xp.float32)
+    for i0 in range(0, n, block):
+        X = _unit32(E[i0:i0 + block], xp)
+        s = X @ C.T - half  # argmax of <x,c> - |c|^2/2 = argmin |x - c|^2
+        j = s.argmax(axis=1)
+        labels[i0:i0 + block] = j
+        best = xp.take_along_axis(s, j[:, None], axis=1)[:, 0]
+        dist[i0:i0 + block] = xp.maximum(1.0 - 2.0 * best, 0.0)  # |x|^2 = 1
+    return labels, dist
+
+
+def inertia(E, centroids):
+    """Sum of squared distances of the (normalised) rows to their nearest centroid."""
+    return float(to_numpy(assign(E, centroids)[1]).astype(np.float64).sum())
+
+
+def partial_stats(labels, quality, E=None, n_tokens=None, k=None) -> dict:
+    """Per-cluster sums of one partition (numpy): count, quality, tokens, embedding sum.
+
+    ``E`` rows are L2-normalised first (float16 storage rounds the norms).
+    """
+    lab = to_numpy(labels).astype(np.int64)
+    k = int(lab.max()) + 1 if k is None else int(k)
+    if lab.size and (lab.min() < 0 or lab.max() >= k):
+        raise ValueError(f"cluster labels must lie in [0, {k})")
+    out = {
+        "k": k,
+        "count": np.bincount(lab, minlength=k).astype(np.int64),
+        "sum_quality": np.bincount(lab, weights=to_numpy(quality).astype(np.float64), minlength=k),
+        "sum_tokens": None,
+        "sum_e": None,
+    }
+    if n_tokens is not None:
+        out["sum_tokens"] = np.bincount(lab, weights=to_numpy(n_tokens).astype(np.float64), minlength=k)
+    if E is not None:
+        xp = get_namespace(E)
+        d = E.shape[1]
+        s = np.zeros((k, d), dtype=np.float64)
+        for i0 in range(0, E.shape[0], _ASSIGN_BLOCK):
+            X = to_numpy(_unit32(E[i0:i0 + _ASSIGN_BLOCK], xp)).astype(np.float64)
+            np.add.at(s, lab[i0:i0 + _ASSIGN_BLOCK], X)
+        out["sum_e"] = s
+    return out
+
+
+def combine_stats(parts) -> dict:
+    """Add up :func:`partial_stats` dicts (same ``k``)."""
+    parts = list(parts)
+    if not parts:
+        raise ValueError("no partial statistics to combine")
+    k = max(p["k"] for p in parts)
+    out = {"k": k}
+    for key in ("count", "sum_quality", "sum_tokens", "sum_e"):
+        vals = [p[key] for p in parts if p[key] is not None]
+        if not vals:
+            out[key] = None
+            continue
+        acc = np.zeros((k,) + vals[0].shape[1:], dtype=vals[0].dtype)
+        for v in vals:
+            acc[: v.shape[0]] += v
+        out[key] = acc
+    return out
+
+
+def stats_frame(sums: dict) -> pd.DataFrame:
+    """The statistics table from (combined) sums."""
+    n = sums["count"].astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_q = np.where(n > 0, sums["sum_quality"] / np.maximum(n, 1), np.nan)
+        tok = (np.where(n > 0, sums["sum_tokens"] / np.maximum(n, 1), np.nan)
+               if sums["sum_tokens"] is not None else np.full(len(n), np.nan))
+        if sums["sum_e"] is not None:
+            sq = (sums["sum_e"] ** 2).sum(axis=1)
+            div = np.where(n > 1, -(sq - n) / (n * (n - 1)), np.nan)
+        else:
+            div = np.full(len(n), np.nan)
+    total = n.sum()
+    return pd.DataFrame({
+        "cluster": np.arange(len(n), dtype=np.int32),
+        "size": sums["count"].astype(np.int64),
+        "share": n / total if total else n,
+        "mean_quality": mean_q,
+        "pairwise_diversity": div,
+        "mean_tokens": tok,
+    })
+
+
+def cluster_stats(labels, quality, E=None, n_tokens=None, k=None) -> pd.DataFrame:
+    """Per-cluster ``size, share, mean_quality, pairwise_diversity, mean_tokens``."""
+    return stats_frame(partial_stats(labels, quality, E, n_tokens, k))
+
+
+# ---------------------------------------------------------------------- Dask
+def embeddings_of(series) -> np.ndarray:
+    """(n, d) float array from an embedding column of a pandas (Arrow-backed or object
+    of arrays) or cudf frame."""
+    from .schema import embedding_matrix
+    import pyarrow as pa
+
+    if type(series).__module__.split(".")[0] == "cudf":
+        import cupy
+
+        return cupy.asarray(series.list.leaves.values).reshape(len(series), -1)
+    if len(series) == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    if isinstance(series.dtype, pd.ArrowDtype):
+        arr = series.array.__arrow_array__()
+        return embedding_matrix(arr, "partition", str(series.name))
+    return np.stack([np.asarray(v, dtype=np.float32) for v in series.to_numpy()])
+
+
+def read_corpus(path, split_size=1_000_000, columns=None):
+    """A Dask DataFrame of a corpus (Parquet / JSONL file, directory or glob), one
+    partition per split of at most ``split_size`` rows (the pipeline's splits), Arrow
+    types kept (the embedding stays a ``fixed_size_list``)."""
+    import dask
+    import dask.dataframe as dd
+
+    from .io import discover, inspect_file, make_splits, read_split
+
+    cols = _AnyColumns()
+    splits = []
+    for f in discover(str(path)):
+        n = _n_rows(f, inspect_file)
+        splits.extend(make_splits(f, n, int(split_size)))
+    if not splits:
+        raise ValueError(f"empty input: {path}")
+
+    def load(s):
+        t = read_split(s, cols)
+        if columns is not None:
+            t = t.select(list(columns))
+        return t.to_pandas(types_mapper=pd.ArrowDtype)
+
+    first = splits[0]
+    from .io import Split
+
+    with dask.config.set({"dataframe.convert-string": False}):
+        meta = load(Split(first.path, first.rel, first.fmt, first.start, first.start))
+        return dd.from_map(load, splits, meta=meta, enforce_metadata=False)
+
+
+class _AnyColumns:
+    """``Columns`` stand-in for reading: only the embedding column name matters."""
+
+    id, embedding, quality = "id", "embedding", "quality"
+    required = ()
+
+
+def _n_rows(f, inspect_file):
+    if f.fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(f.path).metadata.num_rows
+    return inspect_file(f, _AnyColumns())[0]
+
+
+def sample_embeddings(ddf, fraction: float, column="embedding", seed=0, max_rows=None) -> np.ndarray:
+    """A random ``fraction`` of the rows' embeddings, as one in-memory matrix."""
+    import dask
+
+    if not 0.0 < float(fraction) <= 1.0:
+        raise ValueError(f"sample fraction must be in (0, 1], got {fraction}")
+    parts = ddf[[column]].to_delayed()
+
+    def take(df, i):
+        n = len(df)
+        m = n if fraction >= 1.0 else int(np.random.default_rng([seed, i]).binomial(n, fraction))
+        if m == 0:
+            return None
+        rows = np.sort(np.random.default_rng([seed, i, 1]).choice(n, size=m, replace=False))
+        return embeddings_of(df[column].iloc[rows]).astype(np.float32)
+
+    mats = dask.compute(*[dask.delayed(take)(p, i) for i, p in enumerate(parts)])
+    mats = [m for m in mats if m is not None]
+    if not mats:
+        raise ValueError(f"the sample ({fraction:.3g} of the rows) is empty; raise --sample-fraction")
+    X = np.concatenate(mats)
+    if max_rows is not None and X.shape[0] > max_rows:
+        X = X[np.random.default_rng(seed).choice(X.shape[0], size=int(max_rows), replace=False)]
+    return X
+
+
+def fit_kmeans_dask(ddf, k: int, sample_fraction=0.1, column="embedding", seed=0, backend="auto", **kw):
+    """Fit centroids on a sample of a Dask DataFrame's embeddings (``backend`` as in
+    :func:`fit_kmeans`; on a dask-cudf frame ``auto`` uses cuML's Dask k-means on the
+    GPU workers). Returns ``(centroids (k, d) float32 numpy, n_sample)``."""
+    is_gpu_frame = type(ddf._meta).__module__.split(".")[0] == "cudf"
+    if backend == "cuml" or (backend == "auto" and is_gpu_frame):
+        from cuml.dask.cluster import KMeans as DaskKMeans
+        import dask.array as da
+
+        sample = ddf[[column]].sample(frac=float(sample_fraction), random_state=int(seed))
+        X = sample.map_partitions(lambda df: embeddings_of(df[column]).astype("float32")).to_dask_array(lengths=True)
+        n = int(X.shape[0])
+        check_k(k, n, "sampled rows")
+        km = DaskKMeans(n_clusters=int(k), random_state=int(seed) % 2**31)
+        km.fit(X if isinstance(X, da.Array) else X)
+        return to_numpy(km.cluster_centers_).astype(np.float32), n
+    X = sample_embeddings(ddf, sample_fraction, column, seed)
+    check_k(k, X.shape[0], "sampled rows")
+    return fit_kmeans(X, k, seed=seed, backend=backend, **kw), X.shape[0]
+
+
+def _predict_partition(df, centroids, column, out_column):
+    df = df.copy()
+    if len(df) == 0:
+        df[out_column] = np.zeros(0, dtype=np.int32)
+        return df
+    E = embeddings_of(df[column])
+    xp = get_namespace(E)
+    labels, _ = assign(E, xp.asarray(centroids))
+    df[out_column] = labels if xp is not np else labels.astype(np.int32)
+    return df
+
+
+def predict_dask(ddf, centroids, column="embedding", out_column="cluster"):
+    """Add an int32 ``cluster`` column to every partition (``map_partitions``, explicit meta)."""
+    meta = ddf._meta.copy()
+    meta[out_column] = np.zeros(0, dtype=np.int32)
+    return ddf.map_partitions(_predict_partition, np.asarray(centroids, dtype=np.float32), column, out_column,
+                              meta=meta, enforce_metadata=False)
+
+
+def _partial_partition(df, k, label_col, quality_col, emb_col, tokens_col):
+    E = embeddings_of(df[emb_col]) if (emb_col and len(df)) else None
+    q = df[quality_col].to_numpy(dtype=np.float64) if quality_col else np.zeros(len(df))
+    t = df[tokens_col].to_numpy(dtype=np.float64) if tokens_col else None
+    return partial_stats(df[label_col].to_numpy(dtype=np.int64), q, E, t, k)
+
+
+def cluster_stats_dask(ddf, k: int, cluster_column="cluster", quality_column="quality",
+                       embedding_column="embedding", tokens_column="n_tokens") -> pd.DataFrame:
+    """:func:`cluster_stats` of a Dask DataFrame: per-partition sums, reduced on the
+    client (memory: ``k x d`` floats per partition). Missing optional columns (quality,
+    tokens) give NaN statistics."""
+    import dask
+
+    names = set(ddf.columns)
+    qcol = quality_column if quality_column in names else None
+    tcol = tokens_column if tokens_column and tokens_column in names else None
+    ecol = embedding_column if embedding_column and embedding_column in names else None
+    wanted = [c for c in (cluster_column, qcol, tcol, ecol) if c]
+    parts = ddf[wanted].to_delayed()
+    sums = dask.compute(*[dask.delayed(_partial_partition)(p, int(k), cluster_column, qcol, ecol, tcol)
+                          for p in parts])
+    table = stats_frame(combine_stats(sums))
+    if qcol is None:
+        table["mean_quality"] = np.nan
+    return table
