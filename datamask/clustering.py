@@ -280,7 +280,9 @@ class _AnyColumns:
     required = ()
 
 
-def _n_rows(f, inspect_file):
+def _n_rows(f, inspect_file=None):
+    if inspect_file is None:
+        from .io import inspect_file
     if f.fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -381,3 +383,137 @@ def cluster_stats_dask(ddf, k: int, cluster_column="cluster", quality_column="qu
     if qcol is None:
         table["mean_quality"] = np.nan
     return table
+
+
+# ---------------------------------------------------------------------- `datamask cluster`
+def _write_partition(df, partition_info=None, *, names, out_root, centroids, column, by_cluster, device):
+    """Label one partition, write it (and its per-cluster pieces); return its counts."""
+    import pyarrow as pa
+
+    from .io import write_parquet_atomic
+
+    from pathlib import Path
+
+    name = names[partition_info["number"]] if partition_info else names[0]
+    out = Path(out_root)
+    df = df.copy()
+    if len(df):
+        E = embeddings_of(df[column])
+        if device == "gpu":
+            import cupy
+
+            E = cupy.asarray(E)
+        lab = to_numpy(assign(E, get_namespace(E).asarray(centroids))[0]).astype(np.int32)
+    else:
+        lab = np.zeros(0, dtype=np.int32)
+    df["cluster"] = lab
+    # no pandas metadata: its ArrowDtype names do not round-trip through plain to_pandas()
+    table = pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
+    write_parquet_atomic(table, out / "data" / f"{name}.parquet")
+    if by_cluster:
+        for c in np.unique(lab):
+            piece = table.filter(pa.array(lab == c))
+            write_parquet_atomic(piece, out / "by_cluster" / "_pieces" / f"cluster-{c:05d}" / f"{name}.parquet")
+    return pd.DataFrame({"name": [name], "rows": [len(df)]})
+
+
+def _merge_cluster(out_root, c):
+    """Concatenate one cluster's pieces into ``by_cluster/cluster-NNNNN.parquet``."""
+    import shutil
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .io import write_parquet_atomic
+
+    d = Path(out_root) / "by_cluster" / "_pieces" / f"cluster-{c:05d}"
+    files = sorted(d.glob("*.parquet"))
+    table = pa.concat_tables([pq.read_table(f) for f in files])
+    write_parquet_atomic(table, Path(out_root) / "by_cluster" / f"cluster-{c:05d}.parquet")
+    shutil.rmtree(d)
+    return table.num_rows
+
+
+def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1_000_000, by_cluster=False,
+                backend="auto", device="cpu", embedding_column="embedding", quality_column="quality",
+                tokens_column="n_tokens", client=None, max_sample_rows=None) -> dict:
+    """``datamask cluster``: fit k-means on a sample, label every row, write statistics.
+
+    Writes under ``output``: ``data/<split>.parquet`` (the input rows plus an int32
+    ``cluster`` column, one file per split), ``centroids.parquet`` (``cluster``,
+    ``centroid``), ``cluster_stats.parquet`` (see module doc), ``cluster.json`` (summary)
+    and, with ``by_cluster``, ``by_cluster/cluster-NNNNN.parquet``: the corpus rewritten
+    with one file, hence one pipeline partition, per cluster (while a cluster fits in
+    ``split_size``; a larger one is warned about and split by ``datamask select``).
+    Everything runs per partition, so the corpus need not fit in memory.
+
+    Returns the summary dict (also in ``cluster.json``).
+    """
+    import json
+    import time
+    from pathlib import Path
+
+    import dask
+    import pyarrow as pa
+
+    from .io import discover, make_splits, write_json_atomic, write_parquet_atomic
+
+    t0 = time.perf_counter()
+    out = Path(output)
+    ddf = read_corpus(input, split_size=split_size)
+    names = []
+    for f in discover(str(input)):
+        names.extend(s.name for s in make_splits(f, _n_rows(f), int(split_size)))
+    if column_missing := [c for c in (embedding_column,) if c not in ddf.columns]:
+        raise ValueError(f"input has no column {column_missing[0]!r} (columns: {', '.join(ddf.columns)})")
+    n_rows = int(sum(_n_rows(f) for f in discover(str(input))))
+    check_k(k, n_rows)
+    ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
+    warn = []
+    with ctx, dask.config.set({"dataframe.convert-string": False}):
+        if backend == "auto":
+            backend = "cuml" if device == "gpu" else "sklearn"
+        X = sample_embeddings(ddf, sample_fraction, embedding_column, seed, max_rows=max_sample_rows)
+        check_k(k, X.shape[0], "sampled rows")
+        t_fit = time.perf_counter()
+        if backend == "cuml":
+            import cupy
+
+            cent = to_numpy(fit_kmeans(cupy.asarray(X), k, seed=seed, backend="cuml"))
+        else:
+            cent = fit_kmeans(X, k, seed=seed, backend=backend)
+        fit_seconds = time.perf_counter() - t_fit
+        sample_inertia = inertia(X, cent) / X.shape[0]
+        meta = pd.DataFrame({"name": pd.Series([], dtype=object), "rows": pd.Series([], dtype=np.int64)})
+        done = ddf.map_partitions(_write_partition, names=names, out_root=str(out), centroids=cent,
+                                  column=embedding_column, by_cluster=by_cluster, device=device, meta=meta,
+                                  enforce_metadata=False).compute()
+        labelled = read_corpus(out / "data", split_size=split_size,
+                               columns=[c for c in ("cluster", quality_column, tokens_column, embedding_column)
+                                        if c in ddf.columns or c == "cluster"])
+        stats = cluster_stats_dask(labelled, k, "cluster", quality_column, embedding_column, tokens_column)
+        if by_cluster:
+            present = stats.loc[stats["size"] > 0, "cluster"].tolist()
+            dask.compute(*[dask.delayed(_merge_cluster)(str(out), int(c)) for c in present])
+            (out / "by_cluster" / "_pieces").rmdir()
+    big = stats[stats["size"] > int(split_size)]
+    for _, r in big.iterrows():
+        msg = (f"cluster {int(r['cluster'])} has {int(r['size']):,} rows, more than the split size "
+               f"{int(split_size):,}: per-cluster selection will cut it into several partitions")
+        warnings.warn(msg, stacklevel=2)
+        warn.append(msg)
+    C = np.ascontiguousarray(cent, dtype=np.float32)
+    write_parquet_atomic(pa.table({"cluster": pa.array(np.arange(k, dtype=np.int32)),
+                                   "centroid": pa.FixedSizeListArray.from_arrays(pa.array(C.reshape(-1)), C.shape[1])}),
+                         out / "centroids.parquet")
+    write_parquet_atomic(pa.Table.from_pandas(stats, preserve_index=False), out / "cluster_stats.parquet")
+    summary = {"k": int(k), "rows": int(done["rows"].sum()), "partitions": int(len(done)),
+               "sample_rows": int(X.shape[0]), "sample_fraction": float(sample_fraction),
+               "backend": backend, "device": device, "seed": int(seed), "fit_seconds": round(fit_seconds, 3),
+               "sample_inertia_per_row": round(sample_inertia, 6), "empty_clusters": int((stats["size"] == 0).sum()),
+               "largest_cluster": int(stats["size"].max()), "split_size": int(split_size),
+               "by_cluster": bool(by_cluster), "warnings": warn,
+               "wall_seconds": round(time.perf_counter() - t0, 3)}
+    write_json_atomic(summary, out / "cluster.json")
+    return summary

@@ -118,3 +118,37 @@ def test_dask_fit_on_sample_predict_everywhere(blob_corpus):
         assert np.allclose(g[col].to_numpy(), want[col].to_numpy(), rtol=1e-5, atol=1e-5), col
     with pytest.raises(ValueError, match="sampled rows"):
         fit_kmeans_dask(ddf, 500, sample_fraction=0.05)
+
+
+def test_run_cluster_writes_labels_stats_and_per_cluster_files(blob_corpus, tmp_path):
+    import json
+
+    from datamask.clustering import run_cluster
+
+    d, corpus = blob_corpus
+    out = tmp_path / "out"
+    s = run_cluster(d, out, 6, sample_fraction=0.3, split_size=1000, by_cluster=True)
+    assert s["rows"] == 3000 and s["partitions"] == 4 and s["warnings"] == []
+    assert json.loads((out / "cluster.json").read_text())["k"] == 6
+    data = pq.read_table(out / "data").to_pandas()
+    assert len(data) == 3000 and data["cluster"].dtype == np.int32
+    assert adjusted_rand_score(data["truth"], data["cluster"]) > 0.95
+    stats = pq.read_table(out / "cluster_stats.parquet").to_pandas().set_index("cluster")
+    by_pd = data.groupby("cluster").agg(size=("id", "size"), q=("quality", "mean"), t=("n_tokens", "mean"))
+    assert (stats.loc[by_pd.index, "size"].to_numpy() == by_pd["size"].to_numpy()).all()
+    assert np.allclose(stats.loc[by_pd.index, "mean_quality"], by_pd["q"], atol=1e-6)
+    assert np.allclose(stats.loc[by_pd.index, "mean_tokens"], by_pd["t"])
+    cent = pq.read_table(out / "centroids.parquet")
+    assert cent.num_rows == 6 and cent.schema.field("centroid").type.list_size == 32
+    files = sorted((out / "by_cluster").glob("cluster-*.parquet"))
+    assert len(files) == 6 and not (out / "by_cluster" / "_pieces").exists()
+    for f in files:  # one file (one pipeline partition) per cluster, all of its rows
+        t = pq.read_table(f)
+        c = int(f.stem.split("-")[1])
+        assert set(t.column("cluster").to_pylist()) == {c} and t.num_rows == stats.loc[c, "size"]
+        assert t.schema.field("embedding").type == pq.read_table(d).schema.field("embedding").type
+    with pytest.warns(UserWarning, match="more than the split size"):
+        s2 = run_cluster(d, tmp_path / "out2", 2, sample_fraction=0.3, split_size=1000)
+    assert s2["warnings"]
+    with pytest.raises(ValueError, match="more than the 3000 rows"):
+        run_cluster(d, tmp_path / "out3", 3001)
