@@ -172,8 +172,6 @@ class TextStageConfig(StageConfig):
     """The stages that read raw text (embed, score)."""
 
     text_column: str = _f("text", "name of the text column", group="data")
-    text_errors: str = _f("strict", "text that is not valid UTF-8: fail (strict) or replace bad bytes",
-                          choices=("strict", "replace"), group="data")
 
 
 @dataclass

@@ -23,7 +23,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from .errors import DataError, OutputError
-from .schema import Columns, check_schema, embedding_matrix
+from .schema import Columns, TextColumns, check_schema, check_text_row, check_text_schema, embedding_matrix
 
 __all__ = [
     "InputFile",
@@ -159,6 +159,8 @@ def inspect_file(f: InputFile, cols: Columns, partition_on=None):
             schema, n = pf.schema_arrow, pf.metadata.num_rows
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"{f.rel}: not a readable Parquet file ({_short(e)}); replace or remove it") from None
+        if isinstance(cols, TextColumns):  # embed/score: id + text, no embedding
+            return n, check_text_schema(schema, f.rel, cols)
         d = check_schema(schema, f.rel, cols, partition_on)
         return n, d
     n, first = 0, None
@@ -176,6 +178,8 @@ def inspect_file(f: InputFile, cols: Columns, partition_on=None):
         return 0, None
     if not isinstance(row, dict):
         raise DataError(f"{f.rel}: line 1 is not a JSON object; each line must be one document")
+    if isinstance(cols, TextColumns):
+        return n, check_text_row(row, f.rel, cols)
     missing = [c for c in cols.required if c not in row]
     if missing:
         raise DataError(

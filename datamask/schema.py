@@ -22,6 +22,9 @@ __all__ = [
     "check_schema",
     "embedding_matrix",
     "check_table",
+    "TextColumns",
+    "check_text_schema",
+    "check_text_row",
 ]
 
 # Columns the pipeline adds with --keep-all.
@@ -165,3 +168,53 @@ def check_table(table: pa.Table, where: str, cols: Columns, first_row: int = 0, 
                 "drop or re-embed that row"
             )
     return E, q
+
+
+# ---------------------------------------------------------------------- text stages
+class TextColumns:
+    """The columns the text stages (embed, score) need: the id and the text. They have no
+    embedding or quality requirement (``embedding``/``quality`` are None), and ``extra``
+    names further columns a stage reads (score columns, a domain column)."""
+
+    embedding = None
+    quality = None
+
+    def __init__(self, id="id", text="text", extra=()):
+        self.id, self.text, self.extra = id, text, tuple(extra)
+
+    @classmethod
+    def from_config(cls, cfg, extra=()):
+        return cls(cfg.id_column, cfg.text_column, extra)
+
+    @property
+    def required(self):
+        return (self.id, self.text) + tuple(c for c in self.extra if c not in (self.id, self.text))
+
+    def flag(self, name):
+        return {self.id: "--id-column NAME", self.text: "--text-column NAME"}.get(
+            name, "add the column or fix the score/domain column names")
+
+
+def check_text_schema(schema: pa.Schema, where: str, cols: TextColumns):
+    """Required columns exist and the text column holds strings (or bytes, decoded as UTF-8)."""
+    missing = [c for c in cols.required if c not in schema.names]
+    if missing:
+        raise DataError(f"{where}: missing column {missing[0]!r} (columns: {', '.join(schema.names)}); "
+                        f"rename it or pass {cols.flag(missing[0])}")
+    t = schema.field(cols.text).type
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_null(t)):
+        raise DataError(f"{where}: text column {cols.text!r} has type {t}; expected strings")
+    return None
+
+
+def check_text_row(row: dict, where: str, cols: TextColumns):
+    """The same check on the first line of a JSONL file."""
+    missing = [c for c in cols.required if c not in row]
+    if missing:
+        raise DataError(f"{where}: missing column {missing[0]!r} (keys on line 1: {', '.join(row)}); "
+                        f"rename it or pass {cols.flag(missing[0])}")
+    v = row[cols.text]
+    if v is not None and not isinstance(v, str):
+        raise DataError(f"{where}: text column {cols.text!r} on line 1 is {type(v).__name__}; expected a string")
+    return None
