@@ -190,9 +190,10 @@ class TextColumns:
     def required(self):
         return (self.id, self.text) + tuple(c for c in self.extra if c not in (self.id, self.text))
 
-    def flag(self, name):
-        return {self.id: "--id-column NAME", self.text: "--text-column NAME"}.get(
-            name, "add the column or fix the score/domain column names")
+    def hint(self, name):
+        if name in (self.id, self.text):
+            return f"rename it or pass --{'id' if name == self.id else 'text'}-column NAME"
+        return "add the column or fix the column names in --scores / --domain-weights / --domain-column"
 
 
 def check_text_schema(schema: pa.Schema, where: str, cols: TextColumns):
@@ -200,7 +201,7 @@ def check_text_schema(schema: pa.Schema, where: str, cols: TextColumns):
     missing = [c for c in cols.required if c not in schema.names]
     if missing:
         raise DataError(f"{where}: missing column {missing[0]!r} (columns: {', '.join(schema.names)}); "
-                        f"rename it or pass {cols.flag(missing[0])}")
+                        f"{cols.hint(missing[0])}")
     t = schema.field(cols.text).type
     if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
             or pa.types.is_large_binary(t) or pa.types.is_null(t)):
@@ -213,7 +214,7 @@ def check_text_row(row: dict, where: str, cols: TextColumns):
     missing = [c for c in cols.required if c not in row]
     if missing:
         raise DataError(f"{where}: missing column {missing[0]!r} (keys on line 1: {', '.join(row)}); "
-                        f"rename it or pass {cols.flag(missing[0])}")
+                        f"{cols.hint(missing[0])}")
     v = row[cols.text]
     if v is not None and not isinstance(v, str):
         raise DataError(f"{where}: text column {cols.text!r} on line 1 is {type(v).__name__}; expected a string")
