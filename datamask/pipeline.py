@@ -25,6 +25,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,8 @@ from .io import Split, discover, hive_path, inspect_file, make_splits, read_spli
 from .schema import LOGIT, SELECTED, Columns, check_table
 from .selection import budget_for, score, select
 
-__all__ = ["run_select", "plan_run", "Plan", "DATA_DIR", "STATE_DIR", "MANIFEST"]
+__all__ = ["run_select", "run_stage", "Stage", "plan_run", "plan_splits", "resolve_io", "finish_split",
+           "split_record", "Plan", "Output", "DATA_DIR", "STATE_DIR", "MANIFEST"]
 
 DATA_DIR = "data"
 STATE_DIR = "_datamask"
@@ -363,24 +365,23 @@ def _select_partition(df, partition_info=None, *, splits, cfg, device, d, out_ro
     return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
 
 
-def _run_pending(client, plan: Plan, pending: list, drops: dict, out: Output, bars):
+def _run_pending(client, pending: list, cols, frame_device: str, partition, kwargs: dict, out_root: str,
+                 on_done=None) -> dict:
+    """Read each pending split (``from_map``), run ``partition`` on it (``map_partitions``,
+    explicit meta) and collect the one-row record frames it returns, as they complete.
+
+    ``partition(df, partition_info=None, *, splits, out_root, **kwargs)`` writes the split's
+    output itself (atomically) and returns ``{"name", "record"}`` rows."""
     import dask
     import dask.dataframe as dd
     from distributed import as_completed
 
-    cfg, cols = plan.cfg, Columns.from_config(plan.cfg)
     with dask.config.set({"dataframe.convert-string": False}):
         first = pending[0]
-        meta = _read_frame(Split(first.path, first.rel, first.fmt, first.start, first.start), cols, plan.device)
-        in_type = None
-        if plan.device == "gpu":
-            in_type = read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols)\
-                .schema.field(cols.embedding).type
-        frames = dd.from_map(_read_frame, pending, cols=cols, device=plan.device, meta=meta, enforce_metadata=False)
-        records = frames.map_partitions(
-            _select_partition, splits=pending, cfg=cfg, device=plan.device, d=plan.d,
-            out_root=str(out.root), drops=drops, in_type=in_type, meta=_RECORD_META, enforce_metadata=False,
-        )
+        meta = _read_frame(Split(first.path, first.rel, first.fmt, first.start, first.start), cols, frame_device)
+        frames = dd.from_map(_read_frame, pending, cols=cols, device=frame_device, meta=meta, enforce_metadata=False)
+        records = frames.map_partitions(partition, splits=pending, out_root=out_root, meta=_RECORD_META,
+                                        enforce_metadata=False, **kwargs)
         futures = client.compute(records.to_delayed())
     results = {}
     try:
@@ -391,7 +392,8 @@ def _run_pending(client, plan: Plan, pending: list, drops: dict, out: Output, ba
             df = fut.result()
             for name, rec in zip(df["name"], df["record"]):
                 results[name] = json.loads(rec)
-                bars.partition_done(name)
+                if on_done is not None:
+                    on_done(name)
     except BaseException:
         client.cancel(futures)
         raise
@@ -401,16 +403,16 @@ def _run_pending(client, plan: Plan, pending: list, drops: dict, out: Output, ba
 class _Bars:
     """A bar over partitions and, when the method reports steps, one over steps."""
 
-    def __init__(self, client, cfg, n_total, n_done, n_pending, quiet):
+    def __init__(self, client, n_total, n_done, n_pending, quiet, steps_per=0, desc="partitions"):
         self.quiet = quiet
         self.client = client
-        self.steps_per = int(cfg.steps) if cfg.solver == "pg" else 0
+        self.steps_per = int(steps_per)
         self.seen = {}
         if quiet:
             return
         from tqdm.auto import tqdm
 
-        self.parts = tqdm(total=n_total, initial=n_done, desc="partitions", unit="part")
+        self.parts = tqdm(total=n_total, initial=n_done, desc=desc, unit="part")
         self.steps = None
         if self.steps_per and n_pending:
             self.steps = tqdm(total=self.steps_per * n_pending, desc="steps", unit="step", leave=False)
@@ -454,11 +456,12 @@ def _versions():
             "dask": dask.__version__, "distributed": distributed.__version__}
 
 
-def _manifest(plan, fingerprint, records, computed, wall):
+def _manifest(plan, fingerprint, records, computed, wall, stage="select", totals=None, extra=None):
     parts = sorted(records.values(), key=lambda r: (r["source"], r["start"]))
     cfg = plan.cfg
-    return {
+    m = {
         "status": "complete",
+        "stage": stage,
         "fingerprint": fingerprint,
         "config": cfg.to_dict(),
         "device": plan.device,
@@ -475,20 +478,88 @@ def _manifest(plan, fingerprint, records, computed, wall):
         "wall_seconds": round(wall, 3),
         "partitions": parts,
     }
+    if totals is not None:
+        m["totals"].update(totals(parts))
+    if extra is not None:
+        m.update(extra)
+    return m
 
 
 # ---------------------------------------------------------------------- the run
-def run_select(cfg, client=None) -> dict:
-    """Run the whole selection for ``cfg`` (a ``SelectConfig``); returns the manifest."""
+@dataclass
+class Stage:
+    """One per-split stage (select, embed, score) as :func:`run_stage` runs it.
+
+    ``partition(df, partition_info=None, *, splits, out_root, **kwargs)`` handles one split:
+    it writes the split's files under ``out_root/data`` atomically, then its record under
+    ``out_root/_datamask/parts`` (see :func:`finish_split`), and returns the record frame.
+    """
+
+    name: str
+    plan: Plan
+    cols: object  # Columns or TextColumns: how splits are read and checked
+    partition: Callable
+    kwargs: dict = field(default_factory=dict)  # passed to ``partition`` (must pickle)
+    frame_device: str = "cpu"  # partitions are read as pandas ("cpu") or cudf ("gpu")
+    check: Callable | None = None  # (client, pending) -> kwargs; before the output dir is touched
+    setup: Callable | None = None  # (client, pending, out) -> kwargs; after it is prepared
+    steps_per: int = 0  # progress steps each split reports (select's policy gradient)
+    totals: Callable | None = None  # (records) -> extra manifest totals
+    extra: Callable | None = None  # (out) -> extra manifest keys
+
+
+def resolve_io(cfg, command: str):
+    """Validated ``cfg`` with an absolute input path; input and output are required."""
+    cfg = cfg.validated()
+    if not cfg.input or not cfg.output:
+        raise ConfigError(f"both input and output are required (datamask {command} INPUT OUTPUT)")
+    return cfg.replace(input=str(Path(cfg.input).resolve()) if not any(c in cfg.input for c in "*?[")
+                       else os.path.abspath(cfg.input))
+
+
+def plan_splits(cfg, cols, device=None) -> Plan:
+    """Input files and their splits, with ``cols``' checks on every file (footers / line 1)."""
+    files = discover(cfg.input)
+    splits, empty, total = [], [], 0
+    for f in files:
+        n, _ = inspect_file(f, cols)
+        if n == 0:
+            empty.append(f.rel)
+        total += n
+        splits.extend(make_splits(f, n, int(cfg.split_size)))
+    if total == 0:
+        raise DataError(f"empty input: {len(files)} file(s) under {cfg.input!r} hold 0 rows")
+    return Plan(cfg, device or _device(cfg), splits, None, len(files), total, empty)
+
+
+def finish_split(table: pa.Table, out_root, rec: dict, partition_on=None, t0=None) -> pd.DataFrame:
+    """Write one split's table (atomically), then its record; return the record frame."""
+    out = Output(out_root)
+    s_name = rec["name"]
+    rec["files"] = _write(table, out.data, s_name, partition_on) if table is not None else []
+    if t0 is not None:
+        rec["wall_seconds"] = round(time.perf_counter() - t0, 3)
+    write_json_atomic(rec, out.parts / f"{s_name}.json")
+    return pd.DataFrame({"name": [s_name], "record": [json.dumps(rec)]})
+
+
+def split_record(s: Split, n_rows: int) -> dict:
+    """The fields every split record starts with."""
+    return {"name": s.name, "identity": s.identity, "source": s.rel, "start": s.start, "stop": s.stop,
+            "rows_in": int(n_rows)}
+
+
+def run_stage(stage: Stage, client=None) -> dict:
+    """Run ``stage`` over every split not finished yet; returns the manifest.
+
+    Shared by every stage: output checks and config-fingerprint refusal, resume from the
+    per-split records, the client, progress bars, the manifest. A failure leaves a new output
+    directory removed when no split was finished."""
     from .client import close_client, get_client
 
     t0 = time.perf_counter()
-    cfg = cfg.validated()
-    if not cfg.input or not cfg.output:
-        raise ConfigError("both input and output are required (datamask select INPUT OUTPUT)")
-    cfg = cfg.replace(input=str(Path(cfg.input).resolve()) if not any(c in cfg.input for c in "*?[")
-                      else os.path.abspath(cfg.input))
-    plan = plan_run(cfg)
+    plan = stage.plan
+    cfg = plan.cfg
     fingerprint = cfg.fingerprint(plan.device)
     out = Output(cfg.output)
     out.check_writable()
@@ -503,16 +574,23 @@ def run_select(cfg, client=None) -> dict:
     try:
         if own:
             client = get_client(cfg, plan.device, n_tasks=len(pending))
-        drops = find_duplicates(client, plan, Columns.from_config(cfg), cfg.dedupe_ids) if pending else {}
+        kwargs = dict(stage.kwargs)
+        if stage.check is not None and pending:
+            kwargs.update(stage.check(client, pending))
         out.prepare(cfg, fingerprint, plan.device)
+        if stage.setup is not None and pending:
+            kwargs.update(stage.setup(client, pending, out))
         if pending:
-            bars = _Bars(client, cfg, len(plan.splits), len(done), len(pending), cfg.quiet)
+            bars = _Bars(client, len(plan.splits), len(done), len(pending), cfg.quiet, steps_per=stage.steps_per)
             try:
-                records.update(_run_pending(client, plan, pending, drops, out, bars))
+                records.update(_run_pending(client, pending, stage.cols, stage.frame_device, stage.partition,
+                                            kwargs, str(out.root), bars.partition_done))
             finally:
                 bars.close()
         out.clean_temps()
-        manifest = _manifest(plan, fingerprint, records, [s.name for s in pending], time.perf_counter() - t0)
+        manifest = _manifest(plan, fingerprint, records, [s.name for s in pending], time.perf_counter() - t0,
+                             stage=stage.name, totals=stage.totals,
+                             extra=stage.extra(out) if stage.extra is not None else None)
         write_json_atomic(manifest, out.root / MANIFEST)
         return manifest
     except BaseException:
@@ -521,3 +599,23 @@ def run_select(cfg, client=None) -> dict:
     finally:
         if own and client is not None:
             close_client(client)
+
+
+def run_select(cfg, client=None) -> dict:
+    """Run the whole selection for ``cfg`` (a ``SelectConfig``); returns the manifest."""
+    cfg = resolve_io(cfg, "select")
+    plan = plan_run(cfg)
+    cols = Columns.from_config(cfg)
+    in_type = None
+    if plan.device == "gpu":
+        first = plan.splits[0]
+        in_type = read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols)\
+            .schema.field(cols.embedding).type
+    stage = Stage(
+        "select", plan, cols, _select_partition,
+        kwargs=dict(cfg=cfg, device=plan.device, d=plan.d, drops={}, in_type=in_type),
+        frame_device=plan.device,
+        check=lambda client, pending: {"drops": find_duplicates(client, plan, cols, cfg.dedupe_ids)},
+        steps_per=int(cfg.steps) if cfg.solver == "pg" else 0,
+    )
+    return run_stage(stage, client)
