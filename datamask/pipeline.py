@@ -465,7 +465,7 @@ def _manifest(plan, fingerprint, records, computed, wall, stage="select", totals
         "fingerprint": fingerprint,
         "config": cfg.to_dict(),
         "device": plan.device,
-        "seed": cfg.seed,
+        "seed": getattr(cfg, "seed", None),
         "versions": _versions(),
         "input": {"files": plan.n_files, "rows": plan.n_rows, "empty_files": plan.skipped_files},
         "totals": {
