@@ -255,7 +255,9 @@ def _gpu_compatible(table):
 def _to_table(df) -> pa.Table:
     if type(df).__module__.split(".")[0] == "cudf":
         return df.to_arrow()
-    return pa.Table.from_pandas(df, preserve_index=False)
+    # No pandas metadata: pandas cannot read back its ArrowDtype strings for fixed-size lists
+    # ("fixed_size_list<...>[d]"), so .to_pandas() of the output would fail; Arrow types suffice.
+    return pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
 
 
 def _read_frame(s: Split, cols: Columns, device: str):
