@@ -22,15 +22,6 @@ from .greedy import standardize
 __all__ = ["frank_wolfe"]
 
 
-def _top_indicator(v, S, xp):
-    s = xp.zeros(v.shape[0], dtype=xp.float64)
-    if S >= v.shape[0]:
-        s[:] = 1.0
-    else:
-        s[xp.argpartition(-v, S - 1)[:S]] = 1.0
-    return s
-
-
 def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=None, stable_iter=5):
     """Maximise the relaxed objective; return ``(x, last_vertex, n_iter)``.
 
@@ -53,19 +44,22 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
     xp = get_namespace(E)
     n, d = E.shape
     q = q.astype(xp.float64)
-    x = _top_indicator(q, S, xp) if x0 is None else x0.astype(xp.float64)
-    s = x
+    # Both objectives depend on x through a linear "state" (pairwise: u = E^T x; DiSF:
+    # C = Z^T diag(x) Z / S). A Frank-Wolfe step x <- (1 - g) x + g s moves the state the
+    # same way, and a vertex's state is a sum over its S rows, so each iteration costs one
+    # pass over the n rows (the gradient) instead of three.
     if diversity == "pairwise":
         X = E.astype(xp.float32, copy=False)  # already float32 from fit(): no copy
         cpair = (1.0 - lam) / (S * (S - 1.0)) if S > 1 else 0.0
 
-        def grad(x):
-            u = (X.T @ x.astype(xp.float32)).astype(xp.float64)
-            return lam * q / S - 2.0 * cpair * (X @ u.astype(xp.float32)).astype(xp.float64), u
+        def state_of(rows):
+            return X[rows].astype(xp.float64).sum(axis=0)
 
-        def curvature(D, u):
-            v = (X.T @ D.astype(xp.float32)).astype(xp.float64)
-            return cpair * float(v @ v)
+        def grad(u):
+            return lam * q / S - 2.0 * cpair * (X @ u.astype(xp.float32)).astype(xp.float64)
+
+        def quad(a, b):
+            return cpair * float(a @ b)
 
         def value(x, u):
             return lam * float(q @ x) / S - cpair * (float(u @ u) - S)
@@ -73,36 +67,52 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
         Z = standardize(E)
         cd = (1.0 - lam) / (d * (d - 1.0))
 
-        def cov(x):
-            return (Z.T * x.astype(xp.float32)) @ Z / S
+        def state_of(rows):
+            Zs = Z[rows]
+            return (Zs.T @ Zs).astype(xp.float64) / S
 
-        def offdiag(A, B):
-            return float((A * B).sum() - (xp.diagonal(A) * xp.diagonal(B)).sum())
+        def quad(A, B):
+            return cd * float((A * B).sum() - (xp.diagonal(A) * xp.diagonal(B)).sum())
 
-        def grad(x):
-            C = cov(x)
-            zc = ((Z @ C) * Z).sum(axis=1) - ((Z * Z) @ xp.diagonal(C))
-            return lam * q / S - cd * 2.0 / S * zc.astype(xp.float64), C
-
-        def curvature(D, C):
-            CD = cov(D)
-            return cd * offdiag(CD, CD)
+        def grad(C):
+            C32 = C.astype(xp.float32)
+            zc = ((Z @ C32) * Z).sum(axis=1) - ((Z * Z) @ xp.diagonal(C32))
+            return lam * q / S - cd * 2.0 / S * zc.astype(xp.float64)
 
         def value(x, C):
-            return lam * float(q @ x) / S - cd * offdiag(C, C)
+            return lam * float(q @ x) / S - quad(C, C)
 
+    def top_rows(v):
+        return xp.arange(n) if S >= n else xp.argpartition(-v, S - 1)[:S]
+
+    def indicator(rows):
+        s = xp.zeros(n, dtype=xp.float64)
+        s[rows] = 1.0
+        return s
+
+    if x0 is None:
+        rows = top_rows(q)
+        x, state = indicator(rows), state_of(rows)
+    else:
+        x = x0.astype(xp.float64)
+        state = state_of(xp.nonzero(x > 0)[0]) if bool(((x == 0) | (x == 1)).all()) else None
+        if state is None:
+            raise ValueError("x0 must be a 0/1 vertex of the capped simplex")
+    s = x
     it, stable, top = 0, 0, None
     for it in range(1, max_iter + 1):
-        g, aux = grad(x)
-        s = _top_indicator(g, S, xp)
-        D = s - x
-        gap = float(g @ D)
-        if gap <= tol * max(1.0, abs(value(x, aux))):
+        g = grad(state)
+        rows = top_rows(g)
+        s = indicator(rows)
+        gap = float(g @ (s - x))
+        if gap <= tol * max(1.0, abs(value(x, state))):
             break
-        c = curvature(D, aux)
+        dstate = state_of(rows) - state
+        c = quad(dstate, dstate)
         gamma = 1.0 if c <= 0 else min(1.0, gap / (2.0 * c))
-        x = x + gamma * D
-        new_top = xp.sort(xp.argpartition(-x, S - 1)[:S]) if S < n else None
+        x = (1.0 - gamma) * x + gamma * s
+        state = state + gamma * dstate
+        new_top = xp.sort(top_rows(x)) if S < n else None
         stable = stable + 1 if top is not None and new_top is not None and bool((new_top == top).all()) else 0
         top = new_top
         if stable >= stable_iter:
