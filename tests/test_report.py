@@ -17,13 +17,15 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
-    """`compare` on a small version of the demo corpus (2 files, 2 splits each)."""
+    """`compare` on the demo corpus (workflows/demo.yaml's generator settings), scaled down to
+    6000 rows of d=32 in 2 files of 2 splits each."""
     from datamask.compare import run_compare
-    from datamask.demo import write_corpus
+    from datamask.demo import DEMO_WORKFLOW, write_corpus
+    from datamask.workflow import load_workflow
 
     root = tmp_path_factory.mktemp("cmp")
-    write_corpus(root / "corpus", n_rows=6000, dim=32, n_files=2, n_topics=20, n_dup_groups=10,
-                 row_group_size=1000)
+    spec = dict(load_workflow(DEMO_WORKFLOW)["corpus"], n_rows=6000, dim=32, n_files=2)
+    write_corpus(root / "corpus", row_group_size=1000, **spec)
     cfg = SelectConfig(split_size=1500, ratio=0.1, steps=300, eval_every=50, seed=0)
     table = run_compare(root / "corpus", root / "out", cfg=cfg,
                         methods=("datamask", "topk", "random", "semdedup", "quadmix", "greedy"))
