@@ -106,9 +106,22 @@ def fit_kmeans(E, k: int, seed=0, backend="auto", max_iter=100, batch_size=4096,
 
         if n_threads:
             faiss.omp_set_num_threads(int(n_threads))
-        km = faiss.Kmeans(Xn.shape[1], k, niter=int(max_iter), seed=int(seed) % 2**31, verbose=False,
-                          max_points_per_centroid=max(256, math.ceil(n / k)))
-        km.train(Xn)
+        # k-means++ seeding (on up to 256 rows per centroid), best of max(n_init, 3) starts:
+        # faiss alone starts from random rows, and one start merged planted blobs in our
+        # tests (ARI 0.83 against sklearn's 1.0).
+        from sklearn.cluster import kmeans_plusplus
+
+        rng = np.random.default_rng(seed)
+        sub = Xn[rng.choice(n, size=256 * k, replace=False)] if n > 256 * k else Xn
+        best = None
+        for trial in range(max(int(n_init), 3)):
+            km = faiss.Kmeans(Xn.shape[1], k, niter=int(max_iter), seed=(int(seed) + trial) % 2**31,
+                              verbose=False, max_points_per_centroid=max(256, math.ceil(n / k)))
+            init, _ = kmeans_plusplus(sub, k, random_state=(int(seed) + trial) % 2**31)
+            km.train(Xn, init_centroids=np.ascontiguousarray(init, dtype=np.float32))
+            if best is None or km.obj[-1] < best.obj[-1]:
+                best = km
+        km = best
         return km.centroids.astype(np.float32)
     from sklearn.cluster import MiniBatchKMeans
     from threadpoolctl import threadpool_limits
