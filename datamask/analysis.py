@@ -182,3 +182,51 @@ def register_stages():
     STAGE_CONFIGS.setdefault("compare", CompareConfig)
     stages.RUNNERS.setdefault("cluster", run_cluster_stage)
     stages.RUNNERS.setdefault("compare", run_compare_stage)
+
+
+# ---------------------------------------------------------------------- command line
+def add_subparsers(sub):
+    """Add ``cluster``, ``compare`` and ``report`` to the ``datamask`` parser's subcommands."""
+    from .cli import _add_config_flags
+
+    c = sub.add_parser("cluster", help="k-means on the embeddings: a cluster column, centroids and per-cluster "
+                                       "statistics (INPUT -> OUTPUT)")
+    c.add_argument("input", help="directory, file or glob of Parquet / JSONL / JSONL.gz")
+    c.add_argument("output", help="output directory (data/, centroids.parquet, cluster_stats.parquet, "
+                                  "cluster.json, by_cluster/)")
+    _add_config_flags(c, ClusterConfig)
+    m = sub.add_parser("compare", help="run DATAMASK and the baselines on the same corpus and budget, score them "
+                                       "alike, write a table, a Pareto plot and the HTML report")
+    m.add_argument("input", help="directory, file or glob of Parquet / JSONL / JSONL.gz")
+    m.add_argument("output", help="output directory (compare.csv, pareto.png, report/)")
+    _add_config_flags(m, CompareConfig)
+    r = sub.add_parser("report", help="figures and a self-contained HTML page for a select or compare OUTPUT_DIR")
+    r.add_argument("directory", help="output directory of datamask select or datamask compare")
+    r.add_argument("--out", default=None, help="where to write the report (default: DIRECTORY/report)")
+    return sub
+
+
+def run_command(args) -> int:
+    """Run a parsed ``cluster`` / ``compare`` / ``report`` command; returns the exit code."""
+    from .cli import config_from_args
+
+    if args.command == "report":
+        page = run_report(args.directory, args.out)
+        print(f"datamask: report {page}")
+        return 0
+    if args.command == "cluster":
+        cfg = config_from_args(args, ClusterConfig)
+        s = run_cluster_stage(cfg)
+        if not cfg.quiet:
+            for w in s["warnings"]:
+                print(f"datamask: warning: {w}")
+            print(f"datamask: {s['rows']:,} rows in {s['k']} clusters (fitted on {s['sample_rows']:,} sampled rows, "
+                  f"largest cluster {s['largest_cluster']:,}) -> {cfg.output}")
+        return 0
+    cfg = config_from_args(args, CompareConfig)
+    res = run_compare_stage(cfg)
+    if not cfg.quiet:
+        print(format_table(res["table"]))
+        print(f"datamask: compared {', '.join(cfg.method_list)} on {res['totals']['rows_in']:,} rows -> {cfg.output}"
+              + (f"; report {res['report']}" if res["report"] else ""))
+    return 0
