@@ -48,12 +48,16 @@ COMPONENTS_DIR = "components"
 STATS_FILE = "stats.json"
 
 
-def _frame(df, s):
-    """The partition as pandas, indexed by file row (so messages name the file's row)."""
+def _frame(df, s, text_column):
+    """The partition as pandas, indexed by file row (so messages name the file's row). A binary
+    text column becomes Python bytes, which the text reader decodes as UTF-8 row by row."""
     from .features.text import to_pandas
 
     pdf = to_pandas(df)
     pdf.index = pd.RangeIndex(s.start, s.start + len(pdf))
+    t = pdf[text_column].dtype
+    if isinstance(t, pd.ArrowDtype) and (pa.types.is_binary(t.pyarrow_dtype) or pa.types.is_large_binary(t.pyarrow_dtype)):
+        pdf[text_column] = pdf[text_column].astype(object)
     return pdf
 
 
@@ -86,7 +90,7 @@ def _embed_partition(df, partition_info=None, *, splits, out_root, cfg, embedder
 
     t0 = time.perf_counter()
     s = splits[partition_info["number"]]
-    pdf = _frame(df, s)
+    pdf = _frame(df, s, cfg.text_column)
     del df
     if embedder.num_threads is None and embedder.resolved_device() == "cpu":
         # cores // workers on this host, so worker processes do not oversubscribe the CPU
@@ -111,11 +115,13 @@ def _embedder(cfg, device):
     from .features.embed import Embedder
 
     try:
-        return Embedder(model=cfg.model, device="cuda" if device == "gpu" else "cpu",
-                        batch_size=int(cfg.batch_size), max_length=cfg.max_length, prefix=cfg.prefix,
-                        chunk=bool(cfg.chunk), dtype=cfg.dtype, compute=cfg.compute)
+        emb = Embedder(model=cfg.model, device="cuda" if device == "gpu" else "cpu",
+                       batch_size=int(cfg.batch_size), max_length=cfg.max_length, prefix=cfg.prefix,
+                       chunk=bool(cfg.chunk), dtype=cfg.dtype, compute=cfg.compute)
+        dim = emb.dim  # from the model's config files; loads the model here only when they do not say
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    return emb, dim
 
 
 def run_embed(cfg, client=None) -> dict:
@@ -123,8 +129,8 @@ def run_embed(cfg, client=None) -> dict:
     cfg = resolve_io(cfg, "embed")
     cols = TextColumns.from_config(cfg)
     plan = plan_splits(cfg, cols)
-    embedder = _embedder(cfg, plan.device)
-    info = {"model": embedder.path, "dim": embedder.dim, "dtype": cfg.dtype, "max_length": cfg.max_length,
+    embedder, dim = _embedder(cfg, plan.device)
+    info = {"model": embedder.path, "dim": dim, "dtype": cfg.dtype, "max_length": cfg.max_length,
             "chunk": bool(cfg.chunk), "compute": cfg.compute}
     stage = Stage(
         "embed", plan, cols, _embed_partition,
@@ -200,7 +206,7 @@ def _components_partition(df, partition_info=None, *, splits, out_root, cfg, sco
     from .features.score import score_components_partition
 
     s = splits[partition_info["number"]]
-    pdf = _frame(df, s)
+    pdf = _frame(df, s, cfg.text_column)
     del df
     _check_scores(pdf, inputs, s.where())
     try:
@@ -218,7 +224,7 @@ def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generate
 
     t0 = time.perf_counter()
     s = splits[partition_info["number"]]
-    pdf = _frame(df, s)
+    pdf = _frame(df, s, cfg.text_column)
     del df
     comp_file = Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet"
     comp = pq.read_table(comp_file, columns=generated + ["n_tokens"])
