@@ -335,19 +335,37 @@ def fit_kmeans_dask(ddf, k: int, sample_fraction=0.1, column="embedding", seed=0
     GPU workers). Returns ``(centroids (k, d) float32 numpy, n_sample)``."""
     is_gpu_frame = type(ddf._meta).__module__.split(".")[0] == "cudf"
     if backend == "cuml" or (backend == "auto" and is_gpu_frame):
-        from cuml.dask.cluster import KMeans as DaskKMeans
+        # cuML's multi-GPU k-means on a Dask array of cupy blocks: one block per partition of
+        # the sample, so the sample stays on the GPU workers. (Not exercised by the CPU test
+        # suite; the GPU job runs it.)
+        import cupy
+        import dask
         import dask.array as da
+        from cuml.dask.cluster import KMeans as DaskKMeans
 
-        sample = ddf[[column]].sample(frac=float(sample_fraction), random_state=int(seed))
-        X = sample.map_partitions(lambda df: embeddings_of(df[column]).astype("float32")).to_dask_array(lengths=True)
-        n = int(X.shape[0])
+        sample = ddf[[column]].sample(frac=float(sample_fraction), random_state=int(seed) % 2**31)
+        blocks = list(dask.persist(*[dask.delayed(_embeddings32)(p, column) for p in sample.to_delayed()]))
+        widths = dask.compute(*[dask.delayed(lambda b: b.shape)(b) for b in blocks])
+        d = next((w[1] for w in widths if w[0]), None)
+        n = int(sum(w[0] for w in widths))
         check_k(k, n, "sampled rows")
-        km = DaskKMeans(n_clusters=int(k), random_state=int(seed) % 2**31)
-        km.fit(X if isinstance(X, da.Array) else X)
+        X = da.concatenate([da.from_delayed(b, shape=(w[0], d), dtype=np.float32,
+                                            meta=cupy.empty((0, d), dtype=cupy.float32))
+                            for b, w in zip(blocks, widths) if w[0]])
+        km = DaskKMeans(n_clusters=int(k), random_state=int(seed) % 2**31, **kw)
+        km.fit(X)
         return to_numpy(km.cluster_centers_).astype(np.float32), n
     X = sample_embeddings(ddf, sample_fraction, column, seed)
     check_k(k, X.shape[0], "sampled rows")
     return fit_kmeans(X, k, seed=seed, backend=backend, **kw), X.shape[0]
+
+
+def _embeddings32(df, column):
+    E = embeddings_of(df[column])
+    xp = get_namespace(E)
+    if len(df) == 0:
+        return xp.zeros((0, 0), dtype=xp.float32)
+    return _unit32(E, xp)
 
 
 def _predict_partition(df, centroids, column, out_column):
