@@ -198,3 +198,21 @@ def test_baselines_are_selection_methods(dup_corpus):
         assert sel.mask.dtype == bool and sel.mask.sum() == 60, name
         assert set(sel.objective) == {"objective", "quality", "diversity"}
     assert REGISTRY["topk"](E, q, cfg, 7).mask[np.argmax(q)]
+
+
+def test_max_cos_to_earlier_bounds_semdedup(dup_corpus):
+    from datamask.baselines import _max_cos_to_earlier
+
+    E, cluster, cent, _ = dup_corpus
+    M = _max_cos_to_earlier(E, cluster, cent, block=7, chunk=5)
+    # brute force in each cluster's visiting order
+    C = cent / np.linalg.norm(cent, axis=1, keepdims=True)
+    cos_c = (E * C[cluster]).sum(axis=1)
+    for c in np.unique(cluster):
+        rows = np.flatnonzero(cluster == c)
+        rows = rows[np.lexsort((rows, cos_c[rows]))]
+        assert M[rows[0]] == -np.inf
+        for j in range(1, len(rows)):
+            assert M[rows[j]] == pytest.approx((E[rows[:j]] @ E[rows[j]]).max(), abs=1e-5)
+    for eps in (0.05, 0.3, 0.8):  # comparing with every earlier row drops at least as many
+        assert (M <= 1 - eps).sum() <= semdedup(E, cluster, cent, eps).sum()
