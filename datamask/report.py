@@ -13,7 +13,7 @@ Figures (matplotlib, Agg backend):
                      of the corpus and of each selection in every cell
 ``token_lengths.png`` document length distribution, corpus vs selection(s)
 ``clusters.png``     share of rows per cluster (or domain), corpus vs selection(s)
-``projection.png``   2-D projection (PCA; UMAP when installed and asked for) of a sample,
+``projection.png``   2-D projection (UMAP when installed, else PCA) of a sample,
                      selected documents highlighted, one panel per method
 ``pareto.png``       quality vs diversity per method (comparisons)
 
@@ -337,10 +337,11 @@ def fig_clusters(data: ReportData, top=50):
     return fig, None
 
 
-def project_2d(X, method="pca", seed=0):
-    """(n, 2) coordinates: PCA (numpy SVD), or UMAP / t-SNE when asked and installed."""
+def project_2d(X, method="auto", seed=0):
+    """(n, 2) coordinates and the method's name: ``auto`` is UMAP when umap-learn is
+    installed, else PCA (numpy SVD); ``umap``, ``tsne`` (scikit-learn) or ``pca`` ask."""
     X = np.asarray(X, dtype=np.float32)
-    if method == "umap":
+    if method in ("auto", "umap"):
         try:
             import umap
 
@@ -356,7 +357,7 @@ def project_2d(X, method="pca", seed=0):
     return Xc @ Vt[:2].T, "PCA"
 
 
-def fig_projection(data: ReportData, method="pca"):
+def fig_projection(data: ReportData, method="auto"):
     if data.sample is None or data.sample_embedding is None or not len(data.sample):
         return None, "no embedding sample"
     plt = _plt()
