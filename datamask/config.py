@@ -118,7 +118,7 @@ class SelectConfig(StageConfig):
     diversity: str = _f(_DM["diversity"], "diversity metric", choices=("pairwise", "facility", "disf"))
     solver: str = _f(_DM["solver"], "optimiser", choices=("pg", "greedy", "relaxed"))
     group_size: int = _f(_DM["group_size"], "masks sampled per policy-gradient step")
-    lr: float = _f(_DM["lr"], "policy-gradient step size")
+    lr: float | None = _f(_DM["lr"], "policy-gradient step size (default: 3, or 1 for facility location)")
     steps: int = _f(_DM["steps"], "maximum policy-gradient steps")
     batch_ratio: float | None = _f(_DM["batch_ratio"], "fraction of rows per step (batch updating)")
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
