@@ -67,3 +67,23 @@ def cluster():
 @pytest.fixture(scope="session")
 def address(cluster):
     return cluster.scheduler_address
+
+
+def fail(capsys, argv, *needles, code=2):
+    """Run the CLI expecting failure: exit ``code`` and one line ``datamask: error: ...``
+    containing every needle. Returns the line."""
+    from datamask.cli import main
+
+    rc = main([str(a) for a in argv])
+    err = capsys.readouterr().err.strip()
+    assert rc == code, err
+    assert len(err.splitlines()) == 1 and err.startswith("datamask: error: "), err
+    for n in needles:
+        assert n in err, (n, err)
+    return err
+
+
+def no_output(out: Path):
+    """Nothing a reader would take for a result: no manifest, no data file."""
+    assert not (out / "manifest.json").exists()
+    assert not out.exists() or not list(out.rglob("*.parquet"))

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datamask.cli import main
-from pipeline_data import address, cluster  # noqa: F401
+from pipeline_data import fail, no_output, address, cluster  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "corpus.jsonl"
@@ -138,18 +138,8 @@ def test_empty_texts_counted_and_partial_resume(tmp_path, address):
 
 # ---------------------------------------------------------------------- bad input
 def _fail(capsys, argv, *needles, code=2):
-    rc = main([str(a) for a in argv] + ["--quiet"])
-    err = capsys.readouterr().err.strip()
-    assert rc == code, err
-    assert len(err.splitlines()) == 1 and err.startswith("datamask: error: "), err
-    for n in needles:
-        assert n in err, (n, err)
-    return err
-
-
-def _no_output(out):
-    assert not (out / "manifest.json").exists()
-    assert not out.exists() or not list(out.rglob("*.parquet"))
+    """`fail` with --quiet appended (the text stages' progress bars write to stderr)."""
+    return fail(capsys, list(argv) + ["--quiet"], *needles, code=code)
 
 
 def _parquet(tmp_path, **cols):
@@ -168,9 +158,9 @@ def test_missing_text_column(tmp_path, capsys, address, texts):
     d = _parquet(tmp_path, id=list(range(30)), body=texts)
     out = tmp_path / "out"
     _fail(capsys, ["embed", d, out, "--scheduler", address], "f.parquet", "missing column 'text'", "--text-column")
-    _no_output(out)
+    no_output(out)
     _fail(capsys, ["score", d, out, "--heuristics", "--scheduler", address], "missing column 'text'")
-    _no_output(out)
+    no_output(out)
 
 
 def test_non_utf8_bytes(tmp_path, capsys, address, texts):
@@ -181,24 +171,24 @@ def test_non_utf8_bytes(tmp_path, capsys, address, texts):
     (raw / "a.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     out = tmp_path / "out"
     _fail(capsys, ["embed", raw, out, "--scheduler", address], "a.jsonl", "utf-8")
-    _no_output(out)
+    no_output(out)
     # Parquet binary text column with a bad row: found on the worker, named by file and row
     b = [t.encode() for t in texts]
     b[7] = b"caf\xe9 au lait"
     d = _parquet(tmp_path, id=list(range(30)), text=pa.array(b, pa.binary()))
     _fail(capsys, ["score", d, out, "--heuristics", "--scheduler", address], "f.parquet", "row 7", "UTF-8")
-    _no_output(out)
+    no_output(out)
 
 
 def test_bad_model_paths(tmp_path, capsys, address, texts):
     d = _parquet(tmp_path, id=list(range(30)), text=texts)
     out = tmp_path / "out"
     _fail(capsys, ["embed", d, out, "--model", tmp_path / "nowhere", "--scheduler", address], "does not exist")
-    _no_output(out)
+    no_output(out)
     empty = tmp_path / "empty-model"
     empty.mkdir()
     _fail(capsys, ["embed", d, out, "--model", empty, "--scheduler", address], "not a sentence-transformers model")
-    _no_output(out)
+    no_output(out)
     # (a folder with config files that do not load: tests/test_features_embed.py, same one-line error)
 
 
@@ -208,7 +198,7 @@ def test_fasttext_file_not_a_model(tmp_path, capsys, address, texts):
     bad.write_bytes(b"this is not a fastText model at all")
     out = tmp_path / "out"
     _fail(capsys, ["score", d, out, "--fasttext", bad, "--scheduler", address], "model.bin", "not a fastText model")
-    _no_output(out)
+    no_output(out)
 
 
 def test_score_column_with_nan(tmp_path, capsys, address, texts):
@@ -218,7 +208,7 @@ def test_score_column_with_nan(tmp_path, capsys, address, texts):
     out = tmp_path / "out"
     _fail(capsys, ["score", d, out, "--scores", "edu:1", "--scheduler", address],
           "f.parquet", "'edu'", "row 7", "fill or drop")
-    _no_output(out)
+    no_output(out)
 
 
 def test_weights_name_absent_columns(tmp_path, capsys, address, texts):
@@ -226,7 +216,7 @@ def test_weights_name_absent_columns(tmp_path, capsys, address, texts):
     out = tmp_path / "out"
     _fail(capsys, ["score", d, out, "--scores", "edu:1,dclm:2", "--scheduler", address],
           "f.parquet", "missing column 'dclm'", "--scores")
-    _no_output(out)
+    no_output(out)
     _fail(capsys, ["score", d, out, "--scores", "edu:x", "--scheduler", address], "edu", "not a number")
     _fail(capsys, ["score", d, out, "--scheduler", address], "nothing to score")
-    _no_output(out)
+    no_output(out)
