@@ -24,7 +24,7 @@ return one value per row of ``idx``. Everything runs on numpy or cupy (``xp``).
 from __future__ import annotations
 
 from .backend import default_rng, get_namespace
-from .validate import check_inputs, check_mask, needs_rescale, unit_rows
+from .validate import BLOCK_ROWS, check_inputs, check_mask, needs_rescale, unit_rows
 
 __all__ = [
     "DIVERSITIES",
@@ -190,10 +190,12 @@ class Objective:
         xp = get_namespace(self.E)
         rows = xp.asarray(rows)
         S = int(rows.shape[0])
-        EU = self.rows(rows)
-        if self.diversity == "pairwise":
-            s = EU.astype(xp.float64).sum(axis=0)
+        if self.diversity == "pairwise":  # a blocked sum: no (S, d) copy
+            s = xp.zeros(self.E.shape[1], dtype=xp.float64)
+            for i0 in range(0, S, BLOCK_ROWS):
+                s += self.rows(rows[i0:i0 + BLOCK_ROWS]).sum(axis=0, dtype=xp.float64)
             return float(pairwise_from_sums(float((s * s).sum()), S))
+        EU = self.rows(rows)
         if self.diversity == "disf":
             return float(_disf_one(EU))
         return facility_value(self.rows(self.reference), EU)

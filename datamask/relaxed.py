@@ -52,8 +52,11 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
         X = E.astype(xp.float32, copy=False)  # already float32 from fit(): no copy
         cpair = (1.0 - lam) / (S * (S - 1.0)) if S > 1 else 0.0
 
-        def state_of(rows):
-            return X[rows].astype(xp.float64).sum(axis=0)
+        def state_of(rows):  # sum of the rows, in blocks (no (S, d) copy)
+            u = xp.zeros(d, dtype=xp.float64)
+            for i0 in range(0, rows.shape[0], 65_536):
+                u += X[rows[i0:i0 + 65_536]].sum(axis=0, dtype=xp.float64)
+            return u
 
         def grad(u):
             return lam * q / S - 2.0 * cpair * (X @ u.astype(xp.float32)).astype(xp.float64)
