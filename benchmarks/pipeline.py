@@ -121,8 +121,10 @@ def main():
         ">= 20k rows/s per worker with the relaxed solver.",
         "",
         "Where the memory goes (per worker, B = the partition's float16 embedding bytes): the Arrow table "
-        "read from Parquet (1 B, viewed zero-copy as the (N, d) array), the optimiser's float32 copy (2 B), "
-        "its float32 copy of the rows left after pruning (1 B at prune 0.5), plus the worker process itself.",
+        "(1 B; the embedding is read row group by row group into one (N, d) array that the Arrow column "
+        "wraps, because decoding Parquet's nested list for a whole split at once peaked at 3.7 B), the "
+        "optimiser's float32 copy of the rows left after pruning (1 B at prune 0.5; 2 B at prune 0), "
+        "row-block transients, and the worker process itself (about 0.3 GiB).",
     ]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n")
