@@ -69,29 +69,26 @@ def _device(cfg) -> str:
 
 
 def plan_run(cfg, device=None) -> Plan:
+    """``select``'s plan: every file's splits, one embedding width, every split's budget."""
     cols = Columns.from_config(cfg)
-    files = discover(cfg.input)
-    splits, widths, empty, total = [], {}, [], 0
-    for f in files:
-        n, d = inspect_file(f, cols, cfg.partition_on)
-        if d is not None:
-            widths.setdefault(d, f.rel)
-            if len(widths) > 1:
-                (d0, f0), (d1, f1) = list(widths.items())[:2]
-                raise DataError(
-                    f"column {cols.embedding!r} width differs between files: {f0} has {d0}, {f1} has {d1}; "
-                    "embed every file with the same model"
-                )
-        if n == 0:
-            empty.append(f.rel)
-        total += n
-        splits.extend(make_splits(f, n, int(cfg.split_size)))
-    if total == 0:
-        raise DataError(f"empty input: {len(files)} file(s) under {cfg.input!r} hold 0 rows")
-    for s in splits:
+    widths = {}
+
+    def same_width(f, d):
+        if d is None:
+            return
+        widths.setdefault(d, f.rel)
+        if len(widths) > 1:
+            (d0, f0), (d1, f1) = list(widths.items())[:2]
+            raise DataError(
+                f"column {cols.embedding!r} width differs between files: {f0} has {d0}, {f1} has {d1}; "
+                "embed every file with the same model"
+            )
+
+    plan = plan_splits(cfg, cols, device, partition_on=cfg.partition_on, on_file=same_width)
+    for s in plan.splits:
         _check_budget(s, cfg)
-    d = next(iter(widths), None)
-    return Plan(cfg, device or _device(cfg), splits, d, len(files), total, empty)
+    plan.d = next(iter(widths), None)
+    return plan
 
 
 def _check_budget(s: Split, cfg):
@@ -519,12 +516,16 @@ def resolve_io(cfg, command: str):
                        else os.path.abspath(cfg.input))
 
 
-def plan_splits(cfg, cols, device=None) -> Plan:
-    """Input files and their splits, with ``cols``' checks on every file (footers / line 1)."""
+def plan_splits(cfg, cols, device=None, partition_on=None, on_file=None) -> Plan:
+    """Input files and their splits, with ``cols``' checks on every file (footers / line 1).
+
+    ``on_file(file, width)`` sees each file's embedding width (None without one)."""
     files = discover(cfg.input)
     splits, empty, total = [], [], 0
     for f in files:
-        n, _ = inspect_file(f, cols)
+        n, d = inspect_file(f, cols, partition_on)
+        if on_file is not None:
+            on_file(f, d)
         if n == 0:
             empty.append(f.rel)
         total += n
