@@ -52,7 +52,7 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
         X = E.astype(xp.float32, copy=False)  # already float32 from fit(): no copy
         cpair = (1.0 - lam) / (S * (S - 1.0)) if S > 1 else 0.0
 
-        def state_of(rows):  # sum of the rows, in blocks (no (S, d) copy)
+        def rows_sum(rows):  # sum of the rows, in blocks (no (S, d) copy)
             u = xp.zeros(d, dtype=xp.float64)
             for i0 in range(0, rows.shape[0], 65_536):
                 u += X[rows[i0:i0 + 65_536]].sum(axis=0, dtype=xp.float64)
@@ -70,7 +70,7 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
         Z = standardize(E)
         cd = (1.0 - lam) / (d * (d - 1.0))
 
-        def state_of(rows):
+        def rows_sum(rows):
             Zs = Z[rows]
             return (Zs.T @ Zs).astype(xp.float64) / S
 
@@ -84,6 +84,21 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
 
         def value(x, C):
             return lam * float(q @ x) / S - quad(C, C)
+
+    # Consecutive vertices share most rows: a vertex's state is the previous vertex's plus
+    # the rows that entered minus the rows that left.
+    vertex = {"member": None, "state": None}
+
+    def state_of(rows):
+        member = xp.zeros(n, dtype=bool)
+        member[rows] = True
+        prev = vertex["member"]
+        if prev is None:
+            st = rows_sum(rows)
+        else:
+            st = vertex["state"] + rows_sum(xp.nonzero(member & ~prev)[0]) - rows_sum(xp.nonzero(prev & ~member)[0])
+        vertex["member"], vertex["state"] = member, st
+        return st
 
     def top_rows(v):
         return xp.arange(n) if S >= n else xp.argpartition(-v, S - 1)[:S]

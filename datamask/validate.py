@@ -39,15 +39,21 @@ def check_inputs(embeddings, quality):
     if bool(badq.any()):
         i = int(to_numpy(xp.nonzero(badq)[0][0]))
         raise ValueError(f"quality contains NaN or inf (first at row {i}); fill or drop those rows")
-    # In row blocks, so the check never holds more than a block's float32 copy.
+    # In row blocks, so the check never holds more than a block's float32 copy. NaN and
+    # inf propagate into the squared norm, so one pass finds them; the rare block with a
+    # non-finite norm is then searched row by row for the message.
     norms = xp.empty(n, dtype=xp.float32)
     for i0 in range(0, n, BLOCK_ROWS):
-        blk = embeddings[i0:i0 + BLOCK_ROWS].astype(xp.float32)
-        bad = ~xp.isfinite(blk).all(axis=1)
-        if bool(bad.any()):
+        blk = embeddings[i0:i0 + BLOCK_ROWS].astype(xp.float32, copy=False)
+        sq = xp.einsum("ij,ij->i", blk, blk)
+        if not bool(xp.isfinite(sq).all()):
+            bad = ~xp.isfinite(blk).all(axis=1)
+            if not bool(bad.any()):
+                i = i0 + int(to_numpy(xp.nonzero(~xp.isfinite(sq))[0][0]))
+                raise ValueError(f"embeddings row {i} has a norm beyond float32 range; rescale the embeddings")
             i = i0 + int(to_numpy(xp.nonzero(bad)[0][0]))
             raise ValueError(f"embeddings contain NaN or inf (first at row {i}); drop or re-embed those rows")
-        norms[i0:i0 + BLOCK_ROWS] = xp.sqrt((blk * blk).sum(axis=1))
+        norms[i0:i0 + BLOCK_ROWS] = xp.sqrt(sq)
     zero = norms < 1e-8
     if bool(zero.any()):
         i = int(to_numpy(xp.nonzero(zero)[0][0]))
@@ -68,10 +74,9 @@ def unit_rows(embeddings, rows=None, norms=None):
     out = xp.empty((n, embeddings.shape[1]), dtype=xp.float32)
     for i0 in range(0, n, BLOCK_ROWS):
         sel = slice(i0, i0 + BLOCK_ROWS) if rows is None else rows[i0:i0 + BLOCK_ROWS]
-        blk = embeddings[sel].astype(xp.float32)
+        out[i0:i0 + BLOCK_ROWS] = embeddings[sel]  # casts to float32 on assignment
         if norms is not None:
-            blk /= norms[sel][:, None]
-        out[i0:i0 + BLOCK_ROWS] = blk
+            out[i0:i0 + BLOCK_ROWS] /= norms[sel][:, None]
     return out
 
 

@@ -222,6 +222,10 @@ def test_bad_arrays_raise_value_error_naming_them(unit_rows):
         DataMask().fit(z, q)
     with pytest.raises(ValueError, match="2-D array"):
         DataMask().fit(E[0], q[:1])
+    huge = E.copy()
+    huge[5] *= np.float32(3e19)  # finite, but its squared norm overflows float32
+    with pytest.raises(ValueError, match="row 5 has a norm beyond float32 range"):
+        DataMask().fit(huge, q)
 
 
 def test_params_roundtrip_and_repr():
