@@ -44,6 +44,11 @@ Pure array functions (numpy, or cupy where noted), then their registration as
     As a ``select`` method (sets, not copies) QuaDMix draws ``S`` distinct rows without
     replacement with probability proportional to the expected count (Gumbel top-S over
     ``log S(r)``), filling from the best remaining rows if fewer than ``S`` are eligible.
+
+As ``datamask select --method`` methods, SemDeDup and QuaDMix take their clusters/domains
+from ``--domain-column`` (default ``cluster``, as written by ``datamask cluster``) and fall
+back to k-means on the partition (``--n-clusters``); QuaDMix weighs percentiles by
+``--tokens-column`` when present and reads ``--quadmix-params`` (YAML).
 """
 from __future__ import annotations
 
@@ -432,17 +437,32 @@ def quadmix_select(quality, domain, params: QuadMixParams, S: int, n_tokens=None
 
 
 # ---------------------------------------------------------------------- select methods
-def _fit_partition_kmeans(E, k, seed):
+def _partition_clusters(E, cfg, seed, table=None):
+    """(labels, centroids) for a partition: the config's domain column when the table has
+    it (centroids are the members' normalised means), else k-means with ``n_clusters``
+    (default ``sqrt(rows / 10)``) fitted on the partition."""
     from .clustering import assign, fit_kmeans
 
-    cent = fit_kmeans(E, k, seed=seed)
-    return assign(E, cent)[0], cent
-
-
-def _partition_clusters(E, cfg, seed):
+    col = getattr(cfg, "domain_column", None)
+    if table is not None and col and col in table.schema.names:
+        raw = table.column(col).to_numpy(zero_copy_only=False)
+        _, lab = np.unique(raw, return_inverse=True)
+        X = to_numpy(E).astype(np.float32)
+        X = X / np.linalg.norm(X, axis=1, keepdims=True)
+        cent = np.zeros((int(lab.max()) + 1, X.shape[1]), dtype=np.float64)
+        np.add.at(cent, lab, X)
+        return lab.astype(np.int64), cent.astype(np.float32)
     n = E.shape[0]
     k = getattr(cfg, "n_clusters", None) or max(1, int(round(math.sqrt(n / 10))))
-    return _fit_partition_kmeans(E, min(int(k), n), seed)
+    cent = fit_kmeans(E, min(int(k), n), seed=seed % 2**31)
+    return to_numpy(assign(E, cent)[0]).astype(np.int64), cent
+
+
+def _tokens(cfg, table):
+    col = getattr(cfg, "tokens_column", None)
+    if table is not None and col and col in table.schema.names:
+        return table.column(col).to_numpy(zero_copy_only=False).astype(np.float64)
+    return None
 
 
 def _selection(mask, E, q, cfg, seed, t0, n_steps=0):
@@ -471,19 +491,21 @@ def select_random(E, q, cfg, seed, callback=None):
     return _selection(random_subset(E.shape[0], _budget(E, cfg), seed % 2**63), E, q, cfg, seed, t0)
 
 
-def select_semdedup(E, q, cfg, seed, callback=None, cluster=None, centroids=None):
+def select_semdedup(E, q, cfg, seed, callback=None, table=None):
     """SemDeDup with ``eps`` from the config, or tuned to the budget when it is None;
     a surplus over the budget is trimmed at random (seeded)."""
     t0 = time.perf_counter()
     S = _budget(E, cfg)
-    if cluster is None:
-        cluster, centroids = _partition_clusters(E, cfg, seed)
+    cluster, centroids = _partition_clusters(E, cfg, seed, table)
     eps = getattr(cfg, "eps", None)
     if eps is None:
         eps, keep = semdedup_eps_for_budget(E, cluster, centroids, S)
     else:
         keep = semdedup(E, cluster, centroids, float(eps))
     rows = np.flatnonzero(keep)
+    if rows.shape[0] < S:
+        raise ValueError(f"SemDeDup with eps={eps:g} keeps {rows.shape[0]} rows, fewer than the budget {S}; "
+                         "lower --eps or leave it unset to tune it to the budget")
     if rows.shape[0] > S:
         rows = np.random.default_rng(seed % 2**63).choice(rows, size=S, replace=False)
     mask = np.zeros(E.shape[0], dtype=bool)
@@ -491,15 +513,23 @@ def select_semdedup(E, q, cfg, seed, callback=None, cluster=None, centroids=None
     return _selection(mask, E, q, cfg, seed, t0)
 
 
-def select_quadmix(E, q, cfg, seed, callback=None, domain=None, n_tokens=None):
+def select_quadmix(E, q, cfg, seed, callback=None, table=None):
+    """QuaDMix as a set of S rows; domains from the config's domain column (its raw values
+    key the YAML parameters) or per-partition k-means."""
     t0 = time.perf_counter()
     S = _budget(E, cfg)
-    if domain is None:
+    col = getattr(cfg, "domain_column", None)
+    if table is not None and col and col in table.schema.names:
+        domain = table.column(col).to_numpy(zero_copy_only=False)
+    else:
         domain, _ = _partition_clusters(E, cfg, seed)
-    domain = to_numpy(domain)
     params = quadmix_params(np.unique(domain).tolist(), getattr(cfg, "quadmix_params", None))
-    mask = quadmix_select(to_numpy(q), domain, params, S, n_tokens=n_tokens, seed=seed % 2**63)
+    mask = quadmix_select(to_numpy(q), domain, params, S, n_tokens=_tokens(cfg, table), seed=seed % 2**63)
     return _selection(mask, E, q, cfg, seed, t0)
+
+
+select_semdedup.wants_table = True
+select_quadmix.wants_table = True
 
 
 def _solver_method(solver):

@@ -23,7 +23,8 @@ _DM = {k: p.default for k, p in inspect.signature(DataMask.__init__).parameters.
 # DataMask parameters that are not pipeline settings (set per partition or by the runner).
 _NOT_CONFIG = {"seed", "callback", "progress"}
 
-METHODS = ("datamask",)  # baselines register more in datamask.selection
+# datamask.baselines registers all but the first in datamask.selection
+METHODS = ("datamask", "greedy", "relaxed", "topk", "random", "semdedup", "quadmix")
 
 
 def _f(default, help, choices=None, group="selection", result=True):
@@ -133,6 +134,17 @@ class SelectConfig(StageConfig):
     relaxed_iter: int = _f(_DM["relaxed_iter"], "Frank-Wolfe iterations (solver relaxed)")
     n_threads: int | None = _f(_DM["n_threads"], "BLAS threads per partition", result=False)
     seed: int = _f(0, "base seed; each partition's seed derives from it and the partition's identity")
+    # --- baselines (datamask.baselines: --method semdedup / quadmix)
+    eps: float | None = _f(None, "SemDeDup: drop a row whose cosine to an earlier kept row of its cluster "
+                                 "exceeds 1 - eps (default: eps tuned so the budget is kept)", group="baselines")
+    domain_column: str = _f("cluster", "SemDeDup clusters / QuaDMix domains (k-means per partition when the "
+                                       "column is absent)", group="baselines")
+    n_clusters: int | None = _f(None, "k-means clusters when the domain column is absent (default sqrt(rows/10))",
+                                group="baselines")
+    tokens_column: str = _f("n_tokens", "token counts: QuaDMix's token-weighted percentiles (1 per row when "
+                                        "absent), length plots", group="baselines")
+    quadmix_params: str | None = _f(None, "QuaDMix parameters, a YAML file {default: {lam, omega, eta, eps}, "
+                                          "domains: {ID: {...}}}", group="baselines")
     # --- output
     partition_on: str | None = _f(None, "write hive directories COLUMN=value/ for this column", group="output")
     keep_all: bool = _f(False, "write every row with `selected` and `datamask_logit` columns", group="output")
@@ -150,6 +162,15 @@ class SelectConfig(StageConfig):
             raise ConfigError(f"prune must be in [0, 1), got {self.prune}")
         if self.solver == "relaxed" and self.diversity == "facility":
             raise ConfigError("solver relaxed is not defined for diversity facility; use --solver pg or greedy")
+        if self.eps is not None and float(self.eps) < 0:
+            raise ConfigError(f"eps must be >= 0, got {self.eps}")
+        if self.n_clusters is not None and int(self.n_clusters) < 1:
+            raise ConfigError(f"n_clusters must be >= 1, got {self.n_clusters}")
+        if self.quadmix_params is not None:
+            import os
+
+            if not os.path.isfile(self.quadmix_params):
+                raise ConfigError(f"quadmix_params file {self.quadmix_params} does not exist")
         return self
 
     # ------------------------------------------------------------------ derived

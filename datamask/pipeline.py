@@ -112,7 +112,7 @@ def _check_budget(s: Split, cfg):
 class Output:
     """The output directory: ``data/`` (Parquet), ``_datamask/`` (state), ``manifest.json``."""
 
-    OWN = (DATA_DIR, STATE_DIR, MANIFEST)
+    OWN = (DATA_DIR, STATE_DIR, MANIFEST, "report")  # report/: datamask report
 
     def __init__(self, path):
         self.root = Path(path)
@@ -348,7 +348,7 @@ def _select_partition(df, partition_info=None, *, splits, cfg, device, d, out_ro
     seed = rec["seed"]
     if n_dupes:
         _check_budget(Split(s.path, s.rel, s.fmt, 0, table.num_rows), cfg)
-    sel = select(E, q, cfg, seed, s.where(), callback=_progress_callback(s.name))
+    sel = select(E, q, cfg, seed, s.where(), callback=_progress_callback(s.name), table=table)
     before = _score_all(E, q, cfg, seed)
     del E, q
     if cfg.keep_all:
@@ -360,6 +360,8 @@ def _select_partition(df, partition_info=None, *, splits, cfg, device, d, out_ro
     rec.update(rows_out=int(sel.mask.sum()), budget=sel.budget, before=before, after=sel.objective,
                n_steps=sel.n_steps, select_seconds=round(sel.seconds, 3), files=files,
                wall_seconds=round(time.perf_counter() - t0, 3))
+    if sel.history:  # the trajectory the report draws
+        rec["history"] = sel.history
     write_json_atomic(rec, out.parts / f"{s.name}.json")
     return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
 

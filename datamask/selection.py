@@ -2,8 +2,11 @@
 
 A method is a function ``fn(E, q, config, seed, callback) -> Selection`` registered with
 ``@register("name")``; the pipeline calls :func:`select` and never looks at the method.
-Baselines (top-k, random, SemDeDup, QuaDMix, greedy, relaxed) plug in the same way (add the
-name to ``config.METHODS`` too).
+A method that needs more columns of the partition (clusters, token counts) sets
+``fn.wants_table = True`` and receives the partition's Arrow table as ``table=``.
+Baselines (top-k, random, SemDeDup, QuaDMix, greedy, relaxed) plug in the same way, from
+:mod:`datamask.baselines` (imported at the end of this module; their names are in
+``config.METHODS``).
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ class Selection:
     budget: int
     n_steps: int
     seconds: float
+    history: list | None = None  # the estimator's evaluation records (step, objective, ...)
 
 
 def register(name):
@@ -52,13 +56,14 @@ def score(E, q, mask, cfg, seed=0):
     return {k: float(v) for k, v in rec.items()}
 
 
-def select(E, q, cfg, seed: int, where: str = "", callback=None) -> Selection:
+def select(E, q, cfg, seed: int, where: str = "", callback=None, table=None) -> Selection:
     try:
         fn = REGISTRY[cfg.method]
     except KeyError:
         raise DataError(f"unknown method {cfg.method!r}; known: {', '.join(sorted(REGISTRY))}") from None
+    kw = {"table": table} if table is not None and getattr(fn, "wants_table", False) else {}
     try:
-        return fn(E, q, cfg, seed, callback)
+        return fn(E, q, cfg, seed, callback, **kw)
     except ValueError as e:  # the estimator's parameter checks against this partition
         raise DataError(f"{where}: {e}") from None
 
@@ -77,4 +82,8 @@ def _datamask(E, q, cfg, seed, callback=None) -> Selection:
         budget=int(est.budget_),
         n_steps=int(est.n_steps_),
         seconds=time.perf_counter() - t0,
+        history=[{k: (float(v) if k != "step" else int(v)) for k, v in h.items()} for h in est.history_],
     )
+
+
+from . import baselines as _baselines  # noqa: E402,F401  (registers the baseline methods)
