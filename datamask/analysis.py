@@ -47,14 +47,8 @@ class CompareConfig(SelectConfig):
     methods: str = _f("datamask,topk,random,semdedup,quadmix,greedy",
                       "comma-separated methods (datamask, greedy, relaxed, topk, random, semdedup, quadmix)",
                       group="compare")
-    k: int | None = _f(None, "clusters for SemDeDup/QuaDMix when the input has no cluster column "
-                             "(default sqrt(rows/10))", group="compare")
-    sample_fraction: float = _f(0.1, "fraction of rows the k-means is fitted on", group="compare")
-    eps: float | None = _f(None, "SemDeDup epsilon (default: tuned so SemDeDup keeps the budget)", group="compare")
-    domain_column: str = _f("cluster", "QuaDMix domain / SemDeDup cluster column", group="compare")
-    tokens_column: str = _f("n_tokens", "token-count column (QuaDMix weighting, length plots)", group="compare")
-    quadmix_params: str | None = _f(None, "YAML file of QuaDMix parameters {default: {lam, omega, eta, eps}, "
-                                          "domains: {ID: {...}}}", group="compare")
+    sample_fraction: float = _f(0.1, "fraction of rows the k-means is fitted on (when the input has no "
+                                      "domain column; n_clusters clusters shared by all splits)", group="compare")
     sample_rows: int = _f(2000, "rows kept for the 2-D projection plot", group="compare", result=False)
     no_report: bool = _f(False, "do not write the HTML report", group="compare", result=False)
 
@@ -69,8 +63,6 @@ class CompareConfig(SelectConfig):
         bad = [m for m in self.method_list if m not in ALL_METHODS]
         if bad or not self.method_list:
             raise ConfigError(f"methods must be a comma-separated list of {', '.join(ALL_METHODS)}; got {self.methods!r}")
-        if self.eps is not None and float(self.eps) < 0:
-            raise ConfigError(f"eps must be >= 0, got {self.eps}")
         return self
 
 
@@ -139,11 +131,9 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
         raise ConfigError("both input and output are required (datamask compare INPUT OUTPUT)")
     _prepare_output(cfg.output, "compare.json", cfg.overwrite)
     qm = cfg.quadmix_params
-    if qm is not None and not Path(qm).exists():
-        raise ConfigError(f"quadmix_params file {qm} does not exist")
     client, own = _client(cfg, client)
     try:
-        table = run_compare(cfg.input, cfg.output, methods=cfg.method_list, cfg=cfg, k=cfg.k,
+        table = run_compare(cfg.input, cfg.output, methods=cfg.method_list, cfg=cfg, k=cfg.n_clusters,
                             sample_fraction=cfg.sample_fraction, quadmix_params=qm, semdedup_eps=cfg.eps,
                             sample_rows=cfg.sample_rows, tokens_column=cfg.tokens_column,
                             cluster_column=cfg.domain_column, client=client, report=not cfg.no_report)

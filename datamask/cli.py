@@ -1,4 +1,5 @@
-"""The ``datamask`` command: ``select``, ``embed``, ``score``, ``train-quality``, ``run`` and ``demo``.
+"""The ``datamask`` command: ``select``, ``embed``, ``score``, ``train-quality``, ``run``, ``demo``,
+and the corpus-analysis commands ``cluster``, ``compare`` and ``report`` (:mod:`datamask.analysis`).
 
 Every ``select`` flag is a ``SelectConfig`` field (``--split-size`` fills ``split_size``,
 the YAML key of the same name). Expected failures print one line ``datamask: error: ...``
@@ -46,14 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("select", help="select rows of a corpus: INPUT (Parquet/JSONL) -> OUTPUT (Parquet)")
     s.add_argument("input", help="directory, file or glob of Parquet / JSONL / JSONL.gz")
-    s.add_argument("output", help="output directory (data/, manifest.json)")
+    s.add_argument("output", help="output directory (data/, manifest.json, report/)")
     _add_config_flags(s)
+    s.add_argument("--no-report", dest="no_report", action="store_true",
+                   help="do not write the HTML report (OUTPUT/report/) at the end")
 
     r = sub.add_parser("run", help="run a workflow YAML file (keys are the select flags' names)")
     r.add_argument("workflow")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a key of the workflow (repeatable)")
     r.add_argument("--quiet", action="store_true")
+    r.add_argument("--no-report", dest="no_report", action="store_true",
+                   help="do not write the HTML report at the end of a select workflow")
 
     e = sub.add_parser(
         "embed", help="add an L2-normalised embedding column: INPUT (text) -> OUTPUT (Parquet)",
@@ -91,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--rows", type=int, default=None, help="corpus rows (default: from the workflow)")
     d.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     d.add_argument("--quiet", action="store_true")
+    from .analysis import add_subparsers
+
+    add_subparsers(sub)  # cluster, compare, report
     return p
 
 
@@ -114,6 +122,12 @@ def _stage_summary(stage, manifest, out) -> str:
     if stage == "select":
         return _summary(manifest, out)
     t = manifest["totals"]
+    if stage == "cluster":
+        return f"datamask: {t['rows_in']:,} rows in {manifest['k']} clusters -> {out}"
+    if stage == "compare":
+        from .analysis import format_table
+
+        return format_table(manifest["table"]) + f"\ndatamask: compared on {t['rows_in']:,} rows -> {out}"
     runs = f"in {t['partitions']} partitions ({t['computed_this_run']} computed, {t['resumed']} resumed) -> {out}"
     if stage == "embed":
         return f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts skipped) {runs}"
@@ -122,6 +136,10 @@ def _stage_summary(stage, manifest, out) -> str:
 
 def _main(argv) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("cluster", "compare", "report"):
+        from .analysis import run_command
+
+        return run_command(args)
     if args.command == "demo":
         from .demo import run_demo
 
@@ -153,7 +171,10 @@ def _main(argv) -> int:
         if args.quiet:
             raw["quiet"] = True
         if "stages" in raw:  # a chain such as embed -> score -> select (workflows/raw_jsonl.yaml)
+            from .analysis import register_stages
             from .stages import run_workflow
+
+            register_stages()  # cluster and compare (workflows/baselines.yaml)
 
             def report(stage, cfg, manifest):
                 if not cfg.quiet:
@@ -167,7 +188,24 @@ def _main(argv) -> int:
     manifest = run_select(cfg)
     if not cfg.quiet:
         print(_summary(manifest, cfg.output))
+    if not getattr(args, "no_report", False):
+        _report(cfg)
     return 0
+
+
+def _report(cfg):
+    """The HTML report of a finished selection; a failure here does not fail the run."""
+    from .report import build_report
+
+    try:
+        page = build_report(cfg.output)
+    except Exception as e:  # the selection is complete and valid without its report
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"datamask: warning: the report could not be written ({msg}); "
+              f"retry with: datamask report {cfg.output}", file=sys.stderr)
+        return
+    if not cfg.quiet:
+        print(f"datamask: report {page}")
 
 
 def main(argv=None) -> int:

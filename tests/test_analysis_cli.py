@@ -1,0 +1,96 @@
+"""The analysis commands end to end through the CLI: cluster -> per-cluster select with the
+baselines, compare, report, on a real Dask cluster."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from datamask.cli import main
+from pipeline_data import address, cluster, fail, write_files  # noqa: F401
+
+
+def _run(*argv):
+    rc = main([str(a) for a in argv])
+    assert rc == 0
+    return rc
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("acorpus")
+    write_files(d, rows=(2000, 1000))
+    return d
+
+
+@pytest.fixture(scope="module")
+def clustered(corpus, address, tmp_path_factory):
+    out = tmp_path_factory.mktemp("acl") / "clustered"
+    _run("cluster", corpus, out, "--k", 5, "--sample-fraction", 0.5, "--split-size", 1500, "--by-cluster",
+         "--scheduler", address, "--quiet")
+    return out
+
+
+def test_cluster_command(clustered):
+    s = json.loads((clustered / "cluster.json").read_text())
+    assert s["k"] == 5 and s["rows"] == 3000 and s["partitions"] == 3
+    stats = pq.read_table(clustered / "cluster_stats.parquet").to_pandas()
+    assert stats["size"].sum() == 3000 and len(stats) == 5
+    assert len(list((clustered / "by_cluster").glob("cluster-*.parquet"))) == (stats["size"] > 0).sum()
+
+
+@pytest.mark.parametrize("method", ["semdedup", "quadmix", "topk"])
+def test_select_baseline_per_cluster(clustered, address, tmp_path, method):
+    out = tmp_path / method
+    _run("select", clustered / "by_cluster", out, "--method", method, "--ratio", 0.1, "--split-size", 5000,
+         "--scheduler", address, "--quiet")
+    m = json.loads((out / "manifest.json").read_text())
+    stats = pq.read_table(clustered / "cluster_stats.parquet").to_pandas().set_index("cluster")
+    assert m["config"]["method"] == method
+    assert len(m["partitions"]) == (stats["size"] > 0).sum()  # one partition per cluster
+    for p in m["partitions"]:
+        assert p["rows_out"] == round(0.1 * p["rows_in"])
+        t = pq.read_table(out / "data" / p["files"][0])
+        assert len(set(t.column("cluster").to_pylist())) == 1
+        if method == "topk":  # exactly the best rows of the partition
+            src = pq.read_table(clustered / "by_cluster" / p["source"]).to_pandas()
+            want = set(src.nlargest(p["rows_out"], "quality", keep="first")["id"])
+            assert set(t.column("id").to_pylist()) == want
+    assert (out / "report" / "index.html").exists()  # the report runs at the end of select
+    # a rerun resumes: the report directory is not taken for foreign content
+    _run("select", clustered / "by_cluster", out, "--method", method, "--ratio", 0.1, "--split-size", 5000,
+         "--scheduler", address, "--quiet", "--no-report")
+
+
+def test_compare_and_report_commands(corpus, address, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    _run("compare", corpus, out, "--methods", "datamask,topk,random,semdedup", "--steps", 60, "--split-size", 1500,
+         "--n-clusters", 6, "--scheduler", address, "--no-report")
+    printed = capsys.readouterr().out
+    assert "semdedup" in printed and "pairwise" in printed
+    assert not (out / "report").exists()
+    import pandas as pd
+
+    t = pd.read_csv(out / "compare.csv", index_col="method")
+    assert list(t.index) == ["datamask", "topk", "random", "semdedup"] and (t["selected"] == 300).all()
+    _run("report", out)
+    assert {p.name for p in (out / "report").glob("*.png")} >= {"pareto.png", "trajectory.png", "projection.png"}
+
+
+def test_select_report_has_trajectory(corpus, address, tmp_path):
+    out = tmp_path / "sel"
+    _run("select", corpus, out, "--steps", 60, "--eval-every", 20, "--split-size", 1500, "--scheduler", address,
+         "--quiet")
+    m = json.loads((out / "manifest.json").read_text())
+    assert all(len(p["history"]) >= 2 for p in m["partitions"])
+    assert (out / "report" / "trajectory.png").exists()
+
+
+def test_analysis_errors(corpus, tmp_path, capsys):
+    fail(capsys, ["cluster", corpus, tmp_path / "o", "--k", 5000, "--quiet"], "k=5000", "3000 rows")
+    fail(capsys, ["compare", corpus, tmp_path / "o2", "--methods", "datamask,bogus"], "methods")
+    fail(capsys, ["report", tmp_path], "neither compare.json")
+    fail(capsys, ["select", corpus, tmp_path / "o3", "--method", "quadmix", "--quadmix-params", tmp_path / "nope.yaml"],
+         "quadmix_params")
