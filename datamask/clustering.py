@@ -481,7 +481,6 @@ def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1
 
     Returns the summary dict (also in ``cluster.json``).
     """
-    import json
     import time
     from pathlib import Path
 

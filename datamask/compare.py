@@ -15,7 +15,6 @@ or YAML file).
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
