@@ -69,7 +69,7 @@ def address(cluster):
     return cluster.scheduler_address
 
 
-def fail(capsys, argv, *needles, code=2):
+def assert_fails(capsys, argv, *needles, code=2):
     """Run the CLI expecting failure: exit ``code`` and one line ``datamask: error: ...``
     containing every needle. Returns the line."""
     from datamask.cli import main
@@ -83,7 +83,7 @@ def fail(capsys, argv, *needles, code=2):
     return err
 
 
-def no_output(out: Path):
+def assert_no_output(out: Path):
     """Nothing a reader would take for a result: no manifest, no data file."""
     assert not (out / "manifest.json").exists()
     assert not out.exists() or not list(out.rglob("*.parquet"))

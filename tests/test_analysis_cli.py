@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datamask.cli import main
-from pipeline_data import address, cluster, fail, write_files  # noqa: F401
+from pipeline_data import address, assert_fails, cluster, write_files  # noqa: F401
 
 
 def _run(*argv):
@@ -89,8 +89,8 @@ def test_select_report_has_trajectory(corpus, address, tmp_path):
 
 
 def test_analysis_errors(corpus, tmp_path, capsys):
-    fail(capsys, ["cluster", corpus, tmp_path / "o", "--k", 5000, "--quiet"], "k=5000", "3000 rows")
-    fail(capsys, ["compare", corpus, tmp_path / "o2", "--methods", "datamask,bogus"], "methods")
-    fail(capsys, ["report", tmp_path], "neither compare.json")
-    fail(capsys, ["select", corpus, tmp_path / "o3", "--method", "quadmix", "--quadmix-params", tmp_path / "nope.yaml"],
+    assert_fails(capsys, ["cluster", corpus, tmp_path / "o", "--k", 5000, "--quiet"], "k=5000", "3000 rows")
+    assert_fails(capsys, ["compare", corpus, tmp_path / "o2", "--methods", "datamask,bogus"], "methods")
+    assert_fails(capsys, ["report", tmp_path], "neither compare.json")
+    assert_fails(capsys, ["select", corpus, tmp_path / "o3", "--method", "quadmix", "--quadmix-params", tmp_path / "nope.yaml"],
          "quadmix_params")

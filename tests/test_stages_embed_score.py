@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datamask.cli import main
-from pipeline_data import fail, no_output, address, cluster  # noqa: F401
+from pipeline_data import assert_fails, assert_no_output, address, cluster  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "corpus.jsonl"
@@ -137,9 +137,9 @@ def test_empty_texts_counted_and_partial_resume(tmp_path, address):
 
 
 # ---------------------------------------------------------------------- bad input
-def _fail(capsys, argv, *needles, code=2):
+def _assert_fails(capsys, argv, *needles, code=2):
     """`fail` with --quiet appended (the text stages' progress bars write to stderr)."""
-    return fail(capsys, list(argv) + ["--quiet"], *needles, code=code)
+    return assert_fails(capsys, list(argv) + ["--quiet"], *needles, code=code)
 
 
 def _parquet(tmp_path, **cols):
@@ -157,10 +157,10 @@ def texts():
 def test_missing_text_column(tmp_path, capsys, address, texts):
     d = _parquet(tmp_path, id=list(range(30)), body=texts)
     out = tmp_path / "out"
-    _fail(capsys, ["embed", d, out, "--scheduler", address], "f.parquet", "missing column 'text'", "--text-column")
-    no_output(out)
-    _fail(capsys, ["score", d, out, "--heuristics", "--scheduler", address], "missing column 'text'")
-    no_output(out)
+    _assert_fails(capsys, ["embed", d, out, "--scheduler", address], "f.parquet", "missing column 'text'", "--text-column")
+    assert_no_output(out)
+    _assert_fails(capsys, ["score", d, out, "--heuristics", "--scheduler", address], "missing column 'text'")
+    assert_no_output(out)
 
 
 def test_non_utf8_bytes(tmp_path, capsys, address, texts):
@@ -170,25 +170,25 @@ def test_non_utf8_bytes(tmp_path, capsys, address, texts):
     lines[11] = b'{"id": 11, "text": "caf\xe9 au lait"}'
     (raw / "a.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     out = tmp_path / "out"
-    _fail(capsys, ["embed", raw, out, "--scheduler", address], "a.jsonl", "utf-8")
-    no_output(out)
+    _assert_fails(capsys, ["embed", raw, out, "--scheduler", address], "a.jsonl", "utf-8")
+    assert_no_output(out)
     # Parquet binary text column with a bad row: found on the worker, named by file and row
     b = [t.encode() for t in texts]
     b[7] = b"caf\xe9 au lait"
     d = _parquet(tmp_path, id=list(range(30)), text=pa.array(b, pa.binary()))
-    _fail(capsys, ["score", d, out, "--heuristics", "--scheduler", address], "f.parquet", "row 7", "UTF-8")
-    no_output(out)
+    _assert_fails(capsys, ["score", d, out, "--heuristics", "--scheduler", address], "f.parquet", "row 7", "UTF-8")
+    assert_no_output(out)
 
 
 def test_bad_model_paths(tmp_path, capsys, address, texts):
     d = _parquet(tmp_path, id=list(range(30)), text=texts)
     out = tmp_path / "out"
-    _fail(capsys, ["embed", d, out, "--model", tmp_path / "nowhere", "--scheduler", address], "does not exist")
-    no_output(out)
+    _assert_fails(capsys, ["embed", d, out, "--model", tmp_path / "nowhere", "--scheduler", address], "does not exist")
+    assert_no_output(out)
     empty = tmp_path / "empty-model"
     empty.mkdir()
-    _fail(capsys, ["embed", d, out, "--model", empty, "--scheduler", address], "not a sentence-transformers model")
-    no_output(out)
+    _assert_fails(capsys, ["embed", d, out, "--model", empty, "--scheduler", address], "not a sentence-transformers model")
+    assert_no_output(out)
     # (a folder with config files that do not load: tests/test_features_embed.py, same one-line error)
 
 
@@ -197,8 +197,8 @@ def test_fasttext_file_not_a_model(tmp_path, capsys, address, texts):
     bad = tmp_path / "model.bin"
     bad.write_bytes(b"this is not a fastText model at all")
     out = tmp_path / "out"
-    _fail(capsys, ["score", d, out, "--fasttext", bad, "--scheduler", address], "model.bin", "not a fastText model")
-    no_output(out)
+    _assert_fails(capsys, ["score", d, out, "--fasttext", bad, "--scheduler", address], "model.bin", "not a fastText model")
+    assert_no_output(out)
 
 
 def test_score_column_with_nan(tmp_path, capsys, address, texts):
@@ -206,17 +206,17 @@ def test_score_column_with_nan(tmp_path, capsys, address, texts):
     s[7] = np.nan
     d = _parquet(tmp_path, id=list(range(30)), text=texts, edu=s)
     out = tmp_path / "out"
-    _fail(capsys, ["score", d, out, "--scores", "edu:1", "--scheduler", address],
+    _assert_fails(capsys, ["score", d, out, "--scores", "edu:1", "--scheduler", address],
           "f.parquet", "'edu'", "row 7", "fill or drop")
-    no_output(out)
+    assert_no_output(out)
 
 
 def test_weights_name_absent_columns(tmp_path, capsys, address, texts):
     d = _parquet(tmp_path, id=list(range(30)), text=texts, edu=np.linspace(0, 1, 30))
     out = tmp_path / "out"
-    _fail(capsys, ["score", d, out, "--scores", "edu:1,dclm:2", "--scheduler", address],
+    _assert_fails(capsys, ["score", d, out, "--scores", "edu:1,dclm:2", "--scheduler", address],
           "f.parquet", "missing column 'dclm'", "--scores")
-    no_output(out)
-    _fail(capsys, ["score", d, out, "--scores", "edu:x", "--scheduler", address], "edu", "not a number")
-    _fail(capsys, ["score", d, out, "--scheduler", address], "nothing to score")
-    no_output(out)
+    assert_no_output(out)
+    _assert_fails(capsys, ["score", d, out, "--scores", "edu:x", "--scheduler", address], "edu", "not a number")
+    _assert_fails(capsys, ["score", d, out, "--scheduler", address], "nothing to score")
+    assert_no_output(out)
