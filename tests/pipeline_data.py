@@ -54,13 +54,18 @@ def corpus(tmp_path_factory):
     return d
 
 
-@pytest.fixture(scope="session")
-def cluster():
-    """A real LocalCluster with 2 single-threaded worker processes."""
+def local_cluster(silence_logs=logging.ERROR):
+    """A real LocalCluster with 2 single-threaded worker processes on 127.0.0.1."""
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as c:
+    return LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                        dashboard_address="127.0.0.1:0", silence_logs=silence_logs)
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """The suite's shared cluster (tests that kill workers start their own)."""
+    with local_cluster() as c:
         yield c
 
 

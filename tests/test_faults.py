@@ -12,7 +12,7 @@ import time
 import pytest
 
 from datamask.cli import main
-from pipeline_data import args, corpus, manifest, read_out  # noqa: F401
+from pipeline_data import args, corpus, local_cluster, manifest, read_out  # noqa: F401
 
 # Enough steps that a partition takes a few seconds (patience off: no early stop).
 SLOW = ("--steps", "500", "--patience", "none")
@@ -20,10 +20,8 @@ SLOW = ("--steps", "500", "--patience", "none")
 
 @pytest.fixture(scope="module")
 def fault_cluster():
-    from distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address="127.0.0.1:0", silence_logs=logging.CRITICAL) as c:
+    """Its own cluster: these tests kill workers."""
+    with local_cluster(silence_logs=logging.CRITICAL) as c:
         yield c
 
 
