@@ -89,10 +89,6 @@ class _Random:
         else:  # cupy
             self._g = xp.random.default_rng(seed)
 
-    def exponential(self, shape, dtype=np.float32):
-        """Standard exponential draws (Gumbel keys are ``L - log(E)``)."""
-        return self._g.standard_exponential(size=shape, dtype=dtype)
-
     def uniform(self, shape, dtype=np.float32):
         return self._g.random(size=shape, dtype=dtype)
 

@@ -539,6 +539,7 @@ def _solver_method(solver):
         return REGISTRY["datamask"](E, q, cfg.replace(solver=solver), seed, callback)
 
     fn.__name__ = f"select_{solver}"
+    fn.prunes = True  # runs DataMask, which prunes
     return fn
 
 

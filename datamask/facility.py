@@ -10,10 +10,9 @@ the value is exact, not an approximation.
 from __future__ import annotations
 
 from .backend import get_namespace
+from .objectives import _BLOCK_ELEMENTS
 
 __all__ = ["FacilityGroups"]
-
-_BLOCK_ELEMENTS = 1 << 24
 
 
 class FacilityGroups:

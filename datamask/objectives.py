@@ -31,7 +31,6 @@ __all__ = [
     "normalize_quality",
     "pairwise_groups",
     "disf_groups",
-    "facility_groups",
     "facility_value",
     "Objective",
     "evaluate",
@@ -81,14 +80,26 @@ def _disf_one(X):
     sd = xp.sqrt((X * X).mean(axis=0))
     live = sd > 1e-12
     X = xp.where(live, X / xp.where(live, sd, 1.0), 0.0)
-    if S < d:
-        K = X @ X.T  # S x S Gram: ||X^T X||_F = ||X X^T||_F
-        fro2 = (K * K).sum() / (S * S)
-    else:
-        C = (X.T @ X) / S
-        fro2 = (C * C).sum()
-    diag2 = float(live.sum())  # C_aa = 1 for every non-constant dimension
-    return -(fro2 - diag2) / (d * (d - 1.0))
+    K = X @ X.T  # S x S Gram: ||X^T X||_F = ||X X^T||_F
+    fro2 = (K * K).sum() / (S * S)
+    return -(fro2 - float(live.sum())) / (d * (d - 1.0))
+
+
+def _disf_from_moments(total, outer, S):
+    """DiSF from the row sum (d,) and the sum of outer products (d, d) of S rows.
+
+    The correlation matrix of the rows is the centred second moment scaled by the standard
+    deviations, so a selection of any size is scored from d x d sums gathered block by block.
+    """
+    xp = get_namespace(outer)
+    d = outer.shape[0]
+    mu = total / S
+    cov = outer / S - xp.outer(mu, mu)
+    var = xp.diagonal(cov).copy()
+    live = var > 1e-24
+    inv = xp.where(live, 1.0 / xp.sqrt(xp.where(live, var, 1.0)), 0.0)
+    C = cov * inv[:, None] * inv[None, :]
+    return -(float((C * C).sum()) - float(live.sum())) / (d * (d - 1.0))
 
 
 def disf_groups(E, idx):
@@ -116,22 +127,6 @@ def disf_groups(E, idx):
             fro2 = (C.astype(xp.float64) ** 2).sum(axis=(1, 2))
         diag2 = live.sum(axis=(1, 2))
         out[g0:g0 + per] = -(fro2 - diag2) / (d * (d - 1.0))
-    return out
-
-
-def facility_groups(C, idx):
-    """Facility location of each row of ``idx`` (G, S), given similarities ``C`` (r, n).
-
-    ``C[x, i]`` is the cosine between reference row x and candidate i.
-    """
-    xp = get_namespace(C)
-    G, S = idx.shape
-    r = C.shape[0]
-    out = xp.empty(G, dtype=xp.float64)
-    per = max(1, _BLOCK_ELEMENTS // max(1, r * S))
-    for g0 in range(0, G, per):
-        vals = C[:, idx[g0:g0 + per]]  # (r, g, S)
-        out[g0:g0 + per] = vals.max(axis=2).astype(xp.float64).mean(axis=0)
     return out
 
 
@@ -195,10 +190,17 @@ class Objective:
             for i0 in range(0, S, BLOCK_ROWS):
                 s += self.rows(rows[i0:i0 + BLOCK_ROWS]).sum(axis=0, dtype=xp.float64)
             return float(pairwise_from_sums(float((s * s).sum()), S))
-        EU = self.rows(rows)
         if self.diversity == "disf":
-            return float(_disf_one(EU))
-        return facility_value(self.rows(self.reference), EU)
+            if S < self.E.shape[1]:
+                return float(_disf_one(self.rows(rows)))
+            total = xp.zeros(self.E.shape[1], dtype=xp.float64)
+            outer = xp.zeros((self.E.shape[1],) * 2, dtype=xp.float64)
+            for i0 in range(0, S, BLOCK_ROWS):  # blocked: no (S, d) float64 copy
+                blk = self.rows(rows[i0:i0 + BLOCK_ROWS]).astype(xp.float64)
+                total += blk.sum(axis=0)
+                outer += blk.T @ blk
+            return _disf_from_moments(total, outer, S)
+        return facility_value(self.rows(self.reference), self.rows(rows))
 
     def evaluate_rows(self, rows) -> dict:
         """``{"objective", "quality", "diversity"}`` of the selection ``rows``."""

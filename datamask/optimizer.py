@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from .backend import default_rng, get_namespace, to_numpy
+from .backend import default_rng, get_namespace
 from .facility import FacilityGroups
 from .greedy import greedy_disf, greedy_facility, greedy_pairwise
 from .objectives import DIVERSITIES, Objective, disf_groups, normalize_quality, pairwise_groups
@@ -19,7 +19,7 @@ from .policy import policy_gradient, sample_masks
 from .relaxed import frank_wolfe
 from .validate import check_inputs, needs_rescale, unit_rows
 
-__all__ = ["DataMask", "SOLVERS"]
+__all__ = ["DataMask", "SOLVERS", "rows_after_pruning"]
 
 SOLVERS = ("pg", "greedy", "relaxed")
 # Smallest candidate batch for batch updating: keeps S_b >= 2 on small partitions.
@@ -32,6 +32,11 @@ DEFAULT_LR_FACILITY = 1.0
 # Logits are kept within this many nats of the largest: a row that far below is never
 # drawn (probability < e^-60 relative), and the bound keeps 1/Z_k finite in float64.
 LOGIT_SPAN = 60.0
+
+
+def rows_after_pruning(n_rows: int, prune: float) -> int:
+    """Rows left when quality-aware pruning drops ``prune`` of ``n_rows`` (floor)."""
+    return n_rows - int(math.floor(float(prune) * n_rows))
 
 
 class DataMask:
@@ -93,8 +98,10 @@ class DataMask:
     relaxed_iter : int, default 100
         Frank-Wolfe iteration cap for ``solver="relaxed"``.
     n_threads : int or None, default 1
-        BLAS threads during ``fit`` (the kernels are small; one thread was fastest on our
-        2-core machine, see the benchmark). None leaves the library default.
+        BLAS threads during ``fit``. One, because a Dask worker runs one partition per core;
+        a single fit on an idle machine can use more (the step's GEMM ran 1.7x faster with 2
+        threads on our 2-core host, the rest of a step is single-threaded numpy). None leaves
+        the library default.
     progress : bool, default False
         Show a progress bar over steps (or greedy picks).
 
@@ -237,7 +244,7 @@ class DataMask:
                 raise ValueError(
                     f"ratio={self.ratio} of {n_rows} rows rounds to 0 rows; raise ratio or give budget"
                 )
-        n_keep = n_rows - int(math.floor(float(self.prune) * n_rows))
+        n_keep = rows_after_pruning(n_rows, self.prune)
         if S > n_keep:
             raise ValueError(
                 f"budget S={S} is larger than the {n_keep} rows left after pruning "
@@ -442,8 +449,3 @@ class DataMask:
         if self.final == "sample":
             return sample_masks(L, S, 1, rng)[0]
         return best_rows
-
-    # ------------------------------------------------------------------ helpers
-    def selected_indices(self):
-        """Row indices of the selection (numpy), in row order."""
-        return np.nonzero(to_numpy(self.mask_))[0]

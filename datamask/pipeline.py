@@ -37,7 +37,8 @@ from .backend import resolve_device
 from .errors import ConfigError, DataError, OutputError
 from .io import Split, discover, hive_path, inspect_file, make_splits, read_split, write_json_atomic, write_parquet_atomic
 from .schema import LOGIT, SELECTED, Columns, check_table
-from .selection import budget_for, score, select
+from .optimizer import rows_after_pruning
+from .selection import budget_for, prunes, score, select
 
 __all__ = ["run_select", "run_stage", "Stage", "plan_run", "plan_splits", "resolve_io", "finish_split",
            "split_record", "Plan", "Output", "DATA_DIR", "STATE_DIR", "MANIFEST"]
@@ -100,8 +101,8 @@ def _check_budget(s: Split, cfg):
         )
     if S < 1:
         raise DataError(f"{s.where()}: ratio {cfg.ratio} of {s.rows} rows rounds to 0; raise --ratio or --split-size")
-    n_keep = s.rows - int(np.floor(float(cfg.prune) * s.rows))
-    if S > n_keep:
+    n_keep = rows_after_pruning(s.rows, cfg.prune)
+    if prunes(cfg.method) and S > n_keep:
         raise DataError(
             f"{s.where()}: budget {S} is larger than the {n_keep} rows left after pruning "
             f"(prune {cfg.prune}); lower --prune, --ratio or --budget"
@@ -292,25 +293,12 @@ def _progress_callback(name):
 
 
 def _score_all(E, q, cfg, seed):
-    """The objective of the whole partition ("before"). Pairwise in float32 row blocks (the
-    generic ``evaluate`` makes several full-size temporaries); facility is skipped (every
-    row is its own nearest neighbour, so it is 1 by definition)."""
+    """The objective of the whole partition ("before"), by the same ``evaluate`` as every
+    selection (blockwise, so no full-size copy). Facility location is skipped: every row is
+    its own nearest neighbour, so it is 1 by definition."""
     if cfg.diversity == "facility":
         return None
-    if cfg.diversity != "pairwise":
-        return score(E, q, np.ones(E.shape[0], dtype=bool), cfg, seed)
-    from .backend import get_namespace, to_numpy
-    from .objectives import normalize_quality, pairwise_from_sums
-
-    xp = get_namespace(E)
-    total = xp.zeros(E.shape[1], dtype=xp.float64)
-    for i0 in range(0, E.shape[0], 65536):
-        blk = E[i0:i0 + 65536].astype(xp.float32)
-        blk /= xp.sqrt((blk * blk).sum(axis=1, keepdims=True))
-        total += blk.sum(axis=0, dtype=xp.float64)
-    div = float(to_numpy(pairwise_from_sums(float((total * total).sum()), E.shape[0])))
-    qual = float(to_numpy(normalize_quality(q).mean()))
-    return {"objective": cfg.lam * qual + (1 - cfg.lam) * div, "quality": qual, "diversity": div}
+    return score(E, q, np.ones(E.shape[0], dtype=bool), cfg, seed)
 
 
 def _select_partition(df, partition_info=None, *, splits, cfg, device, d, out_root, drops, in_type):

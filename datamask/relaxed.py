@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from .backend import get_namespace
 from .greedy import standardize
+from .validate import BLOCK_ROWS
 
 __all__ = ["frank_wolfe"]
 
@@ -54,8 +55,8 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
 
         def rows_sum(rows):  # sum of the rows, in blocks (no (S, d) copy)
             u = xp.zeros(d, dtype=xp.float64)
-            for i0 in range(0, rows.shape[0], 65_536):
-                u += X[rows[i0:i0 + 65_536]].sum(axis=0, dtype=xp.float64)
+            for i0 in range(0, rows.shape[0], BLOCK_ROWS):
+                u += X[rows[i0:i0 + BLOCK_ROWS]].sum(axis=0, dtype=xp.float64)
             return u
 
         def grad(u):

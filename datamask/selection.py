@@ -43,6 +43,11 @@ def register(name):
     return deco
 
 
+def prunes(method: str) -> bool:
+    """True when ``method`` applies quality-aware pruning (``prune``) before choosing."""
+    return bool(getattr(REGISTRY.get(method), "prunes", False))
+
+
 def budget_for(n_rows: int, cfg) -> int:
     """S for a partition of ``n_rows`` (the estimator's own rule)."""
     if cfg.budget is not None:
@@ -84,6 +89,9 @@ def _datamask(E, q, cfg, seed, callback=None) -> Selection:
         seconds=time.perf_counter() - t0,
         history=[{k: (float(v) if k != "step" else int(v)) for k, v in h.items()} for h in est.history_],
     )
+
+
+_datamask.prunes = True
 
 
 from . import baselines as _baselines  # noqa: E402,F401  (registers the baseline methods)

@@ -8,7 +8,6 @@ from datamask.objectives import (
     _disf_one,
     disf_groups,
     evaluate,
-    facility_groups,
     facility_value,
     normalize_quality,
     pairwise_groups,
@@ -42,6 +41,10 @@ def test_disf_matches_correlation_matrix(unit_rows, S, d):
     want = [brute_disf(E[r]) for r in idx]
     assert np.allclose(disf_groups(E, idx), want, atol=1e-5)
     assert np.allclose([_disf_one(E[r]) for r in idx], want, atol=1e-9)
+    # one selection through evaluate(): Gram form when S < d, d x d moments when S >= d
+    q = np.zeros(300)
+    got = [evaluate(E, q, np.sort(r), diversity="disf")["diversity"] for r in idx]
+    assert np.allclose(got, want, atol=1e-9)
 
 
 def test_disf_gram_and_covariance_forms_agree(unit_rows):
@@ -54,12 +57,11 @@ def test_disf_gram_and_covariance_forms_agree(unit_rows):
     assert gram == pytest.approx(cov, abs=1e-9)
 
 
-def test_facility_groups_and_value_match_brute_force(unit_rows):
+def test_facility_scorers_match_brute_force(unit_rows):
     E = unit_rows(400, 12)
     R = E[::7]
     idx = np.stack([np.random.default_rng(s).permutation(400)[:25] for s in range(6)])
     want = [(R @ E[r].T).max(axis=1).mean() for r in idx]
-    assert np.allclose(facility_groups(R @ E.T, idx), want, atol=1e-6)
     assert np.allclose([facility_value(R, E[r]) for r in idx], want, atol=1e-6)
     # The neighbour-list scorer is exact, including pairs with no member in the list.
     fg = FacilityGroups(E, R, n_neighbors=5)

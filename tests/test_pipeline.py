@@ -183,3 +183,14 @@ def test_gpu_select(corpus, tmp_path):
     _run(*args(corpus, out, "--device", "gpu"))
     assert manifest(out)["device"] == "gpu"
     assert read_out(out).num_rows == sum(round(0.1 * r) for r in (1500, 1500, 1500, 1500, 1000))
+
+
+def test_pruning_limit_applies_only_to_methods_that_prune(corpus, address, tmp_path, capsys):
+    # ratio 0.6 exceeds what default pruning (0.5) leaves: refused for datamask, which prunes,
+    # but top-k ignores `prune` and must keep 60% of every split.
+    assert main(args(corpus, tmp_path / "dm", "--ratio", "0.6", scheduler=address)) == 2
+    assert "left after pruning" in capsys.readouterr().err
+    assert main(args(corpus, tmp_path / "topk", "--ratio", "0.6", "--method", "topk", "--no-report",
+                     scheduler=address)) == 0
+    parts = manifest(tmp_path / "topk")["partitions"]
+    assert all(p["rows_out"] == round(0.6 * p["rows_in"]) for p in parts)
