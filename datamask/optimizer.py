@@ -12,26 +12,20 @@ import time
 import numpy as np
 
 from .backend import default_rng, get_namespace
-from .facility import FacilityGroups
 from .greedy import greedy_disf, greedy_facility, greedy_pairwise
-from .objectives import DIVERSITIES, Objective, disf_groups, normalize_quality, pairwise_groups
-from .policy import policy_gradient, sample_masks
+from .objectives import DIVERSITIES, Objective, normalize_quality
+from .pg import PolicyGradient
 from .relaxed import frank_wolfe
 from .validate import check_inputs, needs_rescale, unit_rows
 
 __all__ = ["DataMask", "SOLVERS", "rows_after_pruning"]
 
 SOLVERS = ("pg", "greedy", "relaxed")
-# Smallest candidate batch for batch updating: keeps S_b >= 2 on small partitions.
-MIN_BATCH = 256
-# Smallest reference batch for facility location.
-MIN_REFERENCE_BATCH = 32
+# Default cap on the rows of one batch-updating step (the batch_size parameter).
+BATCH_SIZE = 1024
 # Step sizes used when lr=None (see the lr parameter).
 DEFAULT_LR = 3.0
 DEFAULT_LR_FACILITY = 1.0
-# Logits are kept within this many nats of the largest: a row that far below is never
-# drawn (probability < e^-60 relative), and the bound keeps 1/Z_k finite in float64.
-LOGIT_SPAN = 60.0
 
 
 def rows_after_pruning(n_rows: int, prune: float) -> int:
@@ -70,7 +64,15 @@ class DataMask:
     batch_ratio : float or None, default 0.05
         Batch updating: each step samples masks from this fraction of the candidate rows,
         with the budget scaled to match (for facility location the fraction applies to the
-        reference rows instead). ``None`` or 1 uses every row every step.
+        reference rows instead). ``None`` or 1 uses every row every step. The batches of
+        one pass are disjoint slices of a random permutation, so every row is updated once
+        per pass.
+    batch_size : int or None, default BATCH_SIZE
+        Upper bound on the rows of one batch (``batch_ratio`` of a large partition is
+        capped to it); None: no bound, the paper's recipe. A step costs time in proportion
+        to its rows while the steps needed stay about the same (each row's update is less
+        noisy in a smaller batch), so on CPU small batches reach a given objective sooner;
+        see the batch-size table in benchmarks/results/optimizer.md.
     prune : float, default 0.5
         Quality-aware pruning: drop this fraction of rows with the lowest quality before
         optimising (every solver). 0 keeps all.
@@ -99,9 +101,9 @@ class DataMask:
         Frank-Wolfe iteration cap for ``solver="relaxed"``.
     n_threads : int or None, default 1
         BLAS threads during ``fit``. One, because a Dask worker runs one partition per core;
-        a single fit on an idle machine can use more (the step's GEMM ran 1.7x faster with 2
-        threads on our 2-core host, the rest of a step is single-threaded numpy). None leaves
-        the library default.
+        a single fit on an idle machine can use more (greedy ran 1.9x faster with 2 threads
+        on our 2-core host, a pg step 1.1-1.3x: see benchmarks/results/optimizer.md). None
+        leaves the library default.
     progress : bool, default False
         Show a progress bar over steps (or greedy picks).
 
@@ -136,6 +138,7 @@ class DataMask:
         lr=None,
         steps=3000,
         batch_ratio=0.05,
+        batch_size=BATCH_SIZE,
         prune=0.5,
         init="quality",
         logit_range=(0.0, 2.0),
@@ -160,6 +163,7 @@ class DataMask:
         self.lr = lr
         self.steps = steps
         self.batch_ratio = batch_ratio
+        self.batch_size = batch_size
         self.prune = prune
         self.init = init
         self.logit_range = logit_range
@@ -225,6 +229,8 @@ class DataMask:
             raise ValueError(f"eval_every must be >= 1, got {self.eval_every}")
         if self.batch_ratio is not None and not 0.0 < float(self.batch_ratio) <= 1.0:
             raise ValueError(f"batch_ratio must be in (0, 1] or None, got {self.batch_ratio}")
+        if self.batch_size is not None and (int(self.batch_size) != self.batch_size or int(self.batch_size) < 2):
+            raise ValueError(f"batch_size must be an integer >= 2 or None, got {self.batch_size}")
         lo, hi = self.logit_range
         if not float(lo) <= float(hi):
             raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {self.logit_range}")
@@ -354,98 +360,13 @@ class DataMask:
             return xp.nonzero(vertex)[0]
         return top
 
-    # ------------------------------------------------------------------ pg
-    def _init_logits(self, qc, xp):
-        n = qc.shape[0]
-        if self.init == "uniform":
-            return xp.zeros(n, dtype=xp.float64)
-        lo, hi = (float(v) for v in self.logit_range)
-        qmin, qmax = float(qc.min()), float(qc.max())
-        if qmax <= qmin:
-            return xp.full(n, lo, dtype=xp.float64)
-        return (qc - qmin) / (qmax - qmin) * (hi - lo) + lo
-
     def _fit_pg(self, Ec, qc, S, xp):
-        n = Ec.shape[0]
-        G = int(self.group_size)
-        rng = default_rng(xp, [int(self.seed), 1])
-        L = self._init_logits(qc, xp)
-        lam = float(self.lam)
         facility = self.diversity == "facility"
-        if facility:
-            # Batch updating samples reference rows, not candidates (sampling candidates
-            # pushes up near-duplicates, see the optimizer benchmark notes).
-            fac = FacilityGroups(Ec, self._full.rows(self._full.reference))
-            r = fac.n_reference
-            r_b = r if self.batch_ratio is None else min(r, max(MIN_REFERENCE_BATCH, math.ceil(self.batch_ratio * r)))
-            n_b, S_b = n, S
-        else:
-            n_b = n if self.batch_ratio is None else min(n, max(MIN_BATCH, math.ceil(self.batch_ratio * n)))
-            S_b = min(n_b, max(1, int(round(S * n_b / n))))
-        steps = int(self.steps)
-        base_lr = float(self.lr) if self.lr is not None else (DEFAULT_LR_FACILITY if facility else DEFAULT_LR)
-        self.lr_ = base_lr
-        best_val, best_rows, stale = -math.inf, None, 0
-        bar = None
-        if self.progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=steps, desc="datamask", unit="step", leave=False)
-
-        def evaluate_point(step):
-            nonlocal best_val, best_rows, stale
-            rows = xp.argpartition(-L, S - 1)[:S]
-            rec = self._record(step, rows)
-            if rec["objective"] > best_val + self.tol * max(1.0, abs(best_val)):
-                stale = 0
-            else:
-                stale += 1
-            if rec["objective"] > best_val:
-                best_val, best_rows = rec["objective"], rows
-            if bar is not None:
-                bar.set_postfix(objective=f"{rec['objective']:.5f}")
-            stop = self.callback is not None and bool(self.callback(self, rec))
-            return stop or (self.patience is not None and stale >= int(self.patience))
-
-        evaluate_point(0)
-        t = 0
-        for t in range(1, steps + 1):
-            lr = base_lr
-            if self.lr_schedule == "cosine":
-                lr *= 0.5 * (1.0 + math.cos(math.pi * (t - 1) / max(1, steps)))
-            if facility:
-                LB = L
-                orders = sample_masks(LB, S_b, G, rng)
-                ref = rng.subset(r, r_b)
-                f = lam * qc[orders].mean(axis=1) + (1.0 - lam) * fac.values(orders, ref)
-            else:
-                B = rng.subset(n, n_b) if n_b < n else None
-                EB, qB, LB = (Ec, qc, L) if B is None else (Ec[B], qc[B], L[B])
-                orders = sample_masks(LB, S_b, G, rng)
-                div = pairwise_groups(EB, orders) if self.diversity == "pairwise" else disf_groups(EB, orders)
-                f = lam * qB[orders].mean(axis=1) + (1.0 - lam) * div
-            sd = float(f.std())
-            if sd > 1e-12:
-                A = (f - f.mean()) / sd
-                g = policy_gradient(LB, orders, A / G)
-                if facility or B is None:
-                    L += lr * g
-                else:
-                    L[B] += lr * g
-                floor = float(L.max()) - LOGIT_SPAN
-                if float(L.min()) < floor:
-                    xp.maximum(L, floor, out=L)
-            if bar is not None:
-                bar.update()
-            if t % int(self.eval_every) == 0 or t == steps:
-                if evaluate_point(t):
-                    break
-        if bar is not None:
-            bar.close()
-        self.n_steps_ = t if steps else 0
+        self.lr_ = float(self.lr) if self.lr is not None else (DEFAULT_LR_FACILITY if facility else DEFAULT_LR)
+        solver = PolicyGradient(self)
+        rows = solver.run(Ec, qc, S, xp)
+        self.n_steps_ = solver.n_steps
         logits = xp.full(self._full.E.shape[0], -xp.inf)
-        logits[self._cand] = L
+        logits[self._cand] = solver.L
         self.logits_ = logits
-        if self.final == "sample":
-            return sample_masks(L, S, 1, rng)[0]
-        return best_rows
+        return rows

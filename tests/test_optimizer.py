@@ -102,6 +102,32 @@ def test_same_seed_same_mask_and_different_seed_differs():
     assert not (a.mask_ == d.mask_).all()
 
 
+def test_batch_passes_visit_every_row_once_per_pass():
+    from datamask.backend import default_rng
+    from datamask.pg import Passes
+
+    passes = Passes(103, 10, default_rng(np, 0))
+    seen = [passes.next() for _ in range(20)]  # 10 batches per pass, 3 rows left over
+    for k in (0, 10):
+        rows = np.concatenate(seen[k:k + 10])
+        assert len(np.unique(rows)) == 100 and rows.max() < 103
+    assert all((np.diff(b) > 0).all() for b in seen)  # sorted, distinct
+    assert not np.array_equal(np.sort(np.concatenate(seen[:10])), np.sort(np.concatenate(seen[10:])))
+    assert Passes(50, 50, default_rng(np, 0)).next() is None
+
+
+@pytest.mark.parametrize(
+    "n,ratio,size,expected",
+    [(10_000, 0.05, 1024, 500), (100_000, 0.05, 1024, 1024), (100_000, 0.05, None, 5000),
+     (2_000, 0.05, 1024, 256), (2_000, 0.05, 100, 100), (3_000, None, 1024, 1024), (300, None, None, 300)],
+)
+def test_batch_rows_is_the_ratio_capped_by_batch_size(n, ratio, size, expected):
+    from datamask.pg import MIN_BATCH, PolicyGradient
+
+    est = DataMask(batch_ratio=ratio, batch_size=size)
+    assert PolicyGradient(est).batch_rows(n, MIN_BATCH) == expected
+
+
 def test_callback_sees_records_and_can_stop():
     c = make_corpus(2000, dim=16, seed=1)
     seen = []
@@ -190,6 +216,8 @@ def test_greedy_disf_increments_match_the_proxy(unit_rows):
         (dict(solver="adam"), "solver"),
         (dict(solver="relaxed", diversity="facility"), "relaxed"),
         (dict(batch_ratio=0.0), "batch_ratio"),
+        (dict(batch_size=1), "batch_size"),
+        (dict(batch_size=2.5), "batch_size"),
         (dict(prune=1.0), "prune"),
         (dict(group_size=1), "group_size"),
     ],
