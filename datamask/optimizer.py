@@ -287,7 +287,8 @@ class DataMask:
         N = embeddings.shape[0]
         S, n_keep = self._check_params(N)
         # Memory: the input stays as given (float16 storage is fine); the only copy is the
-        # float32 candidate rows below (half the partition with the default pruning).
+        # candidate rows below, float32 (or int8 planes, 3/4 of that, for a pairwise pg
+        # step), half the partition with the default pruning.
         E = embeddings
         scale = norms if needs_rescale(norms) else None
         qn = normalize_quality(quality)
@@ -310,15 +311,15 @@ class DataMask:
         self.logits_ = None
         self._t0 = t0
 
-        Ec, qc = unit_rows(E, cand, scale), qn[cand]
+        qc = qn[cand]
         if S == n_keep:  # nothing to choose
             rows, self.n_steps_ = xp.arange(n_keep), 0
         elif self.solver == "greedy":
-            rows = self._fit_greedy(Ec, qc, S, xp)
+            rows = self._fit_greedy(unit_rows(E, cand, scale), qc, S, xp)
         elif self.solver == "relaxed":
-            rows = self._fit_relaxed(Ec, qc, S, xp)
+            rows = self._fit_relaxed(unit_rows(E, cand, scale), qc, S, xp)
         else:
-            rows = self._fit_pg(Ec, qc, S, xp)
+            rows = self._fit_pg(E, cand, scale, qc, S, xp)
 
         chosen = cand[rows]
         mask = xp.zeros(N, dtype=bool)
@@ -360,11 +361,11 @@ class DataMask:
             return xp.nonzero(vertex)[0]
         return top
 
-    def _fit_pg(self, Ec, qc, S, xp):
+    def _fit_pg(self, E, cand, scale, qc, S, xp):
         facility = self.diversity == "facility"
         self.lr_ = float(self.lr) if self.lr is not None else (DEFAULT_LR_FACILITY if facility else DEFAULT_LR)
         solver = PolicyGradient(self)
-        rows = solver.run(Ec, qc, S, xp)
+        rows = solver.run(E, cand, scale, qc, S, xp)
         self.n_steps_ = solver.n_steps
         logits = xp.full(self._full.E.shape[0], -xp.inf)
         logits[self._cand] = solver.L

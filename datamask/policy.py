@@ -97,9 +97,12 @@ def _sample_numpy(logits, S, G, rng):
     for a in range(0, G, per):
         k = min(per, G - a)
         u = rng.bits32(k * n).reshape(k, n)
-        e = np.right_shift(u, 9, out=u).astype(np.float32)
-        e += np.float32(0.5)
-        e *= np.float32(2.0**-23)  # U = (j + 1/2) / 2^23, exact in float32, never 0 or 1
+        # 23 random bits j as the mantissa of a float in [1, 2): 1 + j / 2^23. Minus
+        # (1 - 2^-24) that is U = (j + 1/2) / 2^23, exact, never 0 or 1.
+        np.right_shift(u, 9, out=u)
+        np.bitwise_or(u, np.uint32(0x3F800000), out=u)
+        e = u.view(np.float32)
+        e -= np.float32(1.0 - 2.0**-24)
         np.log(e, out=e)  # log U < 0
         if positive:
             e *= neg_w
