@@ -10,7 +10,7 @@ like with like on a noisy machine:
 * relaxed (pairwise, DiSF): seconds and % of greedy's gain;
 * pg: seconds per step, steps and seconds to reach 99% and 99.9% of greedy's gain
   (checked every ``eval_every`` steps on the exact objective), within a time cap; for
-  pairwise also with the paper's batch (``batch_size=None``: 5% of the rows per step);
+  pairwise also with the paper's batch (``batch_max=None``: 5% of the rows per step);
 * an lr sweep at the smallest N (pairwise) that justifies the default ``lr``;
 * a batch-size sweep and a threads table at the largest N (pairwise), and the pairwise
   step with each row-sum kernel (``datamask.groupsum``: int8 where the CPU has it).
@@ -116,7 +116,7 @@ def run_size(N, metrics, pg_caps, lines, traj, lr_sweep, device="cpu", extras=No
             print(f"  relaxed {base['relaxed_s']:.2f}s {base['relaxed_pct']:.4f}%", flush=True)
         configs = [("default", {})]
         if div == "pairwise":
-            configs.append(("paper batch 5%", {"batch_size": None}))
+            configs.append(("paper batch 5%", {"batch_max": None}))
         for label, extra in configs:
             points, row = pg_run(E, q, rand, gain, pg_caps[div], **kw, **extra)
             row.update(base, pg=label, pg_ms=step_ms(E, q, 200 if div == "pairwise" else 30, **kw, **extra))
@@ -149,22 +149,22 @@ def batch_and_threads(E, q, rand, gain, t_greedy, kw):
 
     batches = []
     for bs in (256, 512, 1024, 2048):
-        _, row = pg_run(E, q, rand, gain, 90.0, batch_size=bs, **kw)
-        row.update(batch_size=bs, pg_ms=step_ms(E, q, 200, batch_size=bs, **kw))
-        print(f"  batch_size {bs}: {row['pg_ms']:.2f} ms/step, 99% at {row['s99']}, 99.9% at {row['s999']}", flush=True)
+        _, row = pg_run(E, q, rand, gain, 90.0, batch_max=bs, **kw)
+        row.update(batch_max=bs, pg_ms=step_ms(E, q, 200, batch_max=bs, **kw))
+        print(f"  batch_max {bs}: {row['pg_ms']:.2f} ms/step, 99% at {row['s99']}, 99.9% at {row['s999']}", flush=True)
         batches.append(row)
     threads = []
     for nt in (1, 2):
         t = time.perf_counter()
         DataMask(solver="greedy", n_threads=nt, **kw).fit(E, q)
         threads.append((nt, time.perf_counter() - t, step_ms(E, q, 200, n_threads=nt, **kw),
-                        step_ms(E, q, 200, n_threads=nt, batch_size=None, **kw)))
+                        step_ms(E, q, 200, n_threads=nt, batch_max=None, **kw)))
         print(f"  threads {nt}: greedy {threads[-1][1]:.1f}s, pg {threads[-1][2]:.2f} ms/step", flush=True)
     kernels = []
     native = groupsum.kernel()
     for name in dict.fromkeys(["float32", native]):
         groupsum.kernel = lambda name=name: name  # the benchmark process only
-        kernels.append((name, step_ms(E, q, 200, **kw), step_ms(E, q, 200, batch_size=None, **kw)))
+        kernels.append((name, step_ms(E, q, 200, **kw), step_ms(E, q, 200, batch_max=None, **kw)))
     return {"batches": batches, "threads": threads, "kernels": kernels, "greedy_s": t_greedy, "N": E.shape[0]}
 
 
@@ -183,7 +183,7 @@ def run_big(N, lines_big, steps=100, device="cpu", budget_s=120.0):
     r = DataMask(solver="relaxed").fit(E, q)
     t_rel = time.perf_counter() - t
     gain = r.objective_["objective"] - rand
-    for label, extra in (("default", {}), ("paper batch 5%", {"batch_size": None})):
+    for label, extra in (("default", {}), ("paper batch 5%", {"batch_max": None})):
         ms = step_ms(E, q, steps, **extra)
         tr = Tracker(budget_s)
         m = DataMask(steps=10**7, eval_every=500, patience=None, callback=tr, **extra).fit(E, q)
@@ -231,7 +231,7 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     from datamask import groupsum
-    from datamask.optimizer import BATCH_SIZE
+    from datamask.optimizer import BATCH_MAX
 
     native_kernel = groupsum.kernel() if args.device == "cpu" else "float32 (cupy)"
     caps = {"pairwise": 120.0, "facility": 150.0, "disf": 120.0}
@@ -252,7 +252,7 @@ def main():
         "",
         f"`python benchmarks/optimizer.py {' '.join(sys.argv[1:])}`: generated clustered corpus "
         "(`datamask.synthetic.make_corpus`), d = 384, ratio 0.1, lam 0.5, pruning 0.5 for every solver, "
-        f"G = 128, batch_ratio 0.05 capped at batch_size {BATCH_SIZE} rows (default) or uncapped "
+        f"G = 128, batch_ratio 0.05 capped at batch_max {BATCH_MAX} rows (default) or uncapped "
         f"(paper batch 5%), default lr, 1 BLAS thread, device {args.device}, pairwise row sums on the "
         f"{native_kernel} kernel. Machine: {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores; whole run {time.perf_counter() - t0:.0f} s. Gains are over a random "
@@ -278,11 +278,11 @@ def main():
                "A step costs time in proportion to its rows, while the steps to a given objective grow "
                "much more slowly as the batch shrinks, so smaller batches get there sooner on CPU, down to "
                "where the noise of small masks keeps pg from 99.9%.", "",
-               "| batch_size | ms/step | steps to 99% | s to 99% | pg / greedy time (99%) | steps to 99.9% | s to 99.9% | final % (steps) |",
+               "| batch_max | ms/step | steps to 99% | s to 99% | pg / greedy time (99%) | steps to 99.9% | s to 99.9% | final % (steps) |",
                "|---|---|---|---|---|---|---|---|"]
         for r in extras["batches"]:
             ratio = r["t99"] / g_x if r["t99"] is not None else None
-            md.append(f"| {r['batch_size']} | {r['pg_ms']:.2f} | {fmt(r['s99'], 'd')} | {fmt(r['t99'])} | "
+            md.append(f"| {r['batch_max']} | {r['pg_ms']:.2f} | {fmt(r['s99'], 'd')} | {fmt(r['t99'])} | "
                       f"{fmt(ratio, '.3f')} | {fmt(r['s999'], 'd')} | {fmt(r['t999'])} | "
                       f"{r['pg_pct']:.3f} ({r['pg_steps']}) |")
         md += ["", f"## Threads (N = {n_x:,}, pairwise; `n_threads`)", "",

@@ -122,7 +122,7 @@ class SelectConfig(StageConfig):
     lr: float | None = _f(_DM["lr"], "policy-gradient step size (default: 3, or 1 for facility location)")
     steps: int = _f(_DM["steps"], "maximum policy-gradient steps")
     batch_ratio: float | None = _f(_DM["batch_ratio"], "fraction of rows per step (batch updating)")
-    batch_size: int | None = _f(_DM["batch_size"], "most rows per step (caps batch_ratio; null: no cap, "
+    batch_max: int | None = _f(_DM["batch_max"], "most rows per step (caps batch_ratio; null: no cap, "
                                                    "the paper's recipe)")
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
     init: str = _f(_DM["init"], "initial logits", choices=("quality", "uniform"))

@@ -21,8 +21,8 @@ from .validate import check_inputs, needs_rescale, unit_rows
 __all__ = ["DataMask", "SOLVERS", "rows_after_pruning"]
 
 SOLVERS = ("pg", "greedy", "relaxed")
-# Default cap on the rows of one batch-updating step (the batch_size parameter).
-BATCH_SIZE = 1024
+# Default cap on the rows of one batch-updating step (the batch_max parameter).
+BATCH_MAX = 1024
 # Step sizes used when lr=None (see the lr parameter).
 DEFAULT_LR = 3.0
 DEFAULT_LR_FACILITY = 1.0
@@ -67,7 +67,7 @@ class DataMask:
         reference rows instead). ``None`` or 1 uses every row every step. The batches of
         one pass are disjoint slices of a random permutation, so every row is updated once
         per pass.
-    batch_size : int or None, default BATCH_SIZE
+    batch_max : int or None, default BATCH_MAX
         Upper bound on the rows of one batch (``batch_ratio`` of a large partition is
         capped to it); None: no bound, the paper's recipe. A step costs time in proportion
         to its rows while the steps needed stay about the same (each row's update is less
@@ -138,7 +138,7 @@ class DataMask:
         lr=None,
         steps=3000,
         batch_ratio=0.05,
-        batch_size=BATCH_SIZE,
+        batch_max=BATCH_MAX,
         prune=0.5,
         init="quality",
         logit_range=(0.0, 2.0),
@@ -163,7 +163,7 @@ class DataMask:
         self.lr = lr
         self.steps = steps
         self.batch_ratio = batch_ratio
-        self.batch_size = batch_size
+        self.batch_max = batch_max
         self.prune = prune
         self.init = init
         self.logit_range = logit_range
@@ -229,8 +229,8 @@ class DataMask:
             raise ValueError(f"eval_every must be >= 1, got {self.eval_every}")
         if self.batch_ratio is not None and not 0.0 < float(self.batch_ratio) <= 1.0:
             raise ValueError(f"batch_ratio must be in (0, 1] or None, got {self.batch_ratio}")
-        if self.batch_size is not None and (int(self.batch_size) != self.batch_size or int(self.batch_size) < 2):
-            raise ValueError(f"batch_size must be an integer >= 2 or None, got {self.batch_size}")
+        if self.batch_max is not None and (int(self.batch_max) != self.batch_max or int(self.batch_max) < 2):
+            raise ValueError(f"batch_max must be an integer >= 2 or None, got {self.batch_max}")
         lo, hi = self.logit_range
         if not float(lo) <= float(hi):
             raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {self.logit_range}")

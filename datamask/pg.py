@@ -65,11 +65,11 @@ class PolicyGradient:
 
     # ----------------------------------------------------------------- set-up
     def batch_rows(self, n, minimum):
-        """Rows per batch-updating step out of ``n``: ``batch_ratio``, capped by ``batch_size``."""
+        """Rows per batch-updating step out of ``n``: ``batch_ratio``, capped by ``batch_max``."""
         est = self.est
         k = n if est.batch_ratio is None else max(minimum, math.ceil(float(est.batch_ratio) * n))
-        if est.batch_size is not None:
-            k = min(k, int(est.batch_size))
+        if est.batch_max is not None:
+            k = min(k, int(est.batch_max))
         return min(n, k)
 
     def init_logits(self, qc, xp):

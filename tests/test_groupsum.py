@@ -103,5 +103,5 @@ def test_small_batches_stay_on_float32(monkeypatch):
     monkeypatch.setattr(pg, "GroupSums", Spy)
     monkeypatch.setattr(groupsum, "kernel", lambda: "int8")
     c = make_corpus(2000, dim=16, seed=4)
-    DataMask(steps=5, batch_size=pg.INT8_MIN_ROWS - 1, batch_ratio=None).fit(c["embedding"], c["quality"])
+    DataMask(steps=5, batch_max=pg.INT8_MIN_ROWS - 1, batch_ratio=None).fit(c["embedding"], c["quality"])
     assert used == ["float32"]

@@ -121,10 +121,10 @@ def test_batch_passes_visit_every_row_once_per_pass():
     [(10_000, 0.05, 1024, 500), (100_000, 0.05, 1024, 1024), (100_000, 0.05, None, 5000),
      (2_000, 0.05, 1024, 256), (2_000, 0.05, 100, 100), (3_000, None, 1024, 1024), (300, None, None, 300)],
 )
-def test_batch_rows_is_the_ratio_capped_by_batch_size(n, ratio, size, expected):
+def test_batch_rows_is_the_ratio_capped_by_batch_max(n, ratio, size, expected):
     from datamask.pg import MIN_BATCH, PolicyGradient
 
-    est = DataMask(batch_ratio=ratio, batch_size=size)
+    est = DataMask(batch_ratio=ratio, batch_max=size)
     assert PolicyGradient(est).batch_rows(n, MIN_BATCH) == expected
 
 
@@ -216,8 +216,8 @@ def test_greedy_disf_increments_match_the_proxy(unit_rows):
         (dict(solver="adam"), "solver"),
         (dict(solver="relaxed", diversity="facility"), "relaxed"),
         (dict(batch_ratio=0.0), "batch_ratio"),
-        (dict(batch_size=1), "batch_size"),
-        (dict(batch_size=2.5), "batch_size"),
+        (dict(batch_max=1), "batch_max"),
+        (dict(batch_max=2.5), "batch_max"),
         (dict(prune=1.0), "prune"),
         (dict(group_size=1), "group_size"),
     ],
