@@ -101,9 +101,9 @@ class DataMask:
         Frank-Wolfe iteration cap for ``solver="relaxed"``.
     n_threads : int or None, default 1
         BLAS threads during ``fit``. One, because a Dask worker runs one partition per core;
-        a single fit on an idle machine can use more (greedy ran 1.9x faster with 2 threads
-        on our 2-core host, a pg step 1.1-1.3x: see benchmarks/results/optimizer.md). None
-        leaves the library default.
+        a single fit on an idle machine can use more for greedy and relaxed (greedy ran 2.0x
+        faster with 2 threads on our 2-core host; a pg step did not get faster: see the
+        threads table in benchmarks/results/optimizer.md). None leaves the library default.
     progress : bool, default False
         Show a progress bar over steps (or greedy picks).
 
