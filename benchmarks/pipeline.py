@@ -123,8 +123,10 @@ def main():
         "Where the memory goes (per worker, B = the partition's float16 embedding bytes): the Arrow table "
         "(1 B; the embedding is read row group by row group into one (N, d) array that the Arrow column "
         "wraps, because decoding Parquet's nested list for a whole split at once peaked at 3.7 B), the "
-        "optimiser's float32 copy of the rows left after pruning (1 B at prune 0.5; 2 B at prune 0), "
-        "row-block transients, and the worker process itself (about 0.3 GiB).",
+        "optimiser's float32 copy of the rows left after pruning (1 B at prune 0.5; 2 B at prune 0; "
+        "for a pairwise pg step on a CPU with int8 matrix units, int8 digit planes instead: 0.75 B, "
+        "plus about 0.2 GiB for importing torch), row-block transients, and the worker process itself "
+        "(about 0.3 GiB).",
     ]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n")
