@@ -22,7 +22,7 @@ __all__ = ["DataMask", "SOLVERS", "rows_after_pruning"]
 
 SOLVERS = ("pg", "greedy", "relaxed")
 # Default cap on the rows of one batch-updating step (the batch_max parameter).
-BATCH_MAX = 1024
+BATCH_MAX = 512
 # Step sizes used when lr=None (see the lr parameter).
 DEFAULT_LR = 3.0
 DEFAULT_LR_FACILITY = 1.0
@@ -59,10 +59,11 @@ class DataMask:
         stalled below 99.9%, 3 reached 99.9% fastest. Facility location samples from every
         candidate each step (no batch updating), and at lr 3 its policy collapsed onto one
         mask at 89% of greedy's gain (20k rows); at lr 1 it reached 97%.
-    steps : int, default 3000
-        Maximum policy-gradient steps. The steps a run needs grow with S / group_size: in
-        the benchmark (pairwise, 10%) 99% of greedy's gain took 700 steps at 20k rows and
-        2,850 at 100k, and 1M rows need about ten times that (the paper ran 10,000).
+    steps : int, default 5000
+        Maximum policy-gradient steps (``patience`` usually stops a run sooner). The steps
+        a run needs grow with S / group_size: in the benchmark (pairwise, 10%) 99% of
+        greedy's gain took 700 steps at 20k rows and about 3,350 at 100k, and 1M rows need
+        about ten times that (the paper ran 10,000).
     batch_ratio : float or None, default 0.05
         Batch updating: each step samples masks from this fraction of the candidate rows,
         with the budget scaled to match (for facility location the fraction applies to the
@@ -138,7 +139,7 @@ class DataMask:
         solver="pg",
         group_size=128,
         lr=None,
-        steps=3000,
+        steps=5000,
         batch_ratio=0.05,
         batch_max=BATCH_MAX,
         prune=0.5,
