@@ -26,6 +26,7 @@ import os
 import numpy as np
 
 from .backend import get_namespace
+from .objectives import group_sums, selection_matrix
 from .validate import unit_rows
 
 __all__ = ["GroupSums", "kernel", "to_planes"]
@@ -114,16 +115,11 @@ class GroupSums:
 
     def sums(self, taken, idx):
         """(G, d) float64: for each row of ``idx`` (G, S), the sum of those rows of ``taken``."""
-        xp = self.xp
-        G, n_b = idx.shape[0], taken.shape[0]
-        # The 0/1 selection matrix, set through flat indices (half the cost of a 2-D scatter).
-        M = xp.zeros(G * n_b, dtype=xp.float32 if self.kernel == "float32" else xp.int8)
-        M[(idx + (xp.arange(G) * n_b)[:, None]).ravel()] = 1
-        M = M.reshape(G, n_b)
         if self.kernel == "float32":
-            return (M @ taken).astype(xp.float64)
+            return group_sums(taken, idx)
         import torch
 
+        M = selection_matrix(idx, taken.shape[0], np.int8)
         r = torch._int_mm(torch.from_numpy(M), torch.from_numpy(taken)).numpy().astype(np.float64)
         d = self.d
         total = r[:, :d] * float(1 << 14)  # integers below 2^53: exact in float64

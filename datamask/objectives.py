@@ -30,6 +30,7 @@ __all__ = [
     "DIVERSITIES",
     "normalize_quality",
     "pairwise_groups",
+    "group_sums",
     "disf_groups",
     "facility_value",
     "Objective",
@@ -60,15 +61,28 @@ def pairwise_from_sums(sq_norm_of_sums, S: int):
     return -(sq_norm_of_sums - S) / (S * (S - 1.0))
 
 
+def selection_matrix(idx, n: int, dtype):
+    """The dense 0/1 matrix (G, n) with ones at ``idx`` (G, S), set through flat indices."""
+    xp = get_namespace(idx)
+    G = idx.shape[0]
+    M = xp.zeros(G * n, dtype=dtype)
+    M[(idx + (xp.arange(G) * n)[:, None]).ravel()] = 1
+    return M.reshape(G, n)
+
+
+def group_sums(E, idx):
+    """(G, d) float64: the sum of the rows ``E[idx[g]]`` for each row g of ``idx``.
+
+    A dense 0/1 selection matrix turns G gathers of S x d rows into one GEMM.
+    """
+    xp = get_namespace(E)
+    return (selection_matrix(idx, E.shape[0], E.dtype) @ E).astype(xp.float64)
+
+
 def pairwise_groups(E, idx):
     """Pairwise diversity of each row of ``idx`` (G, S) into ``E`` (n, d)."""
-    xp = get_namespace(E)
-    G, S = idx.shape
-    # A dense 0/1 selection matrix turns G gathers of S x d rows into one GEMM.
-    M = xp.zeros((G, E.shape[0]), dtype=E.dtype)
-    M[xp.arange(G)[:, None], idx] = 1.0
-    sums = (M @ E).astype(xp.float64)
-    return pairwise_from_sums((sums * sums).sum(axis=1), S)
+    sums = group_sums(E, idx)
+    return pairwise_from_sums((sums * sums).sum(axis=1), idx.shape[1])
 
 
 def _disf_one(X):

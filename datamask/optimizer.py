@@ -70,7 +70,7 @@ class DataMask:
         reference rows instead). ``None`` or 1 uses every row every step. The batches of
         one pass are disjoint slices of a random permutation, so every row is updated once
         per pass.
-    batch_max : int or None, default BATCH_MAX
+    batch_max : int or None, default 512
         Upper bound on the rows of one batch (``batch_ratio`` of a large partition is
         capped to it); None: no bound, the paper's recipe. A step costs time in proportion
         to its rows while the steps needed stay about the same (each row's update is less
@@ -104,8 +104,8 @@ class DataMask:
         Frank-Wolfe iteration cap for ``solver="relaxed"``.
     n_threads : int or None, default 1
         BLAS threads during ``fit``. One, because a Dask worker runs one partition per core;
-        a single fit on an idle machine can use more for greedy and relaxed (greedy ran 2.0x
-        faster with 2 threads on our 2-core host; a pg step did not get faster: see the
+        a single fit on an idle machine can use more for greedy and relaxed (greedy ran about
+        2x faster with 2 threads on our 2-core host; a pg step did not get faster: see the
         threads table in benchmarks/results/optimizer.md). None leaves the library default.
     progress : bool, default False
         Show a progress bar over steps (or greedy picks).

@@ -64,11 +64,11 @@ def test_environment_variable_forces_the_portable_kernel(monkeypatch):
         groupsum.kernel.cache_clear()
 
 
-def test_pg_reaches_the_same_objective_with_either_kernel(monkeypatch):
+@pytest.fixture
+def kernels_used(monkeypatch):
+    """The kernel of every GroupSums the pg solver builds, in order."""
     from datamask import pg
 
-    c = make_corpus(4000, dim=32, seed=3)
-    E, q = c["embedding"], c["quality"]
     used = []
 
     class Spy(GroupSums):
@@ -77,31 +77,29 @@ def test_pg_reaches_the_same_objective_with_either_kernel(monkeypatch):
             used.append(self.kernel)
 
     monkeypatch.setattr(pg, "GroupSums", Spy)
+    return used
+
+
+def test_pg_reaches_the_same_objective_with_either_kernel(monkeypatch, kernels_used):
+    c = make_corpus(4000, dim=32, seed=3)
+    E, q = c["embedding"], c["quality"]
     start = DataMask(steps=0).fit(E, q).objective_["objective"]
     out = {}
     for name in ["float32"] + (["int8"] if groupsum.kernel() == "int8" else []):
         monkeypatch.setattr(groupsum, "kernel", lambda name=name: name)
         # 1,000-row batches: large enough for the int8 kernel to be chosen
         m = DataMask(steps=400, seed=0, patience=None, batch_ratio=0.5).fit(E, q)
-        assert used[-1] == name
+        assert kernels_used[-1] == name
         out[name] = m.objective_["objective"]
     assert out["float32"] > start
     if "int8" in out:
         assert abs(out["int8"] - out["float32"]) < 0.02 * (out["float32"] - start)
 
 
-def test_small_batches_stay_on_float32(monkeypatch):
+def test_small_batches_stay_on_float32(monkeypatch, kernels_used):
     from datamask import pg
 
-    used = []
-
-    class Spy(GroupSums):
-        def __init__(self, *a, **k):
-            super().__init__(*a, **k)
-            used.append(self.kernel)
-
-    monkeypatch.setattr(pg, "GroupSums", Spy)
     monkeypatch.setattr(groupsum, "kernel", lambda: "int8")
     c = make_corpus(2000, dim=16, seed=4)
     DataMask(steps=5, batch_max=pg.INT8_MIN_ROWS - 1, batch_ratio=None).fit(c["embedding"], c["quality"])
-    assert used == ["float32"]
+    assert kernels_used == ["float32"]
