@@ -75,8 +75,8 @@ def pin_allocator():
     """Fix glibc's malloc trim and mmap thresholds for this process (Linux; no-op elsewhere).
 
     By default glibc adapts them as memory is freed, and a step's few-MB temporaries are
-    then sometimes returned to the OS and faulted back in: the same step timed 4.9 or 6.8 ms
-    depending on what the process had allocated before. Pinned, timings depend on the code.
+    then sometimes returned to the OS and faulted back in: during development the same step
+    timed 4.9 or 6.8 ms depending on what the process had allocated before. Pinned, timings depend on the code.
     The library itself leaves the allocator alone.
     """
     import ctypes
@@ -184,10 +184,13 @@ def batch_and_threads(E, q, rand, gain, t_greedy, kw):
                         step_ms(E, q, 200, n_threads=nt, batch_max=None, **kw)))
         print(f"  threads {nt}: greedy {threads[-1][1]:.1f}s, pg {threads[-1][2]:.2f} ms/step", flush=True)
     kernels = []
-    native = groupsum.kernel()
-    for name in dict.fromkeys(["float32", native]):
-        groupsum.kernel = lambda name=name: name  # the benchmark process only
-        kernels.append((name, step_ms(E, q, 200, **kw), step_ms(E, q, 200, batch_max=None, **kw)))
+    chosen = groupsum.kernel
+    try:
+        for name in dict.fromkeys(["float32", chosen()]):
+            groupsum.kernel = lambda name=name: name  # force one kernel, this process only
+            kernels.append((name, step_ms(E, q, 200, **kw), step_ms(E, q, 200, batch_max=None, **kw)))
+    finally:
+        groupsum.kernel = chosen
     return {"batches": batches, "threads": threads, "kernels": kernels, "greedy_s": t_greedy, "N": E.shape[0]}
 
 

@@ -125,7 +125,7 @@ def main():
         "wraps, because decoding Parquet's nested list for a whole split at once peaked at 3.7 B), the "
         "optimiser's float32 copy of the rows left after pruning (1 B at prune 0.5; 2 B at prune 0; "
         "for a pairwise pg step on a CPU with int8 matrix units, int8 digit planes instead: 0.75 B, "
-        "plus about 0.2 GiB for importing torch), row-block transients, and the worker process itself "
+        "plus what importing torch takes), row-block transients, and the worker process itself "
         "(about 0.3 GiB).",
     ]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

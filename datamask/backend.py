@@ -95,8 +95,8 @@ class _Random:
     def bits32(self, count: int):
         """``count`` uniform random uint32 words (numpy only).
 
-        Taken straight from the bit generator as uint64 words split in two, which costs a
-        third of ``Generator.random(dtype=float32)`` for the same number of draws.
+        Taken straight from the bit generator as uint64 words split in two, with none of
+        ``Generator.random``'s per-draw conversion to float.
         """
         raw = self._g.bit_generator.random_raw((count + 1) // 2)
         return raw.view(np.uint32)[:count]
