@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from datamask import DataMask, evaluate  # noqa: E402
-from datamask.synthetic import make_corpus  # noqa: E402
+from datamask.core.synthetic import make_corpus  # noqa: E402
 
 RATIO, LAM = 0.1, 0.5
 
@@ -168,7 +168,7 @@ def run_size(N, metrics, pg_caps, lines, traj, lr_sweep, device="cpu", extras=No
 
 def batch_and_threads(E, q, rand, gain, t_greedy, kw):
     """Pairwise at one N: the batch-size sweep, the threads table and the row-sum kernels."""
-    from datamask import groupsum
+    from datamask.core import groupsum
 
     batches = []
     for bs in (256, 512, 1024, 2048):
@@ -256,8 +256,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    from datamask import groupsum
-    from datamask.optimizer import BATCH_MAX
+    from datamask.core import groupsum
+    from datamask.core.estimator import BATCH_MAX
 
     pinned = pin_allocator()
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import psutil
 
-from datamask.config import SelectConfig
-from datamask.demo import write_corpus
-from datamask.pipeline import run_select
+from datamask.pipeline.config import SelectConfig
+from datamask.cli.demo import write_corpus
+from datamask.pipeline.stages.select import run_select
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pipeline.md"
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from datamask.backend import gpu_available
+from datamask.core.backend import gpu_available
 
 
 def pytest_collection_modifyitems(config, items):
@@ -16,7 +16,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def clustered_20k():
     """20k rows, d=384, planted topics and near-duplicate groups (shared across tests)."""
-    from datamask.synthetic import make_corpus
+    from datamask.core.synthetic import make_corpus
 
     return make_corpus(n_rows=20_000, dim=384, seed=0)
 

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from datamask.demo import corpus_table
-from datamask.synthetic import make_corpus
+from datamask.cli.demo import corpus_table
+from datamask.core.synthetic import make_corpus
 
 DIM = 32
 STEPS = "30"

@@ -1,0 +1,158 @@
+"""What the report draws: :class:`ReportData`, loaded from a ``select`` or ``compare`` output."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["ReportData", "load_compare", "load_select", "load"]
+
+
+@dataclass
+class ReportData:
+    """Everything the report draws.
+
+    corpus : DataFrame with ``quality`` and, when known, ``n_tokens`` and ``cluster``
+        (one row per corpus document, or a large sample)
+    selections : DataFrame with ``method`` and the same columns, one row per selected doc
+    history : DataFrame ``method, partition, step, objective, quality, diversity`` or None
+    table : DataFrame indexed by method (comparison metrics) or None
+    cluster_stats : DataFrame from :func:`datamask.analysis.cluster_stats.cluster_stats` or None
+    sample : DataFrame with ``selected_<method>`` bool columns, rows of ``sample_embedding``
+    sample_embedding : (n, d) array or None
+    title, notes : page title and a dict of facts shown under it
+    """
+
+    corpus: pd.DataFrame
+    selections: pd.DataFrame
+    history: pd.DataFrame | None = None
+    table: pd.DataFrame | None = None
+    cluster_stats: pd.DataFrame | None = None
+    sample: pd.DataFrame | None = None
+    sample_embedding: np.ndarray | None = None
+    title: str = "datamask report"
+    notes: dict = field(default_factory=dict)
+
+    @property
+    def methods(self):
+        return list(dict.fromkeys(self.selections["method"])) if len(self.selections) else []
+
+
+def load_compare(directory) -> ReportData:
+    """The files ``datamask compare`` wrote."""
+    d = Path(directory)
+    meta = json.loads((d / "compare.json").read_text())
+    opt = lambda name: pd.read_parquet(d / name) if (d / name).exists() else None  # noqa: E731
+    emb = np.load(d / "sample_embedding.npy") if (d / "sample_embedding.npy").exists() else None
+    table = pd.read_csv(d / "compare.csv", index_col="method")
+    return ReportData(
+        corpus=pd.read_parquet(d / "corpus_stats.parquet"), selections=pd.read_parquet(d / "selections.parquet"),
+        history=opt("history.parquet"), table=table, cluster_stats=opt("cluster_stats.parquet"),
+        sample=opt("sample.parquet"), sample_embedding=emb, title="datamask compare",
+        notes={"input": meta["input"], "rows": f"{meta['rows']:,}", "partitions": meta["partitions"],
+               "methods": ", ".join(meta["methods"]), "clusters": meta.get("clusters_from"),
+               "budget rule": f"ratio {meta['config']['ratio']}" if meta["config"].get("budget") is None
+               else f"budget {meta['config']['budget']} per partition",
+               "lambda": meta["config"]["lam"], "diversity": meta["config"]["diversity"],
+               "wall time": f"{meta['wall_seconds']:.1f} s"},
+    )
+
+
+def _read_columns(path, columns):
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(str(path), format="parquet")
+    have = [c for c in columns if c in dataset.schema.names]
+    # without pandas metadata: the pipeline writes ArrowDtype names that plain to_pandas() rejects
+    return dataset.to_table(columns=have).replace_schema_metadata(None).to_pandas() if have else pd.DataFrame()
+
+
+def load_select(directory, sample_rows=2000) -> ReportData:
+    """A ``datamask select`` output: the manifest, the selected rows and the input."""
+    from ...pipeline.io import discover, read_split, Split
+    from ...pipeline.schema import Columns, embedding_matrix
+
+    d = Path(directory)
+    man = json.loads((d / "manifest.json").read_text())
+    cfg = man["config"]
+    cols = Columns(cfg["id_column"], cfg["embedding_column"], cfg["quality_column"])
+    want = [cols.id, cols.quality, "n_tokens", "cluster"]
+    files = [f for f in discover(cfg["input"]) if f.fmt == "parquet"]
+    corpus = pd.concat([_read_columns(f.path, want) for f in files], ignore_index=True) if files else pd.DataFrame()
+    sel = _read_columns(d / "data", want)
+    if cfg.get("keep_all") and "selected" in _read_columns(d / "data", ["selected"]).columns:
+        sel = sel[_read_columns(d / "data", ["selected"])["selected"].to_numpy()]
+    method = cfg.get("method", "datamask")
+    sel = sel.assign(method=method)
+    corpus, sel = (df.rename(columns={cols.quality: "quality"}) for df in (corpus, sel))
+    hist = []
+    for p in man["partitions"]:
+        for h in p.get("history") or []:
+            hist.append(dict(h, method=method, partition=p["name"]))
+    history = pd.DataFrame(hist) if hist else None
+    table = None
+    parts = [p for p in man["partitions"] if p.get("after")]
+    if parts:
+        w = np.array([p["rows_in"] for p in parts], float)
+        rows = {}
+        for key, label in (("before", "whole partition"), ("after", f"selection ({method})")):
+            recs = [p[key] for p in parts if p.get(key)]
+            if len(recs) == len(parts):
+                rows[label] = {m: float(np.average([r[m] for r in recs], weights=w))
+                               for m in ("objective", "quality", "diversity")}
+        table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("method") if rows else None
+    # sample for the projection: the first rows of each file, spread over the files
+    sample = emb = None
+    if files and sample_rows:
+        per = max(1, sample_rows // len(files))
+        chosen = set(sel[cols.id].tolist()) if cols.id in sel else set()
+        frames, mats = [], []
+        import pyarrow.parquet as pq
+
+        for f in files:
+            n = min(per, pq.ParquetFile(f.path).metadata.num_rows)
+            if n == 0:
+                continue
+            t = read_split(Split(f.path, f.rel, f.fmt, 0, n), cols)
+            mats.append(embedding_matrix(t.column(cols.embedding), f.rel, cols.embedding).astype(np.float32))
+            ids = t.column(cols.id).to_pylist()
+            frames.append(pd.DataFrame({"id": ids, f"selected_{method}": [i in chosen for i in ids]}))
+        if frames:
+            sample, emb = pd.concat(frames, ignore_index=True), np.concatenate(mats)
+    t = man["totals"]
+    return ReportData(corpus=corpus, selections=sel, history=history, table=table, sample=sample,
+                      sample_embedding=emb, cluster_stats=_select_cluster_stats(corpus, files, cols),
+                      title="datamask select",
+                      notes={"input": cfg["input"], "rows in": f"{t['rows_in']:,}", "rows out": f"{t['rows_out']:,}",
+                             "partitions": t["partitions"], "method": method, "lambda": cfg["lam"],
+                             "diversity": cfg["diversity"], "wall time": f"{man['wall_seconds']:.1f} s"})
+
+
+def _select_cluster_stats(corpus, files, cols):
+    if "cluster" not in corpus.columns or not len(corpus):
+        return None
+    from ..clusters import combine_stats, partial_stats, stats_frame
+    from ...pipeline.schema import embedding_matrix
+    import pyarrow.parquet as pq
+
+    k = int(corpus["cluster"].max()) + 1
+    sums = []
+    for f in files:  # one file at a time: memory stays at one file's embeddings
+        t = pq.read_table(f.path, columns=[c for c in ("cluster", cols.quality, "n_tokens", cols.embedding)
+                                           if c in pq.ParquetFile(f.path).schema_arrow.names])
+        E = embedding_matrix(t.column(cols.embedding), f.rel, cols.embedding)
+        tok = t.column("n_tokens").to_numpy() if "n_tokens" in t.schema.names else None
+        sums.append(partial_stats(t.column("cluster").to_numpy(), t.column(cols.quality).to_numpy(), E, tok, k))
+    return stats_frame(combine_stats(sums))
+
+
+def load(directory, **kw) -> ReportData:
+    d = Path(directory)
+    if (d / "compare.json").exists():
+        return load_compare(d)
+    if (d / "manifest.json").exists():
+        return load_select(d, **kw)
+    raise FileNotFoundError(f"{d} holds neither compare.json (datamask compare) nor manifest.json (datamask select)")

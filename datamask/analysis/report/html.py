@@ -1,0 +1,96 @@
+"""The self-contained HTML page: every figure embedded (base64) and linked, tables as HTML."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+
+import pandas as pd
+
+from .data import ReportData, load
+from .figures import DPI, FIGURES, make_figures, pyplot
+
+__all__ = ["write_report", "build_report"]
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1200px;
+color:#222;background:#fff;padding:0 16px}
+h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.9em;margin:.6em 0} th,td{border:1px solid #ccc;padding:4px 8px;
+text-align:right} th{background:#f2f2f2} td:first-child,th:first-child{text-align:left}
+figure{margin:1em 0} img{max-width:100%;border:1px solid #eee} figcaption{font-size:.85em;color:#555}
+.notes td{text-align:left} .missing{color:#777;font-size:.9em}
+"""
+
+
+_CAPTIONS = {
+    "trajectory": "Objective, quality and diversity of the current top-S mask over policy-gradient steps.",
+    "pareto": "Mean quality against pairwise diversity; the grey line joins the methods no other method beats "
+              "on both.",
+    "cluster_heatmap": "Clusters placed by their mean quality and within-cluster diversity; colour is the share of "
+                       "documents from clusters in each cell.",
+    "token_lengths": "Distribution of document lengths in tokens (log scale).",
+    "clusters": "Share of documents per cluster or domain.",
+    "projection": "A sample of documents projected to 2-D; selected ones highlighted.",
+}
+
+
+_TABLE_LABELS = {
+    "quality": "mean quality", "quality_norm": "mean quality (0–1)", "pairwise": "pairwise diversity",
+    "facility": "facility-location coverage", "disf": "DiSF", "objective": "objective",
+    "mean_tokens": "mean length (tokens)", "seconds": "wall time (s)", "selected": "selected rows", "rows": "rows",
+    "diversity": "diversity",
+}
+
+
+def _png_bytes(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    return buf.getvalue()
+
+
+def _table_html(t: pd.DataFrame) -> str:
+    t = t.rename(columns=_TABLE_LABELS).reset_index()
+    return t.to_html(float_format=lambda v: f"{v:.4g}", border=0, na_rep="–", index=False)
+
+
+def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
+    """Write the PNGs and ``index.html`` into ``directory``; returns the HTML path."""
+    plt = pyplot()
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    figs, missing = make_figures(data, figures)
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(data.title)}</title>",
+             f"<style>{_CSS}</style></head><body><h1>{html.escape(data.title)}</h1>"]
+    if data.notes:
+        rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
+                       for k, v in data.notes.items())
+        parts.append(f"<table class='notes'>{rows}</table>")
+    if data.table is not None:
+        parts.append("<h2>Comparison</h2>" + _table_html(data.table))
+        parts.append("<p class='missing'>Diversities are computed on each partition and averaged (weighted by rows); "
+                     "higher is better for every column except wall time.</p>")
+    for name in figures:
+        if name in figs:
+            png = _png_bytes(figs[name])
+            (d / f"{name}.png").write_bytes(png)
+            plt.close(figs[name])
+            b64 = base64.b64encode(png).decode()
+            parts.append(f"<h2>{name.replace('_', ' ').capitalize()}</h2><figure>"
+                         f"<img src='data:image/png;base64,{b64}' alt='{name}' data-file='{name}.png'>"
+                         f"<figcaption>{html.escape(_CAPTIONS[name])} "
+                         f"(<a href='{name}.png'>{name}.png</a>)</figcaption></figure>")
+        elif name in missing:
+            parts.append(f"<p class='missing'>{name.replace('_', ' ')}: not drawn ({html.escape(missing[name])}).</p>")
+    parts.append("</body></html>")
+    out = d / "index.html"
+    out.write_text("\n".join(parts), encoding="utf-8")
+    return out
+
+
+def build_report(directory, out=None, **kw) -> Path:
+    """``datamask report OUTPUT_DIR``: load the directory and write ``OUTPUT_DIR/report/``."""
+    data = load(directory, **kw)
+    return write_report(data, Path(out) if out else Path(directory) / "report")

@@ -1,0 +1,170 @@
+"""Configs and runners of the corpus-analysis commands: ``cluster``, ``compare``, ``report``.
+
+``ClusterConfig`` and ``CompareConfig`` extend the pipeline's configs, so ``--split-size``,
+``--scheduler`` or ``--ratio`` mean the same in every command and the YAML keys of a
+workflow are the flag names. Importing this module registers ``cluster`` and ``compare`` as stages of chaining
+workflows (``stages: [cluster, compare]``, see ``workflows/baselines.yaml``): each stage
+reads the previous stage's ``OUTPUT/<stage>/data`` and writes ``OUTPUT/<stage>``.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError, DataError
+from ..pipeline.config import SelectConfig, StageConfig, _f
+from ..pipeline.workflow import register_stage
+
+__all__ = ["ClusterConfig", "CompareConfig", "run_cluster_stage", "run_compare_stage", "run_report"]
+
+
+@dataclass
+class ClusterConfig(StageConfig):
+    embedding_column: str = _f("embedding", "name of the embedding column (list of floats)", group="data")
+    quality_column: str = _f("quality", "quality column for the statistics (skipped when absent)", group="data")
+    tokens_column: str = _f("n_tokens", "token-count column for the statistics (skipped when absent)", group="data")
+    k: int = _f(100, "number of k-means clusters (<= rows in the sample)", group="clustering")
+    sample_fraction: float = _f(0.1, "fraction of rows k-means is fitted on (then every row is labelled)",
+                                group="clustering")
+    kmeans_backend: str = _f("auto", "k-means implementation (auto: cuML on GPU, scikit-learn on CPU)",
+                             choices=("auto", "sklearn", "faiss", "cuml"), group="clustering")
+    by_cluster: bool = _f(False, "also write OUTPUT/by_cluster/: one file (one partition) per cluster",
+                          group="output")
+    seed: int = _f(0, "seed of the sample and of k-means", group="clustering")
+
+    def validated(self):
+        super().validated()
+        if int(self.k) < 1:
+            raise ConfigError(f"k must be >= 1, got {self.k}")
+        if not 0.0 < float(self.sample_fraction) <= 1.0:
+            raise ConfigError(f"sample_fraction must be in (0, 1], got {self.sample_fraction}")
+        return self
+
+
+@dataclass
+class CompareConfig(SelectConfig):
+    methods: str = _f("datamask,topk,random,semdedup,quadmix,greedy",
+                      "comma-separated methods (datamask, greedy, relaxed, topk, random, semdedup, quadmix)",
+                      group="compare")
+    sample_fraction: float = _f(0.1, "fraction of rows the k-means is fitted on (when the input has no "
+                                      "domain column; n_clusters clusters shared by all splits)", group="compare")
+    sample_rows: int = _f(2000, "rows kept for the 2-D projection plot", group="compare", result=False)
+    no_report: bool = _f(False, "do not write the HTML report", group="compare", result=False)
+
+    @property
+    def method_list(self):
+        return [m.strip() for m in str(self.methods).split(",") if m.strip()]
+
+    def validated(self):
+        super().validated()
+        from .compare import ALL_METHODS
+
+        bad = [m for m in self.method_list if m not in ALL_METHODS]
+        if bad or not self.method_list:
+            raise ConfigError(f"methods must be a comma-separated list of {', '.join(ALL_METHODS)}; got {self.methods!r}")
+        return self
+
+
+def _client(cfg, client):
+    if client is not None:
+        return client, False
+    from ..core.backend import resolve_device
+    from ..pipeline.client import get_client
+
+    try:
+        device = resolve_device(cfg.device)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return get_client(cfg, device), True
+
+
+def _prepare_output(path, marker, overwrite, input=None):
+    """The output directory, created; refused when it holds something else. The input is
+    checked first (``discover``), so a bad INPUT leaves no empty OUTPUT behind."""
+    if input is not None:
+        from ..pipeline.io import discover
+
+        discover(input)
+    out = Path(path)
+    if out.exists() and any(out.iterdir()):
+        if not (out / marker).exists():
+            raise ConfigError(f"output directory {out} is not empty and was not written by this command "
+                              f"(no {marker}); choose a new or empty OUTPUT")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _totals(rows, partitions):
+    return {"rows_in": rows, "rows_out": rows, "partitions": partitions, "computed_this_run": partitions, "resumed": 0}
+
+
+def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
+    """``datamask cluster INPUT OUTPUT --k K``; returns the summary (with ``totals``)."""
+    from ..core.backend import resolve_device
+    from ..pipeline.client import close_client
+    from .clusters import run_cluster
+
+    if not cfg.input or not cfg.output:
+        raise ConfigError("both input and output are required (datamask cluster INPUT OUTPUT --k K)")
+    out = _prepare_output(cfg.output, "cluster.json", cfg.overwrite, cfg.input)
+    for old in ("data", "by_cluster"):  # a rerun replaces the previous labels
+        if (out / old).exists():
+            shutil.rmtree(out / old)
+    client, own = _client(cfg, client)
+    try:
+        summary = run_cluster(cfg.input, out, int(cfg.k), sample_fraction=float(cfg.sample_fraction), seed=cfg.seed,
+                              split_size=int(cfg.split_size), by_cluster=cfg.by_cluster, backend=cfg.kmeans_backend,
+                              device=resolve_device(cfg.device), embedding_column=cfg.embedding_column,
+                              quality_column=cfg.quality_column, tokens_column=cfg.tokens_column, client=client)
+    except ValueError as e:
+        raise DataError(str(e)) from None
+    finally:
+        if own:
+            close_client(client)
+    summary["totals"] = _totals(summary["rows"], summary["partitions"])
+    return summary
+
+
+def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
+    """``datamask compare INPUT OUTPUT --methods ...``; returns a summary with the table."""
+    import json
+
+    from ..pipeline.client import close_client
+    from .compare import run_compare
+
+    if not cfg.input or not cfg.output:
+        raise ConfigError("both input and output are required (datamask compare INPUT OUTPUT)")
+    _prepare_output(cfg.output, "compare.json", cfg.overwrite, cfg.input)
+    qm = cfg.quadmix_params
+    client, own = _client(cfg, client)
+    try:
+        table = run_compare(cfg.input, cfg.output, methods=cfg.method_list, cfg=cfg, k=cfg.n_clusters,
+                            sample_fraction=cfg.sample_fraction, quadmix_params=qm, semdedup_eps=cfg.eps,
+                            sample_rows=cfg.sample_rows, tokens_column=cfg.tokens_column,
+                            cluster_column=cfg.domain_column, client=client, report=not cfg.no_report)
+    except ValueError as e:
+        raise DataError(str(e)) from None
+    finally:
+        if own:
+            close_client(client)
+    meta = json.loads((Path(cfg.output) / "compare.json").read_text())
+    return {"table": table, "totals": _totals(meta["rows"], meta["partitions"]),
+            "report": None if cfg.no_report else str(Path(cfg.output) / "report" / "index.html")}
+
+
+def run_report(directory, out=None) -> Path:
+    """``datamask report OUTPUT_DIR``: the HTML page and PNGs under ``OUTPUT_DIR/report``."""
+    from .report import build_report
+
+    try:
+        return build_report(directory, out)
+    except FileNotFoundError as e:
+        raise DataError(str(e)) from None
+
+
+# ---------------------------------------------------------------------- command line
+
+
+register_stage("cluster", ClusterConfig, run_cluster_stage)
+register_stage("compare", CompareConfig, run_compare_stage)

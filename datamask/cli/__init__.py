@@ -1,0 +1,71 @@
+"""The ``datamask`` command, one small module per command group:
+
+* :mod:`.select`: ``select``, ``run`` (a workflow file);
+* :mod:`.features`: ``embed``, ``score``, ``train-quality``;
+* :mod:`.analysis`: ``cluster``, ``compare``, ``report``;
+* :mod:`.demo`: ``demo``.
+
+Every flag of a stage is a field of its config dataclass (``--split-size`` fills
+``split_size``, the YAML key of the same name). Expected failures print one line
+``datamask: error: ...`` and exit 2 (bad data, config or output) or 3 (cluster); anything
+else exits 1.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import DatamaskError
+
+__all__ = ["main", "build_parser"]
+
+# command modules, in the order their commands are listed by --help
+GROUPS = ("select", "features", "analysis", "demo")
+
+
+def _groups():
+    return [importlib.import_module(f"{__name__}.{g}") for g in GROUPS]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    p = argparse.ArgumentParser(prog="datamask", description="Select pre-training data that is both "
+                                "high-quality and diverse (DATAMASK), with Dask.")
+    p.add_argument("--version", action="version", version=f"datamask {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    for g in _groups():
+        g.add_parsers(sub)
+    return p
+
+
+def _main(argv) -> int:
+    args = build_parser().parse_args(argv)
+    for g in _groups():
+        if args.command in g.COMMANDS:
+            return g.COMMANDS[args.command](args)
+    raise AssertionError(f"no handler for command {args.command!r}")
+
+
+def _log_hint() -> str:
+    """`` (details: FILE)`` when a cluster this process started logged worker failures."""
+    client_mod = sys.modules.get("datamask.pipeline.client")  # imported only if a cluster ran
+    path = client_mod.worker_log() if client_mod is not None else None
+    return f" (worker log: {path})" if path is not None else ""
+
+
+def main(argv=None) -> int:
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except DatamaskError as e:
+        print(f"datamask: error: {e}{_log_hint()}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("datamask: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug or an infrastructure failure: still one line, and non-zero
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        print(f"datamask: error: {type(e).__name__}: {msg} (rerun the same command to resume){_log_hint()}",
+              file=sys.stderr)
+        return 1

@@ -1,0 +1,6 @@
+"""``python -m datamask.cli`` is the ``datamask`` command."""
+import sys
+
+from . import main
+
+sys.exit(main())

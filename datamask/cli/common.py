@@ -1,0 +1,85 @@
+"""What every command module shares: config flags from a config dataclass, the config
+back from parsed flags, one-line summaries of a stage's manifest, the report after a run."""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import MISSING, fields
+
+from ..pipeline.config import SelectConfig, parse_value
+
+__all__ = ["add_config_flags", "config_from_args", "stage_summary", "format_table", "write_report_after"]
+
+_POSITIONAL = ("input", "output")
+
+
+def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig):
+    """One ``--flag`` per field of the config dataclass ``cls``, grouped as its metadata says."""
+    groups = {}
+    for f in fields(cls):
+        if f.name in _POSITIONAL:
+            continue
+        g = f.metadata.get("group", "selection")
+        if g not in groups:
+            groups[g] = p.add_argument_group(g)
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not MISSING else None
+        help = f"{f.metadata.get('help', '')} (default: {default})"
+        if str(f.type).startswith("bool"):
+            groups[g].add_argument(flag, dest=f.name, action="store_true", default=None, help=help)
+        else:
+            groups[g].add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
+                                   choices=f.metadata.get("choices"), help=help)
+
+
+def config_from_args(args, cls=SelectConfig):
+    """The validated config of class ``cls`` from parsed flags (unset flags keep defaults)."""
+    values = {}
+    by_name = {f.name: f for f in fields(cls)}
+    for name, f in by_name.items():
+        v = getattr(args, name, None)
+        if v is not None:
+            values[name] = v if isinstance(v, bool) else parse_value(f, v, source=f"--{name.replace('_', '-')}")
+    return cls(**values).validated()
+
+
+def format_table(table) -> str:
+    cols = [c for c in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "seconds")
+            if c in table.columns]
+    return table[cols].to_string(float_format=lambda v: f"{v:.4g}")
+
+
+def stage_summary(stage, manifest, out) -> str:
+    """The line a command prints when ``stage`` finished into ``out``."""
+    t = manifest["totals"]
+    if stage == "select":
+        return (f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows in {t['partitions']} partitions "
+                f"({t['computed_this_run']} computed, {t['resumed']} resumed) -> {out}")
+    if stage == "cluster":
+        return f"datamask: {t['rows_in']:,} rows in {manifest['k']} clusters -> {out}"
+    if stage == "compare":
+        return format_table(manifest["table"]) + f"\ndatamask: compared on {t['rows_in']:,} rows -> {out}"
+    runs = f"in {t['partitions']} partitions ({t['computed_this_run']} computed, {t['resumed']} resumed) -> {out}"
+    if stage == "embed":
+        return f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts skipped) {runs}"
+    if stage == "score":
+        return f"datamask: scored {t['rows_out']:,} rows ({t['unusable_texts']:,} empty texts scored 0) {runs}"
+    return f"datamask: {stage}: {t['rows_out']:,} of {t['rows_in']:,} rows {runs}"
+
+
+def write_report_after(output, quiet=False):
+    """The HTML report of a finished run; a failure here does not fail the run.
+
+    Returns the page's path, or None when it could not be written."""
+    from ..analysis.report import build_report
+
+    try:
+        page = build_report(output)
+    except Exception as e:  # the selection is complete and valid without its report
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"datamask: warning: the report could not be written ({msg}); "
+              f"retry with: datamask report {output}", file=sys.stderr)
+        return None
+    if not quiet:
+        print(f"datamask: report {page}")
+    return page

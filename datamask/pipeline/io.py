@@ -1,0 +1,356 @@
+"""Finding input files, cutting them into splits, reading one split, writing atomically.
+
+A split (one Dask partition) is identified by its source file's path relative to the input
+root and its row range, never by its position in a listing: new files added to a growing
+corpus get new splits, and the old ones keep their names and seeds.
+"""
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import json
+import math
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.json as pajson
+import pyarrow.parquet as pq
+
+from ..errors import DataError, OutputError
+from .schema import Columns, TextColumns, check_schema, check_text_row, check_text_schema, embedding_matrix
+
+__all__ = [
+    "InputFile",
+    "Split",
+    "discover",
+    "inspect_file",
+    "make_splits",
+    "read_split",
+    "normalize_embedding",
+    "write_parquet_atomic",
+    "write_json_atomic",
+    "hive_path",
+]
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
+_MAGIC = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: str  # absolute
+    rel: str  # relative to the input root, with forward slashes
+    fmt: str  # "parquet" | "jsonl"
+
+
+@dataclass(frozen=True)
+class Split:
+    """Rows ``[start, stop)`` of one input file."""
+
+    path: str
+    rel: str
+    fmt: str
+    start: int
+    stop: int
+
+    @property
+    def identity(self) -> str:
+        return f"{self.rel}:{self.start}-{self.stop}"
+
+    @property
+    def rows(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def name(self) -> str:
+        """Output file stem: readable, unique and stable for this identity."""
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.rel.replace("/", "__"))
+        for suf in PARQUET_SUFFIXES + JSONL_SUFFIXES:
+            if stem.endswith(suf):
+                stem = stem[: -len(suf)]
+                break
+        h = hashlib.sha256(self.identity.encode()).hexdigest()[:8]
+        return f"part-{stem[:80]}-{self.start}-{self.stop}-{h}"
+
+    def seed(self, base_seed: int) -> int:
+        """A 63-bit seed from the config seed and the identity (stable across machines)."""
+        digest = hashlib.sha256(f"{int(base_seed)}|{self.identity}".encode()).digest()
+        return int.from_bytes(digest[:8], "little") >> 1
+
+    def where(self) -> str:
+        return f"{self.rel} (rows {self.start}-{self.stop})"
+
+
+def _fmt_of(name: str):
+    low = name.lower()
+    if low.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    if low.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    return None
+
+
+def _hidden(rel_parts) -> bool:
+    return any(p.startswith((".", "_")) for p in rel_parts)
+
+
+# Files a datamask stage leaves in its output directory, and the stage each names: the
+# directory's rows are in ``data/``, and the file is written last, when the stage finished.
+STAGE_MARKERS = (("manifest.json", None), ("cluster.json", "cluster"), ("compare.json", "compare"))
+
+
+def stage_output_data(path) -> Path | None:
+    """``path/data`` when ``path`` is the output directory of a datamask stage, else None.
+
+    An output that a stage started but did not finish (no ``manifest.json``, or for
+    ``cluster`` no ``cluster.json``) is refused: its ``data/`` holds only some splits.
+    """
+    p = Path(path)
+    state = p / "_datamask"
+    marker = next(((m, stage) for m, stage in STAGE_MARKERS if (p / m).exists()), None)
+    if marker is None and not state.is_dir():
+        return None
+    if marker is not None and marker[1] == "compare":
+        raise DataError(f"{p} is a datamask compare output: it holds scores, not corpus rows; pass the corpus "
+                        "it compared, or a select output")
+    if marker is None:
+        stage = "the stage that wrote it"
+        try:
+            stage = f"datamask {json.loads((state / 'config.json').read_text())['stage']}"
+        except (OSError, ValueError, KeyError):
+            pass
+        raise DataError(f"{p} is an incomplete datamask output (no manifest.json: the run stopped before "
+                        f"every split was written); rerun {stage} with the same arguments to finish it "
+                        f"(finished splits are kept), or see `datamask status {p}`")
+    data = p / "data"
+    if not data.is_dir():
+        raise DataError(f"{p}: datamask output without its data/ directory; rerun the stage that wrote it")
+    return data
+
+
+def discover(spec: str) -> list[InputFile]:
+    """Input files of a directory (recursively), a glob or a single file, sorted by path.
+
+    Names starting with ``.`` or ``_`` (``_SUCCESS``, ``.crc``) are skipped in directories;
+    any other file that is not Parquet or JSONL is an error. The output directory of a
+    datamask stage reads as its ``data/`` (:func:`stage_output_data`), so stages chain by
+    the directory each one prints.
+    """
+    if spec is None:
+        raise DataError("no input given; pass INPUT (a directory, file or glob of Parquet/JSONL)")
+    if not _MAGIC.search(spec) and Path(spec).is_dir():
+        data = stage_output_data(spec)
+        if data is not None:
+            spec = str(data)
+    if _MAGIC.search(spec):
+        parts = Path(spec).parts
+        base_parts = []
+        for p in parts:
+            if _MAGIC.search(p):
+                break
+            base_parts.append(p)
+        root = Path(*base_parts) if base_parts else Path(".")
+        paths = [Path(p) for p in glob.glob(spec, recursive=True) if os.path.isfile(p)]
+        if not paths:
+            raise DataError(f"empty input: the pattern {spec!r} matches no file; check the path")
+    else:
+        p = Path(spec)
+        if not p.exists():
+            raise DataError(f"input {spec!r} does not exist; check the path")
+        if p.is_dir():
+            root = p
+            paths = [q for q in p.rglob("*") if q.is_file() and not _hidden(q.relative_to(p).parts)]
+        else:
+            root, paths = p.parent, [p]
+    files = []
+    for q in sorted(paths):
+        rel = q.resolve().relative_to(root.resolve()).as_posix()
+        fmt = _fmt_of(q.name)
+        if fmt is None:
+            raise DataError(
+                f"{q}: not a Parquet or JSONL file (expected .parquet, .jsonl or .jsonl.gz); "
+                "move it out of the input or pass a glob that excludes it"
+            )
+        files.append(InputFile(str(q.resolve()), rel, fmt))
+    if not files:
+        raise DataError(f"empty input: no .parquet, .jsonl or .jsonl.gz file under {spec!r}")
+    return files
+
+
+def _open_text(path):
+    return gzip.open(path, "rt", encoding="utf-8") if path.lower().endswith(".gz") else open(path, encoding="utf-8")
+
+
+def inspect_file(f: InputFile, cols: Columns, partition_on=None):
+    """``(n_rows, d)`` from a Parquet footer or a pass over a JSONL file; checks the schema.
+
+    ``d`` is None when the width is only known from the values (variable-length lists).
+    """
+    if f.fmt == "parquet":
+        try:
+            pf = pq.ParquetFile(f.path)
+            schema, n = pf.schema_arrow, pf.metadata.num_rows
+        except (pa.ArrowInvalid, OSError) as e:
+            raise DataError(f"{f.rel}: not a readable Parquet file ({_short(e)}); replace or remove it") from None
+        if isinstance(cols, TextColumns):  # embed/score: id + text, no embedding
+            return n, check_text_schema(schema, f.rel, cols)
+        d = check_schema(schema, f.rel, cols, partition_on)
+        return n, d
+    n, first = 0, None
+    try:
+        with _open_text(f.path) as fh:
+            for line in fh:
+                if line.strip():
+                    if first is None:
+                        first = line
+                    n += 1
+        row = json.loads(first) if first is not None else None
+    except (OSError, UnicodeDecodeError, EOFError, ValueError) as e:
+        raise DataError(f"{f.rel}: not a readable JSONL file ({_short(e)}); replace or remove it") from None
+    if row is None:
+        return 0, None
+    if not isinstance(row, dict):
+        raise DataError(f"{f.rel}: line 1 is not a JSON object; each line must be one document")
+    if isinstance(cols, TextColumns):
+        return n, check_text_row(row, f.rel, cols)
+    missing = [c for c in cols.required if c not in row]
+    if missing:
+        raise DataError(
+            f"{f.rel}: missing column {missing[0]!r} (keys on line 1: {', '.join(row)}); rename it or pass "
+            f"--{ {cols.id: 'id', cols.embedding: 'embedding', cols.quality: 'quality'}[missing[0]] }-column NAME"
+        )
+    if partition_on and partition_on not in row:
+        raise DataError(f"{f.rel}: --partition-on column {partition_on!r} is missing on line 1")
+    emb = row[cols.embedding]
+    if not isinstance(emb, list):
+        raise DataError(f"{f.rel}: column {cols.embedding!r} on line 1 is not a list of floats")
+    return n, len(emb)
+
+
+def _short(e) -> str:
+    return str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+
+
+def make_splits(f: InputFile, n_rows: int, split_size: int) -> list[Split]:
+    """Cut a file of ``n_rows`` into ``ceil(n/split_size)`` near-equal row ranges."""
+    if n_rows <= 0:
+        return []
+    k = math.ceil(n_rows / split_size)
+    bounds = [round(i * n_rows / k) for i in range(k + 1)]
+    return [Split(f.path, f.rel, f.fmt, bounds[i], bounds[i + 1]) for i in range(k)]
+
+
+def read_split(s: Split, cols: Columns) -> pa.Table:
+    """Rows ``[start, stop)`` of the split's file as an Arrow table, with the embedding
+    column as ``fixed_size_list<float>[d]``."""
+    try:
+        if s.fmt == "parquet":
+            pf = pq.ParquetFile(s.path)
+            groups, offset, first = [], 0, None
+            for i in range(pf.metadata.num_row_groups):
+                n = pf.metadata.row_group(i).num_rows
+                if offset < s.stop and offset + n > s.start:
+                    groups.append(i)
+                    first = offset if first is None else first
+                offset += n
+            table = _read_row_groups(pf, groups, cols) if groups else pf.schema_arrow.empty_table()
+            table = table.slice(s.start - (first or 0), s.rows)
+        else:
+            table = pajson.read_json(pa.input_stream(s.path, compression="detect"))
+            table = table.slice(s.start, s.rows)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"{s.where()}: cannot read ({_short(e)}); replace or remove the file") from None
+    if table.num_rows != s.rows:
+        raise DataError(f"{s.where()}: file has {table.num_rows + s.start} rows now; it changed during the run")
+    return normalize_embedding(table, cols, s.where(), s.start)
+
+
+def _read_row_groups(pf, groups, cols: Columns) -> pa.Table:
+    """Read row groups, landing a fixed-size-list embedding in one preallocated array.
+
+    Parquet stores the embedding as a nested list; decoding a whole split at once holds
+    repetition/definition levels and staging buffers of several times the values' size
+    (a 1M x 384 float16 split peaked at 3.7x its embedding bytes). One row group at a time,
+    copied into a single (N, d) array that the Arrow column then wraps without a copy, the
+    peak is the array plus one row group's transient.
+    """
+    schema = pf.schema_arrow
+    name = cols.embedding
+    field = schema.field(name) if name in schema.names else None
+    if field is None or not pa.types.is_fixed_size_list(field.type):
+        return pf.read_row_groups(groups)
+    d = field.type.list_size
+    n = sum(pf.metadata.row_group(i).num_rows for i in groups)
+    values = np.empty((n, d), dtype=field.type.value_type.to_pandas_dtype())
+    rest, off = [], 0
+    for i in groups:
+        rg = pf.read_row_group(i)
+        col = rg.column(name).combine_chunks()
+        if col.null_count or col.values.null_count:  # let the schema check name the row
+            return pf.read_row_groups(groups)
+        k = rg.num_rows
+        values[off:off + k] = col.flatten().to_numpy(zero_copy_only=False).reshape(k, d)
+        rest.append(rg.drop_columns([name]))
+        off += k
+        del rg, col
+    emb = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), d)
+    table = pa.concat_tables(rest).append_column(field, emb)
+    del rest
+    pa.default_memory_pool().release_unused()  # hand the row groups' staging back to the OS
+    return table.select(schema.names)
+
+
+def normalize_embedding(table: pa.Table, cols: Columns, where: str, first_row: int = 0) -> pa.Table:
+    """Turn a variable-length list embedding (JSONL) into ``fixed_size_list`` after checking
+    every row has the same width. Fixed-size columns pass through untouched."""
+    if cols.embedding not in table.schema.names:
+        return table
+    col = table.column(cols.embedding)
+    if pa.types.is_fixed_size_list(col.type) or table.num_rows == 0:
+        return table
+    E = embedding_matrix(col, where, cols.embedding, first_row)
+    arr = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(E).reshape(-1)), E.shape[1])
+    i = table.schema.get_field_index(cols.embedding)
+    return table.set_column(i, cols.embedding, arr)
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:12]}")
+
+
+def write_parquet_atomic(table: pa.Table, path: Path):
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _tmp(path)
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise OutputError(f"cannot write {path} ({_short(e)}); check space and permissions") from None
+
+
+def write_json_atomic(obj, path: Path):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp(path)
+    with open(tmp, "w") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=False, default=str)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def hive_path(column: str, value) -> str:
+    """``column=value`` directory name (Hive style, as pyarrow reads it back)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return f"{column}=__HIVE_DEFAULT_PARTITION__"
+    from urllib.parse import quote
+
+    return f"{column}={quote(str(value), safe='')}"

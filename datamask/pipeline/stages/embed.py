@@ -1,0 +1,96 @@
+"""``datamask embed``: an L2-normalised ``embedding`` column from the text, split by split.
+
+Runs on :func:`~datamask.pipeline.runner.run_stage`, like every stage. Each split's usable
+texts get an embedding (``fixed_size_list<float32|float16>[d]``). The sentence-transformers
+model is loaded once per worker process (the :class:`~datamask.features.Embedder` cache),
+never from a hub. Texts longer than the model's window are truncated unless ``chunk``. Rows
+with null/empty text are dropped; their count is ``skipped_texts`` in each split's record
+and the manifest totals.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+
+from ...errors import ConfigError, DataError
+from ..frames import pandas_table, text_frame
+from ..runner import Stage, finish_split, plan_splits, resolve_io, run_stage, split_record
+from ..schema import TextColumns
+
+__all__ = ["run_embed"]
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _workers_per_host(client) -> dict:
+    from distributed.comm import get_address_host
+
+    counts: dict = {}
+    for addr in client.scheduler_info().get("workers", {}):
+        h = get_address_host(addr)
+        counts[h] = counts.get(h, 0) + 1
+    return counts
+
+
+def _embed_partition(df, partition_info=None, *, splits, out_root, cfg, embedder, per_host):
+    from ...features.embed import embed_partition
+
+    t0 = time.perf_counter()
+    s = splits[partition_info["number"]]
+    pdf = text_frame(df, s, cfg.text_column)
+    del df
+    if embedder.num_threads is None and embedder.resolved_device() == "cpu":
+        # cores // workers on this host, so worker processes do not oversubscribe the CPU
+        try:
+            from distributed import get_worker
+            from distributed.comm import get_address_host
+
+            k = per_host.get(get_address_host(get_worker().address), 1)
+        except (ImportError, ValueError):
+            k = 1
+        embedder = replace(embedder, num_threads=max(1, _cores() // max(k, 1)))
+    try:
+        out = embed_partition(pdf, cfg.text_column, embedder, column=cfg.embedding_column)
+    except ValueError as e:
+        raise DataError(f"{s.where()}: {e}") from None
+    rec = split_record(s, len(pdf))
+    rec.update(rows_out=len(out), skipped_texts=int(out.attrs.get("n_skipped", 0)))
+    return finish_split(pandas_table(out), out_root, rec, t0=t0)
+
+
+def _embedder(cfg, device):
+    from ...features.embed import Embedder
+
+    try:
+        emb = Embedder(model=cfg.model, device="cuda" if device == "gpu" else "cpu",
+                       batch_size=int(cfg.batch_size), max_length=cfg.max_length, prefix=cfg.prefix,
+                       chunk=bool(cfg.chunk), dtype=cfg.dtype, compute=cfg.compute)
+        dim = emb.dim  # from the model's config files; loads the model here only when they do not say
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return emb, dim
+
+
+def run_embed(cfg, client=None) -> dict:
+    """``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.config.EmbedConfig`; returns the manifest."""
+    cfg = resolve_io(cfg, "embed")
+    cols = TextColumns.from_config(cfg)
+    plan = plan_splits(cfg, cols)
+    embedder, dim = _embedder(cfg, plan.device)
+    info = {"model": embedder.path, "dim": dim, "dtype": cfg.dtype, "max_length": cfg.max_length,
+            "chunk": bool(cfg.chunk), "compute": cfg.compute}
+    stage = Stage(
+        "embed", plan, cols, _embed_partition,
+        kwargs=dict(cfg=cfg, embedder=embedder, per_host={}),
+        setup=lambda client, pending, out: {"per_host": _workers_per_host(client)},
+        totals=lambda parts: {"skipped_texts": int(sum(r.get("skipped_texts", 0) for r in parts))},
+        extra=lambda out: {"embed": info},
+    )
+    return run_stage(stage, client)
+

@@ -1,0 +1,239 @@
+"""``datamask score`` (the quality column and ``n_tokens``) and ``datamask train-quality``.
+
+Runs on :func:`~datamask.pipeline.runner.run_stage`, in two passes:
+
+1. components, per split: heuristics / fastText columns and ``n_tokens`` from the text, plus
+   the weighted input score columns, written to ``_datamask/components/`` (NaN in a score
+   column fails here, naming the file and row);
+2. corpus statistics of every weighted column, in one out-of-core pass over those files,
+   stored in ``_datamask/stats.json``; a resumed run reuses them, so every split of one output
+   is normalised with the same numbers;
+3. aggregate, per split (the resumable pass): normalise, weight (per domain if asked), bin,
+   write ``quality`` and ``n_tokens`` next to the input columns. Null/empty texts score 0 in
+   the text components and are counted (``unusable_texts``).
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from ...errors import ConfigError, DataError
+from ..frames import pandas_table, text_frame
+from ..io import write_json_atomic, write_parquet_atomic
+from ..runner import Output, ProgressBars, Stage, finish_split, plan_splits, resolve_io, run_pending, run_stage, split_record
+from ..schema import TextColumns
+
+__all__ = ["run_score", "run_train_quality", "parse_domain_weights", "score_weights", "COMPONENTS_DIR", "STATS_FILE"]
+
+
+COMPONENTS_DIR = "components"
+STATS_FILE = "stats.json"
+
+
+# ---------------------------------------------------------------------- embed
+
+
+# ---------------------------------------------------------------------- score
+def parse_domain_weights(spec: str | None) -> dict | None:
+    """``"news=dclm:2,fineweb_edu:1;code=fineweb_edu:1"`` -> ``{"news": {...}, "code": {...}}``."""
+    from ...features.aggregate import parse_weights
+
+    if not spec:
+        return None
+    out = {}
+    for part in (p.strip() for p in spec.split(";")):
+        if not part:
+            continue
+        dom, eq, w = part.partition("=")
+        if not eq or not dom.strip():
+            raise ConfigError(f"--domain-weights: bad entry {part!r} (expected DOMAIN=NAME:W,NAME:W;DOMAIN=...)")
+        try:
+            out[dom.strip()] = parse_weights(w)
+        except ValueError as e:
+            raise ConfigError(f"--domain-weights {dom.strip()!r}: {e}") from None
+    return out or None
+
+
+def score_weights(cfg):
+    """``(weights, domain_weights, generated columns)`` of a ``ScoreConfig``.
+
+    Generated components (``quality_heuristics``, ``quality_fasttext``) weigh 1 unless
+    ``--scores`` names them."""
+    from ...features.aggregate import parse_weights
+
+    try:
+        weights = parse_weights(cfg.scores) if cfg.scores else {}
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    generated = (["quality_heuristics"] if cfg.heuristics else []) + (["quality_fasttext"] if cfg.fasttext else [])
+    for g in generated:
+        weights.setdefault(g, 1.0)
+    return weights, parse_domain_weights(cfg.domain_weights), generated
+
+
+def _weighted_columns(weights, domain_weights):
+    cols = list(weights)
+    for w in (domain_weights or {}).values():
+        cols += [c for c in w if c not in cols]
+    return cols
+
+
+def _check_scores(pdf, columns, where):
+    """Input score columns are numbers without NaN/inf; names the first bad row."""
+    for c in columns:
+        try:
+            v = pd.to_numeric(pdf[c], errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            raise DataError(f"{where}: score column {c!r} is not numeric (dtype {pdf[c].dtype}); "
+                            "pass numeric score columns in --scores") from None
+        bad = ~np.isfinite(v)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{where}: score column {c!r} is {v[i]} at row {pdf.index[i]} "
+                            f"({int(bad.sum())} such rows); fill or drop those rows before scoring")
+
+
+def _components_partition(df, partition_info=None, *, splits, out_root, cfg, scorer_kw, inputs, keep):
+    from ...features.score import score_components_partition
+
+    s = splits[partition_info["number"]]
+    pdf = text_frame(df, s, cfg.text_column)
+    del df
+    _check_scores(pdf, inputs, s.where())
+    try:
+        comp = score_components_partition(pdf, cfg.text_column, **scorer_kw)
+    except ValueError as e:
+        raise DataError(f"{s.where()}: {e}") from None
+    write_parquet_atomic(pandas_table(comp[keep]), Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet")
+    return pd.DataFrame({"name": [s.name], "record": [json.dumps({"name": s.name})]})
+
+
+def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generated, weights, domain_weights,
+                     stats):
+    from ...features.aggregate import aggregate_partition
+    from ...features.score import count_unusable
+
+    t0 = time.perf_counter()
+    s = splits[partition_info["number"]]
+    pdf = text_frame(df, s, cfg.text_column)
+    del df
+    comp_file = Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet"
+    comp = pq.read_table(comp_file, columns=generated + ["n_tokens"])
+    if comp.num_rows != len(pdf):
+        raise DataError(f"{s.where()}: the stored components have {comp.num_rows} rows, the input "
+                        f"{len(pdf)}; the input changed: rerun with --overwrite")
+    for c in generated + ["n_tokens"]:
+        pdf[c] = comp.column(c).to_numpy()
+    try:
+        n_unusable = count_unusable(pdf, cfg.text_column)
+        out = aggregate_partition(pdf, weights, stats, method=cfg.normalize, domain_column=cfg.domain_column,
+                                  domain_weights=domain_weights, bins=cfg.bins, output=cfg.quality_column)
+    except ValueError as e:
+        raise DataError(f"{s.where()}: {e}") from None
+    rec = split_record(s, len(pdf))
+    rec.update(rows_out=len(out), unusable_texts=n_unusable)
+    res = finish_split(pandas_table(out), out_root, rec, t0=t0)
+    comp_file.unlink(missing_ok=True)  # the split is finished; its components are no longer needed
+    return res
+
+
+def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inputs, generated, weighted):
+    """Pass 1 (components of splits that lack them) and pass 2 (corpus stats, once)."""
+    import dask.dataframe as dd
+
+    from ...features.aggregate import ColumnStats, compute_stats
+
+    comp_dir = out.state / COMPONENTS_DIR
+    stats_file = out.state / STATS_FILE
+    have_stats = stats_file.exists()
+    todo = pending if have_stats else stage_plan.splits
+    need = [s for s in todo if not (comp_dir / f"{s.name}.parquet").exists()]
+    if need:
+        keep = list(dict.fromkeys(inputs + generated + ["n_tokens"]))
+        with ProgressBars(client, len(todo), len(todo) - len(need), len(need), cfg.quiet, desc="components") as bars:
+            run_pending(client, need, cols, "cpu", _components_partition,
+                        dict(cfg=cfg, scorer_kw=scorer_kw, inputs=inputs, keep=keep), str(out.root),
+                        bars.partition_done)
+    if have_stats:
+        raw = json.loads(stats_file.read_text())
+        stats = {c: ColumnStats.from_dict(d) for c, d in raw["stats"].items()}
+    else:
+        files = [str(comp_dir / f"{s.name}.parquet") for s in stage_plan.splits]
+        with client.as_current():
+            try:
+                stats = compute_stats(dd.read_parquet(files, columns=weighted), weighted)
+            except ValueError as e:
+                raise DataError(str(e)) from None
+        write_json_atomic({"weights": weighted, "stats": {c: v.to_dict() for c, v in stats.items()}}, stats_file)
+    return {"stats": stats}
+
+
+def run_score(cfg, client=None) -> dict:
+    """``datamask score``: ``cfg`` is a :class:`~datamask.pipeline.config.ScoreConfig`; returns the manifest."""
+    cfg = resolve_io(cfg, "score")
+    weights, domain_weights, generated = score_weights(cfg)
+    weighted = _weighted_columns(weights, domain_weights)
+    inputs = [c for c in weighted if c not in generated]
+    extra_cols = inputs + ([cfg.domain_column] if cfg.domain_column else [])
+    cols = TextColumns.from_config(cfg, extra=extra_cols)
+    plan = plan_splits(cfg, cols)
+    scorer = None
+    if cfg.fasttext:
+        from ...features.fasttext_quality import FastTextScorer
+
+        try:
+            scorer = FastTextScorer(cfg.fasttext, cfg.fasttext_label)
+            scorer.label()  # load once here: a bad model or label fails before any work starts
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+    if cfg.tokenizer and not Path(cfg.tokenizer).exists():
+        raise ConfigError(f"tokenizer {cfg.tokenizer!r} does not exist; pass a tokenizer.json file or a "
+                          "folder holding one")
+    scorer_kw = dict(heuristics=bool(cfg.heuristics), fasttext=scorer, tokenizer=cfg.tokenizer, n_tokens=True)
+
+    def setup(client, pending, out):
+        return _score_setup(client, pending, out, stage_plan=plan, cols=cols, cfg=cfg, scorer_kw=scorer_kw,
+                            inputs=inputs, generated=generated, weighted=weighted)
+
+    def extra(out):
+        try:
+            (out.state / COMPONENTS_DIR).rmdir()  # empty once every split is finished
+        except OSError:
+            pass
+        raw = json.loads((out.state / STATS_FILE).read_text())
+        keep = ("count", "min", "max", "mean", "std")
+        return {"score": {"weights": weights, "domain_weights": domain_weights, "normalize": cfg.normalize,
+                          "bins": cfg.bins, "stats": {c: {k: d[k] for k in keep} for c, d in raw["stats"].items()}}}
+
+    stage = Stage(
+        "score", plan, cols, _score_partition,
+        kwargs=dict(cfg=cfg, generated=generated, weights=weights, domain_weights=domain_weights, stats=None),
+        setup=setup,
+        totals=lambda parts: {"unusable_texts": int(sum(r.get("unusable_texts", 0) for r in parts))},
+        extra=extra,
+    )
+    return run_stage(stage, client)
+
+
+# ---------------------------------------------------------------------- train-quality
+def run_train_quality(positive, negative, output, *, text_column="text", epoch=10, seed=0) -> dict:
+    """``datamask train-quality``: a fastText classifier of positive vs negative documents."""
+    from ...features.fasttext_quality import train_quality
+
+    for name, p in (("--positive", positive), ("--negative", negative)):
+        if not Path(p).exists():
+            raise DataError(f"{name} {p!r} does not exist; pass a .txt, .jsonl(.gz) or .parquet file or a directory")
+    try:
+        return train_quality(positive, negative, output, text_column=text_column, epoch=int(epoch), seed=int(seed))
+    except ValueError as e:
+        raise DataError(str(e)) from None
+
+
+# ---------------------------------------------------------------------- workflows
+
+

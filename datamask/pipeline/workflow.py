@@ -1,0 +1,138 @@
+"""Workflow files and the stages they chain.
+
+A workflow is YAML whose keys are config fields (the CLI flags' names), plus ``--set
+key=value`` overrides; relative paths are taken from the current directory. With a
+``stages: [...]`` list it chains stages: stage *k* reads stage *k-1*'s ``OUTPUT/<stage>/data``.
+Stages register here (:func:`register_stage`): the pipeline's own (select, embed, score)
+below, and higher layers' (cluster, compare) when the CLI imports them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from dataclasses import fields
+
+from ..errors import ConfigError
+
+__all__ = ["load_workflow", "apply_overrides", "register_stage", "stage_configs", "run_workflow", "RUNNERS"]
+
+
+def apply_overrides(raw: dict, overrides) -> dict:
+    import yaml
+
+    for item in overrides or ():
+        if "=" not in item:
+            raise ConfigError(f"--set expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        raw[key.strip().replace("-", "_")] = yaml.safe_load(value) if value.strip() else None
+    return raw
+
+
+def load_workflow(path, overrides=()) -> dict:
+    import yaml
+
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except OSError as e:
+        raise ConfigError(f"cannot read workflow {path} ({e.strerror})") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"workflow {path} is not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"workflow {path} must be a mapping of SelectConfig keys")
+    raw.pop("description", None)
+    return apply_overrides(raw, overrides)
+
+
+RUNNERS: dict = {}  # stage name -> runner(cfg, client=None) -> manifest
+
+
+def register_stage(name, config_cls, runner):
+    """Make ``name`` a stage of chaining workflows: its config class and its runner."""
+    from .config import STAGE_CONFIGS
+
+    STAGE_CONFIGS.setdefault(name, config_cls)
+    RUNNERS.setdefault(name, runner)
+
+
+def _runner(name):
+    from .stages import embed, score, select  # the pipeline's own stages
+
+    for n, fn in (("select", select.run_select), ("embed", embed.run_embed), ("score", score.run_score)):
+        RUNNERS.setdefault(n, fn)
+    return RUNNERS[name]
+
+
+def stage_configs(raw: dict, source: str = "workflow") -> list:
+    """``[(stage, config)]`` of a chaining workflow (``stages: [embed, score, select]``).
+
+    Top-level keys go to every stage that has them (``split_size``, ``device``...); a block
+    named after a stage holds that stage's own keys. Stage *k* reads stage *k-1*'s
+    ``OUTPUT/<stage>/data`` and writes ``OUTPUT/<stage>``; the first reads ``input``."""
+    from .config import STAGE_CONFIGS
+    from .runner import DATA_DIR
+
+    raw = dict(raw)
+    names = raw.pop("stages")
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",")]
+    if not isinstance(names, list) or not names or any(n not in STAGE_CONFIGS for n in names):
+        raise ConfigError(f"{source}: stages must be a list of {', '.join(STAGE_CONFIGS)}; got {names!r}")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{source}: a stage is listed twice in stages ({names})")
+    for k in [k for k in raw if "." in k]:  # --set select.ratio=0.2
+        stage, _, key = k.partition(".")
+        if stage in STAGE_CONFIGS:
+            block = raw.setdefault(stage, {}) or {}
+            block[key] = raw.pop(k)
+            raw[stage] = block
+    blocks = {}
+    for n in STAGE_CONFIGS:
+        b = raw.pop(n, None) or {}
+        if not isinstance(b, dict):
+            raise ConfigError(f"{source}: {n} must be a mapping of {n} keys")
+        if n not in names and b:
+            raise ConfigError(f"{source}: block {n!r} given but {n} is not in stages")
+        blocks[n] = b
+    inp, out = raw.pop("input", None), raw.pop("output", None)
+    if not inp or not out:
+        raise ConfigError(f"{source}: the workflow needs input and output keys (or --set input=... --set output=...)")
+    known = {f.name for n in names for f in fields(STAGE_CONFIGS[n])}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} for stages {', '.join(names)}")
+    cfgs, prev = [], inp
+    for n in names:
+        cls = STAGE_CONFIGS[n]
+        own = {f.name for f in fields(cls)}
+        d = {k: v for k, v in raw.items() if k in own}
+        d.update(blocks[n])
+        d["input"], d["output"] = prev, str(Path(out) / n)
+        cfgs.append((n, cls.from_dict(d, source=f"{source} ({n})")))
+        prev = str(Path(out) / n / DATA_DIR)
+    return cfgs
+
+
+def run_workflow(raw: dict, source: str = "workflow", on_stage=None) -> list:
+    """Run a chaining workflow on one client; returns ``[(stage, manifest)]``."""
+    from ..core.backend import resolve_device
+    from .client import close_client, get_client
+
+    cfgs = stage_configs(raw, source)
+    first = cfgs[0][1]
+    try:
+        device = resolve_device(first.device)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    client = get_client(first, device)
+    try:
+        results = []
+        for name, cfg in cfgs:
+            m = _runner(name)(cfg, client=client)
+            results.append((name, m))
+            if on_stage is not None:
+                on_stage(name, cfg, m)
+        return results
+    finally:
+        close_client(client)
+

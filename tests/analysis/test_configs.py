@@ -1,0 +1,42 @@
+"""Configs of the analysis commands and the workflow files that use them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from datamask.analysis.stages import ClusterConfig, CompareConfig  # importing registers cluster and compare
+from datamask.pipeline.config import SelectConfig
+from datamask.errors import ConfigError
+from datamask.pipeline.workflow import load_workflow
+
+WF = Path(__file__).resolve().parents[2] / "workflows"
+
+
+def test_paper_recipe_is_a_select_config():
+    raw = load_workflow(WF / "paper_fineweb_mask.yaml", ["input=in", "output=out"])
+    cfg = SelectConfig.from_dict(raw, source="paper")
+    assert 0.4 <= cfg.prune <= 0.5 and cfg.init == "quality" and cfg.diversity == "pairwise"
+    assert cfg.lam == 0.5 and cfg.group_size == 128 and cfg.split_size == 1_000_000
+    assert cfg.batch_ratio == 0.05 and cfg.steps == 10_000 and cfg.solver == "pg"
+
+
+def test_baselines_workflow_chains_cluster_and_compare():
+    from datamask.pipeline.workflow import stage_configs
+
+    cfgs = stage_configs(load_workflow(WF / "baselines.yaml", ["cluster.k=7", "compare.ratio=0.2"]))
+    (n1, c1), (n2, c2) = cfgs
+    assert (n1, n2) == ("cluster", "compare")
+    assert isinstance(c1, ClusterConfig) and isinstance(c2, CompareConfig)
+    assert c1.k == 7 and c2.ratio == 0.2 and c2.split_size == c1.split_size == 50_000
+    assert c2.input == str(Path(c1.output) / "data")
+    assert c2.method_list == ["datamask", "topk", "random", "semdedup", "quadmix", "greedy"]
+
+
+def test_config_checks():
+    with pytest.raises(ConfigError, match="methods"):
+        CompareConfig(methods="datamask,nope").validated()
+    with pytest.raises(ConfigError, match="sample_fraction"):
+        ClusterConfig(sample_fraction=0).validated()
+    with pytest.raises(ConfigError, match="k must"):
+        ClusterConfig(k=0).validated()

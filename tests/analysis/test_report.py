@@ -1,0 +1,141 @@
+"""`compare` on the demo corpus, the figures, the HTML page, and the page in headless Chromium."""
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from datamask.pipeline.config import SelectConfig
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    """`compare` on the demo corpus (workflows/demo.yaml's generator settings), scaled down to
+    6000 rows of d=32 in 2 files of 2 splits each."""
+    from datamask.analysis.compare import run_compare
+    from datamask.cli.demo import DEMO_WORKFLOW, write_corpus
+    from datamask.pipeline.workflow import load_workflow
+
+    root = tmp_path_factory.mktemp("cmp")
+    spec = dict(load_workflow(DEMO_WORKFLOW)["corpus"], n_rows=6000, dim=32, n_files=2)
+    write_corpus(root / "corpus", row_group_size=1000, **spec)
+    cfg = SelectConfig(split_size=1500, ratio=0.1, steps=300, eval_every=50, seed=0)
+    table = run_compare(root / "corpus", root / "out", cfg=cfg,
+                        methods=("datamask", "topk", "random", "semdedup", "quadmix", "greedy"))
+    return root / "out", table
+
+
+def test_compare_table_on_demo_corpus(compared):
+    out, t = compared
+    assert list(t.index) == ["datamask", "topk", "random", "semdedup", "quadmix", "greedy"]
+    assert (t["selected"] == 600).all() and (t["rows"] == 6000).all()
+    for col in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "seconds"):
+        assert t[col].notna().all(), col
+    # the acceptance claims: more diverse than top-k, better than random and SemDeDup on quality
+    assert t.loc["datamask", "pairwise"] > t.loc["topk", "pairwise"]
+    assert t.loc["datamask", "quality"] > t.loc["random", "quality"]
+    assert t.loc["datamask", "quality"] > t.loc["semdedup", "quality"]
+    assert t.loc["datamask", "objective"] > max(t.loc[m, "objective"] for m in ("topk", "random", "semdedup"))
+    per = pd.read_csv(out / "compare_partitions.csv")
+    assert len(per) == 4 * 6 and per.loc[per["method"] == "semdedup", "eps"].gt(0).all()
+    assert pd.read_csv(out / "compare.csv", index_col="method").shape[0] == 6
+    sel = pd.read_parquet(out / "selections.parquet")
+    assert sel.groupby("method").size().eq(600).all()
+
+
+def _png_size(data: bytes):
+    assert data[:8] == PNG_MAGIC
+    w, h = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    return w, h
+
+
+def test_report_pngs_and_html(compared):
+    import matplotlib.image as mpimg
+
+    out, _ = compared
+    rep = out / "report"
+    html = (rep / "index.html").read_text()
+    pngs = sorted(rep.glob("*.png"))
+    names = {p.stem for p in pngs}
+    assert names == {"trajectory", "pareto", "cluster_heatmap", "token_lengths", "clusters", "projection"}
+    for p in pngs:
+        data = p.read_bytes()
+        w, h = _png_size(data)
+        assert 500 <= w <= 3000 and 300 <= h <= 3000, (p.name, w, h)
+        img = mpimg.imread(p)
+        assert img[..., :3].std() > 0.05, p.name  # not a blank canvas
+        assert f"href='{p.name}'" in html  # linked ...
+        assert base64.b64encode(data).decode() in html  # ... and embedded
+    assert "<table" in html and "pairwise diversity" in html and "semdedup" in html
+
+
+def test_report_of_select_output(tmp_path):
+    """The report of a real `select` run (pipeline on an in-process cluster)."""
+    from distributed import Client, LocalCluster
+
+    from datamask.cli.demo import write_corpus
+    from datamask.pipeline.stages.select import run_select
+    from datamask.analysis.report import build_report
+
+    write_corpus(tmp_path / "c", n_rows=3000, dim=32, n_files=1, n_topics=8, row_group_size=1000)
+    cfg = SelectConfig(input=str(tmp_path / "c"), output=str(tmp_path / "o"), split_size=1500, steps=50,
+                       quiet=True)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
+            Client(lc) as client:
+        run_select(cfg, client=client)
+    page = build_report(tmp_path / "o")
+    html = page.read_text()
+    pngs = {p.stem for p in page.parent.glob("*.png")}
+    assert {"token_lengths", "projection"} <= pngs
+    for name in pngs:
+        assert f"href='{name}.png'" in html
+    assert "selection (datamask)" in html and "whole partition" in html
+
+
+# ---------------------------------------------------------------------- headless Chromium
+def _chromium():
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name) or (f"/usr/bin/{name}" if os.path.exists(f"/usr/bin/{name}") else None)
+        if path:
+            return path
+    return None
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Path to chromium; installs the Debian packages when absent (we run as root)."""
+    path = _chromium()
+    if path is None and shutil.which("apt-get"):
+        cmd = ["apt-get", "install", "-y", "-q", "chromium", "chromium-driver"]
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        if subprocess.run(cmd, env=env, capture_output=True, timeout=900).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=600)
+            subprocess.run(cmd, env=env, capture_output=True, timeout=900)
+        path = _chromium()
+    if path is None:
+        pytest.skip("chromium is not installed and apt-get could not install it")
+    return path
+
+
+def test_html_renders_in_headless_chromium(compared, chromium, tmp_path):
+    import matplotlib.image as mpimg
+
+    out, _ = compared
+    shot = tmp_path / "shot.png"
+    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
+           "--window-size=1200,900", (out / "report" / "index.html").resolve().as_uri()]
+    r = subprocess.run(cmd, capture_output=True, timeout=120)
+    assert shot.exists(), r.stderr.decode(errors="replace")[-2000:]
+    img = mpimg.imread(shot)[..., :3]
+    assert img.shape[:2] == (900, 1200)
+    assert img.std() > 0.05  # text, tables and figures, not a blank page
+    assert (img.mean(axis=2) < 0.9).mean() > 0.01  # enough dark pixels

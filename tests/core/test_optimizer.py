@@ -1,0 +1,288 @@
+"""The DataMask estimator: contract, solvers, and the paper's claims on planted data."""
+import numpy as np
+import pytest
+
+from datamask import DataMask
+from datamask.core.greedy import greedy_disf, greedy_facility, greedy_pairwise, standardize
+from datamask.core.objectives import evaluate, normalize_quality
+from datamask.core.synthetic import make_corpus
+
+
+def gain_ratio(value, rand, greedy):
+    return (value - rand) / (greedy - rand)
+
+
+@pytest.fixture(scope="module")
+def solved_20k(clustered_20k):
+    """pg, relaxed and greedy on the same 20k clustered corpus, pairwise, 10%."""
+    E, q = clustered_20k["embedding"], clustered_20k["quality"]
+    out = {s: DataMask(solver=s, seed=0).fit(E, q) for s in ("greedy", "relaxed", "pg")}
+    rows = np.random.default_rng(0).permutation(len(q))[: out["pg"].budget_]
+    out["random"] = evaluate(E, q, rows)["objective"]
+    return out
+
+
+def test_fit_sets_learned_state(solved_20k, clustered_20k):
+    m = solved_20k["pg"]
+    N = len(clustered_20k["quality"])
+    assert m.mask_.dtype == bool and m.mask_.shape == (N,)
+    assert m.mask_.sum() == m.budget_ == round(0.1 * N)
+    assert m.n_candidates_ == N // 2
+    assert np.isneginf(m.logits_[~np.isfinite(m.logits_)]).all()
+    assert np.isfinite(m.logits_).sum() == m.n_candidates_
+    assert m.history_[0]["step"] == 0 and m.history_[-1]["step"] == m.n_steps_
+    assert set(m.history_[0]) == {"step", "seconds", "objective", "quality", "diversity"}
+    # objective_ is the exact objective of mask_, the same as evaluate() reports
+    again = evaluate(clustered_20k["embedding"], clustered_20k["quality"], m.mask_)
+    assert m.objective_ == pytest.approx(again)
+    # the best mask seen is kept: never worse than any evaluation point
+    assert m.objective_["objective"] >= max(h["objective"] for h in m.history_) - 1e-12
+
+
+def test_pg_reaches_995_and_relaxed_9999_of_greedy_gain(solved_20k):
+    g = solved_20k["greedy"].objective_["objective"]
+    r = solved_20k["random"]
+    pg = gain_ratio(solved_20k["pg"].objective_["objective"], r, g)
+    relaxed = gain_ratio(solved_20k["relaxed"].objective_["objective"], r, g)
+    assert pg >= 0.995, pg
+    assert relaxed >= 0.9999, relaxed
+
+
+def test_joint_selection_has_fewer_near_duplicates_than_topk_and_better_quality_than_random(
+    solved_20k, clustered_20k
+):
+    q = clustered_20k["quality"]
+    dup = clustered_20k["dup_group"] >= 0
+    m = solved_20k["pg"]
+    S = m.budget_
+    topk = np.argsort(-q)[:S]
+    rand = np.random.default_rng(1).permutation(len(q))[:S]
+    assert dup[m.mask_].sum() < dup[topk].sum()
+    assert q[m.mask_].mean() > q[rand].mean()
+
+
+@pytest.mark.parametrize("solver", ["pg", "greedy", "relaxed"])
+def test_lam_one_selects_exactly_the_top_quality_rows(solver):
+    c = make_corpus(3000, dim=32, seed=4)
+    m = DataMask(solver=solver, lam=1.0, steps=300, seed=0).fit(c["embedding"], c["quality"])
+    top = np.argsort(-c["quality"])[: m.budget_]
+    assert set(np.nonzero(m.mask_)[0]) == set(top)
+
+
+def test_facility_pg_covers_better_than_random_and_topk():
+    c = make_corpus(4000, dim=64, seed=2)
+    E, q = c["embedding"], c["quality"]
+    m = DataMask(diversity="facility", lam=0.5, steps=400, reference_size=1024, seed=0).fit(E, q)
+    S = m.budget_
+    kw = dict(diversity="facility", reference_size=1024, seed=0)
+    rand = evaluate(E, q, np.random.default_rng(0).permutation(len(q))[:S], **kw)
+    topk = evaluate(E, q, np.argsort(-q)[:S], **kw)
+    assert m.objective_["diversity"] > rand["diversity"]
+    assert m.objective_["diversity"] > topk["diversity"]
+    assert m.objective_["objective"] > max(rand["objective"], topk["objective"])
+
+
+def test_disf_pg_improves_on_its_start_and_greedy_beats_random():
+    c = make_corpus(3000, dim=32, seed=5)
+    E, q = c["embedding"], c["quality"]
+    m = DataMask(diversity="disf", steps=300, seed=0).fit(E, q)
+    assert m.objective_["objective"] > m.history_[0]["objective"]
+    g = DataMask(diversity="disf", solver="greedy").fit(E, q)
+    rand = evaluate(E, q, np.random.default_rng(0).permutation(len(q))[: g.budget_], diversity="disf")
+    assert g.objective_["objective"] > rand["objective"]
+
+
+def test_same_seed_same_mask_and_different_seed_differs():
+    c = make_corpus(3000, dim=32, seed=6)
+    a = DataMask(steps=200, seed=3).fit(c["embedding"], c["quality"])
+    b = DataMask(steps=200, seed=3).fit(c["embedding"], c["quality"])
+    d = DataMask(steps=200, seed=4, final="sample").fit(c["embedding"], c["quality"])
+    assert (a.mask_ == b.mask_).all()
+    assert (a.logits_ == b.logits_).all()
+    assert not (a.mask_ == d.mask_).all()
+
+
+def test_batch_passes_visit_every_row_once_per_pass():
+    from datamask.core.backend import default_rng
+    from datamask.core.pg import Passes
+
+    passes = Passes(103, 10, default_rng(np, 0))
+    seen = [passes.next() for _ in range(20)]  # 10 batches per pass, 3 rows left over
+    for k in (0, 10):
+        rows = np.concatenate(seen[k:k + 10])
+        assert len(np.unique(rows)) == 100 and rows.max() < 103
+    assert all((np.diff(b) > 0).all() for b in seen)  # sorted, distinct
+    assert not np.array_equal(np.sort(np.concatenate(seen[:10])), np.sort(np.concatenate(seen[10:])))
+    assert Passes(50, 50, default_rng(np, 0)).next() is None
+
+
+@pytest.mark.parametrize(
+    "n,ratio,size,expected",
+    [(10_000, 0.05, 1024, 500), (100_000, 0.05, 1024, 1024), (100_000, 0.05, None, 5000),
+     (2_000, 0.05, 1024, 256), (2_000, 0.05, 100, 100), (3_000, None, 1024, 1024), (300, None, None, 300)],
+)
+def test_batch_rows_is_the_ratio_capped_by_batch_max(n, ratio, size, expected):
+    from datamask.core.pg import MIN_BATCH, PolicyGradient
+
+    est = DataMask(batch_ratio=ratio, batch_max=size)
+    assert PolicyGradient(est).batch_rows(n, MIN_BATCH) == expected
+
+
+def test_callback_sees_records_and_can_stop():
+    c = make_corpus(2000, dim=16, seed=1)
+    seen = []
+
+    def cb(est, rec):
+        seen.append(rec["step"])
+        return rec["step"] >= 200
+
+    m = DataMask(steps=1000, eval_every=100, callback=cb, patience=None).fit(c["embedding"], c["quality"])
+    assert seen == [0, 100, 200]
+    assert m.n_steps_ == 200
+
+
+def test_unnormalised_rows_are_normalised():
+    c = make_corpus(2000, dim=16, seed=1)
+    scale = np.random.default_rng(0).uniform(0.5, 3.0, size=(2000, 1)).astype(np.float32)
+    a = DataMask(solver="relaxed").fit(c["embedding"], c["quality"])
+    b = DataMask(solver="relaxed").fit(c["embedding"] * scale, c["quality"])
+    assert (a.mask_ == b.mask_).all()
+
+
+def test_greedy_pairwise_matches_brute_force_greedy(unit_rows):
+    E = unit_rows(40, 6, seed=2)
+    q = normalize_quality(np.random.default_rng(2).normal(size=40))
+    S, lam = 8, 0.4
+    order = list(greedy_pairwise(E, q, S, lam))
+    picked = []
+    for _ in range(S):
+        best, best_i = -np.inf, None
+        for i in range(40):
+            if i in picked:
+                continue
+            U = picked + [i]
+            s = E[U].astype(np.float64).sum(0)
+            f = lam * q[U].sum() / S - (1 - lam) * (s @ s - len(U)) / (S * (S - 1))
+            if f > best:
+                best, best_i = f, i
+        picked.append(best_i)
+    assert order == picked
+
+
+def test_lazy_greedy_facility_matches_plain_greedy(unit_rows):
+    E = unit_rows(60, 5, seed=3)
+    R = E[::3]
+    q = normalize_quality(np.random.default_rng(3).normal(size=60))
+    S, lam = 10, 0.5
+    picked = []
+    for _ in range(S):
+        gains = [
+            -np.inf if i in picked else lam * q[picked + [i]].sum() / S
+            + (1 - lam) * (R @ E[picked + [i]].T).max(1).mean()
+            for i in range(60)
+        ]
+        picked.append(int(np.argmax(gains)))
+    assert list(greedy_facility(E, q, S, lam, R, block=4)) == picked
+
+
+def test_greedy_disf_increments_match_the_proxy(unit_rows):
+    E = unit_rows(50, 6, seed=4)
+    q = np.zeros(50)
+    S = 7
+    order = list(greedy_disf(E, q, S, 0.0))
+    Z = standardize(E).astype(np.float64)
+
+    def proxy(U):
+        C = Z[U].T @ Z[U] / S
+        return -(np.sum(C**2) - np.sum(np.diag(C) ** 2))
+
+    picked = []
+    for _ in range(S):
+        picked.append(max((i for i in range(50) if i not in picked), key=lambda i: proxy(picked + [i])))
+    assert order == picked
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(ratio=0.0), "ratio"),
+        (dict(ratio=1.0), "ratio"),
+        (dict(ratio=1.5), "ratio"),
+        (dict(ratio=0.6, prune=0.5), "budget S=60 is larger than the 50 rows left after pruning"),
+        (dict(budget=80, prune=0.5), "larger than the 50 rows left"),
+        (dict(budget=101), "budget"),
+        (dict(lam=1.2), "lam"),
+        (dict(diversity="cosine"), "diversity"),
+        (dict(solver="adam"), "solver"),
+        (dict(solver="relaxed", diversity="facility"), "relaxed"),
+        (dict(batch_ratio=0.0), "batch_ratio"),
+        (dict(batch_max=1), "batch_max"),
+        (dict(batch_max=2.5), "batch_max"),
+        (dict(prune=1.0), "prune"),
+        (dict(group_size=1), "group_size"),
+    ],
+)
+def test_bad_parameters_raise_value_error_naming_them(unit_rows, kwargs, match):
+    E = unit_rows(100, 8)
+    with pytest.raises(ValueError, match=match):
+        DataMask(**kwargs).fit(E, np.arange(100.0))
+
+
+def test_bad_arrays_raise_value_error_naming_them(unit_rows):
+    E = unit_rows(100, 8)
+    q = np.arange(100.0)
+    with pytest.raises(ValueError, match="lengths differ"):
+        DataMask().fit(E, q[:-1])
+    bad = E.copy()
+    bad[7, 2] = np.nan
+    with pytest.raises(ValueError, match=r"embeddings contain NaN or inf \(first at row 7\)"):
+        DataMask().fit(bad, q)
+    bad[7, 2] = np.inf
+    with pytest.raises(ValueError, match="NaN or inf"):
+        DataMask().fit(bad, q)
+    qb = q.copy()
+    qb[3] = np.inf
+    with pytest.raises(ValueError, match=r"quality contains NaN or inf \(first at row 3\)"):
+        DataMask().fit(E, qb)
+    z = E.copy()
+    z[11] = 0
+    with pytest.raises(ValueError, match=r"zero-norm row \(row 11\)"):
+        DataMask().fit(z, q)
+    with pytest.raises(ValueError, match="2-D array"):
+        DataMask().fit(E[0], q[:1])
+    huge = E.copy()
+    huge[5] *= np.float32(3e19)  # finite, but its squared norm overflows float32
+    with pytest.raises(ValueError, match="row 5 has a norm beyond float32 range"):
+        DataMask().fit(huge, q)
+
+
+def test_params_roundtrip_and_repr():
+    m = DataMask(lam=0.3, solver="relaxed")
+    assert m.get_params()["lam"] == 0.3
+    assert "lam=0.3" in repr(m) and "solver='relaxed'" in repr(m)
+    m.set_params(lam=0.7)
+    assert m.lam == 0.7
+    with pytest.raises(ValueError, match="unknown parameter"):
+        m.set_params(lambda_=1)
+
+
+@pytest.mark.gpu
+def test_cupy_fit_stays_on_device_and_matches_numpy_quality():
+    import cupy as cp
+
+    c = make_corpus(5000, dim=64, seed=0)
+    m = DataMask(steps=300, seed=0).fit(cp.asarray(c["embedding"]), cp.asarray(c["quality"]))
+    assert type(m.mask_).__module__.startswith("cupy")
+    ref = DataMask(solver="greedy").fit(c["embedding"], c["quality"])
+    rand = evaluate(c["embedding"], c["quality"], np.random.default_rng(0).permutation(5000)[: ref.budget_])
+    assert gain_ratio(m.objective_["objective"], rand["objective"], ref.objective_["objective"]) > 0.95
+
+
+def test_float16_storage_is_accepted_without_changing_the_selection_much():
+    c = make_corpus(3000, dim=32, seed=7)
+    E32, q = c["embedding"], c["quality"]
+    a = DataMask(solver="relaxed").fit(E32, q)
+    b = DataMask(solver="relaxed").fit(E32.astype(np.float16), q)
+    assert b.mask_.sum() == a.mask_.sum()
+    assert (a.mask_ & b.mask_).sum() >= 0.97 * a.mask_.sum()
+    assert b.objective_["objective"] == pytest.approx(a.objective_["objective"], abs=1e-3)

@@ -1,0 +1,196 @@
+"""End to end: the `datamask` CLI on a generated corpus through a real LocalCluster."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+import pytest
+
+from datamask.cli import main
+from datamask.pipeline.config import SelectConfig
+from datamask.core.estimator import DataMask
+from pipeline_data import DIM, FILE_ROWS, address, args, cluster, corpus, manifest, read_out, write_files  # noqa: F401
+
+
+def _run(*a):
+    rc = main(list(a))
+    assert rc == 0
+    return rc
+
+
+@pytest.fixture(scope="module")
+def selected(corpus, address, tmp_path_factory):
+    out = tmp_path_factory.mktemp("sel") / "out"
+    _run(*args(corpus, out, scheduler=address))
+    return out
+
+
+def test_parquet_in_parquet_out(corpus, selected):
+    m = manifest(selected)
+    parts = m["partitions"]
+    assert [p["rows_in"] for p in parts] == [1500, 1500, 1500, 1500, 1000]
+    for p in parts:  # the per-partition budget
+        assert p["rows_out"] == round(0.1 * p["rows_in"])
+        t = pq.read_table(selected / "data" / p["files"][0])
+        assert t.num_rows == p["rows_out"]
+        # rows come from this partition's own row range
+        ids = t.column("id").to_numpy()
+        src = pq.read_table(corpus / p["source"], columns=["id"]).column(0).to_numpy()[p["start"]:p["stop"]]
+        assert np.isin(ids, src).all()
+        assert p["after"]["objective"] > p["before"]["objective"]
+    out = read_out(selected)
+    assert out.num_rows == sum(round(0.1 * p["rows_in"]) for p in parts)
+    assert out.schema.field("embedding").type == pa.list_(pa.float16(), DIM)
+    assert set(out.column_names) >= {"id", "embedding", "quality", "topic", "dup_group", "n_tokens"}
+    assert len(set(out.column("id").to_pylist())) == out.num_rows
+    assert m["status"] == "complete" and m["totals"]["rows_in"] == sum(FILE_ROWS)
+    assert m["versions"]["dask"] and m["config"]["ratio"] == 0.1 and m["wall_seconds"] > 0
+    # partition seeds are distinct and derived from identity, not listing position
+    assert len({p["seed"] for p in parts}) == len(parts)
+
+
+def test_selection_beats_random_on_quality(corpus, selected):
+    out = read_out(selected)
+    q_all = pq.read_table(corpus).column("quality").to_numpy()
+    assert out.column("quality").to_numpy().mean() > q_all.mean() + 0.3
+
+
+def test_one_and_two_workers_same_output(corpus, selected, tmp_path):
+    out1 = tmp_path / "one"
+    _run(*args(corpus, out1, "--n-workers", "1"))  # embedded LocalCluster, 1 worker
+    assert read_out(out1).equals(read_out(selected))
+
+
+def test_rerun_skips_and_different_config_refused(corpus, address, tmp_path, capsys):
+    out = tmp_path / "out"
+    _run(*args(corpus, out, scheduler=address))
+    files = sorted((out / "data").glob("*.parquet"))
+    stamps = [(f.stat().st_mtime_ns, f.stat().st_ino) for f in files]
+    _run(*args(corpus, out, scheduler=address))
+    assert [(f.stat().st_mtime_ns, f.stat().st_ino) for f in files] == stamps
+    rc = main(args(corpus, out, "--ratio", "0.2", scheduler=address))
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "different config" in err and "ratio" in err and "--overwrite" in err
+    assert [(f.stat().st_mtime_ns, f.stat().st_ino) for f in files] == stamps
+    _run(*args(corpus, out, "--ratio", "0.2", "--overwrite", scheduler=address))
+    assert manifest(out)["totals"]["rows_out"] == sum(round(0.2 * p["rows_in"]) for p in manifest(out)["partitions"])
+
+
+def test_growing_corpus_processes_only_new_files(corpus, address, tmp_path):
+    src = tmp_path / "in"
+    shutil.copytree(corpus, src)
+    out = tmp_path / "out"
+    _run(*args(src, out, scheduler=address))
+    before = {f.name: f.stat().st_mtime_ns for f in (out / "data").glob("*.parquet")}
+    seeds = {p["identity"]: p["seed"] for p in manifest(out)["partitions"]}
+    write_files(tmp_path / "new", rows=(800,), seed=5)
+    # sorts before every old file: positions in the listing shift, identities do not
+    shutil.copy(tmp_path / "new" / "shard-0.parquet", src / "a-new.parquet")
+    t = pq.read_table(src / "a-new.parquet")
+    pq.write_table(t.set_column(0, "id", pa.array(np.arange(10**6, 10**6 + 800))), src / "a-new.parquet")
+    _run(*args(src, out, scheduler=address))
+    m = manifest(out)
+    assert m["totals"]["computed_this_run"] == 1 and m["totals"]["partitions"] == 6
+    after = {f.name: f.stat().st_mtime_ns for f in (out / "data").glob("*.parquet")}
+    assert {k: after[k] for k in before} == before
+    assert {p["identity"]: p["seed"] for p in m["partitions"] if p["identity"] in seeds} == seeds
+
+
+def test_jsonl_input(corpus, address, tmp_path):
+    src = tmp_path / "jsonl"
+    src.mkdir()
+    t = pq.read_table(corpus / "shard-2.parquet")
+    rows = t.to_pylist()
+    with gzip.open(src / "docs.jsonl.gz", "wt") as fh:
+        for r in rows[:600]:
+            fh.write(json.dumps(r) + "\n")
+    with open(src / "more.jsonl", "w") as fh:
+        for r in rows[600:]:
+            fh.write(json.dumps(r) + "\n")
+    out = tmp_path / "out"
+    _run(*args(src, out, scheduler=address))
+    m = manifest(out)
+    assert [p["rows_in"] for p in m["partitions"]] == [600, 400]
+    o = read_out(out)
+    assert o.num_rows == 60 + 40
+    assert pa.types.is_fixed_size_list(o.schema.field("embedding").type)
+    assert o.schema.field("embedding").type.list_size == DIM
+
+
+def test_partition_on_writes_hive_directories(corpus, selected, address, tmp_path):
+    out = tmp_path / "hive"
+    _run(*args(corpus, out, "--partition-on", "topic", scheduler=address))
+    dirs = sorted(p.name for p in (out / "data").iterdir())
+    assert dirs and all(d.startswith("topic=") for d in dirs)
+    t = pads.dataset(out / "data", partitioning="hive").to_table().sort_by("id")
+    flat = read_out(selected)
+    assert t.column("id").equals(flat.column("id"))
+    assert t.column("topic").cast(pa.int32()).equals(flat.column("topic"))
+
+
+def test_keep_all_and_dedupe_ids(corpus, address, tmp_path):
+    src = tmp_path / "dup"
+    write_files(src, rows=(1200, 900), seed=3)
+    t = pq.read_table(src / "shard-1.parquet")  # ids 1200.. -> make 10 of them repeat file 0's ids
+    ids = t.column("id").to_numpy().copy()
+    ids[:10] = np.arange(10)
+    pq.write_table(t.set_column(0, "id", pa.array(ids)), src / "shard-1.parquet")
+    out = tmp_path / "out"
+    _run(*args(src, out, "--dedupe-ids", "--keep-all", scheduler=address))
+    m = manifest(out)
+    assert [p["duplicates_dropped"] for p in m["partitions"]] == [0, 10]
+    o = read_out(out)
+    assert o.num_rows == 2100 - 10 and len(set(o.column("id").to_pylist())) == o.num_rows
+    sel = o.column("selected").to_numpy()
+    assert sel.sum() == round(0.1 * 1200) + round(0.1 * 890)
+    logit = o.column("datamask_logit").to_numpy()
+    assert np.isfinite(logit[sel]).all()
+
+
+def test_run_workflow_with_set(corpus, address, tmp_path):
+    wf = tmp_path / "wf.yaml"
+    out = tmp_path / "out"
+    wf.write_text(f"input: {corpus}\noutput: {out}\nsplit_size: 2000\nsteps: 20\nratio: 0.05\n")
+    _run("run", str(wf), "--set", "ratio=0.2", "--set", f"scheduler={address}", "--quiet")
+    m = manifest(out)
+    assert m["config"]["ratio"] == 0.2 and m["config"]["steps"] == 20
+    assert m["partitions"][0]["rows_out"] == 300
+
+
+def test_config_defaults_follow_estimator():
+    cfg = SelectConfig()
+    est = DataMask()
+    for k, v in cfg.estimator_params(seed=0).items():
+        if k != "seed":
+            assert v == est.get_params()[k], k
+    with pytest.raises(Exception, match="unknown key"):
+        SelectConfig.from_dict({"ratoi": 0.1})
+
+
+@pytest.mark.gpu
+def test_gpu_select(corpus, tmp_path):
+    from datamask.core.backend import gpu_available
+
+    if not gpu_available():
+        pytest.skip("no CUDA GPU")
+    out = tmp_path / "gpu"
+    _run(*args(corpus, out, "--device", "gpu"))
+    assert manifest(out)["device"] == "gpu"
+    assert read_out(out).num_rows == sum(round(0.1 * r) for r in (1500, 1500, 1500, 1500, 1000))
+
+
+def test_pruning_limit_applies_only_to_methods_that_prune(corpus, address, tmp_path, capsys):
+    # ratio 0.6 exceeds what default pruning (0.5) leaves: refused for datamask, which prunes,
+    # but top-k ignores `prune` and must keep 60% of every split.
+    assert main(args(corpus, tmp_path / "dm", "--ratio", "0.6", scheduler=address)) == 2
+    assert "left after pruning" in capsys.readouterr().err
+    assert main(args(corpus, tmp_path / "topk", "--ratio", "0.6", "--method", "topk", "--no-report",
+                     scheduler=address)) == 0
+    parts = manifest(tmp_path / "topk")["partitions"]
+    assert all(p["rows_out"] == round(0.6 * p["rows_in"]) for p in parts)

@@ -1,0 +1,122 @@
+"""The package's layering: one package per layer, imports only downward, no cycle, small
+modules, and ``import datamask`` without Dask or torch."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "datamask"
+# lowest first; a module may import its own layer and the layers before it
+LAYERS = ("errors", "core", "methods", "features", "dedup", "pipeline", "analysis", "cli")
+MAX_LINES = 420
+
+
+def _modules() -> dict:
+    mods = {}
+    for p in PKG.rglob("*.py"):
+        parts = p.relative_to(PKG.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        mods[name] = p
+    return mods
+
+
+def _imports(mods: dict) -> dict:
+    """``{module: {imported datamask modules}}``, every import statement (lazy ones too)."""
+    graph = {m: set() for m in mods}
+    for m, p in mods.items():
+        pkg = m if p.name == "__init__.py" else m.rpartition(".")[0]
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom):
+                if n.level:
+                    base = pkg.split(".")[: len(pkg.split(".")) - (n.level - 1)]
+                    target = ".".join(base + ([n.module] if n.module else []))
+                else:
+                    target = n.module or ""
+                cands = [target] + [f"{target}.{a.name}" for a in n.names]
+            elif isinstance(n, ast.Import):
+                cands = [a.name for a in n.names]
+            else:
+                continue
+            for c in cands:
+                if c in mods and c != m and not m.startswith(c + "."):
+                    graph[m].add(c)
+    return graph
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def _cycle(graph):
+    """One import cycle as a list of modules, or None."""
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for c in sorted(graph[m]):
+            if state.get(c) == 1:
+                return stack[stack.index(c):] + [c]
+            if c not in state:
+                found = visit(c)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycle():
+    graph = _imports(_modules())
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph))
+
+
+def test_the_cycle_check_finds_a_planted_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_every_module_belongs_to_a_layer():
+    loose = [m for m in _modules() if m != "datamask" and _layer(m) is None]
+    assert not loose, f"modules outside the layer packages {LAYERS}: {loose}"
+
+
+def test_imports_only_go_down():
+    upward = [f"{m} -> {c}" for m, cs in _imports(_modules()).items() for c in cs
+              if _layer(m) is not None and _layer(c) is not None and _layer(c) > _layer(m)]
+    assert not upward, "imports from a higher layer: " + "; ".join(sorted(upward))
+
+
+def test_modules_stay_small():
+    big = {m: n for m, p in _modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not big, f"modules over {MAX_LINES} lines: {big}"
+
+
+@pytest.mark.parametrize("heavy", ["dask", "distributed", "torch", "sentence_transformers", "cupy"])
+def test_import_datamask_is_light(heavy):
+    code = ("import sys, datamask; from datamask import DataMask, evaluate; "
+            f"print(any(m == {heavy!r} or m.startswith({heavy!r} + '.') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", f"import datamask imports {heavy}"
+
+
+def test_moved_names_still_reachable_from_the_top():
+    import datamask
+
+    for name, module in datamask._MOVED.items():
+        obj = getattr(datamask, name)
+        assert obj.__module__ == module or module.startswith(obj.__module__.rsplit(".", 1)[0]), (name, obj.__module__)
+    with pytest.raises(AttributeError):
+        datamask.no_such_name
