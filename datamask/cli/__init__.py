@@ -31,8 +31,10 @@ def _groups():
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
+    from .common import STOPPED_RUN
+
     p = argparse.ArgumentParser(prog="datamask", description="Select pre-training data that is both "
-                                "high-quality and diverse (DATAMASK), with Dask.")
+                                "high-quality and diverse (DATAMASK), with Dask.", epilog=STOPPED_RUN)
     p.add_argument("--version", action="version", version=f"datamask {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for g in _groups():

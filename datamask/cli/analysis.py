@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..analysis.stages import ClusterConfig, CompareConfig, run_cluster_stage, run_compare_stage, run_report
-from .common import add_config_flags, config_from_args, format_table
+from .common import add_stage_arguments, config_from_args, format_table
 
 __all__ = ["add_parsers", "COMMANDS"]
 
@@ -10,17 +10,11 @@ __all__ = ["add_parsers", "COMMANDS"]
 def add_parsers(sub):
     c = sub.add_parser("cluster", help="k-means on the embeddings: a cluster column, centroids and per-cluster "
                                        "statistics (INPUT -> OUTPUT)")
-    c.add_argument("input", help="directory, file or glob of Parquet / JSONL / JSONL.gz, or the output "
-                                 "directory of another datamask stage")
-    c.add_argument("output", help="output directory (data/, centroids.parquet, cluster_stats.parquet, "
-                                  "cluster.json, by_cluster/)")
-    add_config_flags(c, ClusterConfig)
+    add_stage_arguments(c, ClusterConfig, "output directory (data/, centroids.parquet, cluster_stats.parquet, "
+                                          "cluster.json, by_cluster/)")
     m = sub.add_parser("compare", help="run DATAMASK and the baselines on the same corpus and budget, score them "
                                        "alike, write a table, a Pareto plot and the HTML report")
-    m.add_argument("input", help="directory, file or glob of Parquet / JSONL / JSONL.gz, or the output "
-                                 "directory of another datamask stage")
-    m.add_argument("output", help="output directory (compare.csv, pareto.png, report/)")
-    add_config_flags(m, CompareConfig)
+    add_stage_arguments(m, CompareConfig, "output directory (compare.csv, pareto.png, report/)")
     r = sub.add_parser("report", help="figures and a self-contained HTML page for a select or compare OUTPUT_DIR")
     r.add_argument("directory", help="output directory of datamask select or datamask compare")
     r.add_argument("--out", default=None, help="where to write the report (default: DIRECTORY/report)")

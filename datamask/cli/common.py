@@ -8,9 +8,27 @@ from dataclasses import MISSING, fields
 
 from ..pipeline.config import SelectConfig, parse_value
 
-__all__ = ["add_config_flags", "config_from_args", "stage_summary", "format_table", "write_report_after"]
+__all__ = ["add_stage_arguments", "add_config_flags", "config_from_args", "stage_summary", "format_table", "write_report_after"]
 
 _POSITIONAL = ("input", "output")
+
+
+INPUT_HELP = ("directory, file or glob of Parquet / JSONL / JSONL.gz, or the output directory of another "
+              "datamask stage (its data/ is read)")
+
+
+STOPPED_RUN = ("If the run stops (bad input, a killed job), the splits it finished stay in OUTPUT/data and no "
+               "manifest.json is written; fix the cause and rerun the same command to compute only the missing "
+               "splits. `datamask status OUTPUT` lists them.")
+
+
+def add_stage_arguments(p: argparse.ArgumentParser, cls, output_help: str, input_help: str = INPUT_HELP):
+    """``INPUT OUTPUT`` and one flag per field of the stage's config class ``cls``; the help
+    ends with what a stopped run leaves."""
+    p.epilog = STOPPED_RUN
+    p.add_argument("input", help=input_help)
+    p.add_argument("output", help=output_help)
+    add_config_flags(p, cls)
 
 
 def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..pipeline.config import EmbedConfig, ScoreConfig
-from .common import add_config_flags, config_from_args, stage_summary
+from .common import add_stage_arguments, config_from_args, stage_summary
 
 __all__ = ["add_parsers", "COMMANDS"]
 
@@ -15,10 +15,7 @@ def add_parsers(sub):
         "package, 384-d). Texts longer than the model's window (--max-length, default the model's own: 256 "
         "tokens for MiniLM) are TRUNCATED unless --chunk, which embeds them window by window and mean-pools. "
         "GPU workers use CUDA in float16. Rows with null or empty text are dropped and counted in the manifest.")
-    e.add_argument("input", help="directory, file or glob of Parquet / JSONL / JSONL.gz with a text column, "
-                                 "or the output directory of another datamask stage")
-    e.add_argument("output", help="output directory (data/, manifest.json)")
-    add_config_flags(e, EmbedConfig)
+    add_stage_arguments(e, EmbedConfig, "output directory (data/, manifest.json)")
 
     c = sub.add_parser(
         "score", help="build the quality column (and n_tokens) from score columns, heuristics, fastText",
@@ -27,10 +24,7 @@ def add_parsers(sub):
         "heuristics (--heuristics) and a fastText classifier (--fasttext MODEL.bin). Corpus statistics are "
         "stored in the output, so a resumed run uses the same ones. Null or empty texts score 0 and are "
         "counted in the manifest.")
-    c.add_argument("input", help="directory, file or glob of Parquet / JSONL / JSONL.gz, or the output "
-                                 "directory of another datamask stage")
-    c.add_argument("output", help="output directory (data/, manifest.json)")
-    add_config_flags(c, ScoreConfig)
+    add_stage_arguments(c, ScoreConfig, "output directory (data/, manifest.json)")
 
     t = sub.add_parser("train-quality", help="train a fastText quality classifier (positive vs negative documents)")
     t.add_argument("--positive", required=True, help="high-quality documents: .txt, .jsonl(.gz), .parquet or a directory")

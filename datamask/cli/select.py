@@ -3,17 +3,14 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from ..pipeline.config import SelectConfig
-from .common import add_config_flags, config_from_args, stage_summary, write_report_after
+from .common import add_stage_arguments, config_from_args, stage_summary, write_report_after
 
 __all__ = ["add_parsers", "COMMANDS"]
 
 
 def add_parsers(sub):
     s = sub.add_parser("select", help="select rows of a corpus: INPUT (Parquet/JSONL) -> OUTPUT (Parquet)")
-    s.add_argument("input", help="directory, file or glob of Parquet / JSONL / JSONL.gz, or the output "
-                                 "directory of another datamask stage")
-    s.add_argument("output", help="output directory (data/, manifest.json, report/)")
-    add_config_flags(s)
+    add_stage_arguments(s, SelectConfig, "output directory (data/, manifest.json, report/)")
     s.add_argument("--no-report", dest="no_report", action="store_true",
                    help="do not write the HTML report (OUTPUT/report/) at the end")
 

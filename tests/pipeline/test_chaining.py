@@ -111,3 +111,11 @@ def test_a_bad_row_found_in_a_worker_prints_one_line(corpus, tmp_path):
     log = lines[0].rsplit("(worker log: ", 1)[1].rstrip(")")
     assert "Compute Failed" in open(log).read()
     assert not (out / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("command", [[], ["select"], ["embed"], ["score"], ["cluster"], ["compare"]])
+def test_help_says_what_a_stopped_run_leaves(command, capsys):
+    with pytest.raises(SystemExit):
+        main(command + ["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "no manifest.json is written" in text and "datamask status OUTPUT" in text
