@@ -1,0 +1,162 @@
+"""In-memory deduplication of one table: the corpus-wide algorithm on a single process.
+
+:class:`Deduplicator` runs the same functions as the ``dedup`` stage (records, bucket
+pairs, verification, connected components, kept row), on arrays that fit in memory.
+Kinds run in the order exact, fuzzy, semantic; a later kind works on the documents the
+earlier ones kept (a removed document is replaced by its kept one in the later kinds'
+pairs), and ``duplicate_of_`` always names a document that is finally kept.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from .buckets import exact_records, fuzzy_records, verify_pairs
+from .graph import bucket_pairs, duplicate_of, unique_pairs
+from .minhash import lsh_params, signatures
+
+__all__ = ["KINDS", "parse_kinds", "Deduplicator", "resolve_kept", "represent"]
+
+KINDS = ("exact", "fuzzy", "semantic")
+
+
+def parse_kinds(kinds) -> tuple:
+    """``"exact,fuzzy"`` or a sequence -> the kinds in canonical order (ConfigError on an
+    unknown or empty one)."""
+    items = [k.strip() for k in kinds.split(",")] if isinstance(kinds, str) else [str(k).strip() for k in kinds]
+    items = [k for k in items if k]
+    bad = [k for k in items if k not in KINDS]
+    if bad or not items:
+        raise ConfigError(f"--kind {','.join(items) or repr('')}: choose one or more of {','.join(KINDS)}, comma-separated")
+    return tuple(k for k in KINDS if k in items)
+
+
+def represent(a, b, removed, kept):
+    """Pairs with every removed document replaced by its kept one (then each pair once)."""
+    if removed.shape[0] == 0:
+        return unique_pairs(a, b)
+    order = np.argsort(removed)
+    removed, kept = removed[order], kept[order]
+
+    def rep(x):
+        i = np.clip(np.searchsorted(removed, x), 0, removed.shape[0] - 1)
+        return np.where(removed[i] == x, kept[i], x)
+
+    return unique_pairs(rep(a), rep(b))
+
+
+def resolve_kept(removed, kept):
+    """Follow chains (``a -> b`` then ``b -> c``) so that every target is finally kept."""
+    order = np.argsort(removed)
+    removed, kept = removed[order], kept[order].copy()
+    for _ in range(len(KINDS) + 1):
+        i = np.clip(np.searchsorted(removed, kept), 0, max(removed.shape[0] - 1, 0))
+        hit = removed.shape[0] > 0 and (removed[i] == kept)
+        if not np.any(hit):
+            break
+        kept = np.where(hit, kept[i], kept)
+    return removed, kept
+
+
+class Deduplicator:
+    """Find duplicate groups in one table and keep one document per group.
+
+    Parameters
+    ----------
+    kind : str or sequence
+        ``"exact"``, ``"fuzzy"``, ``"semantic"``, comma-separated or a list.
+    ngram, num_perm, bands, threshold :
+        MinHash-LSH setting (:func:`~datamask.dedup.minhash.lsh_params`).
+    eps : float
+        Semantic: a document whose cosine to a kept one of its cluster exceeds
+        ``1 - eps`` is removed.
+    n_clusters : int, optional
+        Semantic without ``cluster``: k-means clusters (default ``sqrt(N / 10)``).
+    seed : int
+        k-means seed.
+
+    Attributes
+    ----------
+    duplicate_of_ : (N,) int64 ndarray
+        Position of the kept document each removed one duplicates; -1 for kept rows.
+    removed_by_ : (N,) object ndarray
+        The kind that removed each row (None for kept rows).
+    stats_ : dict
+        ``{kind: {"groups": int, "removed": int}}``.
+    n_null_ : int
+        Null texts (kept, never grouped).
+    """
+
+    def __init__(self, kind="exact,fuzzy", ngram=5, num_perm=128, bands=None, threshold=0.7, eps=0.05,
+                 n_clusters=None, seed=0):
+        self.kind, self.ngram, self.num_perm, self.bands = kind, ngram, num_perm, bands
+        self.threshold, self.eps, self.n_clusters, self.seed = threshold, eps, n_clusters, seed
+
+    def fit(self, texts=None, quality=None, embeddings=None, cluster=None):
+        """Find the duplicates.
+
+        Parameters
+        ----------
+        texts : (N,) array-like of str or None
+            Needed by the exact and fuzzy kinds.
+        quality : (N,) float array, optional
+            The kept document of a group is the highest quality one (ties, and without
+            quality: the first row).
+        embeddings : (N, d) float array, optional
+            Needed by the semantic kind.
+        cluster : (N,) int array, optional
+            Semantic clusters; computed by k-means when absent.
+        """
+        kinds = parse_kinds(self.kind)
+        params = lsh_params(self.ngram, self.num_perm, self.bands, self.threshold)
+        n = len(texts) if texts is not None else len(embeddings)
+        doc = np.arange(n, dtype=np.int64)
+        q = None if quality is None else np.asarray(quality, dtype=np.float64)
+        removed = np.zeros(0, np.int64)
+        kept = np.zeros(0, np.int64)
+        by = np.full(n, None, dtype=object)
+        self.stats_ = {}
+        self.n_null_ = 0
+        if texts is not None:
+            from .normalize import as_string_array
+
+            self.n_null_ = int(as_string_array(texts).null_count)
+        for kind in kinds:
+            if kind == "semantic":
+                r, k, groups = self._semantic(embeddings, cluster, q, removed)
+            else:
+                if texts is None:
+                    raise ConfigError(f"--kind {kind} needs a text column")
+                if kind == "exact":
+                    rec = exact_records(texts, doc)
+                    a, b = bucket_pairs(rec["band"].to_numpy(), rec["key"].to_numpy(), rec["key2"].to_numpy(),
+                                        rec["doc"].to_numpy())
+                else:
+                    sig, has = signatures(texts, params.ngram, params.num_perm)
+                    rec = fuzzy_records(sig, has, doc, params.bands, params.rows)
+                    a, b = bucket_pairs(rec["band"].to_numpy(), rec["key"].to_numpy(), rec["key2"].to_numpy(),
+                                        rec["doc"].to_numpy())
+                    a, b = verify_pairs(a, b, doc, sig, params.threshold)
+                a, b = represent(a, b, removed, kept)
+                r, k, groups = duplicate_of(a, b, None if q is None else (lambda nodes: q[nodes]))
+            by[r] = kind
+            self.stats_[kind] = {"groups": int(groups), "removed": int(r.shape[0])}
+            removed, kept = np.concatenate([removed, r]), np.concatenate([kept, k])
+        removed, kept = resolve_kept(removed, kept)
+        self.duplicate_of_ = np.full(n, -1, dtype=np.int64)
+        self.duplicate_of_[removed] = kept
+        self.removed_by_ = by
+        return self
+
+    def _semantic(self, embeddings, cluster, quality, removed):
+        from .semantic import semantic_duplicates
+
+        if embeddings is None:
+            raise ConfigError("--kind semantic needs an embedding column")
+        return semantic_duplicates(embeddings, cluster, quality, self.eps, removed=removed,
+                                   n_clusters=self.n_clusters, seed=self.seed)
+
+    @property
+    def keep_mask_(self):
+        """(N,) bool: True for the rows kept."""
+        return self.duplicate_of_ < 0

@@ -1,0 +1,155 @@
+"""From bucket keys to duplicate groups: candidate pairs, connected components, kept row.
+
+Documents are named by an ``int64`` document number (the stage uses
+``file rank << 40 | row``, so the smallest number is the first document by path and
+row). The three steps are plain array functions, so they run the same on one partition,
+on a shuffled Dask partition, or on the gathered pair list:
+
+``bucket_pairs``
+    Documents with equal ``(band, key, key2)`` share a bucket; each bucket becomes a
+    star of pairs ``(first, other)`` (``m - 1`` pairs for ``m`` members, enough for the
+    components; datatrove and NeMo Curator do the same).
+``connected_components``
+    Union of the pairs into groups, by ``scipy.sparse.csgraph``.
+``choose_kept``
+    One kept document per group: the highest quality, ties (and no quality) to the
+    smallest document number; every other member points to it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["bucket_pairs", "unique_pairs", "connected_components", "choose_kept", "duplicate_of"]
+
+
+def bucket_pairs(band, key, key2, doc):
+    """Star pairs of the documents that share a bucket.
+
+    Parameters
+    ----------
+    band : (M,) int array
+        Band number of each record (0 for exact keys).
+    key, key2 : (M,) uint64 arrays
+        The bucket's 128-bit key.
+    doc : (M,) int64 array
+        Document number of each record.
+
+    Returns
+    -------
+    a, b : (P,) int64 ndarrays
+        ``a < b``; ``a`` is the smallest document number of the bucket. Pairs repeated
+        over bands are kept once.
+    """
+    band = np.asarray(band)
+    key, key2, doc = np.asarray(key), np.asarray(key2), np.asarray(doc, dtype=np.int64)
+    if doc.shape[0] < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.lexsort((doc, key2, key, band))
+    band, key, key2, doc = band[order], key[order], key2[order], doc[order]
+    new = np.ones(doc.shape[0], dtype=bool)
+    new[1:] = (band[1:] != band[:-1]) | (key[1:] != key[:-1]) | (key2[1:] != key2[:-1])
+    bucket = np.cumsum(new) - 1
+    first = doc[new][bucket]
+    member = ~new & (doc != first)
+    return unique_pairs(first[member], doc[member])
+
+
+def unique_pairs(a, b):
+    """Pairs ordered as ``(min, max)``, self pairs dropped, each pair once."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    keep = lo != hi
+    if not keep.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    pairs = np.unique(np.stack([lo[keep], hi[keep]], axis=1), axis=0)
+    return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+
+def connected_components(a, b):
+    """Groups of the undirected graph with edges ``a[i] - b[i]``.
+
+    Parameters
+    ----------
+    a, b : (P,) int64 arrays
+        Document numbers (any values).
+
+    Returns
+    -------
+    nodes : (V,) int64 ndarray
+        Every document that is in a pair, sorted.
+    labels : (V,) int64 ndarray
+        Group number of each node, ``0..G-1``.
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components as _cc
+
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    nodes, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
+    v = nodes.shape[0]
+    if v == 0:
+        return nodes, np.zeros(0, np.int64)
+    p = a.shape[0]
+    g = coo_matrix((np.ones(p, dtype=np.int8), (inv[:p], inv[p:])), shape=(v, v))
+    _, labels = _cc(g, directed=False)
+    return nodes, labels.astype(np.int64)
+
+
+def choose_kept(labels, doc, quality=None):
+    """The kept member of each group.
+
+    Parameters
+    ----------
+    labels : (V,) int array
+        Group of each member.
+    doc : (V,) int64 array
+        Document number of each member.
+    quality : (V,) float array, optional
+        Higher is better; NaN counts as lowest.
+
+    Returns
+    -------
+    (V,) int64 ndarray
+        For each member, the document number of its group's kept member.
+    """
+    labels, doc = np.asarray(labels, dtype=np.int64), np.asarray(doc, dtype=np.int64)
+    if labels.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    if quality is None:
+        q = np.zeros(labels.shape[0])
+    else:
+        q = np.asarray(quality, dtype=np.float64)
+        q = np.where(np.isnan(q), -np.inf, q)
+    order = np.lexsort((doc, -q, labels))  # by group, best quality, smallest number
+    first = np.ones(order.shape[0], dtype=bool)
+    first[1:] = labels[order][1:] != labels[order][:-1]
+    n_groups = int(labels.max()) + 1
+    kept_of_group = np.empty(n_groups, dtype=np.int64)
+    kept_of_group[labels[order][first]] = doc[order][first]
+    return kept_of_group[labels]
+
+
+def duplicate_of(a, b, doc_quality=None):
+    """Group the pairs and name each removed document's kept document.
+
+    Parameters
+    ----------
+    a, b : (P,) int64 arrays
+        Duplicate pairs.
+    doc_quality : callable, optional
+        ``doc_quality(nodes) -> (V,) float`` quality of the given document numbers.
+
+    Returns
+    -------
+    removed : (R,) int64 ndarray
+        Document numbers of the removed members, sorted.
+    kept : (R,) int64 ndarray
+        The kept document each one duplicates.
+    n_groups : int
+    """
+    nodes, labels = connected_components(a, b)
+    if nodes.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+    q = None if doc_quality is None else doc_quality(nodes)
+    kept = choose_kept(labels, nodes, q)
+    gone = kept != nodes
+    return nodes[gone], kept[gone], int(labels.max()) + 1

@@ -1,0 +1,253 @@
+"""MinHash signatures of word n-grams and LSH band keys (DESIGN.md section 5b).
+
+A document's shingles are its word n-grams (``ngram`` consecutive words after
+:func:`~datamask.dedup.normalize.word_tokens`; a document with fewer words than
+``ngram`` has one shingle, all its words). Each shingle gets a 64-bit key from its
+words' hashes, and the MinHash signature of the set of keys, ``num_perm`` 32-bit
+minima, is computed by `rensa <https://pypi.org/project/rensa/>`_'s ``RMinHash``
+(chosen over datasketch by the measured comparison in ``benchmarks/dedup.py``). The
+fraction of equal positions of two signatures estimates the Jaccard similarity of the
+two shingle sets.
+
+LSH splits the first ``bands * rows`` positions into ``bands`` bands of ``rows``; two
+documents become a candidate pair when all ``rows`` values of some band agree, which
+happens with probability ``1 - (1 - J**rows)**bands`` for Jaccard ``J``. Each band is
+reduced to a 128-bit key (two 64-bit columns), so equal bands meet in a shuffle or a
+sort on ``(band, key, key2)``.
+
+:func:`lsh_params` checks a setting and, without ``bands``, chooses the band shape from
+the Jaccard threshold: the largest ``rows`` (fewest chance candidates) for which a pair
+at the threshold still becomes a candidate with probability at least
+``CANDIDATE_RECALL``. Candidates are then kept only when their signature estimate
+reaches the threshold (:func:`jaccard_estimate`), so the threshold means what it says.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+from .normalize import word_tokens
+
+__all__ = [
+    "CANDIDATE_RECALL",
+    "SEED",
+    "LSHParams",
+    "lsh_params",
+    "candidate_probability",
+    "shingle_keys",
+    "signatures",
+    "band_keys",
+    "jaccard_estimate",
+]
+
+CANDIDATE_RECALL = 0.99
+SEED = 42  # rensa's permutation seed: every worker and every split hashes alike
+_EMPTY = np.uint32(0xFFFFFFFF)  # rensa's value for a set with no shingle
+_C1 = np.uint64(0x9E3779B97F4A7C15)
+_C2 = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def _fmix64(x):
+    """MurmurHash3's 64-bit finaliser (bijective avalanche of each value), in place."""
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xFF51AFD7ED558CCD)
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xC4CEB9FE1A85EC53)
+    x ^= x >> np.uint64(33)
+    return x
+
+
+@dataclass(frozen=True)
+class LSHParams:
+    """Checked MinHash-LSH setting.
+
+    Attributes
+    ----------
+    ngram : int
+        Words per shingle.
+    num_perm : int
+        Signature length.
+    bands, rows : int
+        LSH band shape; ``bands * rows <= num_perm``.
+    threshold : float
+        Jaccard estimate a candidate pair must reach to count as duplicates.
+    """
+
+    ngram: int
+    num_perm: int
+    bands: int
+    rows: int
+    threshold: float
+
+    def candidate_probability(self, jaccard):
+        """Probability that a pair at Jaccard ``jaccard`` shares at least one band."""
+        return candidate_probability(jaccard, self.bands, self.rows)
+
+
+def candidate_probability(jaccard, bands: int, rows: int):
+    """``1 - (1 - J**rows)**bands`` (array in, array out)."""
+    j = np.asarray(jaccard, dtype=np.float64)
+    return 1.0 - (1.0 - j ** rows) ** bands
+
+
+def lsh_params(ngram: int = 5, num_perm: int = 128, bands: int | None = None, threshold: float = 0.7) -> LSHParams:
+    """Check a MinHash-LSH setting and fill in the band shape.
+
+    Parameters
+    ----------
+    ngram : int
+        Words per shingle, ``>= 1``.
+    num_perm : int
+        Signature length, ``>= 1``.
+    bands : int, optional
+        Number of bands; must divide ``num_perm`` (``rows = num_perm / bands``). Default:
+        chosen from ``threshold`` (module doc).
+    threshold : float
+        Jaccard threshold in ``[0, 1)``.
+
+    Returns
+    -------
+    LSHParams
+
+    Raises
+    ------
+    ConfigError
+        One line naming the option and the fix.
+    """
+    if isinstance(ngram, bool) or int(ngram) != ngram or ngram < 1:
+        raise ConfigError(f"--ngram must be an integer >= 1, got {ngram!r}")
+    if isinstance(num_perm, bool) or int(num_perm) != num_perm or num_perm < 1:
+        raise ConfigError(f"--num-perm must be an integer >= 1, got {num_perm!r}")
+    threshold = float(threshold)
+    if not 0.0 <= threshold < 1.0:
+        raise ConfigError(f"--threshold is a Jaccard similarity in [0, 1), got {threshold!r}")
+    ngram, num_perm = int(ngram), int(num_perm)
+    if bands is not None:
+        if isinstance(bands, bool) or int(bands) != bands or bands < 1:
+            raise ConfigError(f"--bands must be an integer >= 1, got {bands!r}")
+        bands = int(bands)
+        if bands > num_perm or num_perm % bands:
+            divisors = [d for d in range(2, num_perm) if num_perm % d == 0][:8]
+            raise ConfigError(
+                f"--bands {bands} with --num-perm {num_perm}: bands x rows must equal num_perm, so bands must "
+                f"divide it; use one of {divisors or [1]} or change --num-perm"
+            )
+        return LSHParams(ngram, num_perm, bands, num_perm // bands, threshold)
+    rows = 1
+    for r in range(1, num_perm + 1):
+        if candidate_probability(threshold, num_perm // r, r) >= CANDIDATE_RECALL:
+            rows = r
+    return LSHParams(ngram, num_perm, num_perm // rows, rows, threshold)
+
+
+def shingle_keys(hashes, offsets, ngram: int):
+    """64-bit key of every word n-gram.
+
+    Parameters
+    ----------
+    hashes : (W,) uint64 ndarray
+        Word hashes of all documents, concatenated.
+    offsets : (N + 1,) int64 ndarray
+        Document boundaries in ``hashes``.
+    ngram : int
+
+    Returns
+    -------
+    keys : (K,) uint64 ndarray
+        The n-gram keys, documents concatenated in order: ``max(words - ngram + 1, 1)``
+        per document with at least one word (a shorter document's one shingle holds all
+        its words), none for a document without words.
+    key_offsets : (N + 1,) int64 ndarray
+    """
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    counts = np.diff(offsets)
+    per_doc = np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0)
+    key_offsets = np.concatenate([[0], np.cumsum(per_doc)]).astype(np.int64)
+    if hashes.shape[0] == 0:
+        return np.zeros(0, dtype=np.uint64), key_offsets
+    # start position of every shingle: doc start + 0..per_doc-1
+    doc = np.repeat(np.arange(counts.shape[0]), per_doc)
+    starts = np.arange(key_offsets[-1], dtype=np.int64) - key_offsets[:-1][doc] + offsets[:-1][doc]
+    padded = np.concatenate([hashes, np.zeros(ngram, dtype=np.uint64)])
+    short = counts[doc] < ngram  # the one shingle of a document shorter than ngram
+    length = np.where(short, counts[doc], ngram) if short.any() else None
+    acc = np.zeros(starts.shape[0], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for k in range(ngram):
+            word = padded[starts + k]
+            if length is None:
+                acc = acc * _C1 + word
+            else:
+                acc = np.where(k < length, acc * _C1 + word, acc)
+        acc = _fmix64(acc)
+    return acc, key_offsets
+
+
+def signatures(texts, ngram: int = 5, num_perm: int = 128, seed: int = SEED):
+    """MinHash signatures of the texts' word n-grams.
+
+    Parameters
+    ----------
+    texts : array-like of str or None
+    ngram, num_perm : int
+    seed : int
+        rensa's permutation seed; equal seeds give comparable signatures.
+
+    Returns
+    -------
+    sig : (N, num_perm) uint32 ndarray
+    has_shingles : (N,) bool ndarray
+        False for a null text or one with no word (its signature is meaningless and it
+        must not be grouped).
+    """
+    import rensa
+
+    hashes, offsets, valid = word_tokens(texts)
+    keys, key_offsets = shingle_keys(hashes, offsets, ngram)
+    n = offsets.shape[0] - 1
+    has = valid & (np.diff(key_offsets) > 0)
+    if n == 0:
+        return np.zeros((0, num_perm), dtype=np.uint32), has
+    mat = rensa.RMinHash.digest_matrix_from_flat_token_hashes(keys, key_offsets.astype(np.uint64), int(num_perm),
+                                                              int(seed))
+    sig = np.array(mat.to_rows(), dtype=np.uint32).reshape(n, num_perm)
+    sig[~has] = _EMPTY
+    return sig, has
+
+
+def band_keys(sig, bands: int, rows: int):
+    """128-bit key of each band of each signature.
+
+    Parameters
+    ----------
+    sig : (N, num_perm) uint32 ndarray
+    bands, rows : int
+        ``bands * rows <= num_perm``; the first ``bands * rows`` positions are used.
+
+    Returns
+    -------
+    (N, bands, 2) uint64 ndarray
+        Equal bands give equal keys; different bands collide with probability ~2**-128.
+    """
+    sig = np.asarray(sig, dtype=np.uint32)
+    n = sig.shape[0]
+    if bands * rows > sig.shape[1]:
+        raise ConfigError(f"bands x rows = {bands * rows} exceeds the signature length {sig.shape[1]}")
+    B = sig[:, :bands * rows].reshape(n, bands, rows).astype(np.uint64)
+    out = np.empty((n, bands, 2), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for c, mult in enumerate((_C1, _C2)):
+            acc = np.full((n, bands), np.uint64(rows) + np.uint64(c), dtype=np.uint64)
+            for j in range(rows):
+                acc = _fmix64(acc * mult + B[:, :, j])
+            out[:, :, c] = acc
+    return out
+
+
+def jaccard_estimate(sig_a, sig_b):
+    """Share of equal signature positions, row by row: the MinHash Jaccard estimate."""
+    a, b = np.asarray(sig_a), np.asarray(sig_b)
+    return (a == b).mean(axis=-1)

@@ -1,0 +1,99 @@
+"""Text normalisation, exact keys, shingles, MinHash signatures and the LSH setting."""
+import numpy as np
+import pytest
+
+from datamask.dedup.minhash import (CANDIDATE_RECALL, band_keys, candidate_probability, jaccard_estimate,
+                                    lsh_params, shingle_keys, signatures)
+from datamask.dedup.normalize import exact_keys, normalize_exact, word_tokens
+from datamask.errors import ConfigError
+from dedup_data import jaccard, near_copy, planted, text, vocab
+
+
+def test_normalize_exact_folds_case_and_whitespace_only():
+    out = normalize_exact(["  Hello \n\t WORLD!  ", "hello world!", "hello, world!", None]).to_pylist()
+    assert out == ["hello world!", "hello world!", "hello, world!", None]
+
+
+def test_exact_keys_equal_for_case_and_spacing_variants_and_skip_nulls():
+    keys, valid = exact_keys(["A b  c", "a B c", "a b c.", None])
+    assert valid.tolist() == [True, True, True, False]
+    assert (keys[0] == keys[1]).all()
+    assert not (keys[0] == keys[2]).all()
+    assert (keys[3] == 0).all()
+
+
+def test_word_tokens_drop_punctuation_and_empty_words():
+    h, off, valid = word_tokens(["Hello, world!", "  hello world ", "", "...", None, "x"])
+    assert off.tolist() == [0, 2, 4, 4, 4, 4, 5]
+    assert (h[0:2] == h[2:4]).all()
+    assert valid.tolist() == [True, True, True, True, False, True]
+
+
+def test_shingle_keys_count_and_order():
+    h = np.array([1, 2, 3, 4, 5, 6, 7, 1, 2], dtype=np.uint64)
+    off = np.array([0, 6, 6, 8, 9])  # 6 words, none, 2 words, 1 word
+    keys, ko = shingle_keys(h, off, 3)
+    assert np.diff(ko).tolist() == [4, 0, 1, 1]
+    assert len(set(keys[:4].tolist())) == 4
+    # the 2-word document's one shingle "7 1" differs from the 1-word one and from "1 2 3"
+    assert keys[4] != keys[5] and keys[4] not in keys[:4]
+    # the same words in the same order give the same key wherever they stand
+    k2, _ = shingle_keys(np.array([9, 1, 2, 3], dtype=np.uint64), np.array([0, 4]), 3)
+    assert k2[1] == keys[0]
+
+
+def test_signature_estimate_tracks_exact_jaccard():
+    rng = np.random.default_rng(1)
+    words = vocab()
+    base = [text(rng, words) for _ in range(20)]
+    copies = [near_copy(t, rng, words, n_changes=int(c)) for t, c in zip(base, rng.integers(1, 12, 20))]
+    sig, has = signatures(base + copies, ngram=5, num_perm=256)
+    assert has.all() and sig.dtype == np.uint32 and sig.shape == (40, 256)
+    est = jaccard_estimate(sig[:20], sig[20:])
+    exact = np.array([jaccard(a, b) for a, b in zip(base, copies)])
+    assert np.abs(est - exact).max() < 4 * np.sqrt(0.25 / 256)
+    assert np.corrcoef(est, exact)[0, 1] > 0.95
+
+
+def test_signatures_identical_for_exact_copies_and_flag_empty_texts():
+    texts, _, _ = planted(n_unrelated=3, n_exact=1, n_near=0)
+    sig, has = signatures(texts + [None, "", " ... "])
+    assert (sig[0] == sig[3]).all()
+    assert has.tolist() == [True] * 4 + [False] * 3
+
+
+def test_band_keys_equal_exactly_when_the_band_is_equal():
+    sig = np.arange(24, dtype=np.uint32).reshape(2, 12)
+    sig[1, :4] = sig[0, :4]
+    keys = band_keys(sig, 3, 4)
+    assert keys.shape == (2, 3, 2)
+    assert (keys[0, 0] == keys[1, 0]).all()
+    assert not (keys[0, 1] == keys[1, 1]).all() and not (keys[0, 2] == keys[1, 2]).all()
+
+
+@pytest.mark.parametrize("threshold,num_perm", [(0.7, 128), (0.8, 128), (0.5, 64), (0.9, 256)])
+def test_threshold_picks_the_narrowest_bands_that_still_catch_the_threshold(threshold, num_perm):
+    p = lsh_params(5, num_perm, None, threshold)
+    assert p.bands * p.rows <= num_perm
+    assert p.candidate_probability(threshold) >= CANDIDATE_RECALL
+    r = p.rows + 1
+    assert candidate_probability(threshold, num_perm // r, r) < CANDIDATE_RECALL
+
+
+@pytest.mark.parametrize("kw,word", [
+    ({"num_perm": 128, "bands": 7}, "--bands 7"),
+    ({"num_perm": 128, "bands": 256}, "--bands 256"),
+    ({"num_perm": 0}, "--num-perm"),
+    ({"ngram": 0}, "--ngram"),
+    ({"threshold": 1.5}, "--threshold"),
+    ({"bands": 0}, "--bands"),
+])
+def test_impossible_settings_are_one_line_config_errors(kw, word):
+    with pytest.raises(ConfigError) as e:
+        lsh_params(**kw)
+    assert word in str(e.value) and "\n" not in str(e.value)
+
+
+def test_explicit_bands_divide_num_perm():
+    p = lsh_params(5, 112, 14)
+    assert (p.bands, p.rows) == (14, 8)
