@@ -80,8 +80,8 @@ def exact_keys(texts):
     keys = np.zeros((len(norm), 2), dtype=np.uint64)
     if valid.any():
         vals = np.asarray(norm.filter(pa.array(valid)).to_numpy(zero_copy_only=False), dtype=object)
-        keys[valid, 0] = pd.util.hash_array(vals, hash_key=_KEY_A, categorize=True)
-        keys[valid, 1] = pd.util.hash_array(vals, hash_key=_KEY_B, categorize=True)
+        keys[valid, 0] = pd.util.hash_array(vals, hash_key=_KEY_A, categorize=False)
+        keys[valid, 1] = pd.util.hash_array(vals, hash_key=_KEY_B, categorize=False)
     return keys, valid
 
 
