@@ -51,6 +51,9 @@ class CompareConfig(SelectConfig):
                                       "domain column; n_clusters clusters shared by all splits)", group="compare")
     sample_rows: int = _f(2000, "rows kept for the 2-D projection plot", group="compare", result=False)
     no_report: bool = _f(False, "do not write the HTML report", group="compare", result=False)
+    dedup: str | None = _f(None, "run every method on the deduplicated corpus: datamask dedup with these kinds "
+                           "(e.g. exact,fuzzy; its defaults) first, into OUTPUT/dedup", group="compare")
+    text_column: str = _f("text", "name of the text column (for --dedup exact/fuzzy)", group="data")
 
     @property
     def method_list(self):
@@ -63,7 +66,19 @@ class CompareConfig(SelectConfig):
         bad = [m for m in self.method_list if m not in ALL_METHODS]
         if bad or not self.method_list:
             raise ConfigError(f"methods must be a comma-separated list of {', '.join(ALL_METHODS)}; got {self.methods!r}")
+        if self.dedup:
+            self.dedup = self._dedup_config(None).validated().kind
         return self
+
+    def _dedup_config(self, output):
+        """The ``datamask dedup`` run of ``--dedup``: this config's input, columns and cluster."""
+        from dataclasses import fields as _fields
+
+        from ..pipeline.config import DedupConfig
+
+        shared = {f.name for f in _fields(DedupConfig)} & {f.name for f in _fields(self)}
+        kw = {k: getattr(self, k) for k in shared if k not in ("eps", "keep_all", "seed")}
+        return DedupConfig(**dict(kw, kind=self.dedup, output=output))
 
 
 def _client(cfg, client):
@@ -149,6 +164,12 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
         if own:
             close_client(client)
     meta = json.loads((Path(cfg.output) / "compare.json").read_text())
+    if dedup is not None:
+        from ..pipeline.io import write_json_atomic
+
+        meta["dedup"] = {"output": str(Path(cfg.output) / "dedup"), "rows_in": dedup["totals"]["rows_in"],
+                         "rows_out": dedup["totals"]["rows_out"], "kinds": dedup["dedup"]["kinds"]}
+        write_json_atomic(meta, Path(cfg.output) / "compare.json")
     return {"table": table, "totals": _totals(meta["rows"], meta["partitions"]),
             "report": None if cfg.no_report else str(Path(cfg.output) / "report" / "index.html")}
 

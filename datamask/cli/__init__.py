@@ -2,6 +2,7 @@
 
 * :mod:`.select`: ``select``, ``run`` (a workflow file);
 * :mod:`.features`: ``embed``, ``score``, ``train-quality``;
+* :mod:`.dedup`: ``dedup``;
 * :mod:`.analysis`: ``cluster``, ``compare``, ``report``;
 * :mod:`.demo`: ``demo``.
 
@@ -21,7 +22,7 @@ from ..errors import DatamaskError
 __all__ = ["main", "build_parser"]
 
 # command modules, in the order their commands are listed by --help
-GROUPS = ("select", "features", "analysis", "demo")
+GROUPS = ("select", "features", "dedup", "analysis", "demo")
 
 
 def _groups():

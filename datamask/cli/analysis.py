@@ -15,8 +15,9 @@ def add_parsers(sub):
     m = sub.add_parser("compare", help="run DATAMASK and the baselines on the same corpus and budget, score them "
                                        "alike, write a table, a Pareto plot and the HTML report")
     add_stage_arguments(m, CompareConfig, "output directory (compare.csv, pareto.png, report/)")
-    r = sub.add_parser("report", help="figures and a self-contained HTML page for a select or compare OUTPUT_DIR")
-    r.add_argument("directory", help="output directory of datamask select or datamask compare")
+    r = sub.add_parser("report", help="figures and a self-contained HTML page for a select, compare or dedup "
+                                      "OUTPUT_DIR")
+    r.add_argument("directory", help="output directory of datamask select, compare or dedup")
     r.add_argument("--out", default=None, help="where to write the report (default: DIRECTORY/report)")
 
 

@@ -80,6 +80,11 @@ def stage_summary(stage, manifest, out) -> str:
     runs = f"in {t['partitions']} partitions ({t['computed_this_run']} computed, {t['resumed']} resumed) -> {out}"
     if stage == "embed":
         return f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts skipped) {runs}"
+    if stage == "dedup":
+        kinds = ", ".join(f"{k} {v['removed']:,} in {v['groups']:,} groups"
+                          for k, v in manifest["dedup"]["kinds"].items())
+        return (f"datamask: deduplicated {t['rows_in']:,} rows to {t['rows_out']:,} (removed: {kinds or 'none'}; "
+                f"{t['null_texts']:,} null texts kept) {runs}")
     if stage == "score":
         return f"datamask: scored {t['rows_out']:,} rows ({t['unusable_texts']:,} empty texts scored 0) {runs}"
     return f"datamask: {stage}: {t['rows_out']:,} of {t['rows_in']:,} rows {runs}"

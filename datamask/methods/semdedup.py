@@ -20,7 +20,7 @@ import numpy as np
 from ..core.backend import get_namespace, to_numpy
 from .registry import check_budget, method_budget, partition_clusters, register, selection_of
 
-__all__ = ["COS_TOL", "semdedup", "semdedup_eps_for_budget", "select_semdedup"]
+__all__ = ["COS_TOL", "nearest_kept", "semdedup", "semdedup_eps_for_budget", "select_semdedup"]
 
 
 COS_TOL = 1e-6
@@ -53,7 +53,8 @@ def semdedup(E, cluster, centroids, eps: float, order="far", block=1024, chunk=8
         A row is dropped when its cosine to an earlier kept row of its cluster exceeds
         ``1 - eps`` (``0`` keeps every row).
     order : {"far", "near"}
-        Visit each cluster farthest from (default) or nearest to its centroid first.
+        Visit each cluster farthest from (default) or nearest to its centroid first (the
+        order handed to :func:`nearest_kept`, the kernel deduplication shares).
     block, chunk : int
         Rows resolved together, and kept rows compared at once (memory bound).
 
@@ -64,6 +65,45 @@ def semdedup(E, cluster, centroids, eps: float, order="far", block=1024, chunk=8
     xp = get_namespace(E)
     if order not in ("far", "near"):
         raise ValueError(f"order must be 'far' or 'near', got {order!r}")
+    n = E.shape[0]
+    cluster = xp.asarray(cluster).astype(xp.int64)
+    if cluster.shape != (n,):
+        raise ValueError(f"cluster must have shape ({n},), got {cluster.shape}")
+    if n == 0:
+        return np.ones(0, dtype=bool)
+    C = _unit(xp.asarray(centroids), xp)
+    cos = (_unit(E, xp) * C[cluster]).sum(axis=1)
+    key = cos if order == "far" else -cos  # far: lowest cosine (largest distance) first
+    return nearest_kept(E, cluster, key, eps, block=block, chunk=chunk) < 0
+
+
+def nearest_kept(E, cluster, order_key, eps: float, block=1024, chunk=8192):
+    """The kernel SemDeDup and ``datamask dedup --kind semantic`` share.
+
+    Visit the rows of each cluster by ascending ``order_key`` (ties: lower row first) and
+    drop a row whose cosine to an *earlier kept* row of its cluster exceeds ``1 - eps``.
+    The visit is blocked: a block of ``block`` rows is compared with the rows already
+    kept, ``chunk`` of them at a time, then resolved in order inside the block, so memory
+    stays at ``block * max(block, chunk)`` floats whatever the cluster size.
+
+    Parameters
+    ----------
+    E : (N, d) float array (numpy or cupy)
+        L2-normalised here.
+    cluster : (N,) int array
+    order_key : (N,) float array
+        Visit order within a cluster.
+    eps : float >= 0
+        ``0`` keeps every row.
+    block, chunk : int
+
+    Returns
+    -------
+    (N,) int64 numpy array
+        ``-1`` for a kept row; for a dropped row, the kept row of its cluster it is most
+        similar to (the one that made it a duplicate, or a closer one).
+    """
+    xp = get_namespace(E)
     eps = float(eps)
     if not eps >= 0.0:
         raise ValueError(f"eps must be >= 0, got {eps}")
@@ -71,40 +111,49 @@ def semdedup(E, cluster, centroids, eps: float, order="far", block=1024, chunk=8
     cluster = xp.asarray(cluster).astype(xp.int64)
     if cluster.shape != (n,):
         raise ValueError(f"cluster must have shape ({n},), got {cluster.shape}")
-    keep = np.ones(n, dtype=bool)
+    dup = np.full(n, -1, dtype=np.int64)
     if eps == 0.0 or n == 0:
-        return keep
+        return dup
     thr = np.float32(1.0 - max(eps, COS_TOL))
     E = _unit(E, xp)
-    idx = _semdedup_order(E, cluster, centroids, order, xp)
-    cl_sorted = to_numpy(cluster[idx])
+    key = xp.asarray(order_key).astype(xp.float64)
+    idx = to_numpy(xp.lexsort(xp.stack([xp.arange(n), key, cluster.astype(xp.float64)])))
+    cl_sorted = to_numpy(cluster)[idx]
     bounds = np.flatnonzero(np.diff(cl_sorted)) + 1
-    starts = np.concatenate([[0], bounds])
-    stops = np.concatenate([bounds, [n]])
-    idx_np = to_numpy(idx)
-    for a, b in zip(starts, stops):
-        rows = idx_np[a:b]
-        kept_rows = []  # arrays of kept row indices (in order)
+    for a, b in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [n]])):
+        rows = idx[a:b]
+        kept_rows = np.zeros(0, dtype=np.int64)  # kept row indices, in visit order
         kept_E = None  # (K, d) on the device
         for s0 in range(0, rows.shape[0], block):
             br = rows[s0:s0 + block]
             B = E[xp.asarray(br)]
-            alive = np.ones(br.shape[0], dtype=bool)
+            best = np.full(br.shape[0], -np.inf, dtype=np.float32)  # best cosine to a kept row
+            arg = np.full(br.shape[0], -1, dtype=np.int64)
             if kept_E is not None:
                 for k0 in range(0, kept_E.shape[0], chunk):
-                    hit = ((B @ kept_E[k0:k0 + chunk].T) > thr).any(axis=1)
-                    alive &= ~to_numpy(hit)
-            A = to_numpy(B @ B.T) > thr  # within-block similarities
+                    S = B @ kept_E[k0:k0 + chunk].T
+                    m, j = to_numpy(S.max(axis=1)), to_numpy(S.argmax(axis=1))
+                    better = m > best
+                    best[better], arg[better] = m[better], kept_rows[k0 + j[better]]
+            alive = best <= thr
+            G = to_numpy(B @ B.T)  # within-block cosines
+            A = G > thr
             for i in range(br.shape[0]):
                 if alive[i]:
                     alive[i + 1:] &= ~A[i, i + 1:]
+            # a row dropped inside the block: compare with the earlier kept rows of the block too
+            inner = np.where(alive[None, :] & np.tri(br.shape[0], k=-1, dtype=bool), G, -np.inf)
+            j = inner.argmax(axis=1)
+            m = inner[np.arange(br.shape[0]), j]
+            better = ~alive & (m > best)
+            arg[better] = br[j[better]]
+            dup[br[~alive]] = arg[~alive]
             new = br[alive]
-            keep[br[~alive]] = False
             if new.shape[0]:
-                kept_rows.append(new)
+                kept_rows = np.concatenate([kept_rows, new])
                 add = E[xp.asarray(new)]
                 kept_E = add if kept_E is None else xp.concatenate([kept_E, add])
-    return keep
+    return dup
 
 
 def _max_cos_to_earlier(E, cluster, centroids, order="far", block=1024, chunk=8192):

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..core.estimator import DataMask
 
-__all__ = ["StageConfig", "SelectConfig", "TextStageConfig", "EmbedConfig", "ScoreConfig", "STAGE_CONFIGS",
+__all__ = ["StageConfig", "SelectConfig", "TextStageConfig", "EmbedConfig", "ScoreConfig", "DedupConfig", "STAGE_CONFIGS",
            "METHODS", "RESULT_FIELDS", "parse_value"]
 
 _DM = {k: p.default for k, p in inspect.signature(DataMask.__init__).parameters.items() if k != "self"}
@@ -260,7 +260,45 @@ class ScoreConfig(TextStageConfig):
         return self
 
 
-STAGE_CONFIGS = {"select": SelectConfig, "embed": EmbedConfig, "score": ScoreConfig}
+@dataclass
+class DedupConfig(TextStageConfig):
+    """``datamask dedup``: duplicate groups found across the whole corpus, one row kept per group."""
+
+    quality_column: str = _same(SelectConfig, "quality_column")
+    embedding_column: str = _same(SelectConfig, "embedding_column")
+    kind: str = _f("exact,fuzzy", "duplicate kinds, comma-separated: exact (normalised text), fuzzy "
+                   "(MinHash-LSH on word n-grams), semantic (SemDeDup within clusters)", group="dedup")
+    ngram: int = _f(5, "fuzzy: words per shingle", group="dedup")
+    num_perm: int = _f(128, "fuzzy: MinHash permutations (signature length)", group="dedup")
+    bands: int | None = _f(None, "fuzzy: LSH bands, dividing num_perm (default: chosen from the threshold)",
+                           group="dedup")
+    threshold: float = _f(0.7, "fuzzy: Jaccard similarity (estimated from the signatures) from which two "
+                          "documents are duplicates", group="dedup")
+    eps: float = _f(0.05, "semantic: remove a document whose cosine to a kept one of its cluster exceeds 1 - eps",
+                    group="dedup")
+    domain_column: str = _f("cluster", "semantic: the cluster column (k-means on a sample of the corpus when "
+                            "it is absent)", group="dedup")
+    n_clusters: int | None = _f(None, "semantic: k-means clusters when the cluster column is absent (default "
+                                "sqrt(rows/10))", group="dedup")
+    seed: int = _f(0, "k-means seed (semantic without a cluster column)", group="dedup")
+    keep_all: bool = _f(False, "write every row with a duplicate_of column (the kept row's id, null for kept "
+                        "rows) instead of the kept rows only", group="output")
+
+    def validated(self) -> "DedupConfig":
+        from ..dedup.estimator import parse_kinds
+        from ..dedup.minhash import lsh_params
+
+        super().validated()
+        self.kind = ",".join(parse_kinds(self.kind))
+        lsh_params(self.ngram, self.num_perm, self.bands, self.threshold)
+        if not 0.0 <= float(self.eps) < 1.0:
+            raise ConfigError(f"--eps must be in [0, 1), got {self.eps}")
+        if self.n_clusters is not None and int(self.n_clusters) < 1:
+            raise ConfigError(f"n_clusters must be >= 1, got {self.n_clusters}")
+        return self
+
+
+STAGE_CONFIGS = {"select": SelectConfig, "embed": EmbedConfig, "score": ScoreConfig, "dedup": DedupConfig}
 
 
 RESULT_FIELDS = tuple(f.name for f in fields(SelectConfig) if f.metadata.get("result", True))

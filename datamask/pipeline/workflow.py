@@ -3,7 +3,7 @@
 A workflow is YAML whose keys are config fields (the CLI flags' names), plus ``--set
 key=value`` overrides; relative paths are taken from the current directory. With a
 ``stages: [...]`` list it chains stages: stage *k* reads stage *k-1*'s ``OUTPUT/<stage>/data``.
-Stages register here (:func:`register_stage`): the pipeline's own (select, embed, score)
+Stages register here (:func:`register_stage`): the pipeline's own (select, embed, score, dedup)
 below, and higher layers' (cluster, compare) when the CLI imports them.
 """
 from __future__ import annotations
@@ -56,9 +56,10 @@ def register_stage(name, config_cls, runner):
 
 
 def _runner(name):
-    from .stages import embed, score, select  # the pipeline's own stages
+    from .stages import dedup, embed, score, select  # the pipeline's own stages
 
-    for n, fn in (("select", select.run_select), ("embed", embed.run_embed), ("score", score.run_score)):
+    for n, fn in (("select", select.run_select), ("embed", embed.run_embed), ("score", score.run_score),
+                  ("dedup", dedup.run_dedup)):
         RUNNERS.setdefault(n, fn)
     return RUNNERS[name]
 

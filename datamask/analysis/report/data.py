@@ -1,4 +1,5 @@
-"""What the report draws: :class:`ReportData`, loaded from a ``select`` or ``compare`` output."""
+"""What the report draws: :class:`ReportData`, loaded from a ``select``, ``compare`` or
+``dedup`` output."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["ReportData", "load_compare", "load_select", "load"]
+__all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load"]
 
 
 @dataclass
@@ -24,6 +25,8 @@ class ReportData:
     sample : DataFrame with ``selected_<method>`` bool columns, rows of ``sample_embedding``
     sample_embedding : (n, d) array or None
     title, notes : page title and a dict of facts shown under it
+    dedup_examples : example duplicate groups of a ``dedup`` output (``{"kind", "kept",
+        "duplicates"}``, each member ``{"id", "text"}``), or None for other outputs
     """
 
     corpus: pd.DataFrame
@@ -35,6 +38,7 @@ class ReportData:
     sample_embedding: np.ndarray | None = None
     title: str = "datamask report"
     notes: dict = field(default_factory=dict)
+    dedup_examples: list | None = None
 
     @property
     def methods(self):
@@ -57,7 +61,9 @@ def load_compare(directory) -> ReportData:
                "budget rule": f"ratio {meta['config']['ratio']}" if meta["config"].get("budget") is None
                else f"budget {meta['config']['budget']} per partition",
                "lambda": meta["config"]["lam"], "diversity": meta["config"]["diversity"],
-               "wall time": f"{meta['wall_seconds']:.1f} s"},
+               "wall time": f"{meta['wall_seconds']:.1f} s",
+               **({"deduplicated first": f"{meta['dedup']['rows_in']:,} -> {meta['dedup']['rows_out']:,} rows "
+                   f"({', '.join(meta['dedup']['kinds'])}; {meta['dedup']['output']})"} if meta.get("dedup") else {})},
     )
 
 
@@ -149,10 +155,33 @@ def _select_cluster_stats(corpus, files, cols):
     return stats_frame(combine_stats(sums))
 
 
+def load_dedup(directory) -> ReportData:
+    """A ``datamask dedup`` output: its manifest (groups per kind, example groups)."""
+    d = Path(directory)
+    man = json.loads((d / "manifest.json").read_text())
+    cfg, t, info = man["config"], man["totals"], man.get("dedup", {})
+    table = pd.DataFrame.from_dict(info.get("kinds", {}), orient="index").rename_axis("kind")
+    notes = {"input": cfg["input"], "rows in": f"{t['rows_in']:,}", "rows out": f"{t['rows_out']:,}",
+             "kinds": cfg["kind"], "null texts (kept, never grouped)": f"{t.get('null_texts', 0):,}",
+             "kept row of a group": "highest quality" if info.get("quality_column_used") else "first by path and row"}
+    if info.get("lsh"):
+        lsh = info["lsh"]
+        notes["fuzzy"] = (f"word {lsh['ngram']}-grams, {lsh['num_perm']} permutations, {lsh['bands']} bands x "
+                          f"{lsh['rows']} rows, Jaccard threshold {lsh['threshold']}")
+    if info.get("eps") is not None:
+        notes["semantic"] = f"cosine > 1 - eps = {1 - info['eps']:.3g} within a cluster"
+    notes["wall time"] = f"{man['wall_seconds']:.1f} s"
+    return ReportData(corpus=pd.DataFrame(), selections=pd.DataFrame(), table=table, title="datamask dedup",
+                      notes=notes, dedup_examples=info.get("examples", []))
+
+
 def load(directory, **kw) -> ReportData:
     d = Path(directory)
     if (d / "compare.json").exists():
         return load_compare(d)
     if (d / "manifest.json").exists():
+        if json.loads((d / "manifest.json").read_text()).get("stage") == "dedup":
+            return load_dedup(d)
         return load_select(d, **kw)
-    raise FileNotFoundError(f"{d} holds neither compare.json (datamask compare) nor manifest.json (datamask select)")
+    raise FileNotFoundError(f"{d} holds neither compare.json (datamask compare) nor manifest.json (datamask select "
+                            "or dedup)")

@@ -22,6 +22,7 @@ table{border-collapse:collapse;font-size:.9em;margin:.6em 0} th,td{border:1px so
 text-align:right} th{background:#f2f2f2} td:first-child,th:first-child{text-align:left}
 figure{margin:1em 0} img{max-width:100%;border:1px solid #eee} figcaption{font-size:.85em;color:#555}
 .notes td{text-align:left} .missing{color:#777;font-size:.9em}
+table.dedup td{text-align:left;vertical-align:top;white-space:pre-wrap;max-width:380px;font-size:.85em}
 """
 
 
@@ -41,6 +42,7 @@ _TABLE_LABELS = {
     "quality": "mean quality", "quality_norm": "mean quality (0–1)", "pairwise": "pairwise diversity",
     "facility": "facility-location coverage", "disf": "DiSF", "objective": "objective",
     "mean_tokens": "mean length (tokens)", "seconds": "wall time (s)", "selected": "selected rows", "rows": "rows",
+    "groups": "groups found", "removed": "rows removed",
     "diversity": "diversity",
 }
 
@@ -56,6 +58,23 @@ def _table_html(t: pd.DataFrame) -> str:
     return t.to_html(float_format=lambda v: f"{v:.4g}", border=0, na_rep="–", index=False)
 
 
+def _dedup_html(examples) -> str:
+    """Example groups: the kept text and its duplicates side by side, one table per group."""
+    parts = ["<h2>Example duplicate groups</h2>",
+             "<p class='missing'>The largest groups of each kind (texts cut at 600 characters): the kept row "
+             "first, then up to three removed rows. Loosen or tighten --threshold / --eps from what you see.</p>"]
+    if not examples:
+        parts.append("<p class='missing'>No duplicate group was found.</p>")
+    for i, g in enumerate(examples, 1):
+        cells = [("kept", g["kept"])] + [("removed", r) for r in g["duplicates"]]
+        head = "".join(f"<th>{html.escape(label)} (id {html.escape(str(x['id']))})</th>" for label, x in cells)
+        body = "".join(f"<td>{html.escape(str(x['text'] if x['text'] is not None else '(null)'))}</td>"
+                       for _, x in cells)
+        parts.append(f"<h3>{html.escape(g['kind'])} group {i}</h3><table class='dedup'><tr>{head}</tr>"
+                     f"<tr>{body}</tr></table>")
+    return "\n".join(parts)
+
+
 def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
     """Write the PNGs and ``index.html`` into ``directory``; returns the HTML path."""
     plt = pyplot()
@@ -68,7 +87,12 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
         rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
                        for k, v in data.notes.items())
         parts.append(f"<table class='notes'>{rows}</table>")
-    if data.table is not None:
+    if data.dedup_examples is not None:  # a dedup output: counts per kind and example groups, no figure
+        figures = ()
+        if data.table is not None and len(data.table):
+            parts.append("<h2>Duplicates by kind</h2>" + _table_html(data.table))
+        parts.append(_dedup_html(data.dedup_examples))
+    elif data.table is not None:
         parts.append("<h2>Comparison</h2>" + _table_html(data.table))
         parts.append("<p class='missing'>Diversities are computed on each partition and averaged (weighted by rows); "
                      "higher is better for every column except wall time.</p>")

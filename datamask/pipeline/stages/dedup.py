@@ -1,0 +1,92 @@
+"""``datamask dedup``: exact, fuzzy (MinHash-LSH) and semantic duplicates across the corpus.
+
+Runs on :func:`~datamask.pipeline.runner.run_stage`. Duplicates span splits and files, so
+the groups are found once for the whole corpus, in the stage's setup
+(:mod:`.dedup_groups`), and stored in ``_datamask/dedup/``; a resumed run filters every
+split with the same groups. Then, per split (the runner's resumable pass): the kept rows,
+or with ``keep_all`` every row and a ``duplicate_of`` column (the kept row's id; null for
+kept rows). The manifest's ``dedup`` key holds, per kind, the groups found and the rows
+removed, and a few example groups with their texts (shown by ``datamask report``).
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ...dedup.estimator import parse_kinds
+from ...dedup.minhash import lsh_params
+from ..runner import Stage, finish_split, plan_splits, resolve_io, run_stage, split_record
+from .dedup_groups import DEDUP_DIR, GROUPS_FILE, SUMMARY_FILE, DedupColumns, doc_range, find_groups, file_ranks
+
+__all__ = ["run_dedup", "DUPLICATE_OF"]
+
+DUPLICATE_OF = "duplicate_of"
+
+
+# ---------------------------------------------------------------------- per split
+def _dedup_partition(df, partition_info=None, *, splits, out_root, cfg, ranks, groups_file):
+    from ..frames import to_table
+
+    t0 = time.perf_counter()
+    s = splits[partition_info["number"]]
+    table = to_table(df)
+    del df
+    lo, hi = doc_range(s, ranks)
+    g = pq.read_table(groups_file, filters=[("doc", ">=", int(lo)), ("doc", "<", int(hi))])
+    rows = (g.column("doc").to_numpy() - lo).astype(np.int64)
+    kinds = g.column("kind").to_pylist()
+    n = table.num_rows
+    if cfg.keep_all:
+        vals = np.full(n, None, dtype=object)
+        vals[rows] = g.column("kept_id").to_pylist()
+        id_type = table.schema.field(cfg.id_column).type
+        col = pa.array(vals.tolist(), type=id_type)
+        if DUPLICATE_OF in table.schema.names:
+            table = table.drop_columns([DUPLICATE_OF])
+        table = table.append_column(DUPLICATE_OF, col)
+    else:
+        keep = np.ones(n, dtype=bool)
+        keep[rows] = False
+        table = table.filter(pa.array(keep))
+    rec = split_record(s, n)
+    rec.update(rows_out=table.num_rows if not cfg.keep_all else n - len(rows),
+               removed={k: kinds.count(k) for k in sorted(set(kinds))},
+               null_texts=int(table.column(cfg.text_column).null_count))
+    return finish_split(table, out_root, rec, t0=t0)
+
+
+def _totals(parts):
+    removed = {}
+    for r in parts:
+        for k, v in r.get("removed", {}).items():
+            removed[k] = removed.get(k, 0) + v
+    return {"removed": removed, "null_texts": int(sum(r.get("null_texts", 0) for r in parts))}
+
+
+def run_dedup(cfg, client=None) -> dict:
+    """``datamask dedup``: ``cfg`` is a :class:`~datamask.pipeline.config.DedupConfig`; returns the manifest."""
+    cfg = resolve_io(cfg, "dedup")
+    kinds = parse_kinds(cfg.kind)
+    params = lsh_params(cfg.ngram, cfg.num_perm, cfg.bands, cfg.threshold)
+    cols = DedupColumns(cfg.id_column, cfg.text_column, cfg.embedding_column if "semantic" in kinds else None)
+    plan = plan_splits(cfg, cols)
+    ranks = file_ranks(plan)
+
+    def setup(client, pending, out):
+        where = out.state / DEDUP_DIR
+        if not (where / GROUPS_FILE).exists():
+            find_groups(client, plan, cols, ranks, kinds, params, cfg, plan.device, where)
+        return {"groups_file": str(where / GROUPS_FILE)}
+
+    stage = Stage(
+        "dedup", plan, cols, _dedup_partition,
+        kwargs=dict(cfg=cfg, ranks=ranks, groups_file=None),
+        setup=setup,
+        totals=_totals,
+        extra=lambda out: {"dedup": json.loads((out.state / DEDUP_DIR / SUMMARY_FILE).read_text())},
+    )
+    return run_stage(stage, client)

@@ -1,0 +1,135 @@
+"""``datamask dedup`` on a small planted corpus: groups found across files and splits, the
+kept row is the highest-quality one, --keep-all, resume, semantic, and bad input."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dedup_data import planted
+from pipeline_data import address, assert_fails, assert_no_output, cluster  # noqa: F401
+
+SPLIT = "30"  # each 60-row file is two splits
+
+
+def _write(directory: Path, seed=0, with_embedding=False):
+    """Two 60-row files; every planted copy lands in another file or split than its original.
+
+    Returns ``{id: expected duplicate_of or None}`` and the ids of null texts."""
+    texts, source, kind = planted(n_unrelated=100, n_exact=6, n_near=6, seed=seed)
+    texts = list(texts[:108])  # 100 originals, 6 exact copies, 2 near copies
+    source = source[:108]
+    texts += [None, None, "", ""]
+    source = np.concatenate([source, [-1, -1, -1, 110]])  # the two empty texts are exact duplicates
+    n = len(texts)
+    rng = np.random.default_rng(seed)
+    quality = rng.random(n)
+    order = np.concatenate([np.arange(0, 100, 2), np.arange(1, 100, 2), np.arange(100, n)])  # originals 0,2,.. file A
+    place = np.empty(n, dtype=np.int64)
+    place[order] = np.arange(n)
+    ids = [f"doc-{place[i]:03d}" for i in range(n)]
+    expected = {i: None for i in ids}
+    for c in np.flatnonzero(source >= 0):
+        o = source[c]
+        lo, hi = (c, o) if quality[c] < quality[o] else (o, c)
+        expected[ids[lo]] = ids[hi]
+    cols = {"id": [ids[i] for i in order], "text": [texts[i] for i in order], "quality": quality[order]}
+    if with_embedding:
+        E = rng.normal(size=(n, 16)).astype(np.float32)
+        for c in np.flatnonzero(source >= 0):
+            E[c] = E[source[c]] + 1e-3 * rng.normal(size=16)
+        E /= np.linalg.norm(E, axis=1, keepdims=True)
+        cols["embedding"] = pa.FixedSizeListArray.from_arrays(pa.array(E[order].ravel()), 16)
+    table = pa.table(cols)
+    directory.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table.slice(0, 60), directory / "a.parquet")
+    pq.write_table(table.slice(60), directory / "b.parquet")
+    return expected
+
+
+def _run(inp, out, address, *extra):
+    from datamask.cli import main
+
+    return main(["dedup", str(inp), str(out), "--split-size", SPLIT, "--scheduler", address, "--quiet",
+                 *[str(x) for x in extra]])
+
+
+def _table(out):
+    return pq.read_table(out / "data").sort_by("id")
+
+
+def _manifest(out):
+    return json.loads((out / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dedup_in")
+    return d, _write(d)
+
+
+def test_groups_across_files_and_splits_keep_the_highest_quality_row(corpus, tmp_path, address):
+    inp, expected = corpus
+    assert _run(inp, tmp_path / "out", address) == 0
+    kept = set(_table(tmp_path / "out")["id"].to_pylist())
+    assert kept == {i for i, k in expected.items() if k is None}
+    m = _manifest(tmp_path / "out")
+    assert m["totals"]["partitions"] == 4 and m["totals"]["null_texts"] == 2
+    assert m["dedup"]["kinds"] == {"exact": {"groups": 7, "removed": 7}, "fuzzy": {"groups": 2, "removed": 2}}
+    assert m["dedup"]["quality_column_used"] is True
+    assert m["totals"]["rows_out"] == m["totals"]["rows_in"] - 9
+
+
+def test_exact_alone_leaves_near_copies(corpus, tmp_path, address):
+    inp, expected = corpus
+    assert _run(inp, tmp_path / "out", address, "--kind", "exact") == 0
+    m = _manifest(tmp_path / "out")
+    assert m["dedup"]["kinds"] == {"exact": {"groups": 7, "removed": 7}}
+    assert m["totals"]["rows_out"] == m["totals"]["rows_in"] - 7
+
+
+def test_keep_all_points_at_the_kept_id_and_a_rerun_resumes_to_the_same_output(corpus, tmp_path, address):
+    inp, expected = corpus
+    out = tmp_path / "out"
+    assert _run(inp, out, address, "--keep-all") == 0
+    first = _table(out)
+    assert dict(zip(first["id"].to_pylist(), first["duplicate_of"].to_pylist())) == expected
+    # a run killed after three splits: one split's record and file gone, no manifest
+    rec = sorted((out / "_datamask" / "parts").glob("*.json"))[1]
+    (out / "data" / json.loads(rec.read_text())["files"][0]).unlink()
+    rec.unlink()
+    (out / "manifest.json").unlink()
+    assert _run(inp, out, address, "--keep-all") == 0
+    m = _manifest(out)
+    assert m["totals"]["computed_this_run"] == 1 and m["totals"]["resumed"] == 3
+    assert _table(out).equals(first)
+
+
+def test_semantic_without_cluster_column_computes_clusters(tmp_path, address):
+    inp = tmp_path / "in"
+    expected = _write(inp, seed=1, with_embedding=True)  # every planted copy has its original's vector
+    assert _run(inp, tmp_path / "out", address, "--kind", "semantic", "--eps", "0.01", "--n-clusters", "3",
+                "--keep-all") == 0
+    t = _table(tmp_path / "out")
+    assert dict(zip(t["id"].to_pylist(), t["duplicate_of"].to_pylist())) == expected
+    assert _manifest(tmp_path / "out")["dedup"]["kinds"]["semantic"]["removed"] == 9
+
+
+def test_missing_text_column_fails_cleanly(corpus, tmp_path, address, capsys):
+    inp, _ = corpus
+    out = tmp_path / "out"
+    assert_fails(capsys, ["dedup", inp, out, "--text-column", "body", "--scheduler", address, "--quiet"],
+                 "'body'", "--text-column")
+    assert_no_output(out)
+
+
+@pytest.mark.parametrize("flags,needle", [(["--bands", "7"], "--bands 7"), (["--num-perm", "64", "--bands", "128"],
+                                                                            "--bands 128"),
+                                          (["--kind", "fuzzy,minhash"], "--kind")])
+def test_impossible_settings_fail_before_any_output(corpus, tmp_path, address, capsys, flags, needle):
+    inp, _ = corpus
+    out = tmp_path / "out"
+    assert_fails(capsys, ["dedup", inp, out, "--scheduler", address, "--quiet", *flags], needle)
+    assert not out.exists()
