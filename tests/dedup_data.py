@@ -2,7 +2,11 @@
 spacing changed) and near copies (a few words changed, 5-gram Jaccard ~0.8)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from datamask.dedup.minhash import shingle_keys
 from datamask.dedup.normalize import word_tokens
@@ -69,3 +73,43 @@ def planted(n_unrelated=40, n_exact=4, n_near=4, seed=0):
         source.append(i)
         kind.append("near")
     return texts, np.array(source), np.array(kind, dtype=object)
+
+
+def write_planted(directory, seed=0, with_embedding=False):
+    """Two 60-row Parquet files (``id``, ``text``, ``quality``, optional ``embedding``): 100
+    unrelated texts, 6 exact and 2 near copies, 2 null and 2 empty texts; every copy lands in
+    another file or split than its original (split size 30).
+
+    Returns ``{id: expected duplicate_of or None}``: a copy and its original form a group
+    whose kept row is the higher quality one; with ``with_embedding`` every copy also has
+    its original's vector (plus 1e-3 noise)."""
+    texts, source, kind = planted(n_unrelated=100, n_exact=6, n_near=6, seed=seed)
+    texts = list(texts[:108])  # 100 originals, 6 exact copies, 2 near copies
+    source = source[:108]
+    texts += [None, None, "", ""]
+    source = np.concatenate([source, [-1, -1, -1, 110]])  # the two empty texts are exact duplicates
+    n = len(texts)
+    rng = np.random.default_rng(seed)
+    quality = rng.random(n)
+    order = np.concatenate([np.arange(0, 100, 2), np.arange(1, 100, 2), np.arange(100, n)])  # originals 0,2,.. file A
+    place = np.empty(n, dtype=np.int64)
+    place[order] = np.arange(n)
+    ids = [f"doc-{place[i]:03d}" for i in range(n)]
+    expected = {i: None for i in ids}
+    for c in np.flatnonzero(source >= 0):
+        o = source[c]
+        lo, hi = (c, o) if quality[c] < quality[o] else (o, c)
+        expected[ids[lo]] = ids[hi]
+    cols = {"id": [ids[i] for i in order], "text": [texts[i] for i in order], "quality": quality[order]}
+    if with_embedding:
+        E = rng.normal(size=(n, 16)).astype(np.float32)
+        for c in np.flatnonzero(source >= 0):
+            E[c] = E[source[c]] + 1e-3 * rng.normal(size=16)
+        E /= np.linalg.norm(E, axis=1, keepdims=True)
+        cols["embedding"] = pa.FixedSizeListArray.from_arrays(pa.array(E[order].ravel()), 16)
+    table = pa.table(cols)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table.slice(0, 60), directory / "a.parquet")
+    pq.write_table(table.slice(60), directory / "b.parquet")
+    return expected

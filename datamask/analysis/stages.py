@@ -94,15 +94,16 @@ def _client(cfg, client):
     return get_client(cfg, device), True
 
 
-def _prepare_output(path, marker, overwrite, input=None):
-    """The output directory, created; refused when it holds something else. The input is
-    checked first (``discover``), so a bad INPUT leaves no empty OUTPUT behind."""
+def _prepare_output(path, marker, overwrite, input=None, own=()):
+    """The output directory, created; refused when it holds something else (entries named
+    in ``own`` aside). The input is checked first (``discover``), so a bad INPUT leaves no
+    empty OUTPUT behind."""
     if input is not None:
         from ..pipeline.io import discover
 
         discover(input)
     out = Path(path)
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and any(p.name not in own for p in out.iterdir()):
         if not (out / marker).exists():
             raise ConfigError(f"output directory {out} is not empty and was not written by this command "
                               f"(no {marker}); choose a new or empty OUTPUT")
@@ -150,10 +151,17 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
 
     if not cfg.input or not cfg.output:
         raise ConfigError("both input and output are required (datamask compare INPUT OUTPUT)")
-    _prepare_output(cfg.output, "compare.json", cfg.overwrite, cfg.input)
+    _prepare_output(cfg.output, "compare.json", cfg.overwrite, cfg.input, own=("dedup",))
     qm = cfg.quadmix_params
     client, own = _client(cfg, client)
+    dedup = None
     try:
+        if cfg.dedup:  # every method then runs on the deduplicated corpus (resumable, like the stage)
+            from ..pipeline.stages.dedup import run_dedup
+
+            dcfg = cfg._dedup_config(str(Path(cfg.output) / "dedup"))
+            dedup = run_dedup(dcfg, client=client)
+            cfg = cfg.replace(input=str(Path(dcfg.output) / "data"))
         table = run_compare(cfg.input, cfg.output, methods=cfg.method_list, cfg=cfg, k=cfg.n_clusters,
                             sample_fraction=cfg.sample_fraction, quadmix_params=qm, semdedup_eps=cfg.eps,
                             sample_rows=cfg.sample_rows, tokens_column=cfg.tokens_column,

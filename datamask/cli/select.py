@@ -55,7 +55,7 @@ def run_workflow_command(args) -> int:
         raw["quiet"] = True
     if "stages" not in raw:
         return _select(SelectConfig.from_dict(raw, source=args.workflow), args.no_report)
-    # a chain such as embed -> score -> select (workflows/raw_jsonl.yaml)
+    # a chain such as embed -> score -> dedup -> select (workflows/raw_jsonl.yaml)
     from ..analysis import stages as _analysis_stages  # noqa: F401  (registers cluster and compare)
     from ..pipeline.workflow import run_workflow
 

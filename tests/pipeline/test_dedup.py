@@ -1,52 +1,16 @@
 """``datamask dedup`` on a small planted corpus: groups found across files and splits, the
 kept row is the highest-quality one, --keep-all, resume, semantic, and bad input."""
+import html
 import json
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_data import planted
+from dedup_data import write_planted as _write
 from pipeline_data import address, assert_fails, assert_no_output, cluster  # noqa: F401
 
-SPLIT = "30"  # each 60-row file is two splits
-
-
-def _write(directory: Path, seed=0, with_embedding=False):
-    """Two 60-row files; every planted copy lands in another file or split than its original.
-
-    Returns ``{id: expected duplicate_of or None}`` and the ids of null texts."""
-    texts, source, kind = planted(n_unrelated=100, n_exact=6, n_near=6, seed=seed)
-    texts = list(texts[:108])  # 100 originals, 6 exact copies, 2 near copies
-    source = source[:108]
-    texts += [None, None, "", ""]
-    source = np.concatenate([source, [-1, -1, -1, 110]])  # the two empty texts are exact duplicates
-    n = len(texts)
-    rng = np.random.default_rng(seed)
-    quality = rng.random(n)
-    order = np.concatenate([np.arange(0, 100, 2), np.arange(1, 100, 2), np.arange(100, n)])  # originals 0,2,.. file A
-    place = np.empty(n, dtype=np.int64)
-    place[order] = np.arange(n)
-    ids = [f"doc-{place[i]:03d}" for i in range(n)]
-    expected = {i: None for i in ids}
-    for c in np.flatnonzero(source >= 0):
-        o = source[c]
-        lo, hi = (c, o) if quality[c] < quality[o] else (o, c)
-        expected[ids[lo]] = ids[hi]
-    cols = {"id": [ids[i] for i in order], "text": [texts[i] for i in order], "quality": quality[order]}
-    if with_embedding:
-        E = rng.normal(size=(n, 16)).astype(np.float32)
-        for c in np.flatnonzero(source >= 0):
-            E[c] = E[source[c]] + 1e-3 * rng.normal(size=16)
-        E /= np.linalg.norm(E, axis=1, keepdims=True)
-        cols["embedding"] = pa.FixedSizeListArray.from_arrays(pa.array(E[order].ravel()), 16)
-    table = pa.table(cols)
-    directory.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table.slice(0, 60), directory / "a.parquet")
-    pq.write_table(table.slice(60), directory / "b.parquet")
-    return expected
+SPLIT = "30"  # each 60-row file of write_planted is two splits
 
 
 def _run(inp, out, address, *extra):
@@ -80,6 +44,12 @@ def test_groups_across_files_and_splits_keep_the_highest_quality_row(corpus, tmp
     assert m["dedup"]["kinds"] == {"exact": {"groups": 7, "removed": 7}, "fuzzy": {"groups": 2, "removed": 2}}
     assert m["dedup"]["quality_column_used"] is True
     assert m["totals"]["rows_out"] == m["totals"]["rows_in"] - 9
+    # the report shows example groups: the kept text beside the removed ones
+    page = (tmp_path / "out" / "report" / "index.html").read_text()
+    assert m["dedup"]["examples"] and "Example duplicate groups" in page
+    for g in m["dedup"]["examples"]:
+        assert all(expected[r["id"]] == g["kept"]["id"] for r in g["duplicates"])
+        assert f"kept (id {g['kept']['id']})" in page and html.escape(g["kept"]["text"][:40]) in page
 
 
 def test_exact_alone_leaves_near_copies(corpus, tmp_path, address):

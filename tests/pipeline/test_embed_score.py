@@ -1,5 +1,5 @@
-"""The text stages through the CLI on a real LocalCluster (2 workers): embed -> score -> select
-from raw JSONL (workflows/raw_jsonl.yaml), resume, skipped-text counts, and bad input (exit
+"""The text stages through the CLI on a real LocalCluster (2 workers): embed -> score -> dedup
+-> select from raw JSONL (workflows/raw_jsonl.yaml), resume, skipped-text counts, and bad input (exit
 code, one line, no partial output)."""
 from __future__ import annotations
 
@@ -60,23 +60,32 @@ def test_raw_jsonl_workflow_end_to_end(chained):
     ms = _manifest(chained / "score")
     assert ms["score"]["weights"] == {"quality_heuristics": 1.0} and ms["totals"]["unusable_texts"] == 0
     assert (chained / "score" / "_datamask" / "stats.json").exists()
-    # select: 20% of each split, mostly the good documents, embeddings carried through
+    # dedup: the same groups as the in-memory Deduplicator on the scored rows, the best copy kept
+    from datamask.dedup import Deduplicator
+
+    md = _manifest(chained / "dedup")
+    d = Deduplicator("exact,fuzzy").fit(sc["text"].tolist(), quality=sc["quality"].to_numpy())
+    kept = set(pq.read_table(chained / "dedup" / "data").column("id").to_pylist())
+    assert kept == set(sc["id"][d.keep_mask_]) and md["totals"]["rows_out"] == len(kept) < len(ROWS)
+    assert md["dedup"]["kinds"] == d.stats_
+    # select: 20% of each deduplicated split, mostly the good documents, embeddings carried through
     sel = pq.read_table(chained / "select" / "data")
     msel = _manifest(chained / "select")
-    assert sel.num_rows == sum(round(0.2 * p["rows_in"]) for p in msel["partitions"]) == 69
+    assert msel["totals"]["rows_in"] == len(kept)
+    assert sel.num_rows == sum(round(0.2 * p["rows_in"]) for p in msel["partitions"])
     frac_good = np.mean([good[i] for i in sel.column("id").to_pylist()])
     assert frac_good > 0.8 > np.mean(list(good.values()))
     assert sel.schema.field("embedding").type == pa.list_(pa.float32(), 384)
 
 
 def test_workflow_rerun_resumes_every_stage(chained, address, capsys):
-    before = {s: _stamps(chained / s / "data") for s in ("embed", "score", "select")}
+    before = {s: _stamps(chained / s / "data") for s in ("embed", "score", "dedup", "select")}
     capsys.readouterr()
     assert _run_workflow(chained, address, quiet=False) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert [ln.split()[1] for ln in lines] == ["embedded", "scored", "selected"]
+    assert [ln.split()[1] for ln in lines] == ["embedded", "scored", "deduplicated", "selected"]
     assert all("(0 computed, 3 resumed)" in ln for ln in lines), lines
-    for s in ("embed", "score", "select"):
+    for s in ("embed", "score", "dedup", "select"):
         assert _stamps(chained / s / "data") == before[s]
 
 
