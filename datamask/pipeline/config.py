@@ -16,8 +16,8 @@ from typing import Any
 from ..errors import ConfigError
 from ..core.estimator import DataMask
 
-__all__ = ["StageConfig", "SelectConfig", "TextStageConfig", "EmbedConfig", "ScoreConfig", "DedupConfig", "STAGE_CONFIGS",
-           "METHODS", "RESULT_FIELDS", "parse_value"]
+__all__ = ["StageConfig", "SelectConfig", "TextStageConfig", "EmbedConfig", "ScoreConfig", "DedupConfig",
+           "STAGE_CONFIGS", "METHODS", "RESULT_FIELDS", "parse_value"]
 
 _DM = {k: p.default for k, p in inspect.signature(DataMask.__init__).parameters.items() if k != "self"}
 # DataMask parameters that are not pipeline settings (set per partition or by the runner).

@@ -2,7 +2,6 @@
 kept row is the highest-quality one, --keep-all, resume, semantic, and bad input."""
 import html
 import json
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest

@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 from ...dedup.estimator import parse_kinds
 from ...dedup.minhash import lsh_params
 from ..runner import Stage, finish_split, plan_splits, resolve_io, run_stage, split_record
-from .dedup_groups import DEDUP_DIR, GROUPS_FILE, SUMMARY_FILE, DedupColumns, doc_range, find_groups, file_ranks
+from .dedup_groups import DEDUP_DIR, GROUPS_FILE, SUMMARY_FILE, find_groups
+from .dedup_read import DedupColumns, doc_range, file_ranks
 
 __all__ = ["run_dedup", "DUPLICATE_OF"]
 

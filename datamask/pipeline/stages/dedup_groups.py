@@ -1,9 +1,8 @@
 """The corpus-wide part of ``datamask dedup``: duplicate groups across every split and file.
 
 Run once, in the stage's setup; the result is stored in ``_datamask/dedup/`` (the groups
-last, so their presence means complete) and a resumed run reuses it. A document
-is named by its number ``file rank << 40 | row`` (files ranked by path), so the smallest
-number is the first document by path and row.
+last, so their presence means complete) and a resumed run reuses it. Documents are named
+by their numbers (:mod:`.dedup_read`).
 
 1. records (per split): the exact key and the LSH band keys of every document
    (:mod:`datamask.dedup.buckets`); null texts get none;
@@ -19,80 +18,35 @@ number is the first document by path and row.
 """
 from __future__ import annotations
 
-import json
 import time
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ...dedup.buckets import empty_records, exact_records, fuzzy_records, verify_pairs
-from ...dedup.estimator import parse_kinds, represent, resolve_kept
+from ...dedup.estimator import represent, resolve_kept
 from ...dedup.graph import bucket_pairs, duplicate_of
-from ...dedup.minhash import lsh_params, signatures
-from ...dedup.normalize import as_string_array
-from ...errors import DataError
+from ...dedup.minhash import signatures
 from ..io import Split, read_split, write_json_atomic, write_parquet_atomic
-from ..runner import ProgressBars
-from ..schema import TextColumns
+from .dedup_read import column_names, doc_range, document_numbers, gather, per_split, read_quality, read_texts
 
-__all__ = ["find_groups", "file_ranks", "doc_range", "DedupColumns", "DEDUP_DIR", "GROUPS_FILE", "SUMMARY_FILE"]
+__all__ = ["find_groups", "DEDUP_DIR", "GROUPS_FILE", "SUMMARY_FILE"]
 
 DEDUP_DIR = "dedup"
 GROUPS_FILE = "groups.parquet"
 SUMMARY_FILE = "summary.json"
-ROW_BITS = 40  # document number = file rank << 40 | row
 KIND_CODE = {"exact": 0, "fuzzy": 1}
 N_EXAMPLES = 3  # example groups per kind shown in the report
 EXAMPLE_CHARS = 600
 KMEANS_SAMPLE = 50_000
 
 
-# ---------------------------------------------------------------------- reading
-def file_ranks(plan):
-    return {rel: i for i, rel in enumerate(sorted({s.rel for s in plan.splits}))}
-
-
-def _docs(s: Split, ranks) -> np.ndarray:
-    return (np.int64(ranks[s.rel]) << ROW_BITS) + np.arange(s.start, s.stop, dtype=np.int64)
-
-
-def doc_range(s: Split, ranks):
-    base = np.int64(ranks[s.rel]) << ROW_BITS
-    return base + s.start, base + s.stop
-
-
-def _texts(table: pa.Table, column: str, where: str):
-    col = table.column(column)
-    if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
-        try:
-            col = col.cast(pa.large_string())
-        except pa.ArrowInvalid:
-            raise DataError(f"{where}: text column {column!r} holds bytes that are not UTF-8; fix the encoding") \
-                from None
-    elif pa.types.is_null(col.type):
-        col = col.cast(pa.large_string())
-    return as_string_array(col)
-
-
-def _quality(table: pa.Table, column: str):
-    if column not in table.schema.names:
-        return None
-    return pd.to_numeric(table.column(column).to_pandas(), errors="coerce").to_numpy(dtype=np.float64,
-                                                                                     na_value=np.nan)
-
-
-def _slice(sorted_docs: np.ndarray, s: Split, ranks) -> np.ndarray:
-    lo, hi = doc_range(s, ranks)
-    return sorted_docs[np.searchsorted(sorted_docs, lo):np.searchsorted(sorted_docs, hi)]
-
-
 # ---------------------------------------------------------------------- 1-2. records and pairs
 def _records(s: Split, *, cols, ranks, kinds, params):
     table = read_split(s, cols)
-    texts = _texts(table, cols.text, s.where())
-    doc = _docs(s, ranks)
+    texts = read_texts(table, cols.text, s.where())
+    doc = document_numbers(s, ranks)
     frames = []
     if "exact" in kinds:
         frames.append(exact_records(texts, doc).assign(kind=np.int8(KIND_CODE["exact"])))
@@ -120,27 +74,6 @@ def _pairs_partition(df):
     return pd.concat(out, ignore_index=True) if out else _pairs_meta()
 
 
-def _gather(client, frames, desc, quiet, n):
-    """Compute a Dask frame partition by partition (a progress bar), concatenated."""
-    from distributed import as_completed
-
-    futures = client.compute(frames.to_delayed())
-    bars = ProgressBars(client, n, 0, n, quiet, desc=desc)
-    parts = []
-    try:
-        for fut in as_completed(futures, loop=client.loop):
-            if fut.status == "error":
-                raise fut.exception()
-            parts.append(fut.result())
-            bars.partition_done(None)
-    except BaseException:
-        client.cancel(futures)
-        raise
-    finally:
-        bars.close()
-    return pd.concat(parts, ignore_index=True) if parts else None
-
-
 def _candidate_pairs(client, plan, cols, ranks, kinds, params, quiet):
     import dask
     import dask.dataframe as dd
@@ -151,7 +84,7 @@ def _candidate_pairs(client, plan, cols, ranks, kinds, params, quiet):
         n = recs.npartitions
         shuffled = recs.shuffle(on=["kind", "band", "key", "key2"], npartitions=n)
         pairs = shuffled.map_partitions(_pairs_partition, meta=_pairs_meta(), enforce_metadata=False)
-        return _gather(client, pairs, "dedup pairs", quiet, n)
+        return gather(client, pairs, "dedup pairs", quiet, n)
 
 
 # ---------------------------------------------------------------------- 3. lookup and groups
@@ -164,13 +97,12 @@ def _lookup(s: Split, docs, *, cols, ranks, quality_column, params, with_sig):
     lo, _ = doc_range(s, ranks)
     rows = (np.asarray(docs) - lo).astype(np.int64)
     sub = table.take(pa.array(rows))
-    q = _quality(sub, quality_column)
+    q = read_quality(sub, quality_column)
     out = pd.DataFrame({"doc": np.asarray(docs, np.int64),
                         "quality": q if q is not None else np.full(rows.shape[0], np.nan)})
     if with_sig:
-        sig, _ = signatures(_texts(sub, cols.text, s.where()), params.ngram, params.num_perm)
-        out["sig"] = list(sig.view(f"V{4 * params.num_perm}").reshape(-1)) if len(sig) else []
-        out["sig"] = [bytes(v) for v in out["sig"]]
+        sig, _ = signatures(read_texts(sub, cols.text, s.where()), params.ngram, params.num_perm)
+        out["sig"] = [row.tobytes() for row in sig]
     return out
 
 
@@ -181,31 +113,21 @@ def _lookup_meta(n_sig):
     return m
 
 
-def _per_split(fn, plan, ranks, docs_sorted, meta, **kw):
-    import dask
-    import dask.dataframe as dd
-
-    slices = [_slice(docs_sorted, s, ranks) for s in plan.splits]
-    with dask.config.set({"dataframe.convert-string": False}):
-        return dd.from_map(fn, plan.splits, slices, ranks=ranks, meta=meta, enforce_metadata=False, **kw)
-
-
 def _text_groups(client, plan, cols, ranks, kinds, params, cfg):
     """Removed documents, their kept ones and the stats of the exact and fuzzy kinds."""
     pairs = _candidate_pairs(client, plan, cols, ranks, kinds, params, cfg.quiet)
     removed, kept = np.zeros(0, np.int64), np.zeros(0, np.int64)
     stats, by = {}, []
     if pairs is None or len(pairs) == 0:
-        return removed, kept, np.zeros(0, object), {k: {"groups": 0, "removed": 0} for k in kinds}, {}
+        return removed, kept, np.zeros(0, object), {k: {"groups": 0, "removed": 0} for k in kinds}
     nodes = np.unique(np.concatenate([pairs["a"].to_numpy(), pairs["b"].to_numpy()]))
     with_sig = "fuzzy" in kinds
-    info = _gather(client, _per_split(_lookup, plan, ranks, nodes, _lookup_meta(params.num_perm if with_sig else 0),
+    info = gather(client, per_split(_lookup, plan, ranks, nodes, _lookup_meta(params.num_perm if with_sig else 0),
                                       cols=cols, quality_column=cfg.quality_column, params=params,
                                       with_sig=with_sig),
                    "dedup lookup", cfg.quiet, len(plan.splits)).sort_values("doc", kind="stable")
     docs = info["doc"].to_numpy()
     qual = info["quality"].to_numpy()
-    has_quality = bool(np.isfinite(qual).any())
 
     def quality_of(x):
         return qual[np.searchsorted(docs, x)]
@@ -221,23 +143,10 @@ def _text_groups(client, plan, cols, ranks, kinds, params, cfg):
         stats[kind] = {"groups": int(g), "removed": int(r.shape[0])}
         removed, kept = np.concatenate([removed, r]), np.concatenate([kept, k])
         by.extend([kind] * r.shape[0])
-    return removed, kept, np.array(by, dtype=object), stats, {"quality_column_used": has_quality}
+    return removed, kept, np.array(by, dtype=object), stats
 
 
 # ---------------------------------------------------------------------- 4. semantic
-class DedupColumns(TextColumns):
-    """Id and text, plus the embedding column for the semantic kind (None otherwise)."""
-
-    def __init__(self, id="id", text="text", embedding=None):
-        super().__init__(id, text, extra=(embedding,) if embedding else ())
-        self.embedding = embedding
-
-    def hint(self, name):
-        if name not in (self.id, self.text):
-            return "run datamask embed first, or pass --embedding-column NAME, or leave semantic out of --kind"
-        return super().hint(name)
-
-
 def _cluster_codes(values) -> np.ndarray:
     """Equal cluster values -> equal int64 codes on every worker (any column type)."""
     return pd.util.hash_array(np.asarray(values, dtype=object), categorize=True).view(np.int64)
@@ -248,7 +157,7 @@ def _semantic_rows(s: Split, removed, *, cols, ranks, quality_column, domain_col
     from ..schema import embedding_matrix
 
     table = read_split(s, cols)
-    doc = _docs(s, ranks)
+    doc = document_numbers(s, ranks)
     live = ~np.isin(doc, removed) & ~np.asarray(table.column(cols.text).is_null().to_numpy(zero_copy_only=False))
     table = table.filter(pa.array(live))
     E = embedding_matrix(table.column(cols.embedding), s.where(), cols.embedding, s.start)
@@ -256,7 +165,7 @@ def _semantic_rows(s: Split, removed, *, cols, ranks, quality_column, domain_col
         cl = _cluster_codes(table.column(domain_column).to_pylist())
     else:
         cl = np.asarray(assign(E, centroids)[0]).astype(np.int64)
-    q = _quality(table, quality_column)
+    q = read_quality(table, quality_column)
     n = table.num_rows
     return pd.DataFrame({
         "doc": doc[live], "cluster": cl, "quality": q if q is not None else np.full(n, np.nan),
@@ -301,23 +210,22 @@ def _semantic_groups(client, plan, cols, ranks, cfg, removed, device):
     from ...dedup.semantic import default_n_clusters
 
     first = plan.splits[0]
-    names = read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols).schema.names
     centroids = None
-    if cfg.domain_column not in names:
+    if cfg.domain_column not in column_names(plan, cols):
         per = max(1, KMEANS_SAMPLE * 1.0 / plan.n_rows)
         counts = [min(s.rows, max(1, int(round(per * s.rows)))) for s in plan.splits]
         with dask.config.set({"dataframe.convert-string": False}):
             sample = dd.from_map(_sample_rows, plan.splits, counts, cols=cols,
                                  meta=pd.DataFrame({"i": np.zeros(0, np.int64), "emb": pd.Series([], dtype=object)}),
                                  enforce_metadata=False)
-        got = _gather(client, sample, "dedup k-means sample", cfg.quiet, len(plan.splits))
+        got = gather(client, sample, "dedup k-means sample", cfg.quiet, len(plan.splits))
         E = np.stack(got["emb"].to_list()).astype(np.float32)
         k = min(int(cfg.n_clusters or default_n_clusters(plan.n_rows)), E.shape[0])
         centroids = np.asarray(fit_kmeans(E, k, seed=int(cfg.seed)))
     first_rows = _semantic_rows(Split(first.path, first.rel, first.fmt, first.start, first.start), removed[:0],
                                 cols=cols, ranks=ranks, quality_column=cfg.quality_column,
                                 domain_column=cfg.domain_column, centroids=centroids)
-    rows = _per_split(_semantic_rows, plan, ranks, removed, first_rows.iloc[:0], cols=cols,
+    rows = per_split(_semantic_rows, plan, ranks, removed, first_rows.iloc[:0], cols=cols,
                       quality_column=cfg.quality_column, domain_column=cfg.domain_column, centroids=centroids)
     n = rows.npartitions
     with dask.config.set({"dataframe.convert-string": False}):
@@ -325,7 +233,7 @@ def _semantic_groups(client, plan, cols, ranks, cfg, removed, device):
         groups = rows.shuffle(on="cluster", npartitions=n, shuffle_method="tasks").map_partitions(
             _semantic_partition, eps=float(cfg.eps), device=device,
             meta=pd.DataFrame({"doc": np.zeros(0, np.int64), "kept": np.zeros(0, np.int64)}), enforce_metadata=False)
-    out = _gather(client, groups, "dedup semantic", cfg.quiet, n)
+    out = gather(client, groups, "dedup semantic", cfg.quiet, n)
     r, k = out["doc"].to_numpy(np.int64), out["kept"].to_numpy(np.int64)
     return r, k, int(np.unique(k).shape[0])
 
@@ -343,7 +251,7 @@ def _ids(s: Split, docs, *, cols, ranks, text_docs):
     lo, _ = doc_range(s, ranks)
     sub = table.take(pa.array((np.asarray(docs) - lo).astype(np.int64)))
     want = np.isin(docs, text_docs)
-    texts = _texts(sub, cols.text, s.where()).to_pylist()
+    texts = read_texts(sub, cols.text, s.where()).to_pylist()
     return pd.DataFrame({"doc": np.asarray(docs, np.int64), "id": sub.column(cols.id).to_pylist(),
                          "text": [t[:EXAMPLE_CHARS] if w and t is not None else None for t, w in zip(texts, want)]})
 
@@ -363,13 +271,37 @@ def _examples(removed, kept, by, kinds):
 
 
 def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
+    """Every duplicate group of the corpus; writes ``summary.json`` then ``groups.parquet``.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    plan : Plan
+        All splits of the input (not only the pending ones: groups span splits).
+    cols : DedupColumns
+    ranks : dict
+        File rank of each input path (:func:`file_ranks`).
+    kinds : tuple of str
+        In canonical order (exact, fuzzy, semantic).
+    params : LSHParams
+    cfg : DedupConfig
+    device : {"cpu", "gpu"}
+        Where the semantic kernel runs.
+    where : Path
+        ``_datamask/dedup`` of the output.
+
+    Notes
+    -----
+    ``groups.parquet`` holds one row per removed document: ``doc``, ``kept`` (document
+    numbers), ``kept_id`` (the kept row's id) and ``kind`` (the kind that removed it).
+    """
     t0 = time.perf_counter()
     text_kinds = [k for k in kinds if k != "semantic"]
     removed, kept = np.zeros(0, np.int64), np.zeros(0, np.int64)
     by = np.zeros(0, object)
-    stats, info = {}, {}
+    stats = {}
     if text_kinds:
-        removed, kept, by, stats, info = _text_groups(client, plan, cols, ranks, text_kinds, params, cfg)
+        removed, kept, by, stats = _text_groups(client, plan, cols, ranks, text_kinds, params, cfg)
     if "semantic" in kinds:
         order = np.argsort(removed)
         r, k, g = _semantic_groups(client, plan, cols, ranks, cfg, removed[order], device)
@@ -382,7 +314,7 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
     examples = _examples(removed, kept, by, kinds)
     text_docs = np.unique(np.array([d for _, g, rs in examples for d in [g] + rs], dtype=np.int64))
     need = np.unique(np.concatenate([kept, text_docs]))
-    look = _gather(client, _per_split(_ids, plan, ranks, need, _ids_meta(), cols=cols, text_docs=text_docs),
+    look = gather(client, per_split(_ids, plan, ranks, need, _ids_meta(), cols=cols, text_docs=text_docs),
                    "dedup ids", cfg.quiet, len(plan.splits)) if need.shape[0] else None
     id_of, text_of = {}, {}
     if look is not None:
@@ -391,7 +323,7 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
     summary = {
         "kinds": {k: stats.get(k, {"groups": 0, "removed": 0}) for k in kinds},
         "removed": int(removed.shape[0]),
-        "quality_column_used": bool(info.get("quality_column_used", False)),
+        "quality_column_used": cfg.quality_column in column_names(plan, cols),
         "lsh": {"ngram": params.ngram, "num_perm": params.num_perm, "bands": params.bands, "rows": params.rows,
                 "threshold": params.threshold} if "fuzzy" in kinds else None,
         "eps": float(cfg.eps) if "semantic" in kinds else None,

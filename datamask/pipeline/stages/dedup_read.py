@@ -1,0 +1,118 @@
+"""Reading for ``datamask dedup``'s corpus-wide passes: document numbers, the columns a pass
+needs, per-split tasks over sorted document lists, and gathering their results.
+
+A document is named by its number ``file rank << 40 | row`` (files ranked by path), so
+the smallest number is the first document by path and row, and a split's documents are
+one contiguous range of numbers.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ...dedup.normalize import as_string_array
+from ...errors import DataError
+from ..io import Split, read_split
+from ..runner import ProgressBars
+from ..schema import TextColumns
+
+__all__ = ["ROW_BITS", "DedupColumns", "file_ranks", "document_numbers", "doc_range", "read_texts", "read_quality",
+           "column_names", "docs_in_split", "per_split", "gather"]
+
+ROW_BITS = 40  # document number = file rank << 40 | row
+
+
+class DedupColumns(TextColumns):
+    """Id and text, plus the embedding column for the semantic kind (None otherwise)."""
+
+    def __init__(self, id="id", text="text", embedding=None):
+        super().__init__(id, text, extra=(embedding,) if embedding else ())
+        self.embedding = embedding
+
+    def hint(self, name):
+        if name not in (self.id, self.text):
+            return "run datamask embed first, or pass --embedding-column NAME, or leave semantic out of --kind"
+        return super().hint(name)
+
+
+def file_ranks(plan) -> dict:
+    """Rank of every input file (relative path), in path order."""
+    return {rel: i for i, rel in enumerate(sorted({s.rel for s in plan.splits}))}
+
+
+def document_numbers(s: Split, ranks) -> np.ndarray:
+    """(rows,) int64 numbers of the split's documents."""
+    return (np.int64(ranks[s.rel]) << ROW_BITS) + np.arange(s.start, s.stop, dtype=np.int64)
+
+
+def doc_range(s: Split, ranks):
+    """``[lo, hi)`` of the split's document numbers."""
+    base = np.int64(ranks[s.rel]) << ROW_BITS
+    return base + s.start, base + s.stop
+
+
+def read_texts(table: pa.Table, column: str, where: str) -> pa.Array:
+    """The text column as an Arrow string array (bytes decoded as UTF-8; nulls kept)."""
+    col = table.column(column)
+    if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
+        try:
+            col = col.cast(pa.large_string())
+        except pa.ArrowInvalid:
+            raise DataError(f"{where}: text column {column!r} holds bytes that are not UTF-8; fix the encoding") \
+                from None
+    elif pa.types.is_null(col.type):
+        col = col.cast(pa.large_string())
+    return as_string_array(col)
+
+
+def read_quality(table: pa.Table, column: str):
+    """The quality column as float64 (NaN where not a number), or None without one."""
+    if column not in table.schema.names:
+        return None
+    return pd.to_numeric(table.column(column).to_pandas(), errors="coerce").to_numpy(dtype=np.float64,
+                                                                                     na_value=np.nan)
+
+
+def column_names(plan, cols):
+    """Column names of the first split (read with no row)."""
+    first = plan.splits[0]
+    return read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols).schema.names
+
+
+def docs_in_split(sorted_docs: np.ndarray, s: Split, ranks) -> np.ndarray:
+    """The numbers of ``sorted_docs`` that belong to split ``s``."""
+    lo, hi = doc_range(s, ranks)
+    return sorted_docs[np.searchsorted(sorted_docs, lo):np.searchsorted(sorted_docs, hi)]
+
+
+def per_split(fn, plan, ranks, docs_sorted, meta, **kw):
+    """A Dask frame of ``fn(split, its documents of docs_sorted, ranks=ranks, **kw)`` per
+    split: each task carries only its own slice of the document list."""
+    import dask
+    import dask.dataframe as dd
+
+    slices = [docs_in_split(docs_sorted, s, ranks) for s in plan.splits]
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_map(fn, plan.splits, slices, ranks=ranks, meta=meta, enforce_metadata=False, **kw)
+
+
+def gather(client, frames, desc, quiet, n):
+    """Compute a Dask frame partition by partition (a progress bar), concatenated."""
+    from distributed import as_completed
+
+    futures = client.compute(frames.to_delayed())
+    bars = ProgressBars(client, n, 0, n, quiet, desc=desc)
+    parts = []
+    try:
+        for fut in as_completed(futures, loop=client.loop):
+            if fut.status == "error":
+                raise fut.exception()
+            parts.append(fut.result())
+            bars.partition_done(None)
+    except BaseException:
+        client.cancel(futures)
+        raise
+    finally:
+        bars.close()
+    return pd.concat(parts, ignore_index=True) if parts else None
