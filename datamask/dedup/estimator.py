@@ -116,14 +116,15 @@ class Deduplicator:
         kept = np.zeros(0, np.int64)
         by = np.full(n, None, dtype=object)
         self.stats_ = {}
-        self.n_null_ = 0
+        null = np.zeros(0, np.int64)
         if texts is not None:
             from .normalize import as_string_array
 
-            self.n_null_ = int(as_string_array(texts).null_count)
+            null = np.flatnonzero(np.asarray(as_string_array(texts).is_null().to_numpy(zero_copy_only=False)))
+        self.n_null_ = int(null.shape[0])
         for kind in kinds:
-            if kind == "semantic":
-                r, k, groups = self._semantic(embeddings, cluster, q, removed)
+            if kind == "semantic":  # null texts are never grouped, by any kind
+                r, k, groups = self._semantic(embeddings, cluster, q, np.union1d(removed, null))
             else:
                 if texts is None:
                     raise ConfigError(f"--kind {kind} needs a text column")

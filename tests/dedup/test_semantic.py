@@ -62,3 +62,12 @@ def test_semantic_without_clusters_runs_kmeans_and_finds_the_copies():
     assert np.array_equal(np.flatnonzero(d.duplicate_of_ >= 0), np.arange(200, 220))
     assert np.array_equal(d.duplicate_of_[200:], np.arange(20))
     assert d.stats_ == {"semantic": {"groups": 20, "removed": 20}}
+
+
+def test_semantic_leaves_rows_with_null_text_alone():
+    E, _ = _planted()
+    texts = ["t"] * E.shape[0]
+    texts[200] = None  # a planted copy whose text is null
+    d = Deduplicator("semantic", eps=0.01, n_clusters=3).fit(texts=texts, embeddings=E)
+    assert d.duplicate_of_[200] == -1 and d.n_null_ == 1
+    assert np.array_equal(np.flatnonzero(d.duplicate_of_ >= 0), np.arange(201, 220))
