@@ -69,8 +69,6 @@ def semdedup(E, cluster, centroids, eps: float, order="far", block=1024, chunk=8
     cluster = xp.asarray(cluster).astype(xp.int64)
     if cluster.shape != (n,):
         raise ValueError(f"cluster must have shape ({n},), got {cluster.shape}")
-    if n == 0:
-        return np.ones(0, dtype=bool)
     C = _unit(xp.asarray(centroids), xp)
     cos = (_unit(E, xp) * C[cluster]).sum(axis=1)
     key = cos if order == "far" else -cos  # far: lowest cosine (largest distance) first
@@ -100,8 +98,8 @@ def nearest_kept(E, cluster, order_key, eps: float, block=1024, chunk=8192):
     Returns
     -------
     (N,) int64 numpy array
-        ``-1`` for a kept row; for a dropped row, the kept row of its cluster it is most
-        similar to (the one that made it a duplicate, or a closer one).
+        ``-1`` for a kept row; for a dropped row, the earlier kept row of its cluster it is
+        most similar to (above the threshold, so a duplicate of it).
     """
     xp = get_namespace(E)
     eps = float(eps)
