@@ -215,23 +215,23 @@ def cluster_stats_dask(ddf, k: int, cluster_column="cluster", quality_column="qu
 
 
 # ---------------------------------------------------------------------- `datamask cluster`
-def _write_partition(df, partition_info=None, *, names, out_root, centroids, column, by_cluster, device):
-    """Label one partition, write it (and its per-cluster pieces); return its counts."""
+def _write_partition(df, partition_info=None, *, names, out_root, centroids, column, by_cluster, level):
+    """Label one partition (on the level's arrays: one matrix product per block against the
+    centroids, on the GPU for cuda/rapids), write it and its per-cluster pieces; return its counts."""
     import pyarrow as pa
 
+    from ..pipeline.gpu_worker import DeviceWork, device_array
     from ..pipeline.io import write_parquet_atomic
-
 
     name = names[partition_info["number"]] if partition_info else names[0]
     out = Path(out_root)
     df = df.copy()
     if len(df):
         E = embeddings_of(df[column])
-        if device == "gpu":
-            import cupy
-
-            E = cupy.asarray(E)
-        lab = to_numpy(assign(E, get_namespace(E).asarray(centroids))[0]).astype(np.int32)
+        with DeviceWork(level, f"split {name}", len(df), data_bytes=E.nbytes):
+            E = device_array(E, level)
+            lab = to_numpy(assign(E, get_namespace(E).asarray(centroids))[0]).astype(np.int32)
+            del E
     else:
         lab = np.zeros(0, dtype=np.int32)
     df["cluster"] = lab
@@ -243,6 +243,12 @@ def _write_partition(df, partition_info=None, *, names, out_root, centroids, col
             piece = table.filter(pa.array(lab == c))
             write_parquet_atomic(piece, out / "by_cluster" / "_pieces" / f"cluster-{c:05d}" / f"{name}.parquet")
     return pd.DataFrame({"name": [name], "rows": [len(df)]})
+
+
+def _has_faiss() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("faiss") is not None
 
 
 def _merge_cluster(out_root, c):
@@ -264,7 +270,7 @@ def _merge_cluster(out_root, c):
 
 def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1_000_000, by_cluster=False,
                 backend="auto", device="cpu", embedding_column="embedding", quality_column="quality",
-                tokens_column="n_tokens", client=None, max_sample_rows=None) -> dict:
+                tokens_column="n_tokens", client=None, max_sample_rows=None, level=None) -> dict:
     """``datamask cluster``: fit k-means on a sample, label every row, write statistics.
 
     Writes under ``output``: ``data/<split>.parquet`` (the input rows plus an int32
@@ -275,6 +281,11 @@ def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1
     ``split_size``; a larger one is warned about and split by ``datamask select``).
     Everything runs per partition, so the corpus need not fit in memory.
 
+    ``level`` (a :class:`~datamask.pipeline.gpu.Level`; default: from ``device``) says
+    where: ``auto`` fits with cuML on the RAPIDS level, else on the host sample (faiss when
+    installed, else scikit-learn; every core on a GPU machine), and labels every row on the
+    level's arrays (cupy on cuda/rapids).
+
     Returns the summary dict (also in ``cluster.json``).
     """
     import time
@@ -282,9 +293,12 @@ def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1
     import dask
     import pyarrow as pa
 
+    from ..pipeline.gpu import CPU, select_level
     from ..pipeline.io import discover, make_splits, write_json_atomic, write_parquet_atomic
 
     t0 = time.perf_counter()
+    if level is None:
+        level = CPU if device == "cpu" else select_level(device)
     out = Path(output)
     ddf = read_corpus(input, split_size=split_size)
     names = []
@@ -298,22 +312,24 @@ def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1
     warn = []
     with ctx, dask.config.set({"dataframe.convert-string": False}):
         if backend == "auto":
-            backend = "cuml" if device == "gpu" else "sklearn"
+            backend = level.kmeans if level.kmeans != "faiss" or _has_faiss() else "sklearn"
         X = sample_embeddings(ddf, sample_fraction, embedding_column, seed, max_rows=max_sample_rows)
         check_k(k, X.shape[0], "sampled rows")
         t_fit = time.perf_counter()
-        if backend == "cuml":
+        if backend == "cuml":  # the RAPIDS adapter: cuML fits on the GPU
             import cupy
 
             cent = to_numpy(fit_kmeans(cupy.asarray(X), k, seed=seed, backend="cuml"))
-        else:
-            cent = fit_kmeans(X, k, seed=seed, backend=backend)
+        else:  # on the host sample; a GPU machine's cores are the run's own
+            cent = fit_kmeans(X, k, seed=seed, backend=backend, n_threads=None if level.device == "gpu" else 1)
         fit_seconds = time.perf_counter() - t_fit
         sample_inertia = inertia(X, cent) / X.shape[0]
         meta = pd.DataFrame({"name": pd.Series([], dtype=object), "rows": pd.Series([], dtype=np.int64)})
+        t_label = time.perf_counter()
         done = ddf.map_partitions(_write_partition, names=names, out_root=str(out), centroids=cent,
-                                  column=embedding_column, by_cluster=by_cluster, device=device, meta=meta,
+                                  column=embedding_column, by_cluster=by_cluster, level=level, meta=meta,
                                   enforce_metadata=False).compute()
+        label_seconds = time.perf_counter() - t_label
         labelled = read_corpus(out / "data", split_size=split_size,
                                columns=[c for c in ("cluster", quality_column, tokens_column, embedding_column)
                                         if c in ddf.columns or c == "cluster"])
@@ -335,7 +351,8 @@ def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1
     write_parquet_atomic(pa.Table.from_pandas(stats, preserve_index=False), out / "cluster_stats.parquet")
     summary = {"k": int(k), "rows": int(done["rows"].sum()), "partitions": int(len(done)),
                "sample_rows": int(X.shape[0]), "sample_fraction": float(sample_fraction),
-               "backend": backend, "device": device, "seed": int(seed), "fit_seconds": round(fit_seconds, 3),
+               "backend": backend, "device": level.device, "gpu": level.to_dict(), "seed": int(seed),
+               "fit_seconds": round(fit_seconds, 3), "label_seconds": round(label_seconds, 3),
                "sample_inertia_per_row": round(sample_inertia, 6), "empty_clusters": int((stats["size"] == 0).sum()),
                "largest_cluster": int(stats["size"].max()), "split_size": int(split_size),
                "by_cluster": bool(by_cluster), "warnings": warn,

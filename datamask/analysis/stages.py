@@ -27,7 +27,8 @@ class ClusterConfig(StageConfig):
     k: int = _f(100, "number of k-means clusters (<= rows in the sample)", group="clustering")
     sample_fraction: float = _f(0.1, "fraction of rows k-means is fitted on (then every row is labelled)",
                                 group="clustering")
-    kmeans_backend: str = _f("auto", "k-means implementation (auto: cuML on GPU, scikit-learn on CPU)",
+    kmeans_backend: str = _f("auto", "k-means implementation (auto: cuML with RAPIDS, else faiss or "
+                             "scikit-learn on a host sample, rows labelled on the GPU with --device gpu)",
                              choices=("auto", "sklearn", "faiss", "cuml"), group="clustering")
     by_cluster: bool = _f(False, "also write OUTPUT/by_cluster/: one file (one partition) per cluster",
                           group="output")
@@ -81,17 +82,14 @@ class CompareConfig(SelectConfig):
         return DedupConfig(**dict(kw, kind=self.dedup, output=output))
 
 
-def _client(cfg, client):
+def _client(cfg, client, level=None):
     if client is not None:
         return client, False
-    from ..core.backend import resolve_device
     from ..pipeline.client import get_client
+    from ..pipeline.gpu import select_level
 
-    try:
-        device = resolve_device(cfg.device)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    return get_client(cfg, device), True
+    level = level or select_level(cfg.device)
+    return get_client(cfg, level.device, level=level), True
 
 
 def _prepare_output(path, marker, overwrite, input=None, own=()):
@@ -117,22 +115,24 @@ def _totals(rows, partitions):
 
 def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
     """``datamask cluster INPUT OUTPUT --k K``; returns the summary (with ``totals``)."""
-    from ..core.backend import resolve_device
     from ..pipeline.client import close_client
+    from ..pipeline.gpu import select_level
     from .clusters import run_cluster
 
     if not cfg.input or not cfg.output:
         raise ConfigError("both input and output are required (datamask cluster INPUT OUTPUT --k K)")
+    level = select_level(cfg.device)  # before the output exists: a device error leaves nothing behind
     out = _prepare_output(cfg.output, "cluster.json", cfg.overwrite, cfg.input)
     for old in ("data", "by_cluster"):  # a rerun replaces the previous labels
         if (out / old).exists():
             shutil.rmtree(out / old)
-    client, own = _client(cfg, client)
+    client, own = _client(cfg, client, level)
     try:
         summary = run_cluster(cfg.input, out, int(cfg.k), sample_fraction=float(cfg.sample_fraction), seed=cfg.seed,
                               split_size=int(cfg.split_size), by_cluster=cfg.by_cluster, backend=cfg.kmeans_backend,
-                              device=resolve_device(cfg.device), embedding_column=cfg.embedding_column,
-                              quality_column=cfg.quality_column, tokens_column=cfg.tokens_column, client=client)
+                              device=level.device, embedding_column=cfg.embedding_column,
+                              quality_column=cfg.quality_column, tokens_column=cfg.tokens_column, client=client,
+                              level=level)
     except ValueError as e:
         raise DataError(str(e)) from None
     finally:

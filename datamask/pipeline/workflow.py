@@ -116,16 +116,13 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
 
 def run_workflow(raw: dict, source: str = "workflow", on_stage=None) -> list:
     """Run a chaining workflow on one client; returns ``[(stage, manifest)]``."""
-    from ..core.backend import resolve_device
     from .client import close_client, get_client
+    from .gpu import select_level
 
     cfgs = stage_configs(raw, source)
     first = cfgs[0][1]
-    try:
-        device = resolve_device(first.device)
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    client = get_client(first, device)
+    level = select_level(first.device, needs=("torch",) if cfgs[0][0] == "embed" else ("cupy",))
+    client = get_client(first, level.device, level=level)
     try:
         results = []
         for name, cfg in cfgs:

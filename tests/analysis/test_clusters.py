@@ -152,3 +152,19 @@ def test_run_cluster_writes_labels_stats_and_per_cluster_files(blob_corpus, tmp_
     assert s2["warnings"]
     with pytest.raises(ValueError, match="more than the 3000 rows"):
         run_cluster(d, tmp_path / "out3", 3001)
+
+
+def test_cuda_level_labels_on_its_arrays_like_the_cpu(blob_corpus, tmp_path):
+    """The CUDA level fits on the host sample and labels every row on its array library; with
+    numpy standing in for cupy the labels equal the CPU level's, and the summary says what ran."""
+    from datamask.analysis.clusters import run_cluster
+    from datamask.pipeline.gpu import CPU, Level
+
+    d, _ = blob_corpus
+    fake = Level("cuda", "pandas", "numpy", "sklearn", "per-gpu", ("Fake GPU",), (2**34,))
+    a = run_cluster(d, tmp_path / "cpu", 6, sample_fraction=0.3, split_size=1000, level=CPU)
+    b = run_cluster(d, tmp_path / "cuda", 6, sample_fraction=0.3, split_size=1000, level=fake)
+    assert pq.read_table(tmp_path / "cpu" / "data").equals(pq.read_table(tmp_path / "cuda" / "data"))
+    assert a["gpu"]["level"] == "cpu" and a["backend"] == "sklearn"
+    assert b["gpu"] == fake.to_dict() and b["device"] == "gpu" and b["gpu"]["kmeans_labels"] == "gpu"
+    assert b["fit_seconds"] >= 0 and b["label_seconds"] > 0

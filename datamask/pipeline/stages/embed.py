@@ -15,6 +15,8 @@ from dataclasses import replace
 
 from ...errors import ConfigError, DataError
 from ..frames import pandas_table, text_frame
+from ..gpu import CPU
+from ..gpu_worker import DeviceWork
 from ..runner import Stage, finish_split, plan_splits, resolve_io, run_stage, split_record
 from ..schema import TextColumns
 
@@ -38,7 +40,7 @@ def _workers_per_host(client) -> dict:
     return counts
 
 
-def _embed_partition(df, partition_info=None, *, splits, out_root, cfg, embedder, per_host):
+def _embed_partition(df, partition_info=None, *, splits, out_root, cfg, embedder, per_host, level=CPU):
     from ...features.embed import embed_partition
 
     t0 = time.perf_counter()
@@ -55,12 +57,13 @@ def _embed_partition(df, partition_info=None, *, splits, out_root, cfg, embedder
         except (ImportError, ValueError):
             k = 1
         embedder = replace(embedder, num_threads=max(1, _cores() // max(k, 1)))
-    try:
-        out = embed_partition(pdf, cfg.text_column, embedder, column=cfg.embedding_column)
+    try:  # the texts are read and decoded outside: on a GPU worker, while another split embeds
+        with DeviceWork(level, s.where(), cfg.split_size, flag="--batch-size or --split-size") as work:
+            out = embed_partition(pdf, cfg.text_column, embedder, column=cfg.embedding_column)
     except ValueError as e:
         raise DataError(f"{s.where()}: {e}") from None
     rec = split_record(s, len(pdf))
-    rec.update(rows_out=len(out), skipped_texts=int(out.attrs.get("n_skipped", 0)))
+    rec.update(rows_out=len(out), skipped_texts=int(out.attrs.get("n_skipped", 0)), **work.record())
     return finish_split(pandas_table(out), out_root, rec, t0=t0)
 
 
@@ -69,7 +72,8 @@ def _embedder(cfg, device):
 
     try:
         emb = Embedder(model=cfg.model, device="cuda" if device == "gpu" else "cpu",
-                       batch_size=int(cfg.batch_size), max_length=cfg.max_length, prefix=cfg.prefix,
+                       batch_size=None if cfg.batch_size is None else int(cfg.batch_size),
+                       max_length=cfg.max_length, prefix=cfg.prefix,
                        chunk=bool(cfg.chunk), dtype=cfg.dtype, compute=cfg.compute)
         dim = emb.dim  # from the model's config files; loads the model here only when they do not say
     except ValueError as e:
@@ -81,13 +85,14 @@ def run_embed(cfg, client=None) -> dict:
     """``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.config.EmbedConfig`; returns the manifest."""
     cfg = resolve_io(cfg, "embed")
     cols = TextColumns.from_config(cfg)
-    plan = plan_splits(cfg, cols)
+    plan = plan_splits(cfg, cols, needs=("torch",))  # the model runs on CUDA with torch
     embedder, dim = _embedder(cfg, plan.device)
     info = {"model": embedder.path, "dim": dim, "dtype": cfg.dtype, "max_length": cfg.max_length,
-            "chunk": bool(cfg.chunk), "compute": cfg.compute}
+            "chunk": bool(cfg.chunk), "compute": cfg.compute, "batch_size": cfg.batch_size or "auto",
+            "tokenize_threads": embedder.tokenize_threads}
     stage = Stage(
         "embed", plan, cols, _embed_partition,
-        kwargs=dict(cfg=cfg, embedder=embedder, per_host={}),
+        kwargs=dict(cfg=cfg, embedder=embedder, per_host={}, level=plan.level),
         setup=lambda client, pending, out: {"per_host": _workers_per_host(client)},
         totals=lambda parts: {"skipped_texts": int(sum(r.get("skipped_texts", 0) for r in parts))},
         extra=lambda out: {"embed": info},

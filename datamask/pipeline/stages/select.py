@@ -3,8 +3,11 @@
 1. plan (client, cheap): find input files, read Parquet footers, check columns and widths,
    cut files into splits of at most ``split_size`` rows, check every split's budget;
 2. ids (cluster): one pass over the id column for duplicates (error or ``--dedupe-ids``);
-3. select (cluster, per split): validate, run the selection method with the split's own
-   seed (:mod:`datamask.methods`), write the selected rows, then the split's record;
+3. select (cluster, per split): validate on the host, run the selection method with the
+   split's own seed (:mod:`datamask.methods`) on the run's arrays (numpy, or cupy on a GPU
+   level: the embeddings go to the GPU once, one split per GPU at a time while the next split
+   is read, :mod:`~datamask.pipeline.gpu_worker`), write the selected rows, then the
+   split's record (with its device seconds and peak GPU memory);
 4. the runner (:func:`~datamask.pipeline.runner.run_stage`) resumes, writes the manifest.
 """
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ...core.estimator import rows_after_pruning
 from ...errors import DataError
 from ...methods import budget_for, prunes, score, select
 from ..frames import to_table
+from ..gpu_worker import DeviceWork, device_array
 from ..io import Split, normalize_embedding, read_split, write_json_atomic
 from ..runner import PROGRESS_TOPIC, Output, Plan, Stage, plan_splits, resolve_io, run_stage, write_split_files
 from ..schema import LOGIT, SELECTED, Columns, check_table
@@ -126,14 +130,15 @@ def _score_all(E, q, cfg, seed):
     return score(E, q, np.ones(E.shape[0], dtype=bool), cfg, seed)
 
 
-def _select_partition(df, partition_info=None, *, splits, cfg, device, d, out_root, drops, in_type):
-    """One partition: validate, select, write the data file(s), then the record."""
+def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_root, drops, in_type):
+    """One partition: validate (host), select (the level's arrays, one split per GPU at a
+    time), write the data file(s), then the record."""
     t0 = time.perf_counter()
     s = splits[partition_info["number"]]
     cols = Columns.from_config(cfg)
     table = to_table(df)
     del df
-    if device == "gpu":
+    if level.frames == "cudf":  # cudf holds no fixed-size lists and no float16
         table = normalize_embedding(table, cols, s.where(), s.start)
         if in_type is not None:
             table = table.set_column(table.schema.get_field_index(cols.embedding), cols.embedding,
@@ -152,16 +157,15 @@ def _select_partition(df, partition_info=None, *, splits, cfg, device, d, out_ro
         write_json_atomic(rec, out.parts / f"{s.name}.json")
         return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
     E, q = check_table(table, s.where(), cols, s.start, expect_d=d)
-    if device == "gpu":
-        import cupy
-
-        E, q = cupy.asarray(E), cupy.asarray(q)
     seed = rec["seed"]
     if n_dupes:
         _check_budget(Split(s.path, s.rel, s.fmt, 0, table.num_rows), cfg)
-    sel = select(E, q, cfg, seed, s.where(), callback=_progress_callback(s.name), table=table)
-    before = _score_all(E, q, cfg, seed)
-    del E, q
+    with DeviceWork(level, s.where(), cfg.split_size, data_bytes=E.nbytes) as work:
+        E, q = device_array(E, level), device_array(q, level)  # to the GPU once (cupy levels)
+        sel = select(E, q, cfg, seed, s.where(), callback=_progress_callback(s.name), table=table)
+        before = _score_all(E, q, cfg, seed)
+        del E, q
+    rec.update(work.record())
     if cfg.keep_all:
         logits = sel.logits if sel.logits is not None else np.full(table.num_rows, np.nan)
         result = table.append_column(SELECTED, pa.array(sel.mask)).append_column(LOGIT, pa.array(logits))
@@ -183,13 +187,13 @@ def run_select(cfg, client=None) -> dict:
     plan = plan_run(cfg)
     cols = Columns.from_config(cfg)
     in_type = None
-    if plan.device == "gpu":
+    if plan.level.frames == "cudf":
         first = plan.splits[0]
         in_type = read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols)\
             .schema.field(cols.embedding).type
     stage = Stage(
         "select", plan, cols, _select_partition,
-        kwargs=dict(cfg=cfg, device=plan.device, d=plan.d, drops={}, in_type=in_type),
+        kwargs=dict(cfg=cfg, level=plan.level, d=plan.d, drops={}, in_type=in_type),
         frame_device=plan.device,
         check=lambda client, pending: {"drops": find_duplicates(client, plan, cols, cfg.dedupe_ids)},
         steps_per=int(cfg.steps) if cfg.solver == "pg" else 0,

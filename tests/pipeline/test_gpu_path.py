@@ -1,0 +1,82 @@
+"""The CUDA-alone path end to end on CPU: host frames, one worker per (fake) GPU pinned with
+CUDA_VISIBLE_DEVICES, two threads each (one split on the device while the next is read),
+the per-GPU lock, records and manifest. Its array library is numpy here, so the only step
+that differs on a real GPU is the copy of each split's embeddings to the device, and the
+selection must equal the CPU run's row for row."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from datamask.pipeline import runner
+from datamask.pipeline.client import close_client, get_client
+from datamask.pipeline.config import SelectConfig
+from datamask.pipeline.gpu import CPU, Level
+from datamask.pipeline.stages.select import run_select
+from pipeline_data import SPLIT, STEPS, corpus, manifest, read_out  # noqa: F401
+
+FAKE = Level("cuda", "pandas", "numpy", "sklearn", "per-gpu", ("Fake GPU A", "Fake GPU B"), (2**34, 2**34))
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    monkeypatch.setattr(runner, "select_level", lambda device, needs=("cupy",): CPU if device == "cpu" else FAKE)
+
+
+def test_cuda_path_on_numpy_selects_what_the_cpu_selects(fake_cuda, corpus, tmp_path):
+    common = dict(input=str(corpus), split_size=int(SPLIT), steps=int(STEPS), quiet=True)
+    cpu_cfg = SelectConfig(output=str(tmp_path / "cpu"), device="cpu", **common)
+    gpu_cfg = SelectConfig(output=str(tmp_path / "gpu"), device="gpu", **common)
+
+    client = get_client(gpu_cfg, "gpu", level=FAKE)
+    try:
+        info = client.scheduler_info()["workers"]
+        assert sorted(w["nthreads"] for w in info.values()) == [2, 2]
+        assert sorted(client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES")).values()) == ["0", "1"]
+        run_select(gpu_cfg, client)
+    finally:
+        close_client(client)
+    run_select(cpu_cfg)
+
+    g, c = manifest(tmp_path / "gpu"), manifest(tmp_path / "cpu")
+    assert read_out(tmp_path / "gpu").equals(read_out(tmp_path / "cpu"))  # same rows, same values
+    assert [p["seed"] for p in g["partitions"]] == [p["seed"] for p in c["partitions"]]
+    assert g["device"] == "gpu" and g["gpu"]["level"] == "cuda" and g["gpu"]["frames"] == "pandas"
+    assert g["gpu"]["gpus"] == ["Fake GPU A", "Fake GPU B"] and g["gpu"]["cluster"] == "per-gpu"
+    assert c["gpu"]["level"] == "cpu" and c["gpu"]["arrays"] == "numpy"
+    workers = {p["worker"].rsplit("/", 1)[1] for p in g["partitions"]}
+    assert workers and workers <= {"gpu0", "gpu1"}
+    assert all(p["device_seconds"] > 0 and "wait_seconds" in p for p in g["partitions"])
+    t = g["throughput"]
+    assert t["rows"] == g["totals"]["rows_in"] and t["workers"] == 2
+    assert t["rows_per_second_per_gpu"] == pytest.approx(t["rows"] / t["seconds"] / 2, rel=1e-3)
+    assert sum(w["splits"] for w in t["per_worker"].values()) == len(g["partitions"])
+    assert "rows_per_second_per_worker" in c["throughput"]
+
+
+class OutOfMemoryError(MemoryError):
+    """Stand-in for cupy's and torch's CUDA out-of-memory errors (known by class name)."""
+
+
+def test_out_of_memory_in_a_worker_is_one_line(fake_cuda, corpus, tmp_path, capsys, monkeypatch):
+    import logging
+
+    from distributed import LocalCluster
+
+    from datamask.pipeline.stages import select as select_stage
+    from pipeline_data import assert_fails, assert_no_output
+
+    def oom(*a, **k):
+        raise OutOfMemoryError("Out of memory allocating 6,442,450,944 bytes (allocated so far: 1,024 bytes).")
+
+    monkeypatch.setattr(select_stage, "select", oom)
+    out = tmp_path / "out"
+    # an in-process worker, so the stand-in reaches it
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster:
+        assert_fails(capsys, ["select", corpus, out, "--device", "gpu", "--split-size", SPLIT, "--quiet",
+                              "--scheduler", cluster.scheduler_address],
+                     "shard-", "(rows ", "ran out of memory on Fake GPU A",
+                     "asked for 6.00 GiB more", "lower --split-size (now 2,000)")
+    assert_no_output(out)
