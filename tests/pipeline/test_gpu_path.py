@@ -80,3 +80,31 @@ def test_out_of_memory_in_a_worker_is_one_line(fake_cuda, corpus, tmp_path, caps
                      "shard-", "(rows ", "ran out of memory on Fake GPU A",
                      "asked for 6.00 GiB more", "lower --split-size (now 2,000)")
     assert_no_output(out)
+
+
+@pytest.mark.gpu
+def test_select_on_the_gpu_records_level_and_peak_memory(corpus, tmp_path):
+    """On a real GPU: cupy arrays, one worker per GPU, each split's peak GPU memory recorded."""
+    cfg = SelectConfig(input=str(corpus), output=str(tmp_path / "gpu"), split_size=int(SPLIT), steps=int(STEPS),
+                       quiet=True, device="gpu", solver="relaxed")
+    m = run_select(cfg)
+    assert m["gpu"]["arrays"] == "cupy" and m["gpu"]["level"] in ("cuda", "rapids") and m["gpu"]["gpus"]
+    assert all(p["gpu_peak_bytes"] > 0 and p["gpu_peak_ratio"] > 0 for p in m["partitions"])
+    assert m["throughput"]["rows_per_second_per_gpu"] > 0
+    cpu = run_select(cfg.replace(output=str(tmp_path / "cpu"), device="cpu"))
+    assert m["totals"]["rows_out"] == cpu["totals"]["rows_out"]
+
+
+@pytest.mark.gpu
+def test_labels_on_the_gpu_equal_the_host_labels():
+    import cupy
+    import numpy as np
+
+    from datamask.core.kmeans import assign
+
+    rng = np.random.default_rng(0)
+    E = rng.standard_normal((5000, 64)).astype(np.float32)
+    C = rng.standard_normal((40, 64)).astype(np.float32)
+    host = assign(E, C)[0]
+    dev = cupy.asnumpy(assign(cupy.asarray(E), cupy.asarray(C))[0])
+    assert (host == dev).mean() > 0.999  # float32 ties aside
