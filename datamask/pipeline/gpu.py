@@ -195,11 +195,14 @@ def select_level(device: str, needs=("cupy",)) -> Level:
     if device == "cpu":
         return CPU
     cp = probe_cupy()
-    tp = probe_torch() if "torch" in needs else None
+    driver = driver_cuda()
+    # torch takes seconds to import: not asked where neither cupy nor the driver sees a GPU
+    no_driver = not cp.devices and not driver and not os.path.exists("/proc/driver/nvidia")
+    tp = probe_torch() if "torch" in needs and not no_driver else None
     if not _usable(needs, cp, tp):
         if device == "auto":
             return CPU
-        raise ConfigError(why_no_gpu(needs, cp, tp, driver_cuda()))
+        raise ConfigError(why_no_gpu(needs, cp, tp, driver))
     devs = cp.devices or (tp.devices if tp else ())
     forced = os.environ.get(LEVEL_ENV, "").strip().lower()
     if forced not in ("", "cuda", "rapids"):
@@ -209,7 +212,7 @@ def select_level(device: str, needs=("cupy",)) -> Level:
     if ex.rapids and forced != "cuda":
         return Level("rapids", "cudf", "cupy", "cuml", "LocalCUDACluster" if ex.dask_cuda else "per-gpu",
                      names, mem)
-    return Level("cuda", "pandas", "cupy", "faiss" if ex.faiss else "sklearn",
+    return Level("cuda", "pandas", "cupy" if cp.devices else "numpy", "faiss" if ex.faiss else "sklearn",
                  "LocalCUDACluster" if ex.dask_cuda else "per-gpu", names, mem)
 
 
@@ -234,7 +237,8 @@ def why_no_gpu(needs, cp: CupyProbe, tp: TorchProbe | None, driver: int | None) 
             return f"device gpu: no CUDA GPU is usable here ({drv}; cupy {cp.version}: {err}){tail}"
         return (f"device gpu: no CUDA GPU is usable here (cupy {cp.version} sees no device: {err}; "
                 f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}){tail}")
-    tp = tp or TorchProbe()
+    if tp is None:
+        return f"device gpu: no CUDA GPU is usable here ({drv}){tail}"
     if tp.version is None:
         return f"device gpu embeds with torch, which is not installed: install the torch build for CUDA ({drv}){tail}"
     if tp.cuda is None:

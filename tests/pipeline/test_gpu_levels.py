@@ -99,10 +99,20 @@ def test_why_no_gpu_for_the_embedding_model(machine, torch, driver, needles):
         assert n in str(e.value), (n, str(e.value))
 
 
+def test_no_driver_no_torch_import(machine, monkeypatch):
+    """Where no NVIDIA driver answers, torch (seconds to import) is not asked."""
+    machine()
+    monkeypatch.setattr(gpu.os.path, "exists", lambda p: False)
+    monkeypatch.setattr(gpu, "probe_torch", lambda: pytest.fail("torch probed without a driver"))
+    assert select_level("auto", needs=("torch",)) is CPU
+    with pytest.raises(ConfigError, match="no NVIDIA driver was found"):
+        select_level("gpu", needs=("torch",))
+
+
 def test_embedding_level_with_torch_alone(machine):
     machine(torch=TORCH_OK, driver=13000)
     lv = select_level("gpu", needs=("torch",))
-    assert lv.name == "cuda" and lv.gpus == ("NVIDIA H200", "NVIDIA H200")
+    assert lv.name == "cuda" and lv.gpus == ("NVIDIA H200", "NVIDIA H200") and lv.arrays == "numpy"
     with pytest.raises(ConfigError, match="needs cupy"):
         select_level("gpu")  # select's arrays need cupy
 
