@@ -50,7 +50,7 @@ def test_cuda_path_on_numpy_selects_what_the_cpu_selects(fake_cuda, corpus, tmp_
     assert all(p["device_seconds"] > 0 and "wait_seconds" in p for p in g["partitions"])
     t = g["throughput"]
     assert t["rows"] == g["totals"]["rows_in"] and t["workers"] == 2
-    assert t["rows_per_second_per_gpu"] == pytest.approx(t["rows"] / t["seconds"] / 2, rel=1e-3)
+    assert t["rows_per_second_per_gpu"] == pytest.approx(t["rows"] / t["seconds"] / 2, rel=1e-2)  # seconds rounded
     assert sum(w["splits"] for w in t["per_worker"].values()) == len(g["partitions"])
     assert "rows_per_second_per_worker" in c["throughput"]
 
