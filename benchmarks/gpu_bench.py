@@ -260,7 +260,8 @@ def report(out) -> str:
     env = (out / "gpu.txt").read_text().strip() if (out / "gpu.txt").exists() else "not recorded"
     tests = "not run"
     if (out / "gpu-tests.log").exists():
-        found = re.findall(r"=+ (.*(?:passed|failed|skipped|error).*?) =+", (out / "gpu-tests.log").read_text())
+        found = [ln.strip(" =") for ln in (out / "gpu-tests.log").read_text().splitlines()
+                 if re.search(r"\d+ (passed|failed|errors?|skipped|deselected)\b", ln)]
         tests = found[-1] if found else "no summary line (see gpu-tests.log)"
     rows = []
 

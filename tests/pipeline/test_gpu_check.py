@@ -82,7 +82,7 @@ def test_report_marks_targets_and_steps(tmp_path):
     put("embed", {"short": {"texts": 200000, "texts_per_s": 21000.0, "batch_size": 4096, "cosine_min": 0.99999},
                   "long": {"texts": 40000, "texts_per_s": 4000.0, "cosine_min": 0.99998}})
     (tmp_path / "steps.tsv").write_text("select-relaxed\t0\t20\nembed\t124\t120\noptimizer\tskip\t0\n")
-    (tmp_path / "gpu-tests.log").write_text("....\n======= 5 passed, 2 skipped in 30.1s =======\n")
+    (tmp_path / "gpu-tests.log").write_text("..s.\n5 passed, 2 skipped, 310 deselected in 30.1s\n")
     md = gpu_bench.report(tmp_path)
     lines = md.splitlines()
 
@@ -95,7 +95,7 @@ def test_report_marks_targets_and_steps(tmp_path):
     assert line("short texts").endswith("| met |") and line("long texts").endswith("| **missed** |")
     assert "0.9999800" in line("cosine") and line("cosine").endswith("| met |")
     assert line("`cluster").endswith("not measured |")
-    assert "5 passed, 2 skipped" in md and '"level": "cuda"' in md
+    assert "GPU tests: 5 passed, 2 skipped, 310 deselected in 30.1s" in md and '"level": "cuda"' in md
     assert "| embed | timed out | 120 |" in md and "| optimizer | skipped (out of time) | 0 |" in md
 
 
