@@ -28,3 +28,11 @@ def unit_rows():
         return X / np.linalg.norm(X, axis=1, keepdims=True)
 
     return make
+
+
+@pytest.fixture
+def fake_cp(monkeypatch):
+    """A numpy-backed stand-in for cupy, installed as ``cupy`` for this test (see fake_cupy.py)."""
+    import fake_cupy
+
+    return fake_cupy.install(monkeypatch)
