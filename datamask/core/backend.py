@@ -79,40 +79,29 @@ def to_numpy(x):
 
 
 class _Random:
-    """The few random draws the algorithms need, on numpy or cupy, from one seed."""
+    """The seeded draws the solvers need outside the pg loop, the same on numpy and cupy.
+
+    Built on :class:`datamask.rng.CounterRNG`, so a CPU and a GPU run of one seed draw the
+    same rows.
+    """
 
     def __init__(self, xp, seed):
+        from .rng import CounterRNG
+
         self.xp = xp
-        if xp is np:
-            # SFC64: the fastest of numpy's bit generators for bulk float draws here.
-            self._g = np.random.Generator(np.random.SFC64(seed))
-        else:  # cupy
-            self._g = xp.random.default_rng(seed)
-
-    def uniform(self, shape, dtype=np.float32):
-        return self._g.random(size=shape, dtype=dtype)
-
-    def bits32(self, count: int):
-        """``count`` uniform random uint32 words (numpy only).
-
-        Taken straight from the bit generator as uint64 words split in two, with none of
-        ``Generator.random``'s per-draw conversion to float.
-        """
-        raw = self._g.bit_generator.random_raw((count + 1) // 2)
-        return raw.view(np.uint32)[:count]
-
-    def permutation(self, n: int):
-        """A uniformly random permutation of ``range(n)``."""
-        if self.xp is np:
-            return self._g.permutation(n)
-        return self.xp.argsort(self._g.random(size=n, dtype=np.float64))
+        self._rng = CounterRNG(xp, seed)
 
     def subset(self, n: int, k: int):
-        """``k`` distinct indices of ``range(n)``, uniformly at random, in random order."""
+        """``k`` distinct indices of ``range(n)``, uniformly at random (in no set order)."""
+        from .rng import SUBSET
+
+        xp = self.xp
         if k >= n:
-            return self.xp.arange(n)
-        keys = self._g.random(size=n, dtype=np.float32)
-        return self.xp.argpartition(keys, k - 1)[:k]
+            return xp.arange(n)
+        keys = self._rng.words(SUBSET, 0, 0, n).astype(xp.uint64)
+        keys <<= xp.uint64(32)
+        keys |= xp.arange(n, dtype=xp.uint64)  # distinct keys
+        return (xp.partition(keys, k - 1)[:k] & xp.uint64(0xFFFFFFFF)).astype(xp.int64)
 
 
 def default_rng(xp, seed) -> _Random:

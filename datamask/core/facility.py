@@ -6,23 +6,44 @@ each reference row keeps its ``n_neighbors`` most similar candidates (computed o
 blocks), and a group of masks is scored by looking for the first member among them. Pairs
 (mask, reference row) with no member in the list are scored exactly with one product, so
 the value is exact, not an approximation.
+
+That exact pass depends on which pairs missed, a value read back to the host. So on a GPU
+(any array module but numpy), when the candidate-by-reference similarity matrix fits in
+``DENSE_MAX_BYTES``, the scorer keeps that whole matrix instead and takes, for each mask,
+the maximum over its rows: exact, with no value read back (a step can be captured as a
+CUDA graph), at G * S * r gathers per step.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from .backend import get_namespace
 from .objectives import _BLOCK_ELEMENTS
 
-__all__ = ["FacilityGroups"]
+__all__ = ["FacilityGroups", "DENSE_MAX_BYTES"]
+
+# Largest candidate-by-reference float32 similarity matrix kept for the dense method.
+DENSE_MAX_BYTES = 1 << 32
 
 
 class FacilityGroups:
-    """Per-step facility-location scorer for candidates ``E`` (n, d), references ``R`` (r, d)."""
+    """Per-step facility-location scorer for candidates ``E`` (n, d), references ``R`` (r, d).
 
-    def __init__(self, E, R, n_neighbors=128):
+    ``method``: ``"neighbors"`` (the default on numpy), ``"dense"`` (the default elsewhere
+    when the (n, r) matrix fits ``DENSE_MAX_BYTES``), or None for that default.
+    """
+
+    def __init__(self, E, R, n_neighbors=128, method=None):
         xp = get_namespace(E)
         self.xp = xp
         self.E, self.R = E, R
         n, r = E.shape[0], R.shape[0]
+        if method is None:
+            method = "dense" if xp is not np and 4 * n * r <= DENSE_MAX_BYTES else "neighbors"
+        self.method = method
+        if method == "dense":
+            self.C = (E @ R.T).astype(xp.float32)  # (n, r)
+            return
         T = min(int(n_neighbors), n)
         self.nbr = xp.empty((r, T), dtype=xp.int64)
         self.sim = xp.empty((r, T), dtype=xp.float32)
@@ -42,7 +63,15 @@ class FacilityGroups:
     def values(self, orders, ref=None):
         """Facility location of each mask in ``orders`` (G, S) over reference rows ``ref``."""
         xp = self.xp
-        G, _ = orders.shape
+        G, S = orders.shape
+        if self.method == "dense":
+            C = self.C if ref is None else xp.take(self.C, ref, axis=1)  # (n, r_b)
+            out = xp.empty(G, dtype=xp.float64)
+            per = max(1, _BLOCK_ELEMENTS // max(1, S * C.shape[1]))
+            for g0 in range(0, G, per):
+                best = C[orders[g0:g0 + per]].max(axis=1)  # (g, r_b)
+                out[g0:g0 + per] = best.astype(xp.float64).mean(axis=1)
+            return out
         n = self.E.shape[0]
         ref = xp.arange(self.R.shape[0]) if ref is None else ref
         M = xp.zeros((G, n), dtype=bool)

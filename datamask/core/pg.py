@@ -5,30 +5,40 @@ scores them all at once, and moves the logits along the REINFORCE estimate of th
 with group-normalised advantages. The paper's options are here: quality-aware
 initialisation, batch updating (each step on a batch of the candidate rows, budget scaled;
 reference rows for facility location), best-mask tracking and early stopping.
+
+A step (:class:`Step`) is a function of device arrays only: its step counter and batch
+index are device scalars, its random numbers come from a counter-based generator keyed by
+(seed, step, mask, row), and its decisions (the zero-spread guard, the logit clamp) are
+array operations, not ``if`` on a value read back. Only the evaluation points, every
+``eval_every`` steps, read values back to the host. So on cupy the step is captured once
+as a CUDA graph and replayed (:mod:`datamask.graph`), and a run draws the same masks with
+or without the graph.
 """
 from __future__ import annotations
 
 import math
 
-from .backend import default_rng
+import numpy as np
+
 from .facility import FacilityGroups
+from .graph import CupyGraphs, StepRunner, capture_enabled
 from .groupsum import GroupSums
 from .objectives import disf_groups, pairwise_from_sums
-from .policy import policy_gradient, sample_masks
+from .policy import LOGIT_SPAN, policy_gradient, sample_masks
+from .rng import CounterRNG
 
-__all__ = ["PolicyGradient", "Passes"]
+__all__ = ["PolicyGradient", "Passes", "Step"]
 
 # Smallest candidate batch for batch updating: keeps S_b >= 2 on small partitions.
 MIN_BATCH = 256
 # Smallest reference batch for facility location.
 MIN_REFERENCE_BATCH = 32
-# Logits are kept within this many nats of the largest: a row that far below is never
-# drawn (probability < e^-60 relative), and the bound keeps 1/Z_k finite in float64.
-LOGIT_SPAN = 60.0
 # Batch rows from which the int8 row-sum kernel beats float32: the benchmark's kernel table
 # has 1.50 vs 2.08 ms per step at 512 rows and 5.1 vs 6.7 at 2,500; at 256 rows float32 was
 # the faster one when the threshold was chosen (0.88 vs 1.03 ms, a development timing).
 INT8_MIN_ROWS = 512
+# A group whose objectives spread less than this is skipped (all advantages 0).
+MIN_SPREAD = 1e-12
 
 
 class Passes:
@@ -36,21 +46,94 @@ class Passes:
 
     Every row is in exactly one batch per pass (the ``n mod k`` rows at the end of a
     permutation wait for the next pass); each batch is sorted so its gathers run in order.
-    ``next()`` returns None when ``k == n`` (every row, every step).
+    The batches of a pass live on the device as one ``(per_pass, k)`` array, refreshed in
+    place by :meth:`refresh` (pass ``p`` is keyed by the seed and ``p``), so a captured step
+    can read batch ``j`` through a device index.
     """
 
     def __init__(self, n, k, rng):
         self.n, self.k, self.rng = n, k, rng
-        self.perm, self.pos = None, n
+        self.per_pass = n // k if k < n else 0  # 0: every row, every step
+        self.batches = None
+        self.pass_no = 0
 
-    def next(self):
-        if self.k >= self.n:
-            return None
-        if self.pos + self.k > self.n:
-            self.perm, self.pos = self.rng.permutation(self.n), 0
-        rows = self.perm[self.pos:self.pos + self.k]
-        self.pos += self.k
-        return rows[rows.argsort()]
+    def refresh(self):
+        """Draw the next pass's batches (in place after the first)."""
+        xp = self.rng.xp
+        perm = self.rng.permutation(self.n, self.pass_no)[: self.per_pass * self.k]
+        new = xp.sort(perm.reshape(self.per_pass, self.k), axis=1)
+        if self.batches is None:
+            self.batches = new
+        else:
+            self.batches[...] = new
+        self.pass_no += 1
+        return self.batches
+
+
+class Step:
+    """One ``pg`` step over device state: ``L`` (logits), ``t`` (step), ``j`` (batch).
+
+    Calling the object performs one step and moves ``t`` and ``j`` on the device. It reads
+    nothing back to the host, so it can be captured as a CUDA graph; everything it uses
+    besides device arrays is fixed when it is built (shapes, S_b, G, lam, lr).
+    """
+
+    def __init__(self, *, xp, L, rows, qc, S_b, G, lam, lr, rng, diversity,
+                 passes=None, fac=None, cosine_steps=None):
+        self.xp, self.L, self.rows, self.qc = xp, L, rows, qc
+        self.S_b, self.G, self.lam, self.lr, self.rng = int(S_b), int(G), float(lam), float(lr), rng
+        self.diversity, self.passes, self.fac = diversity, passes, fac
+        self.cosine_steps = cosine_steps
+        self.t = xp.ones((), dtype=xp.uint64)  # the step about to run (1-based)
+        self.j = xp.zeros((), dtype=xp.int64)  # batch index within the pass
+
+    def rate(self):
+        """The step size at step ``t``: constant, or the cosine schedule (on the device)."""
+        if self.cosine_steps is None:
+            return self.lr
+        xp = self.xp
+        frac = (self.t.astype(xp.float64) - 1.0) / float(max(1, self.cosine_steps))
+        return self.lr * 0.5 * (1.0 + xp.cos(math.pi * frac))
+
+    def advantages(self, f):
+        """``(f - mean) / (G std)``, or zeros when the group has no spread (no branch)."""
+        xp = self.xp
+        sd = f.std()
+        scale = xp.where(sd > MIN_SPREAD, 1.0 / (self.G * xp.maximum(sd, MIN_SPREAD)), 0.0)
+        return (f - f.mean()) * scale
+
+    def objective(self, B, orders, ref):
+        xp = self.xp
+        qB = self.qc if B is None else self.qc[B]
+        if self.diversity == "facility":
+            div = self.fac.values(orders, ref)
+        elif self.diversity == "pairwise":
+            EB = self.rows.take(B)
+            sums = self.rows.sums(EB, orders)
+            div = pairwise_from_sums((sums * sums).sum(axis=1), self.S_b)
+        else:
+            div = disf_groups(self.rows.take(B), orders)
+        return self.lam * qB[orders].mean(axis=1) + (1.0 - self.lam) * div
+
+    def __call__(self):
+        xp = self.xp
+        batch = None
+        if self.passes is not None and self.passes.per_pass:
+            batch = xp.take(self.passes.batches, self.j, axis=0)
+        facility = self.diversity == "facility"
+        B = None if facility else batch
+        LB = self.L if B is None else self.L[B]
+        LB = xp.maximum(LB, LB.max() - LOGIT_SPAN)  # clamp: keys and 1/Z_k stay finite
+        orders = sample_masks(LB, self.S_b, self.G, self.rng, step=self.t, log_keys=False)
+        f = self.objective(B, orders, batch if facility else None)
+        g = policy_gradient(LB, orders, self.advantages(f))
+        g *= self.rate()
+        if B is None:
+            self.L += g
+        else:
+            self.L[B] += g  # B holds distinct rows
+        self.t += xp.uint64(1)
+        self.j += 1
 
 
 class PolicyGradient:
@@ -84,33 +167,43 @@ class PolicyGradient:
             return xp.full(n, lo, dtype=xp.float64)
         return (qc - qmin) / (qmax - qmin) * (hi - lo) + lo
 
-    # ----------------------------------------------------------------- loop
-    def run(self, E, cand, norms, qc, S, xp):
+    def build(self, E, cand, norms, qc, S, xp):
+        """The :class:`Step` of this fit (its arrays allocated once, before any step)."""
         est = self.est
         n = int(cand.shape[0])
-        G = int(est.group_size)
-        lam = float(est.lam)
-        rng = default_rng(xp, [int(est.seed), 1])
-        L = self.init_logits(qc, xp)
-        facility = est.diversity == "facility"
-        if facility:
+        rng = CounterRNG(xp, [int(est.seed), 1])
+        L = xp.array(self.init_logits(qc, xp), dtype=xp.float64)
+        fac = None
+        if est.diversity == "facility":
             # Batch updating samples reference rows, not candidates (sampling candidates
             # pushes up near-duplicates, see the optimizer benchmark notes).
             rows = GroupSums(E, cand, norms, use="float32")
             fac = FacilityGroups(rows.take(), est._full.rows(est._full.reference))
-            batches = Passes(fac.n_reference, self.batch_rows(fac.n_reference, MIN_REFERENCE_BATCH), rng)
+            k = self.batch_rows(fac.n_reference, MIN_REFERENCE_BATCH)
+            passes = Passes(fac.n_reference, k, CounterRNG(xp, [int(est.seed), 2]))
             S_b = S
         else:
             n_b = self.batch_rows(n, MIN_BATCH)
             S_b = min(n_b, max(1, int(round(S * n_b / n))))
-            batches = Passes(n, n_b, rng)
+            passes = Passes(n, n_b, CounterRNG(xp, [int(est.seed), 2]))
             # pairwise steps only need row sums: the int8 kernel where it pays (large batches)
             use = "auto" if est.diversity == "pairwise" and n_b >= INT8_MIN_ROWS else "float32"
             rows = GroupSums(E, cand, norms, use=use)
-        pairwise = est.diversity == "pairwise"
+        if passes.per_pass:
+            passes.refresh()
+        cosine = int(est.steps) if est.lr_schedule == "cosine" else None
+        return Step(xp=xp, L=L, rows=rows, qc=qc, S_b=S_b, G=int(est.group_size), lam=float(est.lam),
+                    lr=est.lr_, rng=rng, diversity=est.diversity, passes=passes, fac=fac,
+                    cosine_steps=cosine)
 
+    # ----------------------------------------------------------------- loop
+    def run(self, E, cand, norms, qc, S, xp):
+        est = self.est
+        step = self.build(E, cand, norms, qc, S, xp)
+        passes = step.passes
+        capturer = CupyGraphs() if xp is not np and capture_enabled() and _is_real_cupy(xp) else None
+        runner = StepRunner(step, capturer)
         steps = int(est.steps)
-        base_lr = est.lr_
         tracker = _BestMask(est, S, xp)
         bar = None
         if est.progress:
@@ -118,47 +211,37 @@ class PolicyGradient:
 
             bar = tqdm(total=steps, desc="datamask", unit="step", leave=False)
         t = 0
+        j = 0  # host copy of the batch index: when to draw the next pass
         try:
-            tracker.evaluate(0, L, bar)
-            for t in range(1, steps + 1):
-                lr = base_lr
-                if est.lr_schedule == "cosine":
-                    lr *= 0.5 * (1.0 + math.cos(math.pi * (t - 1) / max(1, steps)))
-                B = None if facility else batches.next()
-                ref = batches.next() if facility else None
-                EB, qB, LB = rows.take(B), (qc if B is None else qc[B]), (L if B is None else L[B])
-                orders = sample_masks(LB, S_b, G, rng)
-                if facility:
-                    div = fac.values(orders, ref)
-                elif pairwise:
-                    sums = rows.sums(EB, orders)
-                    div = pairwise_from_sums((sums * sums).sum(axis=1), S_b)
-                else:
-                    div = disf_groups(EB, orders)
-                f = lam * qB[orders].mean(axis=1) + (1.0 - lam) * div
-                sd = float(f.std())
-                if sd > 1e-12:
-                    g = policy_gradient(LB, orders, (f - f.mean()) / (sd * G))
-                    if B is None:
-                        L += lr * g
-                    else:
-                        L[B] += lr * g
-                    floor = float(L.max()) - LOGIT_SPAN
-                    if float(L.min()) < floor:
-                        xp.maximum(L, floor, out=L)
-                if bar is not None:
-                    bar.update()
-                if t % int(est.eval_every) == 0 or t == steps:
-                    if tracker.evaluate(t, L, bar):
-                        break
+            with runner.scope():
+                tracker.evaluate(0, step.L, bar)
+                for t in range(1, steps + 1):
+                    if passes.per_pass and j == passes.per_pass:
+                        passes.refresh()
+                        step.j[...] = 0
+                        j = 0
+                    runner()
+                    j += 1
+                    if bar is not None:
+                        bar.update()
+                    if t % int(est.eval_every) == 0 or t == steps:
+                        if tracker.evaluate(t, step.L, bar):
+                            break
         finally:
             if bar is not None:
                 bar.close()
         self.n_steps = t if steps else 0
-        self.L = L
+        self.L = step.L
+        self.graph_mode = runner.mode
         if est.final == "sample":
-            return sample_masks(L, S, 1, rng)[0]
+            # step 0 is never a training step: its draw is the final sample's own
+            L = xp.maximum(step.L, step.L.max() - LOGIT_SPAN)
+            return sample_masks(L, S, 1, step.rng, step=0, log_keys=False)[0]
         return tracker.best_rows
+
+
+def _is_real_cupy(xp):
+    return getattr(xp, "__name__", "") == "cupy" and hasattr(xp, "ElementwiseKernel")
 
 
 class _BestMask:

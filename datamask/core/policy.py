@@ -10,9 +10,15 @@ and its gradient, for row i drawn at position k_i (k_i = S when i is not drawn),
 
     d/dL_i = 1[i drawn] - exp(L_i) * sum_{k <= k_i} 1 / Z_k
 
-which costs O(n + S) per mask. ``Z_k`` is accumulated from the undrawn mass upwards (a
-suffix sum), never by subtraction from the total, so it stays accurate when the drawn rows
-hold almost all the probability.
+which costs O(n + S) per mask. ``Z_k`` is the mass never drawn plus a prefix sum over the
+mask in reverse draw order. The mass never drawn is the total minus the drawn mass, in
+float64: it is exact to about 1e-16 of the total, which only matters when a mask's last
+rows hold less than ~1e-13 of the mass, i.e. when fewer than S rows lie within ~30 nats
+of the largest logit.
+
+Everything here runs on numpy or cupy (``xp``) and reads no value back to the host, so a
+``pg`` step built from these functions can be captured as a CUDA graph. Random numbers
+come from :class:`datamask.rng.CounterRNG`, keyed by (seed, step, mask, row).
 """
 from __future__ import annotations
 
@@ -20,60 +26,18 @@ import sys
 
 import numpy as np
 
+from . import kernels
 from .backend import get_namespace
+from .rng import MASKS, CounterRNG
 
-__all__ = ["sample_masks", "log_prob", "policy_gradient"]
+__all__ = ["sample_masks", "log_prob", "policy_gradient", "scatter_add", "LOGIT_SPAN"]
 
-
-def sample_masks(logits, S: int, G: int, rng):
-    """Draw ``G`` ordered masks of ``S`` distinct rows each (Gumbel-top-k).
-
-    Parameters
-    ----------
-    logits : (n,) float array
-    S : int, rows per mask, ``1 <= S <= n``
-    G : int, number of masks
-    rng : random source from :func:`datamask.backend.default_rng`
-
-    Returns
-    -------
-    (G, S) int array
-        Row indices in draw order (first drawn first).
-
-    Notes
-    -----
-    Row i's key is ``E_i * exp(-L_i)`` with ``E_i ~ Exp(1)``; the S smallest keys, in
-    increasing order, are a Plackett-Luce draw (this is the Gumbel-top-k trick with
-    ``-log(key) = L_i + Gumbel``). When the logits span more than 80 nats the keys are
-    taken in log space instead, so nothing overflows.
-
-    On numpy, ``E_i = -log U_i`` with ``U_i`` on a grid of 2^23 points in (0, 1), built from
-    raw generator words; the keys are packed with their row index into one uint64 and
-    selected with ``partition`` + ``sort`` (SIMD kernels; ``argpartition`` + ``argsort``
-    cost about twice as much), a block of masks at a time so that the keys stay in cache.
-    """
-    xp = get_namespace(logits)
-    n = logits.shape[0]
-    if not 1 <= S <= n:
-        raise ValueError(f"S must be in [1, {n}], got {S}")
-    if xp is np and n < 2**32:
-        return _sample_numpy(logits, S, G, rng)
-    shift = logits.max()
-    span = float(shift - logits.min())
-    with _quiet(xp):
-        E = -xp.log(rng.uniform((G, n)))  # Exp(1); U == 0 gives +inf, drawn last
-        if span <= 80.0:
-            keys = E * xp.exp(shift - logits).astype(xp.float32)[None, :]
-        else:
-            keys = xp.log(E) - (logits - shift).astype(xp.float32)[None, :]
-    if S < n:
-        top = xp.argpartition(keys, S - 1, axis=1)[:, :S]
-    else:
-        top = xp.broadcast_to(xp.arange(n), (G, n))
-    order = xp.argsort(xp.take_along_axis(keys, top, axis=1), axis=1)
-    return xp.take_along_axis(top, order, axis=1)
-
-
+# A step samples from logits clamped to within this many nats of their maximum: a row that
+# far below is practically never drawn (probability < e^-60 relative), the keys'
+# weights exp(max - L) stay below e^60 (float32 holds them) and 1/Z_k stays finite.
+LOGIT_SPAN = 60.0
+# Added to the log-space keys so that they are positive: log E >= log(6e-8) > -17.
+_LOG_KEY_OFFSET = 17.0
 # Keys per block of the numpy sampler: a (masks, n) block of packed uint64 keys of about
 # 512 KiB keeps partition and sort in cache; the whole (G, n) array at n = 2,500 ran ~2x
 # slower (and 25,000-row batches 2x slower still).
@@ -82,67 +46,140 @@ _SAMPLE_BLOCK_BYTES = 1 << 19
 _HIGH = 1 if sys.byteorder == "little" else 0
 
 
-def _sample_numpy(logits, S, G, rng):
+def sample_masks(logits, S: int, G: int, rng=0, step=0, log_keys=None, select=None):
+    """Draw ``G`` ordered masks of ``S`` distinct rows each (Gumbel-top-k).
+
+    Parameters
+    ----------
+    logits : (n,) float array, numpy or cupy
+    S : int, rows per mask, ``1 <= S <= n``
+    G : int, number of masks
+    rng : :class:`datamask.rng.CounterRNG` or int seed
+    step : int or 0-d integer array
+        The draw's step number: the same (seed, step) gives the same masks.
+    log_keys : bool or None
+        Take the keys in log space (needed when the logits span more than ~80 nats).
+        None decides from the logits (which reads their span back to the host); the
+        ``pg`` step passes False, because it clamps its logits to ``LOGIT_SPAN``.
+    select : {"partition", "sort"} or None
+        How the S smallest keys of each mask are found: per-mask ``partition`` + ``sort``
+        of packed (key, row) words (numpy's default: SIMD kernels on cache-sized blocks),
+        or one flat ``sort`` of (mask, key, row) words (the default elsewhere: one radix
+        sort on a GPU). Both give the same masks.
+
+    Returns
+    -------
+    (G, S) int array
+        Row indices in draw order (first drawn first).
+
+    Notes
+    -----
+    Row i's key is ``E_i * exp(max L - L_i)`` with ``E_i = -log U_i ~ Exp(1)``; the S
+    smallest keys, in increasing order, are a Plackett-Luce draw (this is the
+    Gumbel-top-k trick with ``-log(key) = L_i + Gumbel``). ``U`` comes from 23 random bits
+    and is never 0 or 1, so every key is finite and positive (see :mod:`datamask.rng`).
+    """
+    xp = get_namespace(logits)
     n = logits.shape[0]
-    L = np.asarray(logits, dtype=np.float64)
-    shift = float(L.max())
-    positive = shift - float(L.min()) <= 80.0
-    if positive:
-        neg_w = (-np.exp(shift - L)).astype(np.float32)  # key = -log(U) * exp(shift - L)
+    if not 1 <= S <= n:
+        raise ValueError(f"S must be in [1, {n}], got {S}")
+    if not isinstance(rng, CounterRNG):
+        rng = CounterRNG(xp, rng)
+    shift = logits.max()
+    if log_keys is None:
+        log_keys = float(shift - logits.min()) > 80.0
+    if select is None:
+        select = "partition" if xp is np else "sort"
+    if select == "partition":
+        return _sample_partition(logits, shift, S, G, rng, step, log_keys)
+    return _sample_sort(logits, shift, S, G, rng, step, log_keys)
+
+
+def _key_weights(xp, logits, shift, log_keys):
+    """Per-row float32 factor of the keys: ``-exp(shift - L)`` or ``shift - L + offset``."""
+    d = shift - logits.astype(xp.float64)
+    if log_keys:
+        return (d + _LOG_KEY_OFFSET).astype(xp.float32)
+    return (-xp.exp(d)).astype(xp.float32)
+
+
+def _keys(xp, words, weights, log_keys):
+    """Positive float32 keys (in place over ``words``): ``E * w`` or ``log E + offset + d``."""
+    u = words
+    u >>= xp.uint32(9)  # 23 random bits as the mantissa of 1 + j / 2^23
+    u |= xp.uint32(0x3F800000)
+    e = u.view(xp.float32)
+    e -= xp.float32(1.0 - 2.0**-24)  # U = (j + 1/2) / 2^23, exact, never 0 or 1
+    xp.log(e, out=e)  # log U < 0
+    if log_keys:
+        xp.negative(e, out=e)
+        xp.log(e, out=e)  # log E
+        e += weights
     else:
-        offset = (L - shift).astype(np.float32)
-    ids = np.arange(n, dtype=np.uint32)
-    out = np.empty((G, S), dtype=np.intp)
+        e *= weights  # -log U * exp(shift - L) >= 0
+    return e
+
+
+def _sample_partition(logits, shift, S, G, rng, step, log_keys):
+    xp = get_namespace(logits)
+    n = logits.shape[0]
+    w = _key_weights(xp, logits, shift, log_keys)
+    ids = xp.arange(n, dtype=xp.uint32)
+    out = xp.empty((G, S), dtype=xp.int64)
     per = max(1, min(G, _SAMPLE_BLOCK_BYTES // (8 * n)))
     for a in range(0, G, per):
         k = min(per, G - a)
-        u = rng.bits32(k * n).reshape(k, n)
-        # 23 random bits j as the mantissa of a float in [1, 2): 1 + j / 2^23. Minus
-        # (1 - 2^-24) that is U = (j + 1/2) / 2^23, exact, never 0 or 1.
-        np.right_shift(u, 9, out=u)
-        np.bitwise_or(u, np.uint32(0x3F800000), out=u)
-        e = u.view(np.float32)
-        e -= np.float32(1.0 - 2.0**-24)
-        np.log(e, out=e)  # log U < 0
-        if positive:
-            e *= neg_w
-            bits = e.view(np.uint32)  # non-negative floats order like their bit patterns
-        else:
-            np.negative(e, out=e)
-            np.log(e, out=e)
-            e -= offset
-            bits = _sortable_bits(e)
-        packed = np.empty((k, n), dtype=np.uint64)
-        halves = packed.view(np.uint32).reshape(k, n, 2)
-        halves[:, :, _HIGH] = bits
+        e = _keys(xp, rng.words(MASKS, step, a * n, k * n).reshape(k, n), w, log_keys)
+        # positive floats order like their bit patterns: pack (key bits, row) in a uint64
+        packed = xp.empty((k, n), dtype=xp.uint64)
+        halves = packed.view(xp.uint32).reshape(k, n, 2)
+        halves[:, :, _HIGH] = e.view(xp.uint32)
         halves[:, :, 1 - _HIGH] = ids
         if S < n:
-            packed = np.partition(packed, S - 1, axis=1)[:, :S]
+            packed = xp.partition(packed, S - 1, axis=1)[:, :S]
         packed.sort(axis=1)
-        out[a:a + k] = packed.view(np.uint32).reshape(k, S, 2)[:, :, 1 - _HIGH]
+        out[a:a + k] = packed.view(xp.uint32).reshape(k, S, 2)[:, :, 1 - _HIGH]
     return out
 
 
-def _sortable_bits(x):
-    """uint32 bit patterns of float32 ``x`` whose unsigned order is the float order."""
-    b = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    neg = (b >> np.uint32(31)).astype(bool)
-    return np.where(neg, ~b, b | np.uint32(0x80000000))
+def sort_plan(G: int, n: int):
+    """Bit layout ``(key_bits, row_bits)`` of the flat sort's (mask, key, row) words."""
+    gb = max(1, (G - 1).bit_length())
+    rb = max(1, (n - 1).bit_length())
+    kb = min(31, 64 - gb - rb)
+    if kb < 16:
+        raise ValueError(f"{G} masks of {n} rows do not fit the flat sort's 64-bit keys")
+    return kb, rb
 
 
-class _quiet:
-    """Silence numpy's divide-by-zero warning for log(0) (the key is then +inf)."""
+def _sample_sort(logits, shift, S, G, rng, step, log_keys):
+    xp = get_namespace(logits)
+    n = logits.shape[0]
+    kb, rb = sort_plan(G, n)
+    u64 = xp.uint64
+    w = _key_weights(xp, logits, shift, log_keys)
+    comp = kernels.fused_sort_keys(xp, w, step, rng.key, G, n, kb, rb, log_keys, MASKS)
+    if comp is None:  # the same words with array operations
+        e = _keys(xp, rng.words(MASKS, step, 0, G * n).reshape(G, n), w, log_keys)
+        comp = e.view(xp.uint32).astype(u64)  # positive float bits: < 2^31
+        if kb < 31:
+            comp >>= u64(31 - kb)  # coarser keys; ties are broken by row
+        comp <<= u64(rb)
+        comp |= xp.arange(n, dtype=u64)[None, :]
+        comp |= (xp.arange(G, dtype=u64) << u64(kb + rb))[:, None]
+    comp = xp.sort(comp.reshape(-1)).reshape(G, n)[:, :S]
+    return (comp & u64((1 << rb) - 1)).astype(xp.int64)
 
-    def __init__(self, xp):
-        self.ctx = np.errstate(divide="ignore") if xp is np else None
 
-    def __enter__(self):
-        if self.ctx is not None:
-            self.ctx.__enter__()
-
-    def __exit__(self, *exc):
-        if self.ctx is not None:
-            self.ctx.__exit__(*exc)
+def scatter_add(out, idx, vals):
+    """``out[idx] += vals`` with repeated indices summed (``bincount`` on numpy: faster,
+    ``add.at`` elsewhere: cupy's ``bincount`` reads the largest index back to the host)."""
+    xp = get_namespace(out)
+    if xp is np:
+        out += np.bincount(idx, weights=vals, minlength=out.shape[0])
+    else:
+        xp.add.at(out, idx, vals)
+    return out
 
 
 def _suffix_terms(logits, orders):
@@ -151,14 +188,14 @@ def _suffix_terms(logits, orders):
     Returns ``p = exp(L - max)`` (float64, n), ``rev`` (G, S: ``orders`` reversed, last
     drawn first), ``pr = p[rev]`` and ``Zr`` with ``Zr[j, i]`` = ``Z_k`` at the draw position
     k of ``rev[j, i]``. In reverse order the suffix sums over draw positions are prefix
-    sums, so every cumulative sum runs over contiguous memory.
+    sums, so every cumulative sum runs over contiguous memory. No value leaves the device.
     """
     xp = get_namespace(logits)
-    p = xp.exp(logits.astype(xp.float64) - float(logits.max()))
+    L = logits.astype(xp.float64)
+    p = xp.exp(L - L.max())
     rev = xp.ascontiguousarray(orders[:, ::-1])
     pr = p[rev]  # (G, S) mass of each drawn row, last drawn first
-    total = float(p.sum())
-    z_rest = xp.maximum(total - pr.sum(axis=1), 0.0)  # mass never drawn
+    z_rest = xp.maximum(p.sum() - pr.sum(axis=1), 0.0)  # mass never drawn
     # Z_k = undrawn mass + mass of rows drawn at positions >= k
     Zr = xp.cumsum(pr, axis=1)
     Zr += z_rest[:, None]
@@ -186,7 +223,6 @@ def policy_gradient(logits, orders, weights):
     (n,) float64 array
     """
     xp = get_namespace(logits)
-    n = logits.shape[0]
     p, rev, pr, Zr = _suffix_terms(logits, orders)
     inv = 1.0 / Zr
     cum = xp.cumsum(inv, axis=1)
@@ -195,10 +231,9 @@ def policy_gradient(logits, orders, weights):
     tail -= inv  # c_S - c_{k_i}: 1/Z_k summed over positions after i's
     w = weights.astype(xp.float64)
     # Every row pays -p_i * c_S (its term if undrawn) ...
-    grad = -p * float((w * c_last).sum())
+    grad = p * -(w * c_last).sum()
     # ... and drawn rows get 1 + p_i (c_S - c_{k_i}) on top.
     corr = pr * tail
     corr += 1.0
     corr *= w[:, None]
-    grad += xp.bincount(rev.ravel(), weights=corr.ravel(), minlength=n)
-    return grad
+    return scatter_add(grad, rev.reshape(-1), corr.reshape(-1))

@@ -103,17 +103,18 @@ def test_same_seed_same_mask_and_different_seed_differs():
 
 
 def test_batch_passes_visit_every_row_once_per_pass():
-    from datamask.core.backend import default_rng
     from datamask.core.pg import Passes
+    from datamask.core.rng import CounterRNG
 
-    passes = Passes(103, 10, default_rng(np, 0))
-    seen = [passes.next() for _ in range(20)]  # 10 batches per pass, 3 rows left over
-    for k in (0, 10):
-        rows = np.concatenate(seen[k:k + 10])
-        assert len(np.unique(rows)) == 100 and rows.max() < 103
-    assert all((np.diff(b) > 0).all() for b in seen)  # sorted, distinct
-    assert not np.array_equal(np.sort(np.concatenate(seen[:10])), np.sort(np.concatenate(seen[10:])))
-    assert Passes(50, 50, default_rng(np, 0)).next() is None
+    passes = Passes(103, 10, CounterRNG(np, 0))
+    first = passes.refresh().copy()  # 10 batches per pass, 3 rows left over
+    second = passes.refresh()
+    for seen in (first, second):
+        assert seen.shape == (10, 10)
+        assert len(np.unique(seen)) == 100 and seen.max() < 103
+        assert (np.diff(seen, axis=1) > 0).all()  # each batch sorted, distinct
+    assert not np.array_equal(np.sort(first.ravel()), np.sort(second.ravel()))
+    assert Passes(50, 50, CounterRNG(np, 0)).per_pass == 0  # every row, every step
 
 
 @pytest.mark.parametrize(

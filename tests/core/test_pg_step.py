@@ -1,0 +1,174 @@
+"""The pg step on the device path: no host round trips, same masks, graph capture logic.
+
+The GPU branches run here on ``fake_cupy`` (numpy arrays that behave like cupy's: device
+scalars, host read-backs counted and refusable). What only a GPU can show (real stream
+capture, the fused kernel, timings) is in the ``gpu``-marked tests and the benchmark.
+"""
+import contextlib
+import warnings
+
+import numpy as np
+import pytest
+
+import fake_cupy
+from datamask import DataMask
+from datamask.core import graph, groupsum, pg
+from datamask.core.synthetic import make_corpus
+
+CASES = [
+    dict(diversity="pairwise"),
+    dict(diversity="pairwise", batch_ratio=None, lr_schedule="cosine"),
+    dict(diversity="disf", steps=12),
+    dict(diversity="facility", reference_size=256, batch_ratio=0.25),
+]
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    c = make_corpus(3000, dim=24, seed=8)
+    return c["embedding"], c["quality"]
+
+
+def _fit(E, q, **kw):
+    params = dict(steps=40, eval_every=20, patience=None, seed=5)
+    params.update(kw)
+    return DataMask(**params).fit(E, q)
+
+
+@pytest.fixture
+def strict_between_evaluations(monkeypatch):
+    """From the first evaluation point on, any host read-back outside one raises."""
+    inner = pg._BestMask.evaluate
+
+    def evaluate(self, *a, **k):
+        fake_cupy._STRICT[0] = False
+        try:
+            return inner(self, *a, **k)
+        finally:
+            fake_cupy._STRICT[0] = True
+
+    run = pg.PolicyGradient.run
+
+    def guarded(self, *a, **k):
+        try:
+            return run(self, *a, **k)
+        finally:
+            fake_cupy._STRICT[0] = False
+
+    monkeypatch.setattr(pg._BestMask, "evaluate", evaluate)
+    monkeypatch.setattr(pg.PolicyGradient, "run", guarded)
+
+
+@pytest.mark.parametrize("kw", CASES)
+def test_steps_read_nothing_back_between_evaluation_points(corpus, fake_cp, strict_between_evaluations, kw):
+    E, q = corpus
+    fake_cupy.SYNCS.clear()
+    m = _fit(fake_cp.asarray(E), fake_cp.asarray(q), **kw)
+    assert isinstance(m.mask_, fake_cupy.ndarray)
+    assert m.n_steps_ == kw.get("steps", 40)
+    assert fake_cupy.SYNCS  # the evaluation points did read values back: the guard is live
+
+
+def test_the_guard_catches_a_read_back_in_a_step(corpus, fake_cp, strict_between_evaluations, monkeypatch):
+    # The same harness fails a step that reads its advantages' spread back, as the
+    # step before this change did (`sd = float(f.std())`).
+    inner = pg.Step.advantages
+    monkeypatch.setattr(pg.Step, "advantages", lambda self, f: (float(f.std()), inner(self, f))[1])
+    E, q = corpus
+    with pytest.raises(fake_cupy.SyncError, match="float"):
+        _fit(fake_cp.asarray(E), fake_cp.asarray(q))
+
+
+@pytest.mark.parametrize("kw", CASES)
+def test_device_path_learns_the_same_logits_as_numpy(corpus, fake_cp, monkeypatch, kw):
+    # One kernel for the row sums on both sides: the int8 one is numpy-only.
+    monkeypatch.setattr(groupsum, "kernel", lambda: "float32")
+    E, q = corpus
+    a = _fit(E, q, **kw)
+    b = _fit(fake_cp.asarray(E), fake_cp.asarray(q), **kw)
+    La, Lb = a.logits_, np.asarray(b.logits_)
+    live = np.isfinite(La)
+    assert np.array_equal(live, np.isfinite(Lb))
+    assert np.allclose(La[live], Lb[live], rtol=0, atol=1e-9)
+    assert np.array_equal(a.mask_, np.asarray(b.mask_))
+
+
+class FakeCapture:
+    """A capturer for StepRunner: a 'graph' is a replay of the step function."""
+
+    def __init__(self, fail=False):
+        self.fail, self.calls = fail, []
+
+    def scope(self):
+        return contextlib.nullcontext()
+
+    def eager(self, fn):
+        self.calls.append("eager")
+        fn()
+
+    def capture(self, fn):
+        self.calls.append("capture")
+        if self.fail:
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+        def launch():
+            self.calls.append("launch")
+            with fake_cupy.strict():  # a graph cannot read values back either
+                fn()
+
+        return launch
+
+
+def test_runner_warms_up_captures_once_then_replays():
+    ran = []
+    cap = FakeCapture()
+    run = graph.StepRunner(lambda: ran.append(1), cap)
+    for _ in range(4):
+        run()
+    assert len(ran) == 4 and run.calls == 4  # one step per call, capture included
+    assert cap.calls == ["eager", "capture", "launch", "launch", "launch"]
+    assert run.mode == "graph"
+
+
+def test_failed_capture_falls_back_and_warns_once(monkeypatch):
+    monkeypatch.setattr(graph, "_WARNED", set())
+    ran = []
+    with pytest.warns(RuntimeWarning, match="could not be captured"):
+        run = graph.StepRunner(lambda: ran.append(1), FakeCapture(fail=True))
+        for _ in range(3):
+            run()
+    assert len(ran) == 3 and run.mode == "plain"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a second failing runner stays quiet
+        again = graph.StepRunner(lambda: ran.append(1), FakeCapture(fail=True))
+        again()
+        again()
+    assert len(ran) == 5
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_capture_on_or_off_draws_the_same_masks(corpus, fake_cp, monkeypatch, fail):
+    monkeypatch.setattr(graph, "_WARNED", set())
+    made = []
+    monkeypatch.setattr(pg, "_is_real_cupy", lambda xp: True)
+    monkeypatch.setattr(pg, "CupyGraphs", lambda: made.append(FakeCapture(fail)) or made[-1])
+    E, q = corpus
+    kw = dict(diversity="pairwise", final="sample")
+    ctx = pytest.warns(RuntimeWarning) if fail else contextlib.nullcontext()
+    with ctx:
+        a = _fit(fake_cp.asarray(E), fake_cp.asarray(q), **kw)
+    assert made and made[0].calls[:2] == ["eager", "capture"]
+    assert made[0].calls.count("launch") == (0 if fail else 39)
+    monkeypatch.setenv("DATAMASK_CUDA_GRAPH", "0")
+    b = _fit(fake_cp.asarray(E), fake_cp.asarray(q), **kw)
+    assert len(made) == 1  # capture disabled: no capturer built
+    assert np.array_equal(np.asarray(a.logits_), np.asarray(b.logits_))
+    assert np.array_equal(np.asarray(a.mask_), np.asarray(b.mask_))
+
+
+def test_zero_spread_group_leaves_logits_unchanged():
+    # lam = 1 and constant quality: every mask scores the same, so no step moves anything.
+    c = make_corpus(1000, dim=8, seed=1)
+    q = np.ones(1000)
+    m = DataMask(lam=1.0, steps=30, patience=None, prune=0.0, init="uniform").fit(c["embedding"], q)
+    assert np.all(m.logits_ == 0.0)
