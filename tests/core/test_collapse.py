@@ -25,7 +25,7 @@ import pytest
 
 import fake_cupy
 from datamask import DataMask, evaluate
-from datamask.synthetic import make_corpus
+from datamask.core.synthetic import make_corpus
 
 ZERO_RATE = 1e-3
 

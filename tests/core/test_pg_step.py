@@ -172,3 +172,40 @@ def test_zero_spread_group_leaves_logits_unchanged():
     q = np.ones(1000)
     m = DataMask(lam=1.0, steps=30, patience=None, prune=0.0, init="uniform").fit(c["embedding"], q)
     assert np.all(m.logits_ == 0.0)
+
+
+@pytest.mark.gpu
+def test_cupy_step_reads_nothing_back_and_is_captured(monkeypatch):
+    import cupy as cp
+    import cupyx
+
+    c = make_corpus(5000, dim=64, seed=0)
+    E, q = cp.asarray(c["embedding"]), cp.asarray(c["quality"])
+    runners = []
+
+    class Spy(graph.StepRunner):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            runners.append(self)
+
+    monkeypatch.setattr(pg, "StepRunner", Spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # neither the capture nor the fused kernel may fall back
+        a = DataMask(steps=200, patience=None, seed=1).fit(E, q)
+    assert runners[-1].mode == "graph"
+    monkeypatch.setenv("DATAMASK_CUDA_GRAPH", "0")
+    inner = pg.Step.__call__
+
+    def no_sync(self):
+        with cupyx.allow_synchronize(False):  # raises on any device-to-host wait
+            inner(self)
+
+    monkeypatch.setattr(pg.Step, "__call__", no_sync)
+    b = DataMask(steps=200, patience=None, seed=1).fit(E, q)
+    assert runners[-1].mode == "plain"
+    # the same draws with the graph or without (atomic adds may reorder float64 sums)
+    assert cp.allclose(a.logits_, b.logits_, rtol=0, atol=1e-8)
+    # and a numpy run of the same seed draws the same masks up to float32 rounding
+    n = DataMask(steps=200, patience=None, seed=1).fit(c["embedding"], c["quality"])
+    live = np.isfinite(n.logits_)
+    assert np.corrcoef(cp.asnumpy(a.logits_)[live], n.logits_[live])[0, 1] > 0.99
