@@ -10,11 +10,8 @@ and its gradient, for row i drawn at position k_i (k_i = S when i is not drawn),
 
     d/dL_i = 1[i drawn] - exp(L_i) * sum_{k <= k_i} 1 / Z_k
 
-which costs O(n + S) per mask. ``Z_k`` is the mass never drawn plus a prefix sum over the
-mask in reverse draw order. The mass never drawn is the total minus the drawn mass, in
-float64: it is exact to about 1e-16 of the total, which only matters when a mask's last
-rows hold less than ~1e-13 of the mass, i.e. when fewer than S rows lie within ~30 nats
-of the largest logit.
+which costs O(n) per mask. Every quantity is a sum of positive terms (see
+:func:`policy_gradient` for why no total is ever subtracted from).
 
 Everything here runs on numpy or cupy (``xp``) and reads no value back to the host, so a
 ``pg`` step built from these functions can be captured as a CUDA graph. Random numbers
@@ -182,35 +179,38 @@ def scatter_add(out, idx, vals):
     return out
 
 
-def _suffix_terms(logits, orders):
-    """The masks in reverse draw order, with each drawn row's mass and ``Z_k``.
+def _draw_terms(logits, orders):
+    """Masses and normalisers of the ordered draws, each a sum of positive terms.
 
-    Returns ``p = exp(L - max)`` (float64, n), ``rev`` (G, S: ``orders`` reversed, last
-    drawn first), ``pr = p[rev]`` and ``Zr`` with ``Zr[j, i]`` = ``Z_k`` at the draw position
-    k of ``rev[j, i]``. In reverse order the suffix sums over draw positions are prefix
-    sums, so every cumulative sum runs over contiguous memory. No value leaves the device.
+    Returns ``p = exp(L - max)`` (float64, n), ``U`` (G, n: 1 where the row was *not*
+    drawn in that mask, else 0), ``pf = p[orders]`` and ``Z`` (G, S) with ``Z[j, k]`` =
+    ``Z_k`` of mask j in draw order: the undrawn mass ``U @ p`` plus the mass drawn at
+    positions >= k (a suffix sum). Neither is formed by subtracting from a total: with a
+    concentrated policy the undrawn mass can be ~1e-20 of the total, far below the
+    rounding of ``total - drawn``. No value leaves the device.
     """
     xp = get_namespace(logits)
     L = logits.astype(xp.float64)
     p = xp.exp(L - L.max())
-    rev = xp.ascontiguousarray(orders[:, ::-1])
-    pr = p[rev]  # (G, S) mass of each drawn row, last drawn first
-    z_rest = xp.maximum(p.sum() - pr.sum(axis=1), 0.0)  # mass never drawn
-    # Z_k = undrawn mass + mass of rows drawn at positions >= k
-    Zr = xp.cumsum(pr, axis=1)
-    Zr += z_rest[:, None]
-    return p, rev, pr, Zr
+    G, n = orders.shape[0], L.shape[0]
+    U = xp.ones(G * n, dtype=xp.float64)
+    U[(orders + (xp.arange(G) * n)[:, None]).reshape(-1)] = 0.0
+    U = U.reshape(G, n)
+    pf = p[orders]  # (G, S) mass of each drawn row, in draw order
+    Z = xp.cumsum(pf[:, ::-1], axis=1)[:, ::-1]  # mass drawn at positions >= k
+    Z += (U @ p)[:, None]  # + mass never drawn
+    return p, U, pf, Z
 
 
 def log_prob(logits, orders):
     """Log-probability of each ordered mask (rows of ``orders``) under Plackett-Luce."""
     xp = get_namespace(logits)
-    _, _, pr, Zr = _suffix_terms(logits, orders)
-    return (xp.log(pr) - xp.log(Zr)).sum(axis=1)
+    _, _, pf, Z = _draw_terms(logits, orders)
+    return (xp.log(pf) - xp.log(Z)).sum(axis=1)
 
 
 def policy_gradient(logits, orders, weights):
-    """``sum_j weights[j] * grad_L log P(orders[j] | L)`` in O(G (n + S)).
+    """``sum_j weights[j] * grad_L log P(orders[j] | L)`` in O(G n).
 
     Parameters
     ----------
@@ -221,19 +221,22 @@ def policy_gradient(logits, orders, weights):
     Returns
     -------
     (n,) float64 array
+
+    Notes
+    -----
+    Row i's term in mask j is ``1 - p_i c_{k_i}`` if it was drawn at position ``k_i``
+    and ``-p_i c_S`` if not, with ``c_k = sum_{k' <= k} 1/Z_k'``. Each is computed as
+    written: both are bounded (``p_i <= Z_k`` for every position before i's draw) while
+    ``c_S`` itself can reach ~e^60 when one row dominates; the earlier form ``-p_i c_S``
+    for every row plus ``p_i (c_S - c_{k_i})`` back for drawn rows lost everything to
+    rounding there (errors of 1e9 nats in a step; ``tests/core/test_collapse.py``).
     """
     xp = get_namespace(logits)
-    p, rev, pr, Zr = _suffix_terms(logits, orders)
-    inv = 1.0 / Zr
-    cum = xp.cumsum(inv, axis=1)
-    c_last = cum[:, -1].copy()  # c_S = sum over all draw positions of 1/Z_k
-    tail = cum
-    tail -= inv  # c_S - c_{k_i}: 1/Z_k summed over positions after i's
+    p, U, pf, Z = _draw_terms(logits, orders)
+    c = xp.cumsum(1.0 / Z, axis=1)  # c_k in draw order; c[:, -1] = c_S
     w = weights.astype(xp.float64)
-    # Every row pays -p_i * c_S (its term if undrawn) ...
-    grad = p * -(w * c_last).sum()
-    # ... and drawn rows get 1 + p_i (c_S - c_{k_i}) on top.
-    corr = pr * tail
-    corr += 1.0
-    corr *= w[:, None]
-    return scatter_add(grad, rev.reshape(-1), corr.reshape(-1))
+    grad = U.T @ (w * c[:, -1])  # sum over the masks that did not draw row i ...
+    grad *= -p  # ... of -w_j p_i c_S
+    drawn = 1.0 - pf * c
+    drawn *= w[:, None]
+    return scatter_add(grad, orders.reshape(-1), drawn.reshape(-1))
