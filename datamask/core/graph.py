@@ -101,6 +101,9 @@ class CupyGraphs:
 
     @contextlib.contextmanager
     def scope(self):
+        # a non-blocking stream does not wait for the legacy default stream, where the
+        # step's arrays were made: wait once here, and once at the end for the results
+        self.cupy.cuda.Device().synchronize()
         with self.stream:
             yield
         self.stream.synchronize()
