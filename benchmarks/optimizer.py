@@ -272,7 +272,7 @@ def run_big(N, lines_big, steps=100, device="cpu", budget_s=120.0):
               f"largest fall {row['fall']:.2f}%", flush=True)
 
 
-def sweep(N, groups, batches, cap_s, device, rows_out):
+def sweep(N, groups, batches, cap_s, device, rows_out, on_row=None):
     """Time to 99% of relaxed's gain for each (group_size, batch_max): the GPU-width table."""
     E, q, rand, gain, t_rel = relaxed_reference(N, device)
     for G in groups:
@@ -284,6 +284,8 @@ def sweep(N, groups, batches, cap_s, device, rows_out):
             rows_out.append(row)
             print(f"N={N} G={G} batch_max={bm}: {ms:.3f} ms/step, 99% at {fmt(row['t99'])} s "
                   f"({row['s99']} steps), largest fall {row['fall']:.2f}%", flush=True)
+            if on_row is not None:
+                on_row()
 
 
 def plot(traj, path):
@@ -347,23 +349,30 @@ def main():
     lines, traj, lines_big, extras, width = [], {}, [], {}, []
     lr_rows = None
     t0 = time.perf_counter()
+
+    def write():
+        """Write the report so far: a run cut short by a time limit keeps what it measured."""
+        if traj:
+            plot(traj, os.path.join(args.out, "optimizer_trajectories.png"))
+        md = report(args, lines, extras, lines_big, width, lr_rows, native_kernel, BATCH_MAX, pinned,
+                    time.perf_counter() - t0, bool(traj))
+        with open(os.path.join(args.out, "optimizer.md"), "w") as f:
+            f.write("\n".join(md))
+        return md
+
     for i, N in enumerate(args.sizes):
         last = i == len(args.sizes) - 1
         out = run_size(N, args.metrics, caps, lines, traj, lr_sweep=(i == 0 and not args.no_lr_sweep),
                        device=args.device,
                        extras=extras if last and args.device == "cpu" and not args.no_extras else None)
         lr_rows = lr_rows or out
+        write()
     for N in args.big:
         run_big(N, lines_big, steps=args.big_steps, device=args.device, budget_s=args.big_budget)
+        write()
     if args.sweep_groups:
-        sweep(args.sweep_size, args.sweep_groups, args.sweep_batches, args.sweep_cap, args.device, width)
-    if traj:
-        plot(traj, os.path.join(args.out, "optimizer_trajectories.png"))
-    md = report(args, lines, extras, lines_big, width, lr_rows, native_kernel, BATCH_MAX, pinned,
-                time.perf_counter() - t0, bool(traj))
-    with open(os.path.join(args.out, "optimizer.md"), "w") as f:
-        f.write("\n".join(md))
-    print("\n".join(md))
+        sweep(args.sweep_size, args.sweep_groups, args.sweep_batches, args.sweep_cap, args.device, width, write)
+    print("\n".join(write()))
 
 
 def report(args, lines, extras, lines_big, width, lr_rows, native_kernel, batch_max, pinned, seconds, figure):
