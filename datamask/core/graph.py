@@ -10,7 +10,7 @@ of dozens of kernel launches from Python.
 captures it and launches the graph, later calls launch the graph. A capture that fails
 falls back to plain calls for the rest of the run and says so once per process
 (``warnings.warn``). :class:`CupyGraphs` is the capturer for cupy; it is the only code
-here that needs a GPU (never run in the CPU suite; ``tests/test_graph.py`` drives the
+here that needs a GPU (never run in the CPU suite; ``tests/core/test_pg_step.py`` drives the
 runner with a fake capturer).
 
 Memory: the captured kernels use the addresses their temporaries had during capture. The

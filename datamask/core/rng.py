@@ -10,14 +10,14 @@ The ``pg`` loop needs random numbers that
 * never give a uniform of exactly 0 or 1. cupy's float32 ``random`` returns exactly 0.0
   with probability 2^-25 (cuRAND's ``curand_uniform`` rounds the top 2^7 of its 2^32
   words to 1.0, which cupy maps to 0.0); the Gumbel key of that row is then infinite and
-  the row is left out of the mask whatever its logit (see ``tests/test_collapse.py``).
+  the row is left out of the mask whatever its logit (see ``tests/core/test_collapse.py``).
 
 The generator is Philox4x64-10 (Salmon et al., SC'11): block ``j`` of a draw is the
 Philox function of the 256-bit counter ``(j + 1, step, purpose, 0)`` under a 128-bit key
 derived from the seed, four 64-bit words per block, each split into two 32-bit words (low
 half first). On numpy the words come from ``numpy.random.Philox`` (the same function in
 C) with its counter set; elsewhere :func:`philox` computes them with ``xp`` integer
-operations. The two agree bit for bit (``tests/test_rng.py``).
+operations. The two agree bit for bit (``tests/core/test_rng.py``).
 
 Uniforms use 23 random bits: ``U = (j + 1/2) / 2^23``, exact in float32, in
 [2^-24, 1 - 2^-24].
