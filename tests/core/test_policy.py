@@ -155,9 +155,9 @@ def test_fused_keys_match_the_array_path():
         w = _key_weights(cp, L, L.max(), log_keys)
         fused = kernels.sort_keys(w, 7, rng.key, G, n, kb, rb, log_keys, MASKS)
         e = _keys(cp, rng.words(MASKS, cp.asarray(7, dtype=cp.uint64), 0, G * n).reshape(G, n), w, log_keys)
-        ref = (e.view(cp.uint32).astype(cp.uint64) << rb) | cp.arange(n, dtype=cp.uint64)[None, :]
-        ref |= (cp.arange(G, dtype=cp.uint64) << (kb + rb))[:, None]
-        diff = cp.abs(fused.astype(cp.int64) - ref.astype(cp.int64)) >> rb  # key bits apart
+        ref = (e.view(cp.uint32).astype(cp.uint64) << cp.uint64(rb)) | cp.arange(n, dtype=cp.uint64)[None, :]
+        ref |= (cp.arange(G, dtype=cp.uint64) << cp.uint64(kb + rb))[:, None]
+        diff = cp.abs(fused.astype(cp.int64) - ref.astype(cp.int64)) >> cp.int64(rb)  # key bits apart
         assert int(diff.max()) <= 2  # float32 log may differ in its last bit
     # and the masks of a numpy and a cupy draw agree but for near-ties
     Ln = np.random.default_rng(6).normal(size=2500) * 3
