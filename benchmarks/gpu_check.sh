@@ -73,26 +73,34 @@ if [ "$dry" != 1 ]; then
     tests/core tests/pipeline tests/features
 fi
 
-# --- 4. datamask select --device gpu, relaxed and pg: rows/s per GPU, peak GPU memory per split
+# --- 4. the optimizer benchmark (issue 10): pg step with and without graph capture, time to 99% of
+#        relaxed's gain at 100k and 1M rows, largest fall between evaluation points, facility location
+#        at 100k, and the G x batch sweep from which the GPU defaults are to be chosen
+if [ "$dry" = 1 ]; then
+  step optimizer 120 "$PY" benchmarks/optimizer.py --device cpu --sizes 5000 --metrics pairwise facility \
+    --no-lr-sweep --no-extras --pg-cap 3 --big 20000 --big-steps 50 --big-budget 3 --out "$out/optimizer"
+  step optimizer-width 60 "$PY" benchmarks/optimizer.py --device cpu --sizes --big --sweep-size 20000 \
+    --sweep-groups 64 128 --sweep-batches 512 none --sweep-cap 3 --out "$out/optimizer-width"
+else
+  step optimizer 150 "$PY" benchmarks/optimizer.py --device gpu --sizes 100000 --metrics pairwise facility \
+    --no-lr-sweep --pg-cap 15 --big 1000000 --big-steps 1000 --big-budget 12 --out "$out/optimizer"
+  step optimizer-width 90 "$PY" benchmarks/optimizer.py --device gpu --sizes --big --sweep-size 1000000 \
+    --sweep-groups 128 256 512 1024 --sweep-batches 512 none --sweep-cap 5 --out "$out/optimizer-width"
+fi
+
+# --- 5. datamask select --device gpu, relaxed and pg: rows/s per GPU, peak GPU memory per split
 for solver in relaxed pg; do
   step "select-$solver" 150 "$PY" benchmarks/gpu_bench.py select --corpus "$work/corpus" --solver "$solver" \
     --split-size "$split" --device "$dev" --out "$out" --work "$work"
 done
 
-# --- 5. datamask embed --device gpu: texts/s, short and long (warm embedder and the command)
+# --- 6. datamask embed --device gpu: texts/s, short and long (warm embedder and the command)
 step embed 120 "$PY" benchmarks/gpu_bench.py embed --texts "$work/texts" --model "$model" --device "$dev" \
   --out "$out" --work "$work"
 
-# --- 6. datamask cluster --device gpu --k 1000 on 1M rows: seconds
+# --- 7. datamask cluster --device gpu --k 1000 on 1M rows: seconds
 step cluster 90 "$PY" benchmarks/gpu_bench.py cluster --corpus "$work/corpus" --k "$k" --split-size "$split" \
   --device "$dev" --out "$out" --work "$work"
-
-# --- 7. the optimizer benchmark at 100k and 1M rows (provisional: the GPU-engine work sets the final command)
-# OPTIMIZER-BENCH
-if [ "$dry" != 1 ]; then
-  step optimizer 120 "$PY" benchmarks/optimizer.py --device gpu --sizes 100000 --metrics pairwise \
-    --big 1000000 --big-steps 10000 --big-budget 45 --out "$out/optimizer"
-fi
 
 # --- 8. the proxy-LM small preset (issue 13)
 # PROXY-LM-BENCH

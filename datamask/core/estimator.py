@@ -46,7 +46,7 @@ class DataMask:
     lam : float, default 0.5
         Weight of quality (normalised to [0, 1] over the partition) against diversity.
     diversity : {"pairwise", "facility", "disf"}, default "pairwise"
-        See :mod:`datamask.objectives`.
+        See :mod:`datamask.core.objectives`.
     solver : {"pg", "greedy", "relaxed"}, default "pg"
         ``pg``: DATAMASK's policy gradient. ``greedy``: best marginal gain, one row at a
         time. ``relaxed``: Frank-Wolfe on the concave relaxation (pairwise and DiSF only).
@@ -117,7 +117,7 @@ class DataMask:
         Learned logits (pg only); pruned rows are ``-inf``.
     objective_ : dict
         ``objective``, ``quality``, ``diversity`` of the final mask (see
-        :func:`datamask.objectives.evaluate`).
+        :func:`datamask.core.objectives.evaluate`).
     history_ : list of dict
         One record per evaluation point: ``step``, ``seconds``, ``objective``,
         ``quality``, ``diversity``.

@@ -2,7 +2,7 @@
 
 ``sort_keys`` turns counters into the flat sort's (mask, key, row) words in one kernel:
 Philox4x64-10 of the counter, the 23-bit uniform, ``log``, the key and the packing, the
-same arithmetic as :func:`datamask.policy._sample_sort` does with ``xp`` operations (about
+same arithmetic as :func:`datamask.core.policy._sample_sort` does with ``xp`` operations (about
 twenty kernel launches and their temporaries there). The two agree up to the last bit of
 float32 ``log`` (``tests/core/test_policy.py::test_fused_keys_match_the_array_path``, marked
 ``gpu``). When the kernel cannot be built the caller falls back to the array path and says

@@ -140,7 +140,7 @@ class PolicyGradient:
     """One ``pg`` fit for a :class:`datamask.DataMask` estimator (its parameters and hooks).
 
     ``run(E, cand, norms, qc, S, xp)`` copies the candidate rows ``E[cand]`` once, as unit
-    rows in the form the step needs (:class:`datamask.groupsum.GroupSums`), returns the
+    rows in the form the step needs (:class:`datamask.core.groupsum.GroupSums`), returns the
     chosen candidate rows and sets ``L`` (the logits over the candidates) and ``n_steps``.
     """
 

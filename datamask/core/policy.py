@@ -74,7 +74,7 @@ def sample_masks(logits, S: int, G: int, rng=0, step=0, log_keys=None, select=No
     Row i's key is ``E_i * exp(max L - L_i)`` with ``E_i = -log U_i ~ Exp(1)``; the S
     smallest keys, in increasing order, are a Plackett-Luce draw (this is the
     Gumbel-top-k trick with ``-log(key) = L_i + Gumbel``). ``U`` comes from 23 random bits
-    and is never 0 or 1, so every key is finite and positive (see :mod:`datamask.rng`).
+    and is never 0 or 1, so every key is finite and positive (see :mod:`datamask.core.rng`).
     """
     xp = get_namespace(logits)
     n = logits.shape[0]
