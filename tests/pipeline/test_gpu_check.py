@@ -24,9 +24,15 @@ def test_scripts_parse(script):
     assert r.returncode == 0, r.stderr
 
 
-def test_placeholders_for_the_lead_are_there():
+def test_the_check_runs_every_measurement_the_issues_ask_for():
+    """GPU tests; the optimizer at 100k and 1M rows with the width sweep; select relaxed and
+    pg; embed; cluster k=1000: each a step of its own (own time limit)."""
     text = (ROOT / "benchmarks" / "gpu_check.sh").read_text()
-    assert text.count("# OPTIMIZER-BENCH") == 1 and text.count("# PROXY-LM-BENCH") == 1
+    real = text[text.index("step optimizer 150"):]  # the GPU (not dry-run) branch onwards
+    assert "--device gpu --sizes 100000" in real and "--big 1000000" in real and "--sweep-groups" in real
+    for name in ("gpu-tests", "optimizer", "optimizer-width", '"select-$solver"', "embed", "cluster"):
+        assert f"step {name} " in text, name
+    assert "for solver in relaxed pg" in text and 'k=1000' in text
 
 
 def _pins():
