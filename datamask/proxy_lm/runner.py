@@ -1,0 +1,224 @@
+"""``datamask proxy-lm``: train one proxy LM per selection on equal tokens, report held-out loss.
+
+:func:`run_proxy_lm` reads and checks every input first (selections, evaluation sets, the
+tokenizer), so bad input stops with one line and nothing written. Then, in ``OUTPUT``:
+
+``config.json``        the resolved config (written first; a rerun with another config is refused)
+``tokenizer.json``     the byte-level BPE trained on the selections (reused by reruns), unless
+                       ``--tokenizer`` was given
+``runs/NAME.json``     one selection's result; a rerun reuses it when its fingerprint (config,
+                       tokenizer, evaluation data, the selection's text) matches
+``proxy.csv``          selection, eval_set, domain, loss (nats/token), perplexity, bits_per_byte,
+                       eval_tokens, tokens (trained), epochs, params, seconds; the untrained model's
+                       rows are labelled ``untrained``
+``loss_curve.png``, ``final_loss.png``
+``manifest.json``      config, versions, device, inputs and totals (written last)
+
+Every file is written under a temporary name and renamed when complete.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError, OutputError
+from ..io import write_json_atomic
+from .config import ProxyLMConfig
+from .data import exclude_texts, load_eval_sets, load_selections
+from .model import build_model, count_params
+from .figures import final_loss_figure, loss_curve_figure, save_atomic
+from .tokenizer import load_tokenizer, sample_for_tokenizer, train_bpe
+from .train import deterministic, evaluate, initial_state, prepare_eval, subset, train_selection
+
+__all__ = ["run_proxy_lm", "CSV_COLUMNS", "UNTRAINED"]
+
+CSV_COLUMNS = ("selection", "eval_set", "domain", "loss", "perplexity", "bits_per_byte", "eval_tokens", "tokens",
+               "epochs", "params", "seconds")
+UNTRAINED = "untrained"
+_OURS = ("config.json", "tokenizer.json", "runs", "proxy.csv", "loss_curve.png", "final_loss.png", "manifest.json")
+
+
+def _versions() -> dict:
+    import tokenizers
+    import torch
+    import transformers
+
+    from .. import __version__
+
+    return {"datamask": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
+            "tokenizers": tokenizers.__version__, "numpy": np.__version__, "pandas": pd.__version__,
+            "python": platform.python_version()}
+
+
+def _device(cfg) -> tuple[str, str]:
+    import torch
+
+    dev = cfg.device
+    if dev == "auto":
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+    if dev == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device cuda was asked for but torch sees no CUDA device; use --device cpu or auto")
+    prec = cfg.precision
+    if prec == "auto":
+        prec = "bfloat16" if dev == "cuda" else "float32"
+    return dev, prec
+
+
+def _threads(cfg) -> int:
+    if cfg.threads is not None:
+        return int(cfg.threads)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _hash_texts(texts) -> str:
+    h = hashlib.blake2b(digest_size=12)
+    for t in texts:
+        b = t.encode("utf-8", errors="surrogatepass")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+def _prepare_output(cfg) -> Path:
+    """Create or reopen ``cfg.output``; refuse a foreign directory or another config."""
+    out = Path(cfg.output)
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"output {out} is a file; pass a directory")
+    if out.exists() and any(out.iterdir()):
+        marker = out / "config.json"
+        if not marker.exists():
+            raise ConfigError(f"output directory {out} is not empty and was not written by proxy-lm (no "
+                              f"config.json); choose a new or empty OUTPUT")
+        old = json.loads(marker.read_text()).get("result", {})
+        new = json.loads(json.dumps(cfg.result_dict(), default=str))
+        if old != new:
+            if not cfg.overwrite:
+                diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+                k = diff[0]
+                raise ConfigError(f"output directory {out} was written with another config ({k}: {old.get(k)!r} -> "
+                                  f"{new.get(k)!r}); pass --overwrite to start over or choose a new OUTPUT")
+            for name in _OURS:
+                p = out / name
+                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+    try:
+        (out / "runs").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot create {out} ({e.strerror}); check the path and permissions") from None
+    for p in list(out.glob(".*.tmp-*")) + list((out / "runs").glob(".*.tmp-*")):  # an interrupted write
+        p.unlink(missing_ok=True)
+    write_json_atomic({"kind": "proxy-lm", "result": cfg.result_dict(), "config": cfg.resolved().to_dict()},
+                      out / "config.json")
+    return out
+
+
+def _rows(name, r, params, tokens, epochs, seconds):
+    rows = []
+    for s, by_dom in r.items():
+        for dom, (nats, ntok, nbytes) in by_dom.items():
+            loss = nats / ntok
+            rows.append({"selection": name, "eval_set": s, "domain": dom, "loss": loss, "perplexity": float(np.exp(loss)),
+                         "bits_per_byte": nats / np.log(2) / max(nbytes, 1), "eval_tokens": ntok, "tokens": tokens,
+                         "epochs": epochs, "params": params, "seconds": seconds})
+    return rows
+
+
+def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
+    """Run the proxy-LM evaluation of ``cfg``; returns the manifest (with ``table``, a DataFrame)."""
+    t0 = time.perf_counter()
+    cfg = cfg.validated()
+    if not cfg.selections or not cfg.eval or not cfg.output:
+        raise ConfigError("proxy-lm needs selections, eval and output (datamask proxy-lm SELECTION... "
+                          "--eval EVAL_DIR OUTPUT_DIR)")
+    r = cfg.resolved()
+    # ---- every input is read and checked before anything is written
+    evals = load_eval_sets(cfg.eval, cfg.text_column, cfg.domain_column)
+    sels = load_selections(cfg.selections, cfg.text_column)
+    exclude_texts(sels, evals)
+    given = load_tokenizer(cfg.tokenizer) if cfg.tokenizer else None
+    device, precision = _device(cfg)
+    threads = _threads(cfg)
+    out = _prepare_output(cfg)
+    # ---- tokenizer: given, reused from an earlier run, or trained now on the selections
+    if given is not None:
+        tok = given
+    elif (out / "tokenizer.json").exists():
+        tok = load_tokenizer(out / "tokenizer.json")
+        tok.source = "trained (reused)"
+    else:
+        tok = train_bpe(sample_for_tokenizer([s.texts for s in sels], r.tokenizer_sample_chars, r.seed), r.vocab_size)
+        tok.save(out / "tokenizer.json")
+    data = []
+    for e in evals:
+        full = prepare_eval(e.name, e.texts, e.domains, tok, r.seq_len, r.eval_tokens, r.seed)
+        data.append((full, subset(full, r.curve_tokens)))
+    eval_fp = hashlib.blake2b(b"".join(f.windows.tobytes() + c.windows.tobytes() for f, c in data),
+                              digest_size=12).hexdigest()
+    runs, rows = {}, []
+    with deterministic(threads):
+        init = initial_state(r, tok.vocab_size)
+        m0 = build_model(r, tok.vocab_size)
+        m0.load_state_dict(init)
+        m0.to(device)
+        params = count_params(m0)
+        untrained = {f.name: evaluate(m0, f, device, precision, 2 * r.batch_size) for f, _ in data}
+        untrained_curve = {}
+        for f, c in data:
+            nats, ntok, _ = evaluate(m0, c, device, precision, 2 * r.batch_size)["all"]
+            untrained_curve[f.name] = nats / ntok
+        del m0
+        rows += _rows(UNTRAINED, untrained, params, 0, 0.0, 0.0)
+        for s in sels:
+            fp = hashlib.sha256(json.dumps([cfg.fingerprint(), tok.sha256, eval_fp, _hash_texts(s.texts), device,
+                                            precision]).encode()).hexdigest()[:16]
+            path = out / "runs" / f"{s.name}.json"
+            res = json.loads(path.read_text()) if path.exists() else None
+            if res is None or res.get("fingerprint") != fp:
+                docs = tok.encode(s.texts)
+                res = train_selection(s.name, docs, tok, r, init, data, device, precision, quiet=cfg.quiet)
+                res.update(name=s.name, source=s.source, fingerprint=fp, excluded_eval_rows=s.excluded,
+                           skipped_texts=s.skipped, device=device, precision=precision, threads=threads)
+                write_json_atomic(res, path)
+                res = json.loads(path.read_text())  # the same types whether computed now or resumed
+                res["resumed"] = False
+            else:
+                res["resumed"] = True
+            runs[s.name] = res
+            rows += _rows(s.name, res["evals"], res["params"], res["tokens"], res["epochs"], res["seconds"])
+    table = pd.DataFrame(rows, columns=list(CSV_COLUMNS))
+    tmp = out / f".proxy.csv.tmp-{os.getpid()}"
+    table.to_csv(tmp, index=False)
+    os.replace(tmp, out / "proxy.csv")
+    save_atomic(loss_curve_figure(runs, untrained_curve), out / "loss_curve.png")
+    save_atomic(final_loss_figure(table), out / "final_loss.png")
+    manifest = {
+        "kind": "proxy-lm", "status": "complete", "config": r.to_dict(), "fingerprint": cfg.fingerprint(),
+        "versions": _versions(), "device": device, "precision": precision, "threads": threads,
+        "params": params, "train_tokens": cfg.train_tokens, "steps": cfg.steps,
+        "tokenizer": {"source": tok.source, "sha256": tok.sha256, "vocab_size": tok.vocab_size, "eos_id": tok.eos_id},
+        "eval_sets": [{"name": e.name, "source": e.source, "docs": len(e.texts), "skipped_texts": e.skipped,
+                       "scored_docs": int(len(f.doc_tokens)), "scored_tokens": f.tokens,
+                       "domain_column": e.info.get("domain_column")} for e, (f, _) in zip(evals, data)],
+        "selections": [{"name": s.name, "source": s.source, "docs": len(s.texts), "skipped_texts": s.skipped,
+                        "excluded_eval_rows": s.excluded, "tokens": runs[s.name]["tokens"],
+                        "selection_tokens": runs[s.name]["selection_tokens"], "epochs": runs[s.name]["epochs"],
+                        "resumed": runs[s.name]["resumed"], "seconds": runs[s.name]["seconds"],
+                        "tokens_per_second": runs[s.name]["tokens_per_second"]} for s in sels],
+        "totals": {"selections": len(sels), "computed_this_run": sum(not v["resumed"] for v in runs.values()),
+                   "resumed": sum(v["resumed"] for v in runs.values())},
+        "wall_seconds": round(time.perf_counter() - t0, 3),
+    }
+    write_json_atomic(manifest, out / "manifest.json")
+    manifest["table"] = table
+    manifest["output"] = str(out)
+    return manifest

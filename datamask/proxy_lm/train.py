@@ -1,0 +1,223 @@
+"""Training one proxy model on one selection, and scoring it on the evaluation sets.
+
+Every selection starts from the same initial weights (a state dict built once from the
+seed), sees its own documents through a :class:`~.model.TokenStream` seeded alike, and takes
+exactly ``cfg.steps`` AdamW steps of ``batch_size x seq_len`` target tokens: the trained
+tokens are counted in the loop, not assumed. Held-out loss is the token-weighted mean
+negative log-likelihood (nats/token) of each evaluation document, every document scored from
+its start (after an end-of-text id, as in training) in windows of ``seq_len`` tokens.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .model import TokenStream, build_model, count_params, lr_at
+
+__all__ = ["EvalData", "prepare_eval", "deterministic", "forward_loss", "evaluate", "train_selection",
+           "initial_state"]
+
+
+@dataclass
+class EvalData:
+    """One evaluation set as padded windows: ``windows`` (W, seq_len+1) int64, -1 = padding."""
+
+    name: str
+    windows: np.ndarray
+    doc: np.ndarray  # (W,) document of each window
+    doc_domain: np.ndarray  # (D,) domain of each document ("all" when the set has none)
+    doc_tokens: np.ndarray  # (D,) scored tokens of each document
+    doc_bytes: np.ndarray  # (D,) UTF-8 bytes of each document
+
+    @property
+    def tokens(self) -> int:
+        return int(self.doc_tokens.sum())
+
+
+def prepare_eval(name, texts, domains, tok, seq_len: int, max_tokens: int, seed: int) -> EvalData:
+    """A seeded sample of the documents, up to ``max_tokens`` scored tokens, cut into windows."""
+    order = np.random.default_rng([int(seed), 11]).permutation(len(texts))
+    ids = tok.encode([texts[i] for i in order])
+    T = int(seq_len)
+    wins, doc, dtok, dbytes, ddom, total = [], [], [], [], [], 0
+    for j, (i, a) in enumerate(zip(order, ids)):
+        if total >= max_tokens:
+            break
+        seq = np.concatenate([[tok.eos_id], a, [tok.eos_id]]).astype(np.int64)  # predict the end as well
+        k = len(dtok)
+        for s in range(0, len(seq) - 1, T):
+            w = np.full(T + 1, -1, dtype=np.int64)
+            piece = seq[s:s + T + 1]
+            w[:len(piece)] = piece
+            wins.append(w)
+            doc.append(k)
+        dtok.append(len(seq) - 1)
+        dbytes.append(len(texts[i].encode("utf-8", errors="surrogatepass")))
+        ddom.append("all" if domains is None else str(domains[i]))
+        total += len(seq) - 1
+    return EvalData(name, np.stack(wins), np.asarray(doc, dtype=np.int64), np.asarray(ddom, dtype=object),
+                    np.asarray(dtok, dtype=np.int64), np.asarray(dbytes, dtype=np.int64))
+
+
+def subset(ev: EvalData, max_tokens: int) -> EvalData:
+    """The first documents of ``ev`` up to ``max_tokens`` (the loss-curve evaluations)."""
+    n = int(np.searchsorted(np.cumsum(ev.doc_tokens), max_tokens) + 1)
+    n = min(n, len(ev.doc_tokens))
+    keep = ev.doc < n
+    return EvalData(ev.name, ev.windows[keep], ev.doc[keep], ev.doc_domain[:n], ev.doc_tokens[:n], ev.doc_bytes[:n])
+
+
+@contextlib.contextmanager
+def deterministic(threads: int):
+    """Deterministic kernels (where torch has them) and a fixed CPU thread count, restored after."""
+    import torch
+
+    prev = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+            torch.get_num_threads(), torch.backends.cudnn.benchmark)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_num_threads(int(threads))
+    torch.backends.cudnn.benchmark = False
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(prev[0], warn_only=prev[1])
+        torch.set_num_threads(prev[2])
+        torch.backends.cudnn.benchmark = prev[3]
+
+
+def _autocast(device: str, precision: str):
+    import torch
+
+    if precision == "bfloat16":
+        return torch.autocast(device_type=device, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def forward_loss(model, x, y, reduction="mean"):
+    """Cross-entropy (nats) of targets ``y`` (-100 ignored) given inputs ``x``; the one place
+    the model is called, in training and in evaluation."""
+    import torch.nn.functional as F
+
+    logits = model(input_ids=x).logits
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1), ignore_index=-100,
+                           reduction=reduction)
+
+
+def evaluate(model, ev: EvalData, device: str, precision: str, batch_size: int) -> dict:
+    """``{domain: (nats, tokens, bytes)}`` summed over the documents, plus ``"all"``."""
+    import torch
+
+    was = model.training
+    model.eval()
+    lens = (ev.windows >= 0).sum(axis=1)
+    order = np.argsort(-lens, kind="stable")
+    doc_nll = np.zeros(len(ev.doc_tokens), dtype=np.float64)
+    with torch.no_grad(), _autocast(device, precision):
+        for s in range(0, len(order), batch_size):
+            idx = order[s:s + batch_size]
+            L = int(lens[idx].max())
+            w = torch.from_numpy(ev.windows[idx, :L])
+            x = w[:, :-1].clamp(min=0).to(device)
+            y = w[:, 1:].clone()
+            y[y < 0] = -100
+            nll = forward_loss(model, x, y.to(device), reduction="none").reshape(len(idx), L - 1)
+            np.add.at(doc_nll, ev.doc[idx], nll.sum(dim=1).double().cpu().numpy())
+    model.train(was)
+    out = {}
+    for dom in ["all", *sorted(set(ev.doc_domain) - {"all"})]:
+        m = np.ones(len(doc_nll), dtype=bool) if dom == "all" else ev.doc_domain == dom
+        out[dom] = (float(doc_nll[m].sum()), int(ev.doc_tokens[m].sum()), int(ev.doc_bytes[m].sum()))
+    return out
+
+
+def initial_state(cfg, vocab_size: int) -> dict:
+    """The seeded initial weights every selection starts from (a CPU state dict)."""
+    model = build_model(cfg, vocab_size)
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _optimizer(model, cfg):
+    import torch
+
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    other = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": float(cfg.weight_decay)},
+                              {"params": other, "weight_decay": 0.0}], lr=float(cfg.lr), betas=(0.9, 0.95),
+                             eps=1e-8, foreach=False)
+
+
+def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: str, quiet=False) -> dict:
+    """Train from ``init`` on ``docs`` (token arrays) for ``cfg.steps`` steps; score on ``evals``.
+
+    Parameters
+    ----------
+    evals : list of (EvalData full, EvalData curve)
+    cfg : resolved ProxyLMConfig
+
+    Returns
+    -------
+    dict with ``tokens`` (target tokens trained, counted), ``epochs``, ``params``,
+    ``train_curve`` [[tokens, loss]], ``curve`` [{tokens, losses}], ``evals`` {set: {domain:
+    (nats, tokens, bytes)}}, ``train_seconds``, ``seconds``.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    t0 = time.perf_counter()
+    model = build_model(cfg, tok.vocab_size)
+    model.load_state_dict(init)
+    model.to(device)
+    model.train()
+    opt = _optimizer(model, cfg)
+    B, T, steps = int(cfg.batch_size), int(cfg.seq_len), cfg.steps
+    stream = TokenStream(docs, tok.eos_id, cfg.seed)
+    carry = stream.take(1)
+    curve_at = {int(round(k * steps / cfg.curve_points)) for k in range(1, int(cfg.curve_points) + 1)} \
+        if cfg.curve_points else set()
+    trained, losses, curve, train_s = 0, [], [], 0.0
+    eval_bs = max(1, B * 2)
+    bar = tqdm(total=steps * B * T, unit="tok", unit_scale=True, desc=f"proxy-lm {name}", disable=quiet,
+               mininterval=1.0, leave=False)
+    try:
+        for step in range(steps):
+            ts = time.perf_counter()
+            chunk = np.concatenate([carry, stream.take(B * T)])
+            carry = chunk[-1:]
+            x = torch.from_numpy(chunk[:-1].reshape(B, T)).to(device)
+            y = torch.from_numpy(chunk[1:].reshape(B, T).copy()).to(device)
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step, steps, float(cfg.lr), float(cfg.warmup), float(cfg.min_lr_ratio))
+            with _autocast(device, precision):
+                loss = forward_loss(model, x, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), float(cfg.grad_clip))
+            opt.step()
+            trained += int(y.numel())
+            lv = float(loss.detach())
+            losses.append(lv)
+            train_s += time.perf_counter() - ts
+            bar.update(B * T)
+            bar.set_postfix(loss=f"{lv:.3f}", refresh=False)
+            if step + 1 in curve_at:
+                point = {"tokens": trained, "losses": {}}
+                for full, cur in evals:
+                    r = evaluate(model, cur, device, precision, eval_bs)["all"]
+                    point["losses"][full.name] = r[0] / r[1]
+                curve.append(point)
+    finally:
+        bar.close()
+    final = {full.name: evaluate(model, full, device, precision, eval_bs) for full, _ in evals}
+    every = max(1, steps // 200)
+    train_curve = [[(i + 1) * B * T, float(np.mean(losses[max(0, i + 1 - every):i + 1]))]
+                   for i in range(every - 1, steps, every)]
+    return {"tokens": trained, "epochs": trained / stream.n_tokens, "selection_tokens": stream.n_tokens,
+            "docs": len(docs), "params": count_params(model), "train_curve": train_curve, "curve": curve,
+            "evals": final, "train_seconds": train_s, "tokens_per_second": trained / max(train_s, 1e-9),
+            "seconds": time.perf_counter() - t0}
