@@ -15,8 +15,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
 from datamask.errors import ConfigError, DataError  # noqa: E402
-from datamask.proxy_lm import ProxyLMConfig, run_proxy_lm  # noqa: E402
-from datamask.proxy_lm import train as train_mod  # noqa: E402
+from datamask.analysis.proxy_lm import ProxyLMConfig, run_proxy_lm  # noqa: E402
+from datamask.analysis.proxy_lm import train as train_mod  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
 JUNK = ("boilerplate", "links", "spam", "repeated")
@@ -71,7 +71,7 @@ class Spy:
         mp.setattr(train_mod, "forward_loss", forward_loss)
         mp.setattr(train_mod, "train_selection", train_selection)
         mp.setattr(train_mod, "TokenStream", stream)
-        import datamask.proxy_lm.runner as runner_mod
+        import datamask.analysis.proxy_lm.runner as runner_mod
 
         mp.setattr(runner_mod, "train_selection", train_selection)
 
@@ -132,7 +132,7 @@ def test_held_out_rows_never_reach_training(run, corpus):
     info = {x["name"]: x for x in manifest["selections"]}
     assert info["prose"]["excluded_eval_rows"] == len(corpus["leak"]) == 5
     assert info["junk"]["excluded_eval_rows"] == 0
-    from datamask.proxy_lm.tokenizer import load_tokenizer
+    from datamask.analysis.proxy_lm.tokenizer import load_tokenizer
 
     tok = load_tokenizer(Path(manifest["output"]) / "tokenizer.json")
     held = {tuple(a) for a in tok.encode(corpus["held"].text.tolist())}

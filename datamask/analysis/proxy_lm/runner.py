@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, OutputError
-from ..io import write_json_atomic
+from ...errors import ConfigError, OutputError
+from ...pipeline.io import write_json_atomic
 from .config import ProxyLMConfig
 from .data import exclude_texts, load_eval_sets, load_selections
 from .model import build_model, count_params
@@ -51,7 +51,7 @@ def _versions() -> dict:
     import torch
     import transformers
 
-    from .. import __version__
+    from ... import __version__
 
     return {"datamask": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
             "tokenizers": tokenizers.__version__, "numpy": np.__version__, "pandas": pd.__version__,

@@ -12,8 +12,8 @@ import hashlib
 import json
 from dataclasses import dataclass, fields
 
-from ..errors import ConfigError
-from ..config import _f, parse_value
+from ...errors import ConfigError
+from ...pipeline.config import _f, parse_value
 
 __all__ = ["ProxyLMConfig", "PRESETS", "SIZE_FIELDS"]
 

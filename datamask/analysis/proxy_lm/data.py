@@ -26,9 +26,9 @@ import pyarrow as pa
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
-from ..errors import DataError
-from ..io import discover, make_splits
-from ..schema import SELECTED
+from ...errors import DataError
+from ...pipeline.io import discover, make_splits
+from ...pipeline.schema import SELECTED
 
 __all__ = ["TextSet", "load_selections", "load_eval_sets", "exclude_texts", "text_key"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 __all__ = ["ProxyTokenizer", "load_tokenizer", "train_bpe", "sample_for_tokenizer"]
 
