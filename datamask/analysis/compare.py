@@ -162,14 +162,21 @@ def summarise(per_partition: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------- out of core
 def _compare_split(split, cols_names, methods, cfg, centroids, k, quadmix_params, semdedup_eps, sample_rows,
-                   tokens_column, cluster_column):
-    """One split: read, cluster, run every method; small results back to the client."""
+                   tokens_column, cluster_column, holdout_dir=None):
+    """One split: read, set the held-out slice aside (``cfg.holdout``), cluster, run every
+    method; small results back to the client."""
     from ..core.kmeans import assign
-    from ..pipeline.io import read_split
+    from ..pipeline.holdout import split_off_holdout
+    from ..pipeline.io import read_split, write_parquet_atomic
     from ..pipeline.schema import Columns, check_table
 
     cols = Columns(*cols_names)
     table = read_split(split, cols)
+    n_held = 0
+    if cfg.holdout:  # before any method sees the split
+        table, held = split_off_holdout(table, cfg.holdout, split.seed(cfg.seed))
+        write_parquet_atomic(held, Path(holdout_dir) / f"{split.name}.parquet")
+        n_held = held.num_rows
     E, q = check_table(table, split.where(), cols, split.start)
     E = E.astype(np.float32)
     E /= np.linalg.norm(E, axis=1, keepdims=True)
@@ -187,6 +194,7 @@ def _compare_split(split, cols_names, methods, cfg, centroids, k, quadmix_params
     tab = tab.reset_index()
     tab["partition"] = split.name
     tab["rows"] = E.shape[0]
+    tab["holdout_rows"] = n_held
     tab["eps"] = [extra[m].get("eps", np.nan) for m in tab["method"]]
     ids = table.column(cols.id).to_numpy(zero_copy_only=False)
     sel = []
@@ -245,6 +253,13 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
         raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(ALL_METHODS)}")
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
+    from ..pipeline.holdout import HOLDOUT_DIR
+
+    holdout_dir = out / HOLDOUT_DIR
+    if holdout_dir.exists():  # a rerun writes the slice again
+        import shutil
+
+        shutil.rmtree(holdout_dir)
     cols = Columns.from_config(cfg)
     splits = []
     for f in discover(str(input)):
@@ -262,7 +277,7 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
             centroids, _ = fit_kmeans_dask(ddf, k, sample_fraction, cfg.embedding_column, seed=cfg.seed)
         tasks = [dask.delayed(_compare_split)(s, (cols.id, cols.embedding, cols.quality), methods, cfg, centroids, k,
                                               quadmix_params, semdedup_eps, max(1, sample_rows // len(splits)),
-                                              tokens_column, cluster_column) for s in splits]
+                                              tokens_column, cluster_column, str(holdout_dir)) for s in splits]
         results = dask.compute(*tasks)
     per = pd.concat([r["table"] for r in results], ignore_index=True)
     table = summarise(per)
@@ -284,7 +299,8 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
 
     pareto_plot(table, out / "pareto.png")
     write_json_atomic({"kind": "compare", "input": str(input), "methods": methods, "rows": int(n_rows),
-                       "partitions": len(splits), "k": k, "clusters_from": "input" if has_cluster else "k-means",
+                       "partitions": len(splits), "holdout": float(cfg.holdout),
+                       "holdout_rows": int(per.groupby("partition")["holdout_rows"].first().sum()), "k": k, "clusters_from": "input" if has_cluster else "k-means",
                        "config": cfg.to_dict(), "quadmix_params": quadmix_params,
                        "semdedup_eps": semdedup_eps, "wall_seconds": round(time.perf_counter() - t0, 3)},
                       out / "compare.json")

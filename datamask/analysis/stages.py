@@ -54,7 +54,10 @@ class CompareConfig(SelectConfig):
     no_report: bool = _f(False, "do not write the HTML report", group="compare", result=False)
     dedup: str | None = _f(None, "run every method on the deduplicated corpus: datamask dedup with these kinds "
                            "(e.g. exact,fuzzy; its defaults) first, into OUTPUT/dedup", group="compare")
-    text_column: str = _f("text", "name of the text column (for --dedup exact/fuzzy)", group="data")
+    text_column: str = _f("text", "name of the text column (for --dedup exact/fuzzy and --proxy-lm)", group="data")
+    proxy_lm: str | None = _f(None, "after the selections, train a proxy LM of this preset (tiny, small) on "
+                              "every method's selection and judge it on OUTPUT/holdout (needs --holdout)",
+                              group="compare")
 
     @property
     def method_list(self):
@@ -69,6 +72,14 @@ class CompareConfig(SelectConfig):
             raise ConfigError(f"methods must be a comma-separated list of {', '.join(ALL_METHODS)}; got {self.methods!r}")
         if self.dedup:
             self.dedup = self._dedup_config(None).validated().kind
+        if self.proxy_lm is not None:
+            from .proxy_lm.config import PRESETS
+
+            if self.proxy_lm not in PRESETS:
+                raise ConfigError(f"proxy_lm must be one of {', '.join(PRESETS)}; got {self.proxy_lm!r}")
+            if not self.holdout:
+                raise ConfigError("--proxy-lm needs --holdout FRACTION (e.g. 0.05): the proxy models are judged on "
+                                  "rows that no method saw")
         return self
 
     def _dedup_config(self, output):
@@ -165,12 +176,21 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
         table = run_compare(cfg.input, cfg.output, methods=cfg.method_list, cfg=cfg, k=cfg.n_clusters,
                             sample_fraction=cfg.sample_fraction, quadmix_params=qm, semdedup_eps=cfg.eps,
                             sample_rows=cfg.sample_rows, tokens_column=cfg.tokens_column,
-                            cluster_column=cfg.domain_column, client=client, report=not cfg.no_report)
+                            cluster_column=cfg.domain_column, client=client,
+                            report=not cfg.no_report and not cfg.proxy_lm)
     except ValueError as e:
         raise DataError(str(e)) from None
     finally:
         if own:
             close_client(client)
+    if cfg.proxy_lm:  # after the cluster is closed: torch takes the cores
+        from .proxy_lm.with_compare import add_proxy_lm
+        from .report import build_report
+
+        table = add_proxy_lm(cfg.output, table, cfg.proxy_lm, seed=cfg.seed, text_column=cfg.text_column,
+                             quiet=cfg.quiet)
+        if not cfg.no_report:
+            build_report(cfg.output)
     meta = json.loads((Path(cfg.output) / "compare.json").read_text())
     if dedup is not None:
         from ..pipeline.io import write_json_atomic

@@ -4,6 +4,7 @@
 * :mod:`.features`: ``embed``, ``score``, ``train-quality``;
 * :mod:`.dedup`: ``dedup``;
 * :mod:`.analysis`: ``cluster``, ``compare``, ``report``;
+* :mod:`.proxy_lm`: ``proxy-lm``;
 * :mod:`.demo`: ``demo``.
 
 Every flag of a stage is a field of its config dataclass (``--split-size`` fills
@@ -22,7 +23,7 @@ from ..errors import DatamaskError
 __all__ = ["main", "build_parser"]
 
 # command modules, in the order their commands are listed by --help
-GROUPS = ("select", "features", "dedup", "analysis", "demo")
+GROUPS = ("select", "features", "dedup", "analysis", "proxy_lm", "demo")
 
 
 def _groups():

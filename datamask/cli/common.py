@@ -31,11 +31,12 @@ def add_stage_arguments(p: argparse.ArgumentParser, cls, output_help: str, input
     add_config_flags(p, cls)
 
 
-def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig):
-    """One ``--flag`` per field of the config dataclass ``cls``, grouped as its metadata says."""
+def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig, positional=_POSITIONAL):
+    """One ``--flag`` per field of the config dataclass ``cls``, grouped as its metadata says
+    (a ``list`` field: a repeatable flag)."""
     groups = {}
     for f in fields(cls):
-        if f.name in _POSITIONAL:
+        if f.name in positional:
             continue
         g = f.metadata.get("group", "selection")
         if g not in groups:
@@ -45,6 +46,9 @@ def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig):
         help = f"{f.metadata.get('help', '')} (default: {default})"
         if str(f.type).startswith("bool"):
             groups[g].add_argument(flag, dest=f.name, action="store_true", default=None, help=help)
+        elif str(f.type).startswith("list"):
+            groups[g].add_argument(flag, dest=f.name, action="append", default=None, metavar=f.name.upper(),
+                                   help=f"{f.metadata.get('help', '')} (repeatable)")
         else:
             groups[g].add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
                                    choices=f.metadata.get("choices"), help=help)
@@ -57,7 +61,7 @@ def config_from_args(args, cls=SelectConfig):
     for name, f in by_name.items():
         v = getattr(args, name, None)
         if v is not None:
-            values[name] = v if isinstance(v, bool) else parse_value(f, v, source=f"--{name.replace('_', '-')}")
+            values[name] = v if isinstance(v, (bool, list)) else parse_value(f, v, source=f"--{name.replace('_', '-')}")
     return cls(**values).validated()
 
 

@@ -150,6 +150,8 @@ class SelectConfig(StageConfig):
     # --- output
     partition_on: str | None = _f(None, "write hive directories COLUMN=value/ for this column", group="output")
     keep_all: bool = _f(False, "write every row with `selected` and `datamask_logit` columns", group="output")
+    holdout: float = _f(0.0, "fraction of every split set aside (seeded) before any method sees it, written to "
+                             "OUTPUT/holdout/: an evaluation set for datamask proxy-lm", group="output")
 
     # ------------------------------------------------------------------ validation
     def validated(self) -> "SelectConfig":
@@ -164,6 +166,8 @@ class SelectConfig(StageConfig):
             raise ConfigError(f"prune must be in [0, 1), got {self.prune}")
         if self.solver == "relaxed" and self.diversity == "facility":
             raise ConfigError("solver relaxed is not defined for diversity facility; use --solver pg or greedy")
+        if not 0.0 <= float(self.holdout) < 1.0:
+            raise ConfigError(f"holdout must be in [0, 1), got {self.holdout}; e.g. --holdout 0.05 sets 5% aside")
         if self.eps is not None and float(self.eps) < 0:
             raise ConfigError(f"eps must be >= 0, got {self.eps}")
         if self.n_clusters is not None and int(self.n_clusters) < 1:

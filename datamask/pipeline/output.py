@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import ConfigError, OutputError
+from .holdout import HOLDOUT_DIR
 from .io import write_json_atomic
 
 __all__ = ["Output", "DATA_DIR", "STATE_DIR", "MANIFEST"]
@@ -23,13 +24,14 @@ MANIFEST = "manifest.json"
 class Output:
     """The output directory: ``data/`` (Parquet), ``_datamask/`` (state), ``manifest.json``."""
 
-    OWN = (DATA_DIR, STATE_DIR, MANIFEST, "report")  # report/: datamask report
+    OWN = (DATA_DIR, STATE_DIR, MANIFEST, "report", HOLDOUT_DIR)  # report/: datamask report
 
     def __init__(self, path):
         self.root = Path(path)
         self.data = self.root / DATA_DIR
         self.state = self.root / STATE_DIR
         self.parts = self.state / "parts"
+        self.holdout = self.root / HOLDOUT_DIR
         self.created = False
 
     def check_writable(self):
@@ -76,7 +78,8 @@ class Output:
                     f"output directory {self.root} holds partition {rec['identity']} which is no longer in the "
                     "input (a file changed or disappeared); use --overwrite to start over"
                 )
-            if all((self.data / f).exists() for f in rec["files"]):
+            if all((self.data / f).exists() for f in rec["files"]) and \
+                    all((self.holdout / f).exists() for f in rec.get("holdout_files", [])):
                 done[rec["name"]] = rec
         return done
 

@@ -181,41 +181,66 @@ def test_other_config_refused(run, corpus):
         run_proxy_lm(_cfg(corpus, manifest["output"], tokens=40_000))
 
 
-# ---------------------------------------------------------------------- bad input
-def _refused(exc, match, cfg, out):
-    with pytest.raises(exc, match=match) as e:
-        run_proxy_lm(cfg)
-    assert "\n" not in str(e.value)
-    assert not Path(out).exists()  # nothing half-written
+# ---------------------------------------------------------------------- bad input (the command line)
+SMALL_FLAGS = ["--vocab-size", 512, "--d-model", 32, "--n-layers", 2, "--n-heads", 2, "--d-ff", 64, "--seq-len", 64,
+               "--batch-size", 8, "--tokens", 1024, "--threads", 1, "--quiet"]
 
 
-def test_selection_without_text_column(corpus, tmp_path):
+def _refused(capsys, out, *argv_and_needles):
+    *argv, needles = argv_and_needles
+    from pipeline_data import assert_fails
+
+    assert_fails(capsys, ["proxy-lm", *argv, out, *SMALL_FLAGS], *needles)
+    assert not Path(out).exists()  # checked before anything is written
+
+
+def test_selection_without_text_column(corpus, tmp_path, capsys):
     bad = _write(corpus["prose"].rename(columns={"text": "body"}), tmp_path / "notext")
-    out = tmp_path / "out"
-    _refused(DataError, r"notext.*no text column 'text'.*--text-column",
-             _cfg(corpus, out, tokens=1024).replace(selections=[bad]), out)
+    _refused(capsys, tmp_path / "out", bad, "--eval", corpus["eval"],
+             ["notext", "no text column 'text'", "(columns: id, body", "--text-column"])
 
 
-def test_empty_selection(corpus, tmp_path):
+def test_empty_selection(corpus, tmp_path, capsys):
     empty = _write(corpus["prose"].iloc[:0], tmp_path / "empty")
     blank = _write(corpus["prose"].iloc[:3].assign(text=["", "  ", None]), tmp_path / "blank")
-    out = tmp_path / "out"
     for sel in (empty, blank):
-        _refused(DataError, r"selection .*(empty|blank): no usable text",
-                 _cfg(corpus, out, tokens=1024).replace(selections=[corpus["sel_prose"], sel]), out)
+        _refused(capsys, tmp_path / "out", corpus["sel_prose"], sel, "--eval", corpus["eval"],
+                 [f"selection {sel}: no usable text"])
 
 
-def test_eval_set_without_usable_text(corpus, tmp_path):
+def test_selection_made_only_of_evaluation_rows(corpus, tmp_path, capsys):
+    only_held = _write(corpus["leak"], tmp_path / "onlyheld")
+    _refused(capsys, tmp_path / "out", only_held, "--eval", corpus["eval"],
+             ["onlyheld", "every usable row is also in an evaluation set"])
+
+
+def test_eval_set_without_usable_text(corpus, tmp_path, capsys):
     blank = _write(corpus["held"].iloc[:4].assign(text=["", None, " \n", ""]), tmp_path / "blankeval")
-    out = tmp_path / "out"
-    _refused(DataError, r"evaluation set .*blankeval: no usable text", _cfg(corpus, out).replace(eval=[blank]), out)
+    _refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", blank,
+             [f"evaluation set {blank}: no usable text"])
 
 
-def test_tokenizer_file_that_is_not_one(corpus, tmp_path):
+def test_tokenizer_file_that_is_not_one(corpus, tmp_path, capsys):
     fake = tmp_path / "tokenizer.json"
     fake.write_text('{"hello": "world"}')
-    out = tmp_path / "out"
-    _refused(ConfigError, r"tokenizer .*tokenizer.json' is not a tokenizers tokenizer.json",
-             _cfg(corpus, out, tokenizer=str(fake)), out)
-    _refused(ConfigError, r"tokenizer .*missing.json' not found", _cfg(corpus, out, tokenizer=str(tmp_path / "missing.json")),
-             out)
+    _refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", corpus["eval"], "--tokenizer", fake,
+             [f"tokenizer '{fake}' is not a tokenizers tokenizer.json"])
+    _refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", corpus["eval"], "--tokenizer",
+             tmp_path / "missing.json", ["missing.json' not found"])
+
+
+def test_given_tokenizer_is_used(run, corpus, tmp_path):
+    """``--tokenizer`` with the tokenizer an earlier run trained gives that run's numbers."""
+    from datamask.cli import main
+
+    out = tmp_path / "given"
+    tok = Path(run[0]["output"]) / "tokenizer.json"
+    flags = [str(x) for x in SMALL_FLAGS if x not in ("--tokens", 1024)]
+    assert main(["proxy-lm", corpus["sel_prose"], "--eval", corpus["eval"], str(out), "--tokenizer", str(tok),
+                 "--tokens", "80000", "--lr", "0.01", "--eval-tokens", "20000", "--curve-tokens", "4000",
+                 "--curve-points", "3", "--domain-column", "kind", "--no-report", *flags]) == 0
+    assert not (out / "tokenizer.json").exists()
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["tokenizer"]["source"] == str(tok)
+    a, b = pd.read_csv(out / "proxy.csv"), run[0]["table"]
+    assert a[a.selection == "prose"].loss.tolist() == b[b.selection == "prose"].loss.tolist()

@@ -88,6 +88,7 @@ class ProxyLMConfig:
     overwrite: bool = _f(False, "delete an existing output's results and start over", group="runtime",
                          result=False)
     quiet: bool = _f(False, "no progress bars", group="runtime", result=False)
+    no_report: bool = _f(False, "do not write the HTML report (OUTPUT/report/)", group="runtime", result=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -27,7 +27,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from ...errors import DataError
-from ...pipeline.io import discover, make_splits
+from ...pipeline.io import discover, make_splits, stage_output_data
 from ...pipeline.schema import SELECTED
 
 __all__ = ["TextSet", "load_selections", "load_eval_sets", "exclude_texts", "text_key"]
@@ -164,8 +164,8 @@ def load_selections(specs, text_column: str = "text") -> list[TextSet]:
         d = Path(spec)
         if d.is_dir() and (d / "compare.json").exists():
             got = _compare_selections(d, text_column)
-        elif d.is_dir() and (d / "manifest.json").exists() and (d / "data").is_dir():
-            texts, _, skipped = _read_texts(str(d / "data"), text_column, filter_selected=True)
+        elif d.is_dir() and stage_output_data(d) is not None:  # select OUTPUT (--keep-all: its selected rows)
+            texts, _, skipped = _read_texts(str(d), text_column, filter_selected=True)
             got = [TextSet(_base_name(spec), str(d), texts, skipped=skipped, info={"kind": "select"})]
         else:
             texts, _, skipped = _read_texts(spec, text_column)

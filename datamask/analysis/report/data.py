@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load"]
+__all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load_proxy_lm", "load"]
 
 
 @dataclass
@@ -39,6 +39,7 @@ class ReportData:
     title: str = "datamask report"
     notes: dict = field(default_factory=dict)
     dedup_examples: list | None = None
+    proxy: dict | None = None  # a proxy-LM run: {"dir", "table" (proxy.csv), "manifest"}
 
     @property
     def methods(self):
@@ -64,7 +65,37 @@ def load_compare(directory) -> ReportData:
                "wall time": f"{meta['wall_seconds']:.1f} s",
                **({"deduplicated first": f"{meta['dedup']['rows_in']:,} -> {meta['dedup']['rows_out']:,} rows "
                    f"({', '.join(meta['dedup']['kinds'])}; {meta['dedup']['output']})"} if meta.get("dedup") else {})},
+        proxy=_proxy_part(d / "proxy_lm"),
     )
+
+
+def _proxy_part(d: Path) -> dict | None:
+    """A finished proxy-LM run in ``d`` (``manifest.json`` of kind proxy-lm), or None."""
+    m = d / "manifest.json"
+    if not m.exists():
+        return None
+    manifest = json.loads(m.read_text())
+    if manifest.get("kind") != "proxy-lm":
+        return None
+    return {"dir": d, "table": pd.read_csv(d / "proxy.csv"), "manifest": manifest}
+
+
+def load_proxy_lm(directory) -> ReportData:
+    """A ``datamask proxy-lm`` output: its table, figures and manifest."""
+    d = Path(directory)
+    proxy = _proxy_part(d)
+    m, cfg = proxy["manifest"], proxy["manifest"]["config"]
+    return ReportData(corpus=pd.DataFrame(), selections=pd.DataFrame({"method": []}), title="datamask proxy-lm",
+                      notes={"selections": ", ".join(s["name"] for s in m["selections"]),
+                             "evaluation sets": ", ".join(e["source"] for e in m["eval_sets"]),
+                             "preset": cfg["preset"],
+                             "model": f"{m['params']:,} parameters (d_model {cfg['d_model']}, "
+                                      f"{cfg['n_layers']} layers, context {cfg['seq_len']})",
+                             "training tokens per selection": f"{m['train_tokens']:,}",
+                             "tokenizer": f"{m['tokenizer']['source']}, {m['tokenizer']['vocab_size']:,} tokens",
+                             "device": f"{m['device']} ({m['precision']}, {m['threads']} threads)",
+                             "wall time": f"{m['wall_seconds']:.1f} s"},
+                      proxy=proxy)
 
 
 def _read_columns(path, columns):
@@ -179,9 +210,11 @@ def load(directory, **kw) -> ReportData:
     d = Path(directory)
     if (d / "compare.json").exists():
         return load_compare(d)
+    if _proxy_part(d) is not None:
+        return load_proxy_lm(d)
     if (d / "manifest.json").exists():
         if json.loads((d / "manifest.json").read_text()).get("stage") == "dedup":
             return load_dedup(d)
         return load_select(d, **kw)
     raise FileNotFoundError(f"{d} holds neither compare.json (datamask compare) nor manifest.json (datamask select "
-                            "or dedup)")
+                            "or dedup or proxy-lm)")

@@ -265,10 +265,13 @@ def pareto_plot(table: pd.DataFrame, path=None, x="quality", y="pairwise", ax=No
     cmap = plt.get_cmap("tab10")
     for i, (m, r) in enumerate(table.iterrows()):
         ax.scatter(r[x], r[y], s=70, color=cmap(i % 10), edgecolor="black", zorder=2, label=m)
-        ax.annotate(m, (r[x], r[y]), textcoords="offset points", xytext=(6, 5), fontsize=9)
+        loss = r.get("proxy_loss", float("nan"))
+        label = m if loss != loss else f"{m}\nproxy loss {loss:.3f}"  # NaN: no proxy-LM run
+        ax.annotate(label, (r[x], r[y]), textcoords="offset points", xytext=(6, 5), fontsize=9)
     ax.set_xlabel("mean quality of the selection (quality score, higher is better)")
     ax.set_ylabel("pairwise diversity (−mean cosine, higher is better)")
-    ax.set_title("Quality vs diversity at the same budget")
+    ax.set_title("Quality vs diversity at the same budget" + ("\n(labels: proxy-LM held-out loss, nats/token, "
+                                                              "lower is better)" if "proxy_loss" in table else ""))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     if own:

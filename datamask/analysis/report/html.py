@@ -43,7 +43,13 @@ _TABLE_LABELS = {
     "facility": "facility-location coverage", "disf": "DiSF", "objective": "objective",
     "mean_tokens": "mean length (tokens)", "seconds": "wall time (s)", "selected": "selected rows", "rows": "rows",
     "groups": "groups found", "removed": "rows removed",
-    "diversity": "diversity",
+    "diversity": "diversity", "holdout_rows": "held-out rows",
+    "proxy_loss": "proxy-LM held-out loss (nats/token)", "proxy_perplexity": "proxy-LM perplexity",
+}
+_PROXY_FIGURES = {
+    "loss_curve": "Training loss and held-out loss (on a fixed sample of each evaluation set) against training "
+                  "tokens; every selection starts from the same weights and trains on the same number of tokens.",
+    "final_loss": "Held-out loss after training, overall and per domain; the dashed line is the untrained model.",
 }
 
 
@@ -75,11 +81,42 @@ def _dedup_html(examples) -> str:
     return "\n".join(parts)
 
 
+def _proxy_html(proxy: dict, d: Path) -> str:
+    """The proxy-LM section: loss per selection and evaluation set, then its two figures."""
+    t = proxy["table"]
+    m = proxy["manifest"]
+    overall = t[t["domain"] == "all"]
+    wide = overall.pivot_table(index="selection", columns="eval_set", values="loss", sort=False)
+    wide.columns = [f"loss on {c} (nats/token)" for c in wide.columns]
+    info = overall.drop_duplicates("selection").set_index("selection")[["tokens", "epochs", "seconds"]]
+    wide = wide.join(info.rename(columns={"tokens": "training tokens", "seconds": "wall time (s)"}))
+    parts = [f"<h2>Proxy-LM evaluation</h2><p>One {m['params']:,}-parameter decoder trained per selection from the "
+             f"same initial weights on {m['train_tokens']:,} tokens (a smaller selection is repeated: epochs), then "
+             "scored on evaluation sets no selection trained on. Lower loss is better; compare differences with the "
+             "seed-to-seed spread before reading much into them. Per-domain losses are in "
+             f"<code>{html.escape(str(proxy['dir']))}/proxy.csv</code>.</p>",
+             wide.rename_axis("selection").reset_index().to_html(float_format=lambda v: f"{v:.4g}", border=0,
+                                                                 na_rep="–", index=False)]
+    for name, caption in _PROXY_FIGURES.items():
+        src = Path(proxy["dir"]) / f"{name}.png"
+        if not src.exists():
+            continue
+        png = src.read_bytes()
+        (d / f"proxy_{name}.png").write_bytes(png)
+        b64 = base64.b64encode(png).decode()
+        parts.append(f"<figure><img src='data:image/png;base64,{b64}' alt='proxy {name}' data-file='proxy_{name}.png'>"
+                     f"<figcaption>{html.escape(caption)} (<a href='proxy_{name}.png'>proxy_{name}.png</a>)"
+                     "</figcaption></figure>")
+    return "\n".join(parts)
+
+
 def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
     """Write the PNGs and ``index.html`` into ``directory``; returns the HTML path."""
     plt = pyplot()
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
+    if data.proxy is not None and data.corpus.empty:  # a proxy-lm output: no corpus figures to draw
+        figures = ()
     figs, missing = make_figures(data, figures)
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(data.title)}</title>",
              f"<style>{_CSS}</style></head><body><h1>{html.escape(data.title)}</h1>"]
@@ -94,8 +131,11 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
         parts.append(_dedup_html(data.dedup_examples))
     elif data.table is not None:
         parts.append("<h2>Comparison</h2>" + _table_html(data.table))
+        lower = " and the proxy-LM loss and perplexity" if "proxy_loss" in data.table.columns else ""
         parts.append("<p class='missing'>Diversities are computed on each partition and averaged (weighted by rows); "
-                     "higher is better for every column except wall time.</p>")
+                     f"higher is better for every column except wall time{lower}.</p>")
+    if data.proxy is not None:
+        parts.append(_proxy_html(data.proxy, d))
     for name in figures:
         if name in figs:
             png = _png_bytes(figs[name])

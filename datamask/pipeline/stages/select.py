@@ -24,7 +24,8 @@ from ...errors import DataError
 from ...methods import budget_for, prunes, score, select
 from ..frames import to_table
 from ..gpu_worker import DeviceWork, device_array
-from ..io import Split, normalize_embedding, read_split, write_json_atomic
+from ..holdout import split_off_holdout
+from ..io import Split, normalize_embedding, read_split, write_json_atomic, write_parquet_atomic
 from ..runner import PROGRESS_TOPIC, Output, Plan, Stage, plan_splits, resolve_io, run_stage, write_split_files
 from ..schema import LOGIT, SELECTED, Columns, check_table
 
@@ -149,16 +150,22 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
         keep[np.asarray(drops[s.name]) - s.start] = False
         n_dupes = int((~keep).sum())
         table = table.filter(pa.array(keep))
-    rec = {"name": s.name, "identity": s.identity, "source": s.rel, "start": s.start, "stop": s.stop,
-           "seed": s.seed(cfg.seed), "rows_in": table.num_rows, "duplicates_dropped": n_dupes}
     out = Output(out_root)
+    held_files = []
+    if cfg.holdout:  # set aside before the method sees the split (datamask.pipeline.holdout)
+        table, held = split_off_holdout(table, cfg.holdout, s.seed(cfg.seed))
+        held_files = [f"{s.name}.parquet"]
+        write_parquet_atomic(held, out.holdout / held_files[0])
+    rec = {"name": s.name, "identity": s.identity, "source": s.rel, "start": s.start, "stop": s.stop,
+           "seed": s.seed(cfg.seed), "rows_in": table.num_rows, "duplicates_dropped": n_dupes,
+           "holdout_rows": s.rows - n_dupes - table.num_rows, "holdout_files": held_files}
     if table.num_rows == 0:  # an empty partition is skipped, not an error
         rec.update(rows_out=0, files=[], skipped="empty", wall_seconds=time.perf_counter() - t0)
         write_json_atomic(rec, out.parts / f"{s.name}.json")
         return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
     E, q = check_table(table, s.where(), cols, s.start, expect_d=d)
     seed = rec["seed"]
-    if n_dupes:
+    if n_dupes or held_files:
         _check_budget(Split(s.path, s.rel, s.fmt, 0, table.num_rows), cfg)
     with DeviceWork(level, s.where(), cfg.split_size, data_bytes=E.nbytes) as work:
         E, q = device_array(E, level), device_array(q, level)  # to the GPU once (cupy levels)
@@ -197,6 +204,8 @@ def run_select(cfg, client=None) -> dict:
         frame_device=plan.device,
         check=lambda client, pending: {"drops": find_duplicates(client, plan, cols, cfg.dedupe_ids)},
         steps_per=int(cfg.steps) if cfg.solver == "pg" else 0,
+        totals=(lambda parts: {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in parts))})
+        if cfg.holdout else None,
     )
     return run_stage(stage, client)
 

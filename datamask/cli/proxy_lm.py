@@ -1,0 +1,82 @@
+"""``datamask proxy-lm SELECTION... --eval EVAL_DIR OUTPUT_DIR``."""
+from __future__ import annotations
+
+import argparse
+
+from ..errors import ConfigError
+from .common import add_config_flags, config_from_args, write_report_after
+
+__all__ = ["add_parsers", "COMMANDS"]
+
+
+class _PathsParser(argparse.ArgumentParser):
+    """Lets paths follow an option (``A B --eval E OUT``): argparse fills a ``+`` positional
+    from the first run of positionals only and leaves the rest unrecognised; they are the
+    same list, so they are appended to it in order."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, extra = super().parse_known_args(args, namespace)
+        if extra and all(not a.startswith("-") for a in extra) and hasattr(ns, "paths"):
+            ns.paths = list(ns.paths or []) + list(extra)
+            extra = []
+        return ns, extra
+
+
+def add_parsers(sub):
+    from ..analysis.proxy_lm import ProxyLMConfig
+
+    own, sub._parser_class = sub._parser_class, _PathsParser
+    try:
+        p = sub.add_parser(
+            "proxy-lm", help="train the same small LM on each selection (equal tokens) and report held-out loss",
+            usage="datamask proxy-lm SELECTION... --eval EVAL_DIR [--eval EVAL_DIR ...] OUTPUT_DIR [options]",
+            description="For each selection (a select output, every method of a compare output, or any "
+            "Parquet/JSONL corpus) train the same small decoder-only LM from the same initial weights, seed, "
+            "optimiser, schedule and number of tokens (--tokens; a smaller selection is repeated), then report "
+            "held-out loss (nats/token) and perplexity on every --eval set, per domain when it has a domain "
+            "column. Rows of an evaluation set are removed from every selection before training. Nothing is "
+            "downloaded: the tokenizer is --tokenizer or a byte-level BPE trained on the selections.")
+    finally:
+        sub._parser_class = own
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="SELECTION... OUTPUT_DIR: one or more selections, then the output directory (proxy.csv, "
+                   "figures, manifest.json, report/)")
+    p.add_argument("--config", default=None, metavar="YAML",
+                   help="a YAML file of the same keys as these flags (selections, eval, output too); flags override")
+    add_config_flags(p, ProxyLMConfig, positional=("selections", "output"))
+
+
+def _proxy_lm(args) -> int:
+    from ..analysis.proxy_lm import ProxyLMConfig, run_proxy_lm
+    from ..pipeline.workflow import load_workflow
+
+    base = ProxyLMConfig.from_dict(load_workflow(args.config), source=args.config) if args.config else ProxyLMConfig()
+    flags = config_from_args(args, ProxyLMConfig)
+    changed = {k: v for k, v in vars(flags).items() if getattr(args, k, None) is not None}
+    paths = list(args.paths or [])
+    if len(paths) == 1 and base.selections:
+        changed["output"] = paths[0]
+    elif len(paths) >= 2:
+        changed.update(selections=paths[:-1], output=paths[-1])
+    else:
+        raise ConfigError("proxy-lm needs at least one SELECTION and an OUTPUT_DIR "
+                          "(datamask proxy-lm SELECTION... --eval EVAL_DIR OUTPUT_DIR)")
+    cfg = base.replace(**changed)
+    if not cfg.eval:
+        raise ConfigError("proxy-lm needs an evaluation set: --eval EVAL_DIR (e.g. the holdout/ of "
+                          "select/compare --holdout, or any trusted text corpus)")
+    m = run_proxy_lm(cfg)
+    if not cfg.quiet:
+        t = m["table"]
+        wide = t[t["domain"] == "all"].pivot_table(index="selection", columns="eval_set", values="loss", sort=False)
+        print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
+        tot = m["totals"]
+        print(f"datamask: proxy-lm: {tot['selections']} selection(s) x {m['train_tokens']:,} tokens, "
+              f"{m['params']:,}-parameter model ({tot['computed_this_run']} trained, {tot['resumed']} resumed) "
+              f"-> {cfg.output}")
+    if not cfg.no_report:
+        write_report_after(cfg.output, cfg.quiet)
+    return 0
+
+
+COMMANDS = {"proxy-lm": _proxy_lm}
