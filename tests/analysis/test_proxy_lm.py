@@ -244,3 +244,45 @@ def test_given_tokenizer_is_used(run, corpus, tmp_path):
     assert m["tokenizer"]["source"] == str(tok)
     a, b = pd.read_csv(out / "proxy.csv"), run[0]["table"]
     assert a[a.selection == "prose"].loss.tolist() == b[b.selection == "prose"].loss.tolist()
+
+
+# ---------------------------------------------------------------------- config, model, schedule
+def test_presets_are_the_sizes_they_claim():
+    from datamask.analysis.proxy_lm.model import build_model, count_params
+
+    tiny = ProxyLMConfig().resolved()
+    small = ProxyLMConfig(preset="small").resolved()
+    assert 0.8e6 < count_params(build_model(tiny, tiny.vocab_size)) < 1.6e6  # "about 1M parameters"
+    assert 20e6 < count_params(build_model(small, small.vocab_size)) < 60e6  # "tens of millions"
+    assert tiny.tokens == 1_000_000 and small.tokens >= 100_000_000
+
+
+def test_flags_and_yaml_fill_the_same_fields(tmp_path):
+    c = ProxyLMConfig.from_dict({"preset": "small", "d_model": 256, "eval": "held", "tokens": "2e6"})
+    r = c.resolved()
+    assert (r.d_model, r.n_layers, r.tokens, c.eval) == (256, 8, 2_000_000, ["held"])  # the rest from the preset
+    with pytest.raises(ConfigError, match="d_model .* n_heads"):
+        ProxyLMConfig(d_model=100, n_heads=3).validated()
+    with pytest.raises(ConfigError, match="unknown key"):
+        ProxyLMConfig.from_dict({"d_modle": 3})
+    with pytest.raises(ConfigError, match="at least one step"):
+        ProxyLMConfig(tokens=100).validated()
+
+
+def test_same_initial_weights_for_every_selection():
+    from datamask.analysis.proxy_lm.train import initial_state
+
+    cfg = ProxyLMConfig(**{k: v for k, v in TEST_MODEL.items() if k not in ("threads", "quiet")}).resolved()
+    a, b = initial_state(cfg, 300), initial_state(cfg, 300)
+    c = initial_state(cfg.replace(seed=1), 300)
+    assert all((a[k] == b[k]).all() for k in a)
+    assert any((a[k] != c[k]).any() for k in a)
+
+
+def test_warmup_then_cosine_schedule():
+    from datamask.analysis.proxy_lm.model import lr_at
+
+    lrs = [lr_at(s, 100, 1.0, 0.1, 0.1) for s in range(100)]
+    assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)  # 10 warm-up steps
+    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:]))  # then only down
+    assert lrs[-1] == pytest.approx(0.1, abs=0.01)  # to min_lr_ratio x lr

@@ -120,9 +120,12 @@ class ProxyLMConfig:
         return dataclasses.replace(self, **{k: p[k] for k in SIZE_FIELDS if getattr(self, k) is None})
 
     def result_dict(self) -> dict:
-        """Fields that change the numbers (the selections list excluded: adding one resumes)."""
+        """Fields that change the numbers. The selection and evaluation paths are left out: a
+        run's result is keyed by the content it read (see ``runner``), so adding a selection or
+        an evaluation set reuses the finished runs that it can."""
         d = self.resolved().to_dict()
-        return {f.name: d[f.name] for f in fields(self) if f.metadata.get("result", True) and f.name != "selections"}
+        return {f.name: d[f.name] for f in fields(self)
+                if f.metadata.get("result", True) and f.name not in ("selections", "eval")}
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.result_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -102,12 +102,11 @@ def _prepare_output(cfg) -> Path:
                               f"config.json); choose a new or empty OUTPUT")
         old = json.loads(marker.read_text()).get("result", {})
         new = json.loads(json.dumps(cfg.result_dict(), default=str))
-        if old != new:
-            if not cfg.overwrite:
-                diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-                k = diff[0]
-                raise ConfigError(f"output directory {out} was written with another config ({k}: {old.get(k)!r} -> "
-                                  f"{new.get(k)!r}); pass --overwrite to start over or choose a new OUTPUT")
+        if old != new and not cfg.overwrite:
+            k = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))[0]
+            raise ConfigError(f"output directory {out} was written with another config ({k}: {old.get(k)!r} -> "
+                              f"{new.get(k)!r}); pass --overwrite to start over or choose a new OUTPUT")
+        if cfg.overwrite:
             for name in _OURS:
                 p = out / name
                 shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
@@ -162,8 +161,8 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
     for e in evals:
         full = prepare_eval(e.name, e.texts, e.domains, tok, r.seq_len, r.eval_tokens, r.seed)
         data.append((full, subset(full, r.curve_tokens)))
-    eval_fp = hashlib.blake2b(b"".join(f.windows.tobytes() + c.windows.tobytes() for f, c in data),
-                              digest_size=12).hexdigest()
+    eval_fp = hashlib.blake2b(b"".join(f.name.encode() + f.windows.tobytes() + "|".join(f.doc_domain).encode()
+                                       + c.windows.tobytes() for f, c in data), digest_size=12).hexdigest()
     runs, rows = {}, []
     with deterministic(threads):
         init = initial_state(r, tok.vocab_size)

@@ -179,13 +179,13 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     carry = stream.take(1)
     curve_at = {int(round(k * steps / cfg.curve_points)) for k in range(1, int(cfg.curve_points) + 1)} \
         if cfg.curve_points else set()
-    trained, losses, curve, train_s = 0, [], [], 0.0
+    trained, losses, curve, eval_s = 0, [], [], 0.0
     eval_bs = max(1, B * 2)
     bar = tqdm(total=steps * B * T, unit="tok", unit_scale=True, desc=f"proxy-lm {name}", disable=quiet,
                mininterval=1.0, leave=False)
     try:
+        t_loop = time.perf_counter()
         for step in range(steps):
-            ts = time.perf_counter()
             chunk = np.concatenate([carry, stream.take(B * T)])
             carry = chunk[-1:]
             x = torch.from_numpy(chunk[:-1].reshape(B, T)).to(device)
@@ -200,20 +200,25 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
                 torch.nn.utils.clip_grad_norm_(model.parameters(), float(cfg.grad_clip))
             opt.step()
             trained += int(y.numel())
-            lv = float(loss.detach())
-            losses.append(lv)
-            train_s += time.perf_counter() - ts
+            losses.append(loss.detach())  # read back in bulk: no device sync per step
             bar.update(B * T)
-            bar.set_postfix(loss=f"{lv:.3f}", refresh=False)
+            if step % 20 == 0 or step + 1 == steps:
+                bar.set_postfix(loss=f"{float(losses[-1]):.3f}", refresh=False)
             if step + 1 in curve_at:
+                te = time.perf_counter()
                 point = {"tokens": trained, "losses": {}}
                 for full, cur in evals:
                     r = evaluate(model, cur, device, precision, eval_bs)["all"]
                     point["losses"][full.name] = r[0] / r[1]
                 curve.append(point)
+                eval_s += time.perf_counter() - te
+        if device == "cuda":
+            torch.cuda.synchronize()
+        train_s = time.perf_counter() - t_loop - eval_s  # optimiser steps only
     finally:
         bar.close()
     final = {full.name: evaluate(model, full, device, precision, eval_bs) for full, _ in evals}
+    losses = torch.stack(losses).float().cpu().numpy()
     every = max(1, steps // 200)
     train_curve = [[(i + 1) * B * T, float(np.mean(losses[max(0, i + 1 - every):i + 1]))]
                    for i in range(every - 1, steps, every)]
