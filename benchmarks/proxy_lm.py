@@ -235,8 +235,8 @@ def write_markdown(path: Path, tput: list, sel: dict | None, args, load) -> None
                   "`embed` (MiniLM), `score --heuristics`, `cluster --k 20`, `compare --ratio 0.3 --holdout 0.1` "
                   "(10% of every split set aside before any method runs: the evaluation set), then `proxy-lm` "
                   f"(preset tiny, {tokens:,} training tokens per selection, {args.threads} torch thread(s), "
-                  f"{len(args.seeds)} seeds of initial weights and data order; the selections and the tokenizer "
-                  "are the same for every seed). The budget is in rows (ratio 0.3), so selections differ in tokens: "
+                  f"{len(args.seeds)} seeds of initial weights and data order; the selections, the tokenizer and the "
+                  "scored documents are the same for every seed: `--sample-seed` is left at 0). The budget is in rows (ratio 0.3), so selections differ in tokens: "
                   "the epochs column says how often each was repeated to reach the same training tokens.", "",
                   f"Untrained model: {untrained.mean():.3f} nats/token.", "",
                   "| method | loss mean (nats/token) | std over seeds | min | max | per seed | epochs | mean quality "

@@ -286,3 +286,14 @@ def test_warmup_then_cosine_schedule():
     assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)  # 10 warm-up steps
     assert all(a >= b for a, b in zip(lrs[9:], lrs[10:]))  # then only down
     assert lrs[-1] == pytest.approx(0.1, abs=0.01)  # to min_lr_ratio x lr
+
+
+def test_another_seed_keeps_the_tokenizer_and_the_scored_documents(run, corpus, tmp_path):
+    """``seed`` moves the initial weights and the data order only, so seeds can be averaged."""
+    other = run_proxy_lm(_cfg(corpus, tmp_path / "seed1", seed=1, tokens=1024))
+    first = run[0]
+    assert (Path(other["output"]) / "tokenizer.json").read_text() == \
+        (Path(first["output"]) / "tokenizer.json").read_text()
+    a, b = first["table"], other["table"]
+    assert a.eval_tokens.tolist()[:6] == b.eval_tokens.tolist()[:6]  # the untrained rows: same documents scored
+    assert a.loss.iloc[0] != b.loss.iloc[0]  # other initial weights

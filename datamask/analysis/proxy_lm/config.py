@@ -70,7 +70,10 @@ class ProxyLMConfig:
     warmup: float = _f(0.05, "fraction of the steps with a linear warm-up", group="training")
     weight_decay: float = _f(0.1, "AdamW weight decay", group="training")
     grad_clip: float = _f(1.0, "gradient-norm clip (0: none)", group="training")
-    seed: int = _f(0, "seed of the initial weights, the data order and the samples", group="training")
+    seed: int = _f(0, "seed of the initial weights and the data order", group="training")
+    sample_seed: int = _f(0, "seed of the tokenizer's text sample and of the evaluation sample (kept apart from "
+                          "seed, so runs with several seeds share the tokenizer and the scored documents)",
+                          group="training")
     # --- evaluation
     eval_tokens: int | None = _size("most tokens scored per evaluation set (a seeded sample of documents)",
                                     "evaluation")

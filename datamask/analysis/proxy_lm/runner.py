@@ -155,11 +155,12 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
         tok = load_tokenizer(out / "tokenizer.json")
         tok.source = "trained (reused)"
     else:
-        tok = train_bpe(sample_for_tokenizer([s.texts for s in sels], r.tokenizer_sample_chars, r.seed), r.vocab_size)
+        tok = train_bpe(sample_for_tokenizer([s.texts for s in sels], r.tokenizer_sample_chars, r.sample_seed),
+                        r.vocab_size)
         tok.save(out / "tokenizer.json")
     data = []
     for e in evals:
-        full = prepare_eval(e.name, e.texts, e.domains, tok, r.seq_len, r.eval_tokens, r.seed)
+        full = prepare_eval(e.name, e.texts, e.domains, tok, r.seq_len, r.eval_tokens, r.sample_seed)
         data.append((full, subset(full, r.curve_tokens)))
     eval_fp = hashlib.blake2b(b"".join(f.name.encode() + f.windows.tobytes() + "|".join(f.doc_domain).encode()
                                        + c.windows.tobytes() for f, c in data), digest_size=12).hexdigest()
