@@ -198,8 +198,35 @@ def run_selection_benchmark(work: Path, n_docs: int, tokens: int, seeds, quick: 
             "kinds": corpus["kind"].value_counts().to_dict()}
 
 
+def end_to_end(work: Path, device: str, preset: str, tokens: int) -> dict:
+    """``proxy-lm`` on the repository's test corpus (prose vs boilerplate/links/spam/repeated,
+    held-out rows of both), run twice into fresh directories: the losses and whether the
+    second run repeats them exactly."""
+    import json
+
+    rows = [json.loads(line) for line in (ROOT / "tests" / "data" / "corpus.jsonl").read_text().splitlines()]
+    df = pd.DataFrame(rows)
+    junk_kinds = ("boilerplate", "links", "spam", "repeated")
+    prose, junk = df[df.kind == "prose"], df[df.kind.isin(junk_kinds)]
+    held = pd.concat([prose.iloc[:30]] + [junk[junk.kind == k].iloc[:6] for k in junk_kinds])
+    for name, part in (("prose", prose.iloc[30:]), ("junk", junk[~junk.id.isin(held.id)]), ("held", held)):
+        (work / name).mkdir(parents=True, exist_ok=True)
+        part.to_parquet(work / name / "part-0.parquet", index=False)
+    tables = []
+    for i in (1, 2):
+        out = work / f"e2e-{i}"
+        _cli("proxy-lm", work / "prose", work / "junk", "--eval", work / "held", out, "--preset", preset,
+             "--tokens", tokens, "--device", device, "--domain-column", "kind", "--quiet", "--no-report",
+             "--overwrite")
+        tables.append(pd.read_csv(out / "proxy.csv"))
+    m = json.loads((work / "e2e-1" / "manifest.json").read_text())
+    t = tables[0]
+    return {"table": t[t.domain.isin(["all", "prose", "boilerplate"])], "repeatable":
+            tables[0]["loss"].tolist() == tables[1]["loss"].tolist(), "manifest": m}
+
+
 # ---------------------------------------------------------------------- report
-def write_markdown(path: Path, tput: list, sel: dict | None, args, load) -> None:
+def write_markdown(path: Path, tput: list, sel: dict | None, args, load, e2e: dict | None = None) -> None:
     import torch
     import transformers
 
@@ -218,6 +245,19 @@ def write_markdown(path: Path, tput: list, sel: dict | None, args, load) -> None
         rep = {True: "yes", False: "NO"}.get(r.get("repeatable"), "not checked")
         lines.append(f"| {r['preset']} | {r['device']} | {r['precision']} | {r['threads']} | {r['params']:,} | "
                      f"{r['tokens_per_step']:,} | {r['steps']} | {r['tokens_per_s']:,.0f} | {rep} |")
+    if e2e is not None:
+        m = e2e["manifest"]
+        lines += ["", "## End to end on the test corpus", "",
+                  f"`proxy-lm` on tests/data/corpus.jsonl (a prose selection and a boilerplate/link/spam/repeated "
+                  f"selection, held-out rows of both kinds), preset {m['config']['preset']} on {m['device']} "
+                  f"({m['precision']}), {m['params']:,} parameters, {m['train_tokens']:,} training tokens per "
+                  f"selection; training tokens/s: "
+                  + ", ".join(f"{s['name']} {s['tokens_per_second']:,.0f}" for s in m["selections"])
+                  + f". A second run into a fresh directory repeated every loss exactly: "
+                  f"{'yes' if e2e['repeatable'] else 'NO'}.", "",
+                  "| selection | domain | loss (nats/token) |", "| --- | --- | --- |"]
+        for _, r in e2e["table"].iterrows():
+            lines.append(f"| {r['selection']} | {r['domain']} | {r['loss']:.3f} |")
     if sel is not None:
         p, c = sel["proxy"], sel["compare"]
         allrows = p[(p.domain == "all") & (p.selection != "untrained")]
@@ -268,7 +308,10 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--presets", nargs="+", default=["tiny", "small"])
     ap.add_argument("--small-steps", type=int, default=1, help="timed steps of the small preset on CPU")
-    ap.add_argument("--throughput-only", action="store_true")
+    ap.add_argument("--throughput-only", action="store_true", help="no selection benchmark")
+    ap.add_argument("--e2e", action="store_true", help="also proxy-lm end to end on the test corpus, twice "
+                    "(on by default with --device cuda)")
+    ap.add_argument("--e2e-tokens", type=int, default=5_000_000, help="training tokens of the end-to-end run")
     ap.add_argument("--quick", action="store_true", help="small corpus and budget: a smoke run")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args(argv)
@@ -285,6 +328,12 @@ def main(argv=None):
             for th in ((1, 2) if preset == "tiny" else (args.threads,)):
                 tput.append(throughput(preset, "cpu", th, 20 if preset == "tiny" else args.small_steps))
         print({k: v for k, v in tput[-1].items() if k != "losses"}, flush=True)
+    e2e = None
+    if args.e2e or args.device == "cuda":
+        import tempfile
+
+        e2e = end_to_end(Path(tempfile.mkdtemp(prefix="proxy_lm_e2e_")), args.device,
+                         "small" if args.device == "cuda" else "tiny", args.e2e_tokens)
     sel = None
     if not args.throughput_only:
         import tempfile
@@ -295,7 +344,7 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = "proxy_lm.md" if args.device == "cpu" and not args.quick else f"proxy_lm_{args.device}{'_quick' if args.quick else ''}.md"
-    write_markdown(out / name, tput, sel, args, load)
+    write_markdown(out / name, tput, sel, args, load, e2e)
 
 
 if __name__ == "__main__":

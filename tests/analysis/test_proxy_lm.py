@@ -297,3 +297,21 @@ def test_another_seed_keeps_the_tokenizer_and_the_scored_documents(run, corpus, 
     a, b = first["table"], other["table"]
     assert a.eval_tokens.tolist()[:6] == b.eval_tokens.tolist()[:6]  # the untrained rows: same documents scored
     assert a.loss.iloc[0] != b.loss.iloc[0]  # other initial weights
+
+
+def test_yaml_config_file_with_flags_on_top(corpus, tmp_path):
+    """``--config`` fills the same dataclass as the flags (flags win)."""
+    import yaml
+
+    from datamask.cli import main
+
+    cfg = {"selections": [corpus["sel_prose"]], "eval": [corpus["eval"]], "vocab_size": 512, "d_model": 32,
+           "n_layers": 2, "n_heads": 2, "d_ff": 64, "seq_len": 64, "batch_size": 8, "tokens": 4096, "threads": 1,
+           "quiet": True, "no_report": True}
+    path = tmp_path / "proxy.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "out"
+    assert main(["proxy-lm", "--config", str(path), str(out), "--tokens", "2048"]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["config"]["d_model"] == 32 and m["train_tokens"] == 2048  # YAML, then the flag on top
+    assert [s["name"] for s in m["selections"]] == ["prose"]
