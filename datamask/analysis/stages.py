@@ -183,6 +183,13 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
     finally:
         if own:
             close_client(client)
+    meta = json.loads((Path(cfg.output) / "compare.json").read_text())
+    if dedup is not None:
+        from ..pipeline.io import write_json_atomic
+
+        meta["dedup"] = {"output": str(Path(cfg.output) / "dedup"), "rows_in": dedup["totals"]["rows_in"],
+                         "rows_out": dedup["totals"]["rows_out"], "kinds": dedup["dedup"]["kinds"]}
+        write_json_atomic(meta, Path(cfg.output) / "compare.json")
     if cfg.proxy_lm:  # after the cluster is closed: torch takes the cores
         from .proxy_lm.with_compare import add_proxy_lm
         from .report import build_report
@@ -191,13 +198,6 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
                              quiet=cfg.quiet)
         if not cfg.no_report:
             build_report(cfg.output)
-    meta = json.loads((Path(cfg.output) / "compare.json").read_text())
-    if dedup is not None:
-        from ..pipeline.io import write_json_atomic
-
-        meta["dedup"] = {"output": str(Path(cfg.output) / "dedup"), "rows_in": dedup["totals"]["rows_in"],
-                         "rows_out": dedup["totals"]["rows_out"], "kinds": dedup["dedup"]["kinds"]}
-        write_json_atomic(meta, Path(cfg.output) / "compare.json")
     return {"table": table, "totals": _totals(meta["rows"], meta["partitions"]),
             "report": None if cfg.no_report else str(Path(cfg.output) / "report" / "index.html")}
 
