@@ -2,9 +2,10 @@
 
 The model is a ``transformers`` LLaMA-style decoder (RMSNorm, rotary positions, SwiGLU, tied
 embeddings) built from a config with random initial weights from a fixed seed: nothing is
-downloaded. Measured on this repository's 2-core CPU host at the ``tiny`` size, it trains as
-fast as a hand-written torch decoder of the same width (12.7k vs 12.4k tokens/s) and 1.7x
-faster than a GPT-2 config (7.4k), and it brings SDPA attention and bf16 on CUDA for free.
+downloaded. It was chosen by one side-by-side measurement on this repository's 2-core CPU host
+at the ``tiny`` size (2 threads, idle host; not repeated in ``benchmarks/``): as fast as a
+hand-written torch decoder of the same width (12.7k vs 12.4k tokens/s) and 1.7x faster than a
+GPT-2 config (7.4k); it also brings SDPA attention and bf16 on CUDA with no code of ours.
 
 torch and transformers are imported inside the functions (``import datamask`` stays light).
 """
