@@ -102,8 +102,10 @@ step embed 120 "$PY" benchmarks/gpu_bench.py embed --texts "$work/texts" --model
 step cluster 90 "$PY" benchmarks/gpu_bench.py cluster --corpus "$work/corpus" --k "$k" --split-size "$split" \
   --device "$dev" --out "$out" --work "$work"
 
-# --- 8. the proxy-LM small preset (issue 13)
-# PROXY-LM-BENCH
+# --- 8. the proxy-LM presets on CUDA (issue 13): tokens/s of tiny and small (bf16), losses repeat
+if [ "$dry" != 1 ]; then
+  step proxy-lm 90 "$PY" benchmarks/proxy_lm.py --throughput-only --device cuda --presets tiny small --out "$out"
+fi
 
 # --- 9. dask-cuda's LocalCUDACluster, when its wheel is carried: a small select on it
 if [ "$dry" != 1 ] && ls .whl/dask_cuda-*.whl > /dev/null 2>&1; then

@@ -30,7 +30,7 @@ def test_the_check_runs_every_measurement_the_issues_ask_for():
     text = (ROOT / "benchmarks" / "gpu_check.sh").read_text()
     real = text[text.index("step optimizer 150"):]  # the GPU (not dry-run) branch onwards
     assert "--device gpu --sizes 100000" in real and "--big 1000000" in real and "--sweep-groups" in real
-    for name in ("gpu-tests", "optimizer", "optimizer-width", '"select-$solver"', "embed", "cluster"):
+    for name in ("gpu-tests", "optimizer", "optimizer-width", '"select-$solver"', "embed", "cluster", "proxy-lm"):
         assert f"step {name} " in text, name
     assert "for solver in relaxed pg" in text and 'k=1000' in text
 
