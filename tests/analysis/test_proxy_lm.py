@@ -186,7 +186,7 @@ SMALL_FLAGS = ["--vocab-size", 512, "--d-model", 32, "--n-layers", 2, "--n-heads
                "--batch-size", 8, "--tokens", 1024, "--threads", 1, "--quiet"]
 
 
-def _refused(capsys, out, *argv_and_needles):
+def assert_refused(capsys, out, *argv_and_needles):
     *argv, needles = argv_and_needles
     from pipeline_data import assert_fails
 
@@ -196,7 +196,7 @@ def _refused(capsys, out, *argv_and_needles):
 
 def test_selection_without_text_column(corpus, tmp_path, capsys):
     bad = _write(corpus["prose"].rename(columns={"text": "body"}), tmp_path / "notext")
-    _refused(capsys, tmp_path / "out", bad, "--eval", corpus["eval"],
+    assert_refused(capsys, tmp_path / "out", bad, "--eval", corpus["eval"],
              ["notext", "no text column 'text'", "(columns: id, body", "--text-column"])
 
 
@@ -204,28 +204,28 @@ def test_empty_selection(corpus, tmp_path, capsys):
     empty = _write(corpus["prose"].iloc[:0], tmp_path / "empty")
     blank = _write(corpus["prose"].iloc[:3].assign(text=["", "  ", None]), tmp_path / "blank")
     for sel in (empty, blank):
-        _refused(capsys, tmp_path / "out", corpus["sel_prose"], sel, "--eval", corpus["eval"],
+        assert_refused(capsys, tmp_path / "out", corpus["sel_prose"], sel, "--eval", corpus["eval"],
                  [f"selection {sel}: no usable text"])
 
 
 def test_selection_made_only_of_evaluation_rows(corpus, tmp_path, capsys):
     only_held = _write(corpus["leak"], tmp_path / "onlyheld")
-    _refused(capsys, tmp_path / "out", only_held, "--eval", corpus["eval"],
+    assert_refused(capsys, tmp_path / "out", only_held, "--eval", corpus["eval"],
              ["onlyheld", "every usable row is also in an evaluation set"])
 
 
 def test_eval_set_without_usable_text(corpus, tmp_path, capsys):
     blank = _write(corpus["held"].iloc[:4].assign(text=["", None, " \n", ""]), tmp_path / "blankeval")
-    _refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", blank,
+    assert_refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", blank,
              [f"evaluation set {blank}: no usable text"])
 
 
 def test_tokenizer_file_that_is_not_one(corpus, tmp_path, capsys):
     fake = tmp_path / "tokenizer.json"
     fake.write_text('{"hello": "world"}')
-    _refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", corpus["eval"], "--tokenizer", fake,
+    assert_refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", corpus["eval"], "--tokenizer", fake,
              [f"tokenizer '{fake}' is not a tokenizers tokenizer.json"])
-    _refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", corpus["eval"], "--tokenizer",
+    assert_refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", corpus["eval"], "--tokenizer",
              tmp_path / "missing.json", ["missing.json' not found"])
 
 
