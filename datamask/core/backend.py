@@ -17,7 +17,6 @@ __all__ = [
     "is_cupy",
     "to_numpy",
     "default_rng",
-    "resolve_device",
 ]
 
 
@@ -49,26 +48,6 @@ def gpu_available() -> bool:
         return bool(cupy.cuda.is_available()) and cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:
         return False
-
-
-def resolve_device(device: str) -> str:
-    """Map ``"auto" | "cpu" | "gpu"`` to ``"cpu"`` or ``"gpu"``.
-
-    Raises
-    ------
-    ValueError
-        For an unknown name, or ``"gpu"`` on a machine where no CUDA device answers.
-    """
-    if device not in ("auto", "cpu", "gpu"):
-        raise ValueError(f"device must be 'auto', 'cpu' or 'gpu', got {device!r}")
-    if device == "auto":
-        return "gpu" if gpu_available() else "cpu"
-    if device == "gpu" and not gpu_available():
-        raise ValueError(
-            "device='gpu' but no CUDA GPU is usable here (cupy missing or no driver/device); "
-            "install the [gpu] extra on a GPU machine or use --device cpu"
-        )
-    return device
 
 
 def to_numpy(x):

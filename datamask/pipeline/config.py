@@ -63,10 +63,7 @@ class StageConfig:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_dict(cls, d: dict, source: str = "config"):
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(names))}")
+        check_keys(cls, d, source)
         kw = {}
         for f in fields(cls):
             if f.name in d:
@@ -318,6 +315,14 @@ def _bool(v, name):
     if s in ("0", "false", "no", "off"):
         return False
     raise ConfigError(f"{name} must be true or false, got {v!r}")
+
+
+def check_keys(cls, d: dict, source: str = "config"):
+    """Refuse keys of ``d`` that are not fields of the config dataclass ``cls``, in one line."""
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(d) - names)
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(names))}")
 
 
 def parse_value(f: dataclasses.Field, v: Any, source: str = "config"):

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, fields
 
 from ...errors import ConfigError
-from ...pipeline.config import _f, parse_value
+from ...pipeline.config import _f, check_keys, parse_value
 
 __all__ = ["ProxyLMConfig", "PRESETS", "SIZE_FIELDS"]
 
@@ -96,10 +96,7 @@ class ProxyLMConfig:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_dict(cls, d: dict, source: str = "config") -> "ProxyLMConfig":
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(names))}")
+        check_keys(cls, d, source)
         kw = {}
         for f in fields(cls):
             if f.name not in d:
