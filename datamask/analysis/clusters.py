@@ -245,6 +245,11 @@ def _write_partition(df, partition_info=None, *, names, out_root, centroids, col
     return pd.DataFrame({"name": [name], "rows": [len(df)]})
 
 
+# Lloyd restarts (best inertia kept): on a GPU each costs a few hundred GEMMs, and
+# one start can merge two clusters (tests/analysis/test_clusters.py).
+LLOYD_INITS = 3
+
+
 def _has_faiss() -> bool:
     import importlib.util
 
@@ -320,6 +325,12 @@ def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1
             import cupy
 
             cent = to_numpy(fit_kmeans(cupy.asarray(X), k, seed=seed, backend="cuml"))
+        elif backend == "lloyd":  # on the level's arrays: the sample moved to the GPU once
+            from ..pipeline.gpu_worker import DeviceWork, device_array
+
+            with DeviceWork(level, "the k-means fit", X.shape[0], data_bytes=X.nbytes, flag="--sample-fraction"):
+                cent = to_numpy(fit_kmeans(device_array(X, level), k, seed=seed, backend="lloyd",
+                                           n_init=LLOYD_INITS))
         else:  # on the host sample; a GPU machine's cores are the run's own
             cent = fit_kmeans(X, k, seed=seed, backend=backend, n_threads=None if level.device == "gpu" else 1)
         fit_seconds = time.perf_counter() - t_fit

@@ -27,9 +27,9 @@ class ClusterConfig(StageConfig):
     k: int = _f(100, "number of k-means clusters (<= rows in the sample)", group="clustering")
     sample_fraction: float = _f(0.1, "fraction of rows k-means is fitted on (then every row is labelled)",
                                 group="clustering")
-    kmeans_backend: str = _f("auto", "k-means implementation (auto: cuML with RAPIDS, else faiss or "
-                             "scikit-learn on a host sample, rows labelled on the GPU with --device gpu)",
-                             choices=("auto", "sklearn", "faiss", "cuml"), group="clustering")
+    kmeans_backend: str = _f("auto", "k-means implementation (auto: cuML with RAPIDS, lloyd on the GPU with "
+                             "CUDA alone, else faiss or scikit-learn; rows labelled on the GPU with --device gpu)",
+                             choices=("auto", "sklearn", "faiss", "cuml", "lloyd"), group="clustering")
     by_cluster: bool = _f(False, "also write OUTPUT/by_cluster/: one file (one partition) per cluster",
                           group="output")
     seed: int = _f(0, "seed of the sample and of k-means", group="clustering")

@@ -1,8 +1,11 @@
 """k-means on an in-memory matrix (numpy or cupy): fit centroids, label rows.
 
 * :func:`fit_kmeans` fits centroids: scikit-learn's ``MiniBatchKMeans`` (default on CPU;
-  best quality per second on our 2-core measurements), faiss (fastest when installed), or
-  cuML on a cupy array. cuML and faiss are imported only when used.
+  best quality per second on our 2-core measurements), faiss (fastest when installed),
+  cuML on a cupy array, or ``lloyd``: our own Lloyd iterations after greedy k-means++
+  seeding, on the array's device (the CUDA level's choice on a GPU without cuML: a fit is
+  a few matrix products per iteration, with no library beyond cupy). cuML and faiss are
+  imported only when used.
 * :func:`assign` labels rows against centroids in blocks, on the device of the rows (one
   matrix product per block against the centroids).
 
@@ -18,10 +21,11 @@ import numpy as np
 
 from .backend import get_namespace, is_cupy, to_numpy
 
-__all__ = ["BACKENDS", "ASSIGN_BLOCK", "fit_kmeans", "assign", "inertia", "check_k", "unit32"]
+__all__ = ["BACKENDS", "ASSIGN_BLOCK", "fit_kmeans", "lloyd", "kmeans_plusplus", "assign", "inertia", "check_k",
+           "unit32"]
 
 
-BACKENDS = ("auto", "sklearn", "faiss", "cuml")
+BACKENDS = ("auto", "sklearn", "faiss", "cuml", "lloyd")
 
 
 ASSIGN_BLOCK = 65536
@@ -48,9 +52,10 @@ def fit_kmeans(E, k: int, seed=0, backend="auto", max_iter=100, batch_size=4096,
     E : (n, d) float array, numpy (sklearn/faiss) or cupy (cuML); rows L2-normalised here
     k : int, ``1 <= k <= n``
     seed : int
-    backend : {"auto", "sklearn", "faiss", "cuml"}
-        ``auto``: cuML for a cupy array, else scikit-learn's MiniBatchKMeans.
-    max_iter, batch_size, n_init : passed to the backend (iterations for faiss/cuML).
+    backend : {"auto", "sklearn", "faiss", "cuml", "lloyd"}
+        ``auto``: cuML for a cupy array, else scikit-learn's MiniBatchKMeans. ``lloyd``
+        runs on the device of ``E`` (:func:`lloyd`).
+    max_iter, batch_size, n_init : passed to the backend (iterations for faiss/cuML/lloyd).
     n_threads : int or None, default 1
         CPU threads for the fit (None: the library default). One thread was about 20x
         faster than two on our shared 2-core machine (mini-batches are small); raise it on
@@ -69,6 +74,13 @@ def fit_kmeans(E, k: int, seed=0, backend="auto", max_iter=100, batch_size=4096,
     k = int(k)
     if backend == "auto":
         backend = "cuml" if is_cupy(E) else "sklearn"
+    if backend == "lloyd":
+        best = None
+        for trial in range(max(1, int(n_init))):
+            C, obj = lloyd(X, k, seed=int(seed) + trial, max_iter=max_iter)
+            if best is None or obj < best[1]:
+                best = (C, obj)
+        return best[0]
     if backend == "cuml":
         from cuml.cluster import KMeans
 
@@ -107,6 +119,85 @@ def fit_kmeans(E, k: int, seed=0, backend="auto", max_iter=100, batch_size=4096,
                              max_iter=int(max_iter), n_init=n_init)
         km.fit(Xn)
     return km.cluster_centers_.astype(np.float32)
+
+
+def kmeans_plusplus(X, k: int, seed=0, trials=None):
+    """Greedy k-means++ seeds of unit rows ``X`` (numpy or cupy), on the device of ``X``.
+
+    Each seed is the best of ``trials`` (default ``2 + log k``, scikit-learn's choice) rows
+    drawn with probability proportional to their squared distance from the seeds so far,
+    "best" meaning the smallest total squared distance once it is added. The draws are made
+    up front on the host, so the loop reads nothing back from the device.
+    """
+    xp = get_namespace(X)
+    n = X.shape[0]
+    T = int(trials) if trials is not None else 2 + int(math.log(k))
+    rng = np.random.default_rng(seed)
+    first = int(rng.integers(n))
+    u = xp.asarray(rng.random((max(k - 1, 0), T)), dtype=xp.float64)
+    C = xp.empty((k, X.shape[1]), dtype=xp.float32)
+    C[0] = X[first]
+    d2 = xp.maximum(2.0 - 2.0 * (X @ X[first]), 0.0).astype(xp.float64)  # unit rows
+    for c in range(1, k):
+        cum = xp.cumsum(d2)
+        cand = xp.searchsorted(cum, u[c - 1] * cum[-1])
+        cand = xp.minimum(cand, n - 1)
+        trial = xp.minimum(d2[None, :], xp.maximum(2.0 - 2.0 * (X[cand] @ X.T), 0.0))
+        best = xp.argmin(trial.sum(axis=1))  # a device scalar: used through take, never read
+        d2 = xp.take(trial, best, axis=0)
+        C[c] = xp.take(X, xp.take(cand, best), axis=0)
+    return C
+
+
+def lloyd(X, k: int, seed=0, max_iter=100, tol=1e-4, block=ASSIGN_BLOCK):
+    """Lloyd's k-means on unit rows ``X`` (numpy or cupy), on the device of ``X``.
+
+    Seeds by :func:`kmeans_plusplus`, then alternates labelling (:func:`assign`: one matrix
+    product per block) and centroid means (a scatter-add), until the mean squared distance
+    improves by less than ``tol`` (relative) or ``max_iter`` iterations. A cluster left
+    empty takes the row farthest from its centroid. Each iteration reads one number back
+    (the inertia) and, only when a cluster is empty, the farthest rows.
+
+    Returns ``(centroids (k, d) float32, inertia float)``.
+    """
+    xp = get_namespace(X)
+    n, d = X.shape
+    C = kmeans_plusplus(X, k, seed=seed)
+    prev = math.inf
+    for _ in range(max(1, int(max_iter))):
+        labels, dist = assign(X, C, block=block)
+        obj = float(dist.astype(xp.float64).sum())
+        sums, counts = _cluster_sums(X, labels, k, xp)
+        empty = xp.flatnonzero(counts == 0)
+        if int(empty.shape[0]):
+            far = xp.argsort(-dist)[: int(empty.shape[0])]
+            sums[empty] = X[far]
+            counts[empty] = 1.0
+        C = sums / counts[:, None]
+        if prev - obj <= tol * max(prev, 1e-30) and not int(empty.shape[0]):
+            break
+        prev = obj
+    labels, dist = assign(X, C, block=block)
+    return C, float(dist.astype(xp.float64).sum())
+
+
+def _cluster_sums(X, labels, k, xp):
+    """Per-cluster row sums and counts: a scatter-add on the device (``add.at``); on numpy
+    one pass over the rows sorted by label (``add.reduceat``: numpy's ``add.at`` over
+    rows of floats is element by element)."""
+    if xp is not np:
+        sums = xp.zeros((k, X.shape[1]), dtype=xp.float32)
+        counts = xp.zeros(k, dtype=xp.float32)
+        xp.add.at(sums, labels, X)
+        xp.add.at(counts, labels, 1.0)
+        return sums, counts
+    counts = np.bincount(labels, minlength=k).astype(np.float32)
+    order = np.argsort(labels, kind="stable")
+    present = np.flatnonzero(counts)
+    starts = np.concatenate(([0], np.cumsum(counts[present])[:-1])).astype(np.int64)
+    sums = np.zeros((k, X.shape[1]), dtype=np.float32)
+    sums[present] = np.add.reduceat(X[order], starts, axis=0)
+    return sums, counts
 
 
 def assign(E, centroids, block=ASSIGN_BLOCK):

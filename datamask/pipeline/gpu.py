@@ -7,8 +7,9 @@ with one code path; only the libraries behind a few adapters differ:
 level     frames (per split)            arrays      k-means                             local workers
 ========  ============================  ==========  ==================================  =================
 rapids    cudf (``frames.to_frame``)    cupy        cuML                                LocalCUDACluster
-cuda      pandas / Arrow on the host    cupy        host sample (faiss or scikit-learn) LocalCUDACluster
-                                                    fit, every row labelled on the GPU  when dask-cuda is
+cuda      pandas / Arrow on the host    cupy        ``lloyd`` on the GPU (the host      LocalCUDACluster
+                                                    sample moved once), every row       when dask-cuda is
+                                                    labelled on the GPU
                                                                                         importable, else
                                                                                         one per GPU
 cpu       pandas / Arrow                numpy       scikit-learn (or faiss)             LocalCluster
@@ -46,7 +47,7 @@ class Level:
     name: str = "cpu"  # "rapids" | "cuda" | "cpu"
     frames: str = "pandas"  # "cudf" | "pandas"
     arrays: str = "numpy"  # "cupy" | "numpy": where each split's embeddings are optimised
-    kmeans: str = "sklearn"  # fit backend: "cuml" | "faiss" | "sklearn"
+    kmeans: str = "sklearn"  # fit backend: "cuml" | "lloyd" (cupy) | "faiss" | "sklearn"
     cluster: str = "LocalCluster"  # "LocalCUDACluster" | "per-gpu" | "LocalCluster"
     gpus: tuple = ()  # names of the visible GPUs
     gpu_memory: tuple = ()  # their total memory, bytes
@@ -212,7 +213,9 @@ def select_level(device: str, needs=("cupy",)) -> Level:
     if ex.rapids and forced != "cuda":
         return Level("rapids", "cudf", "cupy", "cuml", "LocalCUDACluster" if ex.dask_cuda else "per-gpu",
                      names, mem)
-    return Level("cuda", "pandas", "cupy" if cp.devices else "numpy", "faiss" if ex.faiss else "sklearn",
+    # k-means: Lloyd on the GPU where cupy sees one (a few GEMMs per iteration), else on the host
+    kmeans = "lloyd" if cp.devices else ("faiss" if ex.faiss else "sklearn")
+    return Level("cuda", "pandas", "cupy" if cp.devices else "numpy", kmeans,
                  "LocalCUDACluster" if ex.dask_cuda else "per-gpu", names, mem)
 
 

@@ -154,6 +154,20 @@ def test_run_cluster_writes_labels_stats_and_per_cluster_files(blob_corpus, tmp_
         run_cluster(d, tmp_path / "out3", 3001)
 
 
+def test_cuda_level_fits_lloyd_on_its_arrays(blob_corpus, tmp_path):
+    """The CUDA level's own fit (``lloyd`` on the level's arrays; numpy stands in for cupy)
+    finds the planted clusters and the summary names it."""
+    from datamask.analysis.clusters import run_cluster
+    from datamask.pipeline.gpu import Level
+
+    d, corpus = blob_corpus
+    fake = Level("cuda", "pandas", "numpy", "lloyd", "per-gpu", ("Fake GPU",), (2**34,))
+    s = run_cluster(d, tmp_path / "cuda", 6, sample_fraction=0.3, split_size=1000, level=fake)
+    assert s["backend"] == "lloyd" and s["gpu"]["kmeans"] == "lloyd"
+    lab = pq.read_table(tmp_path / "cuda" / "data").to_pandas().sort_values("id")["cluster"].to_numpy()
+    assert adjusted_rand_score(corpus["truth"], lab) > 0.95
+
+
 def test_cuda_level_labels_on_its_arrays_like_the_cpu(blob_corpus, tmp_path):
     """The CUDA level fits on the host sample and labels every row on its array library; with
     numpy standing in for cupy the labels equal the CPU level's, and the summary says what ran."""

@@ -44,14 +44,14 @@ def test_cpu_machine_auto_is_cpu_and_gpu_is_one_clear_line(machine):
 def test_cuda_alone_host_frames_cupy_arrays_and_one_worker_per_gpu(machine):
     machine(cupy=CUPY_OK, driver=13000)
     lv = select_level("gpu")
-    assert (lv.name, lv.frames, lv.arrays, lv.kmeans, lv.cluster) == ("cuda", "pandas", "cupy", "sklearn", "per-gpu")
+    assert (lv.name, lv.frames, lv.arrays, lv.kmeans, lv.cluster) == ("cuda", "pandas", "cupy", "lloyd", "per-gpu")
     assert lv.device == "gpu" and lv.gpus == ("NVIDIA H200", "NVIDIA H200")
     assert select_level("auto") == lv
     d = lv.to_dict()
     assert d["level"] == "cuda" and d["kmeans_labels"] == "gpu" and d["gpus"] == ["NVIDIA H200"] * 2
     machine(cupy=CUPY_OK, extras=Extras(dask_cuda=True, faiss=True), driver=13000)
     lv = select_level("gpu")
-    assert (lv.name, lv.kmeans, lv.cluster) == ("cuda", "faiss", "LocalCUDACluster")
+    assert (lv.name, lv.kmeans, lv.cluster) == ("cuda", "lloyd", "LocalCUDACluster")
 
 
 def test_rapids_when_it_works_unless_told_to_stay_on_cuda(machine, monkeypatch):
@@ -113,6 +113,7 @@ def test_embedding_level_with_torch_alone(machine):
     machine(torch=TORCH_OK, driver=13000)
     lv = select_level("gpu", needs=("torch",))
     assert lv.name == "cuda" and lv.gpus == ("NVIDIA H200", "NVIDIA H200") and lv.arrays == "numpy"
+    assert lv.kmeans == "sklearn"  # no cupy device: k-means stays on the host
     with pytest.raises(ConfigError, match="needs cupy"):
         select_level("gpu")  # select's arrays need cupy
 
