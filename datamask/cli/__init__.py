@@ -60,6 +60,22 @@ def _log_hint() -> str:
 
 
 def main(argv=None) -> int:
+    rc = _run(argv)
+    _tidy_worker_log(rc)
+    return rc
+
+
+def _tidy_worker_log(rc: int) -> None:
+    """Remove this process's worker log unless a failure left something in it to read."""
+    client_mod = sys.modules.get("datamask.pipeline.client")
+    if client_mod is not None and (rc == 0 or client_mod.worker_log() is None):
+        try:
+            client_mod.WORKER_LOG.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def _run(argv) -> int:
     try:
         return _main(sys.argv[1:] if argv is None else argv)
     except DatamaskError as e:

@@ -89,9 +89,12 @@ def out_of_memory_message(e: BaseException, where: str, split_size: int, data_by
         need = "it asked for more than was free"
     data = f"; its embeddings are {format_bytes(data_bytes)}" if data_bytes else ""
     on = f" on {gpu}" if gpu else ""
-    hint = f"lower {flag} (now {int(split_size):,})" if flag == "--split-size" else f"lower {flag}"
-    return (f"{where}: the GPU ran out of memory{on} ({need}{data}); {hint} so that each split fits, "
-            "or free the GPU from other processes")
+    if flag.split(" ", 1)[0] in ("raise", "lower"):  # a whole hint ("raise --n-clusters ...")
+        hint = flag
+    else:
+        now = f" (now {int(split_size):,})" if flag == "--split-size" else ""
+        hint = f"lower {flag}{now} so that each split fits"
+    return f"{where}: the GPU ran out of memory{on} ({need}{data}); {hint}, or free the GPU from other processes"
 
 
 class DeviceWork:

@@ -113,6 +113,19 @@ def test_a_bad_row_found_in_a_worker_prints_one_line(corpus, tmp_path):
     assert not (out / "manifest.json").exists()
 
 
+def test_the_worker_log_is_kept_only_when_a_failure_wrote_to_it(selected, monkeypatch, tmp_path):
+    import datamask.pipeline.client as client
+
+    log = tmp_path / "datamask-worker.log"
+    monkeypatch.setattr(client, "WORKER_LOG", log)
+    log.write_text("a task failed earlier\n")
+    assert main(["status", str(selected)]) == 0 and not log.exists()  # success: removed
+    log.write_text("Compute Failed\n")
+    assert main(["status", str(tmp_path / "nothing")]) == 2 and log.exists()  # named by the error line
+    log.write_text("")
+    assert main(["status", str(tmp_path / "nothing")]) == 2 and not log.exists()  # nothing to read
+
+
 @pytest.mark.parametrize("command", [[], ["select"], ["embed"], ["score"], ["cluster"], ["compare"]])
 def test_help_says_what_a_stopped_run_leaves(command, capsys):
     with pytest.raises(SystemExit):

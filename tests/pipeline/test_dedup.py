@@ -102,3 +102,52 @@ def test_impossible_settings_fail_before_any_output(corpus, tmp_path, address, c
     out = tmp_path / "out"
     assert_fails(capsys, ["dedup", inp, out, "--scheduler", address, "--quiet", *flags], needle)
     assert not out.exists()
+
+
+def test_semantic_partition_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one_line(fake_cp, monkeypatch):
+    """The GPU branch (numpy standing in for cupy) finds what the CPU branch finds, holding the
+    per-GPU lock; an out-of-memory there is one line with the fix for this step."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    from datamask.errors import ConfigError
+    from datamask.pipeline import gpu_worker
+    from datamask.pipeline.stages import dedup_groups
+
+    rng = np.random.default_rng(0)
+    E = rng.normal(size=(40, 16)).astype(np.float32)
+    E[20:] = E[:20] + 1e-4  # 20 near-copies
+    df = pd.DataFrame({"doc": np.arange(40), "cluster": np.zeros(40, np.int64), "quality": rng.random(40),
+                       "emb": pd.Series(pa.array(list(E), type=pa.list_(pa.float32(), 16)),
+                                        dtype=pd.ArrowDtype(pa.list_(pa.float32(), 16)))})
+    cpu = dedup_groups._semantic_partition(df, eps=0.01, device="cpu")
+    taken = []
+    lock = gpu_worker._LOCK
+
+    class Spy:
+        def acquire(self):
+            taken.append("lock")
+            return lock.acquire()
+
+        def release(self):
+            return lock.release()
+
+    monkeypatch.setattr(gpu_worker, "_LOCK", Spy())
+    gpu = dedup_groups._semantic_partition(df, eps=0.01, device="gpu")
+    assert taken == ["lock"] and len(cpu) == 20
+    pd.testing.assert_frame_equal(gpu.sort_values("doc").reset_index(drop=True),
+                                  cpu.sort_values("doc").reset_index(drop=True))
+
+    class OutOfMemoryError(MemoryError):
+        pass
+
+    def oom(*a, **k):
+        raise OutOfMemoryError("Out of memory allocating 1,024 bytes (allocated so far: 2,048 bytes).")
+
+    monkeypatch.setattr("datamask.dedup.semantic.semantic_duplicates", oom)
+    with pytest.raises(ConfigError) as e:
+        dedup_groups._semantic_partition(df, eps=0.01, device="gpu")
+    msg = str(e.value)
+    assert "semantic dedup of 40 rows: the GPU ran out of memory" in msg and "raise --n-clusters" in msg
+    assert "\n" not in msg

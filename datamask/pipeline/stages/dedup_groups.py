@@ -177,17 +177,19 @@ def _semantic_rows(s: Split, removed, *, cols, ranks, quality_column, domain_col
 
 def _semantic_partition(df, *, eps, device):
     from ...dedup.semantic import semantic_duplicates
+    from ..gpu import CPU, Level
+    from ..gpu_worker import DeviceWork, device_array
     from ..schema import embedding_matrix
 
     if len(df) == 0:
         return pd.DataFrame({"doc": np.zeros(0, np.int64), "kept": np.zeros(0, np.int64)})
     E = embedding_matrix(pa.array(df["emb"]), "semantic dedup", "embedding")
-    if device == "gpu":
-        import cupy
-
-        E = cupy.asarray(E)
-    r, k, _ = semantic_duplicates(E, df["cluster"].to_numpy(), df["quality"].to_numpy(), eps,
-                                  doc=df["doc"].to_numpy())
+    # on a GPU: the per-GPU lock (one partition on the device at a time) and a one-line OOM
+    level = Level("cuda", arrays="cupy") if device == "gpu" else CPU
+    with DeviceWork(level, f"semantic dedup of {len(df):,} rows", len(df), data_bytes=E.nbytes,
+                    flag="raise --n-clusters (smaller clusters per partition)"):
+        r, k, _ = semantic_duplicates(device_array(E, level), df["cluster"].to_numpy(), df["quality"].to_numpy(),
+                                      eps, doc=df["doc"].to_numpy())
     return pd.DataFrame({"doc": r, "kept": k})
 
 
