@@ -161,7 +161,7 @@ class PolicyGradient:
         n = qc.shape[0]
         if est.init == "uniform":
             return xp.zeros(n, dtype=xp.float64)
-        lo, hi = (float(v) for v in est.logit_range)
+        lo, hi = est.logit_range_
         qmin, qmax = float(qc.min()), float(qc.max())
         if qmax <= qmin:
             return xp.full(n, lo, dtype=xp.float64)

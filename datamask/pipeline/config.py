@@ -123,7 +123,8 @@ class SelectConfig(StageConfig):
                                                    "the paper's recipe)")
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
     init: str = _f(_DM["init"], "initial logits", choices=("quality", "uniform"))
-    logit_range: tuple = _f(tuple(_DM["logit_range"]), "l_min,l_max for quality-aware initialisation")
+    logit_range: tuple | None = _f(_DM["logit_range"], "l_min,l_max for quality-aware initialisation (null: 0,16; "
+                                                       "0,2 for facility)")
     final: str = _f(_DM["final"], "final mask", choices=("topk", "sample"))
     reference_size: int | None = _f(_DM["reference_size"], "facility location reference sample size")
     eval_every: int = _f(_DM["eval_every"], "steps between exact evaluations")
@@ -180,7 +181,7 @@ class SelectConfig(StageConfig):
     def estimator_params(self, seed: int) -> dict:
         """Keyword arguments for ``DataMask`` (everything it takes, from this config)."""
         params = {k: getattr(self, k) for k in _DM if k not in _NOT_CONFIG}
-        params["logit_range"] = tuple(self.logit_range)
+        params["logit_range"] = tuple(self.logit_range) if self.logit_range is not None else None
         params["seed"] = int(seed)
         return params
 
@@ -339,7 +340,7 @@ def parse_value(f: dataclasses.Field, v: Any, source: str = "config"):
             return int(float(v)) if isinstance(v, str) and "e" in v.lower() else int(v)
         if t.startswith("float"):
             return float(v)
-        if t == "tuple":
+        if t.startswith("tuple"):
             parts = v.split(",") if isinstance(v, str) else list(v)
             out = tuple(float(p) for p in parts)
             if len(out) != 2:
