@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from datamask.features.batching import (CPU_BATCH, MAX_BATCH, activation_bytes, batches, choose_batch_size,
-                                        cuda_batch_size, encode_ahead, length_order)
+                                        cuda_batch_size, encode_ahead, length_order, word_cut)
 
 torch = pytest.importorskip("torch")
 
@@ -113,6 +113,47 @@ def _model_path():
 TEXTS = ([f"Sentence {i} about rivers, bread and bicycles." for i in range(6)]
          + [" ".join(["A longer document about the history of the printing press"] * (1 + i % 5)) for i in range(12)]
          + ["Short.", "Tiny text", "x"])
+
+
+def test_word_cut_keeps_the_first_words_and_their_whitespace():
+    assert word_cut("a  b\tc\nd e f g h", 3) == "a  b\tc\n"
+    assert word_cut("  lead ing words here and more", 2) == "  lead ing "
+    assert word_cut("one two", 5) == "one two"  # fewer words: whole
+    long = " ".join(["w"] * 50)
+    assert word_cut(long, 50) is long and word_cut(long, 49) == long[:98]
+
+
+@pytest.mark.slow
+def test_long_texts_are_tokenized_only_as_far_as_the_window_and_embed_the_same():
+    """A 3,000-word text is cut before tokenizing; texts whose words make no token (zero-width
+    spaces) are tokenized again whole; every vector equals the plain encode's."""
+    from datamask.features.embed import Embedder
+
+    path = _model_path()
+    rng = np.random.default_rng(3)
+    vocab = ["data", "selection,", "quality", "diverse.", "model", "corpus", "tokenization", "the", "of"]
+    texts = [" ".join(rng.choice(vocab, size=3000)),
+             " ".join(["\u200b"] * 400) + " " + " ".join(rng.choice(vocab, size=300)),  # 400 words, no tokens
+             " ".join(rng.choice(vocab, size=40)), "short text"]
+    plain = Embedder(model=path, device="cpu", batch_size=2, tokenize_threads=0, compute="float32")
+    ahead = Embedder(model=path, device="cpu", batch_size=2, tokenize_threads=1, compute="float32")
+    model = ahead.load()
+    seen = []
+    preprocess = model.preprocess
+
+    def spy(batch, *a, **k):
+        seen.extend(len(t.split()) for t in batch)
+        return preprocess(batch, *a, **k)
+
+    model.preprocess = spy
+    try:
+        b = ahead.encode(texts)
+    finally:
+        del model.preprocess
+    a = plain.encode(texts)
+    assert np.abs(a - b).max() < 1e-5
+    assert max(seen) == 700  # the zero-width text, whole on its second pass; never 3,000 words
+    assert 256 in seen  # the 3,000-word text, cut to the window
 
 
 @pytest.mark.slow
