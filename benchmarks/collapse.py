@@ -98,7 +98,7 @@ def main():
             out.write(json.dumps(point) + "\n")
             out.flush()
 
-    DataMask(steps=args.steps, eval_every=args.eval, patience=None, batch_max=None, seed=0,
+    DataMask(steps=args.steps, eval_every=args.eval, patience=None, batch_max=None, seed=0, logit_range=(0.0, 2.0),
              callback=callback).fit(E, q)
 
 
