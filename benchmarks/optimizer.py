@@ -288,6 +288,18 @@ def sweep(N, groups, batches, cap_s, device, rows_out, on_row=None):
                 on_row()
 
 
+def fastest_width(rows) -> str:
+    """The sentence naming the (G, batch_max) that reached 99% soonest, or that none did."""
+    done = [r for r in rows if r.get("t99") is not None]
+    if not done:
+        best = max(rows, key=lambda r: r["pg_pct"])
+        return (f"No setting reached 99% within its cap; the highest was G = {best['G']}, batch_max = "
+                f"{best['batch_max'] or 'none'} at {best['pg_pct']:.2f}%.")
+    r = min(done, key=lambda r: r["t99"])
+    return (f"Fastest to 99%: G = {r['G']}, batch_max = {r['batch_max'] or 'none'} ({r['t99']:.2f} s, "
+            f"{r['s99']} steps): the candidate GPU default.")
+
+
 def plot(traj, path):
     import matplotlib
 
@@ -458,6 +470,7 @@ def report(args, lines, extras, lines_big, width, lr_rows, native_kernel, batch_
         for r in width:
             md.append(f"| {r['G']} | {r['batch_max'] or 'none (5%)'} | {r['pg_ms']:.3f} | {fmt(r['s99'], 'd')} | "
                       f"{fmt(r['t99'])} | {r['pg_pct']:.3f} ({r['pg_steps']}) | {fmt_fall(r)} |")
+        md += ["", fastest_width(width)]
     if lr_rows:
         md += ["", f"## Learning rate (N = {args.sizes[0]:,}, pairwise; stop at 99.9% or 90 s)", "",
                "| lr | steps to 99% | s to 99% | steps to 99.5% | final % | steps run | largest fall % |",
