@@ -193,7 +193,7 @@ def run_size(N, metrics, pg_caps, lines, traj, lr_sweep, device="cpu", extras=No
         if div == "pairwise":
             configs.append(("paper batch 5%", {"batch_max": None}))
         if div == "facility" and device == "gpu":
-            # a step's reference batch sets facility location's noise: at 10k rows on CPU, 512
+            # a step's reference batch sets facility location's noise: in a development run (10k rows, CPU) 512
             # reference rows (batch_ratio 0.25) reached 99% in 2,000 steps where the default 102
             # held 96.3% after 3,000; a GPU step barely grows with it
             configs.append(("reference batch 25%", {"batch_ratio": 0.25}))
