@@ -30,8 +30,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["length_order", "batches", "word_cut", "activation_bytes", "choose_batch_size", "cuda_batch_size", "encode_ahead",
-           "CPU_BATCH", "MAX_BATCH"]
+__all__ = ["length_order", "batches", "word_cut", "activation_bytes", "choose_batch_size", "cuda_batch_size",
+           "encode_ahead", "CPU_BATCH", "MAX_BATCH"]
 
 CPU_BATCH = 32  # texts per forward pass on CPU (the configured default)
 MAX_BATCH = 4096  # the most texts per forward pass chosen on CUDA
