@@ -92,13 +92,17 @@ def write_embeddings(out, rows, files, dim=384, seed=0, row_group=100_000):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from datamask.pipeline.io import dictionary_columns
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     bounds = np.linspace(0, rows, files + 1).round().astype(int)
     for i in range(files):
         schema = pa.schema([("id", pa.int64()), ("quality", pa.float32()), ("embedding", pa.list_(pa.float16(), dim))])
-        with pq.ParquetWriter(out / f"shard-{i:04d}.parquet", schema) as w:
+        # written as datamask's own stages write (no dictionary on the embedding column)
+        with pq.ParquetWriter(out / f"shard-{i:04d}.parquet", schema,
+                              use_dictionary=dictionary_columns(schema)) as w:
             for lo in range(bounds[i], bounds[i + 1], row_group):
                 n = min(row_group, bounds[i + 1] - lo)
                 E = rng.standard_normal((n, dim), dtype=np.float32)

@@ -35,6 +35,7 @@ def write_corpus(directory, n_rows=200_000, dim=384, n_files=4, seed=0, dtype=np
                  row_group_size=50_000, **kw) -> list:
     """Generate a corpus and write it as ``n_files`` Parquet files; returns their paths."""
     from ..core.synthetic import make_corpus
+    from ..pipeline.io import dictionary_columns
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -43,7 +44,8 @@ def write_corpus(directory, n_rows=200_000, dim=384, n_files=4, seed=0, dtype=np
     paths = []
     for i in range(n_files):
         p = directory / f"shard-{i:04d}.parquet"
-        pq.write_table(corpus_table(corpus, bounds[i], bounds[i + 1], dtype), p, row_group_size=row_group_size)
+        t = corpus_table(corpus, bounds[i], bounds[i + 1], dtype)
+        pq.write_table(t, p, row_group_size=row_group_size, use_dictionary=dictionary_columns(t.schema))
         paths.append(p)
     return paths
 
