@@ -62,10 +62,15 @@ def worker_label() -> str:
         return f"{host}/pid{os.getpid()}"
 
 
-def is_out_of_memory(e: BaseException) -> bool:
+def is_out_of_memory(e: BaseException, gpu: bool = True) -> bool:
     """cupy's ``cupy.cuda.memory.OutOfMemoryError``, torch's ``torch.cuda.OutOfMemoryError``
-    (by class name), or a CUDA runtime error that says it could not allocate."""
+    (by class name), a CUDA runtime error that says it could not allocate, or the plain
+    ``MemoryError("std::bad_alloc")`` that cupy's sorts raise when thrust's workspace does
+    not fit (cupy >= 14.1 turns the pool's out-of-memory there into a C++ ``bad_alloc``);
+    that one only when ``gpu``, since on the host it would be the host's memory."""
     if any(c.__name__ == "OutOfMemoryError" for c in type(e).__mro__):
+        return True
+    if gpu and isinstance(e, MemoryError) and "bad_alloc" in str(e):
         return True
     return type(e).__name__ == "CUDARuntimeError" and "cudaErrorMemoryAllocation" in str(e)
 
@@ -142,7 +147,7 @@ class DeviceWork:
             if self._locked:
                 self._locked = False
                 _LOCK.release()
-        if exc is not None and is_out_of_memory(exc):
+        if exc is not None and is_out_of_memory(exc, gpu=self.on_gpu):
             gpu = self.level.gpus[0] if self.level.gpus else None
             raise ConfigError(out_of_memory_message(exc, self.where, self.split_size, self.data_bytes, gpu,
                                                     self.flag)) from None

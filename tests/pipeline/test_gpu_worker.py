@@ -97,6 +97,9 @@ def test_other_errors_pass_through_and_oom_is_known_by_class_name():
     assert is_out_of_memory(OutOfMemoryError("x"))
     assert is_out_of_memory(type("CUDARuntimeError", (RuntimeError,), {})("cudaErrorMemoryAllocation: out of memory"))
     assert not is_out_of_memory(MemoryError("host memory"))
+    # cupy's sorts: thrust's workspace allocation failing comes back as C++ bad_alloc
+    assert is_out_of_memory(MemoryError("std::bad_alloc"))
+    assert not is_out_of_memory(MemoryError("std::bad_alloc"), gpu=False)
     line = out_of_memory_message(OutOfMemoryError("x"), "s", 10, flag="--batch-size or --split-size")
     assert "lower --batch-size or --split-size so that" in line
 
