@@ -5,8 +5,8 @@
 * otherwise an embedded local cluster on 127.0.0.1 only, as the run's
   :class:`~datamask.pipeline.gpu.Level` says: for ``cpu`` a ``LocalCluster`` (one
   single-threaded process per worker, memory limit set); for a GPU level one worker process
-  per GPU, each with two threads (one split on the device while the next is read, see
-  :mod:`~datamask.pipeline.gpu_worker`): dask-cuda's ``LocalCUDACluster`` when it imports,
+  per GPU, each with :func:`gpu_threads` threads (one split on the device while the next
+  ones are read and checked, see :mod:`~datamask.pipeline.gpu_worker`): dask-cuda's ``LocalCUDACluster`` when it imports,
   else :func:`per_gpu_cluster`, a ``SpecCluster`` of nannies whose worker processes are each
   pinned to one GPU with ``CUDA_VISIBLE_DEVICES``. GPU packages are imported only there.
 
@@ -28,9 +28,21 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from ..errors import ClusterError
 
 __all__ = ["get_client", "close_client", "worker_log", "WORKER_LOG", "gpu_worker_specs", "per_gpu_cluster",
-           "GPU_THREADS"]
+           "GPU_THREADS", "MAX_GPU_THREADS", "gpu_threads"]
 
-GPU_THREADS = 2  # per GPU worker: one split on the device, the next one read meanwhile
+GPU_THREADS = 2  # per GPU worker at least: one split on the device, the next one read meanwhile
+MAX_GPU_THREADS = 4  # splits in flight per GPU at most (each holds its table in host memory)
+
+
+def gpu_threads(n_gpus: int, cores: int | None = None) -> int:
+    """Threads per GPU worker: the host's cores shared by the GPUs, from 2 to 4.
+
+    Only one thread at a time holds the GPU (the per-GPU lock); the others read, decode and
+    check the next splits on the host, where Parquet decoding of a 1M-row embedding split
+    takes seconds of one core (``benchmarks/results/parquet_read.md``), so a GPU that
+    finishes a split in well under a second needs several splits prepared at once."""
+    cores = (os.cpu_count() or 1) if cores is None else int(cores)
+    return max(GPU_THREADS, min(MAX_GPU_THREADS, cores // max(1, int(n_gpus))))
 
 # the worker log of the clusters this process starts (one file per process)
 WORKER_LOG = Path(tempfile.gettempdir()) / f"datamask-worker-{os.getpid()}.log"
@@ -100,7 +112,7 @@ def _gpu_memory_limit(memory_limit, n_gpus: int):
     return int(psutil.virtual_memory().total // max(1, n_gpus))
 
 
-def gpu_worker_specs(n_gpus: int, memory_limit="auto", threads: int = GPU_THREADS, visible: str | None = None) -> dict:
+def gpu_worker_specs(n_gpus: int, memory_limit="auto", threads: int | None = None, visible: str | None = None) -> dict:
     """``SpecCluster`` worker specs: one nanny per GPU, its worker process pinned to that GPU
     (``CUDA_VISIBLE_DEVICES`` set before the process starts, so CUDA sees only it)."""
     from distributed import Nanny
@@ -108,6 +120,7 @@ def gpu_worker_specs(n_gpus: int, memory_limit="auto", threads: int = GPU_THREAD
     from .gpu import visible_devices
 
     limit = _gpu_memory_limit(memory_limit, n_gpus)
+    threads = gpu_threads(n_gpus) if threads is None else threads
     specs = {}
     for i, dev in enumerate(visible_devices(n_gpus, visible)):
         specs[f"gpu-{i}"] = {"cls": Nanny, "options": {
@@ -116,7 +129,7 @@ def gpu_worker_specs(n_gpus: int, memory_limit="auto", threads: int = GPU_THREAD
     return specs
 
 
-def per_gpu_cluster(n_gpus: int, memory_limit="auto", threads: int = GPU_THREADS):
+def per_gpu_cluster(n_gpus: int, memory_limit="auto", threads: int | None = None):
     """A local cluster of one worker per GPU without dask-cuda (see :func:`gpu_worker_specs`)."""
     from distributed import Scheduler, SpecCluster
 
@@ -133,7 +146,7 @@ def _gpu_cluster(cfg, level, common):
         except ImportError:
             raise ClusterError("dask-cuda does not import here; uninstall it or fix its install "
                                "(without it datamask starts one worker per GPU itself)") from None
-        kw = dict(common, memory_limit=cfg.memory_limit, threads_per_worker=GPU_THREADS)
+        kw = dict(common, memory_limit=cfg.memory_limit, threads_per_worker=gpu_threads(n))
         if cfg.n_workers:
             kw["n_workers"] = cfg.n_workers
         return LocalCUDACluster(**kw)

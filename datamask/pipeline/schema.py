@@ -20,6 +20,7 @@ __all__ = [
     "Columns",
     "embedding_width",
     "check_schema",
+    "check_vectors",
     "embedding_matrix",
     "check_table",
     "TextColumns",
@@ -125,11 +126,14 @@ def embedding_matrix(arr, where: str, column: str, first_row: int = 0) -> np.nda
     return values.to_numpy(zero_copy_only=True).reshape(n, d)
 
 
-def check_table(table: pa.Table, where: str, cols: Columns, first_row: int = 0, expect_d=None):
+def check_table(table: pa.Table, where: str, cols: Columns, first_row: int = 0, expect_d=None,
+                vectors: bool = True):
     """Values of one partition: returns (E numpy (N, d), q float array (N,)).
 
     Rejects a width other than ``expect_d``, NaN/inf in embeddings or quality, zero-norm
-    embeddings and null ids/quality.
+    embeddings and null ids/quality. ``vectors=False`` leaves the NaN/inf and zero-norm
+    checks of the embeddings to the caller (:func:`check_vectors`, on the device the
+    embeddings are moved to).
     """
     check_schema(table.schema, where, cols)
     E = embedding_matrix(table.column(cols.embedding), where, cols.embedding, first_row)
@@ -150,24 +154,38 @@ def check_table(table: pa.Table, where: str, cols: Columns, first_row: int = 0, 
     if table.column(cols.id).null_count:
         i = _first(table.column(cols.id).is_null().to_numpy(zero_copy_only=False))
         raise DataError(f"{where}: column {cols.id!r} is null at row {first_row + i}; every row needs an id")
-    # One pass in float32 blocks: finiteness and norms together.
-    for i0 in range(0, E.shape[0], 65536):
-        blk = E[i0:i0 + 65536].astype(np.float32)
-        sq = np.einsum("ij,ij->i", blk, blk)
-        bad = ~np.isfinite(sq)
-        if bad.any():
-            i = _first(bad)
-            raise DataError(
-                f"{where}: column {cols.embedding!r} has NaN or inf at row {first_row + i0 + i}; drop or re-embed that row"
-            )
-        zero = sq < 1e-16
-        if zero.any():
-            i = _first(zero)
-            raise DataError(
-                f"{where}: column {cols.embedding!r} has a zero-norm embedding at row {first_row + i0 + i}; "
-                "drop or re-embed that row"
-            )
+    if vectors:
+        check_vectors(E, where, cols.embedding, first_row)
     return E, q
+
+
+VECTOR_BLOCK = 65536  # rows per float32 block of check_vectors (26 MB at d = 384)
+
+
+def check_vectors(E, where: str, column: str, first_row: int = 0):
+    """Reject NaN/inf and zero-norm rows of ``E`` (numpy or cupy, on its own device).
+
+    Squared norms are taken in float32 blocks into one array, then checked once: on a GPU
+    that is one read-back for the whole split, and the host is free to read the next one.
+    The error names the first bad row.
+    """
+    from ..core.backend import get_namespace
+
+    xp = get_namespace(E)
+    n = E.shape[0]
+    sq = xp.empty(n, dtype=xp.float32)
+    for i0 in range(0, n, VECTOR_BLOCK):
+        blk = E[i0:i0 + VECTOR_BLOCK].astype(xp.float32)
+        sq[i0:i0 + VECTOR_BLOCK] = xp.einsum("ij,ij->i", blk, blk)
+    bad = ~xp.isfinite(sq)
+    flagged = bad | (sq < 1e-16)
+    if not bool(flagged.any()):
+        return
+    i = int(xp.argmax(flagged))
+    if bool(bad[i]):
+        raise DataError(f"{where}: column {column!r} has NaN or inf at row {first_row + i}; drop or re-embed that row")
+    raise DataError(f"{where}: column {column!r} has a zero-norm embedding at row {first_row + i}; "
+                    "drop or re-embed that row")
 
 
 # ---------------------------------------------------------------------- text stages

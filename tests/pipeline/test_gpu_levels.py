@@ -138,13 +138,16 @@ def test_visible_devices_follow_this_process_list():
 def test_per_gpu_worker_specs_pin_one_gpu_each():
     import psutil
 
-    from datamask.pipeline.client import GPU_THREADS, gpu_worker_specs
+    from datamask.pipeline.client import gpu_threads, gpu_worker_specs
 
     specs = gpu_worker_specs(2, visible="6,7")
     assert list(specs) == ["gpu-0", "gpu-1"]
     opts = [s["options"] for s in specs.values()]
     assert [o["env"]["CUDA_VISIBLE_DEVICES"] for o in opts] == ["6", "7"]
-    assert all(o["nthreads"] == GPU_THREADS == 2 and o["resources"] == {"GPU": 1} for o in opts)
+    assert all(o["nthreads"] == gpu_threads(2) and o["resources"] == {"GPU": 1} for o in opts)
+    # the host's cores shared by the GPUs, 2 to 4: an H200 machine (16 cores, 1 GPU) gets 4
+    assert (gpu_threads(1, cores=16), gpu_threads(8, cores=16), gpu_threads(2, cores=6), gpu_threads(1, cores=1)) == \
+        (4, 2, 3, 2)
     assert all(o["memory_limit"] == psutil.virtual_memory().total // 2 for o in opts)
     assert gpu_worker_specs(1, memory_limit="3GiB", visible="")["gpu-0"]["options"]["memory_limit"] == "3GiB"
 

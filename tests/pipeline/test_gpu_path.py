@@ -1,5 +1,5 @@
 """The CUDA-alone path end to end on CPU: host frames, one worker per (fake) GPU pinned with
-CUDA_VISIBLE_DEVICES, two threads each (one split on the device while the next is read),
+CUDA_VISIBLE_DEVICES, 2-4 threads each (one split on the device while the next are read),
 the per-GPU lock, records and manifest. Its array library is numpy here, so the only step
 that differs on a real GPU is the copy of each split's embeddings to the device, and the
 selection must equal the CPU run's row for row."""

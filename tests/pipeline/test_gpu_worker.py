@@ -129,3 +129,26 @@ def test_peak_gpu_memory_from_the_cupy_pool(monkeypatch):
     with DeviceWork(CPU, "s", 10, data_bytes=2**30) as w:
         pass
     assert "gpu_peak_bytes" not in w.record()
+
+
+def test_vector_checks_run_on_the_device_with_one_read_back(fake_cp):
+    """``check_vectors`` on a cupy array (the numpy stand-in) finds the first bad row with a
+    single host read-back for a clean split, so the host is free to read the next split."""
+    import fake_cupy
+    import numpy as np
+
+    from datamask.errors import DataError
+    from datamask.pipeline.schema import VECTOR_BLOCK, check_vectors
+
+    rng = np.random.default_rng(0)
+    E = rng.normal(size=(VECTOR_BLOCK + 500, 8)).astype(np.float16)
+    fake_cupy.SYNCS.clear()
+    check_vectors(fake_cp.asarray(E), "f.parquet (rows 0-66036)", "embedding")
+    assert len(fake_cupy.SYNCS) == 1
+    for row, value, needle in ((VECTOR_BLOCK + 7, np.nan, "NaN or inf at row 1065579"),
+                               (3, 0.0, "zero-norm embedding at row 1000039")):
+        bad = E.copy()
+        bad[row] = value
+        bad[VECTOR_BLOCK + 100] = 0.0  # a later zero row: the first bad row is the one named
+        with pytest.raises(DataError, match=needle):
+            check_vectors(fake_cp.asarray(bad), "f.parquet", "embedding", first_row=1_000_036)

@@ -27,7 +27,7 @@ from ..gpu_worker import DeviceWork, device_array
 from ..holdout import split_off_holdout
 from ..io import Split, normalize_embedding, read_split, write_json_atomic, write_parquet_atomic
 from ..runner import PROGRESS_TOPIC, Output, Plan, Stage, plan_splits, resolve_io, run_stage, write_split_files
-from ..schema import LOGIT, SELECTED, Columns, check_table
+from ..schema import LOGIT, SELECTED, Columns, check_table, check_vectors
 
 __all__ = ["run_select", "plan_run", "find_duplicates"]
 
@@ -163,12 +163,13 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
         rec.update(rows_out=0, files=[], skipped="empty", wall_seconds=time.perf_counter() - t0)
         write_json_atomic(rec, out.parts / f"{s.name}.json")
         return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
-    E, q = check_table(table, s.where(), cols, s.start, expect_d=d)
+    E, q = check_table(table, s.where(), cols, s.start, expect_d=d, vectors=False)
     seed = rec["seed"]
     if n_dupes or held_files:
         _check_budget(Split(s.path, s.rel, s.fmt, 0, table.num_rows), cfg)
     with DeviceWork(level, s.where(), cfg.split_size, data_bytes=E.nbytes) as work:
         E, q = device_array(E, level), device_array(q, level)  # to the GPU once (cupy levels)
+        check_vectors(E, s.where(), cols.embedding, s.start)  # there, not on the host
         sel = select(E, q, cfg, seed, s.where(), callback=_progress_callback(s.name), table=table)
         before = _score_all(E, q, cfg, seed)
         del E, q
