@@ -90,11 +90,11 @@ class DataMask:
         quality top-S, so its first, noisy updates (a row's share of a large mask's score is
         small) reorder only rows whose order hardly matters: with (0, 2) the paper's uncapped
         batch fell by 1.8% (100k rows) and 9.9% (1M) of the gain over its first steps, with
-        (0, 16) it did not fall, and pairwise pg needed 2.6-4x fewer steps to 99% (DiSF 5x).
+        (0, 16) it did not fall, and pairwise pg needed 2.6-4.2x fewer steps to 99% (DiSF 5x).
         Where the optimum is far from the quality top-S the wide start costs steps: pairwise
         at lam 0.2 needed 16% more, and facility location (whose quality top-S held 51% of
         greedy's gain at 20k rows) reached 87.7% in 4,000 steps against 98.4% with (0, 2).
-        The sweep is in benchmarks/results/optimizer.md.
+        The sweep is in benchmarks/results/init_sweep.md.
     final : {"topk", "sample"}, default "topk"
         Final mask: the S largest logits (the best top-S mask seen at the evaluation
         points is kept), or one Plackett-Luce draw from the final logits.
