@@ -172,7 +172,7 @@ def corpus(N, device):
     return _CORPORA[N]
 
 
-def run_size(N, metrics, pg_caps, lines, traj, lr_sweep, device="cpu", extras=None):
+def run_size(N, metrics, pg_caps, lines, traj, lr_sweep, device="cpu", extras=None, on_row=None):
     E, q, rand_rows = corpus(N, device)
     for div in metrics:
         kw = dict(diversity=div, lam=LAM, ratio=RATIO)
@@ -206,6 +206,8 @@ def run_size(N, metrics, pg_caps, lines, traj, lr_sweep, device="cpu", extras=No
             lines.append(row)
             if label == "default":
                 traj[(N, div)] = (points, rand, gain, t_greedy, base.get("relaxed_s"))
+            if on_row is not None:  # a run cut short by its time limit keeps every row so far
+                on_row()
         if div == "pairwise" and extras is not None:
             extras.update(batch_and_threads(E, q, rand, gain, t_greedy, kw))
     if lr_sweep:
@@ -381,7 +383,8 @@ def main():
         last = i == len(args.sizes) - 1
         out = run_size(N, args.metrics, caps, lines, traj, lr_sweep=(i == 0 and not args.no_lr_sweep),
                        device=args.device,
-                       extras=extras if last and args.device == "cpu" and not args.no_extras else None)
+                       extras=extras if last and args.device == "cpu" and not args.no_extras else None,
+                       on_row=write)
         lr_rows = lr_rows or out
         write()
     for N in args.big:
