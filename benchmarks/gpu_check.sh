@@ -69,28 +69,25 @@ export DATAMASK_TEST_MODEL=$model
 
 # --- 3. the GPU tests (optimizer, policy, pipeline, embedding on CUDA)
 if [ "$dry" != 1 ]; then
-  step gpu-tests 120 "$PY" -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
+  step gpu-tests 90 "$PY" -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
     tests/core tests/pipeline tests/features
 fi
 
 # --- 4. the optimizer benchmark (issue 10): pg step with and without graph capture, time to 99% of
 #        relaxed's gain at 100k and 1M rows, largest fall between evaluation points, facility location
-#        at 100k, and the G x batch sweep from which the GPU defaults are to be chosen
+#        at 100k (the G x batch sweep comes after the pipeline steps, step 8: the pipeline's only
+#        figures must not be the ones a long sweep leaves no time for)
 if [ "$dry" = 1 ]; then
   step optimizer 120 "$PY" benchmarks/optimizer.py --device cpu --sizes 5000 --metrics pairwise facility \
     --no-lr-sweep --no-extras --pg-cap 3 --big 20000 --big-steps 50 --big-budget 3 --out "$out/optimizer"
-  step optimizer-width 60 "$PY" benchmarks/optimizer.py --device cpu --sizes --big --sweep-size 20000 \
-    --sweep-groups 64 128 --sweep-batches 512 none --sweep-cap 3 --out "$out/optimizer-width"
 else
   step optimizer 150 "$PY" benchmarks/optimizer.py --device gpu --sizes 100000 --metrics pairwise facility \
     --no-lr-sweep --pg-cap 15 --big 1000000 --big-steps 1000 --big-budget 12 --out "$out/optimizer"
-  step optimizer-width 90 "$PY" benchmarks/optimizer.py --device gpu --sizes --big --sweep-size 1000000 \
-    --sweep-groups 128 256 512 1024 --sweep-batches 512 none --sweep-cap 5 --out "$out/optimizer-width"
 fi
 
 # --- 5. datamask select --device gpu, relaxed and pg: rows/s per GPU, peak GPU memory per split
 for solver in relaxed pg; do
-  step "select-$solver" 150 "$PY" benchmarks/gpu_bench.py select --corpus "$work/corpus" --solver "$solver" \
+  step "select-$solver" 100 "$PY" benchmarks/gpu_bench.py select --corpus "$work/corpus" --solver "$solver" \
     --split-size "$split" --device "$dev" --out "$out" --work "$work"
 done
 
@@ -102,12 +99,21 @@ step embed 120 "$PY" benchmarks/gpu_bench.py embed --texts "$work/texts" --model
 step cluster 90 "$PY" benchmarks/gpu_bench.py cluster --corpus "$work/corpus" --k "$k" --split-size "$split" \
   --device "$dev" --out "$out" --work "$work"
 
-# --- 8. the proxy-LM presets on CUDA (issue 13): tokens/s of tiny and small (bf16), losses repeat
+# --- 8. the G x batch sweep from which the GPU defaults are to be chosen (issue 10)
+if [ "$dry" = 1 ]; then
+  step optimizer-width 60 "$PY" benchmarks/optimizer.py --device cpu --sizes --big --sweep-size 20000 \
+    --sweep-groups 64 128 --sweep-batches 512 none --sweep-cap 3 --out "$out/optimizer-width"
+else
+  step optimizer-width 90 "$PY" benchmarks/optimizer.py --device gpu --sizes --big --sweep-size 1000000 \
+    --sweep-groups 128 256 512 1024 --sweep-batches 512 none --sweep-cap 5 --out "$out/optimizer-width"
+fi
+
+# --- 9. the proxy-LM presets on CUDA (issue 13): tokens/s of tiny and small (bf16), losses repeat
 if [ "$dry" != 1 ]; then
   step proxy-lm 90 "$PY" benchmarks/proxy_lm.py --throughput-only --device cuda --presets tiny small --out "$out"
 fi
 
-# --- 9. dask-cuda's LocalCUDACluster, when its wheel is carried: a small select on it
+# --- 10. dask-cuda's LocalCUDACluster, when its wheel is carried: a small select on it
 if [ "$dry" != 1 ] && ls .whl/dask_cuda-*.whl > /dev/null 2>&1; then
   step small 30 "$PY" benchmarks/gpu_bench.py corpus --rows "$smoke_rows" --files 1 --out "$work/small"
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site-cuda .whl/dask_cuda-*.whl
@@ -116,7 +122,7 @@ if [ "$dry" != 1 ] && ls .whl/dask_cuda-*.whl > /dev/null 2>&1; then
     --out "$out" --work "$work"
 fi
 
-# --- 10. the table
+# --- 11. the table
 "$PY" benchmarks/gpu_bench.py report --out "$out" ${md:+--md "$md"} > /dev/null
 echo "== done in $((SECONDS - start)) s: $out/gpu.md"
 cat "$out/gpu.md"
