@@ -23,9 +23,9 @@ STAT_COLUMNS = ["cluster", "size", "share", "mean_quality", "pairwise_diversity"
 
 
 def partial_stats(labels, quality, E=None, n_tokens=None, k=None) -> dict:
-    """Per-cluster sums of one partition (numpy): count, quality, tokens, embedding sum.
+    """Per-cluster sums of one partition: count, quality, tokens, embedding sum (numpy).
 
-    ``E`` rows are L2-normalised first (float16 storage rounds the norms).
+    ``E`` (numpy or cupy) rows are L2-normalised first (float16 storage rounds the norms).
     """
     lab = to_numpy(labels).astype(np.int64)
     k = int(lab.max()) + 1 if k is None else int(k)
@@ -41,13 +41,14 @@ def partial_stats(labels, quality, E=None, n_tokens=None, k=None) -> dict:
     if n_tokens is not None:
         out["sum_tokens"] = np.bincount(lab, weights=to_numpy(n_tokens).astype(np.float64), minlength=k)
     if E is not None:
+        # on the device of E (only the k x d sums come back), in float64: the diversity is a
+        # difference of two large numbers for a tight cluster
         xp = get_namespace(E)
-        d = E.shape[1]
-        s = np.zeros((k, d), dtype=np.float64)
+        s = xp.zeros((k, E.shape[1]), dtype=xp.float64)
+        lab_d = xp.asarray(lab)
         for i0 in range(0, E.shape[0], ASSIGN_BLOCK):
-            X = to_numpy(unit32(E[i0:i0 + ASSIGN_BLOCK], xp)).astype(np.float64)
-            np.add.at(s, lab[i0:i0 + ASSIGN_BLOCK], X)
-        out["sum_e"] = s
+            xp.add.at(s, lab_d[i0:i0 + ASSIGN_BLOCK], unit32(E[i0:i0 + ASSIGN_BLOCK], xp).astype(xp.float64))
+        out["sum_e"] = to_numpy(s)
     return out
 
 

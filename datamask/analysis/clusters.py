@@ -215,9 +215,12 @@ def cluster_stats_dask(ddf, k: int, cluster_column="cluster", quality_column="qu
 
 
 # ---------------------------------------------------------------------- `datamask cluster`
-def _write_partition(df, partition_info=None, *, names, out_root, centroids, column, by_cluster, level):
+def _write_partition(df, partition_info=None, *, names, out_root, centroids, column, by_cluster, level,
+                     quality_column=None, tokens_column=None):
     """Label one partition (on the level's arrays: one matrix product per block against the
-    centroids, on the GPU for cuda/rapids), write it and its per-cluster pieces; return its counts."""
+    centroids, on the GPU for cuda/rapids), write it and its per-cluster pieces; return its
+    row count and its per-cluster sums (:func:`partial_stats`, taken while the embeddings are
+    in memory, so the statistics need no second read of the output)."""
     import pyarrow as pa
 
     from ..pipeline.gpu_worker import DeviceWork, device_array
@@ -226,14 +229,19 @@ def _write_partition(df, partition_info=None, *, names, out_root, centroids, col
     name = names[partition_info["number"]] if partition_info else names[0]
     out = Path(out_root)
     df = df.copy()
+    k = len(centroids)
+    q = df[quality_column].to_numpy(dtype=np.float64) if quality_column else np.zeros(len(df))
+    t = df[tokens_column].to_numpy(dtype=np.float64) if tokens_column else None
     if len(df):
         E = embeddings_of(df[column])
         with DeviceWork(level, f"split {name}", len(df), data_bytes=E.nbytes):
             E = device_array(E, level)
             lab = to_numpy(assign(E, get_namespace(E).asarray(centroids))[0]).astype(np.int32)
+            sums = partial_stats(lab, q, E, t, k)
             del E
     else:
         lab = np.zeros(0, dtype=np.int32)
+        sums = partial_stats(lab, q, None, t, k)
     df["cluster"] = lab
     # no pandas metadata: its ArrowDtype names do not round-trip through plain to_pandas()
     table = pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
@@ -242,7 +250,7 @@ def _write_partition(df, partition_info=None, *, names, out_root, centroids, col
         for c in np.unique(lab):
             piece = table.filter(pa.array(lab == c))
             write_parquet_atomic(piece, out / "by_cluster" / "_pieces" / f"cluster-{c:05d}" / f"{name}.parquet")
-    return pd.DataFrame({"name": [name], "rows": [len(df)]})
+    return pd.DataFrame({"name": [name], "rows": [len(df)], "sums": [sums]})
 
 
 # Lloyd restarts (best inertia kept): on a GPU each costs a few hundred GEMMs, and
@@ -335,16 +343,18 @@ def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1
             cent = fit_kmeans(X, k, seed=seed, backend=backend, n_threads=None if level.device == "gpu" else 1)
         fit_seconds = time.perf_counter() - t_fit
         sample_inertia = inertia(X, cent) / X.shape[0]
-        meta = pd.DataFrame({"name": pd.Series([], dtype=object), "rows": pd.Series([], dtype=np.int64)})
+        meta = pd.DataFrame({"name": pd.Series([], dtype=object), "rows": pd.Series([], dtype=np.int64),
+                             "sums": pd.Series([], dtype=object)})
+        qcol = quality_column if quality_column in ddf.columns else None
+        tcol = tokens_column if tokens_column and tokens_column in ddf.columns else None
         t_label = time.perf_counter()
         done = ddf.map_partitions(_write_partition, names=names, out_root=str(out), centroids=cent,
-                                  column=embedding_column, by_cluster=by_cluster, level=level, meta=meta,
-                                  enforce_metadata=False).compute()
+                                  column=embedding_column, by_cluster=by_cluster, level=level, quality_column=qcol,
+                                  tokens_column=tcol, meta=meta, enforce_metadata=False).compute()
         label_seconds = time.perf_counter() - t_label
-        labelled = read_corpus(out / "data", split_size=split_size,
-                               columns=[c for c in ("cluster", quality_column, tokens_column, embedding_column)
-                                        if c in ddf.columns or c == "cluster"])
-        stats = cluster_stats_dask(labelled, k, "cluster", quality_column, embedding_column, tokens_column)
+        stats = stats_frame(combine_stats(done["sums"]))
+        if qcol is None:
+            stats["mean_quality"] = np.nan
         if by_cluster:
             present = stats.loc[stats["size"] > 0, "cluster"].tolist()
             dask.compute(*[dask.delayed(_merge_cluster)(str(out), int(c)) for c in present])

@@ -138,6 +138,9 @@ def test_run_cluster_writes_labels_stats_and_per_cluster_files(blob_corpus, tmp_
     assert (stats.loc[by_pd.index, "size"].to_numpy() == by_pd["size"].to_numpy()).all()
     assert np.allclose(stats.loc[by_pd.index, "mean_quality"], by_pd["q"], atol=1e-6)
     assert np.allclose(stats.loc[by_pd.index, "mean_tokens"], by_pd["t"])
+    # the diversity comes from sums taken while each partition is labelled: equal to brute force
+    want = _brute_stats(data, np.stack(data["embedding"].to_numpy()).astype(np.float64)).set_index("cluster")
+    assert np.allclose(stats.loc[want.index, "pairwise_diversity"], want["pairwise_diversity"], atol=1e-5)
     cent = pq.read_table(out / "centroids.parquet")
     assert cent.num_rows == 6 and cent.schema.field("centroid").type.list_size == 32
     files = sorted((out / "by_cluster").glob("cluster-*.parquet"))
@@ -182,3 +185,20 @@ def test_cuda_level_labels_on_its_arrays_like_the_cpu(blob_corpus, tmp_path):
     assert a["gpu"]["level"] == "cpu" and a["backend"] == "sklearn"
     assert b["gpu"] == fake.to_dict() and b["device"] == "gpu" and b["gpu"]["kmeans_labels"] == "gpu"
     assert b["fit_seconds"] >= 0 and b["label_seconds"] > 0
+
+
+def test_partial_stats_on_the_device_equal_the_host_ones(fake_cp):
+    """On a cupy array (the numpy stand-in) the embedding sums are taken on the device and
+    only the k x d sums come back; they equal the numpy ones."""
+    import fake_cupy
+
+    from datamask.analysis.cluster_stats import partial_stats
+
+    X, y = _blobs(n=700, k=5, seed=3)
+    q = np.linspace(0, 1, 700)
+    host = partial_stats(y, q, X.astype(np.float16), None, 5)
+    fake_cupy.SYNCS.clear()
+    dev = partial_stats(y, q, fake_cp.asarray(X.astype(np.float16)), None, 5)
+    assert len(fake_cupy.SYNCS) == 1  # the sums, once
+    np.testing.assert_allclose(dev["sum_e"], host["sum_e"], rtol=1e-12, atol=1e-12)
+    assert (dev["count"] == host["count"]).all()
