@@ -119,6 +119,13 @@ class CupyGraphs:
             stream.begin_capture()
             try:
                 fn()
-            finally:
-                graph = stream.end_capture()  # ends the capture even when fn failed
+            except BaseException:
+                # end the capture, but report why the step failed: ending a broken capture
+                # raises its own "capture invalidated", which would hide the cause
+                try:
+                    stream.end_capture()
+                except Exception:  # noqa: BLE001
+                    pass
+                raise
+            graph = stream.end_capture()
         return lambda: graph.launch(stream)

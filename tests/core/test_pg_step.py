@@ -209,3 +209,30 @@ def test_cupy_step_reads_nothing_back_and_is_captured(monkeypatch):
     n = DataMask(steps=200, patience=None, seed=1).fit(c["embedding"], c["quality"])
     live = np.isfinite(n.logits_)
     assert np.corrcoef(cp.asnumpy(a.logits_)[live], n.logits_[live])[0, 1] > 0.99
+
+
+def test_a_broken_capture_reports_the_step_error_not_the_invalidation():
+    """When the step fails inside a capture, ending the capture raises its own error (CUDA's
+    "capture invalidated"); the step's error is the one that reaches the fallback warning."""
+    import types
+
+    events = []
+
+    class Stream:
+        def begin_capture(self):
+            events.append("begin")
+
+        def end_capture(self):
+            events.append("end")
+            raise RuntimeError("cudaErrorStreamCaptureInvalidated")
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(using_allocator=lambda malloc: contextlib.nullcontext()))
+    cap = object.__new__(graph.CupyGraphs)
+    cap.cupy, cap.stream, cap.pool = fake, Stream(), types.SimpleNamespace(malloc=None)
+
+    def step():
+        raise TypeError("an operation that cannot be captured")
+
+    with pytest.raises(TypeError, match="cannot be captured"):
+        cap.capture(step)
+    assert events == ["begin", "end"]  # the capture was still ended
