@@ -134,6 +134,8 @@ def _sample_partition(logits, shift, S, G, rng, step, log_keys):
         halves[:, :, 1 - _HIGH] = ids
         if S < n:
             packed = xp.partition(packed, S - 1, axis=1)[:, :S]
+            if xp is not np:  # cupy sorts and views only contiguous arrays (numpy: no copy needed)
+                packed = xp.ascontiguousarray(packed)
         packed.sort(axis=1)
         out[a:a + k] = packed.view(xp.uint32).reshape(k, S, 2)[:, :, 1 - _HIGH]
     return out
