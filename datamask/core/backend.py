@@ -71,7 +71,9 @@ class _Random:
         self._rng = CounterRNG(xp, seed)
 
     def subset(self, n: int, k: int):
-        """``k`` distinct indices of ``range(n)``, uniformly at random (in no set order)."""
+        """``k`` distinct indices of ``range(n)``, uniformly at random, in increasing order
+        (so numpy and cupy, whose partitions order their output differently, give the same
+        array, and gathers through it run in order)."""
         from .rng import SUBSET
 
         xp = self.xp
@@ -80,7 +82,7 @@ class _Random:
         keys = self._rng.words(SUBSET, 0, 0, n).astype(xp.uint64)
         keys <<= xp.uint64(32)
         keys |= xp.arange(n, dtype=xp.uint64)  # distinct keys
-        return (xp.partition(keys, k - 1)[:k] & xp.uint64(0xFFFFFFFF)).astype(xp.int64)
+        return xp.sort((xp.partition(keys, k - 1)[:k] & xp.uint64(0xFFFFFFFF)).astype(xp.int64))
 
 
 def default_rng(xp, seed) -> _Random:

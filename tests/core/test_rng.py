@@ -51,3 +51,14 @@ def test_permutation_is_a_permutation_on_either_path():
     assert np.array_equal(np.sort(a), np.arange(1000))
     assert np.array_equal(a, b)
     assert not np.array_equal(a, CounterRNG(np, 1).permutation(1000, 4))
+
+
+def test_subset_is_sorted_distinct_and_seeded():
+    """The facility reference sample: k distinct rows in increasing order, so a numpy and a
+    cupy run (whose partitions order their output differently) use the same array."""
+    from datamask.core.backend import default_rng
+
+    a = default_rng(np, 7).subset(10_000, 300)
+    assert a.shape == (300,) and (np.diff(a) > 0).all() and a.min() >= 0 and a.max() < 10_000
+    assert (default_rng(np, 7).subset(10_000, 300) == a).all()
+    assert not (default_rng(np, 8).subset(10_000, 300) == a).all()
