@@ -182,8 +182,8 @@ def lloyd(X, k: int, seed=0, max_iter=100, tol=1e-4, block=ASSIGN_BLOCK):
 
 
 def _cluster_sums(X, labels, k, xp):
-    """Per-cluster row sums and counts: one scatter-add (``add.at``), the same on numpy
-    (where it measured within 25% of a sort-and-``reduceat`` pass) and on the device."""
+    """Per-cluster row sums and counts: one scatter-add (``add.at``), the same code on numpy
+    and on the device."""
     sums = xp.zeros((k, X.shape[1]), dtype=xp.float32)
     counts = xp.zeros(k, dtype=xp.float32)
     xp.add.at(sums, labels, X)

@@ -114,12 +114,13 @@ def encode_ahead(model, texts: list, batch_size: int, threads: int = 2) -> np.nd
         batch = [texts[i] for i in idx]
         cut = [word_cut(t, window) for t in batch] if window else batch
         feats = tokenize(cut)
+        was_cut = [j for j, (a, b) in enumerate(zip(cut, batch)) if a is not b]
         mask = feats.get("attention_mask")
-        if mask is not None and cut is not batch:
+        if was_cut and mask is not None:
             # a cut text that fills fewer positions than the window had words that made no
             # token, so the cut may have dropped tokens the model would read: tokenize it whole
-            filled = mask.sum(dim=1).tolist()
-            again = [j for j, (a, b) in enumerate(zip(cut, batch)) if a is not b and filled[j] < window]
+            filled = mask[was_cut].sum(dim=1).tolist()
+            again = [j for j, f in zip(was_cut, filled) if f < window]
             if again:
                 for j in again:
                     cut[j] = batch[j]

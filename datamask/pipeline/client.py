@@ -6,8 +6,8 @@
   :class:`~datamask.pipeline.gpu.Level` says: for ``cpu`` a ``LocalCluster`` (one
   single-threaded process per worker, memory limit set); for a GPU level one worker process
   per GPU, each with :func:`gpu_threads` threads (one split on the device while the next
-  ones are read and checked, see :mod:`~datamask.pipeline.gpu_worker`): dask-cuda's ``LocalCUDACluster`` when it imports,
-  else :func:`per_gpu_cluster`, a ``SpecCluster`` of nannies whose worker processes are each
+  ones are read, see :mod:`~datamask.pipeline.gpu_worker`): dask-cuda's
+  ``LocalCUDACluster`` when it imports, else :func:`per_gpu_cluster`, a ``SpecCluster`` of nannies whose worker processes are each
   pinned to one GPU with ``CUDA_VISIBLE_DEVICES``. GPU packages are imported only there.
 
 Close with :func:`close_client`, which also stops a cluster this module started.
@@ -37,8 +37,8 @@ MAX_GPU_THREADS = 4  # splits in flight per GPU at most (each holds its table in
 def gpu_threads(n_gpus: int, cores: int | None = None) -> int:
     """Threads per GPU worker: the host's cores shared by the GPUs, from 2 to 4.
 
-    Only one thread at a time holds the GPU (the per-GPU lock); the others read, decode and
-    check the next splits on the host, where Parquet decoding of a 1M-row embedding split
+    Only one thread at a time holds the GPU (the per-GPU lock); the others read and decode
+    the next splits on the host, where Parquet decoding of a 1M-row embedding split
     takes seconds of one core (``benchmarks/results/parquet_read.md``), so a GPU that
     finishes a split in well under a second needs several splits prepared at once."""
     cores = (os.cpu_count() or 1) if cores is None else int(cores)

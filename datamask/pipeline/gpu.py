@@ -9,8 +9,7 @@ level     frames (per split)            arrays      k-means                     
 rapids    cudf (``frames.to_frame``)    cupy        cuML                                LocalCUDACluster
 cuda      pandas / Arrow on the host    cupy        ``lloyd`` on the GPU (the host      LocalCUDACluster
                                                     sample moved once), every row       when dask-cuda is
-                                                    labelled on the GPU
-                                                                                        importable, else
+                                                    labelled on the GPU                 importable, else
                                                                                         one per GPU
 cpu       pandas / Arrow                numpy       scikit-learn (or faiss)             LocalCluster
 ========  ============================  ==========  ==================================  =================

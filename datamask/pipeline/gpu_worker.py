@@ -3,9 +3,10 @@
 * **One split at a time per GPU, reads alongside.** A GPU worker runs 2 to 4 threads (the
   host's cores per GPU, :func:`~datamask.pipeline.client.gpu_threads`): while one split holds
   the device (:class:`DeviceWork`, a per-process lock: one worker process per GPU), the other
-  threads read and decode the next splits on the host; their embeddings' NaN and norm checks
-  run on the device once a split holds it (:func:`~datamask.pipeline.schema.check_vectors`). Results do not
-  change: each split has its own seed and the device work of splits never interleaves.
+  threads read and decode the next splits on the host; a split's embedding NaN and norm
+  checks run on the device once it holds it (:func:`~datamask.pipeline.schema.check_vectors`).
+  Results do not change: each split has its own seed and the device work of splits never
+  interleaves.
 * **Peak GPU memory per split**: the cupy pool is emptied when a split takes the device and
   its size read when it leaves (the pool only grows in between, so that is the split's peak),
   plus torch's ``max_memory_allocated``; recorded in the split's record.
