@@ -7,7 +7,8 @@ this one. Each row is one pg run from the quality-aware initialisation, evaluate
 cap. The reference is relaxed (pairwise, DiSF) or lazy greedy (facility location); gains are
 over a random selection of the same size.
 
-    python benchmarks/init_sweep.py                 # the recorded run (about 15 minutes, 2 cores)
+    python benchmarks/init_sweep.py                 # the recorded run (about 13 minutes, 2 cores)
+    python benchmarks/init_sweep.py --ranges        # ranges 2..48, the paper recipe's lr 10, 1M rows 16 vs 24
     python benchmarks/init_sweep.py --quick         # a small smoke run
 """
 from __future__ import annotations
@@ -25,26 +26,33 @@ from datamask.core.estimator import DEFAULT_LOGIT_RANGE, DEFAULT_LOGIT_RANGE_FAC
 
 OLD = (0.0, 2.0)
 WIDE = (0.0, 16.0)
-# (rows, diversity, lam, batch_max, step cap, eval every): one pair of runs each
+# (rows, diversity, lam, batch_max, step cap, eval every, logit ranges, other DataMask params)
+PAIR = (OLD, WIDE)
 SETTINGS = [
-    (100_000, "pairwise", 0.5, None, 12_000, 50),
-    (100_000, "pairwise", 0.5, 512, 20_000, 50),
-    (100_000, "pairwise", 0.2, 512, 20_000, 50),
-    (100_000, "pairwise", 0.8, 512, 20_000, 50),
-    (1_000_000, "pairwise", 0.5, None, 2_000, 250),
-    (20_000, "disf", 0.5, 512, 3_000, 50),
-    (20_000, "facility", 0.5, 512, 4_000, 100),
+    (100_000, "pairwise", 0.5, None, 12_000, 50, PAIR, {}),
+    (100_000, "pairwise", 0.5, 512, 20_000, 50, PAIR, {}),
+    (100_000, "pairwise", 0.2, 512, 20_000, 50, PAIR, {}),
+    (100_000, "pairwise", 0.8, 512, 20_000, 50, PAIR, {}),
+    (1_000_000, "pairwise", 0.5, None, 2_000, 250, PAIR, {}),
+    (20_000, "disf", 0.5, 512, 3_000, 50, PAIR, {}),
+    (20_000, "facility", 0.5, 512, 4_000, 100, PAIR, {}),
 ]
-QUICK = [(5_000, "pairwise", 0.5, None, 600, 25), (5_000, "facility", 0.5, 512, 200, 25)]
+# --ranges: why 16 (ranges between and beyond; the paper recipe's lr 10 and pruning 0.45)
+RANGES = [
+    (100_000, "pairwise", 0.5, None, 12_000, 50, tuple((0.0, float(h)) for h in (2, 4, 6, 8, 12, 16, 24, 32, 48)), {}),
+    (100_000, "pairwise", 0.5, None, 3_000, 50, PAIR, {"lr": 10.0, "prune": 0.45}),
+    (1_000_000, "pairwise", 0.5, 512, 40_000, 500, ((0.0, 16.0), (0.0, 24.0)), {}),
+]
+QUICK = [(5_000, "pairwise", 0.5, None, 600, 25, PAIR, {}), (5_000, "facility", 0.5, 512, 200, 25, PAIR, {})]
 
 
-def reference(E, q, lam, diversity):
+def reference(E, q, lam, diversity, prune=0.5):
     """(random selection's objective, reference gain over it)."""
     n = len(q)
     rand = evaluate(E, q, np.random.default_rng(0).permutation(n)[:round(0.1 * n)], lam=lam,
                     diversity=diversity)["objective"]
     solver = "greedy" if diversity == "facility" else "relaxed"
-    best = DataMask(solver=solver, lam=lam, diversity=diversity).fit(E, q).objective_["objective"]
+    best = DataMask(solver=solver, lam=lam, diversity=diversity, prune=prune).fit(E, q).objective_["objective"]
     return rand, best - rand
 
 
@@ -69,40 +77,48 @@ def run(E, q, rand, gain, cap, every, **kw):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--ranges", action="store_true", help="the range sweep behind the default (init_sweep_ranges.md)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = ap.parse_args()
     t0 = time.time()
     rows = []
     corpora = {}
-    for n, div, lam, bmax, cap, every in (QUICK if args.quick else SETTINGS):
+    jobs = QUICK if args.quick else RANGES if args.ranges else SETTINGS
+    for n, div, lam, bmax, cap, every, ranges, extra in jobs:
         if n not in corpora:
             c = make_corpus(n_rows=n, dim=384, seed=0)
             corpora = {n: (c["embedding"], c["quality"])}
         E, q = corpora[n]
-        rand, gain = reference(E, q, lam, div)
-        for lr_range in (OLD, WIDE):
-            r = run(E, q, rand, gain, cap, every, diversity=div, lam=lam, batch_max=bmax, logit_range=lr_range)
-            rows.append((n, div, lam, bmax, every, r))
-            print(n, div, lam, bmax, r, flush=True)
+        rand, gain = reference(E, q, lam, div, extra.get("prune", 0.5))
+        for lr_range in ranges:
+            r = run(E, q, rand, gain, cap, every, diversity=div, lam=lam, batch_max=bmax, logit_range=lr_range,
+                    **extra)
+            rows.append((n, div, lam, bmax, every, extra, r))
+            print(n, div, lam, bmax, extra, r, flush=True)
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "init_sweep.md" if not args.quick else "init_sweep_quick.md")
+    name = "init_sweep_quick.md" if args.quick else "init_sweep_ranges.md" if args.ranges else "init_sweep.md"
+    path = os.path.join(args.out, name)
+    flag = " --quick" if args.quick else " --ranges" if args.ranges else ""
     with open(path, "w") as f:
-        f.write("# Initial logit range: (0, 2) against (0, 16)\n\n")
-        f.write(f"`python benchmarks/init_sweep.py{' --quick' if args.quick else ''}`: "
-                "`make_corpus(N, dim=384, seed=0)`, ratio 0.1, pruning 0.5, G = 128, default lr, seed 0, "
+        f.write("# Initial logit range: " + ("the sweep behind (0, 16)" if args.ranges else "(0, 2) against (0, 16)")
+                + "\n\n")
+        f.write(f"`python benchmarks/init_sweep.py{flag}`: "
+                "`make_corpus(N, dim=384, seed=0)`, ratio 0.1, pruning 0.5 and default lr (unless under other), "
+                "G = 128, seed 0, "
                 "1 BLAS thread, CPU. Gains over a random selection, in % of relaxed's (pairwise, DiSF) or lazy "
                 "greedy's (facility) gain. Largest fall: the largest drop between consecutive evaluation points "
                 f"(issue 10's target: below 1%). Whole run {time.time() - t0:.0f} s.\n\n")
-        f.write("| N | diversity | lam | batch | eval every | logit range | start % | lowest % | largest fall % "
-                "(step) | steps to 99% | steps to 99.9% | end % (steps) |\n")
-        f.write("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-        for n, div, lam, bmax, every, r in rows:
+        f.write("| N | diversity | lam | batch | other | eval every | logit range | start % | lowest % | largest "
+                "fall % (step) | steps to 99% | steps to 99.9% | end % (steps) |\n")
+        f.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+        for n, div, lam, bmax, every, extra, r in rows:
+            other = ", ".join(f"{k} {v:g}" for k, v in extra.items()) or "—"
             batch = "paper 5%" if bmax is None else f"{bmax} rows"
             flag = " **>1%**" if r["fall"] > 1 else ""
             fall = f"{r['fall']:.2f} ({r['at']}){flag}" if r["fall"] > 0 else "none (never fell)"
             default = DEFAULT_LOGIT_RANGE_FACILITY if div == "facility" else DEFAULT_LOGIT_RANGE
             rng = f"({r['range'][0]:g}, {r['range'][1]:g})" + (" default" if r["range"] == default else "")
-            f.write(f"| {n:,} | {div} | {lam} | {batch} | {every} | {rng} | {r['start']:.2f} | "
+            f.write(f"| {n:,} | {div} | {lam} | {batch} | {other} | {every} | {rng} | {r['start']:.2f} | "
                     f"{r['low']:.2f} | {fall} | {r['r99']} | {r['r999']} | "
                     f"{r['end']:.2f} ({r['steps']:,}) |\n")
     print(path)
