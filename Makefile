@@ -9,7 +9,7 @@ PIP    := $(PY) -m pip
 TORCH  := torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install bench clean
+.PHONY: demo test test-blas install bench clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# The optimiser's and the methods' tests under other OpenBLAS kernels (a user's CPU picks its
+# own; each sums float32 products in its own order). `make test-blas KERNELS=Haswell` for one.
+KERNELS ?= Haswell SkylakeX Prescott
+test-blas: $(STAMP)
+	for k in $(KERNELS); do echo "OPENBLAS_CORETYPE=$$k"; OPENBLAS_CORETYPE=$$k $(PY) -m pytest -q -p no:cacheprovider tests/core tests/methods || exit 1; done
 
 bench: $(STAMP)
 	$(PY) benchmarks/optimizer.py

@@ -71,6 +71,18 @@ def test_facility_scorers_match_brute_force(unit_rows):
     assert np.allclose(fg.values(idx, ref), want_ref, atol=1e-6)
 
 
+def test_dense_and_neighbour_facility_scorers_agree_to_float32_rounding(unit_rows):
+    # The device path's dense (n, r) cosine block and numpy's neighbour lists multiply in
+    # different shapes, so BLAS sums each cosine in another order: they may differ by the
+    # float32 rounding of a d-term dot product (d units of 2**-24), never more.
+    E = unit_rows(600, 24).astype(np.float32)
+    R = E[::5]
+    idx = np.stack([np.random.default_rng(s).permutation(600)[:40] for s in range(8)])
+    dense = FacilityGroups(E, R, method="dense").values(idx)
+    nbrs = FacilityGroups(E, R, n_neighbors=16, method="neighbors").values(idx)
+    assert np.allclose(dense, nbrs, rtol=0, atol=E.shape[1] * 2.0**-24)
+
+
 def test_normalize_quality_is_minmax_and_handles_constant():
     q = np.array([2.0, 4.0, 3.0])
     assert np.allclose(normalize_quality(q), [0.0, 1.0, 0.5])
