@@ -58,9 +58,9 @@ class DataMask:
     lr : float or None, default None
         Step size of the logit update on group-normalised advantages. None picks 3 for
         pairwise and DiSF and 1 for facility location. The paper uses 10, which gets close
-        fastest but then stalls short of the best objective; facility location samples from
-        every candidate each step (no batch updating), and a larger step lets its policy
-        collapse onto one mask. The lr sweep is in benchmarks/results/optimizer.md.
+        fastest but then stalls short of the best objective (the lr sweep in
+        benchmarks/results/optimizer.md). Facility location samples from every candidate
+        each step (no batch updating) and takes the smaller step.
     steps : int, default 5000
         Maximum policy-gradient steps (``patience`` usually stops a run sooner). The steps
         a run needs grow with S / group_size (the paper ran 10,000); steps per partition

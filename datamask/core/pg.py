@@ -33,8 +33,8 @@ __all__ = ["PolicyGradient", "Passes", "Step"]
 MIN_BATCH = 256
 # Smallest reference batch for facility location.
 MIN_REFERENCE_BATCH = 32
-# Batch rows from which the int8 row-sum kernel is used: below it float32 is the faster one
-# (the row-sum kernel table in benchmarks/results/optimizer.md).
+# Batch rows from which the int8 row-sum kernel is used (faster than float32 there: the
+# row-sum kernel table in benchmarks/results/optimizer.md); smaller batches use float32.
 INT8_MIN_ROWS = 512
 # A group whose objectives spread less than this is skipped (all advantages 0).
 MIN_SPREAD = 1e-12
