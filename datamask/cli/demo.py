@@ -22,7 +22,7 @@ DEMO_WORKFLOW = Path(__file__).resolve().parents[2] / "workflows" / "demo.yaml"
 
 
 def corpus_table(corpus: dict, lo: int = 0, hi: int | None = None, dtype=np.float16) -> pa.Table:
-    """Rows ``[lo, hi)`` of a ``make_corpus`` dict as an Arrow table (DESIGN.md section 3)."""
+    """Rows ``[lo, hi)`` of a ``make_corpus`` dict as an Arrow table (docs/design.md, "Data")."""
     hi = len(corpus["id"]) if hi is None else hi
     E = np.ascontiguousarray(corpus["embedding"][lo:hi].astype(dtype))
     emb = pa.FixedSizeListArray.from_arrays(pa.array(E.reshape(-1)), E.shape[1])
