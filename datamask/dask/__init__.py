@@ -12,6 +12,7 @@ CLI flags' names and defaults (``select(ddf, ratio=0.1)`` is ``datamask select -
 
 See ``docs/dataframe.md``.
 """
+
 from __future__ import annotations
 
 from .selection import compute, evaluate, records, select
@@ -25,5 +26,4 @@ def read(path, split_size: int = 1_000_000, columns=None, embedding_column: str 
     partitions (RAPIDS; never run on the test machines)."""
     from ..pipeline.frames import read_splits
 
-    return read_splits(path, split_size=split_size, columns=columns, embedding_column=embedding_column,
-                       device=device)
+    return read_splits(path, split_size=split_size, columns=columns, embedding_column=embedding_column, device=device)

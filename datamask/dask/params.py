@@ -6,6 +6,7 @@ have (input, output, scheduler...). :func:`takes_config` writes them into the fu
 signature and docstring, so ``help(select)`` and a notebook's completion show them, and
 builds the validated config from the call: one name, one default, one check.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,8 +19,22 @@ __all__ = ["FILE_ONLY", "config_fields", "takes_config", "frame_config"]
 
 # Fields that describe files, output directories or a cluster: the frame and the user's own
 # client stand in for them.
-FILE_ONLY = frozenset({"input", "output", "overwrite", "scheduler", "scheduler_file", "n_workers", "memory_limit",
-                       "connect_timeout", "quiet", "partition_on", "holdout", "split_size"})
+FILE_ONLY = frozenset(
+    {
+        "input",
+        "output",
+        "overwrite",
+        "scheduler",
+        "scheduler_file",
+        "n_workers",
+        "memory_limit",
+        "connect_timeout",
+        "quiet",
+        "partition_on",
+        "holdout",
+        "split_size",
+    }
+)
 
 
 def config_fields(cls, exclude=(), only=None):
@@ -35,8 +50,9 @@ def frame_config(cls, params: dict, func: str, exclude=(), only=None):
     names = {f.name for f in config_fields(cls, exclude, only)}
     unknown = sorted(set(params) - names)
     if unknown:
-        raise TypeError(f"{func}() got unexpected keyword argument(s) {', '.join(unknown)}; it takes "
-                        f"{', '.join(sorted(names))}")
+        raise TypeError(
+            f"{func}() got unexpected keyword argument(s) {', '.join(unknown)}; it takes {', '.join(sorted(names))}"
+        )
     try:
         return cls(**params).validated()
     except TypeError as e:  # a value of the wrong type deep in validation
@@ -44,10 +60,14 @@ def frame_config(cls, params: dict, func: str, exclude=(), only=None):
 
 
 def _doc(cls, exclude, only) -> str:
-    lines = [f"    {f.name} : default {f.default!r}\n        {f.metadata.get('help', '')}"
-             for f in config_fields(cls, exclude, only)]
-    return (f"\n\n    Parameters from ``{cls.__name__}`` (the CLI flags, same names and defaults)\n"
-            "    " + "-" * (36 + len(cls.__name__)) + "\n" + "\n".join(lines) + "\n")
+    lines = [
+        f"    {f.name} : default {f.default!r}\n        {f.metadata.get('help', '')}"
+        for f in config_fields(cls, exclude, only)
+    ]
+    return (
+        f"\n\n    Parameters from ``{cls.__name__}`` (the CLI flags, same names and defaults)\n"
+        "    " + "-" * (36 + len(cls.__name__)) + "\n" + "\n".join(lines) + "\n"
+    )
 
 
 def takes_config(cls, exclude=(), only=None):
@@ -70,8 +90,12 @@ def takes_config(cls, exclude=(), only=None):
             params = {k: kwargs.pop(k) for k in list(kwargs) if k not in own_names}
             return fn(*args, cfg=frame_config(cls, params, fn.__name__, exclude, only), **kwargs)
 
-        extra = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY,
-                                   default=f.default if f.default is not MISSING else None) for f in cfg_fields]
+        extra = [
+            inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default if f.default is not MISSING else None
+            )
+            for f in cfg_fields
+        ]
         wrapper.__signature__ = sig.replace(parameters=own + extra)
         wrapper.__doc__ = (fn.__doc__ or "").rstrip() + _doc(cls, exclude, only)
         wrapper.config_class = cls

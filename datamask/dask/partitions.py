@@ -6,6 +6,7 @@ A partition read by :func:`datamask.dask.read` carries its split (file and rows)
 seeds it exactly as ``datamask select`` seeds that split. Any other partition is identified
 by its number (``partition-3``), so its result depends on its rows, the seed and its index.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,7 +16,16 @@ import pandas as pd
 from ..pipeline.frames import SPLIT_ATTR, to_table
 from ..pipeline.io import normalize_embedding
 
-__all__ = ["PartSplit", "part_split", "part_table", "is_cudf", "keep_attrs", "RECORD_ATTR", "fixed_width", "check_not_strings"]
+__all__ = [
+    "PartSplit",
+    "part_split",
+    "part_table",
+    "is_cudf",
+    "keep_attrs",
+    "RECORD_ATTR",
+    "fixed_width",
+    "check_not_strings",
+]
 
 # attrs key of an output partition's record (objective before/after, steps, seconds)
 RECORD_ATTR = "datamask_record"
@@ -39,8 +49,7 @@ def part_split(df, partition_info) -> PartSplit:
     info = getattr(df, "attrs", {}).get(SPLIT_ATTR) if not is_cudf(df) else None
     if info:
         whole = len(df) == int(info["rows"])  # rows filtered out: row numbers are the partition's own
-        return PartSplit(i, info["identity"], f"partition {i} ({info['where']})",
-                         int(info["start"]) if whole else 0)
+        return PartSplit(i, info["identity"], f"partition {i} ({info['where']})", int(info["start"]) if whole else 0)
     return PartSplit(i, f"partition-{i}", f"partition {i}", 0)
 
 
@@ -65,11 +74,16 @@ def check_not_strings(meta, column: str):
     converts object columns, vectors included, when a frame is built from pandas)."""
     from ..errors import DataError
 
-    if column in getattr(meta, "columns", ()) and pd.api.types.is_string_dtype(meta[column].dtype) \
-            and str(meta[column].dtype) != "object":
-        raise DataError(f"column {column!r} holds strings ({meta[column].dtype}): Dask converted a column of "
-                        "vectors to text; build the frame inside dask.config.set({'dataframe.convert-string': "
-                        "False}) or read it with datamask.dask.read")
+    if (
+        column in getattr(meta, "columns", ())
+        and pd.api.types.is_string_dtype(meta[column].dtype)
+        and str(meta[column].dtype) != "object"
+    ):
+        raise DataError(
+            f"column {column!r} holds strings ({meta[column].dtype}): Dask converted a column of "
+            "vectors to text; build the frame inside dask.config.set({'dataframe.convert-string': "
+            "False}) or read it with datamask.dask.read"
+        )
 
 
 def fixed_width(meta, column: str):

@@ -5,6 +5,7 @@ Each partition runs :func:`~datamask.pipeline.stages.select_split.select_split`,
 ``datamask select`` runs on each split, with the split's own seed; so on the frame
 :func:`datamask.dask.read` gives, ``select(ddf)`` keeps the rows ``datamask select`` keeps.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,11 +24,23 @@ from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, ke
 
 __all__ = ["select", "records", "compute", "evaluate", "RECORD_META", "EVALUATE_META"]
 
-RECORD_COLUMNS = {"partition": "int64", "identity": object, "seed": "int64", "rows_in": "int64",
-                  "rows_out": "int64", "duplicates_dropped": "int64", "budget": "float64",
-                  "objective_before": "float64", "objective_after": "float64", "quality_after": "float64",
-                  "diversity_after": "float64", "n_steps": "float64", "select_seconds": "float64",
-                  "device_seconds": "float64", "record": object}
+RECORD_COLUMNS = {
+    "partition": "int64",
+    "identity": object,
+    "seed": "int64",
+    "rows_in": "int64",
+    "rows_out": "int64",
+    "duplicates_dropped": "int64",
+    "budget": "float64",
+    "objective_before": "float64",
+    "objective_after": "float64",
+    "quality_after": "float64",
+    "diversity_after": "float64",
+    "n_steps": "float64",
+    "select_seconds": "float64",
+    "device_seconds": "float64",
+    "record": object,
+}
 RECORD_META = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in RECORD_COLUMNS.items()})
 
 
@@ -37,13 +50,23 @@ def _nan(d, key):
 
 
 def _record_row(rec: dict) -> dict:
-    return {"partition": rec["partition"], "identity": rec["identity"], "seed": rec["seed"],
-            "rows_in": rec["rows_in"], "rows_out": rec["rows_out"], "duplicates_dropped": rec["duplicates_dropped"],
-            "budget": float(rec.get("budget", np.nan)), "objective_before": _nan(rec.get("before"), "objective"),
-            "objective_after": _nan(rec.get("after"), "objective"), "quality_after": _nan(rec.get("after"), "quality"),
-            "diversity_after": _nan(rec.get("after"), "diversity"), "n_steps": float(rec.get("n_steps", np.nan)),
-            "select_seconds": float(rec.get("select_seconds", np.nan)),
-            "device_seconds": float(rec.get("device_seconds", np.nan)), "record": json.dumps(rec)}
+    return {
+        "partition": rec["partition"],
+        "identity": rec["identity"],
+        "seed": rec["seed"],
+        "rows_in": rec["rows_in"],
+        "rows_out": rec["rows_out"],
+        "duplicates_dropped": rec["duplicates_dropped"],
+        "budget": float(rec.get("budget", np.nan)),
+        "objective_before": _nan(rec.get("before"), "objective"),
+        "objective_after": _nan(rec.get("after"), "objective"),
+        "quality_after": _nan(rec.get("after"), "quality"),
+        "diversity_after": _nan(rec.get("after"), "diversity"),
+        "n_steps": float(rec.get("n_steps", np.nan)),
+        "select_seconds": float(rec.get("select_seconds", np.nan)),
+        "device_seconds": float(rec.get("device_seconds", np.nan)),
+        "record": json.dumps(rec),
+    }
 
 
 def _select_part(df, partition_info=None, *, cfg, level, d):
@@ -88,15 +111,23 @@ def select(ddf, cfg=None):
     meta = ddf._meta
     if cfg.keep_all:
         meta = meta.assign(**{SELECTED: np.zeros(0, dtype=bool), LOGIT: np.zeros(0, dtype=np.float64)})
-    return ddf.map_partitions(_select_part, cfg=cfg, level=level, d=fixed_width(ddf._meta, cfg.embedding_column),
-                              meta=meta, enforce_metadata=False)
+    return ddf.map_partitions(
+        _select_part,
+        cfg=cfg,
+        level=level,
+        d=fixed_width(ddf._meta, cfg.embedding_column),
+        meta=meta,
+        enforce_metadata=False,
+    )
 
 
 def _records_part(df):
     rec = getattr(df, "attrs", {}).get(RECORD_ATTR)
     if rec is None:
-        raise DataError("records(): this partition holds no datamask record; call records() on what "
-                        "datamask.dask.select returned (before a merge or concat)")
+        raise DataError(
+            "records(): this partition holds no datamask record; call records() on what "
+            "datamask.dask.select returned (before a merge or concat)"
+        )
     return pd.DataFrame([_record_row(rec)]).astype(RECORD_COLUMNS)
 
 
@@ -118,12 +149,30 @@ def compute(selected, return_records: bool = False, **kwargs):
 
 
 # ---------------------------------------------------------------------- evaluate
-EVALUATE_COLUMNS = {"partition": "int64", "identity": object, "rows": "int64", "selected": "int64",
-                    "quality": "float64", "quality_norm": "float64", "pairwise": "float64", "facility": "float64",
-                    "disf": "float64", "objective": "float64", "mean_tokens": "float64"}
+EVALUATE_COLUMNS = {
+    "partition": "int64",
+    "identity": object,
+    "rows": "int64",
+    "selected": "int64",
+    "quality": "float64",
+    "quality_norm": "float64",
+    "pairwise": "float64",
+    "facility": "float64",
+    "disf": "float64",
+    "objective": "float64",
+    "mean_tokens": "float64",
+}
 EVALUATE_META = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in EVALUATE_COLUMNS.items()})
-_EVALUATE_FIELDS = ("id_column", "embedding_column", "quality_column", "tokens_column", "lam", "diversity",
-                    "reference_size", "seed")
+_EVALUATE_FIELDS = (
+    "id_column",
+    "embedding_column",
+    "quality_column",
+    "tokens_column",
+    "lam",
+    "diversity",
+    "reference_size",
+    "seed",
+)
 
 
 def _evaluate_part(df, partition_info=None, *, cfg, selected):
@@ -139,8 +188,18 @@ def _evaluate_part(df, partition_info=None, *, cfg, selected):
     mask = np.asarray(df[selected].to_numpy(), dtype=bool) if selected in df.columns else np.ones(len(df), bool)
     tok = df[cfg.tokens_column].to_numpy(dtype=np.float64) if cfg.tokens_column in df.columns else None
     if mask.any():
-        row.update(score_selection(E, q, mask, tok, lam=cfg.lam, diversity=cfg.diversity,
-                                   reference_size=cfg.reference_size, seed=split_seed(cfg.seed, p.identity)))
+        row.update(
+            score_selection(
+                E,
+                q,
+                mask,
+                tok,
+                lam=cfg.lam,
+                diversity=cfg.diversity,
+                reference_size=cfg.reference_size,
+                seed=split_seed(cfg.seed, p.identity),
+            )
+        )
     return pd.DataFrame([row]).reindex(columns=list(EVALUATE_COLUMNS)).astype(EVALUATE_COLUMNS)
 
 
@@ -155,6 +214,4 @@ def evaluate(ddf, selected: str = SELECTED, cfg=None):
     DATAMASK objective (``lam``, ``diversity``) and mean tokens (NaN without ``tokens_column``).
     """
     check_not_strings(ddf._meta, cfg.embedding_column)
-    return ddf.map_partitions(_evaluate_part, cfg=cfg, selected=selected, meta=EVALUATE_META,
-                              enforce_metadata=False)
-
+    return ddf.map_partitions(_evaluate_part, cfg=cfg, selected=selected, meta=EVALUATE_META, enforce_metadata=False)

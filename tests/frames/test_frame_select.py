@@ -1,4 +1,5 @@
 """datamask.dask.select / evaluate / records: lazy, typed, and the CLI's rows and errors."""
+
 from __future__ import annotations
 
 import inspect
@@ -17,7 +18,7 @@ import datamask.dask as dmd
 from datamask.cli import main
 from datamask.errors import DataError
 from datamask.pipeline.config import SelectConfig
-from pipeline_data import STEPS, SPLIT, address, args, cluster, corpus, manifest, read_out, write_files  # noqa: F401
+from tests.helpers.pipeline_data import SPLIT, STEPS, args, manifest, read_out, write_files
 
 KW = dict(steps=int(STEPS), ratio=0.1)
 
@@ -170,11 +171,14 @@ def _dup_ids(t):
     return t.set_column(t.schema.get_field_index("id"), "id", pa.array(ids))
 
 
-@pytest.mark.parametrize("change,needle", [
-    (lambda t: t.drop_columns(["quality"]), "missing column 'quality'"),
-    (_nan_quality, "column 'quality' is nan at row 700"),
-    (_dup_ids, "duplicate ids (1 values repeat"),
-])
+@pytest.mark.parametrize(
+    "change,needle",
+    [
+        (lambda t: t.drop_columns(["quality"]), "missing column 'quality'"),
+        (_nan_quality, "column 'quality' is nan at row 700"),
+        (_dup_ids, "duplicate ids (1 values repeat"),
+    ],
+)
 def test_bad_input_fails_at_compute_like_the_cli(tmp_path, capsys, change, needle):
     d = _bad_corpus(tmp_path, change)
     sel = dmd.select(dmd.read(d, split_size=500), **KW)  # building it reads no row
@@ -182,8 +186,9 @@ def test_bad_input_fails_at_compute_like_the_cli(tmp_path, capsys, change, needl
         sel.compute(scheduler="sync")
     msg = str(e.value)
     assert needle in msg and "partition 1 (shard-0.parquet (rows 500-1000))" in msg and "\n" not in msg
-    rc = main(["select", str(d), str(tmp_path / "o"), "--split-size", "500", "--steps", STEPS, "--quiet",
-               "--n-workers", "1"])
+    rc = main(
+        ["select", str(d), str(tmp_path / "o"), "--split-size", "500", "--steps", STEPS, "--quiet", "--n-workers", "1"]
+    )
     cli = capsys.readouterr().err.strip()
     assert rc == 2
     # the same sentence after the place (the CLI checks some of it on the client, before any split)
@@ -197,8 +202,11 @@ def test_wrong_width(tmp_path):
     write_files(tmp_path / "b", rows=(400,), dim=6)
     (tmp_path / "b" / "shard-0.parquet").rename(tmp_path / "a" / "shard-1.parquet")
     sel = dmd.select(dmd.read(tmp_path / "a", split_size=400), **KW)
-    with pytest.raises(DataError, match=r"^partition 1 \(shard-1.parquet \(rows 0-400\)\): column 'embedding' "
-                                        r"has width 6 but other inputs have 8; embed every file with the same model"):
+    with pytest.raises(
+        DataError,
+        match=r"^partition 1 \(shard-1.parquet \(rows 0-400\)\): column 'embedding' "
+        r"has width 6 but other inputs have 8; embed every file with the same model",
+    ):
         sel.compute(scheduler="sync")
     # within a partition of a frame a user built: the CLI's width-differs message
     rng = np.random.default_rng(0)

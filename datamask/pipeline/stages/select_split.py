@@ -8,6 +8,7 @@ found across the corpus, sets a holdout aside and writes files atomically; the d
 checks ids within its partition and returns a frame. The checks and their one-line messages
 are the same, so a bad frame fails like a bad file, naming its split.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,36 +24,47 @@ from ..gpu_worker import DeviceWork, device_array
 from ..io import split_seed  # noqa: F401  (re-exported: the seed of a split)
 from ..schema import LOGIT, SELECTED, Columns, check_table, check_vectors
 
-__all__ = ["SplitSelection", "select_split", "check_budget", "split_seed", "duplicate_ids", "duplicate_ids_message",
-           "selected_table"]
+__all__ = [
+    "SplitSelection",
+    "select_split",
+    "check_budget",
+    "split_seed",
+    "duplicate_ids",
+    "duplicate_ids_message",
+    "selected_table",
+]
 
 
 def check_budget(n_rows: int, where: str, cfg):
     """The split's budget fits its rows (and the rows left after pruning); a DataError if not."""
     S = budget_for(n_rows, cfg)
     if S > n_rows:
-        raise DataError(f"{where}: budget {S} is larger than the partition's {n_rows} rows; "
-                        "lower --budget or use --ratio")
+        raise DataError(
+            f"{where}: budget {S} is larger than the partition's {n_rows} rows; lower --budget or use --ratio"
+        )
     if S < 1:
         raise DataError(f"{where}: ratio {cfg.ratio} of {n_rows} rows rounds to 0; raise --ratio or --split-size")
     n_keep = rows_after_pruning(n_rows, cfg.prune)
     if prunes(cfg.method) and S > n_keep:
-        raise DataError(f"{where}: budget {S} is larger than the {n_keep} rows left after pruning "
-                        f"(prune {cfg.prune}); lower --prune, --ratio or --budget")
+        raise DataError(
+            f"{where}: budget {S} is larger than the {n_keep} rows left after pruning "
+            f"(prune {cfg.prune}); lower --prune, --ratio or --budget"
+        )
 
 
 def duplicate_ids_message(column: str, n_values: int, example, at: list) -> str:
     """The one-line duplicate-id error, for the corpus-wide check and the per-partition one."""
-    return (f"column {column!r} has duplicate ids ({n_values} values repeat, e.g. {example!r} at "
-            f"{' and '.join(at)}); deduplicate the input or pass --dedupe-ids to keep the first")
+    return (
+        f"column {column!r} has duplicate ids ({n_values} values repeat, e.g. {example!r} at "
+        f"{' and '.join(at)}); deduplicate the input or pass --dedupe-ids to keep the first"
+    )
 
 
 def duplicate_ids(ids, where: str, column: str, dedupe: bool, first_row: int = 0) -> np.ndarray | None:
     """Rows (positions) to drop for ids repeated within one split; raises unless ``dedupe``."""
     import pandas as pd
 
-    s = pd.Series(np.asarray(ids.to_pylist() if isinstance(ids, (pa.Array, pa.ChunkedArray)) else ids,
-                             dtype=object))
+    s = pd.Series(np.asarray(ids.to_pylist() if isinstance(ids, (pa.Array, pa.ChunkedArray)) else ids, dtype=object))
     dup = s.duplicated(keep="first").to_numpy()
     if not dup.any():
         return None
@@ -60,8 +72,11 @@ def duplicate_ids(ids, where: str, column: str, dedupe: bool, first_row: int = 0
         i = int(np.flatnonzero(dup)[0])
         j = int(np.flatnonzero((s == s.iloc[i]).to_numpy())[0])
         n_values = int(s[s.duplicated(keep=False)].nunique())
-        raise DataError(duplicate_ids_message(column, n_values, s.iloc[i],
-                                              [f"{where} row {first_row + j}", f"{where} row {first_row + i}"]))
+        raise DataError(
+            duplicate_ids_message(
+                column, n_values, s.iloc[i], [f"{where} row {first_row + j}", f"{where} row {first_row + i}"]
+            )
+        )
     return np.flatnonzero(dup)
 
 
@@ -81,8 +96,9 @@ def _score_all(E, q, cfg, seed):
     return score(E, q, np.ones(E.shape[0], dtype=bool), cfg, seed)
 
 
-def select_split(table: pa.Table, cfg, seed: int, where: str, first_row: int = 0, *, level=CPU, d=None,
-                 callback=None) -> SplitSelection:
+def select_split(
+    table: pa.Table, cfg, seed: int, where: str, first_row: int = 0, *, level=CPU, d=None, callback=None
+) -> SplitSelection:
     """Validate one split (host), select on the level's arrays, score before and after.
 
     ``table`` holds the split's rows (the method may read more columns of it: clusters,
@@ -101,8 +117,16 @@ def select_split(table: pa.Table, cfg, seed: int, where: str, first_row: int = 0
         before = _score_all(E, q, cfg, seed)
         del E, q
     logits = np.full(n, np.nan) if sel.logits is None else np.asarray(sel.logits, dtype=np.float64)
-    rec = {"rows_in": n, **work.record(), "rows_out": int(sel.mask.sum()), "budget": sel.budget, "before": before,
-           "after": sel.objective, "n_steps": sel.n_steps, "select_seconds": round(sel.seconds, 3)}
+    rec = {
+        "rows_in": n,
+        **work.record(),
+        "rows_out": int(sel.mask.sum()),
+        "budget": sel.budget,
+        "before": before,
+        "after": sel.objective,
+        "n_steps": sel.n_steps,
+        "select_seconds": round(sel.seconds, 3),
+    }
     if sel.history:  # the trajectory the report draws
         rec["history"] = sel.history
     return SplitSelection(np.asarray(sel.mask, dtype=bool), logits, rec)
