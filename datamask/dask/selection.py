@@ -22,7 +22,7 @@ from ..pipeline.stages.select_split import duplicate_ids, select_split
 from .params import takes_config
 from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, keep_attrs, part_split, part_table
 
-__all__ = ["select", "records", "compute", "evaluate", "RECORD_META", "EVALUATE_META"]
+__all__ = ["select", "records", "evaluate", "RECORD_META", "EVALUATE_META"]
 
 RECORD_COLUMNS = {
     "partition": "int64",
@@ -137,15 +137,6 @@ def records(selected):
     Computed together with the result (``dask.compute(sel, records(sel))``), the selection
     runs once."""
     return selected.map_partitions(_records_part, meta=RECORD_META, enforce_metadata=False)
-
-
-def compute(selected, return_records: bool = False, **kwargs):
-    """``selected.compute()``; with ``return_records``, ``(frame, records)`` from one pass."""
-    import dask
-
-    if not return_records:
-        return selected.compute(**kwargs)
-    return dask.compute(selected, records(selected), **kwargs)
 
 
 # ---------------------------------------------------------------------- evaluate
