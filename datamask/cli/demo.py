@@ -53,8 +53,8 @@ def write_corpus(directory, n_rows=200_000, dim=384, n_files=4, seed=0, dtype=np
 def compare(manifest: dict, cfg) -> dict:
     """Mean (raw) quality and diversity of the selection, a random sample and the top-k by
     quality, averaged over partitions; plus the objective on the same scale."""
-    from ..pipeline.io import Split, read_split
     from ..core.objectives import evaluate
+    from ..pipeline.io import Split, read_split
     from ..pipeline.schema import Columns, check_table
 
     cols = Columns.from_config(cfg)

@@ -102,7 +102,6 @@ class Step:
         return (f - f.mean()) * scale
 
     def objective(self, B, orders, ref):
-        xp = self.xp
         qB = self.qc if B is None else self.qc[B]
         if self.diversity == "facility":
             div = self.fac.values(orders, ref)
@@ -223,9 +222,8 @@ class PolicyGradient:
                     j += 1
                     if bar is not None:
                         bar.update()
-                    if t % int(est.eval_every) == 0 or t == steps:
-                        if tracker.evaluate(t, step.L, bar):
-                            break
+                    if (t % int(est.eval_every) == 0 or t == steps) and tracker.evaluate(t, step.L, bar):
+                        break
         finally:
             if bar is not None:
                 bar.close()

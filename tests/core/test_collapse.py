@@ -12,9 +12,9 @@ the fix fails this test.
 import numpy as np
 import pytest
 
-import fake_cupy
 from datamask import DataMask, evaluate
 from datamask.core.synthetic import make_corpus
+from tests.helpers import fake_cupy
 
 ZERO_RATE = 1e-3
 

@@ -4,8 +4,8 @@ import itertools
 import numpy as np
 import pytest
 
-import fake_cupy
 from datamask.core.policy import log_prob, policy_gradient, sample_masks
+from tests.helpers import fake_cupy
 
 
 @pytest.mark.parametrize("n,S,G", [(10, 3, 50), (2500, 500, 128), (7, 7, 4), (300, 1, 16)])
