@@ -32,7 +32,6 @@ def _groups():
 
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
-
     from .common import STOPPED_RUN
 
     p = argparse.ArgumentParser(prog="datamask", description="Select pre-training data that is both "

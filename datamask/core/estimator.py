@@ -1,6 +1,6 @@
 """The ``DataMask`` estimator: choose S rows maximising quality + diversity.
 
-``solver="pg"`` is DATAMASK (policy-gradient mask learning, DESIGN.md section 5);
+``solver="pg"`` is DATAMASK (policy-gradient mask learning; docs/design.md, "DATAMASK, exactly");
 ``"greedy"`` and ``"relaxed"`` solve the same objective another way. All three share the
 paper's quality-aware pruning, and report the chosen mask on the same exact objective.
 """
@@ -62,16 +62,14 @@ class DataMask:
         Masks sampled per step (G).
     lr : float or None, default None
         Step size of the logit update on group-normalised advantages. None picks 3 for
-        pairwise and DiSF and 1 for facility location. The paper uses 10; in our sweep
-        (benchmarks/results/optimizer.md) 10 reached 99% of greedy's gain first but
-        stalled below 99.9%, 3 reached 99.9% fastest. Facility location samples from every
-        candidate each step (no batch updating), and at lr 3 its policy collapsed onto one
-        mask at 89% of greedy's gain (20k rows); at lr 1 it reached 97%.
+        pairwise and DiSF and 1 for facility location. The paper uses 10, which gets close
+        fastest but then stalls short of the best objective (the lr sweep in
+        benchmarks/results/optimizer.md). Facility location samples from every candidate
+        each step (no batch updating) and takes the smaller step.
     steps : int, default 5000
         Maximum policy-gradient steps (``patience`` usually stops a run sooner). The steps
-        a run needs grow with S / group_size: in the benchmark (pairwise, 10%) 99% of
-        greedy's gain took 200 steps at 20k rows, 1,150 at 100k and 12,500 at 1M (the
-        paper ran 10,000).
+        a run needs grow with S / group_size (the paper ran 10,000); steps per partition
+        size are in benchmarks/results/optimizer.md.
     batch_ratio : float or None, default 0.05
         Batch updating: each step samples masks from this fraction of the candidate rows,
         with the budget scaled to match (for facility location the fraction applies to the
@@ -93,13 +91,11 @@ class DataMask:
         ``(l_min, l_max)`` for quality-aware initialisation. None picks (0, 16) for pairwise
         and DiSF and (0, 2) for facility location. A wide range starts the policy near the
         quality top-S, so its first, noisy updates (a row's share of a large mask's score is
-        small) reorder only rows whose order hardly matters: with (0, 2) the paper's uncapped
-        batch fell by 1.8% (100k rows) and 9.9% (1M) of the gain over its first steps, with
-        (0, 16) it did not fall, and pairwise pg needed 2.6-4.2x fewer steps to 99% (DiSF 5x).
-        Where the optimum is far from the quality top-S the wide start costs steps: pairwise
-        at lam 0.2 needed 16% more, and facility location (whose quality top-S held 51% of
-        greedy's gain at 20k rows) reached 87.7% in 4,000 steps against 98.4% with (0, 2).
-        The sweep is in benchmarks/results/init_sweep.md.
+        small) reorder only rows whose order hardly matters: the objective does not dip early
+        and fewer steps are needed. Where the optimum is far from the quality top-S (low
+        ``lam``, facility location) the wide start costs steps, hence the narrow range for
+        facility location. The sweeps are in benchmarks/results/init_sweep.md and
+        benchmarks/results/init_sweep_ranges.md.
     final : {"topk", "sample"}, default "topk"
         Final mask: the S largest logits (the best top-S mask seen at the evaluation
         points is kept), or one Plackett-Luce draw from the final logits.
@@ -121,9 +117,9 @@ class DataMask:
         Frank-Wolfe iteration cap for ``solver="relaxed"``.
     n_threads : int or None, default 1
         BLAS threads during ``fit``. One, because a Dask worker runs one partition per core;
-        a single fit on an idle machine can use more for greedy and relaxed (greedy ran about
-        2x faster with 2 threads on our 2-core host; a pg step did not get faster: see the
-        threads table in benchmarks/results/optimizer.md). None leaves the library default.
+        a single fit on an idle machine can use more for greedy and relaxed (a pg step gains
+        little from more threads: see the threads table in benchmarks/results/optimizer.md).
+        None leaves the library default.
     progress : bool, default False
         Show a progress bar over steps (or greedy picks).
 

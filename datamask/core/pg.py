@@ -1,4 +1,4 @@
-"""The ``pg`` solver: DATAMASK's policy-gradient mask learning (DESIGN.md section 5).
+"""The ``pg`` solver: DATAMASK's policy-gradient mask learning (docs/design.md, "DATAMASK, exactly").
 
 Each step draws ``group_size`` masks from the Plackett-Luce distribution over the logits,
 scores them all at once, and moves the logits along the REINFORCE estimate of the gradient
@@ -35,9 +35,8 @@ __all__ = ["PolicyGradient", "Passes", "Step"]
 MIN_BATCH = 256
 # Smallest reference batch for facility location.
 MIN_REFERENCE_BATCH = 32
-# Batch rows from which the int8 row-sum kernel beats float32: the benchmark's kernel table
-# has 1.50 vs 2.08 ms per step at 512 rows and 5.1 vs 6.7 at 2,500; at 256 rows float32 was
-# the faster one when the threshold was chosen (0.88 vs 1.03 ms, a development timing).
+# Batch rows from which the int8 row-sum kernel is used (faster than float32 there: the
+# row-sum kernel table in benchmarks/results/optimizer.md); smaller batches use float32.
 INT8_MIN_ROWS = 512
 # A group whose objectives spread less than this is skipped (all advantages 0).
 MIN_SPREAD = 1e-12
@@ -106,7 +105,6 @@ class Step:
         return (f - f.mean()) * scale
 
     def objective(self, B, orders, ref):
-        xp = self.xp
         qB = self.qc if B is None else self.qc[B]
         if self.diversity == "facility":
             div = self.fac.values(orders, ref)
@@ -213,7 +211,7 @@ class PolicyGradient:
         tok = None
         if est.diversity == "facility":
             # Batch updating samples reference rows, not candidates (sampling candidates
-            # pushes up near-duplicates, see the optimizer benchmark notes).
+            # pushes up near-duplicates).
             rows = GroupSums(E, cand, norms, use="float32")
             fac = FacilityGroups(rows.take(), est._full.rows(est._full.reference))
             k = self.batch_rows(fac.n_reference, MIN_REFERENCE_BATCH)
@@ -267,9 +265,8 @@ class PolicyGradient:
                     j += 1
                     if bar is not None:
                         bar.update()
-                    if t % int(est.eval_every) == 0 or t == steps:
-                        if tracker.evaluate(t, step.L, bar):
-                            break
+                    if (t % int(est.eval_every) == 0 or t == steps) and tracker.evaluate(t, step.L, bar):
+                        break
         finally:
             if bar is not None:
                 bar.close()

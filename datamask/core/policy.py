@@ -36,8 +36,8 @@ LOGIT_SPAN = 60.0
 # Added to the log-space keys so that they are positive: log E >= log(6e-8) > -17.
 _LOG_KEY_OFFSET = 17.0
 # Keys per block of the numpy sampler: a (masks, n) block of packed uint64 keys of about
-# 512 KiB keeps partition and sort in cache; the whole (G, n) array at n = 2,500 ran ~2x
-# slower (and 25,000-row batches 2x slower still).
+# 512 KiB keeps partition and sort in cache (the whole (G, n) array at once falls out of
+# cache and is slower).
 _SAMPLE_BLOCK_BYTES = 1 << 19
 # Index of the high 32-bit half of a uint64 viewed as two uint32.
 _HIGH = 1 if sys.byteorder == "little" else 0

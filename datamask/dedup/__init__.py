@@ -1,4 +1,4 @@
-"""Duplicate finding: exact, fuzzy (MinHash-LSH) and semantic (DESIGN.md section 5b).
+"""Duplicate finding: exact, fuzzy (MinHash-LSH) and semantic (docs/design.md, "Deduplication").
 
 Array functions that the ``dedup`` stage maps over partitions, plus
 :class:`Deduplicator`, the same algorithm on one in-memory table.

@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..errors import ConfigError
 from ..core.estimator import DataMask
+from ..errors import ConfigError
 
 __all__ = ["StageConfig", "SelectConfig", "TextStageConfig", "EmbedConfig", "ScoreConfig", "DedupConfig",
            "STAGE_CONFIGS", "METHODS", "RESULT_FIELDS", "parse_value"]
@@ -153,7 +153,7 @@ class SelectConfig(StageConfig):
                              "OUTPUT/holdout/: an evaluation set for datamask proxy-lm", group="output")
 
     # ------------------------------------------------------------------ validation
-    def validated(self) -> "SelectConfig":
+    def validated(self) -> SelectConfig:
         super().validated()
         if self.budget is None and not 0.0 < float(self.ratio) < 1.0:
             raise ConfigError(f"ratio must be in (0, 1), got {self.ratio}; e.g. --ratio 0.1 keeps 10% of each partition")
@@ -219,7 +219,7 @@ class EmbedConfig(TextStageConfig):
     compute: str = _f("auto", "precision the model runs in (auto: float16 on CUDA, bfloat16 on CPUs with "
                       "AMX, else float32)", choices=("auto", "float32", "float16", "bfloat16"), group="embed")
 
-    def validated(self) -> "EmbedConfig":
+    def validated(self) -> EmbedConfig:
         super().validated()
         if self.batch_size is not None and int(self.batch_size) < 1:
             raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
@@ -250,7 +250,7 @@ class ScoreConfig(TextStageConfig):
     tokenizer: str | None = _f(None, "tokenizer.json (or folder) for n_tokens (default: whitespace words)",
                                group="score")
 
-    def validated(self) -> "ScoreConfig":
+    def validated(self) -> ScoreConfig:
         super().validated()
         if not (self.scores or self.heuristics or self.fasttext):
             raise ConfigError("nothing to score: pass --scores NAME:WEIGHT,..., --heuristics or --fasttext MODEL.bin")
@@ -288,7 +288,7 @@ class DedupConfig(TextStageConfig):
     keep_all: bool = _f(False, "write every row with a duplicate_of column (the kept row's id, null for kept "
                         "rows) instead of the kept rows only", group="output")
 
-    def validated(self) -> "DedupConfig":
+    def validated(self) -> DedupConfig:
         from ..dedup.estimator import parse_kinds
         from ..dedup.minhash import lsh_params
 

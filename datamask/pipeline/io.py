@@ -29,6 +29,7 @@ __all__ = [
     "dictionary_columns",
     "InputFile",
     "Split",
+    "split_seed",
     "discover",
     "inspect_file",
     "make_splits",
@@ -49,6 +50,13 @@ class InputFile:
     path: str  # absolute
     rel: str  # relative to the input root, with forward slashes
     fmt: str  # "parquet" | "jsonl"
+
+
+def split_seed(base_seed: int, identity: str) -> int:
+    """A 63-bit seed from a base seed and a split's identity (``file:start-stop``, or a
+    frame partition's): the same split gets the same seed on any machine, in any stage."""
+    digest = hashlib.sha256(f"{int(base_seed)}|{identity}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
 
 
 @dataclass(frozen=True)
@@ -82,8 +90,7 @@ class Split:
 
     def seed(self, base_seed: int) -> int:
         """A 63-bit seed from the config seed and the identity (stable across machines)."""
-        digest = hashlib.sha256(f"{int(base_seed)}|{self.identity}".encode()).digest()
-        return int.from_bytes(digest[:8], "little") >> 1
+        return split_seed(base_seed, self.identity)
 
     def where(self) -> str:
         return f"{self.rel} (rows {self.start}-{self.stop})"
@@ -330,8 +337,8 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
     """Columns worth dictionary encoding: every one but vectors of floats (embeddings).
 
     An embedding's values never repeat, so a dictionary only costs: a float16 embedding
-    column written with one read back 3-3.5x slower than without (``benchmarks/results/
-    parquet_read.md``). Pass as ``use_dictionary`` to ``pyarrow.parquet.write_table``.
+    column written with one reads back several times slower than without
+    (``benchmarks/results/parquet_read.md``). Pass as ``use_dictionary`` to ``pyarrow.parquet.write_table``.
     """
     def vector(t):
         return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and \

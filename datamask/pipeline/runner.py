@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -34,9 +34,9 @@ from .. import __version__
 from ..errors import ConfigError, DataError
 from .frames import read_frame
 from .gpu import CPU, Level, select_level
+from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
 from .output import DATA_DIR, MANIFEST, STATE_DIR, Output  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
-from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
 
 __all__ = ["run_stage", "Stage", "plan_splits", "resolve_io", "finish_split", "split_record", "Plan", "Output",
            "ProgressBars", "run_pending", "write_split_files", "versions", "DATA_DIR", "STATE_DIR", "MANIFEST",

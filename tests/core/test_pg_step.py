@@ -11,10 +11,10 @@ import warnings
 import numpy as np
 import pytest
 
-import fake_cupy
 from datamask import DataMask
 from datamask.core import graph, groupsum, pg
 from datamask.core.synthetic import make_corpus
+from tests.helpers import fake_cupy
 
 CASES = [
     dict(diversity="pairwise"),
