@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 
+from .cuda_graph import CupyGraphs, StepRunner, capture_enabled
 from .facility import FacilityGroups
-from .graph import CupyGraphs, StepRunner, capture_enabled
 from .groupsum import GroupSums
 from .objectives import disf_groups, pairwise_from_sums
 from .policy import LOGIT_SPAN, policy_gradient, sample_masks
