@@ -20,8 +20,9 @@ __all__ = ["StageConfig", "SelectConfig", "TextStageConfig", "EmbedConfig", "Sco
            "STAGE_CONFIGS", "METHODS", "RESULT_FIELDS", "parse_value"]
 
 _DM = {k: p.default for k, p in inspect.signature(DataMask.__init__).parameters.items() if k != "self"}
-# DataMask parameters that are not pipeline settings (set per partition or by the runner).
-_NOT_CONFIG = {"seed", "callback", "progress"}
+# DataMask parameters that are not pipeline settings (set per partition or by the runner;
+# tokens: the split's share of the config's token budget).
+_NOT_CONFIG = {"seed", "callback", "progress", "tokens"}
 
 # datamask.methods registers each of these (one module per method)
 METHODS = ("datamask", "greedy", "relaxed", "topk", "random", "semdedup", "quadmix")
