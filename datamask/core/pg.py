@@ -21,8 +21,8 @@ import math
 import numpy as np
 
 from .backend import get_namespace
+from .cuda_graph import CupyGraphs, StepRunner, capture_enabled
 from .facility import FacilityGroups
-from .graph import CupyGraphs, StepRunner, capture_enabled
 from .groupsum import GroupSums
 from .objectives import disf_groups, pairwise_from_sums
 from .policy import LOGIT_SPAN, policy_gradient, sample_masks

@@ -14,7 +14,6 @@ they are not concave: Frank-Wolfe with a line search still never lowers F, and s
 point where no vertex improves it to first order. Each objective depends on x through
 (s, q.x, a linear state), so the line search evaluates F on a grid of step sizes cheaply.
 """
-
 from __future__ import annotations
 
 from .backend import get_namespace
@@ -61,7 +60,7 @@ def frank_wolfe_tokens(E, q, lengths, T, lam, diversity="pairwise", max_iter=100
             uu = float(u @ u)
             dots = (X @ u.astype(xp.float32)).astype(xp.float64)
             den = s * (s - 1.0) if s > 1.0 else 1.0
-            dpair = (2.0 * dots - 1.0) / den - (uu - s) * (2.0 * s - 1.0) / den**2
+            dpair = (2.0 * dots - 1.0) / den - (uu - s) * (2.0 * s - 1.0) / den ** 2
             return lam * (q - qx / s) / s - (1.0 - lam) * dpair
     else:
         Z = standardize(E)
@@ -94,7 +93,7 @@ def frank_wolfe_tokens(E, q, lengths, T, lam, diversity="pairwise", max_iter=100
         """The best step in [0, 1] on a grid, refined once around the best point."""
         grid = [i / _GRID for i in range(_GRID + 1)]
         best = max(grid, key=lambda g: value(*mix(a, b, g)))
-        fine = [min(1.0, max(0.0, best + (i - _GRID // 2) / _GRID**2)) for i in range(_GRID + 1)]
+        fine = [min(1.0, max(0.0, best + (i - _GRID // 2) / _GRID ** 2)) for i in range(_GRID + 1)]
         return max(fine + [best], key=lambda g: value(*mix(a, b, g)))
 
     def top_rows(v):
@@ -105,7 +104,7 @@ def frank_wolfe_tokens(E, q, lengths, T, lam, diversity="pairwise", max_iter=100
     sx = state(x)
     s = x
     it, stable, top = 0, 0, None
-    for it in range(1, max_iter + 1):  # noqa: B007 (it: the iterations run, returned)
+    for it in range(1, max_iter + 1):  # noqa: B007 (returned: the iterations run)
         g = grad(*sx)
         s = knapsack_vertex(g, lengths, T)
         gap = float(g @ (s - x))

@@ -69,17 +69,17 @@ class StageConfig:
     # --- output
     overwrite: bool = _f(False, "delete an existing output directory's results and start over",
                          group="output", result=False)
-    # --- cluster
-    device: str = _f("auto", "where partitions run", choices=("auto", "cpu", "gpu"), group="cluster")
+    # --- dask (the Dask scheduler and workers that run the splits)
+    device: str = _f("auto", "where partitions run", choices=("auto", "cpu", "gpu"), group="dask")
     scheduler: str | None = _f(None, "address of an existing Dask scheduler (tcp://host:8786)",
-                               group="cluster", result=False)
-    scheduler_file: str | None = _f(None, "scheduler file of an existing Dask cluster", group="cluster", result=False)
+                               group="dask", result=False)
+    scheduler_file: str | None = _f(None, "scheduler file of an existing Dask cluster", group="dask", result=False)
     n_workers: int | None = _f(None, "workers of the embedded local cluster (default: cores)",
-                               group="cluster", result=False)
+                               group="dask", result=False)
     memory_limit: str = _f("auto", "memory limit per local worker (e.g. 4GiB; auto shares RAM)",
-                           group="cluster", result=False)
-    connect_timeout: float = _f(10.0, "seconds to wait for a scheduler and a worker", group="cluster", result=False)
-    quiet: bool = _f(False, "no progress bars", group="cluster", result=False)
+                           group="dask", result=False)
+    connect_timeout: float = _f(10.0, "seconds to wait for a scheduler and a worker", group="dask", result=False)
+    quiet: bool = _f(False, "no progress bars", group="dask", result=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -335,7 +335,7 @@ class DedupConfig(TextStageConfig):
                         "rows) instead of the kept rows only", group="output")
 
     def validated(self) -> DedupConfig:
-        from ..dedup.estimator import parse_kinds
+        from ..dedup.deduplicator import parse_kinds
         from ..dedup.minhash import lsh_params
 
         super().validated()

@@ -2,7 +2,7 @@
 
 1. plan (client, cheap): find input files, read Parquet footers, check columns and widths,
    cut files into splits of at most ``split_size`` rows, check every split's budget;
-2. ids (cluster): one pass over the id column for duplicates (error or ``--dedupe-ids``);
+2. ids (Dask workers): one pass over the id column for duplicates (error or ``--dedupe-ids``);
 3. select (cluster, per split): validate on the host, run the selection method with the
    split's own seed (:mod:`datamask.methods`) on the run's arrays (numpy, or cupy on a GPU
    level: the embeddings go to the GPU once, one split per GPU at a time while the next split
