@@ -78,7 +78,7 @@ def _join(cfg):
     addr = cfg.scheduler or cfg.scheduler_file
     if cfg.scheduler_file and not os.path.exists(cfg.scheduler_file):
         raise SchedulerError(f"scheduler file {cfg.scheduler_file} does not exist; start the scheduler first "
-                           "(dask scheduler --scheduler-file FILE, see deploy/README.md)")
+                           "(dask scheduler --scheduler-file FILE, see cluster/README.md)")
     try:
         if cfg.scheduler:
             client = Client(cfg.scheduler, timeout=cfg.connect_timeout, set_as_default=False)
@@ -87,7 +87,7 @@ def _join(cfg):
     except (OSError, TimeoutError, ValueError) as e:
         msg = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
         raise SchedulerError(
-            f"no Dask scheduler answers at {addr} ({msg}); start one (see deploy/README.md) "
+            f"no Dask scheduler answers at {addr} ({msg}); start one (see cluster/README.md) "
             "or drop --scheduler to run on a local cluster"
         ) from None
     try:
@@ -96,7 +96,7 @@ def _join(cfg):
         client.close()
         raise SchedulerError(
             f"the scheduler at {client.scheduler.address if client.scheduler else addr} answers but no worker "
-            f"connected within {cfg.connect_timeout:g}s; start workers (see deploy/README.md)"
+            f"connected within {cfg.connect_timeout:g}s; start workers (see cluster/README.md)"
         ) from None
     client._datamask_cluster = None
     return client
