@@ -5,7 +5,7 @@ split. :func:`run_stage` does the rest, the same way for every stage:
 
 1. output (client): refuse a directory that holds another config or foreign files, find
    finished splits (resume), record the config fingerprint;
-2. run (cluster): ``from_map`` reads each pending split, ``map_partitions`` (explicit
+2. run (Dask workers): ``from_map`` reads each pending split, ``map_partitions`` (explicit
    ``meta``) runs ``partition`` on it, which writes the split's file(s) under a temporary
    name, renamed when complete, then a small record of the split;
 3. manifest (client): every split's record, config, versions, totals, wall time. It is

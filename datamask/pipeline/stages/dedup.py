@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...dedup.estimator import parse_kinds
+from ...dedup.deduplicator import parse_kinds
 from ...dedup.minhash import lsh_params
 from ..runner import Stage, finish_split, plan_splits, resolve_io, run_stage, split_record
 from .dedup_groups import DEDUP_DIR, GROUPS_FILE, REMOVED_FILE, SUMMARY_FILE, find_groups
