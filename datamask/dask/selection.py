@@ -69,7 +69,28 @@ def _record_row(rec: dict) -> dict:
     }
 
 
-def _select_part(df, partition_info=None, *, cfg, level, d):
+def _count_tokens_part(df, partition_info=None, *, cfg):
+    from ..pipeline.tokens import split_lengths
+
+    p = part_split(df, partition_info)
+    cols = Columns.from_config(cfg)
+    n = (
+        int(split_lengths(part_table(df, cols, p.where, p.first_row), cfg, p.where, p.first_row)[0].sum())
+        if len(df)
+        else 0
+    )
+    return pd.DataFrame({"partition": [p.number], "tokens": [n]})
+
+
+def _apportion(counts, cfg):
+    """``{partition: T_s}``: the frame's token budget shared out by the partitions' tokens."""
+    from ..pipeline.tokens import apportion
+
+    counts = pd.concat(counts)
+    return apportion(dict(zip(counts["partition"].tolist(), counts["tokens"].tolist())), cfg)[0]
+
+
+def _select_part(df, partition_info=None, *, cfg, level, d, token_budgets=None):
     """One partition: the CLI's checks and selection, then the frame's selected rows (or
     every row with ``selected`` and ``datamask_logit``), its record in ``attrs``."""
     p = part_split(df, partition_info)
@@ -84,7 +105,8 @@ def _select_part(df, partition_info=None, *, cfg, level, d):
             df = keep_attrs(df.iloc[keep], df)
     table = part_table(df, cols, p.where, p.first_row)
     seed = split_seed(cfg.seed, p.identity)
-    res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d)
+    tokens = None if token_budgets is None else token_budgets[p.number]
+    res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d, tokens=tokens)
     del table
     if cfg.keep_all:
         out = df.assign(**{SELECTED: res.mask, LOGIT: res.logits})
@@ -111,6 +133,17 @@ def select(ddf, cfg=None):
     meta = ddf._meta
     if cfg.keep_all:
         meta = meta.assign(**{SELECTED: np.zeros(0, dtype=bool), LOGIT: np.zeros(0, dtype=np.float64)})
+    kw = {}
+    if cfg.token_budget:  # one counting pass over the frame, shared out before any partition selects
+        import dask
+
+        counts = ddf.map_partitions(
+            _count_tokens_part,
+            cfg=cfg,
+            meta=pd.DataFrame({"partition": pd.Series([], dtype="int64"), "tokens": pd.Series([], dtype="int64")}),
+            enforce_metadata=False,
+        )
+        kw["token_budgets"] = dask.delayed(_apportion, pure=True)(counts.to_delayed(), cfg)
     return ddf.map_partitions(
         _select_part,
         cfg=cfg,
@@ -118,6 +151,7 @@ def select(ddf, cfg=None):
         d=fixed_width(ddf._meta, cfg.embedding_column),
         meta=meta,
         enforce_metadata=False,
+        **kw,
     )
 
 

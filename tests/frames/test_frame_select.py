@@ -241,3 +241,16 @@ def test_cluster_is_lazy_and_fits_once_for_frame_and_model(corpus):
     assert frame["cluster"].nunique() == 6 and len(frame) == 7000
     stats = frame.groupby("cluster")["topic"].agg(lambda t: t.value_counts(normalize=True).iloc[0])
     assert stats.mean() > 0.8  # the planted topics come back as clusters
+
+
+def test_token_budget_is_shared_out_like_the_cli(corpus, address, tmp_path):
+    out = tmp_path / "tok"
+    assert main(args(corpus, out, "--tokens", "200k", scheduler=address)) == 0
+    ddf = dmd.read(corpus, split_size=int(SPLIT))
+    with Count() as c, dask.config.set(scheduler="sync"):
+        sel = dmd.select(ddf, tokens=200_000, steps=int(STEPS))
+        assert c.n == 0
+        frame, recs = dmd.compute(sel, return_records=True)
+    assert sorted(frame["id"]) == sorted(read_out(out).column("id").to_pylist())
+    budgets = {p["identity"]: p["token_budget"] for p in manifest(out)["partitions"]}
+    assert {r["identity"]: json.loads(r["record"])["token_budget"] for _, r in recs.iterrows()} == budgets
