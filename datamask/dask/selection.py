@@ -13,12 +13,14 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
+from ..errors import ConfigError, DataError
+from ..methods.registry import tokens_column_of
 from ..pipeline.config import SelectConfig
 from ..pipeline.gpu import select_level
 from ..pipeline.io import split_seed
 from ..pipeline.schema import LOGIT, SELECTED, Columns
 from ..pipeline.stages.select_split import duplicate_ids, select_split
+from ..pipeline.tokens import split_lengths
 from .params import takes_config
 from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, keep_attrs, part_split, part_table
 
@@ -84,7 +86,10 @@ def _select_part(df, partition_info=None, *, cfg, level, d):
             df = keep_attrs(df.iloc[keep], df)
     table = part_table(df, cols, p.where, p.first_row)
     seed = split_seed(cfg.seed, p.identity)
-    res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d)
+    tokens = None
+    if cfg.token_ratio is not None and table.num_rows:  # T_s = ratio * tokens_s, local to the partition
+        tokens = int(float(cfg.token_ratio) * int(split_lengths(table, cfg, p.where, p.first_row)[0].sum()))
+    res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d, tokens=tokens)
     del table
     if cfg.keep_all:
         out = df.assign(**{SELECTED: res.mask, LOGIT: res.logits})
@@ -104,9 +109,13 @@ def select(ddf, cfg=None):
     come with it in one pass: ``datamask.dask.compute(result, return_records=True)`` or
     ``dask.compute(result, records(result))``. Bad input fails at compute time with the
     CLI's one-line message, naming the partition. Ids are checked within each partition
-    (``dedupe_ids`` keeps the first); ``holdout`` and ``partition_on`` are file-only.
+    (``dedupe_ids`` keeps the first); ``holdout`` and ``partition_on`` are file-only. A
+    token budget is ``token_ratio`` here (each partition keeps that share of its tokens).
     """
     check_not_strings(ddf._meta, cfg.embedding_column)
+    if cfg.tokens is not None:  # a corpus-wide budget needs every partition's tokens first
+        raise ConfigError("datamask.dask.select takes token_ratio (each partition's share of its own tokens), "
+                          "not tokens; use token_ratio, or datamask select --tokens on files")
     level = select_level(cfg.device, ("cupy",))
     meta = ddf._meta
     if cfg.keep_all:
@@ -186,7 +195,8 @@ def _evaluate_part(df, partition_info=None, *, cfg, selected):
     cols = Columns.from_config(cfg)
     E, q = check_table(part_table(df, cols, p.where, p.first_row), p.where, cols, p.first_row)
     mask = np.asarray(df[selected].to_numpy(), dtype=bool) if selected in df.columns else np.ones(len(df), bool)
-    tok = df[cfg.tokens_column].to_numpy(dtype=np.float64) if cfg.tokens_column in df.columns else None
+    tcol = tokens_column_of(cfg, df.columns)
+    tok = df[tcol].to_numpy(dtype=np.float64) if tcol is not None else None
     if mask.any():
         row.update(
             score_selection(
