@@ -13,18 +13,17 @@ import json
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, DataError
+from ..errors import DataError
 from ..methods.registry import tokens_column_of
 from ..pipeline.config import SelectConfig
 from ..pipeline.gpu import select_level
 from ..pipeline.io import split_seed
 from ..pipeline.schema import LOGIT, SELECTED, Columns
 from ..pipeline.stages.select_split import duplicate_ids, select_split
-from ..pipeline.tokens import split_lengths
 from .params import takes_config
 from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, keep_attrs, part_split, part_table
 
-__all__ = ["select", "records", "compute", "evaluate", "RECORD_META", "EVALUATE_META"]
+__all__ = ["select", "records", "evaluate", "RECORD_META", "EVALUATE_META"]
 
 RECORD_COLUMNS = {
     "partition": "int64",
@@ -71,7 +70,28 @@ def _record_row(rec: dict) -> dict:
     }
 
 
-def _select_part(df, partition_info=None, *, cfg, level, d):
+def _count_tokens_part(df, partition_info=None, *, cfg):
+    from ..pipeline.tokens import split_lengths
+
+    p = part_split(df, partition_info)
+    cols = Columns.from_config(cfg)
+    n = (
+        int(split_lengths(part_table(df, cols, p.where, p.first_row), cfg, p.where, p.first_row)[0].sum())
+        if len(df)
+        else 0
+    )
+    return pd.DataFrame({"partition": [p.number], "tokens": [n]})
+
+
+def _apportion(counts, cfg):
+    """``{partition: T_s}``: the frame's token budget shared out by the partitions' tokens."""
+    from ..pipeline.tokens import apportion
+
+    counts = pd.concat(counts)
+    return apportion(dict(zip(counts["partition"].tolist(), counts["tokens"].tolist())), cfg)[0]
+
+
+def _select_part(df, partition_info=None, *, cfg, level, d, token_budgets=None):
     """One partition: the CLI's checks and selection, then the frame's selected rows (or
     every row with ``selected`` and ``datamask_logit``), its record in ``attrs``."""
     p = part_split(df, partition_info)
@@ -86,9 +106,7 @@ def _select_part(df, partition_info=None, *, cfg, level, d):
             df = keep_attrs(df.iloc[keep], df)
     table = part_table(df, cols, p.where, p.first_row)
     seed = split_seed(cfg.seed, p.identity)
-    tokens = None
-    if cfg.token_ratio is not None and table.num_rows:  # T_s = ratio * tokens_s, local to the partition
-        tokens = int(float(cfg.token_ratio) * int(split_lengths(table, cfg, p.where, p.first_row)[0].sum()))
+    tokens = None if token_budgets is None else token_budgets[p.number]
     res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d, tokens=tokens)
     del table
     if cfg.keep_all:
@@ -109,17 +127,24 @@ def select(ddf, cfg=None):
     come with it in one pass: ``datamask.dask.compute(result, return_records=True)`` or
     ``dask.compute(result, records(result))``. Bad input fails at compute time with the
     CLI's one-line message, naming the partition. Ids are checked within each partition
-    (``dedupe_ids`` keeps the first); ``holdout`` and ``partition_on`` are file-only. A
-    token budget is ``token_ratio`` here (each partition keeps that share of its tokens).
+    (``dedupe_ids`` keeps the first); ``holdout`` and ``partition_on`` are file-only.
     """
     check_not_strings(ddf._meta, cfg.embedding_column)
-    if cfg.tokens is not None:  # a corpus-wide budget needs every partition's tokens first
-        raise ConfigError("datamask.dask.select takes token_ratio (each partition's share of its own tokens), "
-                          "not tokens; use token_ratio, or datamask select --tokens on files")
     level = select_level(cfg.device, ("cupy",))
     meta = ddf._meta
     if cfg.keep_all:
         meta = meta.assign(**{SELECTED: np.zeros(0, dtype=bool), LOGIT: np.zeros(0, dtype=np.float64)})
+    kw = {}
+    if cfg.token_budget:  # one counting pass over the frame, shared out before any partition selects
+        import dask
+
+        counts = ddf.map_partitions(
+            _count_tokens_part,
+            cfg=cfg,
+            meta=pd.DataFrame({"partition": pd.Series([], dtype="int64"), "tokens": pd.Series([], dtype="int64")}),
+            enforce_metadata=False,
+        )
+        kw["token_budgets"] = dask.delayed(_apportion, pure=True)(counts.to_delayed(), cfg)
     return ddf.map_partitions(
         _select_part,
         cfg=cfg,
@@ -127,6 +152,7 @@ def select(ddf, cfg=None):
         d=fixed_width(ddf._meta, cfg.embedding_column),
         meta=meta,
         enforce_metadata=False,
+        **kw,
     )
 
 
@@ -146,15 +172,6 @@ def records(selected):
     Computed together with the result (``dask.compute(sel, records(sel))``), the selection
     runs once."""
     return selected.map_partitions(_records_part, meta=RECORD_META, enforce_metadata=False)
-
-
-def compute(selected, return_records: bool = False, **kwargs):
-    """``selected.compute()``; with ``return_records``, ``(frame, records)`` from one pass."""
-    import dask
-
-    if not return_records:
-        return selected.compute(**kwargs)
-    return dask.compute(selected, records(selected), **kwargs)
 
 
 # ---------------------------------------------------------------------- evaluate
@@ -195,7 +212,7 @@ def _evaluate_part(df, partition_info=None, *, cfg, selected):
     cols = Columns.from_config(cfg)
     E, q = check_table(part_table(df, cols, p.where, p.first_row), p.where, cols, p.first_row)
     mask = np.asarray(df[selected].to_numpy(), dtype=bool) if selected in df.columns else np.ones(len(df), bool)
-    tcol = tokens_column_of(cfg, df.columns)
+    tcol = tokens_column_of(cfg, df.columns)  # --tokens-column, else token_count / n_tokens
     tok = df[tcol].to_numpy(dtype=np.float64) if tcol is not None else None
     if mask.any():
         row.update(

@@ -320,10 +320,12 @@ class DedupConfig(TextStageConfig):
                    "(MinHash-LSH on word n-grams), semantic (SemDeDup within clusters)", group="dedup")
     ngram: int = _f(5, "fuzzy: words per shingle", group="dedup")
     num_perm: int = _f(128, "fuzzy: MinHash permutations (signature length)", group="dedup")
-    bands: int | None = _f(None, "fuzzy: LSH bands, dividing num_perm (default: chosen from the threshold)",
-                           group="dedup")
+    bands: int | None = _f(None, "fuzzy: LSH bands, dividing num_perm (default: chosen from the threshold, "
+                           "bands x rows <= num_perm, so a few permutations may go unused: at --threshold 0.5, "
+                           "42 bands x 3 rows use 126 of 128)", group="dedup")
     threshold: float = _f(0.7, "fuzzy: Jaccard similarity (estimated from the signatures) from which two "
-                          "documents are duplicates", group="dedup")
+                          "documents are duplicates; 0: no candidate check, every pair that shares a band is "
+                          "a duplicate", group="dedup")
     eps: float = _f(0.05, "semantic: remove a document whose cosine to a kept one of its cluster exceeds 1 - eps",
                     group="dedup")
     domain_column: str = _f("cluster", "semantic: the cluster column (k-means on a sample of the corpus when "

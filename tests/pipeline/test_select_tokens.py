@@ -143,23 +143,6 @@ def test_budget_flags_are_checked(tmp_path, capsys):
     assert cfg.tokens == 200_000 and cfg.token_budget
 
 
-def test_dataframe_api_takes_a_token_ratio_per_partition(skewed):
-    import datamask.dask as dmd
-    from datamask.errors import ConfigError
-
-    inp, t = skewed
-    ddf = dmd.read(inp, split_size=1000)
-    out, recs = dmd.compute(dmd.select(ddf, token_ratio=0.1, steps=30), return_records=True)
-    assert len(recs) == 5
-    for _, r in recs.iterrows():
-        rec = json.loads(r["record"])
-        assert rec["token_budget"] == int(0.1 * rec["tokens_in"])
-        assert rec["token_budget"] - 50_000 < rec["tokens_out"] <= rec["token_budget"]
-    assert int(out["token_count"].sum()) == sum(json.loads(r)["tokens_out"] for r in recs["record"])
-    with pytest.raises(ConfigError, match="token_ratio"):
-        dmd.select(ddf, tokens=1000)
-
-
 def test_compare_at_equal_tokens(skewed, address, tmp_path, capsys):
     import pandas as pd
 
