@@ -74,9 +74,9 @@ def _check_budget(s: Split, cfg):
 
 def _read_ids(s: Split, order: int, cols: Columns) -> pd.DataFrame:
     if s.fmt == "parquet":
-        import pyarrow.parquet as pq
+        from ..io import read_parquet_table
 
-        ids = pq.read_table(s.path, columns=[cols.id]).column(0).slice(s.start, s.rows)
+        ids = read_parquet_table(s.path, columns=[cols.id]).column(0).slice(s.start, s.rows)
     else:
         ids = read_split(s, cols).column(cols.id)
     return pd.DataFrame({"id": ids.to_pandas(), "order": np.int32(order),
@@ -160,7 +160,7 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
            "seed": s.seed(cfg.seed), "rows_in": table.num_rows, "duplicates_dropped": n_dupes,
            "holdout_rows": s.rows - n_dupes - table.num_rows, "holdout_files": held_files}
     if table.num_rows == 0:  # an empty partition is skipped, not an error
-        rec.update(rows_out=0, files=[], skipped="empty", wall_seconds=time.perf_counter() - t0)
+        rec.update(rows_out=0, files=[], rows_written=0, skipped="empty", wall_seconds=time.perf_counter() - t0)
         write_json_atomic(rec, out.parts / f"{s.name}.json")
         return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
     E, q = check_table(table, s.where(), cols, s.start, expect_d=d, vectors=False)
@@ -181,7 +181,7 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
         result = table.filter(pa.array(sel.mask))
     files = write_split_files(result, out.data, s.name, cfg.partition_on)
     rec.update(rows_out=int(sel.mask.sum()), budget=sel.budget, before=before, after=sel.objective,
-               n_steps=sel.n_steps, select_seconds=round(sel.seconds, 3), files=files,
+               n_steps=sel.n_steps, select_seconds=round(sel.seconds, 3), files=files, rows_written=result.num_rows,
                wall_seconds=round(time.perf_counter() - t0, 3))
     if sel.history:  # the trajectory the report draws
         rec["history"] = sel.history
