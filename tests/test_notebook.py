@@ -1,7 +1,6 @@
 """notebooks/corpus_analysis.ipynb runs top to bottom (nbclient) on a small corpus."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest

@@ -88,7 +88,8 @@ def compare_arrays(E, q, methods=ALL_METHODS, cfg=None, budget=None, cluster=Non
     """
     from ..core.estimator import DataMask
     from ..methods import budget_for
-    from ..methods.quadmix import quadmix_params as make_quadmix_params, quadmix_select
+    from ..methods.quadmix import quadmix_params as make_quadmix_params
+    from ..methods.quadmix import quadmix_select
     from ..methods.random import random_subset
     from ..methods.semdedup import semdedup, semdedup_eps_for_budget
     from ..methods.topk import topk
@@ -240,10 +241,10 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
     import dask
 
     from ..core.kmeans import check_k
-    from .clusters import fit_kmeans_dask, read_corpus
     from ..pipeline.config import SelectConfig
     from ..pipeline.io import discover, inspect_file, make_splits, write_json_atomic
     from ..pipeline.schema import Columns
+    from .clusters import fit_kmeans_dask, read_corpus
 
     t0 = time.perf_counter()
     cfg = cfg or SelectConfig()

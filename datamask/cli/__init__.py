@@ -9,7 +9,7 @@
 
 Every flag of a stage is a field of its config dataclass (``--split-size`` fills
 ``split_size``, the YAML key of the same name). Expected failures print one line
-``datamask: error: ...`` and exit 2 (bad data, config or output) or 3 (cluster); anything
+``datamask: error: ...`` and exit 2 (bad data, config or output) or 3 (no Dask scheduler or worker); anything
 else exits 1.
 """
 from __future__ import annotations
@@ -58,7 +58,6 @@ def _groups():
 
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
-
     from .common import STOPPED_RUN
 
     p = _Parser(prog="datamask", description="Select pre-training data that is both "

@@ -31,8 +31,8 @@ is three components with ``bins=6`` and unit weights.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -62,7 +62,7 @@ class ColumnStats:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "ColumnStats":
+    def from_dict(cls, d: Mapping) -> ColumnStats:
         return cls(**dict(d))
 
 

@@ -82,8 +82,9 @@ def quadmix_params(domains, spec=None) -> QuadMixParams:
     ``QuadMixParams.DEFAULT``. A string is read as a YAML file of that shape.
     """
     if isinstance(spec, (str, bytes)) or hasattr(spec, "read_text"):
-        import yaml
         from pathlib import Path
+
+        import yaml
 
         spec = yaml.safe_load(Path(spec).read_text()) or {}
     spec = dict(spec or {})

@@ -193,10 +193,10 @@ def semdedup_eps_for_budget(E, cluster, centroids, budget: int, order="far", tol
 
     The number kept falls (almost always monotonically) as ``eps`` grows. A safeguarded
     false-position search (interpolate the kept count linearly between the bracket ends,
-    but always cut at least 10% off the bracket) needs about half the SemDeDup passes of
-    plain bisection. Returns ``(eps, keep_mask)`` for the largest ``eps`` found that
-    still keeps at least ``budget`` rows, stopping within ``tol`` rows (default 1% of the
-    budget; the caller trims the surplus) or after ``max_iter`` passes. If even
+    but always cut at least 10% off the bracket) stands in for plain bisection, using the
+    kept counts it has already paid for. Returns ``(eps, keep_mask)`` for the largest
+    ``eps`` found that still keeps at least ``budget`` rows, stopping within ``tol`` rows
+    (default 1% of the budget; the caller trims the surplus) or after ``max_iter`` passes. If even
     ``eps_max`` keeps at least ``budget`` rows, that is returned.
     """
     n = E.shape[0]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from ..errors import ClusterError
+from ..errors import SchedulerError
 
 __all__ = ["get_client", "close_client", "worker_log", "WORKER_LOG", "gpu_worker_specs", "per_gpu_cluster",
            "GPU_THREADS", "MAX_GPU_THREADS", "gpu_threads", "wait_in_flight"]
@@ -78,7 +78,7 @@ def _join(cfg):
 
     addr = cfg.scheduler or cfg.scheduler_file
     if cfg.scheduler_file and not os.path.exists(cfg.scheduler_file):
-        raise ClusterError(f"scheduler file {cfg.scheduler_file} does not exist; start the scheduler first "
+        raise SchedulerError(f"scheduler file {cfg.scheduler_file} does not exist; start the scheduler first "
                            "(dask scheduler --scheduler-file FILE, see cluster/README.md)")
     try:
         if cfg.scheduler:
@@ -87,7 +87,7 @@ def _join(cfg):
             client = Client(scheduler_file=cfg.scheduler_file, timeout=cfg.connect_timeout, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as e:
         msg = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
-        raise ClusterError(
+        raise SchedulerError(
             f"no Dask scheduler answers at {addr} ({msg}); start one (see cluster/README.md) "
             "or drop --scheduler to run on a local cluster"
         ) from None
@@ -95,7 +95,7 @@ def _join(cfg):
         client.wait_for_workers(1, timeout=cfg.connect_timeout)
     except (TimeoutError, OSError):
         client.close()
-        raise ClusterError(
+        raise SchedulerError(
             f"the scheduler at {client.scheduler.address if client.scheduler else addr} answers but no worker "
             f"connected within {cfg.connect_timeout:g}s; start workers (see cluster/README.md)"
         ) from None
@@ -145,7 +145,7 @@ def _gpu_cluster(cfg, level, common):
         try:
             from dask_cuda import LocalCUDACluster
         except ImportError:
-            raise ClusterError("dask-cuda does not import here; uninstall it or fix its install "
+            raise SchedulerError("dask-cuda does not import here; uninstall it or fix its install "
                                "(without it datamask starts one worker per GPU itself)") from None
         kw = dict(common, memory_limit=cfg.memory_limit, threads_per_worker=gpu_threads(n))
         if cfg.n_workers:

@@ -13,15 +13,16 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..errors import ConfigError
 from ..core.estimator import DataMask
+from ..errors import ConfigError
 
 __all__ = ["StageConfig", "SelectConfig", "TextStageConfig", "EmbedConfig", "ScoreConfig", "DedupConfig",
            "STAGE_CONFIGS", "METHODS", "RESULT_FIELDS", "parse_value"]
 
 _DM = {k: p.default for k, p in inspect.signature(DataMask.__init__).parameters.items() if k != "self"}
-# DataMask parameters that are not pipeline settings (set per partition or by the runner).
-_NOT_CONFIG = {"seed", "callback", "progress"}
+# DataMask parameters that are not pipeline settings (set per partition or by the runner;
+# tokens: the split's share of the config's token budget).
+_NOT_CONFIG = {"seed", "callback", "progress", "tokens"}
 
 # datamask.methods registers each of these (one module per method)
 METHODS = ("datamask", "greedy", "relaxed", "topk", "random", "semdedup", "quadmix")
@@ -52,17 +53,17 @@ class StageConfig:
     # --- output
     overwrite: bool = _f(False, "delete an existing output directory's results and start over",
                          group="output", result=False)
-    # --- cluster
-    device: str = _f("auto", "where partitions run", choices=("auto", "cpu", "gpu"), group="cluster")
+    # --- dask (the Dask scheduler and workers that run the splits)
+    device: str = _f("auto", "where partitions run", choices=("auto", "cpu", "gpu"), group="dask")
     scheduler: str | None = _f(None, "address of an existing Dask scheduler (tcp://host:8786)",
-                               group="cluster", result=False)
-    scheduler_file: str | None = _f(None, "scheduler file of an existing Dask cluster", group="cluster", result=False)
+                               group="dask", result=False)
+    scheduler_file: str | None = _f(None, "scheduler file of an existing Dask cluster", group="dask", result=False)
     n_workers: int | None = _f(None, "workers of the embedded local cluster (default: cores)",
-                               group="cluster", result=False)
+                               group="dask", result=False)
     memory_limit: str = _f("auto", "memory limit per local worker (e.g. 4GiB; auto shares RAM)",
-                           group="cluster", result=False)
-    connect_timeout: float = _f(10.0, "seconds to wait for a scheduler and a worker", group="cluster", result=False)
-    quiet: bool = _f(False, "no progress bars", group="cluster", result=False)
+                           group="dask", result=False)
+    connect_timeout: float = _f(10.0, "seconds to wait for a scheduler and a worker", group="dask", result=False)
+    quiet: bool = _f(False, "no progress bars", group="dask", result=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -160,7 +161,7 @@ class SelectConfig(StageConfig):
                              "OUTPUT/holdout/: an evaluation set for datamask proxy-lm", group="output")
 
     # ------------------------------------------------------------------ validation
-    def validated(self) -> "SelectConfig":
+    def validated(self) -> SelectConfig:
         super().validated()
         if self.budget is None and not 0.0 < float(self.ratio) < 1.0:
             raise ConfigError(f"ratio must be in (0, 1), got {self.ratio}; e.g. --ratio 0.1 keeps 10% of each partition")
@@ -226,7 +227,7 @@ class EmbedConfig(TextStageConfig):
     compute: str = _f("auto", "precision the model runs in (auto: float16 on CUDA, bfloat16 on CPUs with "
                       "AMX, else float32)", choices=("auto", "float32", "float16", "bfloat16"), group="embed")
 
-    def validated(self) -> "EmbedConfig":
+    def validated(self) -> EmbedConfig:
         super().validated()
         if self.batch_size is not None and int(self.batch_size) < 1:
             raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
@@ -257,7 +258,7 @@ class ScoreConfig(TextStageConfig):
     tokenizer: str | None = _f(None, "tokenizer.json (or folder) for n_tokens (default: whitespace words)",
                                group="score")
 
-    def validated(self) -> "ScoreConfig":
+    def validated(self) -> ScoreConfig:
         super().validated()
         if not (self.scores or self.heuristics or self.fasttext):
             raise ConfigError("nothing to score: pass --scores NAME:WEIGHT,..., --heuristics or --fasttext MODEL.bin")
@@ -295,8 +296,8 @@ class DedupConfig(TextStageConfig):
     keep_all: bool = _f(False, "write every row with a duplicate_of column (the kept row's id, null for kept "
                         "rows) instead of the kept rows only", group="output")
 
-    def validated(self) -> "DedupConfig":
-        from ..dedup.estimator import parse_kinds
+    def validated(self) -> DedupConfig:
+        from ..dedup.deduplicator import parse_kinds
         from ..dedup.minhash import lsh_params
 
         super().validated()

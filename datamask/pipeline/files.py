@@ -32,8 +32,8 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
     """Columns worth dictionary encoding: every one but vectors of floats (embeddings).
 
     An embedding's values never repeat, so a dictionary only costs: a float16 embedding
-    column written with one read back 3-3.5x slower than without (``benchmarks/results/
-    parquet_read.md``). Pass as ``use_dictionary`` to ``pyarrow.parquet.write_table``.
+    column written with one reads back several times slower than without
+    (``benchmarks/results/parquet_read.md``). Pass as ``use_dictionary`` to ``pyarrow.parquet.write_table``.
     """
     def vector(t):
         return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and \

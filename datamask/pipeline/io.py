@@ -30,6 +30,7 @@ __all__ = [
     "dictionary_columns",
     "InputFile",
     "Split",
+    "split_seed",
     "discover",
     "inspect_file",
     "make_splits",
@@ -52,6 +53,13 @@ class InputFile:
     path: str  # absolute
     rel: str  # relative to the input root, with forward slashes
     fmt: str  # "parquet" | "jsonl"
+
+
+def split_seed(base_seed: int, identity: str) -> int:
+    """A 63-bit seed from a base seed and a split's identity (``file:start-stop``, or a
+    frame partition's): the same split gets the same seed on any machine, in any stage."""
+    digest = hashlib.sha256(f"{int(base_seed)}|{identity}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
 
 
 @dataclass(frozen=True)
@@ -92,8 +100,7 @@ class Split:
 
     def seed(self, base_seed: int) -> int:
         """A 63-bit seed from the config seed and the identity (stable across machines)."""
-        digest = hashlib.sha256(f"{int(base_seed)}|{self.identity}".encode()).digest()
-        return int.from_bytes(digest[:8], "little") >> 1
+        return split_seed(base_seed, self.identity)
 
     def where(self) -> str:
         return f"{self.rel} (rows {self.start}-{self.stop})"

@@ -5,7 +5,7 @@ split. :func:`run_stage` does the rest, the same way for every stage:
 
 1. output (client): refuse a directory that holds another config or foreign files, find
    finished splits (resume), record the config fingerprint;
-2. run (cluster): ``from_map`` reads each pending split, ``map_partitions`` (explicit
+2. run (Dask workers): ``from_map`` reads each pending split, ``map_partitions`` (explicit
    ``meta``) runs ``partition`` on it, which writes the split's file(s) under a temporary
    name, renamed when complete, then a small record of the split;
 3. manifest (client): every split's record, config, versions, totals, wall time. It is
@@ -30,9 +30,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -43,9 +43,9 @@ from .. import __version__
 from ..errors import ConfigError, DataError
 from .frames import read_frame
 from .gpu import CPU, Level, select_level
+from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
 from .output import DATA_DIR, MANIFEST, STATE_DIR, Output  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
-from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
 from .storage import StorageOptionsPlugin, inside, is_url, parse_options, resolve, set_options
 
 __all__ = ["run_stage", "Stage", "plan_splits", "resolve_io", "finish_split", "split_record", "Plan", "Output",

@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -80,9 +79,9 @@ def test_report_of_select_output(tmp_path):
     """The report of a real `select` run (pipeline on an in-process cluster)."""
     from distributed import Client, LocalCluster
 
+    from datamask.analysis.report import build_report
     from datamask.cli.demo import write_corpus
     from datamask.pipeline.stages.select import run_select
-    from datamask.analysis.report import build_report
 
     write_corpus(tmp_path / "c", n_rows=3000, dim=32, n_files=1, n_topics=8, row_group_size=1000)
     cfg = SelectConfig(input=str(tmp_path / "c"), output=str(tmp_path / "o"), split_size=1500, steps=50,

@@ -6,8 +6,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from dedup_data import write_planted as _write
-from pipeline_data import address, assert_fails, assert_no_output, cluster  # noqa: F401
+from tests.helpers.dedup_data import write_planted as _write
+from tests.helpers.pipeline_data import assert_fails, assert_no_output
 
 SPLIT = "30"  # each 60-row file of write_planted is two splits
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datamask.cli import main
-from pipeline_data import assert_fails, assert_no_output, address, cluster  # noqa: F401
+from tests.helpers.pipeline_data import assert_fails, assert_no_output
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "corpus.jsonl"

@@ -12,7 +12,7 @@ import pytest
 
 from datamask.cli import main
 from datamask.pipeline.io import Split
-from pipeline_data import assert_fails, local_cluster, write_files
+from tests.helpers.pipeline_data import assert_fails, local_cluster, write_files
 
 SPLIT = "600"  # files of 900, 900, 300 rows -> 5 splits: 450, 450, 450, 450, 300
 ROWS = (900, 900, 300)

@@ -62,7 +62,7 @@ def fig_trajectory(data: ReportData):
     labels = {"objective": "objective f = λ·quality + (1−λ)·diversity", "quality": "mean normalised quality (0–1)",
               "diversity": "diversity"}
     for ax, key in zip(axes, ("objective", "quality", "diversity")):
-        for (m, p), g in h.groupby(["method", "partition"], sort=False):
+        for (m, _split), g in h.groupby(["method", "partition"], sort=False):
             g = g.sort_values("step")
             first = not any(line.get_label() == m for line in ax.get_lines())
             ax.plot(g["step"], g[key], "-o", ms=2.5, lw=1.2, alpha=0.8, color=colors[m], label=m if first else None)
@@ -102,7 +102,7 @@ def fig_cluster_heatmap(data: ReportData, bins=6):
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.9 * nrow), dpi=DPI, squeeze=False)
     vmax = 0
     grids = []
-    for name, df in panels:
+    for _name, df in panels:
         lab = df["cluster"][df["cluster"].isin(cell.index)]
         share = np.bincount(cell.loc[lab].to_numpy(), minlength=bins * bins) / max(len(df), 1)
         grids.append(share.reshape(bins, bins))

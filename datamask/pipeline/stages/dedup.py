@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from ...dedup.estimator import parse_kinds
+from ...dedup.deduplicator import parse_kinds
 from ...dedup.minhash import lsh_params
 from ..io import read_parquet_table
 from ..runner import Stage, finish_split, plan_splits, resolve_io, run_stage, split_record

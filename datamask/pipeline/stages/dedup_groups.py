@@ -25,9 +25,9 @@ import pandas as pd
 import pyarrow as pa
 
 from ...dedup.buckets import empty_records, exact_records, fuzzy_records, verify_pairs
-from ...dedup.estimator import represent, resolve_kept
-from ...dedup.graph import bucket_pairs, duplicate_of
+from ...dedup.deduplicator import represent, resolve_kept
 from ...dedup.minhash import signatures
+from ...dedup.pairs import bucket_pairs, duplicate_of
 from ..io import Split, read_split, write_json_atomic, write_parquet_atomic
 from .dedup_read import column_names, doc_range, document_numbers, gather, per_split, read_quality, read_texts
 

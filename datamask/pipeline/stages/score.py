@@ -24,8 +24,18 @@ import pandas as pd
 from ...errors import ConfigError, DataError
 from ..frames import pandas_table, text_frame
 from ..io import read_parquet_table, write_json_atomic, write_parquet_atomic
+from ..runner import (
+    Output,
+    ProgressBars,
+    Stage,
+    finish_split,
+    plan_splits,
+    resolve_io,
+    run_pending,
+    run_stage,
+    split_record,
+)
 from ..storage import options
-from ..runner import Output, ProgressBars, Stage, finish_split, plan_splits, resolve_io, run_pending, run_stage, split_record
 from ..schema import TextColumns
 
 __all__ = ["run_score", "run_train_quality", "parse_domain_weights", "score_weights", "COMPONENTS_DIR", "STATS_FILE"]
