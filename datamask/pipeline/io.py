@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 
 from ..errors import DataError
 from .files import dictionary_columns, parquet_rows, read_parquet_table, write_json_atomic, write_parquet_atomic
-from .storage import Remote, is_url, location, open_file
 from .schema import Columns, TextColumns, check_schema, check_text_row, check_text_schema, embedding_matrix
+from .storage import Remote, is_url, location, open_file
 
 __all__ = [
     "dictionary_columns",

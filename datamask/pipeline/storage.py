@@ -114,7 +114,7 @@ class Remote:
     def path(self) -> str:
         return filesystem(self.url)[1]
 
-    def __truediv__(self, other) -> "Remote":
+    def __truediv__(self, other) -> Remote:
         return Remote(f"{self.url}/{str(other).strip('/')}")
 
     def __str__(self):
@@ -134,14 +134,14 @@ class Remote:
         return posixpath.basename(self.url.split("://", 1)[1])
 
     @property
-    def parent(self) -> "Remote":
+    def parent(self) -> Remote:
         proto, rest = self.url.split("://", 1)
         return Remote(f"{proto}://{posixpath.dirname(rest)}")
 
-    def with_name(self, name) -> "Remote":
+    def with_name(self, name) -> Remote:
         return self.parent / name
 
-    def resolve(self) -> "Remote":
+    def resolve(self) -> Remote:
         return self
 
     # ---- queries
@@ -157,7 +157,7 @@ class Remote:
         fs, p = filesystem(self.url)
         return fs.isfile(p)
 
-    def _child(self, fs, p) -> "Remote":
+    def _child(self, fs, p) -> Remote:
         return self / posixpath.basename(p.rstrip("/"))
 
     def iterdir(self):

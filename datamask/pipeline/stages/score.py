@@ -35,8 +35,8 @@ from ..runner import (
     run_stage,
     split_record,
 )
-from ..storage import options
 from ..schema import TextColumns
+from ..storage import options
 
 __all__ = ["run_score", "run_train_quality", "parse_domain_weights", "score_weights", "COMPONENTS_DIR", "STATS_FILE"]
 
