@@ -7,6 +7,7 @@ way a reader sees the whole file or none (:mod:`~datamask.pipeline.storage`).
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from pathlib import Path
@@ -17,7 +18,8 @@ import pyarrow.parquet as pq
 from ..errors import OutputError
 from .storage import Remote, is_url, location, open_file
 
-__all__ = ["dictionary_columns", "write_parquet_atomic", "write_json_atomic", "parquet_rows", "read_parquet_table"]
+__all__ = ["dictionary_columns", "write_parquet_atomic", "write_json_atomic", "parquet_rows", "read_parquet_table",
+           "hive_path"]
 
 
 def _short(e) -> str:
@@ -98,3 +100,12 @@ def parquet_rows(path) -> int | None:
             return pq.ParquetFile(fh).metadata.num_rows
     except (OSError, pa.ArrowInvalid, ValueError):
         return None
+
+
+def hive_path(column: str, value) -> str:
+    """``column=value`` directory name (Hive style, as pyarrow reads it back)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return f"{column}=__HIVE_DEFAULT_PARTITION__"
+    from urllib.parse import quote
+
+    return f"{column}={quote(str(value), safe='')}"

@@ -22,7 +22,14 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from ..errors import DataError
-from .files import dictionary_columns, parquet_rows, read_parquet_table, write_json_atomic, write_parquet_atomic
+from .files import (
+    dictionary_columns,
+    hive_path,
+    parquet_rows,
+    read_parquet_table,
+    write_json_atomic,
+    write_parquet_atomic,
+)
 from .schema import Columns, TextColumns, check_schema, check_text_row, check_text_schema, embedding_matrix
 from .storage import Remote, is_url, location, open_file
 
@@ -412,12 +419,3 @@ def normalize_embedding(table: pa.Table, cols: Columns, where: str, first_row: i
     arr = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(E).reshape(-1)), E.shape[1])
     i = table.schema.get_field_index(cols.embedding)
     return table.set_column(i, cols.embedding, arr)
-
-
-def hive_path(column: str, value) -> str:
-    """``column=value`` directory name (Hive style, as pyarrow reads it back)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return f"{column}=__HIVE_DEFAULT_PARTITION__"
-    from urllib.parse import quote
-
-    return f"{column}={quote(str(value), safe='')}"
