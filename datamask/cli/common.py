@@ -75,8 +75,15 @@ def stage_summary(stage, manifest, out) -> str:
     """The line a command prints when ``stage`` finished into ``out``."""
     t = manifest["totals"]
     if stage == "select":
-        return (f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows in {t['partitions']} partitions "
+        tok = t.get("tokens")
+        line = (f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows in {t['partitions']} partitions "
                 f"({t['computed_this_run']} computed, {t['resumed']} resumed) -> {out}")
+        if tok:
+            line += (f"\ndatamask: kept {tok['tokens_out']:,} of {tok['corpus_tokens']:,} tokens (budget "
+                     f"{tok['budget']:,}; counts from {tok['source'] or 'no split'})")
+            if tok["covers_corpus"]:
+                line += "\ndatamask: the token budget is at least the corpus's tokens: every row is kept"
+        return line
     if stage == "cluster":
         return f"datamask: {t['rows_in']:,} rows in {manifest['k']} clusters -> {out}"
     if stage == "compare":

@@ -64,6 +64,8 @@ def run_workflow_command(args) -> int:
     def report(stage, cfg, manifest):
         if not cfg.quiet:
             print(stage_summary(stage, manifest, cfg.output))
+        if stage == "select" and not args.no_report:  # the same report as `datamask select` writes
+            write_report_after(cfg.output, cfg.quiet)
 
     run_workflow(raw, source=args.workflow, on_stage=report)
     return 0

@@ -20,7 +20,7 @@ from ...dedup.deduplicator import parse_kinds
 from ...dedup.minhash import lsh_params
 from ..io import read_parquet_table
 from ..runner import Stage, finish_split, plan_splits, resolve_io, run_stage, split_record
-from .dedup_groups import DEDUP_DIR, GROUPS_FILE, SUMMARY_FILE, find_groups
+from .dedup_groups import DEDUP_DIR, GROUPS_FILE, REMOVED_FILE, SUMMARY_FILE, find_groups
 from .dedup_read import DedupColumns, doc_range, file_ranks
 
 __all__ = ["run_dedup", "DUPLICATE_OF"]
@@ -79,9 +79,9 @@ def run_dedup(cfg, client=None) -> dict:
 
     def setup(client, pending, out):
         where = out.state / DEDUP_DIR
-        if not (where / GROUPS_FILE).exists():
+        if not ((where / GROUPS_FILE).exists() and (where / REMOVED_FILE).exists()):
             find_groups(client, plan, cols, ranks, kinds, params, cfg, plan.device, where)
-        return {"groups_file": str(where / GROUPS_FILE)}
+        return {"groups_file": str(where / REMOVED_FILE)}
 
     stage = Stage(
         "dedup", plan, cols, _dedup_partition,

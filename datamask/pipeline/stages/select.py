@@ -25,6 +25,7 @@ from ..holdout import split_off_holdout
 from ..io import Split, normalize_embedding, read_split, write_json_atomic, write_parquet_atomic
 from ..runner import PROGRESS_TOPIC, Output, Plan, Stage, plan_splits, resolve_io, run_stage, write_split_files
 from ..schema import Columns
+from ..tokens import apportion, count_corpus_tokens, token_totals
 from .select_split import check_budget, duplicate_ids_message, select_split, selected_table
 
 __all__ = ["run_select", "plan_run", "find_duplicates"]
@@ -104,7 +105,8 @@ def _progress_callback(name):
     return cb
 
 
-def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_root, drops, in_type):
+def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_root, drops, in_type,
+                      token_budgets=None):
     """One partition: drop the corpus-wide duplicate ids and the holdout, run
     :func:`~.select_split.select_split` (the same per-split function as
     :func:`datamask.dask.select`), write the data file(s), then the record."""
@@ -134,7 +136,8 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
            "seed": s.seed(cfg.seed), "rows_in": table.num_rows, "duplicates_dropped": n_dupes,
            "holdout_rows": s.rows - n_dupes - table.num_rows, "holdout_files": held_files}
     res = select_split(table, cfg, rec["seed"], s.where(), s.start, level=level, d=d,
-                       callback=_progress_callback(s.name))
+                       callback=_progress_callback(s.name),
+                       tokens=None if token_budgets is None else token_budgets[s.name])
     rec.update(res.record)
     result = None if table.num_rows == 0 else selected_table(table, res, cfg.keep_all)
     files = [] if result is None else write_split_files(result, out.data, s.name, cfg.partition_on)
@@ -154,14 +157,29 @@ def run_select(cfg, client=None) -> dict:
         first = plan.splits[0]
         in_type = read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols)\
             .schema.field(cols.embedding).type
+    token_info = {}
+
+    def check(client, pending):
+        kw = {"drops": find_duplicates(client, plan, cols, cfg.dedupe_ids)}
+        if cfg.token_budget:  # every split's share, from the whole corpus's tokens
+            counts = count_corpus_tokens(client, plan.splits, cfg, kw["drops"], cols)
+            kw["token_budgets"], info = apportion(dict(zip(counts["name"], counts["tokens"])), cfg)
+            token_info.update(info)
+        return kw
+
+    def totals(parts):
+        out = {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in parts))} if cfg.holdout else {}
+        if cfg.token_budget:
+            out.update(token_totals(parts, token_info))
+        return out
+
     stage = Stage(
         "select", plan, cols, _select_partition,
         kwargs=dict(cfg=cfg, level=plan.level, d=plan.d, drops={}, in_type=in_type),
         frame_device=plan.device,
-        check=lambda client, pending: {"drops": find_duplicates(client, plan, cols, cfg.dedupe_ids)},
+        check=check,
         steps_per=int(cfg.steps) if cfg.solver == "pg" else 0,
-        totals=(lambda parts: {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in parts))})
-        if cfg.holdout else None,
+        totals=totals,
     )
     return run_stage(stage, client)
 
