@@ -33,22 +33,9 @@ from .files import (
 from .schema import Columns, TextColumns, check_schema, check_text_row, check_text_schema, embedding_matrix
 from .storage import Remote, is_url, location, open_file
 
-__all__ = [
-    "dictionary_columns",
-    "InputFile",
-    "Split",
-    "split_seed",
-    "discover",
-    "inspect_file",
-    "make_splits",
-    "read_split",
-    "normalize_embedding",
-    "write_parquet_atomic",
-    "write_json_atomic",
-    "hive_path",
-    "parquet_rows",
-    "read_parquet_table",
-]
+__all__ = ["dictionary_columns", "InputFile", "Split", "split_seed", "discover", "inspect_file", "make_splits",
+           "read_split", "normalize_embedding", "write_parquet_atomic", "write_json_atomic", "hive_path",
+           "parquet_rows", "read_parquet_table"]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
