@@ -66,7 +66,7 @@ def config_from_args(args, cls=SelectConfig):
 
 
 def format_table(table) -> str:
-    cols = [c for c in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "seconds")
+    cols = [c for c in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "tokens", "seconds")
             if c in table.columns]
     return table[cols].to_string(float_format=lambda v: f"{v:.4g}")
 
@@ -106,7 +106,13 @@ def write_report_after(output, quiet=False):
 
     Returns the page's path, or None when it could not be written."""
     from ..analysis.report import build_report
+    from ..pipeline.storage import is_url
 
+    if is_url(output):
+        if not quiet:
+            print(f"datamask: no HTML report for {output} (reports are written to local outputs only; "
+                  "run `datamask report` on a local copy)")
+        return None
     try:
         page = build_report(output)
     except Exception as e:  # the selection is complete and valid without its report

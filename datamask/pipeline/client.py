@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -28,7 +29,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from ..errors import SchedulerError
 
 __all__ = ["get_client", "close_client", "worker_log", "WORKER_LOG", "gpu_worker_specs", "per_gpu_cluster",
-           "GPU_THREADS", "MAX_GPU_THREADS", "gpu_threads"]
+           "GPU_THREADS", "MAX_GPU_THREADS", "gpu_threads", "wait_in_flight"]
 
 GPU_THREADS = 2  # per GPU worker at least: one split on the device, the next one read meanwhile
 MAX_GPU_THREADS = 4  # splits in flight per GPU at most (each holds its table in host memory)
@@ -179,6 +180,32 @@ def get_client(cfg, device: str = "cpu", n_tasks: int | None = None, level=None)
     client._datamask_cluster = cluster
     client.register_plugin(_WorkerLogToFile(WORKER_LOG))
     return client
+
+
+IN_FLIGHT_WAIT = 300.0  # seconds a stopped run waits for the splits still running on workers
+
+
+def _running(dask_worker, names) -> int:
+    """(on a worker) how many of its threads still run a task of the graphs ``names``."""
+    return sum(1 for key in dict(dask_worker.active_threads).values()
+               if (key[0] if isinstance(key, tuple) else key) in names)
+
+
+def wait_in_flight(client, futures, timeout: float = IN_FLIGHT_WAIT) -> bool:
+    """After ``client.cancel(futures)``: wait until no worker still runs one of them (a
+    cancelled task that started runs to its end, and writes its files). True when none does."""
+    names = {f.key[0] if isinstance(f.key, tuple) else f.key for f in futures}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            busy = sum(client.run(_running, names=names, on_error="ignore").values() or [0])
+        except Exception:  # the cluster is gone: nothing of it runs any more
+            return True
+        if not busy:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
 
 
 def close_client(client):

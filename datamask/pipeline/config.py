@@ -64,6 +64,10 @@ class StageConfig:
     # --- data
     input: str | None = _f(None, "input directory, file or glob of Parquet / JSONL / JSONL.gz", group="data")
     output: str | None = _f(None, "output directory", group="data", result=False)
+    storage_options: str | None = _f(None, "JSON object of fsspec options for s3://, gs://, az://, hf:// URLs "
+                                     "(e.g. '{\"anon\": true}'); without it each backend reads its standard "
+                                     "environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID...)", group="data",
+                                     result=False)
     id_column: str = _f("id", "name of the unique document id column", group="data")
     split_size: int = _f(1_000_000, "maximum rows per partition (the paper's split)", group="data")
     # --- output
@@ -110,6 +114,10 @@ class StageConfig:
             raise ConfigError("give either scheduler or scheduler_file, not both")
         if self.n_workers is not None and int(self.n_workers) < 1:
             raise ConfigError(f"n_workers must be >= 1, got {self.n_workers}")
+        if self.storage_options:
+            from .storage import parse_options
+
+            parse_options(self.storage_options)
         return self
 
     def result_dict(self) -> dict:
@@ -391,6 +399,8 @@ def parse_value(f: dataclasses.Field, v: Any, source: str = "config"):
             return int(float(v)) if isinstance(v, str) and "e" in v.lower() else int(v)
         if t.startswith("float"):
             return float(v)
+        if isinstance(v, dict) and t.startswith("str"):  # storage_options: a mapping in a workflow
+            return json.dumps(v)
         if t.startswith("tuple"):
             parts = v.split(",") if isinstance(v, str) else list(v)
             out = tuple(float(p) for p in parts)

@@ -20,11 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from ...errors import ConfigError, DataError
 from ..frames import pandas_table, text_frame
-from ..io import write_json_atomic, write_parquet_atomic
+from ..io import read_parquet_table, write_json_atomic, write_parquet_atomic
 from ..runner import (
     Output,
     ProgressBars,
@@ -37,6 +36,7 @@ from ..runner import (
     split_record,
 )
 from ..schema import TextColumns
+from ..storage import options
 
 __all__ = ["run_score", "run_train_quality", "parse_domain_weights", "score_weights", "COMPONENTS_DIR", "STATS_FILE",
            "components_split", "aggregate_split", "weighted_columns", "fasttext_scorer"]
@@ -151,7 +151,7 @@ def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generate
     pdf = text_frame(df, s, cfg.text_column)
     del df
     comp_file = Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet"
-    comp = pq.read_table(comp_file, columns=generated + ["n_tokens"])
+    comp = read_parquet_table(comp_file, columns=generated + ["n_tokens"])
     if comp.num_rows != len(pdf):
         raise DataError(f"{s.where()}: the stored components have {comp.num_rows} rows, the input "
                         f"{len(pdf)}; the input changed: rerun with --overwrite")
@@ -193,7 +193,8 @@ def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inpu
         files = [str(comp_dir / f"{s.name}.parquet") for s in stage_plan.splits]
         with client.as_current():
             try:
-                stats = compute_stats(dd.read_parquet(files, columns=weighted), weighted)
+                stats = compute_stats(dd.read_parquet(files, columns=weighted, storage_options=options() or None),
+                                      weighted)
             except ValueError as e:
                 raise DataError(str(e)) from None
         write_json_atomic({"weights": weighted, "stats": {c: v.to_dict() for c, v in stats.items()}}, stats_file)

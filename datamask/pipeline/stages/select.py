@@ -60,9 +60,9 @@ def _check_budget(s: Split, cfg):
 
 def _read_ids(s: Split, order: int, cols: Columns) -> pd.DataFrame:
     if s.fmt == "parquet":
-        import pyarrow.parquet as pq
+        from ..io import read_parquet_table
 
-        ids = pq.read_table(s.path, columns=[cols.id]).column(0).slice(s.start, s.rows)
+        ids = read_parquet_table(s.path, columns=[cols.id]).column(0).slice(s.start, s.rows)
     else:
         ids = read_split(s, cols).column(cols.id)
     return pd.DataFrame({"id": ids.to_pandas(), "order": np.int32(order),
@@ -139,9 +139,10 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
                        callback=_progress_callback(s.name),
                        tokens=None if token_budgets is None else token_budgets[s.name])
     rec.update(res.record)
-    files = [] if table.num_rows == 0 else write_split_files(selected_table(table, res, cfg.keep_all), out.data,
-                                                             s.name, cfg.partition_on)
-    rec.update(files=files, wall_seconds=round(time.perf_counter() - t0, 3))
+    result = None if table.num_rows == 0 else selected_table(table, res, cfg.keep_all)
+    files = [] if result is None else write_split_files(result, out.data, s.name, cfg.partition_on)
+    rec.update(files=files, rows_written=0 if result is None else result.num_rows,
+               wall_seconds=round(time.perf_counter() - t0, 3))
     write_json_atomic(rec, out.parts / f"{s.name}.json")
     return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
 
