@@ -237,3 +237,24 @@ def test_budget_checks(corpus):
     # rows stay the unit when tokens is not given; lengths only count the tokens kept
     est = DataMask(budget=50, steps=20).fit(E, q, lengths=t)
     assert est.budget_ == 50 and est.tokens_ == t[est.mask_].sum() and not est.covers_all_
+
+
+def test_greedy_under_tokens_takes_the_exact_gain_of_the_mean_objective():
+    """Pairwise greedy within a token budget is the brute-force greedy on f(U) itself."""
+    from datamask.core.greedy import greedy_pairwise
+
+    c = make_corpus(60, 8, n_topics=4, seed=5)
+    E, q = c["embedding"].astype(np.float32), normalize_quality(c["quality"])
+    t = skewed_lengths(60, 5, n_long=0).astype(np.float64)
+    T = 0.2 * t.sum()
+    obj = Objective(E, q, 0.5, "pairwise")
+    got = greedy_pairwise(E, q, 10, 0.5, cost=t, tokens=T).tolist()
+    order, left = [], T
+    while True:
+        ok = [i for i in range(60) if i not in order and t[i] <= left]
+        if not ok:
+            break
+        best = max(ok, key=lambda i: obj.evaluate_rows(np.array(order + [i]))["objective"])
+        order.append(best)
+        left -= t[best]
+    assert got == order
