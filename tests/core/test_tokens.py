@@ -258,3 +258,52 @@ def test_greedy_under_tokens_takes_the_exact_gain_of_the_mean_objective():
         order.append(best)
         left -= t[best]
     assert got == order
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(diversity="pairwise"),
+        dict(diversity="disf", steps=12),
+        dict(diversity="facility", reference_size=128, batch_ratio=0.25),
+    ],
+)
+def test_token_steps_read_nothing_back_and_match_numpy(corpus, fake_cp, monkeypatch, kw):
+    """The token-budget step on the device path (fake_cupy): no host read-back between
+    evaluation points, and the same logits and mask as numpy."""
+    from datamask.core import groupsum, pg
+    from tests.helpers import fake_cupy
+
+    monkeypatch.setattr(groupsum, "kernel", lambda: "float32")
+    monkeypatch.setattr(pg, "FacilityGroups", __import__("functools").partial(pg.FacilityGroups, method="dense"))
+    E, q, t = corpus
+    T = int(0.1 * t.sum())
+    params = dict(dict(tokens=T, steps=40, eval_every=20, patience=None, seed=5, group_size=16), **kw)
+    a = DataMask(**params).fit(E, q, lengths=t)
+    inner = pg._BestMask.evaluate
+
+    def evaluate(self, *args, **kwargs):
+        fake_cupy._STRICT[0] = False
+        try:
+            return inner(self, *args, **kwargs)
+        finally:
+            fake_cupy._STRICT[0] = True
+
+    run = pg.PolicyGradient.run
+
+    def guarded(self, *args, **kwargs):
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            fake_cupy._STRICT[0] = False
+
+    monkeypatch.setattr(pg._BestMask, "evaluate", evaluate)
+    monkeypatch.setattr(pg.PolicyGradient, "run", guarded)
+    try:
+        b = DataMask(**params).fit(fake_cp.asarray(E), fake_cp.asarray(q), lengths=fake_cp.asarray(t))
+    finally:
+        fake_cupy._STRICT[0] = False
+    La, Lb = a.logits_, np.asarray(b.logits_)
+    live = np.isfinite(La)
+    assert np.allclose(La[live], Lb[live], rtol=0, atol=1e-9)
+    assert np.array_equal(a.mask_, np.asarray(b.mask_)) and a.tokens_ == b.tokens_
