@@ -13,9 +13,9 @@ matrix-vector products, so a full run costs O(S n d): minutes at n = 100k on a C
 
 Under a token budget (``cost``, ``tokens``) each pick is the best row that still fits, by
 gain or by gain per token (``per_token``), until no row fits. The selection's size is then
-free: pairwise and DiSF take the exact gain of f(U) with its means over the current size
-(:func:`_mean_gain`); facility location keeps gains scaled by the expected size ``S`` (its
-lazy bounds need gains that only shrink, which a mean of quality does not give).
+free, so each gain is the exact gain of f(U) with its means over the current size
+(:func:`_mean_gain`); facility location's lazy bounds stay valid because only its facility
+part is kept stale (it only shrinks) while the quality part is recomputed every pick.
 """
 from __future__ import annotations
 
@@ -115,13 +115,26 @@ def greedy_facility(E, q, S, lam, R, block=64, progress=False, cost=None, tokens
     n = E.shape[0]
     r = R.shape[0]
     cur = xp.full(r, -1.0, dtype=xp.float32)  # max over an empty set: cos >= -1
-    lin = lam * q / S
+    # under a token budget (``mean``) ub holds the facility gains alone and the quality part
+    # of each gain is exact, over the current size: stale facility gains still bound it
+    mean = cost is not None
+    lin = q * 0.0 if mean else lam * q / S
     w = (1.0 - lam) / r
     # First gains exactly, in blocks of candidates: sum_x (C[x, i] + 1).
     ub = xp.empty(n, dtype=xp.float64)
     step = max(1, (1 << 24) // max(1, r))
     for i0 in range(0, n, step):
         ub[i0:i0 + step] = lin[i0:i0 + step] + w * (R @ E[i0:i0 + step].T + 1.0).astype(xp.float64).sum(axis=0)
+    Q = 0.0
+
+    def quality(rows=None):
+        """The quality part of the gains under a token budget (the facility baseline of an
+        empty set, -1, taken off the first pick's)."""
+        if not mean:
+            return 0.0
+        m, qq = len(order), (q if rows is None else q[rows])
+        return lam * qq - (1.0 - lam) if m == 0 else lam * ((Q + qq) / (m + 1) - Q / m)
+
     picked = xp.zeros(n, dtype=bool)
     order = []
     bar = _progress(S, progress, "greedy")
@@ -130,19 +143,20 @@ def greedy_facility(E, q, S, lam, R, block=64, progress=False, cost=None, tokens
     # stale gains are upper bounds (gains only shrink), and so are they per token
     while (live := picks.live(picked, len(order))) is not None:
         n_live = n - len(order) if cost is None else int(live.sum())
-        pr = xp.where(live, picks.priority(ub), -xp.inf)
+        pr = xp.where(live, picks.priority(ub + quality()), -xp.inf)
         k = min(block, n_live)
         top = xp.argpartition(-pr, k - 1)[:k] if k < n else xp.arange(n)
         rest_best = float(xp.where(_member(top, n, xp), -xp.inf, pr).max()) if k < n_live else -float("inf")
         gains = lin[top] + w * xp.maximum(R @ E[top].T - cur[:, None], 0.0).astype(xp.float64).sum(axis=0)
         ub[top] = gains
-        gt = xp.where(live[top], picks.priority(gains, top), -xp.inf)
+        gt = xp.where(live[top], picks.priority(gains + quality(top), top), -xp.inf)
         j = int(gt.argmax())
         if float(gt[j]) >= rest_best:
             i = int(top[j])
             picks.take(i)
             picked[i] = True
             order.append(i)
+            Q += float(q[i])
             cur = xp.maximum(cur, R @ E[i])
             if bar is not None:
                 bar.update()

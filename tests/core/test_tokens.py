@@ -307,3 +307,32 @@ def test_token_steps_read_nothing_back_and_match_numpy(corpus, fake_cp, monkeypa
     live = np.isfinite(La)
     assert np.allclose(La[live], Lb[live], rtol=0, atol=1e-9)
     assert np.array_equal(a.mask_, np.asarray(b.mask_)) and a.tokens_ == b.tokens_
+
+
+def test_facility_greedy_under_tokens_is_the_brute_force_greedy_on_f():
+    from datamask.core.greedy import greedy_facility
+
+    c = make_corpus(50, 8, n_topics=4, seed=6)
+    E, q = c["embedding"].astype(np.float32), normalize_quality(c["quality"])
+    t = skewed_lengths(50, 6, n_long=0).astype(np.float64)
+    T = 0.2 * t.sum()
+    R = E[:20]
+    obj = Objective(E, q, 0.5, "facility", reference=np.arange(20))
+    for per_token in (False, True):
+        got = greedy_facility(E, q, 10, 0.5, R, block=4, cost=t, tokens=T, per_token=per_token).tolist()
+        order, left = [], T
+        while True:
+            ok = [i for i in range(50) if i not in order and t[i] <= left]
+            if not ok:
+                break
+            now = obj.evaluate_rows(np.array(order))["objective"] if order else 0.0
+            best = max(
+                ok,
+                key=lambda i: (
+                    (obj.evaluate_rows(np.array(order + [i]))["objective"] - now)
+                    / (max(t[i], 1.0) if per_token else 1.0)
+                ),
+            )
+            order.append(best)
+            left -= t[best]
+        assert got == order, per_token
