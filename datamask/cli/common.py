@@ -66,7 +66,7 @@ def config_from_args(args, cls=SelectConfig):
 
 
 def format_table(table) -> str:
-    cols = [c for c in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "seconds")
+    cols = [c for c in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "tokens", "seconds")
             if c in table.columns]
     return table[cols].to_string(float_format=lambda v: f"{v:.4g}")
 

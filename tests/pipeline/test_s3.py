@@ -60,7 +60,7 @@ def s3(tmp_path_factory):
         except OSError:
             if time.time() - t0 > 30 or proc.poll() is not None:
                 proc.kill()
-                raise RuntimeError("moto_server did not start")
+                raise RuntimeError("moto_server did not start") from None
             time.sleep(0.1)
     env = {"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_DEFAULT_REGION": "us-east-1"}
