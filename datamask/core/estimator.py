@@ -17,7 +17,7 @@ from .objectives import DIVERSITIES, Objective, normalize_quality
 from .pg import PolicyGradient
 from .relaxed import frank_wolfe
 from .relaxed_tokens import frank_wolfe_tokens
-from .start import AUTO_RANGES, pilot_range
+from .start import check_logit_range, start_range
 from .tokens import candidate_tokens, check_lengths, check_token_budget
 from .validate import check_inputs, needs_rescale, unit_rows
 
@@ -260,13 +260,7 @@ class DataMask:
             raise ValueError(f"batch_ratio must be in (0, 1] or None, got {self.batch_ratio}")
         if self.batch_max is not None and (int(self.batch_max) != self.batch_max or int(self.batch_max) < 2):
             raise ValueError(f"batch_max must be an integer >= 2 or None, got {self.batch_max}")
-        if isinstance(self.logit_range, str):
-            if self.logit_range != "auto":
-                raise ValueError(f"logit_range must be 'auto', (l_min, l_max) or None, got {self.logit_range!r}")
-        elif self.logit_range is not None:
-            lo, hi = self.logit_range
-            if not float(lo) <= float(hi):
-                raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {self.logit_range}")
+        check_logit_range(self.logit_range)
         if self.reference_size is not None and int(self.reference_size) < 1:
             raise ValueError(f"reference_size must be >= 1 or None, got {self.reference_size}")
         if self.tokens is not None:
@@ -414,15 +408,9 @@ class DataMask:
     def _fit_pg(self, E, cand, scale, qc, S, xp):
         facility = self.diversity == "facility"
         self.lr_ = float(self.lr) if self.lr is not None else (DEFAULT_LR_FACILITY if facility else DEFAULT_LR)
-        default_range = {"facility": DEFAULT_LOGIT_RANGE_FACILITY,
-                         "disf": DEFAULT_LOGIT_RANGE_DISF}.get(self.diversity, DEFAULT_LOGIT_RANGE)
-        chosen = self.logit_range if self.logit_range is not None else default_range
-        self.pilot_ = None
-        if isinstance(chosen, str) and self.init == "quality":
-            chosen, self.pilot_ = pilot_range(self, E, cand, scale, qc, S, xp)
-        elif isinstance(chosen, str):
-            chosen = AUTO_RANGES[0]  # uniform init: the range is unused
-        self.logit_range_ = tuple(float(v) for v in chosen)
+        default = {"facility": DEFAULT_LOGIT_RANGE_FACILITY, "disf": DEFAULT_LOGIT_RANGE_DISF}
+        self.logit_range_, self.pilot_ = start_range(self, default.get(self.diversity, DEFAULT_LOGIT_RANGE),
+                                                     E, cand, scale, qc, S, xp)
         solver = PolicyGradient(self)
         rows = solver.run(E, cand, scale, qc, S, xp)
         self.n_steps_ = solver.n_steps

@@ -15,7 +15,7 @@ import copy
 
 from .pg import PolicyGradient
 
-__all__ = ["AUTO_RANGES", "PILOT_STEPS", "pilot_range"]
+__all__ = ["AUTO_RANGES", "PILOT_STEPS", "pilot_range", "start_range", "check_logit_range"]
 
 # Candidate initial ranges of the pilot: narrow and wide.
 AUTO_RANGES = ((0.0, 2.0), (0.0, 16.0))
@@ -40,3 +40,26 @@ def pilot_range(est, E, cand, scale, qc, S, xp, ranges=AUTO_RANGES):
         scores[probe.logit_range_] = float(probe.history_[-1]["objective"])
     best = max(scores, key=scores.get)
     return best, scores
+
+
+def check_logit_range(value):
+    """ValueError unless ``value`` is None, ``"auto"`` or ``(l_min, l_max)`` with l_min <= l_max."""
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError(f"logit_range must be 'auto', (l_min, l_max) or None, got {value!r}")
+    elif value is not None:
+        lo, hi = value
+        if not float(lo) <= float(hi):
+            raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {value}")
+
+
+def start_range(est, default, E, cand, scale, qc, S, xp):
+    """``(range, pilot scores or None)``: ``est.logit_range`` (or ``default`` when None),
+    with ``"auto"`` resolved by :func:`pilot_range` (uniform init: no pilot, range unused)."""
+    chosen = est.logit_range if est.logit_range is not None else default
+    pilot = None
+    if isinstance(chosen, str) and est.init == "quality":
+        chosen, pilot = pilot_range(est, E, cand, scale, qc, S, xp)
+    elif isinstance(chosen, str):
+        chosen = AUTO_RANGES[0]
+    return tuple(float(v) for v in chosen), pilot
