@@ -1,4 +1,4 @@
-# Two commands for a newcomer: `make demo` and `make test`.
+# Two commands for a newcomer: `make demo` and `make test` (`make lint` before a commit).
 # Both create .venv and install into it; nothing needs to be installed by hand.
 PYTHON ?= python3
 VENV   := .venv
@@ -9,12 +9,12 @@ PIP    := $(PY) -m pip
 TORCH  := torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-blas install bench clean
+.PHONY: demo test test-blas lint install bench clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip setuptools wheel
-	$(PIP) install -q "$(TORCH)" -e ".[embed,fast-embed,quality,dev]"
+	$(PIP) install -q "$(TORCH)" -e ".[embed,fast-embed,quality,s3,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -30,6 +30,11 @@ test: $(STAMP)
 KERNELS ?= Haswell SkylakeX Prescott
 test-blas: $(STAMP)
 	for k in $(KERNELS); do echo "OPENBLAS_CORETYPE=$$k"; OPENBLAS_CORETYPE=$$k $(PY) -m pytest -q -p no:cacheprovider tests/core tests/methods || exit 1; done
+
+# ruff's lint rules and its formatter, configured in pyproject.toml ([tool.ruff]).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 bench: $(STAMP)
 	$(PY) benchmarks/optimizer.py

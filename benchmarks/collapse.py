@@ -3,7 +3,7 @@
 Run:  python benchmarks/collapse.py [--zeros keep|redraw] [--device fake-cupy|numpy] [--steps 6400]
 
 ``--device fake-cupy`` runs every cupy branch of the datamask on ``PYTHONPATH`` on numpy
-arrays through ``tests/fake_cupy.py``, whose ``random.default_rng`` draws float32 uniforms
+arrays through ``tests/helpers/fake_cupy.py``, whose ``random.default_rng`` draws float32 uniforms
 with cupy's law (exactly 0.0 once in 2^25 draws); ``--zeros redraw`` replaces those zeros,
 all else equal. The H200 run's settings: ``make_corpus(1M, d=384, seed 0)``, ratio 0.1,
 lam 0.5, pairwise, ``batch_max=None`` (25,000-row batches), lr 3, seed 0. Every
@@ -22,10 +22,9 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.append(os.path.join(os.path.dirname(__file__), ".."))  # last: a checkout on PYTHONPATH wins
 
-import fake_cupy  # noqa: E402
+from tests.helpers import fake_cupy  # noqa: E402
 
 
 def main():
@@ -85,7 +84,7 @@ def main():
         return evaluate_point(self, step, L, bar)
 
     pg._BestMask.evaluate = keep_logits
-    out = open(args.log, "w") if args.log else None
+    out = open(args.log, "w") if args.log else None  # noqa: SIM115 (written through the run)
 
     def callback(est, rec):
         L = np.asarray(held["L"])

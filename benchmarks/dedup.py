@@ -302,8 +302,8 @@ def recall_precision(n_unrelated: int, n_copies: int):
 def fuzzy_breakdown(n_docs: int):
     """CPU microseconds per document of each step of the fuzzy kind, one process."""
     from datamask.dedup.buckets import fuzzy_records, verify_pairs
-    from datamask.dedup.graph import bucket_pairs, duplicate_of
     from datamask.dedup.minhash import lsh_params, signatures
+    from datamask.dedup.pairs import bucket_pairs, duplicate_of
 
     texts, _, _ = planted_corpus(n_docs - n_docs // 10, n_docs // 10, 7)
     p = lsh_params()

@@ -36,9 +36,7 @@ TARGETS = {  # figure: (comparison, bound, text)
     "cosine": (">=", 0.9999, ">= 0.9999 vs CPU float32"),
     "cluster": ("<=", 10.0, "<= 10 s"),
 }
-WORDS = ("river bread bicycle printing press history orchestra comet sediment yeast dough chain tissue "
-         "sleep interest rate city order market language model data quality diversity selection corpus "
-         "token window memory device kernel batch stream thread worker split cluster centroid").split()
+WORDS = ["river", "bread", "bicycle", "printing", "press", "history", "orchestra", "comet", "sediment", "yeast", "dough", "chain", "tissue", "sleep", "interest", "rate", "city", "order", "market", "language", "model", "data", "quality", "diversity", "selection", "corpus", "token", "window", "memory", "device", "kernel", "batch", "stream", "thread", "worker", "split", "cluster", "centroid"]
 
 
 def _save(out, name, rec):
@@ -200,8 +198,9 @@ def _warm_rate(emb, texts, device):
 
 
 def cmd_embed(a):
-    import pyarrow.parquet as pq
     from dataclasses import replace
+
+    import pyarrow.parquet as pq
 
     from datamask.features.embed import Embedder
 

@@ -20,9 +20,8 @@ import time
 import numpy as np
 
 from datamask import DataMask, evaluate
-from datamask.core.synthetic import make_corpus
-
 from datamask.core.estimator import DEFAULT_LOGIT_RANGE, DEFAULT_LOGIT_RANGE_FACILITY
+from datamask.core.synthetic import make_corpus
 
 OLD = (0.0, 2.0)
 WIDE = (0.0, 16.0)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import psutil
 
-from datamask.pipeline.config import SelectConfig
 from datamask.cli.demo import write_corpus
+from datamask.pipeline.config import SelectConfig
 from datamask.pipeline.stages.select import run_select
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pipeline.md"

@@ -10,7 +10,7 @@ from .core.objectives import evaluate
 __version__ = "0.2.0"
 __all__ = ["DataMask", "evaluate", "__version__"]
 
-# Entry points that moved into the layer packages in 0.2 (README, "What moved"), reachable
+# Entry points that moved into the layer packages in 0.2 (CHANGELOG.md, 0.2.0), reachable
 # here for one release; imported lazily so ``import datamask`` stays light.
 _MOVED = {
     "run_select": "datamask.pipeline.stages.select",

@@ -5,7 +5,7 @@ They carry only a message, so they pickle across Dask workers unchanged.
 """
 from __future__ import annotations
 
-__all__ = ["DatamaskError", "DataError", "ConfigError", "ClusterError", "OutputError"]
+__all__ = ["DatamaskError", "DataError", "ConfigError", "SchedulerError", "ClusterError", "OutputError"]
 
 
 class DatamaskError(Exception):
@@ -22,10 +22,15 @@ class ConfigError(DatamaskError):
     """A parameter is invalid, or disagrees with an existing output directory."""
 
 
-class ClusterError(DatamaskError):
-    """No Dask scheduler or worker could be reached."""
+class SchedulerError(DatamaskError):
+    """No Dask scheduler or worker could be reached (exit code 3)."""
 
     exit_code = 3
+
+
+# The old name, from when "cluster" meant both the Dask cluster and k-means clusters; kept
+# for one release (deprecated in 0.3).
+ClusterError = SchedulerError
 
 
 class OutputError(DatamaskError):

@@ -2,6 +2,8 @@ import numpy as np
 import pytest
 
 from datamask.core.backend import gpu_available
+from tests.helpers import fake_cupy
+from tests.helpers.pipeline_data import local_cluster, write_files
 
 
 def pytest_collection_modifyitems(config, items):
@@ -32,7 +34,26 @@ def unit_rows():
 
 @pytest.fixture
 def fake_cp(monkeypatch):
-    """A numpy-backed stand-in for cupy, installed as ``cupy`` for this test (see fake_cupy.py)."""
-    import fake_cupy
-
+    """A numpy-backed stand-in for cupy, installed as ``cupy`` for this test (see helpers/fake_cupy.py)."""
     return fake_cupy.install(monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory):
+    """Three Parquet files of the pipeline tests' corpus (``helpers.pipeline_data.FILE_ROWS`` rows)."""
+    d = tmp_path_factory.mktemp("corpus")
+    write_files(d)
+    return d
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """The suite's shared Dask cluster (tests that kill workers start their own)."""
+    with local_cluster() as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def address(cluster):
+    """The shared Dask cluster's scheduler address."""
+    return cluster.scheduler_address

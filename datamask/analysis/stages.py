@@ -112,10 +112,9 @@ def _prepare_output(path, marker, overwrite, input=None, own=()):
 
         discover(input)
     out = Path(path)
-    if out.exists() and any(p.name not in own for p in out.iterdir()):
-        if not (out / marker).exists():
-            raise ConfigError(f"output directory {out} is not empty and was not written by this command "
-                              f"(no {marker}); choose a new or empty OUTPUT")
+    if out.exists() and any(p.name not in own for p in out.iterdir()) and not (out / marker).exists():
+        raise ConfigError(f"output directory {out} is not empty and was not written by this command "
+                          f"(no {marker}); choose a new or empty OUTPUT")
     out.mkdir(parents=True, exist_ok=True)
     return out
 

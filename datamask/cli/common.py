@@ -66,7 +66,7 @@ def config_from_args(args, cls=SelectConfig):
 
 
 def format_table(table) -> str:
-    cols = [c for c in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "seconds")
+    cols = [c for c in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "tokens", "seconds")
             if c in table.columns]
     return table[cols].to_string(float_format=lambda v: f"{v:.4g}")
 
@@ -75,8 +75,15 @@ def stage_summary(stage, manifest, out) -> str:
     """The line a command prints when ``stage`` finished into ``out``."""
     t = manifest["totals"]
     if stage == "select":
-        return (f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows in {t['partitions']} partitions "
+        tok = t.get("tokens")
+        line = (f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows in {t['partitions']} partitions "
                 f"({t['computed_this_run']} computed, {t['resumed']} resumed) -> {out}")
+        if tok:
+            line += (f"\ndatamask: kept {tok['tokens_out']:,} of {tok['corpus_tokens']:,} tokens (budget "
+                     f"{tok['budget']:,}; counts from {tok['source'] or 'no split'})")
+            if tok["covers_corpus"]:
+                line += "\ndatamask: the token budget is at least the corpus's tokens: every row is kept"
+        return line
     if stage == "cluster":
         return f"datamask: {t['rows_in']:,} rows in {manifest['k']} clusters -> {out}"
     if stage == "compare":
@@ -99,7 +106,13 @@ def write_report_after(output, quiet=False):
 
     Returns the page's path, or None when it could not be written."""
     from ..analysis.report import build_report
+    from ..pipeline.storage import is_url
 
+    if is_url(output):
+        if not quiet:
+            print(f"datamask: no HTML report for {output} (reports are written to local outputs only; "
+                  "run `datamask report` on a local copy)")
+        return None
     try:
         page = build_report(output)
     except Exception as e:  # the selection is complete and valid without its report

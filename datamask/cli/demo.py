@@ -22,7 +22,7 @@ DEMO_WORKFLOW = Path(__file__).resolve().parents[2] / "workflows" / "demo.yaml"
 
 
 def corpus_table(corpus: dict, lo: int = 0, hi: int | None = None, dtype=np.float16) -> pa.Table:
-    """Rows ``[lo, hi)`` of a ``make_corpus`` dict as an Arrow table (DESIGN.md section 3)."""
+    """Rows ``[lo, hi)`` of a ``make_corpus`` dict as an Arrow table (docs/design.md, "Data")."""
     hi = len(corpus["id"]) if hi is None else hi
     E = np.ascontiguousarray(corpus["embedding"][lo:hi].astype(dtype))
     emb = pa.FixedSizeListArray.from_arrays(pa.array(E.reshape(-1)), E.shape[1])
@@ -53,8 +53,8 @@ def write_corpus(directory, n_rows=200_000, dim=384, n_files=4, seed=0, dtype=np
 def compare(manifest: dict, cfg) -> dict:
     """Mean (raw) quality and diversity of the selection, a random sample and the top-k by
     quality, averaged over partitions; plus the objective on the same scale."""
-    from ..pipeline.io import Split, read_split
     from ..core.objectives import evaluate
+    from ..pipeline.io import Split, read_split
     from ..pipeline.schema import Columns, check_table
 
     cols = Columns.from_config(cfg)

@@ -1,6 +1,6 @@
 """The ``DataMask`` estimator: choose S rows maximising quality + diversity.
 
-``solver="pg"`` is DATAMASK (policy-gradient mask learning, DESIGN.md section 5);
+``solver="pg"`` is DATAMASK (policy-gradient mask learning; docs/design.md, "DATAMASK, exactly");
 ``"greedy"`` and ``"relaxed"`` solve the same objective another way. All three share the
 paper's quality-aware pruning, and report the chosen mask on the same exact objective.
 """
@@ -12,10 +12,12 @@ import time
 import numpy as np
 
 from .backend import default_rng, get_namespace
-from .greedy import greedy_disf, greedy_facility, greedy_pairwise
+from .greedy import greedy_select
 from .objectives import DIVERSITIES, Objective, normalize_quality
 from .pg import PolicyGradient
 from .relaxed import frank_wolfe
+from .relaxed_tokens import frank_wolfe_tokens
+from .tokens import candidate_tokens, check_lengths, check_token_budget
 from .validate import check_inputs, needs_rescale, unit_rows
 
 __all__ = ["DataMask", "SOLVERS", "rows_after_pruning"]
@@ -46,6 +48,9 @@ class DataMask:
         ``budget`` is given.
     budget : int, optional
         Absolute number of rows to keep.
+    tokens : int, optional
+        Token budget T (instead of ``budget``; ``ratio`` ignored): keep rows whose ``lengths``
+        (given to :meth:`fit`) sum to at most T, to within one row. See docs/tokens.md.
     lam : float, default 0.5
         Weight of quality (normalised to [0, 1] over the partition) against diversity.
     diversity : {"pairwise", "facility", "disf"}, default "pairwise"
@@ -57,16 +62,14 @@ class DataMask:
         Masks sampled per step (G).
     lr : float or None, default None
         Step size of the logit update on group-normalised advantages. None picks 3 for
-        pairwise and DiSF and 1 for facility location. The paper uses 10; in our sweep
-        (benchmarks/results/optimizer.md) 10 reached 99% of greedy's gain first but
-        stalled below 99.9%, 3 reached 99.9% fastest. Facility location samples from every
-        candidate each step (no batch updating), and at lr 3 its policy collapsed onto one
-        mask at 89% of greedy's gain (20k rows); at lr 1 it reached 97%.
+        pairwise and DiSF and 1 for facility location. The paper uses 10, which gets close
+        fastest but then stalls short of the best objective (the lr sweep in
+        benchmarks/results/optimizer.md). Facility location samples from every candidate
+        each step (no batch updating) and takes the smaller step.
     steps : int, default 5000
         Maximum policy-gradient steps (``patience`` usually stops a run sooner). The steps
-        a run needs grow with S / group_size: in the benchmark (pairwise, 10%) 99% of
-        greedy's gain took 200 steps at 20k rows, 1,150 at 100k and 12,500 at 1M (the
-        paper ran 10,000).
+        a run needs grow with S / group_size (the paper ran 10,000); steps per partition
+        size are in benchmarks/results/optimizer.md.
     batch_ratio : float or None, default 0.05
         Batch updating: each step samples masks from this fraction of the candidate rows,
         with the budget scaled to match (for facility location the fraction applies to the
@@ -88,13 +91,11 @@ class DataMask:
         ``(l_min, l_max)`` for quality-aware initialisation. None picks (0, 16) for pairwise
         and DiSF and (0, 2) for facility location. A wide range starts the policy near the
         quality top-S, so its first, noisy updates (a row's share of a large mask's score is
-        small) reorder only rows whose order hardly matters: with (0, 2) the paper's uncapped
-        batch fell by 1.8% (100k rows) and 9.9% (1M) of the gain over its first steps, with
-        (0, 16) it did not fall, and pairwise pg needed 2.6-4.2x fewer steps to 99% (DiSF 5x).
-        Where the optimum is far from the quality top-S the wide start costs steps: pairwise
-        at lam 0.2 needed 16% more, and facility location (whose quality top-S held 51% of
-        greedy's gain at 20k rows) reached 87.7% in 4,000 steps against 98.4% with (0, 2).
-        The sweep is in benchmarks/results/init_sweep.md.
+        small) reorder only rows whose order hardly matters: the objective does not dip early
+        and fewer steps are needed. Where the optimum is far from the quality top-S (low
+        ``lam``, facility location) the wide start costs steps, hence the narrow range for
+        facility location. The sweeps are in benchmarks/results/init_sweep.md and
+        benchmarks/results/init_sweep_ranges.md.
     final : {"topk", "sample"}, default "topk"
         Final mask: the S largest logits (the best top-S mask seen at the evaluation
         points is kept), or one Plackett-Luce draw from the final logits.
@@ -116,9 +117,9 @@ class DataMask:
         Frank-Wolfe iteration cap for ``solver="relaxed"``.
     n_threads : int or None, default 1
         BLAS threads during ``fit``. One, because a Dask worker runs one partition per core;
-        a single fit on an idle machine can use more for greedy and relaxed (greedy ran about
-        2x faster with 2 threads on our 2-core host; a pg step did not get faster: see the
-        threads table in benchmarks/results/optimizer.md). None leaves the library default.
+        a single fit on an idle machine can use more for greedy and relaxed (a pg step gains
+        little from more threads: see the threads table in benchmarks/results/optimizer.md).
+        None leaves the library default.
     progress : bool, default False
         Show a progress bar over steps (or greedy picks).
 
@@ -134,7 +135,9 @@ class DataMask:
         One record per evaluation point: ``step``, ``seconds``, ``objective``,
         ``quality``, ``diversity``.
     budget_ : int
-        S.
+        S (the rows kept, under a token budget).
+    tokens_, covers_all_ : int or None, bool
+        Tokens kept (when ``lengths`` were given); True when ``tokens`` kept every row.
     n_candidates_ : int
         Rows left after pruning.
     n_steps_ : int
@@ -149,6 +152,7 @@ class DataMask:
         self,
         ratio=0.1,
         budget=None,
+        tokens=None,
         lam=0.5,
         diversity="pairwise",
         solver="pg",
@@ -174,6 +178,7 @@ class DataMask:
     ):
         self.ratio = ratio
         self.budget = budget
+        self.tokens = tokens
         self.lam = lam
         self.diversity = diversity
         self.solver = solver
@@ -255,6 +260,9 @@ class DataMask:
                 raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {self.logit_range}")
         if self.reference_size is not None and int(self.reference_size) < 1:
             raise ValueError(f"reference_size must be >= 1 or None, got {self.reference_size}")
+        if self.tokens is not None:
+            check_token_budget(self.tokens, self.budget)
+            return None, rows_after_pruning(n_rows, self.prune)
         if self.budget is not None:
             if int(self.budget) != self.budget or int(self.budget) < 1:
                 raise ValueError(f"budget must be a positive integer, got {self.budget}")
@@ -278,7 +286,7 @@ class DataMask:
         return S, n_keep
 
     # ------------------------------------------------------------------ fit
-    def fit(self, embeddings, quality):
+    def fit(self, embeddings, quality, lengths=None):
         """Learn the selection for one partition.
 
         Parameters
@@ -286,25 +294,31 @@ class DataMask:
         embeddings : (N, d) float array, numpy or cupy; rows are L2-normalised here if
             they are not already (a zero row is an error)
         quality : (N,) float array, higher is better
+        lengths : (N,) array of non-negative integer token counts, optional
+            Needed with ``tokens``; otherwise only counted into ``tokens_``.
 
         Returns
         -------
         self
         """
         if self.n_threads is None:
-            return self._fit(embeddings, quality)
+            return self._fit(embeddings, quality, lengths)
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=int(self.n_threads)):
-            return self._fit(embeddings, quality)
+            return self._fit(embeddings, quality, lengths)
 
-    def _fit(self, embeddings, quality):
+    def _fit(self, embeddings, quality, lengths=None):
         t0 = time.perf_counter()
         xp = get_namespace(embeddings)
         quality = xp.asarray(quality)
         norms = check_inputs(embeddings, quality)
         N = embeddings.shape[0]
         S, n_keep = self._check_params(N)
+        t = None if self.tokens is None and lengths is None else check_lengths(lengths, N, xp)
+        T = None if self.tokens is None else int(self.tokens)
+        self.covers_all_ = T is not None and T >= float(t.sum())
+        n_keep = N if self.covers_all_ else n_keep
         # Memory: the input stays as given (float16 storage is fine); the only copy is the
         # candidate rows below, float32 (or int8 planes, 3/4 of that, for a pairwise pg
         # step), half the partition with the default pruning.
@@ -324,15 +338,17 @@ class DataMask:
             reference = default_rng(xp, self.seed).subset(N, int(self.reference_size))
         self._full = Objective(E, qn, self.lam, self.diversity, reference, norms=scale)
         self._cand = cand
-        self.budget_ = S
         self.n_candidates_ = int(n_keep)
         self.history_ = []
         self.logits_ = None
         self._t0 = t0
 
         qc = qn[cand]
-        if S == n_keep:  # nothing to choose
-            rows, self.n_steps_ = xp.arange(n_keep), 0
+        self._lengths, self._token_budget = None, T
+        if T is not None and not self.covers_all_:
+            self._lengths, S = candidate_tokens(t, cand, qc, T, self.prune)
+        if not S or S == n_keep:  # nothing to choose (S 0: no candidate fits the token budget)
+            rows, self.n_steps_ = xp.arange(0 if S == 0 else n_keep), 0
         elif self.solver == "greedy":
             rows = self._fit_greedy(unit_rows(E, cand, scale), qc, S, xp)
         elif self.solver == "relaxed":
@@ -344,9 +360,12 @@ class DataMask:
         mask = xp.zeros(N, dtype=bool)
         mask[chosen] = True
         self.mask_ = mask
-        self.objective_ = self._full.evaluate_rows(xp.nonzero(mask)[0])
+        self.budget_ = int(rows.shape[0])
+        self.tokens_ = None if t is None else int(t[mask].sum())
+        self.objective_ = (self._full.evaluate_rows(xp.nonzero(mask)[0]) if rows.shape[0]
+                           else dict.fromkeys(("objective", "quality", "diversity"), math.nan))
         self.fit_seconds_ = time.perf_counter() - t0
-        del self._full, self._cand
+        del self._full, self._cand, self._lengths
         return self
 
     def _record(self, step, rows):
@@ -356,28 +375,31 @@ class DataMask:
         return rec
 
     def _fit_greedy(self, Ec, qc, S, xp):
-        if self.diversity == "pairwise":
-            order = greedy_pairwise(Ec, qc, S, self.lam, progress=self.progress)
-        elif self.diversity == "disf":
-            order = greedy_disf(Ec, qc, S, self.lam, progress=self.progress)
-        else:
-            R = self._full.rows(self._full.reference)
-            order = greedy_facility(Ec, qc, S, self.lam, R, progress=self.progress)
-        self.n_steps_ = S
+        # under a token budget, the knapsack rule: the better of plain gain and gain per token
+        kws = [{}] if self._lengths is None else [
+            {"cost": self._lengths, "tokens": self._token_budget, "per_token": p} for p in (False, True)]
+        R = self._full.rows(self._full.reference) if self.diversity == "facility" else None
+        runs = [greedy_select(self.diversity, Ec, qc, S, self.lam, R, self.progress, **kw) for kw in kws]
+        order = max(runs, key=lambda o: self._full.evaluate_rows(self._cand[o])["objective"])
+        self.n_steps_ = S = int(order.shape[0])
         self.order_ = self._cand[order]
         self._record(S, order)
         return order
 
     def _fit_relaxed(self, Ec, qc, S, xp):
-        x, vertex, it = frank_wolfe(Ec, qc, S, self.lam, self.diversity, max_iter=int(self.relaxed_iter))
+        t, T = self._lengths, self._token_budget
+        if t is None:
+            x, vertex, it = frank_wolfe(Ec, qc, S, self.lam, self.diversity, max_iter=int(self.relaxed_iter))
+            top, last = xp.argpartition(-x, S - 1)[:S], xp.nonzero(vertex)[0]
+        else:  # the roundings fill the budget
+            x, top, last, it = frank_wolfe_tokens(Ec, qc, t, T, self.lam, self.diversity, int(self.relaxed_iter))
         self.n_steps_ = it
         self.x_ = xp.full(self._full.E.shape[0], 0.0)
         self.x_[self._cand] = x
-        top = xp.argpartition(-x, S - 1)[:S]
         a = self._record(it, top)
-        b = self._full.evaluate_rows(self._cand[xp.nonzero(vertex)[0]])
+        b = self._full.evaluate_rows(self._cand[last])
         if b["objective"] > a["objective"]:
-            return xp.nonzero(vertex)[0]
+            return last
         return top
 
     def _fit_pg(self, E, cand, scale, qc, S, xp):

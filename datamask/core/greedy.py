@@ -10,12 +10,16 @@ matrix-vector products, so a full run costs O(S n d): minutes at n = 100k on a C
 * disf: DiSF with the standardisation fixed over the candidate rows (the exact metric
   re-standardises over the selection, which no incremental greedy can follow). The
   selection is reported with the exact metric.
+
+Under a token budget (``cost``, ``tokens``) each pick is the best row that still fits, by
+gain or by gain per token (``per_token``), until no row fits; ``S`` is then the expected
+size of the selection, which only scales the gains (docs/tokens.md).
 """
 from __future__ import annotations
 
 from .backend import get_namespace
 
-__all__ = ["greedy_pairwise", "greedy_facility", "greedy_disf", "standardize"]
+__all__ = ["greedy_pairwise", "greedy_facility", "greedy_disf", "greedy_select", "standardize"]
 
 
 def _progress(total, enabled, desc):
@@ -26,12 +30,40 @@ def _progress(total, enabled, desc):
     return tqdm(total=total, desc=desc, unit="pick", leave=False)
 
 
-def _argmax_free(gain, picked, xp):
-    gain = xp.where(picked, -xp.inf, gain)
-    return int(gain.argmax())
+class _Picks:
+    """When to stop and which row is next: ``S`` rows, or rows while they fit ``tokens``."""
+
+    def __init__(self, S, cost=None, tokens=None, per_token=False):
+        self.S, self.cost, self.left = int(S), cost, None if cost is None else float(tokens)
+        self.div = None
+        if cost is not None and per_token:
+            xp = get_namespace(cost)
+            self.div = xp.maximum(cost, 1.0)  # a row of 0 tokens costs as much as 1
+
+    def live(self, picked, n_picked):
+        """Rows that may still be picked (None: none, stop)."""
+        if self.cost is None:
+            return None if n_picked >= self.S else ~picked
+        ok = ~picked & (self.cost <= self.left)
+        return ok if bool(ok.any()) else None
+
+    def priority(self, gain, rows=None):
+        if self.div is None:
+            return gain
+        return gain / (self.div if rows is None else self.div[rows])
+
+    def next(self, gain, picked, n_picked, xp):
+        live = self.live(picked, n_picked)
+        if live is None:
+            return None
+        return int(xp.where(live, self.priority(gain), -xp.inf).argmax())
+
+    def take(self, i):
+        if self.cost is not None:
+            self.left -= float(self.cost[i])
 
 
-def greedy_pairwise(E, q, S, lam, progress=False):
+def greedy_pairwise(E, q, S, lam, progress=False, cost=None, tokens=None, per_token=False):
     """Greedy picks for quality + pairwise diversity. Returns row indices in pick order."""
     xp = get_namespace(E)
     n = E.shape[0]
@@ -41,8 +73,9 @@ def greedy_pairwise(E, q, S, lam, progress=False):
     scale = 2.0 * (1.0 - lam) / (S * (S - 1.0)) if S > 1 else 0.0
     order = []
     bar = _progress(S, progress, "greedy")
-    for _ in range(S):
-        i = _argmax_free(lin - scale * dots, picked, xp)
+    picks = _Picks(S, cost, tokens, per_token)
+    while (i := picks.next(lin - scale * dots, picked, len(order), xp)) is not None:
+        picks.take(i)
         picked[i] = True
         order.append(i)
         dots += E @ E[i]
@@ -53,7 +86,7 @@ def greedy_pairwise(E, q, S, lam, progress=False):
     return xp.asarray(order)
 
 
-def greedy_facility(E, q, S, lam, R, block=64, progress=False):
+def greedy_facility(E, q, S, lam, R, block=64, progress=False, cost=None, tokens=None, per_token=False):
     """Lazy greedy for quality + facility location against reference rows ``R`` (r, d)."""
     xp = get_namespace(E)
     n = E.shape[0]
@@ -70,16 +103,21 @@ def greedy_facility(E, q, S, lam, R, block=64, progress=False):
     order = []
     bar = _progress(S, progress, "greedy")
     block = min(block, n)
-    while len(order) < S:
-        ub = xp.where(picked, -xp.inf, ub)
-        k = min(block, n - len(order))
-        top = xp.argpartition(-ub, k - 1)[:k] if k < n else xp.arange(n)
-        rest_best = float(xp.where(_member(top, n, xp), -xp.inf, ub).max()) if k < n - len(order) else -float("inf")
+    picks = _Picks(S, cost, tokens, per_token)
+    # stale gains are upper bounds (gains only shrink), and so are they per token
+    while (live := picks.live(picked, len(order))) is not None:
+        n_live = n - len(order) if cost is None else int(live.sum())
+        pr = xp.where(live, picks.priority(ub), -xp.inf)
+        k = min(block, n_live)
+        top = xp.argpartition(-pr, k - 1)[:k] if k < n else xp.arange(n)
+        rest_best = float(xp.where(_member(top, n, xp), -xp.inf, pr).max()) if k < n_live else -float("inf")
         gains = lin[top] + w * xp.maximum(R @ E[top].T - cur[:, None], 0.0).astype(xp.float64).sum(axis=0)
         ub[top] = gains
-        j = int(gains.argmax())
-        if float(gains[j]) >= rest_best:
+        gt = xp.where(live[top], picks.priority(gains, top), -xp.inf)
+        j = int(gt.argmax())
+        if float(gt[j]) >= rest_best:
             i = int(top[j])
+            picks.take(i)
             picked[i] = True
             order.append(i)
             cur = xp.maximum(cur, R @ E[i])
@@ -107,7 +145,7 @@ def standardize(E):
     return (X - mu) * scale  # one float32 copy (constant columns become 0)
 
 
-def greedy_disf(E, q, S, lam, progress=False):
+def greedy_disf(E, q, S, lam, progress=False, cost=None, tokens=None, per_token=False):
     """Greedy for quality + DiSF with the standardisation fixed over the rows of ``E``.
 
     With A = sum over picked rows of z z^T, the proxy is -sum_{a != b} (A_ab / S)^2 / (d(d-1)).
@@ -126,8 +164,9 @@ def greedy_disf(E, q, S, lam, progress=False):
     picked = xp.zeros(n, dtype=bool)
     order = []
     bar = _progress(S, progress, "greedy")
-    for _ in range(S):
-        i = _argmax_free(lin - scale * (2 * w_ - 2 * t_ + k), picked, xp)
+    picks = _Picks(S, cost, tokens, per_token)
+    while (i := picks.next(lin - scale * (2 * w_ - 2 * t_ + k), picked, len(order), xp)) is not None:
+        picks.take(i)
         picked[i] = True
         order.append(i)
         w_ += (Z @ Z[i]).astype(xp.float64) ** 2
@@ -137,3 +176,13 @@ def greedy_disf(E, q, S, lam, progress=False):
     if bar is not None:
         bar.close()
     return xp.asarray(order)
+
+
+def greedy_select(diversity, E, q, S, lam, R=None, progress=False, **budget):
+    """The greedy of ``diversity`` (``R``: facility location's reference rows); ``budget``:
+    ``cost``, ``tokens`` and ``per_token`` for a token budget."""
+    if diversity == "pairwise":
+        return greedy_pairwise(E, q, S, lam, progress=progress, **budget)
+    if diversity == "disf":
+        return greedy_disf(E, q, S, lam, progress=progress, **budget)
+    return greedy_facility(E, q, S, lam, R, progress=progress, **budget)

@@ -12,9 +12,8 @@ objective needs ``s_g = sum of E[idx[g]]`` for every mask g. Two kernels give it
     so ``torch._int_mm`` of an int8 M with the planes gives every sum exactly, in integers.
     The rounding moves an entry by at most 2^-21 (< 5e-7), far finer than the float16
     storage the pipeline reads (about 2^-12 of each entry); a sum of k rows moves by at
-    most k * 2^-21 per entry. In the optimizer benchmark's kernel table a pg step at
-    2,500-row batches took 5.1 ms against 6.7 ms with float32, and the planes take 3 bytes
-    per entry, not 4.
+    most k * 2^-21 per entry. The planes take 3 bytes per entry, not 4; the two kernels'
+    step times are in the row-sum kernel table of benchmarks/results/optimizer.md.
 
 The kernel is chosen once per process (``kernel()``); ``DATAMASK_GROUPSUM=float32``
 forces the portable one. Results differ between the kernels only by that rounding.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from .graph import warn_once
+from .cuda_graph import warn_once
 
 __all__ = ["sort_keys", "fused_sort_keys"]
 

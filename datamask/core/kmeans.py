@@ -1,7 +1,7 @@
 """k-means on an in-memory matrix (numpy or cupy): fit centroids, label rows.
 
 * :func:`fit_kmeans` fits centroids: scikit-learn's ``MiniBatchKMeans`` (default on CPU;
-  best quality per second on our 2-core measurements), faiss (fastest when installed),
+  good quality per second without extra packages), faiss (when installed),
   cuML on a cupy array, or ``lloyd``: our own Lloyd iterations after greedy k-means++
   seeding, on the array's device (the CUDA level's choice on a GPU without cuML: a fit is
   a few matrix products per iteration, with no library beyond cupy). cuML and faiss are
@@ -57,9 +57,9 @@ def fit_kmeans(E, k: int, seed=0, backend="auto", max_iter=100, batch_size=4096,
         runs on the device of ``E`` (:func:`lloyd`).
     max_iter, batch_size, n_init : passed to the backend (iterations for faiss/cuML/lloyd).
     n_threads : int or None, default 1
-        CPU threads for the fit (None: the library default). One thread was about 20x
-        faster than two on our shared 2-core machine (mini-batches are small); raise it on
-        a dedicated many-core machine.
+        CPU threads for the fit (None: the library default). One, because mini-batches are
+        small and extra threads mostly contend with the other workers of a shared machine;
+        raise it on a dedicated many-core machine.
 
     Returns
     -------

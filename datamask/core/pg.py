@@ -1,4 +1,4 @@
-"""The ``pg`` solver: DATAMASK's policy-gradient mask learning (DESIGN.md section 5).
+"""The ``pg`` solver: DATAMASK's policy-gradient mask learning (docs/design.md, "DATAMASK, exactly").
 
 Each step draws ``group_size`` masks from the Plackett-Luce distribution over the logits,
 scores them all at once, and moves the logits along the REINFORCE estimate of the gradient
@@ -20,12 +20,14 @@ import math
 
 import numpy as np
 
+from .backend import get_namespace
+from .cuda_graph import CupyGraphs, StepRunner, capture_enabled
 from .facility import FacilityGroups
-from .graph import CupyGraphs, StepRunner, capture_enabled
 from .groupsum import GroupSums
 from .objectives import disf_groups, pairwise_from_sums
 from .policy import LOGIT_SPAN, policy_gradient, sample_masks
 from .rng import CounterRNG
+from .tokens import disf_prefix, fill, masked_mean, max_rows, prefix_lengths
 
 __all__ = ["PolicyGradient", "Passes", "Step"]
 
@@ -33,9 +35,8 @@ __all__ = ["PolicyGradient", "Passes", "Step"]
 MIN_BATCH = 256
 # Smallest reference batch for facility location.
 MIN_REFERENCE_BATCH = 32
-# Batch rows from which the int8 row-sum kernel beats float32: the benchmark's kernel table
-# has 1.50 vs 2.08 ms per step at 512 rows and 5.1 vs 6.7 at 2,500; at 256 rows float32 was
-# the faster one when the threshold was chosen (0.88 vs 1.03 ms, a development timing).
+# Batch rows from which the int8 row-sum kernel is used (faster than float32 there: the
+# row-sum kernel table in benchmarks/results/optimizer.md); smaller batches use float32.
 INT8_MIN_ROWS = 512
 # A group whose objectives spread less than this is skipped (all advantages 0).
 MIN_SPREAD = 1e-12
@@ -79,11 +80,12 @@ class Step:
     """
 
     def __init__(self, *, xp, L, rows, qc, S_b, G, lam, lr, rng, diversity,
-                 passes=None, fac=None, cosine_steps=None):
+                 passes=None, fac=None, cosine_steps=None, tokens=None):
         self.xp, self.L, self.rows, self.qc = xp, L, rows, qc
         self.S_b, self.G, self.lam, self.lr, self.rng = int(S_b), int(G), float(lam), float(lr), rng
         self.diversity, self.passes, self.fac = diversity, passes, fac
         self.cosine_steps = cosine_steps
+        self.tokens = tokens  # a TokenBudget: masks are the draws' prefixes that fit (S_b: draws)
         self.t = xp.ones((), dtype=xp.uint64)  # the step about to run (1-based)
         self.j = xp.zeros((), dtype=xp.int64)  # batch index within the pass
 
@@ -103,7 +105,6 @@ class Step:
         return (f - f.mean()) * scale
 
     def objective(self, B, orders, ref):
-        xp = self.xp
         qB = self.qc if B is None else self.qc[B]
         if self.diversity == "facility":
             div = self.fac.values(orders, ref)
@@ -115,6 +116,31 @@ class Step:
             div = disf_groups(self.rows.take(B), orders)
         return self.lam * qB[orders].mean(axis=1) + (1.0 - self.lam) * div
 
+    def objective_prefix(self, B, orders, ref, K):
+        """The objective of the first ``K[j]`` rows of each draw (token budgets).
+
+        The rows after the prefix are replaced by its first row: facility location takes
+        a maximum and the pairwise row sums a 0/1 selection matrix, so neither counts the
+        copies; DiSF standardises over each prefix (:func:`datamask.core.tokens.disf_prefix`). An
+        empty prefix (the first row alone is over budget) scores as the group's worst.
+        """
+        xp = self.xp
+        qB = self.qc if B is None else self.qc[B]
+        valid = xp.arange(orders.shape[1])[None, :] < K[:, None]
+        padded = xp.where(valid, orders, orders[:, :1])
+        if self.diversity == "facility":
+            div = self.fac.values(padded, ref)
+        elif self.diversity == "pairwise":
+            EB = self.rows.take(B)
+            sums = self.rows.sums(EB, padded)  # a 0/1 selection matrix: the copies count once
+            k = K.astype(xp.float64)
+            div = xp.where(k >= 2, -((sums * sums).sum(axis=1) - k) / xp.maximum(k * (k - 1.0), 1.0), 0.0)
+        else:
+            div = disf_prefix(self.rows.take(B), orders, K)
+        f = self.lam * masked_mean(qB[orders], K) + (1.0 - self.lam) * div
+        worst = xp.where(K > 0, f, xp.inf).min()
+        return xp.where(K > 0, f, xp.where(xp.isfinite(worst), worst, 0.0))
+
     def __call__(self):
         xp = self.xp
         batch = None
@@ -125,8 +151,16 @@ class Step:
         LB = self.L if B is None else self.L[B]
         LB = xp.maximum(LB, LB.max() - LOGIT_SPAN)  # clamp: keys and 1/Z_k stay finite
         orders = sample_masks(LB, self.S_b, self.G, self.rng, step=self.t, log_keys=False)
-        f = self.objective(B, orders, batch if facility else None)
-        g = policy_gradient(LB, orders, self.advantages(f))
+        ref = batch if facility else None
+        if self.tokens is None:
+            f = self.objective(B, orders, ref)
+            g = policy_gradient(LB, orders, self.advantages(f))
+        else:
+            tb, Tb = self.tokens.of_batch(B)
+            K = prefix_lengths(tb[orders], Tb)
+            f = self.objective_prefix(B, orders, ref, K)
+            # the draw stops at the first row that does not fit: that row is part of it
+            g = policy_gradient(LB, orders, self.advantages(f), lengths=xp.minimum(K + 1, orders.shape[1]))
         g *= self.rate()
         if B is None:
             self.L += g
@@ -174,18 +208,25 @@ class PolicyGradient:
         rng = CounterRNG(xp, [int(est.seed), 1])
         L = xp.array(self.init_logits(qc, xp), dtype=xp.float64)
         fac = None
+        tok = None
         if est.diversity == "facility":
             # Batch updating samples reference rows, not candidates (sampling candidates
-            # pushes up near-duplicates, see the optimizer benchmark notes).
+            # pushes up near-duplicates).
             rows = GroupSums(E, cand, norms, use="float32")
             fac = FacilityGroups(rows.take(), est._full.rows(est._full.reference))
             k = self.batch_rows(fac.n_reference, MIN_REFERENCE_BATCH)
             passes = Passes(fac.n_reference, k, CounterRNG(xp, [int(est.seed), 2]))
             S_b = S
+            if est._lengths is not None:
+                tok = TokenBudget(est._lengths, est._token_budget)
+                S_b = tok.M
         else:
             n_b = self.batch_rows(n, MIN_BATCH)
             S_b = min(n_b, max(1, int(round(S * n_b / n))))
             passes = Passes(n, n_b, CounterRNG(xp, [int(est.seed), 2]))
+            if est._lengths is not None:
+                tok = TokenBudget(est._lengths, est._token_budget, n_b if n_b < n else None)
+                S_b = tok.M
             # pairwise steps only need row sums: the int8 kernel where it pays (large batches)
             use = "auto" if est.diversity == "pairwise" and n_b >= INT8_MIN_ROWS else "float32"
             rows = GroupSums(E, cand, norms, use=use)
@@ -194,7 +235,7 @@ class PolicyGradient:
         cosine = int(est.steps) if est.lr_schedule == "cosine" else None
         return Step(xp=xp, L=L, rows=rows, qc=qc, S_b=S_b, G=int(est.group_size), lam=float(est.lam),
                     lr=est.lr_, rng=rng, diversity=est.diversity, passes=passes, fac=fac,
-                    cosine_steps=cosine)
+                    cosine_steps=cosine, tokens=tok)
 
     # ----------------------------------------------------------------- loop
     def run(self, E, cand, norms, qc, S, xp):
@@ -224,9 +265,8 @@ class PolicyGradient:
                     j += 1
                     if bar is not None:
                         bar.update()
-                    if t % int(est.eval_every) == 0 or t == steps:
-                        if tracker.evaluate(t, step.L, bar):
-                            break
+                    if (t % int(est.eval_every) == 0 or t == steps) and tracker.evaluate(t, step.L, bar):
+                        break
         finally:
             if bar is not None:
                 bar.close()
@@ -236,8 +276,39 @@ class PolicyGradient:
         if est.final == "sample":
             # step 0 is never a training step: its draw is the final sample's own
             L = xp.maximum(step.L, step.L.max() - LOGIT_SPAN)
+            if est._lengths is not None:
+                draw = sample_masks(L, L.shape[0], 1, step.rng, step=0, log_keys=False)[0]
+                return fill(draw, est._lengths, est._token_budget)
             return sample_masks(L, S, 1, step.rng, step=0, log_keys=False)[0]
         return tracker.best_rows
+
+
+class TokenBudget:
+    """A token budget inside ``pg``: candidate token counts ``t``, budget ``T``, draw length ``M``.
+
+    With batch updating (``n_b`` rows a step) a batch gets ``T`` times its share of the
+    candidates' tokens (computed on the device). ``M`` bounds the rows of any prefix that
+    fits, plus one for the row that stops it, so every draw is long enough.
+    """
+
+    def __init__(self, t, T, n_b=None):
+        xp = get_namespace(t)
+        self.t, self.T, self.batched = t, float(T), n_b is not None
+        self.total = float(t.sum())
+        n = int(t.shape[0])
+        cap = self.T
+        if n_b is not None:  # the largest share any batch can get
+            top = xp.sort(t)[n - n_b:]
+            cap = min(self.T, self.T * float(top.sum()) / max(self.total, 1.0))
+        rows = n if n_b is None else n_b
+        self.M = max(1, min(rows, max_rows(t, cap) + 1))
+
+    def of_batch(self, B):
+        """Token counts of the batch ``B`` (None: every candidate) and its budget."""
+        if B is None or not self.batched:
+            return self.t, self.T
+        tb = self.t[B]
+        return tb, self.T * tb.sum() / self.total
 
 
 def _is_real_cupy(xp):
@@ -254,7 +325,10 @@ class _BestMask:
     def evaluate(self, step, L, bar):
         """Record one point; True when the run should stop (callback or patience)."""
         est = self.est
-        rows = self.xp.argpartition(-L, self.S - 1)[:self.S]
+        if est._lengths is not None:
+            rows = fill(self.xp.argsort(-L), est._lengths, est._token_budget)
+        else:
+            rows = self.xp.argpartition(-L, self.S - 1)[:self.S]
         rec = est._record(step, rows)
         if rec["objective"] > self.best_val + est.tol * max(1.0, abs(self.best_val)):
             self.stale = 0

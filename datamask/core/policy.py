@@ -36,8 +36,8 @@ LOGIT_SPAN = 60.0
 # Added to the log-space keys so that they are positive: log E >= log(6e-8) > -17.
 _LOG_KEY_OFFSET = 17.0
 # Keys per block of the numpy sampler: a (masks, n) block of packed uint64 keys of about
-# 512 KiB keeps partition and sort in cache; the whole (G, n) array at n = 2,500 ran ~2x
-# slower (and 25,000-row batches 2x slower still).
+# 512 KiB keeps partition and sort in cache (the whole (G, n) array at once falls out of
+# cache and is slower).
 _SAMPLE_BLOCK_BYTES = 1 << 19
 # Index of the high 32-bit half of a uint64 viewed as two uint32.
 _HIGH = 1 if sys.byteorder == "little" else 0
@@ -204,14 +204,21 @@ def _draw_terms(logits, orders):
     return p, U, pf, Z
 
 
-def log_prob(logits, orders):
-    """Log-probability of each ordered mask (rows of ``orders``) under Plackett-Luce."""
+def log_prob(logits, orders, lengths=None):
+    """Log-probability of each ordered mask (rows of ``orders``) under Plackett-Luce.
+
+    ``lengths`` (G,): score only the first ``lengths[j]`` draws of mask j (a draw stopped
+    there, as under a token budget; see :func:`policy_gradient`). None: all S.
+    """
     xp = get_namespace(logits)
     _, _, pf, Z = _draw_terms(logits, orders)
-    return (xp.log(pf) - xp.log(Z)).sum(axis=1)
+    terms = xp.log(pf) - xp.log(Z)
+    if lengths is not None:
+        terms = xp.where(xp.arange(orders.shape[1])[None, :] < lengths[:, None], terms, 0.0)
+    return terms.sum(axis=1)
 
 
-def policy_gradient(logits, orders, weights):
+def policy_gradient(logits, orders, weights, lengths=None):
     """``sum_j weights[j] * grad_L log P(orders[j] | L)`` in O(G n).
 
     Parameters
@@ -219,6 +226,11 @@ def policy_gradient(logits, orders, weights):
     logits : (n,) array
     orders : (G, S) int array, masks in draw order (from :func:`sample_masks`)
     weights : (G,) array, e.g. advantages / G
+    lengths : (G,) int array or None
+        Mask j is the draw of its first ``lengths[j]`` rows only (a token budget stops a
+        draw at the first row that does not fit, that row included: the stopping rule
+        makes this the exact score function, docs/tokens.md). Rows after it count as not
+        drawn. None: all S rows of every mask.
 
     Returns
     -------
@@ -237,8 +249,15 @@ def policy_gradient(logits, orders, weights):
     p, U, pf, Z = _draw_terms(logits, orders)
     c = xp.cumsum(1.0 / Z, axis=1)  # c_k in draw order; c[:, -1] = c_S
     w = weights.astype(xp.float64)
-    grad = U.T @ (w * c[:, -1])  # sum over the masks that did not draw row i ...
+    if lengths is None:
+        cS = c[:, -1]
+        drawn = 1.0 - pf * c
+    else:  # a draw of lengths[j] rows: c at its last row, and the rows after it undrawn
+        last = xp.maximum(lengths.astype(xp.int64), 1) - 1
+        cS = xp.take_along_axis(c, last[:, None], axis=1)[:, 0]
+        inside = xp.arange(orders.shape[1])[None, :] <= last[:, None]
+        drawn = xp.where(inside, 1.0 - pf * c, -pf * cS[:, None])
+    grad = U.T @ (w * cS)  # sum over the masks that did not draw row i ...
     grad *= -p  # ... of -w_j p_i c_S
-    drawn = 1.0 - pf * c
     drawn *= w[:, None]
     return scatter_add(grad, orders.reshape(-1), drawn.reshape(-1))

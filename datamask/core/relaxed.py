@@ -119,7 +119,7 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
             raise ValueError("x0 must be a 0/1 vertex of the capped simplex")
     s = x
     it, stable, top = 0, 0, None
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (returned: the iterations run)
         g = grad(state)
         rows = top_rows(g)
         s = indicator(rows)

@@ -1,4 +1,4 @@
-"""Duplicate finding: exact, fuzzy (MinHash-LSH) and semantic (DESIGN.md section 5b).
+"""Duplicate finding: exact, fuzzy (MinHash-LSH) and semantic (docs/design.md, "Deduplication").
 
 Array functions that the ``dedup`` stage maps over partitions, plus
 :class:`Deduplicator`, the same algorithm on one in-memory table.
@@ -6,11 +6,11 @@ Array functions that the ``dedup`` stage maps over partitions, plus
 ``normalize``  text normalisation, exact keys, hashed word tokens
 ``minhash``    MinHash signatures of word n-grams (rensa), LSH setting and band keys
 ``buckets``    per-partition bucket records, signature verification of candidate pairs
-``graph``      bucket pairs, connected components, the kept row of a group
+``pairs``      bucket pairs, connected components, the kept row of a group
 ``semantic``   SemDeDup within clusters, sharing the kernel of the SemDeDup method
-``estimator``  :class:`Deduplicator`
+``deduplicator``  :class:`Deduplicator`
 """
-from .estimator import KINDS, Deduplicator, parse_kinds
+from .deduplicator import KINDS, Deduplicator, parse_kinds
 from .minhash import LSHParams, lsh_params
 
 __all__ = ["KINDS", "Deduplicator", "parse_kinds", "LSHParams", "lsh_params"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .graph import unique_pairs
 from .minhash import band_keys, jaccard_estimate
 from .normalize import exact_keys
+from .pairs import unique_pairs
 
 __all__ = ["RECORD_COLUMNS", "exact_records", "fuzzy_records", "empty_records", "verify_pairs"]
 

@@ -1,4 +1,4 @@
-"""MinHash signatures of word n-grams and LSH band keys (DESIGN.md section 5b).
+"""MinHash signatures of word n-grams and LSH band keys (docs/design.md, "Deduplication").
 
 A document's shingles are its word n-grams (``ngram`` consecutive words after
 :func:`~datamask.dedup.normalize.word_tokens`; a document with fewer words than

@@ -92,8 +92,8 @@ class Embedder:
         Element type of the stored vectors (computed in float32, normalised, then cast).
     compute : {"auto", "float32", "float16", "bfloat16"}
         Precision the model runs in. ``"auto"``: float16 on CUDA; bfloat16 on a CPU with AMX
-        bf16 units (measured ~2x faster than float32 here, cosine to the float32 vector
-        > 0.9999); float32 otherwise. Vectors are always normalised in float32.
+        bf16 units (faster than float32 there, with vectors close to the float32 ones:
+        benchmarks/results/features.md); float32 otherwise. Vectors are always normalised in float32.
     num_threads : int or None
         ``torch.set_num_threads`` for this process (CPU); ``None`` leaves torch's default. On
         a Dask worker pass cores // workers so workers do not oversubscribe the CPU.

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -58,10 +58,7 @@ HEURISTICS = (
 )
 
 STOP_WORDS = frozenset(
-    "the be to of and a in that have i it for not on with he as you do at this but his by from "
-    "they we say her she or an will my one all would there their what so up out if about who get "
-    "which go me when make can like time no just him know take is are was were been has had its "
-    "than then them these those our your into over also more most some such only other".split()
+    ["the", "be", "to", "of", "and", "a", "in", "that", "have", "i", "it", "for", "not", "on", "with", "he", "as", "you", "do", "at", "this", "but", "his", "by", "from", "they", "we", "say", "her", "she", "or", "an", "will", "my", "one", "all", "would", "there", "their", "what", "so", "up", "out", "if", "about", "who", "get", "which", "go", "me", "when", "make", "can", "like", "time", "no", "just", "him", "know", "take", "is", "are", "was", "were", "been", "has", "had", "its", "than", "then", "them", "these", "those", "our", "your", "into", "over", "also", "more", "most", "some", "such", "only", "other"]
 )
 _BOILERPLATE = re.compile(
     r"cookie|javascript|privacy policy|terms of (use|service)|terms and conditions|all rights reserved"

@@ -19,7 +19,7 @@ Null and empty texts are kept, score 0 and count 0 tokens; the number of such ro
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd

@@ -17,7 +17,7 @@ the CPU; only the embedding model itself uses the GPU).
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd

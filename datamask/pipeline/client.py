@@ -21,14 +21,15 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from ..errors import ClusterError
+from ..errors import SchedulerError
 
 __all__ = ["get_client", "close_client", "worker_log", "WORKER_LOG", "gpu_worker_specs", "per_gpu_cluster",
-           "GPU_THREADS", "MAX_GPU_THREADS", "gpu_threads"]
+           "GPU_THREADS", "MAX_GPU_THREADS", "gpu_threads", "wait_in_flight"]
 
 GPU_THREADS = 2  # per GPU worker at least: one split on the device, the next one read meanwhile
 MAX_GPU_THREADS = 4  # splits in flight per GPU at most (each holds its table in host memory)
@@ -77,7 +78,7 @@ def _join(cfg):
 
     addr = cfg.scheduler or cfg.scheduler_file
     if cfg.scheduler_file and not os.path.exists(cfg.scheduler_file):
-        raise ClusterError(f"scheduler file {cfg.scheduler_file} does not exist; start the scheduler first "
+        raise SchedulerError(f"scheduler file {cfg.scheduler_file} does not exist; start the scheduler first "
                            "(dask scheduler --scheduler-file FILE, see cluster/README.md)")
     try:
         if cfg.scheduler:
@@ -86,7 +87,7 @@ def _join(cfg):
             client = Client(scheduler_file=cfg.scheduler_file, timeout=cfg.connect_timeout, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as e:
         msg = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
-        raise ClusterError(
+        raise SchedulerError(
             f"no Dask scheduler answers at {addr} ({msg}); start one (see cluster/README.md) "
             "or drop --scheduler to run on a local cluster"
         ) from None
@@ -94,7 +95,7 @@ def _join(cfg):
         client.wait_for_workers(1, timeout=cfg.connect_timeout)
     except (TimeoutError, OSError):
         client.close()
-        raise ClusterError(
+        raise SchedulerError(
             f"the scheduler at {client.scheduler.address if client.scheduler else addr} answers but no worker "
             f"connected within {cfg.connect_timeout:g}s; start workers (see cluster/README.md)"
         ) from None
@@ -144,7 +145,7 @@ def _gpu_cluster(cfg, level, common):
         try:
             from dask_cuda import LocalCUDACluster
         except ImportError:
-            raise ClusterError("dask-cuda does not import here; uninstall it or fix its install "
+            raise SchedulerError("dask-cuda does not import here; uninstall it or fix its install "
                                "(without it datamask starts one worker per GPU itself)") from None
         kw = dict(common, memory_limit=cfg.memory_limit, threads_per_worker=gpu_threads(n))
         if cfg.n_workers:
@@ -179,6 +180,32 @@ def get_client(cfg, device: str = "cpu", n_tasks: int | None = None, level=None)
     client._datamask_cluster = cluster
     client.register_plugin(_WorkerLogToFile(WORKER_LOG))
     return client
+
+
+IN_FLIGHT_WAIT = 300.0  # seconds a stopped run waits for the splits still running on workers
+
+
+def _running(dask_worker, names) -> int:
+    """(on a worker) how many of its threads still run a task of the graphs ``names``."""
+    return sum(1 for key in dict(dask_worker.active_threads).values()
+               if (key[0] if isinstance(key, tuple) else key) in names)
+
+
+def wait_in_flight(client, futures, timeout: float = IN_FLIGHT_WAIT) -> bool:
+    """After ``client.cancel(futures)``: wait until no worker still runs one of them (a
+    cancelled task that started runs to its end, and writes its files). True when none does."""
+    names = {f.key[0] if isinstance(f.key, tuple) else f.key for f in futures}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            busy = sum(client.run(_running, names=names, on_error="ignore").values() or [0])
+        except Exception:  # the cluster is gone: nothing of it runs any more
+            return True
+        if not busy:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
 
 
 def close_client(client):

@@ -13,7 +13,12 @@ import pyarrow as pa
 from .io import Split, read_split
 from .schema import Columns
 
-__all__ = ["to_frame", "gpu_compatible", "to_table", "read_frame", "text_frame", "pandas_table"]
+__all__ = ["to_frame", "gpu_compatible", "to_table", "read_frame", "text_frame", "pandas_table", "SPLIT_ATTR",
+           "read_splits"]
+
+# ``DataFrame.attrs`` key of a partition read from a split: its identity (which seeds it) and
+# where it came from. pandas carries attrs through row filters and column changes.
+SPLIT_ATTR = "datamask_split"
 
 
 def to_frame(table: pa.Table, device: str):
@@ -41,7 +46,53 @@ def to_table(df) -> pa.Table:
 
 
 def read_frame(s: Split, cols: Columns, device: str):
-    return to_frame(read_split(s, cols), device)
+    df = to_frame(read_split(s, cols), device)
+    if hasattr(df, "attrs"):  # pandas; cudf frames hold no attrs
+        df.attrs[SPLIT_ATTR] = {"identity": s.identity, "where": s.where(), "start": s.start, "rows": s.rows}
+    return df
+
+
+class _ReadColumns(Columns):
+    """Reading only: no column is required; the embedding column is normalised if present."""
+
+    required = ()
+
+
+def _read_selected(s: Split, cols: Columns, device: str, columns=None):
+    df = read_frame(s, cols, device)
+    if columns is not None:
+        attrs = dict(getattr(df, "attrs", {}))
+        df = df[list(columns)]
+        if attrs:
+            df.attrs.update(attrs)
+    return df
+
+
+def read_splits(path, split_size: int = 1_000_000, columns=None, embedding_column: str = "embedding",
+                device: str = "cpu"):
+    """A lazy Dask DataFrame of a corpus (Parquet / JSONL file, directory or glob), one
+    partition per split, cut exactly as ``datamask select`` cuts them (``split_size``), so a
+    partition's seed (from its split identity) is the CLI's. Arrow types are kept (the
+    embedding stays a ``fixed_size_list``); ``device="gpu"`` gives cudf partitions."""
+    import dask
+    import dask.dataframe as dd
+
+    from ..errors import DataError
+    from .io import discover, make_splits
+    from .status import count_rows
+
+    cols = _ReadColumns(embedding=embedding_column)
+    splits = []
+    for f in discover(str(path)):
+        splits.extend(make_splits(f, count_rows(f), int(split_size)))
+    if not splits:
+        raise DataError(f"empty input: {path!r} holds 0 rows")
+    first = splits[0]
+    with dask.config.set({"dataframe.convert-string": False}):
+        meta = _read_selected(Split(first.path, first.rel, first.fmt, first.start, first.start), cols, device,
+                              columns)
+        return dd.from_map(_read_selected, splits, cols=cols, device=device, columns=columns, meta=meta,
+                           enforce_metadata=False)
 
 
 def text_frame(df, s, text_column):

@@ -8,9 +8,8 @@ below, and higher layers' (cluster, compare) when the CLI imports them.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from dataclasses import fields
+from pathlib import Path
 
 from ..errors import ConfigError
 

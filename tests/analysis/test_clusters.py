@@ -190,9 +190,8 @@ def test_cuda_level_labels_on_its_arrays_like_the_cpu(blob_corpus, tmp_path):
 def test_partial_stats_on_the_device_equal_the_host_ones(fake_cp):
     """On a cupy array (the numpy stand-in) the embedding sums are taken on the device and
     only the k x d sums come back; they equal the numpy ones."""
-    import fake_cupy
-
     from datamask.analysis.cluster_stats import partial_stats
+    from tests.helpers import fake_cupy
 
     X, y = _blobs(n=700, k=5, seed=3)
     q = np.linspace(0, 1, 700)

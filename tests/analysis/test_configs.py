@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from datamask.analysis.stages import ClusterConfig, CompareConfig  # importing registers cluster and compare
-from datamask.pipeline.config import SelectConfig
 from datamask.errors import ConfigError
+from datamask.pipeline.config import SelectConfig
 from datamask.pipeline.workflow import load_workflow
 
 WF = Path(__file__).resolve().parents[2] / "workflows"

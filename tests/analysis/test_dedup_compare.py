@@ -4,8 +4,7 @@ import json
 import pyarrow.parquet as pq
 
 from datamask.cli import main
-from dedup_data import write_planted
-from pipeline_data import address, cluster  # noqa: F401
+from tests.helpers.dedup_data import write_planted
 
 
 def test_compare_on_the_deduplicated_corpus(tmp_path, address):

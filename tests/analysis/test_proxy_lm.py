@@ -14,9 +14,9 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("tokenizers")
 
-from datamask.errors import ConfigError, DataError  # noqa: E402
 from datamask.analysis.proxy_lm import ProxyLMConfig, run_proxy_lm  # noqa: E402
 from datamask.analysis.proxy_lm import train as train_mod  # noqa: E402
+from datamask.errors import ConfigError  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
 JUNK = ("boilerplate", "links", "spam", "repeated")
@@ -188,7 +188,7 @@ SMALL_FLAGS = ["--vocab-size", 512, "--d-model", 32, "--n-layers", 2, "--n-heads
 
 def assert_refused(capsys, out, *argv_and_needles):
     *argv, needles = argv_and_needles
-    from pipeline_data import assert_fails
+    from tests.helpers.pipeline_data import assert_fails
 
     assert_fails(capsys, ["proxy-lm", *argv, out, *SMALL_FLAGS], *needles)
     assert not Path(out).exists()  # checked before anything is written

@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from datamask.cli import main  # noqa: E402
-from pipeline_data import address, assert_fails, cluster  # noqa: E402,F401
+from tests.helpers.pipeline_data import assert_fails  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
 SIZES = dict(vocab_size=512, d_model=32, n_layers=2, n_heads=2, d_ff=64, seq_len=64, batch_size=8, tokens=40_000,
@@ -47,8 +47,7 @@ def text_corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def compared(text_corpus, address, tmp_path_factory):
-    from datamask.analysis.proxy_lm import PRESETS, ProxyLMConfig
-    from datamask.analysis.proxy_lm import with_compare
+    from datamask.analysis.proxy_lm import PRESETS, ProxyLMConfig, with_compare
 
     out = tmp_path_factory.mktemp("pcmp") / "cmp"
     with pytest.MonkeyPatch.context() as mp:  # a test-sized "tiny" preset, one thread

@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -80,9 +79,9 @@ def test_report_of_select_output(tmp_path):
     """The report of a real `select` run (pipeline on an in-process cluster)."""
     from distributed import Client, LocalCluster
 
+    from datamask.analysis.report import build_report
     from datamask.cli.demo import write_corpus
     from datamask.pipeline.stages.select import run_select
-    from datamask.analysis.report import build_report
 
     write_corpus(tmp_path / "c", n_rows=3000, dim=32, n_files=1, n_topics=8, row_group_size=1000)
     cfg = SelectConfig(input=str(tmp_path / "c"), output=str(tmp_path / "o"), split_size=1500, steps=50,
@@ -139,3 +138,19 @@ def test_html_renders_in_headless_chromium(compared, chromium, tmp_path):
     assert img.shape[:2] == (900, 1200)
     assert img.std() > 0.05  # text, tables and figures, not a blank page
     assert (img.mean(axis=2) < 0.9).mean() > 0.01  # enough dark pixels
+
+
+@pytest.mark.parametrize("width", [4.6, 13.8])
+def test_a_figure_title_fits_its_figure(width):
+    """The one-panel projection of a `datamask select` report is 4.6 in wide, narrower than
+    its title sentence: the title wraps instead of being clipped at both edges."""
+    from datamask.analysis.report.figures import pyplot, suptitle
+
+    plt = pyplot()
+    fig = plt.figure(figsize=(width, 4.3), dpi=110)
+    t = suptitle(fig, "2-D PCA projection of a sample of the corpus; selected documents highlighted")
+    fig.canvas.draw()
+    box = t.get_window_extent()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+    assert ("\n" in t.get_text()) == (width < 8)
+    plt.close(fig)

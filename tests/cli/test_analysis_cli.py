@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from datamask.cli import main
-from pipeline_data import address, assert_fails, cluster, write_files  # noqa: F401
+from tests.helpers.pipeline_data import assert_fails, write_files
 
 
 def _run(*argv):

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datamask.cli import main
-from pipeline_data import assert_fails, assert_no_output, DIM, address, args, cluster, corpus, write_files  # noqa: F401
+from tests.helpers.pipeline_data import args, assert_fails, assert_no_output, write_files
 
 
 def _one_file(tmp_path, mutate, rows=600, name="f.parquet"):

@@ -1,12 +1,11 @@
-"""Regression: the early dip of the paper's uncapped batch (issue 10's no-fall target).
+"""Regression: no early dip of the top-S objective with the paper's uncapped batch.
 
 With ``batch_max=None`` each step scores masks of thousands of rows, so one row's share of a
-mask's score is small and its first updates are mostly noise. With the old flat
-initialisation (quality mapped onto logits 0..2) that noise reordered the rows near the
-top-S boundary before the signal built up: the top-S objective fell by 1.8% of the gain in
-the first 50 steps at 100k rows and by 9.9% over the first 500 at 1M
-(``benchmarks/results/optimizer.md``). The default ``logit_range`` now starts the policy
-close to the quality top-S; the noise then moves only rows whose order hardly matters.
+mask's score is small and its first updates are mostly noise. With a narrow initial range
+(quality mapped onto logits 0..2) that noise reordered the rows near the top-S boundary
+before the signal built up, and the objective dipped (``benchmarks/results/init_sweep.md``).
+The default ``logit_range`` starts the policy close to the quality top-S; the noise then
+moves only rows whose order hardly matters.
 """
 import numpy as np
 import pytest

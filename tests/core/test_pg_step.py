@@ -11,10 +11,10 @@ import warnings
 import numpy as np
 import pytest
 
-import fake_cupy
 from datamask import DataMask
-from datamask.core import graph, groupsum, pg
+from datamask.core import cuda_graph, groupsum, pg
 from datamask.core.synthetic import make_corpus
+from tests.helpers import fake_cupy
 
 CASES = [
     dict(diversity="pairwise"),
@@ -129,7 +129,7 @@ class FakeCapture:
 def test_runner_warms_up_captures_once_then_replays():
     ran = []
     cap = FakeCapture()
-    run = graph.StepRunner(lambda: ran.append(1), cap)
+    run = cuda_graph.StepRunner(lambda: ran.append(1), cap)
     for _ in range(4):
         run()
     assert len(ran) == 4 and run.calls == 4  # one step per call, capture included
@@ -138,16 +138,16 @@ def test_runner_warms_up_captures_once_then_replays():
 
 
 def test_failed_capture_falls_back_and_warns_once(monkeypatch):
-    monkeypatch.setattr(graph, "_WARNED", set())
+    monkeypatch.setattr(cuda_graph, "_WARNED", set())
     ran = []
     with pytest.warns(RuntimeWarning, match="could not be captured"):
-        run = graph.StepRunner(lambda: ran.append(1), FakeCapture(fail=True))
+        run = cuda_graph.StepRunner(lambda: ran.append(1), FakeCapture(fail=True))
         for _ in range(3):
             run()
     assert len(ran) == 3 and run.mode == "plain"
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a second failing runner stays quiet
-        again = graph.StepRunner(lambda: ran.append(1), FakeCapture(fail=True))
+        again = cuda_graph.StepRunner(lambda: ran.append(1), FakeCapture(fail=True))
         again()
         again()
     assert len(ran) == 5
@@ -155,7 +155,7 @@ def test_failed_capture_falls_back_and_warns_once(monkeypatch):
 
 @pytest.mark.parametrize("fail", [False, True])
 def test_capture_on_or_off_draws_the_same_masks(corpus, fake_cp, monkeypatch, fail):
-    monkeypatch.setattr(graph, "_WARNED", set())
+    monkeypatch.setattr(cuda_graph, "_WARNED", set())
     made = []
     monkeypatch.setattr(pg, "_is_real_cupy", lambda xp: True)
     monkeypatch.setattr(pg, "CupyGraphs", lambda: made.append(FakeCapture(fail)) or made[-1])
@@ -190,7 +190,7 @@ def test_cupy_step_reads_nothing_back_and_is_captured(monkeypatch):
     E, q = cp.asarray(c["embedding"]), cp.asarray(c["quality"])
     runners = []
 
-    class Spy(graph.StepRunner):
+    class Spy(cuda_graph.StepRunner):
         def __init__(self, *a, **k):
             super().__init__(*a, **k)
             runners.append(self)
@@ -234,7 +234,7 @@ def test_a_broken_capture_reports_the_step_error_not_the_invalidation():
             raise RuntimeError("cudaErrorStreamCaptureInvalidated")
 
     fake = types.SimpleNamespace(cuda=types.SimpleNamespace(using_allocator=lambda malloc: contextlib.nullcontext()))
-    cap = object.__new__(graph.CupyGraphs)
+    cap = object.__new__(cuda_graph.CupyGraphs)
     cap.cupy, cap.stream, cap.pool = fake, Stream(), types.SimpleNamespace(malloc=None)
 
     def step():

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-import fake_cupy
 from datamask.core.rng import MASKS, PASSES, CounterRNG, philox, uniform_from_words
+from tests.helpers import fake_cupy
 
 
 def test_philox_matches_the_published_known_answer():

@@ -2,11 +2,18 @@
 import numpy as np
 import pytest
 
-from datamask.dedup.minhash import (CANDIDATE_RECALL, band_keys, candidate_probability, jaccard_estimate,
-                                    lsh_params, shingle_keys, signatures)
+from datamask.dedup.minhash import (
+    CANDIDATE_RECALL,
+    band_keys,
+    candidate_probability,
+    jaccard_estimate,
+    lsh_params,
+    shingle_keys,
+    signatures,
+)
 from datamask.dedup.normalize import exact_keys, normalize_exact, word_tokens
 from datamask.errors import ConfigError
-from dedup_data import jaccard, near_copy, planted, text, vocab
+from tests.helpers.dedup_data import jaccard, near_copy, planted, text, vocab
 
 
 def test_normalize_exact_folds_case_and_whitespace_only():

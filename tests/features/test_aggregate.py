@@ -6,7 +6,13 @@ import pytest
 from scipy.stats import rankdata
 
 from datamask.features.aggregate import (
-    ColumnStats, aggregate_partition, check_score_columns, compute_stats, normalize, parse_weights)
+    ColumnStats,
+    aggregate_partition,
+    check_score_columns,
+    compute_stats,
+    normalize,
+    parse_weights,
+)
 
 
 @pytest.fixture(scope="module")

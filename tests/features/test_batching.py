@@ -9,8 +9,17 @@ import time
 import numpy as np
 import pytest
 
-from datamask.features.batching import (CPU_BATCH, MAX_BATCH, activation_bytes, batches, choose_batch_size,
-                                        cuda_batch_size, encode_ahead, length_order, word_cut)
+from datamask.features.batching import (
+    CPU_BATCH,
+    MAX_BATCH,
+    activation_bytes,
+    batches,
+    choose_batch_size,
+    cuda_batch_size,
+    encode_ahead,
+    length_order,
+    word_cut,
+)
 
 torch = pytest.importorskip("torch")
 

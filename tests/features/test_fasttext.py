@@ -10,7 +10,12 @@ from sklearn.metrics import roc_auc_score
 pytest.importorskip("fasttext")
 
 from datamask.features.fasttext_quality import (  # noqa: E402
-    FastTextScorer, check_fasttext_model, one_line, score_fasttext_partition, train_quality)
+    FastTextScorer,
+    check_fasttext_model,
+    one_line,
+    score_fasttext_partition,
+    train_quality,
+)
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
 HELD_OUT_TOPICS = {"music", "rivers", "sleep"}  # prose topics never seen in training

@@ -186,8 +186,8 @@ def test_quadmix_params_yaml(tmp_path):
 
 
 def test_baselines_are_selection_methods(dup_corpus):
-    from datamask.pipeline.config import SelectConfig
     from datamask.methods import REGISTRY
+    from datamask.pipeline.config import SelectConfig
 
     E, _, _, _ = dup_corpus
     q = np.random.default_rng(0).normal(size=len(E))

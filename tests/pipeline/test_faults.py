@@ -12,7 +12,7 @@ import time
 import pytest
 
 from datamask.cli import main
-from pipeline_data import args, corpus, local_cluster, manifest, read_out  # noqa: F401
+from tests.helpers.pipeline_data import args, local_cluster, manifest, read_out
 
 # Enough steps that a partition takes a few seconds (patience off: no early stop).
 SLOW = ("--steps", "500", "--patience", "none")

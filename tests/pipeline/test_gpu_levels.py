@@ -8,7 +8,7 @@ import pytest
 from datamask.errors import ConfigError
 from datamask.pipeline import gpu
 from datamask.pipeline.gpu import CPU, CupyProbe, Extras, Level, TorchProbe, select_level, visible_devices
-from pipeline_data import assert_fails, corpus, write_files  # noqa: F401
+from tests.helpers.pipeline_data import assert_fails
 
 H200 = (("NVIDIA H200", 150_000_000_000), ("NVIDIA H200", 150_000_000_000))
 
@@ -18,7 +18,7 @@ def machine(monkeypatch):
     """``machine(cupy=..., torch=..., extras=..., driver=...)`` sets what the probes answer."""
     monkeypatch.delenv(gpu.LEVEL_ENV, raising=False)
 
-    def set_(cupy=CupyProbe(), torch=TorchProbe(), extras=Extras(), driver=None):
+    def set_(cupy=CupyProbe(), torch=TorchProbe(), extras=Extras(), driver=None):  # noqa: B008 (frozen records)
         monkeypatch.setattr(gpu, "probe_cupy", lambda: cupy)
         monkeypatch.setattr(gpu, "probe_torch", lambda: torch)
         monkeypatch.setattr(gpu, "probe_extras", lambda with_rapids=True: extras)

@@ -14,7 +14,7 @@ from datamask.pipeline.client import close_client, get_client
 from datamask.pipeline.config import SelectConfig
 from datamask.pipeline.gpu import CPU, Level
 from datamask.pipeline.stages.select import run_select
-from pipeline_data import SPLIT, STEPS, corpus, manifest, read_out  # noqa: F401
+from tests.helpers.pipeline_data import SPLIT, STEPS, manifest, read_out
 
 FAKE = Level("cuda", "pandas", "numpy", "sklearn", "per-gpu", ("Fake GPU A", "Fake GPU B"), (2**34, 2**34))
 
@@ -65,7 +65,7 @@ def test_out_of_memory_in_a_worker_is_one_line(fake_cuda, corpus, tmp_path, caps
     from distributed import LocalCluster
 
     from datamask.pipeline.stages import select as select_stage
-    from pipeline_data import assert_fails, assert_no_output
+    from tests.helpers.pipeline_data import assert_fails, assert_no_output
 
     def oom(*a, **k):
         raise OutOfMemoryError("Out of memory allocating 6,442,450,944 bytes (allocated so far: 1,024 bytes).")

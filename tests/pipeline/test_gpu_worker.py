@@ -42,7 +42,7 @@ def test_device_work_serialises_splits_while_others_read():
     b.start()
     a.join()
     b.join()
-    (a0, a1, wa), (b0, b1, wb) = spans["A"], spans["B"]
+    (_, a1, wa), (b0, _, wb) = spans["A"], spans["B"]
     assert b0 >= a1  # B's device work starts after A's ends
     assert reads["B"][1] < a1  # B finished reading while A held the device
     assert wb.wait_seconds > 0.1 and wb.record()["wait_seconds"] > 0.1
@@ -77,9 +77,9 @@ def test_cpu_level_takes_no_lock():
     ("no numbers here", ["asked for more than was free"]),
 ])
 def test_out_of_memory_is_one_line_naming_split_memory_and_fix(message, needles):
-    with pytest.raises(ConfigError) as e:
-        with DeviceWork(FAKE_GPU, "shard-0.parquet (rows 0-1000000)", 1_000_000, data_bytes=768 * 2**20):
-            raise OutOfMemoryError(message)
+    with pytest.raises(ConfigError) as e, \
+            DeviceWork(FAKE_GPU, "shard-0.parquet (rows 0-1000000)", 1_000_000, data_bytes=768 * 2**20):
+        raise OutOfMemoryError(message)
     msg = str(e.value)
     for n in needles + ["shard-0.parquet (rows 0-1000000)", "ran out of memory on Fake GPU",
                         "its embeddings are 768.00 MiB", "lower --split-size (now 1,000,000)"]:
@@ -91,9 +91,8 @@ def test_out_of_memory_is_one_line_naming_split_memory_and_fix(message, needles)
 
 
 def test_other_errors_pass_through_and_oom_is_known_by_class_name():
-    with pytest.raises(ValueError, match="bad"):
-        with DeviceWork(FAKE_GPU, "x", 10):
-            raise ValueError("bad")
+    with pytest.raises(ValueError, match="bad"), DeviceWork(FAKE_GPU, "x", 10):
+        raise ValueError("bad")
     assert is_out_of_memory(OutOfMemoryError("x"))
     assert is_out_of_memory(type("CUDARuntimeError", (RuntimeError,), {})("cudaErrorMemoryAllocation: out of memory"))
     assert not is_out_of_memory(MemoryError("host memory"))
@@ -134,11 +133,11 @@ def test_peak_gpu_memory_from_the_cupy_pool(monkeypatch):
 def test_vector_checks_run_on_the_device_with_one_read_back(fake_cp):
     """``check_vectors`` on a cupy array (the numpy stand-in) finds the first bad row with a
     single host read-back for a clean split, so the host is free to read the next split."""
-    import fake_cupy
     import numpy as np
 
     from datamask.errors import DataError
     from datamask.pipeline.schema import VECTOR_BLOCK, check_vectors
+    from tests.helpers import fake_cupy
 
     rng = np.random.default_rng(0)
     E = rng.normal(size=(VECTOR_BLOCK + 500, 8)).astype(np.float16)

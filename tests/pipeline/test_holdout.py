@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 
 from datamask.cli import main
 from datamask.pipeline.holdout import holdout_mask
-from pipeline_data import FILE_ROWS, address, args, cluster, corpus, manifest, read_out  # noqa: F401
+from tests.helpers.pipeline_data import FILE_ROWS, args, manifest, read_out
 
 
 def test_holdout_mask_is_seeded_and_sized():

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import shutil
 
 import numpy as np
@@ -13,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from datamask.cli import main
-from datamask.pipeline.config import SelectConfig
 from datamask.core.estimator import DataMask
-from pipeline_data import DIM, FILE_ROWS, address, args, cluster, corpus, manifest, read_out, write_files  # noqa: F401
+from datamask.pipeline.config import SelectConfig
+from tests.helpers.pipeline_data import DIM, FILE_ROWS, args, manifest, read_out, write_files
 
 
 def _run(*a):

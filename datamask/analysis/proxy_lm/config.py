@@ -95,7 +95,7 @@ class ProxyLMConfig:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_dict(cls, d: dict, source: str = "config") -> "ProxyLMConfig":
+    def from_dict(cls, d: dict, source: str = "config") -> ProxyLMConfig:
         check_keys(cls, d, source)
         kw = {}
         for f in fields(cls):
@@ -108,13 +108,13 @@ class ProxyLMConfig:
                 kw[f.name] = parse_value(f, v, source)
         return cls(**kw).validated()
 
-    def replace(self, **changes) -> "ProxyLMConfig":
+    def replace(self, **changes) -> ProxyLMConfig:
         return dataclasses.replace(self, **changes).validated()
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def resolved(self) -> "ProxyLMConfig":
+    def resolved(self) -> ProxyLMConfig:
         """A copy with every size knob left at ``None`` set to the preset's value."""
         p = PRESETS[self.preset]
         return dataclasses.replace(self, **{k: p[k] for k in SIZE_FIELDS if getattr(self, k) is None})
@@ -131,7 +131,7 @@ class ProxyLMConfig:
         return hashlib.sha256(json.dumps(self.result_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     # ------------------------------------------------------------------ validation
-    def validated(self) -> "ProxyLMConfig":
+    def validated(self) -> ProxyLMConfig:
         for f in fields(self):
             ch = f.metadata.get("choices")
             if ch and getattr(self, f.name) not in ch:

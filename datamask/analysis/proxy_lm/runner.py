@@ -33,8 +33,8 @@ from ...errors import ConfigError, OutputError
 from ...pipeline.io import write_json_atomic
 from .config import ProxyLMConfig
 from .data import exclude_texts, load_eval_sets, load_selections
-from .model import build_model, count_params
 from .figures import final_loss_figure, loss_curve_figure, save_atomic
+from .model import build_model, count_params
 from .tokenizer import load_tokenizer, sample_for_tokenizer, train_bpe
 from .train import deterministic, evaluate, initial_state, prepare_eval, subset, train_selection
 

@@ -44,7 +44,7 @@ def prepare_eval(name, texts, domains, tok, seq_len: int, max_tokens: int, seed:
     ids = tok.encode([texts[i] for i in order])
     T = int(seq_len)
     wins, doc, dtok, dbytes, ddom, total = [], [], [], [], [], 0
-    for j, (i, a) in enumerate(zip(order, ids)):
+    for i, a in zip(order, ids):
         if total >= max_tokens:
             break
         seq = np.concatenate([[tok.eos_id], a, [tok.eos_id]]).astype(np.int64)  # predict the end as well

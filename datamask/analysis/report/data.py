@@ -109,7 +109,7 @@ def _read_columns(path, columns):
 
 def load_select(directory, sample_rows=2000) -> ReportData:
     """A ``datamask select`` output: the manifest, the selected rows and the input."""
-    from ...pipeline.io import discover, read_split, Split
+    from ...pipeline.io import Split, discover, read_split
     from ...pipeline.schema import Columns, embedding_matrix
 
     d = Path(directory)
@@ -171,9 +171,10 @@ def load_select(directory, sample_rows=2000) -> ReportData:
 def _select_cluster_stats(corpus, files, cols):
     if "cluster" not in corpus.columns or not len(corpus):
         return None
-    from ..clusters import combine_stats, partial_stats, stats_frame
-    from ...pipeline.schema import embedding_matrix
     import pyarrow.parquet as pq
+
+    from ...pipeline.schema import embedding_matrix
+    from ..clusters import combine_stats, partial_stats, stats_frame
 
     k = int(corpus["cluster"].max()) + 1
     sums = []

@@ -30,6 +30,16 @@ DPI = 110
 
 
 # ---------------------------------------------------------------------- figures
+def suptitle(fig, text: str):
+    """A figure title wrapped to the figure's width: a one-panel figure is narrower than a
+    sentence, and matplotlib clips a title wider than its figure."""
+    import textwrap
+
+    size = 12.0  # points, matplotlib's "large" for suptitle
+    chars = max(20, int(fig.get_figwidth() * 72 / (0.6 * size)))
+    return fig.suptitle(textwrap.fill(text, chars), fontsize=size)
+
+
 def pyplot():
     import matplotlib
 
@@ -62,7 +72,7 @@ def fig_trajectory(data: ReportData):
     labels = {"objective": "objective f = λ·quality + (1−λ)·diversity", "quality": "mean normalised quality (0–1)",
               "diversity": "diversity"}
     for ax, key in zip(axes, ("objective", "quality", "diversity")):
-        for (m, p), g in h.groupby(["method", "partition"], sort=False):
+        for (m, _split), g in h.groupby(["method", "partition"], sort=False):
             g = g.sort_values("step")
             first = not any(line.get_label() == m for line in ax.get_lines())
             ax.plot(g["step"], g[key], "-o", ms=2.5, lw=1.2, alpha=0.8, color=colors[m], label=m if first else None)
@@ -71,7 +81,7 @@ def fig_trajectory(data: ReportData):
         ax.set_title(key)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8, title="method (one line per partition)", title_fontsize=8)
-    fig.suptitle("Optimisation trajectory (top-S mask of the current logits, exact objective)")
+    suptitle(fig, "Optimisation trajectory (top-S mask of the current logits, exact objective)")
     fig.tight_layout()
     return fig, None
 
@@ -102,7 +112,7 @@ def fig_cluster_heatmap(data: ReportData, bins=6):
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 3.9 * nrow), dpi=DPI, squeeze=False)
     vmax = 0
     grids = []
-    for name, df in panels:
+    for _name, df in panels:
         lab = df["cluster"][df["cluster"].isin(cell.index)]
         share = np.bincount(cell.loc[lab].to_numpy(), minlength=bins * bins) / max(len(df), 1)
         grids.append(share.reshape(bins, bins))
@@ -116,7 +126,7 @@ def fig_cluster_heatmap(data: ReportData, bins=6):
         fig.colorbar(im, ax=ax, label="% of documents")
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.suptitle("Where documents come from: clusters binned by quality × diversity")
+    suptitle(fig, "Where documents come from: clusters binned by quality × diversity")
     fig.tight_layout()
     return fig, None
 
@@ -216,7 +226,7 @@ def fig_projection(data: ReportData, method="auto"):
         ax.legend(fontsize=7, loc="best", markerscale=1.5)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.suptitle(f"2-D {name} projection of a sample of the corpus; selected documents highlighted")
+    suptitle(fig, f"2-D {name} projection of a sample of the corpus; selected documents highlighted")
     fig.tight_layout()
     return fig, None
 

@@ -2,7 +2,7 @@
 
 1. plan (client, cheap): find input files, read Parquet footers, check columns and widths,
    cut files into splits of at most ``split_size`` rows, check every split's budget;
-2. ids (cluster): one pass over the id column for duplicates (error or ``--dedupe-ids``);
+2. ids (Dask workers): one pass over the id column for duplicates (error or ``--dedupe-ids``);
 3. select (cluster, per split): validate on the host, run the selection method with the
    split's own seed (:mod:`datamask.methods`) on the run's arrays (numpy, or cupy on a GPU
    level: the embeddings go to the GPU once, one split per GPU at a time while the next split
@@ -19,15 +19,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ...core.estimator import rows_after_pruning
 from ...errors import DataError
-from ...methods import budget_for, prunes, score, select
 from ..frames import to_table
-from ..gpu_worker import DeviceWork, device_array
 from ..holdout import split_off_holdout
 from ..io import Split, normalize_embedding, read_split, write_json_atomic, write_parquet_atomic
 from ..runner import PROGRESS_TOPIC, Output, Plan, Stage, plan_splits, resolve_io, run_stage, write_split_files
-from ..schema import LOGIT, SELECTED, Columns, check_table, check_vectors
+from ..schema import Columns
+from ..tokens import apportion, count_corpus_tokens, token_totals
+from .select_split import check_budget, duplicate_ids_message, select_split, selected_table
 
 __all__ = ["run_select", "plan_run", "find_duplicates"]
 
@@ -56,27 +55,14 @@ def plan_run(cfg, device=None) -> Plan:
 
 
 def _check_budget(s: Split, cfg):
-    S = budget_for(s.rows, cfg)
-    if S > s.rows:
-        raise DataError(
-            f"{s.where()}: budget {S} is larger than the partition's {s.rows} rows; "
-            "lower --budget or use --ratio"
-        )
-    if S < 1:
-        raise DataError(f"{s.where()}: ratio {cfg.ratio} of {s.rows} rows rounds to 0; raise --ratio or --split-size")
-    n_keep = rows_after_pruning(s.rows, cfg.prune)
-    if prunes(cfg.method) and S > n_keep:
-        raise DataError(
-            f"{s.where()}: budget {S} is larger than the {n_keep} rows left after pruning "
-            f"(prune {cfg.prune}); lower --prune, --ratio or --budget"
-        )
+    check_budget(s.rows, s.where(), cfg)
 
 
 def _read_ids(s: Split, order: int, cols: Columns) -> pd.DataFrame:
     if s.fmt == "parquet":
-        import pyarrow.parquet as pq
+        from ..io import read_parquet_table
 
-        ids = pq.read_table(s.path, columns=[cols.id]).column(0).slice(s.start, s.rows)
+        ids = read_parquet_table(s.path, columns=[cols.id]).column(0).slice(s.start, s.rows)
     else:
         ids = read_split(s, cols).column(cols.id)
     return pd.DataFrame({"id": ids.to_pandas(), "order": np.int32(order),
@@ -99,10 +85,7 @@ def find_duplicates(client, plan: Plan, cols: Columns, dedupe: bool) -> dict:
     if not dedupe:
         ex = rows[rows["id"] == rows["id"].iloc[0]].head(2)
         at = [f"{plan.splits[o].rel} row {r}" for o, r in zip(ex["order"], ex["row"])]
-        raise DataError(
-            f"column {cols.id!r} has duplicate ids ({len(dup)} values repeat, e.g. {ex['id'].iloc[0]!r} at "
-            f"{' and '.join(at)}); deduplicate the input or pass --dedupe-ids to keep the first"
-        )
+        raise DataError(duplicate_ids_message(cols.id, len(dup), ex["id"].iloc[0], at))
     drop = rows[rows.duplicated("id", keep="first")]
     return {plan.splits[o].name: g["row"].to_numpy() for o, g in drop.groupby("order")}
 
@@ -122,18 +105,11 @@ def _progress_callback(name):
     return cb
 
 
-def _score_all(E, q, cfg, seed):
-    """The objective of the whole partition ("before"), by the same ``evaluate`` as every
-    selection (blockwise, so no full-size copy). Facility location is skipped: every row is
-    its own nearest neighbour, so it is 1 by definition."""
-    if cfg.diversity == "facility":
-        return None
-    return score(E, q, np.ones(E.shape[0], dtype=bool), cfg, seed)
-
-
-def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_root, drops, in_type):
-    """One partition: validate (host), select (the level's arrays, one split per GPU at a
-    time), write the data file(s), then the record."""
+def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_root, drops, in_type,
+                      token_budgets=None):
+    """One partition: drop the corpus-wide duplicate ids and the holdout, run
+    :func:`~.select_split.select_split` (the same per-split function as
+    :func:`datamask.dask.select`), write the data file(s), then the record."""
     t0 = time.perf_counter()
     s = splits[partition_info["number"]]
     cols = Columns.from_config(cfg)
@@ -159,32 +135,14 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
     rec = {"name": s.name, "identity": s.identity, "source": s.rel, "start": s.start, "stop": s.stop,
            "seed": s.seed(cfg.seed), "rows_in": table.num_rows, "duplicates_dropped": n_dupes,
            "holdout_rows": s.rows - n_dupes - table.num_rows, "holdout_files": held_files}
-    if table.num_rows == 0:  # an empty partition is skipped, not an error
-        rec.update(rows_out=0, files=[], skipped="empty", wall_seconds=time.perf_counter() - t0)
-        write_json_atomic(rec, out.parts / f"{s.name}.json")
-        return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
-    E, q = check_table(table, s.where(), cols, s.start, expect_d=d, vectors=False)
-    seed = rec["seed"]
-    if n_dupes or held_files:
-        _check_budget(Split(s.path, s.rel, s.fmt, 0, table.num_rows), cfg)
-    with DeviceWork(level, s.where(), cfg.split_size, data_bytes=E.nbytes) as work:
-        E, q = device_array(E, level), device_array(q, level)  # to the GPU once (cupy levels)
-        check_vectors(E, s.where(), cols.embedding, s.start)  # there, not on the host
-        sel = select(E, q, cfg, seed, s.where(), callback=_progress_callback(s.name), table=table)
-        before = _score_all(E, q, cfg, seed)
-        del E, q
-    rec.update(work.record())
-    if cfg.keep_all:
-        logits = sel.logits if sel.logits is not None else np.full(table.num_rows, np.nan)
-        result = table.append_column(SELECTED, pa.array(sel.mask)).append_column(LOGIT, pa.array(logits))
-    else:
-        result = table.filter(pa.array(sel.mask))
-    files = write_split_files(result, out.data, s.name, cfg.partition_on)
-    rec.update(rows_out=int(sel.mask.sum()), budget=sel.budget, before=before, after=sel.objective,
-               n_steps=sel.n_steps, select_seconds=round(sel.seconds, 3), files=files,
+    res = select_split(table, cfg, rec["seed"], s.where(), s.start, level=level, d=d,
+                       callback=_progress_callback(s.name),
+                       tokens=None if token_budgets is None else token_budgets[s.name])
+    rec.update(res.record)
+    result = None if table.num_rows == 0 else selected_table(table, res, cfg.keep_all)
+    files = [] if result is None else write_split_files(result, out.data, s.name, cfg.partition_on)
+    rec.update(files=files, rows_written=0 if result is None else result.num_rows,
                wall_seconds=round(time.perf_counter() - t0, 3))
-    if sel.history:  # the trajectory the report draws
-        rec["history"] = sel.history
     write_json_atomic(rec, out.parts / f"{s.name}.json")
     return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
 
@@ -199,14 +157,29 @@ def run_select(cfg, client=None) -> dict:
         first = plan.splits[0]
         in_type = read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols)\
             .schema.field(cols.embedding).type
+    token_info = {}
+
+    def check(client, pending):
+        kw = {"drops": find_duplicates(client, plan, cols, cfg.dedupe_ids)}
+        if cfg.token_budget:  # every split's share, from the whole corpus's tokens
+            counts = count_corpus_tokens(client, plan.splits, cfg, kw["drops"], cols)
+            kw["token_budgets"], info = apportion(dict(zip(counts["name"], counts["tokens"])), cfg)
+            token_info.update(info)
+        return kw
+
+    def totals(parts):
+        out = {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in parts))} if cfg.holdout else {}
+        if cfg.token_budget:
+            out.update(token_totals(parts, token_info))
+        return out
+
     stage = Stage(
         "select", plan, cols, _select_partition,
         kwargs=dict(cfg=cfg, level=plan.level, d=plan.d, drops={}, in_type=in_type),
         frame_device=plan.device,
-        check=lambda client, pending: {"drops": find_duplicates(client, plan, cols, cfg.dedupe_ids)},
+        check=check,
         steps_per=int(cfg.steps) if cfg.solver == "pg" else 0,
-        totals=(lambda parts: {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in parts))})
-        if cfg.holdout else None,
+        totals=totals,
     )
     return run_stage(stage, client)
 

@@ -60,7 +60,7 @@ def test_more_clusters_than_distinct_rows_leaves_no_nan():
 def test_cupy_branch_gives_the_numpy_centroids_and_seeds_without_read_back(fake_cp):
     """The device branch (scatter-add by ``add.at``) equals the numpy one, and seeding
     reads nothing back to the host (draws are made up front)."""
-    import fake_cupy
+    from tests.helpers import fake_cupy
 
     X, _ = blobs(n=1500, k=8, seed=4)
     Xd = fake_cp.asarray(X)

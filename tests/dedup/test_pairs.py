@@ -1,7 +1,7 @@
 """Bucket pairs, connected components and the kept row of a group."""
 import numpy as np
 
-from datamask.dedup.graph import bucket_pairs, choose_kept, connected_components, duplicate_of, unique_pairs
+from datamask.dedup.pairs import bucket_pairs, choose_kept, connected_components, duplicate_of, unique_pairs
 
 
 def test_bucket_pairs_star_from_smallest_doc_and_dedupe_over_bands():

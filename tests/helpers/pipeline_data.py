@@ -1,15 +1,13 @@
-"""Shared data and cluster for the pipeline tests (imported by test_pipeline*.py,
-test_cli_errors.py and test_faults.py)."""
+"""Shared data, arguments and CLI assertions for the pipeline and CLI tests (their Dask
+cluster fixtures live in ``tests/conftest.py``)."""
 from __future__ import annotations
 
 import json
 import logging
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from datamask.cli.demo import corpus_table
 from datamask.core.synthetic import make_corpus
@@ -47,31 +45,12 @@ def manifest(output: Path) -> dict:
     return json.loads((output / "manifest.json").read_text())
 
 
-@pytest.fixture(scope="session")
-def corpus(tmp_path_factory):
-    d = tmp_path_factory.mktemp("corpus")
-    write_files(d)
-    return d
-
-
 def local_cluster(silence_logs=logging.ERROR):
     """A real LocalCluster with 2 single-threaded worker processes on 127.0.0.1."""
     from distributed import LocalCluster
 
     return LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                         dashboard_address="127.0.0.1:0", silence_logs=silence_logs)
-
-
-@pytest.fixture(scope="session")
-def cluster():
-    """The suite's shared cluster (tests that kill workers start their own)."""
-    with local_cluster() as c:
-        yield c
-
-
-@pytest.fixture(scope="session")
-def address(cluster):
-    return cluster.scheduler_address
 
 
 def assert_fails(capsys, argv, *needles, code=2):

@@ -12,8 +12,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from .buckets import exact_records, fuzzy_records, verify_pairs
-from .graph import bucket_pairs, duplicate_of, unique_pairs
 from .minhash import lsh_params, signatures
+from .pairs import bucket_pairs, duplicate_of, unique_pairs
 
 __all__ = ["KINDS", "parse_kinds", "Deduplicator", "resolve_kept", "represent"]
 

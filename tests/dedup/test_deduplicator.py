@@ -5,7 +5,7 @@ import pytest
 
 from datamask.dedup import Deduplicator, parse_kinds
 from datamask.errors import ConfigError
-from dedup_data import planted
+from tests.helpers.dedup_data import planted
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,244 @@
+"""``select`` and ``evaluate`` on a Dask DataFrame whose partitions are the splits.
+
+Both are one ``map_partitions`` with an explicit ``meta``: building them computes nothing.
+Each partition runs :func:`~datamask.pipeline.stages.select_split.select_split`, the function
+``datamask select`` runs on each split, with the split's own seed; so on the frame
+:func:`datamask.dask.read` gives, ``select(ddf)`` keeps the rows ``datamask select`` keeps.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError
+from ..methods.registry import tokens_column_of
+from ..pipeline.config import SelectConfig
+from ..pipeline.gpu import select_level
+from ..pipeline.io import split_seed
+from ..pipeline.schema import LOGIT, SELECTED, Columns
+from ..pipeline.stages.select_split import duplicate_ids, select_split
+from .params import takes_config
+from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, keep_attrs, part_split, part_table
+
+__all__ = ["select", "records", "evaluate", "RECORD_META", "EVALUATE_META"]
+
+RECORD_COLUMNS = {
+    "partition": "int64",
+    "identity": object,
+    "seed": "int64",
+    "rows_in": "int64",
+    "rows_out": "int64",
+    "duplicates_dropped": "int64",
+    "budget": "float64",
+    "objective_before": "float64",
+    "objective_after": "float64",
+    "quality_after": "float64",
+    "diversity_after": "float64",
+    "n_steps": "float64",
+    "select_seconds": "float64",
+    "device_seconds": "float64",
+    "record": object,
+}
+RECORD_META = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in RECORD_COLUMNS.items()})
+
+
+def _nan(d, key):
+    v = (d or {}).get(key)
+    return float("nan") if v is None else float(v)
+
+
+def _record_row(rec: dict) -> dict:
+    return {
+        "partition": rec["partition"],
+        "identity": rec["identity"],
+        "seed": rec["seed"],
+        "rows_in": rec["rows_in"],
+        "rows_out": rec["rows_out"],
+        "duplicates_dropped": rec["duplicates_dropped"],
+        "budget": float(rec.get("budget", np.nan)),
+        "objective_before": _nan(rec.get("before"), "objective"),
+        "objective_after": _nan(rec.get("after"), "objective"),
+        "quality_after": _nan(rec.get("after"), "quality"),
+        "diversity_after": _nan(rec.get("after"), "diversity"),
+        "n_steps": float(rec.get("n_steps", np.nan)),
+        "select_seconds": float(rec.get("select_seconds", np.nan)),
+        "device_seconds": float(rec.get("device_seconds", np.nan)),
+        "record": json.dumps(rec),
+    }
+
+
+def _count_tokens_part(df, partition_info=None, *, cfg):
+    from ..pipeline.tokens import split_lengths
+
+    p = part_split(df, partition_info)
+    cols = Columns.from_config(cfg)
+    n = (
+        int(split_lengths(part_table(df, cols, p.where, p.first_row), cfg, p.where, p.first_row)[0].sum())
+        if len(df)
+        else 0
+    )
+    return pd.DataFrame({"partition": [p.number], "tokens": [n]})
+
+
+def _apportion(counts, cfg):
+    """``{partition: T_s}``: the frame's token budget shared out by the partitions' tokens."""
+    from ..pipeline.tokens import apportion
+
+    counts = pd.concat(counts)
+    return apportion(dict(zip(counts["partition"].tolist(), counts["tokens"].tolist())), cfg)[0]
+
+
+def _select_part(df, partition_info=None, *, cfg, level, d, token_budgets=None):
+    """One partition: the CLI's checks and selection, then the frame's selected rows (or
+    every row with ``selected`` and ``datamask_logit``), its record in ``attrs``."""
+    p = part_split(df, partition_info)
+    cols = Columns.from_config(cfg)
+    n_dupes = 0
+    if len(df) and cols.id in df.columns:  # a missing column fails in select_split, as in the CLI
+        drop = duplicate_ids(df[cols.id].to_numpy(), p.where, cols.id, cfg.dedupe_ids, p.first_row)
+        if drop is not None:
+            keep = np.ones(len(df), dtype=bool)
+            keep[drop] = False
+            n_dupes = int(drop.size)
+            df = keep_attrs(df.iloc[keep], df)
+    table = part_table(df, cols, p.where, p.first_row)
+    seed = split_seed(cfg.seed, p.identity)
+    tokens = None if token_budgets is None else token_budgets[p.number]
+    res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d, tokens=tokens)
+    del table
+    if cfg.keep_all:
+        out = df.assign(**{SELECTED: res.mask, LOGIT: res.logits})
+    else:
+        out = df.iloc[np.flatnonzero(res.mask)] if not is_cudf(df) else df[res.mask]
+    rec = {"partition": p.number, "identity": p.identity, "seed": seed, "duplicates_dropped": n_dupes, **res.record}
+    return keep_attrs(out, df, **{RECORD_ATTR: rec})
+
+
+@takes_config(SelectConfig)
+def select(ddf, cfg=None):
+    """Select from every partition (lazy): DATAMASK or a baseline, on the partition's
+    embeddings and quality, with its split's own seed.
+
+    Returns a Dask DataFrame of the selected rows, or with ``keep_all=True`` every row
+    plus a bool ``selected`` and a float64 ``datamask_logit`` column. The per-split records
+    come with it in one pass: ``datamask.dask.compute(result, return_records=True)`` or
+    ``dask.compute(result, records(result))``. Bad input fails at compute time with the
+    CLI's one-line message, naming the partition. Ids are checked within each partition
+    (``dedupe_ids`` keeps the first); ``holdout`` and ``partition_on`` are file-only.
+    """
+    check_not_strings(ddf._meta, cfg.embedding_column)
+    level = select_level(cfg.device, ("cupy",))
+    meta = ddf._meta
+    if cfg.keep_all:
+        meta = meta.assign(**{SELECTED: np.zeros(0, dtype=bool), LOGIT: np.zeros(0, dtype=np.float64)})
+    kw = {}
+    if cfg.token_budget:  # one counting pass over the frame, shared out before any partition selects
+        import dask
+
+        counts = ddf.map_partitions(
+            _count_tokens_part,
+            cfg=cfg,
+            meta=pd.DataFrame({"partition": pd.Series([], dtype="int64"), "tokens": pd.Series([], dtype="int64")}),
+            enforce_metadata=False,
+        )
+        kw["token_budgets"] = dask.delayed(_apportion, pure=True)(counts.to_delayed(), cfg)
+    return ddf.map_partitions(
+        _select_part,
+        cfg=cfg,
+        level=level,
+        d=fixed_width(ddf._meta, cfg.embedding_column),
+        meta=meta,
+        enforce_metadata=False,
+        **kw,
+    )
+
+
+def _records_part(df):
+    rec = getattr(df, "attrs", {}).get(RECORD_ATTR)
+    if rec is None:
+        raise DataError(
+            "records(): this partition holds no datamask record; call records() on what "
+            "datamask.dask.select returned (before a merge or concat)"
+        )
+    return pd.DataFrame([_record_row(rec)]).astype(RECORD_COLUMNS)
+
+
+def records(selected):
+    """The per-split records of a ``select`` result (lazy; one row per partition):
+    objective before and after, budget, steps, seconds, and the full record as JSON.
+    Computed together with the result (``dask.compute(sel, records(sel))``), the selection
+    runs once."""
+    return selected.map_partitions(_records_part, meta=RECORD_META, enforce_metadata=False)
+
+
+# ---------------------------------------------------------------------- evaluate
+EVALUATE_COLUMNS = {
+    "partition": "int64",
+    "identity": object,
+    "rows": "int64",
+    "selected": "int64",
+    "quality": "float64",
+    "quality_norm": "float64",
+    "pairwise": "float64",
+    "facility": "float64",
+    "disf": "float64",
+    "objective": "float64",
+    "mean_tokens": "float64",
+}
+EVALUATE_META = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in EVALUATE_COLUMNS.items()})
+_EVALUATE_FIELDS = (
+    "id_column",
+    "embedding_column",
+    "quality_column",
+    "tokens_column",
+    "lam",
+    "diversity",
+    "reference_size",
+    "seed",
+)
+
+
+def _evaluate_part(df, partition_info=None, *, cfg, selected):
+    from ..analysis.compare import score_selection
+    from ..pipeline.schema import check_table
+
+    p = part_split(df, partition_info)
+    row = {"partition": p.number, "identity": p.identity, "rows": len(df), "selected": 0}
+    if len(df) == 0:
+        return pd.DataFrame([row]).reindex(columns=list(EVALUATE_COLUMNS)).astype(EVALUATE_COLUMNS)
+    cols = Columns.from_config(cfg)
+    E, q = check_table(part_table(df, cols, p.where, p.first_row), p.where, cols, p.first_row)
+    mask = np.asarray(df[selected].to_numpy(), dtype=bool) if selected in df.columns else np.ones(len(df), bool)
+    tcol = tokens_column_of(cfg, df.columns)  # --tokens-column, else token_count / n_tokens
+    tok = df[tcol].to_numpy(dtype=np.float64) if tcol is not None else None
+    if mask.any():
+        row.update(
+            score_selection(
+                E,
+                q,
+                mask,
+                tok,
+                lam=cfg.lam,
+                diversity=cfg.diversity,
+                reference_size=cfg.reference_size,
+                seed=split_seed(cfg.seed, p.identity),
+            )
+        )
+    return pd.DataFrame([row]).reindex(columns=list(EVALUATE_COLUMNS)).astype(EVALUATE_COLUMNS)
+
+
+@takes_config(SelectConfig, only=_EVALUATE_FIELDS)
+def evaluate(ddf, selected: str = SELECTED, cfg=None):
+    """Score each partition's selection on every metric (lazy; one row per partition).
+
+    The selection is the ``selected`` column where the frame has it (``select(...,
+    keep_all=True)``), else every row of the frame. Quality is normalised over the rows
+    scored, so on a frame of selected rows alone it is not the record's ``quality_after``.
+    Metrics: raw and normalised mean quality, pairwise, facility and DiSF diversity, the
+    DATAMASK objective (``lam``, ``diversity``) and mean tokens (NaN without ``tokens_column``).
+    """
+    check_not_strings(ddf._meta, cfg.embedding_column)
+    return ddf.map_partitions(_evaluate_part, cfg=cfg, selected=selected, meta=EVALUATE_META, enforce_metadata=False)

@@ -1,0 +1,168 @@
+"""One split's selection, with no paths and no I/O: the function both rings call.
+
+``datamask select`` (the runner, :mod:`.select`) and :func:`datamask.dask.select` (a lazy
+``map_partitions``) both hand one split's Arrow table to :func:`select_split` and get back
+the mask, the logits and the split's record (objective before and after, steps, seconds).
+What they add around it differs: the runner reads splits from files, drops duplicate ids
+found across the corpus, sets a holdout aside and writes files atomically; the dataframe API
+checks ids within its partition and returns a frame. The checks and their one-line messages
+are the same, so a bad frame fails like a bad file, naming its split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ...core.estimator import rows_after_pruning
+from ...errors import DataError
+from ...methods import budget_for, prunes, score, select
+from ...methods.registry import tokens_column_of
+from ..gpu import CPU
+from ..gpu_worker import DeviceWork, device_array
+from ..io import split_seed  # noqa: F401  (re-exported: the seed of a split)
+from ..schema import LOGIT, SELECTED, Columns, check_table, check_vectors
+from ..tokens import split_lengths
+
+__all__ = [
+    "SplitSelection",
+    "select_split",
+    "check_budget",
+    "split_seed",
+    "duplicate_ids",
+    "duplicate_ids_message",
+    "selected_table",
+]
+
+
+def check_budget(n_rows: int, where: str, cfg):
+    """The split's budget fits its rows (and the rows left after pruning); a DataError if not.
+    A token budget is checked against the split's tokens by the method."""
+    if getattr(cfg, "token_budget", False):
+        return
+    S = budget_for(n_rows, cfg)
+    if S > n_rows:
+        raise DataError(
+            f"{where}: budget {S} is larger than the partition's {n_rows} rows; lower --budget or use --ratio"
+        )
+    if S < 1:
+        raise DataError(f"{where}: ratio {cfg.ratio} of {n_rows} rows rounds to 0; raise --ratio or --split-size")
+    n_keep = rows_after_pruning(n_rows, cfg.prune)
+    if prunes(cfg.method) and S > n_keep:
+        raise DataError(
+            f"{where}: budget {S} is larger than the {n_keep} rows left after pruning "
+            f"(prune {cfg.prune}); lower --prune, --ratio or --budget"
+        )
+
+
+def duplicate_ids_message(column: str, n_values: int, example, at: list) -> str:
+    """The one-line duplicate-id error, for the corpus-wide check and the per-partition one."""
+    return (
+        f"column {column!r} has duplicate ids ({n_values} values repeat, e.g. {example!r} at "
+        f"{' and '.join(at)}); deduplicate the input or pass --dedupe-ids to keep the first"
+    )
+
+
+def duplicate_ids(ids, where: str, column: str, dedupe: bool, first_row: int = 0) -> np.ndarray | None:
+    """Rows (positions) to drop for ids repeated within one split; raises unless ``dedupe``."""
+    import pandas as pd
+
+    s = pd.Series(np.asarray(ids.to_pylist() if isinstance(ids, (pa.Array, pa.ChunkedArray)) else ids, dtype=object))
+    dup = s.duplicated(keep="first").to_numpy()
+    if not dup.any():
+        return None
+    if not dedupe:
+        i = int(np.flatnonzero(dup)[0])
+        j = int(np.flatnonzero((s == s.iloc[i]).to_numpy())[0])
+        n_values = int(s[s.duplicated(keep=False)].nunique())
+        raise DataError(
+            duplicate_ids_message(
+                column, n_values, s.iloc[i], [f"{where} row {first_row + j}", f"{where} row {first_row + i}"]
+            )
+        )
+    return np.flatnonzero(dup)
+
+
+@dataclass
+class SplitSelection:
+    mask: np.ndarray  # (N,) bool
+    logits: np.ndarray  # (N,) float64, NaN for methods without logits, -inf for pruned rows
+    record: dict  # rows_in, rows_out, budget, before, after, n_steps, select_seconds, history, device fields
+
+
+def _score_all(E, q, cfg, seed):
+    """The objective of the whole split ("before"), by the same ``evaluate`` as every
+    selection. Facility location is skipped: every row is its own nearest neighbour, so it
+    is 1 by definition."""
+    if cfg.diversity == "facility":
+        return None
+    return score(E, q, np.ones(E.shape[0], dtype=bool), cfg, seed)
+
+
+def select_split(
+    table: pa.Table, cfg, seed: int, where: str, first_row: int = 0, *, level=CPU, d=None, callback=None,
+    tokens=None,
+) -> SplitSelection:
+    """Validate one split (host), select on the level's arrays, score before and after.
+
+    ``table`` holds the split's rows (the method may read more columns of it: clusters,
+    token counts); ``seed`` is the split's own (:func:`split_seed` of its identity);
+    ``where`` names the split in errors; ``d`` is the width every split must have;
+    ``tokens``: the split's token budget T_s (:mod:`datamask.pipeline.tokens`)."""
+    cols = Columns.from_config(cfg)
+    n = table.num_rows
+    if n == 0:  # an empty split is skipped, not an error
+        return SplitSelection(np.zeros(0, dtype=bool), np.zeros(0), {"rows_in": 0, "rows_out": 0, "skipped": "empty"})
+    E, q = check_table(table, where, cols, first_row, expect_d=d, vectors=False)
+    check_budget(n, where, cfg)
+    lengths, source = None, None
+    if tokens is not None or tokens_column_of(cfg, table.schema.names) is not None:
+        lengths, source = split_lengths(table, cfg, where, first_row)
+    if tokens is not None and int(tokens) < 1:  # a split of no tokens, or too small a share
+        return _nothing_kept(n, lengths, source, tokens)
+    with DeviceWork(level, where, cfg.split_size, data_bytes=E.nbytes) as work:
+        E, q = device_array(E, level), device_array(q, level)  # to the GPU once (cupy levels)
+        check_vectors(E, where, cols.embedding, first_row)  # there, not on the host
+        sel = select(E, q, cfg, seed, where, callback=callback, table=table, lengths=lengths, tokens=tokens)
+        before = _score_all(E, q, cfg, seed)
+        del E, q
+    logits = np.full(n, np.nan) if sel.logits is None else np.asarray(sel.logits, dtype=np.float64)
+    rec = {
+        "rows_in": n,
+        **work.record(),
+        "rows_out": int(sel.mask.sum()),
+        "budget": sel.budget,
+        "before": before,
+        "after": sel.objective,
+        "n_steps": sel.n_steps,
+        "select_seconds": round(sel.seconds, 3),
+    }
+    if sel.history:  # the trajectory the report draws
+        rec["history"] = sel.history
+    if lengths is not None:
+        rec.update(_token_record(lengths, np.asarray(sel.mask, dtype=bool), source, tokens))
+    return SplitSelection(np.asarray(sel.mask, dtype=bool), logits, rec)
+
+
+def _token_record(lengths, mask, source, tokens):
+    rec = {"tokens_in": int(lengths.sum()), "tokens_out": int(lengths[mask].sum()), "tokens_source": source}
+    if tokens is not None:
+        rec["token_budget"] = int(tokens)
+    return rec
+
+
+def _nothing_kept(n, lengths, source, tokens):
+    mask = np.zeros(n, dtype=bool)
+    rec = {"rows_in": n, "rows_out": 0, "budget": 0, "before": None, "after": None, "n_steps": 0,
+           "select_seconds": 0.0, **_token_record(lengths, mask, source, tokens)}
+    return SplitSelection(mask, np.full(n, np.nan), rec)
+
+
+def selected_table(table: pa.Table, res: SplitSelection, keep_all: bool) -> pa.Table:
+    """The split's output table: the selected rows, or every row with ``selected`` and
+    ``datamask_logit`` (``keep_all``)."""
+    if keep_all:
+        return table.append_column(SELECTED, pa.array(res.mask)).append_column(LOGIT, pa.array(res.logits))
+    return table.filter(pa.array(res.mask))

@@ -1,0 +1,1 @@
+"""Code the tests share: data makers, CLI assertions, a numpy stand-in for cupy."""
