@@ -161,9 +161,9 @@ def _near_copy(text: str, rng: random.Random) -> str:
 
 def selection_loss(corpus: list[str], minilm, static, seed: int = 0) -> dict:
     """The static model's share of MiniLM's selection gain and semantic-dedup recall."""
-    from datamask.core.estimator import DataMask
+    from datamask import DataMask
     from datamask.core.objectives import evaluate
-    from datamask.dedup.estimator import Deduplicator
+    from datamask.dedup import Deduplicator
     from datamask.features.heuristics import heuristic_scores
 
     q = heuristic_scores(corpus)["heuristics"].to_numpy(dtype=np.float64)
@@ -198,7 +198,7 @@ def selection_loss(corpus: list[str], minilm, static, seed: int = 0) -> dict:
             "dedup": dedup, "n": len(corpus), "n_pairs": len(pairs)}
 
 
-def _f(x, fmt="{:.4f}"):
+def _f(x, fmt="{:.5f}"):
     return "-" if x is None else fmt.format(x)
 
 

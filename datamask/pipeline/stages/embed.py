@@ -87,7 +87,7 @@ def make_embedder(cfg, device):
                        chunk=bool(cfg.chunk), dtype=cfg.dtype, compute=cfg.compute,
                        backend=cfg.backend, cache_dir=cfg.cache_dir)
         if emb.resolved_backend() != "torch":  # export or distil once, here, before any worker starts
-            emb.load(log=None if cfg.quiet else lambda line: print(line, file=sys.stderr, flush=True))
+            emb.prepare(log=None if cfg.quiet else lambda line: print(line, file=sys.stderr, flush=True))
         dim = emb.dim  # from the model's config files; loads the model here only when they do not say
     except ValueError as e:
         raise ConfigError(str(e)) from None
