@@ -139,7 +139,8 @@ class SelectConfig(StageConfig):
     dedupe_ids: bool = _f(False, "keep the first row of each duplicated id instead of failing", group="data")
     # --- selection
     method: str = _f("datamask", "selection method", choices=METHODS)
-    ratio: float = _f(_DM["ratio"], "fraction of each partition to keep, in (0, 1)")
+    ratio: float | None = _f(_DM["ratio"], "fraction of each partition to keep, in (0, 1) (null: unset, e.g. to "
+                                           "give a workflow's select a token budget instead)")
     budget: int | None = _f(_DM["budget"], "rows to keep per partition (overrides ratio)")
     tokens: int | None = _f(None, "token budget for the whole corpus instead of rows (200000, 2e5, 200k, 1.5B, "
                                   "1.5T), shared out to the splits by their tokens (docs/tokens.md)", parse=parse_tokens)
@@ -190,7 +191,9 @@ class SelectConfig(StageConfig):
     # ------------------------------------------------------------------ validation
     def validated(self) -> SelectConfig:
         super().validated()
-        if self.budget is None and not 0.0 < float(self.ratio) < 1.0:
+        if self.ratio is None and not self.token_budget:
+            self.ratio = _DM["ratio"]  # null: the default
+        if self.budget is None and self.ratio is not None and not 0.0 < float(self.ratio) < 1.0:
             raise ConfigError(f"ratio must be in (0, 1), got {self.ratio}; e.g. --ratio 0.1 keeps 10% of each partition")
         if self.budget is not None and int(self.budget) < 1:
             raise ConfigError(f"budget must be a positive number of rows, got {self.budget}")
@@ -219,9 +222,10 @@ class SelectConfig(StageConfig):
             return
         if self.tokens is not None and self.token_ratio is not None:
             raise ConfigError("give --tokens or --token-ratio, not both")
-        if self.budget is not None or float(self.ratio) != _DM["ratio"]:
-            raise ConfigError("give a row budget (--ratio/--budget) or a token budget (--tokens/--token-ratio), "
-                              "not both")
+        if self.budget is not None or (self.ratio is not None and float(self.ratio) != _DM["ratio"]):
+            given = f"budget={self.budget}" if self.budget is not None else f"ratio={self.ratio}"
+            raise ConfigError(f"give a row budget (--ratio/--budget) or a token budget (--tokens/--token-ratio), "
+                              f"not both ({given}; a workflow's can be cleared with --set select.ratio=null)")
         if self.tokens is not None and int(self.tokens) < 1:
             raise ConfigError(f"tokens must be a positive number of tokens, got {self.tokens}; e.g. --tokens 200k")
         if self.token_ratio is not None and not 0.0 < float(self.token_ratio) <= 1.0:

@@ -44,7 +44,7 @@ def cli_out(corpus, address, tmp_path_factory):
 def test_signature_is_the_config(corpus):
     sig = inspect.signature(dmd.select).parameters
     for f in fields(SelectConfig):
-        if f.name in ("input", "output", "scheduler", "split_size", "holdout", "partition_on", "n_workers"):
+        if f.name in ("input", "output", "scheduler", "split_size", "holdout", "partition_on", "n_workers", "storage_options"):
             assert f.name not in sig
         elif f.name in sig:
             assert sig[f.name].default == f.default, f.name
