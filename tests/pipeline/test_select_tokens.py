@@ -64,6 +64,7 @@ def test_every_method_keeps_each_split_within_its_share(skewed, address, tmp_pat
     assert T - tok["tokens_out"] < 50_000 * len(m["partitions"])
 
 
+@pytest.mark.slow
 def test_token_budget_per_split_fills_and_resumes(skewed, address, tmp_path):
     inp, t = skewed
     out = tmp_path / "out"
@@ -143,6 +144,7 @@ def test_budget_flags_are_checked(tmp_path, capsys):
     assert cfg.tokens == 200_000 and cfg.token_budget
 
 
+@pytest.mark.slow
 def test_compare_at_equal_tokens(skewed, address, tmp_path, capsys):
     import pandas as pd
 
