@@ -162,8 +162,8 @@ class SelectConfig(StageConfig):
                                                    "the paper's recipe)")
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
     init: str = _f(_DM["init"], "initial logits", choices=("quality", "uniform"))
-    logit_range: tuple | None = _f(_DM["logit_range"], "l_min,l_max for quality-aware initialisation (null: 0,16; "
-                                                       "0,2 for facility)")
+    logit_range: tuple | None = _f(_DM["logit_range"], "l_min,l_max for quality-aware initialisation (null: a short "
+                                                       "pilot picks 0,2 or 0,16; 0,2 for facility)")
     final: str = _f(_DM["final"], "final mask", choices=("topk", "sample"))
     reference_size: int | None = _f(_DM["reference_size"], "facility location reference sample size")
     eval_every: int = _f(_DM["eval_every"], "steps between exact evaluations")
