@@ -23,11 +23,12 @@ import numpy as np
 import pandas as pd
 
 from ..core.backend import to_numpy
+from ..pipeline.config import METHODS
 
-__all__ = ["ALL_METHODS", "score_selection", "compare_arrays", "run_compare",
+__all__ = ["ALL_METHODS", "format_table", "score_selection", "compare_arrays", "run_compare",
            "summarise"]
 
-ALL_METHODS = ("datamask", "greedy", "relaxed", "topk", "random", "semdedup", "quadmix")
+ALL_METHODS = METHODS  # every registered selection method (datamask.methods)
 METRICS = ("quality", "quality_norm", "pairwise", "facility", "disf", "objective", "mean_tokens", "seconds")
 
 
@@ -93,7 +94,7 @@ def compare_arrays(E, q, methods=ALL_METHODS, cfg=None, budget=None, cluster=Non
     from ..methods.random import random_subset
     from ..methods.semdedup import semdedup, semdedup_eps_for_budget
     from ..methods.topk import topk
-    from ..pipeline.config import SelectConfig
+    from ..pipeline.config import SOLVER_OF, SelectConfig
 
     cfg = cfg or SelectConfig()
     E = np.asarray(to_numpy(E))
@@ -110,9 +111,9 @@ def compare_arrays(E, q, methods=ALL_METHODS, cfg=None, budget=None, cluster=Non
     for m in methods:
         t0 = time.perf_counter()
         info = {}
-        if m in ("datamask", "greedy", "relaxed"):
-            params = cfg.estimator_params(seed)
-            params.update(budget=S, solver="pg" if m == "datamask" else m)
+        if m in SOLVER_OF:
+            params = cfg.estimator_params(seed, solver=SOLVER_OF[m])
+            params.update(budget=S)
             est = DataMask(**params).fit(E, q)
             mask = to_numpy(est.mask_).astype(bool)
             if m == "datamask":  # greedy/relaxed count picks/iterations, not steps
@@ -300,7 +301,7 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
 
     pareto_plot(table, out / "pareto.png")
     write_json_atomic({"kind": "compare", "input": str(input), "methods": methods, "rows": int(n_rows),
-                       "partitions": len(splits), "holdout": float(cfg.holdout),
+                       "splits": len(splits), "holdout": float(cfg.holdout),
                        "holdout_rows": int(per.groupby("partition")["holdout_rows"].first().sum()), "k": k, "clusters_from": "input" if has_cluster else "k-means",
                        "config": cfg.to_dict(), "quadmix_params": quadmix_params,
                        "semdedup_eps": semdedup_eps, "wall_seconds": round(time.perf_counter() - t0, 3)},
@@ -310,3 +311,10 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
 
         build_report(out)
     return table
+
+
+def format_table(table) -> str:
+    """The comparison table as ``datamask compare`` prints it."""
+    cols = [c for c in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "seconds")
+            if c in table.columns]
+    return table[cols].to_string(float_format=lambda v: f"{v:.4g}")

@@ -12,9 +12,9 @@ __all__ = ["select_datamask", "select_greedy", "select_relaxed"]
 
 
 @register("datamask")
-def select_datamask(E, q, cfg, seed, callback=None) -> Selection:
+def select_datamask(E, q, cfg, seed, callback=None, solver="pg") -> Selection:
     t0 = time.perf_counter()
-    est = DataMask(**cfg.estimator_params(seed), callback=callback)
+    est = DataMask(**cfg.estimator_params(seed, solver=solver), callback=callback)
     est.fit(E, q)
     return Selection(
         mask=to_numpy(est.mask_).astype(bool),
@@ -32,7 +32,7 @@ select_datamask.prunes = True
 
 def _solver_method(solver):
     def fn(E, q, cfg, seed, callback=None):
-        return select_datamask(E, q, cfg.replace(solver=solver), seed, callback)
+        return select_datamask(E, q, cfg, seed, callback, solver=solver)
 
     fn.__name__ = f"select_{solver}"
     fn.prunes = True  # runs DataMask, which prunes

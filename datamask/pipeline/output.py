@@ -14,11 +14,21 @@ from ..errors import ConfigError, OutputError
 from .holdout import HOLDOUT_DIR
 from .io import write_json_atomic
 
-__all__ = ["Output", "DATA_DIR", "STATE_DIR", "MANIFEST"]
+__all__ = ["Output", "DATA_DIR", "STATE_DIR", "MANIFEST", "split_records", "n_splits"]
 
 DATA_DIR = "data"
 STATE_DIR = "_datamask"
 MANIFEST = "manifest.json"
+
+
+def split_records(manifest: dict) -> list:
+    """A manifest's per-split records (``splits``; ``partitions`` in manifests of 0.2)."""
+    return manifest["splits"] if "splits" in manifest else manifest["partitions"]
+
+
+def n_splits(totals: dict) -> int:
+    """The number of splits in a manifest's totals (``partitions`` in manifests of 0.2)."""
+    return int(totals["splits"] if "splits" in totals else totals["partitions"])
 
 
 class Output:

@@ -113,7 +113,7 @@ def test_select_equals_the_cli_on_the_same_files(corpus, cli_out):
     assert mine["id"].tolist() == cli["id"].tolist()
     assert mine["selected"].tolist() == cli["selected"].tolist()
     np.testing.assert_array_equal(mine["datamask_logit"].to_numpy(), cli["datamask_logit"].to_numpy())
-    parts = {p["identity"]: p for p in manifest(cli_out)["partitions"]}
+    parts = {p["identity"]: p for p in manifest(cli_out)["splits"]}
     for _, r in recs.iterrows():
         assert parts[r["identity"]]["seed"] == r["seed"]
         assert parts[r["identity"]]["after"]["objective"] == pytest.approx(r["objective_after"], rel=1e-6)
@@ -126,7 +126,7 @@ def test_resume_is_unaffected(corpus, address, cli_out, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(cli_out, out)
     (out / "manifest.json").unlink()
-    name = manifest(cli_out)["partitions"][2]["name"]
+    name = manifest(cli_out)["splits"][2]["name"]
     (out / "_datamask" / "parts" / f"{name}.json").unlink()
     (out / "data" / f"{name}.parquet").unlink()
     assert main(args(corpus, out, "--keep-all", scheduler=address)) == 0

@@ -23,12 +23,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from ...errors import ConfigError, DataError
+from ..config import ScoreConfig
 from ..frames import pandas_table, text_frame
 from ..io import write_json_atomic, write_parquet_atomic
 from ..runner import (
     Output,
     ProgressBars,
-    Stage,
+    StageRun,
     finish_split,
     plan_splits,
     resolve_io,
@@ -37,8 +38,9 @@ from ..runner import (
     split_record,
 )
 from ..schema import TextColumns
+from .base import Stage, split_runs
 
-__all__ = ["run_score", "run_train_quality", "parse_domain_weights", "score_weights", "COMPONENTS_DIR", "STATS_FILE"]
+__all__ = ["ScoreStage", "run_score", "plan_score", "run_train_quality", "parse_domain_weights", "score_weights", "COMPONENTS_DIR", "STATS_FILE"]
 
 
 COMPONENTS_DIR = "components"
@@ -183,8 +185,8 @@ def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inpu
     return {"stats": stats}
 
 
-def run_score(cfg, client=None) -> dict:
-    """``datamask score``: ``cfg`` is a :class:`~datamask.pipeline.config.ScoreConfig`; returns the manifest."""
+def plan_score(cfg) -> StageRun:
+    """``datamask score`` of ``cfg`` (a :class:`~datamask.pipeline.config.ScoreConfig`) as a :class:`StageRun`."""
     cfg = resolve_io(cfg, "score")
     weights, domain_weights, generated = score_weights(cfg)
     weighted = _weighted_columns(weights, domain_weights)
@@ -220,14 +222,38 @@ def run_score(cfg, client=None) -> dict:
         return {"score": {"weights": weights, "domain_weights": domain_weights, "normalize": cfg.normalize,
                           "bins": cfg.bins, "stats": {c: {k: d[k] for k in keep} for c, d in raw["stats"].items()}}}
 
-    stage = Stage(
+    return StageRun(
         "score", plan, cols, _score_partition,
         kwargs=dict(cfg=cfg, generated=generated, weights=weights, domain_weights=domain_weights, stats=None),
         setup=setup,
         totals=lambda parts: {"unusable_texts": int(sum(r.get("unusable_texts", 0) for r in parts))},
         extra=extra,
     )
-    return run_stage(stage, client)
+
+
+def run_score(cfg, client=None) -> dict:
+    """``datamask score``: ``cfg`` is a :class:`~datamask.pipeline.config.ScoreConfig`; returns the manifest."""
+    return run_stage(plan_score(cfg), client)
+
+
+class ScoreStage(Stage):
+    name = "score"
+    config = ScoreConfig
+    help = "build the quality column (and n_tokens) from score columns, heuristics, fastText"
+    description = (
+        "quality = weighted sum of components, each normalised over the whole corpus "
+        "(--normalize); components are existing score columns (--scores NAME:WEIGHT,...), built-in "
+        "heuristics (--heuristics) and a fastText classifier (--fasttext MODEL.bin). Corpus statistics are "
+        "stored in the output, so a resumed run uses the same ones. Null or empty texts score 0 and are "
+        "counted in the manifest.")
+
+    def plan(self, cfg):
+        return plan_score(cfg)
+
+    def summary(self, manifest, out):
+        t = manifest["totals"]
+        return (f"datamask: scored {t['rows_out']:,} rows ({t['unusable_texts']:,} empty texts scored 0) "
+                f"{split_runs(t, out)}")
 
 
 # ---------------------------------------------------------------------- train-quality

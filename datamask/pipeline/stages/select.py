@@ -20,14 +20,16 @@ import pandas as pd
 import pyarrow as pa
 
 from ...errors import DataError
+from ..config import SelectConfig
 from ..frames import to_table
 from ..holdout import split_off_holdout
 from ..io import Split, normalize_embedding, read_split, write_json_atomic, write_parquet_atomic
-from ..runner import PROGRESS_TOPIC, Output, Plan, Stage, plan_splits, resolve_io, run_stage, write_split_files
+from ..runner import PROGRESS_TOPIC, Output, Plan, StageRun, plan_splits, resolve_io, run_stage, write_split_files
 from ..schema import Columns
+from .base import Stage, split_runs
 from .select_split import check_budget, duplicate_ids_message, select_split, selected_table
 
-__all__ = ["run_select", "plan_run", "find_duplicates"]
+__all__ = ["SelectStage", "run_select", "plan_select", "plan_run", "find_duplicates"]
 
 
 def plan_run(cfg, device=None) -> Plan:
@@ -143,8 +145,8 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
     return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
 
 
-def run_select(cfg, client=None) -> dict:
-    """Run the whole selection for ``cfg`` (a ``SelectConfig``); returns the manifest."""
+def plan_select(cfg) -> StageRun:
+    """The selection of ``cfg`` (a ``SelectConfig``) as a :class:`StageRun`."""
     cfg = resolve_io(cfg, "select")
     plan = plan_run(cfg)
     cols = Columns.from_config(cfg)
@@ -153,14 +155,33 @@ def run_select(cfg, client=None) -> dict:
         first = plan.splits[0]
         in_type = read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols)\
             .schema.field(cols.embedding).type
-    stage = Stage(
+    return StageRun(
         "select", plan, cols, _select_partition,
         kwargs=dict(cfg=cfg, level=plan.level, d=plan.d, drops={}, in_type=in_type),
         frame_device=plan.device,
         check=lambda client, pending: {"drops": find_duplicates(client, plan, cols, cfg.dedupe_ids)},
-        steps_per=int(cfg.steps) if cfg.solver == "pg" else 0,
+        steps_per=int(cfg.steps) if cfg.method == "datamask" else 0,
         totals=(lambda parts: {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in parts))})
         if cfg.holdout else None,
     )
-    return run_stage(stage, client)
+
+
+def run_select(cfg, client=None) -> dict:
+    """Run the whole selection for ``cfg`` (a ``SelectConfig``); returns the manifest."""
+    return run_stage(plan_select(cfg), client)
+
+
+class SelectStage(Stage):
+    name = "select"
+    config = SelectConfig
+    help = "select rows of a corpus: INPUT (Parquet/JSONL) -> OUTPUT (Parquet)"
+    output_help = "output directory (data/, manifest.json, report/)"
+    report = True
+
+    def plan(self, cfg):
+        return plan_select(cfg)
+
+    def summary(self, manifest, out):
+        t = manifest["totals"]
+        return f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows {split_runs(t, out)}"
 

@@ -1,0 +1,63 @@
+"""``datamask run`` (a workflow file) and ``datamask status``."""
+from __future__ import annotations
+
+from ..errors import ConfigError
+from ..pipeline.stages import STAGES, get_stage
+from .common import write_report_after
+
+__all__ = ["add_parsers", "COMMANDS"]
+
+
+def add_parsers(sub):
+    r = sub.add_parser("run", help="run a workflow YAML file (keys are the flags' names)")
+    r.add_argument("workflow")
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a key of the workflow (repeatable)")
+    r.add_argument("--quiet", action="store_true")
+    r.add_argument("--no-report", dest="no_report", action="store_true",
+                   help="do not write the HTML report at the end of a select workflow")
+
+    st = sub.add_parser(
+        "status", help="say whether a stage's OUTPUT is complete, and which splits are done and missing",
+        description="A run that stops on bad input (or is killed) keeps the splits it finished and writes no "
+        "manifest.json; rerunning the same command resumes from them. This lists them. Exit 0 when the output "
+        "is complete, 1 when it is not.")
+    st.add_argument("output", help=f"output directory of datamask {', '.join(STAGES)}")
+
+
+def run_workflow_command(args) -> int:
+    from ..pipeline.workflow import load_workflow, run_workflow
+
+    raw = load_workflow(args.workflow, args.overrides)
+    if args.quiet:
+        raw["quiet"] = True
+    if "stages" not in raw:  # a select workflow: its keys are select's
+        select = get_stage("select")
+        cfg = select.config.from_dict(raw, source=args.workflow)
+        if not cfg.input or not cfg.output:
+            raise ConfigError("the workflow needs input and output keys (or --set input=... --set output=...)")
+        manifest = select.run(cfg)
+        if not cfg.quiet:
+            print(select.summary(manifest, cfg.output))
+        if not args.no_report:
+            write_report_after(cfg.output, cfg.quiet)
+        return 0
+
+    # a chain such as embed -> score -> dedup -> select (workflows/raw_jsonl.yaml)
+    def report(stage, cfg, manifest):
+        if not cfg.quiet:
+            print(get_stage(stage).summary(manifest, cfg.output))
+
+    run_workflow(raw, source=args.workflow, on_stage=report)
+    return 0
+
+
+def run_status_command(args) -> int:
+    from ..pipeline.status import output_status
+
+    st = output_status(args.output)
+    print("\n".join(st.lines()))
+    return 0 if st.complete else 1
+
+
+COMMANDS = {"run": run_workflow_command, "status": run_status_command}
