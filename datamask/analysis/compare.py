@@ -23,13 +23,14 @@ import numpy as np
 import pandas as pd
 
 from ..core.backend import to_numpy
+from ..core.diversity import DIVERSITIES
 from ..pipeline.config import METHODS
 
 __all__ = ["ALL_METHODS", "format_table", "score_selection", "compare_arrays", "run_compare",
            "summarise"]
 
 ALL_METHODS = METHODS  # every registered selection method (datamask.methods)
-METRICS = ("quality", "quality_norm", "pairwise", "facility", "disf", "objective", "mean_tokens", "seconds")
+METRICS = ("quality", "quality_norm", *DIVERSITIES, "objective", "mean_tokens", "seconds")
 
 
 def score_selection(E, q, mask, n_tokens=None, lam=0.5, diversity="pairwise", reference_size=2048, seed=0):
@@ -39,7 +40,7 @@ def score_selection(E, q, mask, n_tokens=None, lam=0.5, diversity="pairwise", re
     mask = np.asarray(mask, dtype=bool)
     q = np.asarray(q, dtype=np.float64)
     out = {"selected": int(mask.sum()), "quality": float(q[mask].mean())}
-    for div in ("pairwise", "facility", "disf"):
+    for div in DIVERSITIES:
         out[div] = float(evaluate(E, q, mask, lam=lam, diversity=div, reference_size=reference_size,
                                   seed=seed)["diversity"])
     r = evaluate(E, q, mask, lam=lam, diversity=diversity, reference_size=reference_size, seed=seed)
@@ -315,6 +316,5 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
 
 def format_table(table) -> str:
     """The comparison table as ``datamask compare`` prints it."""
-    cols = [c for c in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "seconds")
-            if c in table.columns]
+    cols = [c for c in ("quality", *DIVERSITIES, "objective", "mean_tokens", "seconds") if c in table.columns]
     return table[cols].to_string(float_format=lambda v: f"{v:.4g}")

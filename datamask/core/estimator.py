@@ -12,8 +12,8 @@ import time
 import numpy as np
 
 from .backend import default_rng, get_namespace
-from .greedy import greedy_select
-from .objectives import DIVERSITIES, Objective, normalize_quality
+from .diversity import Facility, Pairwise, get_diversity
+from .objectives import Objective, normalize_quality
 from .pg import PolicyGradient
 from .relaxed import frank_wolfe
 from .relaxed_tokens import frank_wolfe_tokens
@@ -25,12 +25,10 @@ __all__ = ["DataMask", "SOLVERS", "rows_after_pruning"]
 SOLVERS = ("pg", "greedy", "relaxed")
 # Default cap on the rows of one batch-updating step (the batch_max parameter).
 BATCH_MAX = 512
-# Step sizes used when lr=None (see the lr parameter).
-DEFAULT_LR = 3.0
-DEFAULT_LR_FACILITY = 1.0
-# Quality-aware initial logits used when logit_range=None (see the logit_range parameter).
-DEFAULT_LOGIT_RANGE = (0.0, 16.0)
-DEFAULT_LOGIT_RANGE_FACILITY = (0.0, 2.0)
+# Step sizes and initial logits used when lr=None / logit_range=None: each diversity's own
+# (datamask.core.diversity); these names are kept for code written against 0.2.
+DEFAULT_LR, DEFAULT_LR_FACILITY = Pairwise.lr, Facility.lr
+DEFAULT_LOGIT_RANGE, DEFAULT_LOGIT_RANGE_FACILITY = Pairwise.logit_range, Facility.logit_range
 
 
 def rows_after_pruning(n_rows: int, prune: float) -> int:
@@ -223,15 +221,11 @@ class DataMask:
         return f"DataMask({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
     def _check_params(self, n_rows):
-        if self.diversity not in DIVERSITIES:
-            raise ValueError(f"diversity must be one of {DIVERSITIES}, got {self.diversity!r}")
+        div = get_diversity(self.diversity)
         if self.solver not in SOLVERS:
             raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self.solver == "relaxed" and self.diversity == "facility":
-            raise ValueError(
-                "solver='relaxed' is not defined for diversity='facility' (facility location is "
-                "submodular, not concave); use solver='pg' or solver='greedy'"
-            )
+        if self.solver == "relaxed":
+            div.check_relaxed()
         if not 0.0 <= float(self.lam) <= 1.0:
             raise ValueError(f"lam must be in [0, 1], got {self.lam}")
         if not 0.0 <= float(self.prune) < 1.0:
@@ -334,9 +328,10 @@ class DataMask:
         else:
             cand = xp.arange(N)
         reference = None
-        if self.diversity == "facility" and self.reference_size is not None and self.reference_size < N:
+        self._div = div = get_diversity(self.diversity)
+        if div.uses_reference and self.reference_size is not None and self.reference_size < N:
             reference = default_rng(xp, self.seed).subset(N, int(self.reference_size))
-        self._full = Objective(E, qn, self.lam, self.diversity, reference, norms=scale)
+        self._full = Objective(E, qn, self.lam, div, reference, norms=scale)
         self._cand = cand
         self.n_candidates_ = int(n_keep)
         self.history_ = []
@@ -365,7 +360,7 @@ class DataMask:
         self.objective_ = (self._full.evaluate_rows(xp.nonzero(mask)[0]) if rows.shape[0]
                            else dict.fromkeys(("objective", "quality", "diversity"), math.nan))
         self.fit_seconds_ = time.perf_counter() - t0
-        del self._full, self._cand, self._lengths
+        del self._full, self._cand, self._lengths, self._div
         return self
 
     def _record(self, step, rows):
@@ -378,8 +373,8 @@ class DataMask:
         # under a token budget, the knapsack rule: the better of plain gain and gain per token
         kws = [{}] if self._lengths is None else [
             {"cost": self._lengths, "tokens": self._token_budget, "per_token": p} for p in (False, True)]
-        R = self._full.rows(self._full.reference) if self.diversity == "facility" else None
-        runs = [greedy_select(self.diversity, Ec, qc, S, self.lam, R, self.progress, **kw) for kw in kws]
+        R = self._full.rows(self._full.reference) if self._div.uses_reference else None
+        runs = [self._div.greedy(Ec, qc, S, self.lam, R, self.progress, **kw) for kw in kws]
         order = max(runs, key=lambda o: self._full.evaluate_rows(self._cand[o])["objective"])
         self.n_steps_ = S = int(order.shape[0])
         self.order_ = self._cand[order]
@@ -389,10 +384,11 @@ class DataMask:
     def _fit_relaxed(self, Ec, qc, S, xp):
         t, T = self._lengths, self._token_budget
         if t is None:
-            x, vertex, it = frank_wolfe(Ec, qc, S, self.lam, self.diversity, max_iter=int(self.relaxed_iter))
+            x, vertex, it = frank_wolfe(Ec, qc, S, self.lam, self._div.relaxed_terms, max_iter=int(self.relaxed_iter))
             top, last = xp.argpartition(-x, S - 1)[:S], xp.nonzero(vertex)[0]
         else:  # the roundings fill the budget
-            x, top, last, it = frank_wolfe_tokens(Ec, qc, t, T, self.lam, self.diversity, int(self.relaxed_iter))
+            x, top, last, it = frank_wolfe_tokens(Ec, qc, t, T, self.lam, self._div.relaxed_token_terms,
+                                                  int(self.relaxed_iter))
         self.n_steps_ = it
         self.x_ = xp.full(self._full.E.shape[0], 0.0)
         self.x_[self._cand] = x
@@ -403,10 +399,8 @@ class DataMask:
         return top
 
     def _fit_pg(self, E, cand, scale, qc, S, xp):
-        facility = self.diversity == "facility"
-        self.lr_ = float(self.lr) if self.lr is not None else (DEFAULT_LR_FACILITY if facility else DEFAULT_LR)
-        default_range = DEFAULT_LOGIT_RANGE_FACILITY if facility else DEFAULT_LOGIT_RANGE
-        self.logit_range_ = tuple(float(v) for v in (self.logit_range or default_range))
+        self.lr_ = float(self.lr) if self.lr is not None else self._div.lr
+        self.logit_range_ = tuple(float(v) for v in (self.logit_range or self._div.logit_range))
         solver = PolicyGradient(self)
         rows = solver.run(E, cand, scale, qc, S, xp)
         self.n_steps_ = solver.n_steps

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from ..core.diversity import DIVERSITIES, get_diversity
 from ..core.estimator import DataMask
 from ..errors import ConfigError, warn_deprecated
 from ..methods import REGISTRY
@@ -128,7 +129,7 @@ class SelectConfig(StageConfig):
     ratio: float = _f(_DM["ratio"], "fraction of each split to keep, in (0, 1)")
     budget: int | None = _f(_DM["budget"], "rows to keep per split (overrides ratio)")
     lam: float = _f(_DM["lam"], "weight of quality against diversity, in [0, 1]")
-    diversity: str = _f(_DM["diversity"], "diversity metric", choices=("pairwise", "facility", "disf"))
+    diversity: str = _f(_DM["diversity"], "diversity metric", choices=tuple(DIVERSITIES))
     solver: str = _f(_DM["solver"], "deprecated: --method greedy or --method relaxed", choices=("pg", "greedy", "relaxed"),
                      hidden=True)
     group_size: int = _f(_DM["group_size"], "masks sampled per policy-gradient step")
@@ -183,8 +184,9 @@ class SelectConfig(StageConfig):
             raise ConfigError(f"lam must be in [0, 1], got {self.lam}")
         if not 0.0 <= float(self.prune) < 1.0:
             raise ConfigError(f"prune must be in [0, 1), got {self.prune}")
-        if self.method == "relaxed" and self.diversity == "facility":
-            raise ConfigError("method relaxed is not defined for diversity facility; use --method datamask or greedy")
+        if self.method == "relaxed" and get_diversity(self.diversity).relaxed_terms is None:
+            raise ConfigError(f"method relaxed is not defined for diversity {self.diversity}; use --method datamask "
+                              "or greedy")
         if not 0.0 <= float(self.holdout) < 1.0:
             raise ConfigError(f"holdout must be in [0, 1), got {self.holdout}; e.g. --holdout 0.05 sets 5% aside")
         if self.eps is not None and float(self.eps) < 0:
