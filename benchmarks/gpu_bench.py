@@ -180,7 +180,7 @@ def cmd_select(a):
                    rows_per_s_per_gpu=t.get("rows_per_second_per_gpu", t.get("rows_per_second_per_worker")),
                    splits=[{k: p_.get(k) for k in ("name", "rows_in", "select_seconds", "device_seconds",
                                                    "wait_seconds", "wall_seconds", "gpu_peak_bytes",
-                                                   "gpu_peak_ratio", "n_steps", "worker")} for p_ in m["partitions"]])
+                                                   "gpu_peak_ratio", "n_steps", "worker")} for p_ in m.get("splits", m.get("partitions", []))])
     _save(a.out, name, rec)
 
 

@@ -38,6 +38,8 @@ __all__ = [
     "embeddings_of",
     "read_corpus",
     "sample_embeddings",
+    "sample_parts",
+    "join_sample",
     "fit_kmeans_dask",
     "predict_dask",
     "cluster_stats_dask",
@@ -101,23 +103,28 @@ class _AnyColumns:
     required = ()
 
 
-def sample_embeddings(ddf, fraction: float, column="embedding", seed=0, max_rows=None) -> np.ndarray:
-    """A random ``fraction`` of the rows' embeddings, as one in-memory matrix."""
+def sample_parts(ddf, fraction: float, column="embedding", seed=0) -> list:
+    """One Delayed per partition: a seeded ``fraction`` of its rows' embeddings (float32, or
+    None when it samples no row). Lazy; :func:`sample_embeddings` computes them."""
     import dask
 
     if not 0.0 < float(fraction) <= 1.0:
         raise ValueError(f"sample fraction must be in (0, 1], got {fraction}")
     parts = ddf[[column]].to_delayed()
+    return [dask.delayed(_take_sample, pure=True)(p, i, fraction, column, seed) for i, p in enumerate(parts)]
 
-    def take(df, i):
-        n = len(df)
-        m = n if fraction >= 1.0 else int(np.random.default_rng([seed, i]).binomial(n, fraction))
-        if m == 0:
-            return None
-        rows = np.sort(np.random.default_rng([seed, i, 1]).choice(n, size=m, replace=False))
-        return embeddings_of(df[column].iloc[rows]).astype(np.float32)
 
-    mats = dask.compute(*[dask.delayed(take)(p, i) for i, p in enumerate(parts)])
+def _take_sample(df, i, fraction, column, seed):
+    n = len(df)
+    m = n if fraction >= 1.0 else int(np.random.default_rng([seed, i]).binomial(n, fraction))
+    if m == 0:
+        return None
+    rows = np.sort(np.random.default_rng([seed, i, 1]).choice(n, size=m, replace=False))
+    return embeddings_of(df[column].iloc[rows]).astype(np.float32)
+
+
+def join_sample(mats, fraction, seed=0, max_rows=None) -> np.ndarray:
+    """The partitions' samples as one matrix (at most ``max_rows``, seeded)."""
     mats = [m for m in mats if m is not None]
     if not mats:
         raise ValueError(f"the sample ({fraction:.3g} of the rows) is empty; raise --sample-fraction")
@@ -125,6 +132,13 @@ def sample_embeddings(ddf, fraction: float, column="embedding", seed=0, max_rows
     if max_rows is not None and X.shape[0] > max_rows:
         X = X[np.random.default_rng(seed).choice(X.shape[0], size=int(max_rows), replace=False)]
     return X
+
+
+def sample_embeddings(ddf, fraction: float, column="embedding", seed=0, max_rows=None) -> np.ndarray:
+    """A random ``fraction`` of the rows' embeddings, as one in-memory matrix."""
+    import dask
+
+    return join_sample(dask.compute(*sample_parts(ddf, fraction, column, seed)), fraction, seed, max_rows)
 
 
 def fit_kmeans_dask(ddf, k: int, sample_fraction=0.1, column="embedding", seed=0, backend="auto", **kw):

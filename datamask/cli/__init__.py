@@ -28,6 +28,32 @@ __all__ = ["main", "build_parser"]
 GROUPS = ("stages", "workflow", "features", "analysis", "proxy_lm", "demo")
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line ``datamask: error: ...`` with a ``--help`` hint, not the usage block."""
+
+    def error(self, message):
+        self.exit(2, f"datamask: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _close_flags(parser, extra) -> str:
+    import difflib
+
+    hints = []
+    for a in extra:
+        if a.startswith("--"):
+            near = difflib.get_close_matches(a.split("=", 1)[0], list(parser._option_string_actions), n=1)
+            if near:
+                hints.append(near[0])
+    return f"; did you mean {' or '.join(hints)}?" if hints else ""
+
+
+def _subparser(parser, command):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
+
+
 def _groups():
     return [importlib.import_module(f"{__name__}.{g}") for g in GROUPS]
 
@@ -36,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
     from .common import STOPPED_RUN
 
-    p = argparse.ArgumentParser(prog="datamask", description="Select pre-training data that is both "
+    p = _Parser(prog="datamask", description="Select pre-training data that is both "
                                 "high-quality and diverse (DATAMASK), with Dask.", epilog=STOPPED_RUN)
     p.add_argument("--version", action="version", version=f"datamask {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -46,7 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _main(argv) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    try:
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            sub = _subparser(parser, args.command)
+            sub.error(f"unrecognized arguments: {' '.join(extra)}{_close_flags(sub, extra)}")
+    except SystemExit as e:  # --help, --version, a usage error (already printed)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     for g in _groups():
         if args.command in g.COMMANDS:
             return g.COMMANDS[args.command](args)

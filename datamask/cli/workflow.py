@@ -22,7 +22,9 @@ def add_parsers(sub):
         description="A run that stops on bad input (or is killed) keeps the splits it finished and writes no "
         "manifest.json; rerunning the same command resumes from them. This lists them. Exit 0 when the output "
         "is complete, 1 when it is not.")
-    st.add_argument("output", help=f"output directory of datamask {', '.join(STAGES)}")
+    st.add_argument("output", help=f"output directory (or URL) of datamask {', '.join(STAGES)}")
+    st.add_argument("--storage-options", dest="storage_options", default=None, metavar="JSON",
+                    help="fsspec options for an s3://, gs://, az:// OUTPUT (default: the backend's environment)")
 
 
 def run_workflow_command(args) -> int:
@@ -45,8 +47,11 @@ def run_workflow_command(args) -> int:
 
     # a chain such as embed -> score -> dedup -> select (workflows/raw_jsonl.yaml)
     def report(stage, cfg, manifest):
+        st = get_stage(stage)
         if not cfg.quiet:
-            print(get_stage(stage).summary(manifest, cfg.output))
+            print(st.summary(manifest, cfg.output))
+        if st.report and stage == "select" and not args.no_report:  # the same report as `datamask select` writes
+            write_report_after(cfg.output, cfg.quiet)
 
     run_workflow(raw, source=args.workflow, on_stage=report)
     return 0
@@ -54,8 +59,10 @@ def run_workflow_command(args) -> int:
 
 def run_status_command(args) -> int:
     from ..pipeline.status import output_status
+    from ..pipeline.storage import parse_options, resolve, set_options
 
-    st = output_status(args.output)
+    set_options(parse_options(args.storage_options))
+    st = output_status(resolve(args.output))
     print("\n".join(st.lines()))
     return 0 if st.complete else 1
 

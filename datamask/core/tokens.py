@@ -14,14 +14,24 @@ This module holds the pieces they share, all on numpy or cupy (``xp``):
 * :func:`disf_prefix`: DiSF of masks of different sizes (the other metrics reuse their
   fixed-size kernels, see :class:`datamask.core.pg.Step`).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from .backend import get_namespace, to_numpy
 
-__all__ = ["check_lengths", "check_token_budget", "candidate_tokens", "fill", "prefix_lengths", "max_rows", "knapsack_vertex", "disf_prefix",
-           "masked_mean"]
+__all__ = [
+    "check_lengths",
+    "check_token_budget",
+    "candidate_tokens",
+    "fill",
+    "prefix_lengths",
+    "max_rows",
+    "knapsack_vertex",
+    "disf_prefix",
+    "masked_mean",
+]
 
 
 def check_lengths(lengths, n: int, xp):
@@ -53,8 +63,10 @@ def candidate_tokens(t, cand, qc, T, prune):
     xp = get_namespace(t)
     tc = t[cand]
     if T >= float(tc.sum()):
-        raise ValueError(f"tokens={T} is not below the {int(tc.sum())} tokens left after pruning (prune={prune} "
-                         f"of {t.shape[0]} rows, {int(t.sum())} tokens); lower prune or tokens")
+        raise ValueError(
+            f"tokens={T} is not below the {int(tc.sum())} tokens left after pruning (prune={prune} "
+            f"of {t.shape[0]} rows, {int(t.sum())} tokens); lower prune or tokens"
+        )
     return tc, int(fill(xp.argsort(-qc), tc, T).shape[0])
 
 
@@ -142,10 +154,10 @@ def disf_prefix(E, idx, K, block_elements=1 << 24):
     per = max(1, block_elements // max(1, M * d))
     pos = xp.arange(M)[None, :, None]
     for g0 in range(0, G, per):
-        k = K[g0:g0 + per].astype(xp.float32)
+        k = K[g0 : g0 + per].astype(xp.float32)
         kk = xp.maximum(k, 1.0)[:, None, None]
-        w = (pos < K[g0:g0 + per, None, None]).astype(xp.float32)
-        blk = E[idx[g0:g0 + per]].astype(xp.float32) * w
+        w = (pos < K[g0 : g0 + per, None, None]).astype(xp.float32)
+        blk = E[idx[g0 : g0 + per]].astype(xp.float32) * w
         blk -= blk.sum(axis=1, keepdims=True) / kk
         blk *= w
         sd = xp.sqrt((blk * blk).sum(axis=1, keepdims=True) / kk)
@@ -159,6 +171,5 @@ def disf_prefix(E, idx, K, block_elements=1 << 24):
             fro2 = (C.astype(xp.float64) ** 2).sum(axis=(1, 2))
         fro2 /= xp.maximum(k.astype(xp.float64), 1.0) ** 2
         diag2 = live.sum(axis=(1, 2))
-        out[g0:g0 + per] = -(fro2 - diag2) / (d * (d - 1.0))
+        out[g0 : g0 + per] = -(fro2 - diag2) / (d * (d - 1.0))
     return out
-

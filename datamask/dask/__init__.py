@@ -15,9 +15,11 @@ See ``docs/dataframe.md``.
 
 from __future__ import annotations
 
-from .selection import compute, evaluate, records, select
+from .clustering import ClusterModel, cluster
+from .features import embed, score
+from .selection import evaluate, records, select
 
-__all__ = ["read", "select", "records", "compute", "evaluate"]
+__all__ = ["read", "embed", "score", "cluster", "ClusterModel", "select", "records", "compute", "evaluate"]
 
 
 def read(path, split_size: int = 1_000_000, columns=None, embedding_column: str = "embedding", device: str = "cpu"):
@@ -27,3 +29,28 @@ def read(path, split_size: int = 1_000_000, columns=None, embedding_column: str 
     from ..pipeline.frames import read_splits
 
     return read_splits(path, split_size=split_size, columns=columns, embedding_column=embedding_column, device=device)
+
+
+def compute(*collections, return_records: bool = False, **kwargs):
+    """Compute frames and cluster models in one pass (shared tasks run once).
+
+    A :class:`ClusterModel` comes back fitted (``cluster_centers_`` set). With
+    ``return_records``, the per-split records of the first collection (a :func:`select`
+    result) come last: ``frame, recs = compute(sel, return_records=True)``. One collection
+    alone comes back alone, not in a tuple.
+    """
+    import warnings
+
+    import dask
+
+    todo = [c.centroids if isinstance(c, ClusterModel) else c for c in collections]
+    if return_records:
+        todo.append(records(collections[0]))
+    with warnings.catch_warnings():  # a model's Delayed beside frames: Dask warns, and computes both
+        warnings.filterwarnings("ignore", message="Computing mixed collections")
+        values = list(dask.compute(*todo, **kwargs))
+    for i, c in enumerate(collections):
+        if isinstance(c, ClusterModel):
+            c.cluster_centers_ = values[i]
+            values[i] = c
+    return values[0] if len(values) == 1 else tuple(values)

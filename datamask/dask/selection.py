@@ -23,7 +23,7 @@ from ..pipeline.stages.select_split import duplicate_ids, select_split
 from .params import takes_config
 from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, keep_attrs, part_split, part_table
 
-__all__ = ["select", "records", "compute", "evaluate", "RECORD_META", "EVALUATE_META"]
+__all__ = ["select", "records", "evaluate", "RECORD_META", "EVALUATE_META"]
 
 RECORD_COLUMNS = {
     "partition": "int64",
@@ -70,7 +70,28 @@ def _record_row(rec: dict) -> dict:
     }
 
 
-def _select_part(df, partition_info=None, *, cfg, level, d):
+def _count_tokens_part(df, partition_info=None, *, cfg):
+    from ..pipeline.tokens import split_lengths
+
+    p = part_split(df, partition_info)
+    cols = Columns.from_config(cfg)
+    n = (
+        int(split_lengths(part_table(df, cols, p.where, p.first_row), cfg, p.where, p.first_row)[0].sum())
+        if len(df)
+        else 0
+    )
+    return pd.DataFrame({"partition": [p.number], "tokens": [n]})
+
+
+def _apportion(counts, cfg):
+    """``{partition: T_s}``: the frame's token budget shared out by the partitions' tokens."""
+    from ..pipeline.tokens import apportion
+
+    counts = pd.concat(counts)
+    return apportion(dict(zip(counts["partition"].tolist(), counts["tokens"].tolist())), cfg)[0]
+
+
+def _select_part(df, partition_info=None, *, cfg, level, d, token_budgets=None):
     """One partition: the CLI's checks and selection, then the frame's selected rows (or
     every row with ``selected`` and ``datamask_logit``), its record in ``attrs``."""
     p = part_split(df, partition_info)
@@ -85,7 +106,8 @@ def _select_part(df, partition_info=None, *, cfg, level, d):
             df = keep_attrs(df.iloc[keep], df)
     table = part_table(df, cols, p.where, p.first_row)
     seed = split_seed(cfg.seed, p.identity)
-    res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d)
+    tokens = None if token_budgets is None else token_budgets[p.number]
+    res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d, tokens=tokens)
     del table
     if cfg.keep_all:
         out = df.assign(**{SELECTED: res.mask, LOGIT: res.logits})
@@ -112,6 +134,17 @@ def select(ddf, cfg=None):
     meta = ddf._meta
     if cfg.keep_all:
         meta = meta.assign(**{SELECTED: np.zeros(0, dtype=bool), LOGIT: np.zeros(0, dtype=np.float64)})
+    kw = {}
+    if cfg.token_budget:  # one counting pass over the frame, shared out before any partition selects
+        import dask
+
+        counts = ddf.map_partitions(
+            _count_tokens_part,
+            cfg=cfg,
+            meta=pd.DataFrame({"partition": pd.Series([], dtype="int64"), "tokens": pd.Series([], dtype="int64")}),
+            enforce_metadata=False,
+        )
+        kw["token_budgets"] = dask.delayed(_apportion, pure=True)(counts.to_delayed(), cfg)
     return ddf.map_partitions(
         _select_part,
         cfg=cfg,
@@ -119,6 +152,7 @@ def select(ddf, cfg=None):
         d=fixed_width(ddf._meta, cfg.embedding_column),
         meta=meta,
         enforce_metadata=False,
+        **kw,
     )
 
 
@@ -138,15 +172,6 @@ def records(selected):
     Computed together with the result (``dask.compute(sel, records(sel))``), the selection
     runs once."""
     return selected.map_partitions(_records_part, meta=RECORD_META, enforce_metadata=False)
-
-
-def compute(selected, return_records: bool = False, **kwargs):
-    """``selected.compute()``; with ``return_records``, ``(frame, records)`` from one pass."""
-    import dask
-
-    if not return_records:
-        return selected.compute(**kwargs)
-    return dask.compute(selected, records(selected), **kwargs)
 
 
 # ---------------------------------------------------------------------- evaluate

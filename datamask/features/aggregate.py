@@ -40,7 +40,7 @@ import pandas as pd
 from .text import like_input, to_pandas
 
 __all__ = ["ColumnStats", "parse_weights", "check_score_columns", "compute_stats", "normalize",
-           "aggregate_partition", "METHODS"]
+           "aggregate_partition", "METHODS", "stats_parts", "finish_stats"]
 
 METHODS = ("minmax", "rank", "zscore")
 
@@ -156,22 +156,28 @@ def compute_stats(data, columns: Sequence[str], *, n_quantiles: int = 1001) -> d
             raise ValueError(f"score column {c!r} has dtype {dt}, not a number")
     levels = np.linspace(0.0, 1.0, n_quantiles)
     is_dask = type(data).__module__.split(".")[0].startswith("dask")
-    sub = data[columns].astype("float64")
     if is_dask:
         import dask
 
-        bad_counts = sub.map_partitions(_nonfinite_frame, meta=pd.DataFrame({c: pd.Series(dtype="int64")
-                                                                             for c in columns})).sum()
-        parts = [bad_counts, sub.count(), sub.min(), sub.max(), sub.mean(), sub.std()]
-        parts += [sub[c].quantile(levels) for c in columns]
-        res = dask.compute(*parts)  # one pass over the data
-        bad, count, mn, mx, mean, std = res[:6]
-        quant = dict(zip(columns, res[6:]))
-    else:
-        sub = to_pandas(sub)
-        bad = _nonfinite_frame(sub).sum()
-        count, mn, mx, mean, std = sub.count(), sub.min(), sub.max(), sub.mean(), sub.std()
-        quant = {c: sub[c].quantile(levels) for c in columns}
+        return finish_stats(columns, levels, *dask.compute(*stats_parts(data, columns, levels)))  # one pass
+    sub = to_pandas(data[columns].astype("float64"))
+    return finish_stats(columns, levels, _nonfinite_frame(sub).sum(), sub.count(), sub.min(), sub.max(), sub.mean(),
+                        sub.std(), *[sub[c].quantile(levels) for c in columns])
+
+
+def stats_parts(data, columns, levels):
+    """The lazy Dask reductions behind :func:`compute_stats` (checked columns of a Dask
+    DataFrame); :func:`finish_stats` turns their values into the statistics."""
+    sub = data[list(columns)].astype("float64")
+    bad_counts = sub.map_partitions(_nonfinite_frame, meta=pd.DataFrame({c: pd.Series(dtype="int64")
+                                                                         for c in columns})).sum()
+    return [bad_counts, sub.count(), sub.min(), sub.max(), sub.mean(), sub.std()] + \
+        [sub[c].quantile(levels) for c in columns]
+
+
+def finish_stats(columns, levels, bad, count, mn, mx, mean, std, *quantiles) -> dict[str, ColumnStats]:
+    """``{column: ColumnStats}`` from the reductions' values; a ValueError for NaN/inf or no rows."""
+    quant = dict(zip(columns, quantiles))
     for c in columns:
         if int(bad[c]):
             raise ValueError(f"score column {c!r} has {int(bad[c])} NaN, null or infinite values; "

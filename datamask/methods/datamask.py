@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..core.backend import to_numpy
+from ..core.backend import get_namespace, to_numpy
 from ..core.estimator import DataMask
 from .registry import Selection, register
 
@@ -12,10 +12,12 @@ __all__ = ["select_datamask", "select_greedy", "select_relaxed"]
 
 
 @register("datamask")
-def select_datamask(E, q, cfg, seed, callback=None, solver="pg") -> Selection:
+def select_datamask(E, q, cfg, seed, callback=None, lengths=None, tokens=None, solver="pg") -> Selection:
     t0 = time.perf_counter()
-    est = DataMask(**cfg.estimator_params(seed, solver=solver), callback=callback)
-    est.fit(E, q)
+    est = DataMask(**cfg.estimator_params(seed, solver=solver), callback=callback, tokens=tokens)
+    if tokens is not None:
+        lengths = get_namespace(E).asarray(lengths)
+    est.fit(E, q, lengths=lengths)
     return Selection(
         mask=to_numpy(est.mask_).astype(bool),
         logits=None if est.logits_ is None else to_numpy(est.logits_),
@@ -31,8 +33,8 @@ select_datamask.prunes = True
 
 
 def _solver_method(solver):
-    def fn(E, q, cfg, seed, callback=None):
-        return select_datamask(E, q, cfg, seed, callback, solver=solver)
+    def fn(E, q, cfg, seed, callback=None, lengths=None, tokens=None):
+        return select_datamask(E, q, cfg, seed, callback, lengths, tokens, solver=solver)
 
     fn.__name__ = f"select_{solver}"
     fn.prunes = True  # runs DataMask, which prunes

@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from ..core.backend import to_numpy
-from .registry import check_budget, method_budget, partition_clusters, register, selection_of, token_counts
+from .registry import check_budget, fill_tokens, method_budget, partition_clusters, register, selection_of, token_counts
 
 __all__ = ["QuadMixParams", "quadmix_params", "quadmix_merged_quality", "quadmix_percentile", "quadmix_sampling",
            "quadmix_expected_counts", "quadmix_scale_to_budget", "quadmix_sample", "quadmix_select",
@@ -187,13 +187,17 @@ def quadmix_sample(expected, seed=0):
     return (base + (u < (s - base))).astype(np.int64)
 
 
-def quadmix_select(quality, domain, params: QuadMixParams, S: int, n_tokens=None, seed=0):
+def quadmix_select(quality, domain, params: QuadMixParams, S: int, n_tokens=None, seed=0, tokens=None):
     """A set of ``S`` distinct rows: sampled without replacement with probability
     proportional to the expected count (Gumbel top-S), filled from the best remaining
-    percentiles when fewer than ``S`` rows are eligible. Returns a bool mask."""
+    percentiles when fewer than ``S`` rows are eligible. Returns a bool mask.
+
+    ``tokens``: a token budget instead (``S`` ignored, ``n_tokens`` needed): the rows of
+    the same draw order are taken while they fit."""
     q = np.asarray(quality, dtype=np.float64)
     n = q.shape[0]
-    check_budget(S, n)
+    if tokens is None:
+        check_budget(S, n)
     r = quadmix_percentile(q, domain, n_tokens)
     i = params.index(domain)
     s = quadmix_sampling(r, params.lam[i], params.omega[i], params.eta[i], params.eps[i])
@@ -202,24 +206,28 @@ def quadmix_select(quality, domain, params: QuadMixParams, S: int, n_tokens=None
         keys = np.log(s) + rng.gumbel(size=n)
     keys = np.where(s > 0, keys, -np.inf)
     order = np.lexsort((r, -keys))  # eligible by key, then the rest by percentile
+    if tokens is not None:
+        return fill_tokens(order, n_tokens, tokens)
     mask = np.zeros(n, dtype=bool)
     mask[order[:S]] = True
     return mask
 
 
 @register("quadmix")
-def select_quadmix(E, q, cfg, seed, callback=None, table=None):
-    """QuaDMix as a set of S rows; domains from the config's domain column (its raw values
-    key the YAML parameters) or per-partition k-means."""
+def select_quadmix(E, q, cfg, seed, callback=None, table=None, lengths=None, tokens=None):
+    """QuaDMix as a set of S rows (or rows within a token budget: QuaDMix's token-weighted
+    percentiles and sampling order, filled to the budget); domains from the config's domain
+    column (its raw values key the YAML parameters) or per-partition k-means."""
     t0 = time.perf_counter()
-    S = method_budget(E, cfg)
+    S = None if tokens is not None else method_budget(E, cfg)
     col = getattr(cfg, "domain_column", None)
     if table is not None and col and col in table.schema.names:
         domain = table.column(col).to_numpy(zero_copy_only=False)
     else:
         domain, _ = partition_clusters(E, cfg, seed)
     params = quadmix_params(np.unique(domain).tolist(), getattr(cfg, "quadmix_params", None))
-    mask = quadmix_select(to_numpy(q), domain, params, S, n_tokens=token_counts(cfg, table), seed=seed % 2**63)
+    n_tokens = token_counts(cfg, table) if tokens is None else np.asarray(lengths, dtype=np.float64)
+    mask = quadmix_select(to_numpy(q), domain, params, S, n_tokens=n_tokens, seed=seed % 2**63, tokens=tokens)
     return selection_of(mask, E, q, cfg, seed, t0)
 
 

@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from .registry import check_budget, method_budget, register, selection_of
+from .registry import check_budget, fill_tokens, method_budget, register, selection_of
 
 __all__ = ["random_subset", "select_random"]
 
@@ -19,6 +19,9 @@ def random_subset(n: int, S: int, seed=0):
 
 
 @register("random")
-def select_random(E, q, cfg, seed, callback=None):
+def select_random(E, q, cfg, seed, callback=None, lengths=None, tokens=None):
     t0 = time.perf_counter()
+    if tokens is not None:  # rows in a random order while they fit
+        order = np.random.default_rng(seed % 2**63).permutation(E.shape[0])
+        return selection_of(fill_tokens(order, lengths, tokens), E, q, cfg, seed, t0)
     return selection_of(random_subset(E.shape[0], method_budget(E, cfg), seed % 2**63), E, q, cfg, seed, t0)

@@ -22,7 +22,12 @@ from ..core.objectives import evaluate
 from ..errors import DataError
 
 __all__ = ["Selection", "register", "select", "score", "budget_for", "prunes", "REGISTRY", "check_budget",
-           "partition_clusters", "token_counts", "selection_of", "method_budget"]
+           "partition_clusters", "token_counts", "selection_of", "method_budget", "AUTO_TOKEN_COLUMNS",
+           "tokens_column_of", "fill_tokens"]
+
+# Token-count columns used when --tokens-column is not given, in this order (FineWeb's, then
+# datamask score's).
+AUTO_TOKEN_COLUMNS = ("token_count", "n_tokens")
 
 REGISTRY = {}
 
@@ -64,12 +69,16 @@ def score(E, q, mask, cfg, seed=0):
     return {k: float(v) for k, v in rec.items()}
 
 
-def select(E, q, cfg, seed: int, where: str = "", callback=None, table=None) -> Selection:
+def select(E, q, cfg, seed: int, where: str = "", callback=None, table=None, lengths=None, tokens=None) -> Selection:
+    """Run ``cfg.method`` on one partition; ``tokens``: its token budget, with ``lengths``
+    (the rows' token counts, numpy) instead of the config's row budget."""
     try:
         fn = REGISTRY[cfg.method]
     except KeyError:
         raise DataError(f"unknown method {cfg.method!r}; known: {', '.join(sorted(REGISTRY))}") from None
     kw = {"table": table} if table is not None and getattr(fn, "wants_table", False) else {}
+    if tokens is not None:
+        kw.update(lengths=np.asarray(lengths, dtype=np.int64), tokens=int(tokens))
     try:
         return fn(E, q, cfg, seed, callback, **kw)
     except ValueError as e:  # the estimator's parameter checks against this partition
@@ -102,12 +111,31 @@ def partition_clusters(E, cfg, seed, table=None):
     return to_numpy(assign(E, cent)[0]).astype(np.int64), cent
 
 
-def token_counts(cfg, table):
-    """The partition's token counts (float64) from ``cfg.tokens_column``, or None."""
+def tokens_column_of(cfg, names):
+    """The token-count column: ``cfg.tokens_column`` when present, else the first of
+    :data:`AUTO_TOKEN_COLUMNS` in ``names`` when no column was named; None otherwise."""
     col = getattr(cfg, "tokens_column", None)
-    if table is not None and col and col in table.schema.names:
+    if col:
+        return col if col in names else None
+    return next((c for c in AUTO_TOKEN_COLUMNS if c in names), None)
+
+
+def token_counts(cfg, table):
+    """The partition's token counts (float64) from its token-count column, or None."""
+    col = None if table is None else tokens_column_of(cfg, table.schema.names)
+    if col is not None:
         return table.column(col).to_numpy(zero_copy_only=False).astype(np.float64)
     return None
+
+
+def fill_tokens(order, lengths, tokens):
+    """Bool mask of the rows of ``order`` taken while they fit ``tokens`` (numpy)."""
+    from ..core.tokens import fill
+
+    t = np.asarray(lengths, dtype=np.float64)
+    mask = np.zeros(t.shape[0], dtype=bool)
+    mask[fill(np.asarray(order), t, int(tokens))] = True
+    return mask
 
 
 def selection_of(mask, E, q, cfg, seed, t0, n_steps=0):

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..core.backend import get_namespace, to_numpy
-from .registry import check_budget, method_budget, partition_clusters, register, selection_of
+from .registry import check_budget, fill_tokens, method_budget, partition_clusters, register, selection_of
 
 __all__ = ["COS_TOL", "nearest_kept", "semdedup", "semdedup_eps_for_budget", "select_semdedup"]
 
@@ -193,10 +193,10 @@ def semdedup_eps_for_budget(E, cluster, centroids, budget: int, order="far", tol
 
     The number kept falls (almost always monotonically) as ``eps`` grows. A safeguarded
     false-position search (interpolate the kept count linearly between the bracket ends,
-    but always cut at least 10% off the bracket) needs about half the SemDeDup passes of
-    plain bisection. Returns ``(eps, keep_mask)`` for the largest ``eps`` found that
-    still keeps at least ``budget`` rows, stopping within ``tol`` rows (default 1% of the
-    budget; the caller trims the surplus) or after ``max_iter`` passes. If even
+    but always cut at least 10% off the bracket) stands in for plain bisection, using the
+    kept counts it has already paid for. Returns ``(eps, keep_mask)`` for the largest
+    ``eps`` found that still keeps at least ``budget`` rows, stopping within ``tol`` rows
+    (default 1% of the budget; the caller trims the surplus) or after ``max_iter`` passes. If even
     ``eps_max`` keeps at least ``budget`` rows, that is returned.
     """
     n = E.shape[0]
@@ -241,11 +241,17 @@ def semdedup_eps_for_budget(E, cluster, centroids, budget: int, order="far", tol
 
 
 @register("semdedup")
-def select_semdedup(E, q, cfg, seed, callback=None, table=None):
+def select_semdedup(E, q, cfg, seed, callback=None, table=None, lengths=None, tokens=None):
     """SemDeDup with ``eps`` from the config, or tuned to the budget when it is None;
-    a surplus over the budget is trimmed at random (seeded)."""
+    a surplus over the budget is trimmed at random (seeded). Under a token budget, eps is
+    tuned to the rows a random fill of the budget takes, the kept rows are filled to the
+    budget in random order and, if they fall short, topped up from the dropped ones."""
     t0 = time.perf_counter()
-    S = method_budget(E, cfg)
+    if tokens is not None:
+        rng = np.random.default_rng(seed % 2**63)
+        S = max(1, int(fill_tokens(rng.permutation(E.shape[0]), lengths, tokens).sum()))
+    else:
+        S = method_budget(E, cfg)
     cluster, centroids = partition_clusters(E, cfg, seed, table)
     eps = getattr(cfg, "eps", None)
     if eps is None:
@@ -253,6 +259,10 @@ def select_semdedup(E, q, cfg, seed, callback=None, table=None):
     else:
         keep = semdedup(E, cluster, centroids, float(eps))
     rows = np.flatnonzero(keep)
+    if tokens is not None:
+        order = rng.permutation(E.shape[0])
+        order = np.concatenate([order[keep[order]], order[~keep[order]]])  # kept rows first
+        return selection_of(fill_tokens(order, lengths, tokens), E, q, cfg, seed, t0)
     if rows.shape[0] < S:
         raise ValueError(f"SemDeDup with eps={eps:g} keeps {rows.shape[0]} rows, fewer than the budget {S}; "
                          "lower --eps or leave it unset to tune it to the budget")

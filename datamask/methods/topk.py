@@ -6,7 +6,7 @@ import time
 import numpy as np
 
 from ..core.backend import to_numpy
-from .registry import check_budget, method_budget, register, selection_of
+from .registry import check_budget, fill_tokens, method_budget, register, selection_of
 
 __all__ = ["topk", "select_topk"]
 
@@ -22,6 +22,9 @@ def topk(quality, S: int):
 
 
 @register("topk")
-def select_topk(E, q, cfg, seed, callback=None):
+def select_topk(E, q, cfg, seed, callback=None, lengths=None, tokens=None):
     t0 = time.perf_counter()
+    if tokens is not None:  # the best rows while they fit
+        order = np.argsort(-to_numpy(q).astype(np.float64), kind="stable")
+        return selection_of(fill_tokens(order, lengths, tokens), E, q, cfg, seed, t0)
     return selection_of(topk(q, method_budget(E, cfg)), E, q, cfg, seed, t0)

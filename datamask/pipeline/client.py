@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -28,7 +29,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from ..errors import SchedulerError
 
 __all__ = ["get_client", "close_client", "worker_log", "WORKER_LOG", "gpu_worker_specs", "per_gpu_cluster",
-           "GPU_THREADS", "MAX_GPU_THREADS", "gpu_threads"]
+           "GPU_THREADS", "MAX_GPU_THREADS", "gpu_threads", "wait_in_flight"]
 
 GPU_THREADS = 2  # per GPU worker at least: one split on the device, the next one read meanwhile
 MAX_GPU_THREADS = 4  # splits in flight per GPU at most (each holds its table in host memory)
@@ -78,7 +79,7 @@ def _join(cfg):
     addr = cfg.scheduler or cfg.scheduler_file
     if cfg.scheduler_file and not os.path.exists(cfg.scheduler_file):
         raise SchedulerError(f"scheduler file {cfg.scheduler_file} does not exist; start the scheduler first "
-                           "(dask scheduler --scheduler-file FILE, see deploy/README.md)")
+                           "(dask scheduler --scheduler-file FILE, see cluster/README.md)")
     try:
         if cfg.scheduler:
             client = Client(cfg.scheduler, timeout=cfg.connect_timeout, set_as_default=False)
@@ -87,7 +88,7 @@ def _join(cfg):
     except (OSError, TimeoutError, ValueError) as e:
         msg = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
         raise SchedulerError(
-            f"no Dask scheduler answers at {addr} ({msg}); start one (see deploy/README.md) "
+            f"no Dask scheduler answers at {addr} ({msg}); start one (see cluster/README.md) "
             "or drop --scheduler to run on a local cluster"
         ) from None
     try:
@@ -96,7 +97,7 @@ def _join(cfg):
         client.close()
         raise SchedulerError(
             f"the scheduler at {client.scheduler.address if client.scheduler else addr} answers but no worker "
-            f"connected within {cfg.connect_timeout:g}s; start workers (see deploy/README.md)"
+            f"connected within {cfg.connect_timeout:g}s; start workers (see cluster/README.md)"
         ) from None
     client._datamask_cluster = None
     return client
@@ -179,6 +180,32 @@ def get_client(cfg, device: str = "cpu", n_tasks: int | None = None, level=None)
     client._datamask_cluster = cluster
     client.register_plugin(_WorkerLogToFile(WORKER_LOG))
     return client
+
+
+IN_FLIGHT_WAIT = 300.0  # seconds a stopped run waits for the splits still running on workers
+
+
+def _running(dask_worker, names) -> int:
+    """(on a worker) how many of its threads still run a task of the graphs ``names``."""
+    return sum(1 for key in dict(dask_worker.active_threads).values()
+               if (key[0] if isinstance(key, tuple) else key) in names)
+
+
+def wait_in_flight(client, futures, timeout: float = IN_FLIGHT_WAIT) -> bool:
+    """After ``client.cancel(futures)``: wait until no worker still runs one of them (a
+    cancelled task that started runs to its end, and writes its files). True when none does."""
+    names = {f.key[0] if isinstance(f.key, tuple) else f.key for f in futures}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            busy = sum(client.run(_running, names=names, on_error="ignore").values() or [0])
+        except Exception:  # the cluster is gone: nothing of it runs any more
+            return True
+        if not busy:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
 
 
 def close_client(client):

@@ -32,11 +32,30 @@ METHODS = tuple(REGISTRY)
 SOLVER_OF = {"datamask": "pg", "greedy": "greedy", "relaxed": "relaxed"}
 
 
-def _f(default, help, choices=None, group="selection", result=True, hidden=False):
+def _f(default, help, choices=None, group="selection", result=True, parse=None, hidden=False):
     """A dataclass field with CLI metadata. ``result``: changes the output (fingerprinted);
+    ``parse``: converts a YAML value or flag string (instead of the field's type);
     ``hidden``: a deprecated setting, left out of ``--help``."""
-    return field(default=default, metadata={"help": help, "choices": choices, "group": group, "result": result,
-                                            "hidden": hidden})
+    meta = {"help": help, "choices": choices, "group": group, "result": result, "hidden": hidden}
+    if parse is not None:
+        meta["parse"] = parse
+    return field(default=default, metadata=meta)
+
+
+_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_tokens(v, name="tokens") -> int:
+    """A token count: ``200000``, ``2e5``, ``200k``, ``1.5M``, ``1.5B`` (or ``G``), ``1.5T``."""
+    s = str(v).strip().replace("_", "").replace(",", "")
+    mult = _SUFFIX.get(s[-1:].lower()) if s else None
+    try:
+        x = float(s[:-1] if mult else s) * (mult or 1.0)
+    except ValueError:
+        raise ConfigError(f"{name} must be a token count such as 200000, 2e5, 200k, 1.5B or 1.5T; got {v!r}") from None
+    if x != int(x):
+        raise ConfigError(f"{name} must be a whole number of tokens, got {v!r} ({x:g})")
+    return int(x)
 
 
 @dataclass
@@ -50,6 +69,10 @@ class StageConfig:
     # --- data
     input: str | None = _f(None, "input directory, file or glob of Parquet / JSONL / JSONL.gz", group="data")
     output: str | None = _f(None, "output directory", group="data", result=False)
+    storage_options: str | None = _f(None, "JSON object of fsspec options for s3://, gs://, az://, hf:// URLs "
+                                     "(e.g. '{\"anon\": true}'); without it each backend reads its standard "
+                                     "environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID...)", group="data",
+                                     result=False)
     id_column: str = _f("id", "name of the unique document id column", group="data")
     split_size: int = _f(1_000_000, "maximum rows per split (the paper's split; one Dask partition)", group="data")
     # --- output
@@ -105,6 +128,10 @@ class StageConfig:
             raise ConfigError("give either scheduler or scheduler_file, not both")
         if self.n_workers is not None and int(self.n_workers) < 1:
             raise ConfigError(f"n_workers must be >= 1, got {self.n_workers}")
+        if self.storage_options:
+            from .storage import parse_options
+
+            parse_options(self.storage_options)
         return self
 
     def result_dict(self) -> dict:
@@ -128,6 +155,15 @@ class SelectConfig(StageConfig):
     method: str = _f("datamask", "selection method", choices=METHODS)
     ratio: float = _f(_DM["ratio"], "fraction of each split to keep, in (0, 1)")
     budget: int | None = _f(_DM["budget"], "rows to keep per split (overrides ratio)")
+    tokens: int | None = _f(None, "token budget for the whole corpus instead of rows (200000, 2e5, 200k, 1.5B, "
+                                  "1.5T), shared out to the splits by their tokens (docs/tokens.md)", parse=parse_tokens)
+    token_ratio: float | None = _f(None, "token budget as a fraction of the corpus's tokens, in (0, 1]")
+    tokens_column: str | None = _f(None, "token counts (default: token_count when the input has it, as FineWeb "
+                                         "does, else n_tokens from datamask score; else counted from the text)")
+    tokenizer: str | None = _f(None, "tokenizer.json (or folder) that counts tokens when no token-count column "
+                                     "is present (default: whitespace words)")
+    text_column: str = _f("text", "text column, read only to count tokens when no token-count column is present",
+                          group="data")
     lam: float = _f(_DM["lam"], "weight of quality against diversity, in [0, 1]")
     diversity: str = _f(_DM["diversity"], "diversity metric", choices=tuple(DIVERSITIES))
     solver: str = _f(_DM["solver"], "deprecated: --method greedy or --method relaxed", choices=("pg", "greedy", "relaxed"),
@@ -158,8 +194,6 @@ class SelectConfig(StageConfig):
                                        "column is absent)", group="baselines")
     n_clusters: int | None = _f(None, "k-means clusters when the domain column is absent (default sqrt(rows/10))",
                                 group="baselines")
-    tokens_column: str = _f("n_tokens", "token counts: QuaDMix's token-weighted percentiles (1 per row when "
-                                        "absent), length plots", group="baselines")
     quadmix_params: str | None = _f(None, "QuaDMix parameters, a YAML file {default: {lam, omega, eta, eps}, "
                                           "domains: {ID: {...}}}", group="baselines")
     # --- output
@@ -180,6 +214,7 @@ class SelectConfig(StageConfig):
             raise ConfigError(f"ratio must be in (0, 1), got {self.ratio}; e.g. --ratio 0.1 keeps 10% of each split")
         if self.budget is not None and int(self.budget) < 1:
             raise ConfigError(f"budget must be a positive number of rows, got {self.budget}")
+        self._check_tokens()
         if not 0.0 <= float(self.lam) <= 1.0:
             raise ConfigError(f"lam must be in [0, 1], got {self.lam}")
         if not 0.0 <= float(self.prune) < 1.0:
@@ -199,6 +234,24 @@ class SelectConfig(StageConfig):
             if not os.path.isfile(self.quadmix_params):
                 raise ConfigError(f"quadmix_params file {self.quadmix_params} does not exist")
         return self
+
+    def _check_tokens(self):
+        if self.tokens is None and self.token_ratio is None:
+            return
+        if self.tokens is not None and self.token_ratio is not None:
+            raise ConfigError("give --tokens or --token-ratio, not both")
+        if self.budget is not None or float(self.ratio) != _DM["ratio"]:
+            raise ConfigError("give a row budget (--ratio/--budget) or a token budget (--tokens/--token-ratio), "
+                              "not both")
+        if self.tokens is not None and int(self.tokens) < 1:
+            raise ConfigError(f"tokens must be a positive number of tokens, got {self.tokens}; e.g. --tokens 200k")
+        if self.token_ratio is not None and not 0.0 < float(self.token_ratio) <= 1.0:
+            raise ConfigError(f"token_ratio must be in (0, 1], got {self.token_ratio}; e.g. --token-ratio 0.1")
+
+    @property
+    def token_budget(self) -> bool:
+        """True when the budget is in tokens (``tokens`` or ``token_ratio``)."""
+        return self.tokens is not None or self.token_ratio is not None
 
     # ------------------------------------------------------------------ derived
     def estimator_params(self, seed: int, solver: str | None = None) -> dict:
@@ -298,10 +351,12 @@ class DedupConfig(TextStageConfig):
                    "(MinHash-LSH on word n-grams), semantic (SemDeDup within clusters)", group="dedup")
     ngram: int = _f(5, "fuzzy: words per shingle", group="dedup")
     num_perm: int = _f(128, "fuzzy: MinHash permutations (signature length)", group="dedup")
-    bands: int | None = _f(None, "fuzzy: LSH bands, dividing num_perm (default: chosen from the threshold)",
-                           group="dedup")
+    bands: int | None = _f(None, "fuzzy: LSH bands, dividing num_perm (default: chosen from the threshold, "
+                           "bands x rows <= num_perm, so a few permutations may go unused: at --threshold 0.5, "
+                           "42 bands x 3 rows use 126 of 128)", group="dedup")
     threshold: float = _f(0.7, "fuzzy: Jaccard similarity (estimated from the signatures) from which two "
-                          "documents are duplicates", group="dedup")
+                          "documents are duplicates; 0: no candidate check, every pair that shares a band is "
+                          "a duplicate", group="dedup")
     eps: float = _f(0.05, "semantic: remove a document whose cosine to a kept one of its cluster exceeds 1 - eps",
                     group="dedup")
     domain_column: str = _f("cluster", "semantic: the cluster column (k-means on a sample of the corpus when "
@@ -353,6 +408,8 @@ def parse_value(f: dataclasses.Field, v: Any, source: str = "config"):
     name, t = f.name, str(f.type)
     if v is None or (isinstance(v, str) and v.strip().lower() in ("none", "null") and "None" in t):
         return None
+    if f.metadata.get("parse"):
+        return f.metadata["parse"](v, name)
     try:
         if t.startswith("bool"):
             return _bool(v, name)
@@ -362,6 +419,8 @@ def parse_value(f: dataclasses.Field, v: Any, source: str = "config"):
             return int(float(v)) if isinstance(v, str) and "e" in v.lower() else int(v)
         if t.startswith("float"):
             return float(v)
+        if isinstance(v, dict) and t.startswith("str"):  # storage_options: a mapping in a workflow
+            return json.dumps(v)
         if t.startswith("tuple"):
             parts = v.split(",") if isinstance(v, str) else list(v)
             out = tuple(float(p) for p in parts)

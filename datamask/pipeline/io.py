@@ -13,8 +13,7 @@ import json
 import math
 import os
 import re
-import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -22,23 +21,21 @@ import pyarrow as pa
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
-from ..errors import DataError, OutputError
+from ..errors import DataError
+from .files import (
+    dictionary_columns,
+    hive_path,
+    parquet_rows,
+    read_parquet_table,
+    write_json_atomic,
+    write_parquet_atomic,
+)
 from .schema import Columns, TextColumns, check_schema, check_text_row, check_text_schema, embedding_matrix
+from .storage import Remote, is_url, location, open_file
 
-__all__ = [
-    "dictionary_columns",
-    "InputFile",
-    "Split",
-    "split_seed",
-    "discover",
-    "inspect_file",
-    "make_splits",
-    "read_split",
-    "normalize_embedding",
-    "write_parquet_atomic",
-    "write_json_atomic",
-    "hive_path",
-]
+__all__ = ["dictionary_columns", "InputFile", "Split", "split_seed", "discover", "inspect_file", "make_splits",
+           "read_split", "normalize_embedding", "write_parquet_atomic", "write_json_atomic", "hive_path",
+           "parquet_rows", "read_parquet_table"]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
@@ -61,13 +58,14 @@ def split_seed(base_seed: int, identity: str) -> int:
 
 @dataclass(frozen=True)
 class Split:
-    """Rows ``[start, stop)`` of one input file."""
+    """Rows ``[start, stop)`` of one input file (``whole``: the split is the whole file)."""
 
     path: str
     rel: str
     fmt: str
     start: int
     stop: int
+    whole: bool = field(default=False, compare=False)
 
     @property
     def identity(self) -> str:
@@ -79,14 +77,20 @@ class Split:
 
     @property
     def name(self) -> str:
-        """Output file stem: readable, unique and stable for this identity."""
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.rel.replace("/", "__"))
-        for suf in PARQUET_SUFFIXES + JSONL_SUFFIXES:
-            if stem.endswith(suf):
-                stem = stem[: -len(suf)]
-                break
-        h = hashlib.sha256(self.identity.encode()).hexdigest()[:8]
-        return f"part-{stem[:80]}-{self.start}-{self.stop}-{h}"
+        """Output file stem: the source file's name and row range, ``NAME.rSTART-STOP``.
+
+        It does not grow along a chain of stages: a whole file already named ``X.rA-B`` (the
+        output of an earlier stage) keeps its name, and a split of rows ``[i, j)`` of it is
+        ``X.r(A+i)-(A+j)``, so every stage's ``data/`` holds the same names."""
+        stem = _stem(self.rel)
+        m = _RANGE.match(stem)
+        if m is not None:
+            a, b = int(m.group(2)), int(m.group(3))
+            if self.whole:
+                return stem
+            if a + self.stop <= b:
+                return f"{m.group(1)}.r{a + self.start}-{a + self.stop}"
+        return f"{stem}.r{self.start}-{self.stop}"
 
     def seed(self, base_seed: int) -> int:
         """A 63-bit seed from the config seed and the identity (stable across machines)."""
@@ -94,6 +98,20 @@ class Split:
 
     def where(self) -> str:
         return f"{self.rel} (rows {self.start}-{self.stop})"
+
+
+_RANGE = re.compile(r"^(.*)\.r(\d+)-(\d+)$")
+
+
+def _stem(rel: str) -> str:
+    """``rel`` as one file-name-safe stem without its format suffix (``a/b.jsonl.gz`` -> ``a__b``)."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", rel.replace("/", "__"))
+    low = stem.lower()
+    for suf in sorted(PARQUET_SUFFIXES + JSONL_SUFFIXES, key=len, reverse=True):
+        if low.endswith(suf):
+            stem = stem[: -len(suf)]
+            break
+    return stem[:120]
 
 
 def _fmt_of(name: str):
@@ -120,7 +138,7 @@ def stage_output_data(path) -> Path | None:
     An output that a stage started but did not finish (no ``manifest.json``, or for
     ``cluster`` no ``cluster.json``) is refused: its ``data/`` holds only some splits.
     """
-    p = Path(path)
+    p = location(path)
     state = p / "_datamask"
     marker = next(((m, stage) for m, stage in STAGE_MARKERS if (p / m).exists()), None)
     if marker is None and not state.is_dir():
@@ -138,7 +156,7 @@ def stage_output_data(path) -> Path | None:
                         f"every split was written); rerun {stage} with the same arguments to finish it "
                         f"(finished splits are kept), or see `datamask status {p}`")
     data = p / "data"
-    if not data.is_dir():
+    if not isinstance(p, Remote) and not data.is_dir():
         raise DataError(f"{p}: datamask output without its data/ directory; rerun the stage that wrote it")
     return data
 
@@ -153,6 +171,8 @@ def discover(spec: str) -> list[InputFile]:
     """
     if spec is None:
         raise DataError("no input given; pass INPUT (a directory, file or glob of Parquet/JSONL)")
+    if is_url(spec):
+        return _discover_remote(str(spec))
     if not _MAGIC.search(spec) and Path(spec).is_dir():
         data = stage_output_data(spec)
         if data is not None:
@@ -177,23 +197,75 @@ def discover(spec: str) -> list[InputFile]:
             paths = [q for q in p.rglob("*") if q.is_file() and not _hidden(q.relative_to(p).parts)]
         else:
             root, paths = p.parent, [p]
+    found = [(str(q.resolve()), q.resolve().relative_to(root.resolve()).as_posix()) for q in sorted(paths)]
+    return _input_files(found, spec)
+
+
+def _input_files(found, spec) -> list[InputFile]:
     files = []
-    for q in sorted(paths):
-        rel = q.resolve().relative_to(root.resolve()).as_posix()
-        fmt = _fmt_of(q.name)
+    for path, rel in sorted(found, key=lambda t: t[1]):
+        fmt = _fmt_of(rel)
         if fmt is None:
             raise DataError(
-                f"{q}: not a Parquet or JSONL file (expected .parquet, .jsonl or .jsonl.gz); "
+                f"{path}: not a Parquet or JSONL file (expected .parquet, .jsonl or .jsonl.gz); "
                 "move it out of the input or pass a glob that excludes it"
             )
-        files.append(InputFile(str(q.resolve()), rel, fmt))
+        files.append(InputFile(path, rel, fmt))
     if not files:
         raise DataError(f"empty input: no .parquet, .jsonl or .jsonl.gz file under {spec!r}")
     return files
 
 
+def _discover_remote(spec: str) -> list[InputFile]:
+    """:func:`discover` for a URL (``s3://bucket/corpus``, a glob of one, one object)."""
+    from .storage import filesystem
+
+    fs, path = filesystem(spec)
+    proto = spec.split("://", 1)[0]
+
+    def url(q):
+        return f"{proto}://{q.lstrip('/')}" if not q.startswith(f"{proto}://") else q
+
+    try:
+        if _MAGIC.search(spec):
+            base = path[:_MAGIC.search(path).start()].rsplit("/", 1)[0]
+            hits = [q for q in fs.glob(path) if fs.isfile(q)]
+            if not hits:
+                raise DataError(f"empty input: the pattern {spec!r} matches no object; check the URL")
+        elif fs.isdir(path):
+            data = stage_output_data(spec)
+            if data is not None:
+                return _discover_remote(str(data))
+            base = path.rstrip("/")
+            hits = [q for q in fs.find(base) if not _hidden(q[len(base):].strip("/").split("/"))]
+        elif fs.isfile(path):
+            base, hits = path.rsplit("/", 1)[0], [path]
+        else:
+            raise DataError(f"input {spec!r} does not exist; check the URL (and the storage credentials)")
+    except (OSError, PermissionError) as e:
+        raise DataError(f"input {spec!r} cannot be listed ({_short(e)}); check the URL and the storage "
+                        "credentials") from None
+    return _input_files([(url(q), q[len(base):].strip("/")) for q in hits], spec)
+
+
 def _open_text(path):
-    return gzip.open(path, "rt", encoding="utf-8") if path.lower().endswith(".gz") else open(path, encoding="utf-8")
+    """A binary line reader of a (gzipped) JSONL file, local or a URL."""
+    fh = open_file(path, "rb")
+    return gzip.GzipFile(fileobj=fh) if str(path).lower().endswith(".gz") else fh
+
+
+def _jsonl_lines(path, rel):
+    """``(line number, text)`` of a JSONL file's non-empty lines; a byte that is not UTF-8 is
+    reported with its line number and column."""
+    with _open_text(path) as fh:
+        for i, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"{rel}: line {i}: byte 0x{raw[e.start]:02x} at column {e.start + 1} is not "
+                                "UTF-8; re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+            if line.strip():
+                yield i, line
 
 
 def inspect_file(f: InputFile, cols: Columns, partition_on=None):
@@ -203,8 +275,9 @@ def inspect_file(f: InputFile, cols: Columns, partition_on=None):
     """
     if f.fmt == "parquet":
         try:
-            pf = pq.ParquetFile(f.path)
-            schema, n = pf.schema_arrow, pf.metadata.num_rows
+            with open_file(f.path, "rb") as fh:
+                pf = pq.ParquetFile(fh)
+                schema, n = pf.schema_arrow, pf.metadata.num_rows
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"{f.rel}: not a readable Parquet file ({_short(e)}); replace or remove it") from None
         if isinstance(cols, TextColumns):  # embed/score: id + text, no embedding
@@ -213,14 +286,14 @@ def inspect_file(f: InputFile, cols: Columns, partition_on=None):
         return n, d
     n, first = 0, None
     try:
-        with _open_text(f.path) as fh:
-            for line in fh:
-                if line.strip():
-                    if first is None:
-                        first = line
-                    n += 1
+        for _, line in _jsonl_lines(f.path, f.rel):
+            if first is None:
+                first = line
+            n += 1
         row = json.loads(first) if first is not None else None
-    except (OSError, UnicodeDecodeError, EOFError, ValueError) as e:
+    except DataError:
+        raise
+    except (OSError, EOFError, ValueError) as e:
         raise DataError(f"{f.rel}: not a readable JSONL file ({_short(e)}); replace or remove it") from None
     if row is None:
         return 0, None
@@ -252,7 +325,7 @@ def make_splits(f: InputFile, n_rows: int, split_size: int) -> list[Split]:
         return []
     k = math.ceil(n_rows / split_size)
     bounds = [round(i * n_rows / k) for i in range(k + 1)]
-    return [Split(f.path, f.rel, f.fmt, bounds[i], bounds[i + 1]) for i in range(k)]
+    return [Split(f.path, f.rel, f.fmt, bounds[i], bounds[i + 1], whole=k == 1) for i in range(k)]
 
 
 def read_split(s: Split, cols: Columns) -> pa.Table:
@@ -260,18 +333,24 @@ def read_split(s: Split, cols: Columns) -> pa.Table:
     column as ``fixed_size_list<float>[d]``."""
     try:
         if s.fmt == "parquet":
-            pf = pq.ParquetFile(s.path)
-            groups, offset, first = [], 0, None
-            for i in range(pf.metadata.num_row_groups):
-                n = pf.metadata.row_group(i).num_rows
-                if offset < s.stop and offset + n > s.start:
-                    groups.append(i)
-                    first = offset if first is None else first
-                offset += n
-            table = _read_row_groups(pf, groups, cols) if groups else pf.schema_arrow.empty_table()
+            with open_file(s.path, "rb") as fh:
+                pf = pq.ParquetFile(fh)
+                groups, offset, first = [], 0, None
+                for i in range(pf.metadata.num_row_groups):
+                    n = pf.metadata.row_group(i).num_rows
+                    if offset < s.stop and offset + n > s.start:
+                        groups.append(i)
+                        first = offset if first is None else first
+                    offset += n
+                table = _read_row_groups(pf, groups, cols) if groups else pf.schema_arrow.empty_table()
             table = table.slice(s.start - (first or 0), s.rows)
         else:
-            table = pajson.read_json(pa.input_stream(s.path, compression="detect"))
+            if is_url(s.path):
+                with open_file(s.path, "rb") as fh:
+                    table = pajson.read_json(pa.input_stream(fh, compression="gzip" if s.path.lower().endswith(
+                        ".gz") else None))
+            else:
+                table = pajson.read_json(pa.input_stream(s.path, compression="detect"))
             table = table.slice(s.start, s.rows)
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"{s.where()}: cannot read ({_short(e)}); replace or remove the file") from None
@@ -327,52 +406,3 @@ def normalize_embedding(table: pa.Table, cols: Columns, where: str, first_row: i
     arr = pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(E).reshape(-1)), E.shape[1])
     i = table.schema.get_field_index(cols.embedding)
     return table.set_column(i, cols.embedding, arr)
-
-
-def _tmp(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:12]}")
-
-
-def dictionary_columns(schema: pa.Schema) -> list[str]:
-    """Columns worth dictionary encoding: every one but vectors of floats (embeddings).
-
-    An embedding's values never repeat, so a dictionary only costs: a float16 embedding
-    column written with one reads back several times slower than without
-    (``benchmarks/results/parquet_read.md``). Pass as ``use_dictionary`` to ``pyarrow.parquet.write_table``.
-    """
-    def vector(t):
-        return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and \
-            pa.types.is_floating(t.value_type)
-
-    return [f.name for f in schema if not vector(f.type)]
-
-
-def write_parquet_atomic(table: pa.Table, path: Path):
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _tmp(path)
-        pq.write_table(table, tmp, use_dictionary=dictionary_columns(table.schema))
-        os.replace(tmp, path)
-    except OSError as e:
-        raise OutputError(f"cannot write {path} ({_short(e)}); check space and permissions") from None
-
-
-def write_json_atomic(obj, path: Path):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp(path)
-    with open(tmp, "w") as fh:
-        json.dump(obj, fh, indent=2, sort_keys=False, default=str)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def hive_path(column: str, value) -> str:
-    """``column=value`` directory name (Hive style, as pyarrow reads it back)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return f"{column}=__HIVE_DEFAULT_PARTITION__"
-    from urllib.parse import quote
-
-    return f"{column}={quote(str(value), safe='')}"

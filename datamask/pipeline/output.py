@@ -1,24 +1,28 @@
 """A stage's output directory: ``data/`` (Parquet), ``_datamask/`` (state), ``manifest.json``.
 
 It refuses a directory that holds foreign files or a run with another config, finds the
-splits a killed run finished (resume), and removes a new directory a failed run left empty.
+splits a killed run finished (resume), checks through this process's own view of the storage
+that a split a worker reported is really there (:meth:`Output.verify`), and removes a new
+directory a failed run left without a finished split. The directory may be a local path or
+a URL (:mod:`~datamask.pipeline.storage`).
 """
 from __future__ import annotations
 
 import json
 import os
-import shutil
-from pathlib import Path
 
 from ..errors import ConfigError, OutputError
 from .holdout import HOLDOUT_DIR
-from .io import write_json_atomic
+from .io import parquet_rows, write_json_atomic
+from .storage import Remote, location, rmtree
 
-__all__ = ["Output", "DATA_DIR", "STATE_DIR", "MANIFEST", "split_records", "n_splits"]
+__all__ = ["Output", "DATA_DIR", "STATE_DIR", "MANIFEST", "SHARED_STORAGE", "split_records", "n_splits"]
 
 DATA_DIR = "data"
 STATE_DIR = "_datamask"
 MANIFEST = "manifest.json"
+SHARED_STORAGE = ("the output must be on storage every node shares (a shared mount or an object store such as "
+                  "s3://); see cluster/README.md")
 
 
 def split_records(manifest: dict) -> list:
@@ -37,14 +41,20 @@ class Output:
     OWN = (DATA_DIR, STATE_DIR, MANIFEST, "report", HOLDOUT_DIR)  # report/: datamask report
 
     def __init__(self, path):
-        self.root = Path(path)
+        self.root = location(path)
         self.data = self.root / DATA_DIR
         self.state = self.root / STATE_DIR
         self.parts = self.state / "parts"
         self.holdout = self.root / HOLDOUT_DIR
         self.created = False
 
+    @property
+    def remote(self) -> bool:
+        return isinstance(self.root, Remote)
+
     def check_writable(self):
+        if self.remote:
+            return  # the first write (the config record) says whether it can be written
         p = self.root.resolve()
         anc = p
         while not anc.exists():
@@ -55,12 +65,30 @@ class Output:
             raise OutputError(f"output directory {self.root} is not writable (no permission on {anc}); "
                               "choose another OUTPUT or fix its permissions")
 
+    def _children(self):
+        try:
+            return list(self.root.iterdir()) if self.root.exists() else []
+        except NotADirectoryError:
+            raise OutputError(f"output {self.root} is a file; choose another OUTPUT") from None
+
+    def records(self) -> dict:
+        """Every split record under ``_datamask/parts`` (name -> record), as this process sees them."""
+        out = {}
+        for rec_file in sorted(self.parts.glob("*.json"), key=str) if self.parts.exists() else []:
+            try:
+                rec = json.loads(rec_file.read_text())
+            except (OSError, ValueError):
+                continue  # unreadable: the split is recomputed
+            out[rec["name"]] = rec
+        return out
+
     def inspect(self, cfg, fingerprint, splits):
         """Names of finished splits; refuses a directory holding another run."""
         cfg_file = self.state / "config.json"
-        if not self.root.exists() or not any(self.root.iterdir()):
+        children = self._children()
+        if not children:
             return {}
-        foreign = [p.name for p in self.root.iterdir() if p.name not in self.OWN]
+        foreign = [p.name for p in children if p.name not in self.OWN]
         if not cfg_file.exists() or foreign:
             raise ConfigError(
                 f"output directory {self.root} is not empty and was not written by datamask "
@@ -81,24 +109,53 @@ class Output:
                 "use another OUTPUT, the same settings, or --overwrite to start over"
             )
         done, wanted = {}, {s.name for s in splits}
-        for rec_file in sorted(self.parts.glob("*.json")) if self.parts.exists() else []:
-            rec = json.loads(rec_file.read_text())
-            if rec["name"] not in wanted:
+        for name, rec in self.records().items():
+            if name not in wanted:
                 raise ConfigError(
-                    f"output directory {self.root} holds partition {rec['identity']} which is no longer in the "
+                    f"output directory {self.root} holds split {rec['identity']} which is no longer in the "
                     "input (a file changed or disappeared); use --overwrite to start over"
                 )
-            if all((self.data / f).exists() for f in rec["files"]) and \
-                    all((self.holdout / f).exists() for f in rec.get("holdout_files", [])):
-                done[rec["name"]] = rec
+            if not self.problems(rec):
+                done[name] = rec
         return done
+
+    def problems(self, rec) -> list:
+        """What is wrong with a finished split's files, as this process sees them: ``[(file,
+        "missing" | "unreadable" | "has N rows, its record says M")]``; empty when it is whole."""
+        bad = []
+        checks = [(self.data, f) for f in rec.get("files", [])] + \
+                 [(self.holdout, f) for f in rec.get("holdout_files", [])]
+        rows = 0
+        for base, f in checks:
+            loc = base / f
+            n = parquet_rows(loc)
+            if n is None:
+                bad.append((f"{base.name}/{f}", "missing" if not loc.exists() else "unreadable"))
+            elif base is self.data:
+                rows += n
+        if not bad and "rows_written" in rec and rows != int(rec["rows_written"]):
+            bad.append((f"{DATA_DIR}/{rec['files'][0] if rec.get('files') else rec['name']}",
+                        f"has {rows} rows, its record says {rec['rows_written']}"))
+        return bad
+
+    def verify(self, rec):
+        """Raise a one-line OutputError when a split a worker reported finished is not here, as
+        this process (the client) sees the storage: the worker wrote where the client cannot see."""
+        bad = self.problems(rec)
+        if not bad and not (self.parts / f"{rec['name']}.json").exists():
+            bad = [(f"{STATE_DIR}/parts/{rec['name']}.json", "missing")]
+        if bad:
+            f, what = bad[0]
+            who = f" by worker {rec['worker']}" if rec.get("worker") else ""
+            raise OutputError(f"split {rec.get('identity', rec['name'])} was written{who}, but {self.root}/{f} is "
+                              f"{what} here on the client: {SHARED_STORAGE}")
 
     def prepare(self, cfg, fingerprint, device, stage=None):
         if cfg.overwrite and self.root.exists():
             for name in self.OWN:
                 p = self.root / name
                 if p.is_dir():
-                    shutil.rmtree(p)
+                    rmtree(p)
                 elif p.exists():
                     p.unlink()
         try:
@@ -106,16 +163,21 @@ class Output:
             self.parts.mkdir(parents=True, exist_ok=True)
             self.data.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise OutputError(f"output directory {self.root} is not writable ({e.strerror}); choose another OUTPUT") from None
+            raise OutputError(f"output directory {self.root} is not writable ({e.strerror or e}); "
+                              "choose another OUTPUT") from None
         write_json_atomic({"fingerprint": fingerprint, "device": device, "stage": stage, "config": cfg.result_dict()},
                           self.state / "config.json")
         self.clean_temps()
         (self.root / MANIFEST).unlink(missing_ok=True)
 
     def clean_temps(self):
+        if self.remote:
+            return  # no temporary files there: each object is written whole
         for p in self.root.rglob(".*.tmp-*"):
             p.unlink(missing_ok=True)
 
     def remove_if_new_and_empty(self):
-        if self.created and self.root.exists() and not any(self.parts.glob("*.json")):
-            shutil.rmtree(self.root, ignore_errors=True)
+        """Remove a directory this run created when no split was finished in it. Call only
+        after every split in flight has ended, or one may write into it afterwards."""
+        if self.created and self.root.exists() and not any(True for _ in self.parts.glob("*.json")):
+            rmtree(self.root)

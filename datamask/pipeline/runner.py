@@ -15,12 +15,21 @@ rest, the same way for every stage:
 A split is finished when its record exists; the record is written after its data files,
 so a killed run leaves either a complete split or none, and a rerun recomputes only the
 missing ones. Tasks are idempotent (same name, same content), so Dask may rerun one whose
-worker died.
+worker died. On an object store (no rename) each file is one object, whole or absent, and
+the same order holds.
+
+Paths are resolved on the client before anything is sent to a worker (:func:`resolve_io`).
+After each split the client checks, through its own view of the storage, that the split's
+files are there with the rows its record names (:meth:`~.output.Output.verify`): a worker
+that wrote to a disk the client cannot see stops the run. When a run stops, every split
+still running is waited for before a new output without a finished split is removed, so
+no split lands in a directory that was removed under it.
 """
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +47,7 @@ from .gpu import CPU, Level, select_level
 from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
 from .output import DATA_DIR, MANIFEST, STATE_DIR, Output, n_splits  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
+from .storage import StorageOptionsPlugin, inside, is_url, parse_options, resolve, set_options
 
 __all__ = ["run_stage", "StageRun", "Stage", "plan_splits", "resolve_io", "finish_split", "split_record", "Plan", "Output",
            "ProgressBars", "run_pending", "write_split_files", "versions", "DATA_DIR", "STATE_DIR", "MANIFEST",
@@ -93,15 +103,20 @@ def write_split_files(table: pa.Table, data: Path, name: str, partition_on) -> l
 
 
 def run_pending(client, pending: list, cols, frame_device: str, per_split, kwargs: dict, out_root: str,
-                on_done=None) -> dict:
+                on_done=None, verify=None) -> dict:
     """Read each pending split (``from_map``), run ``per_split`` on it (``map_partitions``,
     explicit meta) and collect the one-row record frames it returns, as they complete.
 
     ``per_split(df, partition_info=None, *, splits, out_root, **kwargs)`` writes the split's
-    output itself (atomically) and returns ``{"name", "record"}`` rows."""
+    output itself (atomically) and returns ``{"name", "record"}`` rows. ``verify(record)``
+    (the client's check of what the worker wrote) runs on each record as it arrives. When
+    anything fails, the remaining splits are cancelled and those already running are waited
+    for (:func:`wait_in_flight`) before the error is raised."""
     import dask
     import dask.dataframe as dd
     from distributed import as_completed
+
+    from .client import wait_in_flight
 
     with dask.config.set({"dataframe.convert-string": False}):
         first = pending[0]
@@ -119,16 +134,37 @@ def run_pending(client, pending: list, cols, frame_device: str, per_split, kwarg
                 raise exc
             df = fut.result()
             for name, rec in zip(df["name"], df["record"]):
-                results[name] = json.loads(rec)
+                rec = json.loads(rec)
+                if verify is not None:
+                    verify(rec)
+                results[name] = rec
                 if on_done is not None:
                     on_done(name)
     except BaseException:
         client.cancel(futures)
+        try:
+            settled = wait_in_flight(client, futures)
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting (the output keeps its config record)
+            settled = False
+        exc = sys.exc_info()[1]
+        if not settled and exc is not None:
+            try:
+                exc._datamask_unsettled = True  # splits may still land: the output must stay
+            except AttributeError:
+                pass
         raise
     return results
 
 
 # ---------------------------------------------------------------------- 5. manifest
+def public_config(cfg) -> dict:
+    """``cfg.to_dict()`` with the storage options' keys only (their values may be credentials)."""
+    d = cfg.to_dict()
+    if d.get("storage_options"):
+        d["storage_options"] = sorted(parse_options(d["storage_options"]))
+    return d
+
+
 def versions():
     import dask
     import distributed
@@ -145,7 +181,7 @@ def build_manifest(plan, fingerprint, records, computed, wall, stage="select", t
         "status": "complete",
         "stage": stage,
         "fingerprint": fingerprint,
-        "config": cfg.to_dict(),
+        "config": public_config(cfg),
         "device": plan.device,
         "seed": getattr(cfg, "seed", None),
         "versions": versions(),
@@ -226,14 +262,36 @@ class StageRun:
 # The 0.2 name of StageRun, for code written against it; dropped in 0.4.
 Stage = StageRun
 
+# config fields that name a local file or folder a worker opens (resolved with input and output)
+PATH_FIELDS = ("model", "tokenizer", "fasttext", "quadmix_params")
+
 
 def resolve_io(cfg, command: str):
-    """Validated ``cfg`` with an absolute input path; input and output are required."""
+    """Validated ``cfg`` with every path resolved on the client, before any is sent to a
+    worker: input and output (absolute, or a URL), the model, tokenizer and parameter files;
+    its storage options set for this process. An output inside the input, or an input
+    inside the output, is refused."""
     cfg = cfg.validated()
     if not cfg.input or not cfg.output:
         raise ConfigError(f"both input and output are required (datamask {command} INPUT OUTPUT)")
-    return cfg.replace(input=str(Path(cfg.input).resolve()) if not any(c in cfg.input for c in "*?[")
-                       else os.path.abspath(cfg.input))
+    set_options(parse_options(getattr(cfg, "storage_options", None)))
+    changes = {"input": resolve(cfg.input), "output": resolve(cfg.output)}
+    for name in PATH_FIELDS:
+        v = getattr(cfg, name, None)
+        if isinstance(v, str) and v and not is_url(v) and os.path.exists(v):
+            changes[name] = resolve(v)
+    if not is_url(changes["input"]) and not any(c in changes["input"] for c in "*?["):
+        changes["input"] = str(Path(changes["input"]).resolve())
+    inp, out = changes["input"], changes["output"]
+    if not is_url(out):
+        out = str(Path(out).resolve())
+    if inside(out, inp):
+        raise ConfigError(f"output {cfg.output} is inside the input {cfg.input}: a rerun would read its own "
+                          "output as input; choose an OUTPUT outside the input")
+    if inside(inp, out):
+        raise ConfigError(f"input {cfg.input} is inside the output {cfg.output}; choose an OUTPUT that does not "
+                          "contain the input")
+    return cfg.replace(**changes)
 
 
 def plan_splits(cfg, cols, device=None, partition_on=None, on_file=None, needs=("cupy",)) -> Plan:
@@ -253,6 +311,12 @@ def plan_splits(cfg, cols, device=None, partition_on=None, on_file=None, needs=(
         splits.extend(make_splits(f, n, int(cfg.split_size)))
     if total == 0:
         raise DataError(f"empty input: {len(files)} file(s) under {cfg.input!r} hold 0 rows")
+    seen = {}
+    for s in splits:
+        other = seen.setdefault(s.name, s)
+        if other is not s:
+            raise DataError(f"{other.where()} and {s.where()} would both be written as {s.name}.parquet (their "
+                            "file names differ only in characters a file name cannot hold); rename one")
     level = select_level(device, needs) if device is not None else stage_level(cfg, needs)
     return Plan(cfg, level.device, splits, None, len(files), total, empty, level)
 
@@ -262,6 +326,7 @@ def finish_split(table: pa.Table, out_root, rec: dict, partition_on=None, t0=Non
     out = Output(out_root)
     s_name = rec["name"]
     rec["files"] = write_split_files(table, out.data, s_name, partition_on) if table is not None else []
+    rec["rows_written"] = int(table.num_rows) if table is not None else 0
     if t0 is not None:
         rec["wall_seconds"] = round(time.perf_counter() - t0, 3)
     write_json_atomic(rec, out.parts / f"{s_name}.json")
@@ -274,12 +339,23 @@ def split_record(s: Split, n_rows: int) -> dict:
             "rows_in": int(n_rows)}
 
 
+def share_storage_options(client):
+    """This process's storage options on every worker of ``client`` (also those joining later)."""
+    from .storage import options
+
+    opts = options()
+    if opts:
+        client.register_plugin(StorageOptionsPlugin(opts))
+
+
 def run_stage(stage: StageRun, client=None) -> dict:
     """Run ``stage`` over every split not finished yet; returns the manifest.
 
     Shared by every stage: output checks and config-fingerprint refusal, resume from the
-    per-split records, the client, progress bars, the manifest. A failure leaves a new output
-    directory removed when no split was finished."""
+    per-split records, the client, progress bars, the client's check of every split a worker
+    wrote, the manifest. A failure leaves the output holding its config record (a rerun
+    resumes), or removes it whole when it is new and no split was finished, once every
+    split in flight has ended."""
     from .client import close_client, get_client
 
     t0 = time.perf_counter()
@@ -299,6 +375,7 @@ def run_stage(stage: StageRun, client=None) -> dict:
     try:
         if own:
             client = get_client(cfg, plan.device, n_tasks=len(pending), level=plan.level)
+        share_storage_options(client)
         kwargs = dict(stage.kwargs)
         if stage.check is not None and pending:
             kwargs.update(stage.check(client, pending))
@@ -312,7 +389,7 @@ def run_stage(stage: StageRun, client=None) -> dict:
             with ProgressBars(client, len(plan.splits), len(done), len(pending), cfg.quiet,
                               steps_per=stage.steps_per) as bars:
                 records.update(run_pending(client, pending, stage.cols, frames, stage.per_split,
-                                           kwargs, str(out.root), bars.partition_done))
+                                           kwargs, str(out.root), bars.partition_done, verify=out.verify))
             rate = throughput(records, [s.name for s in pending], time.perf_counter() - t_run,
                               len(client.scheduler_info().get("workers", {})), plan.level)
         out.clean_temps()
@@ -321,8 +398,9 @@ def run_stage(stage: StageRun, client=None) -> dict:
                                   extra=stage.extra(out) if stage.extra is not None else None, throughput=rate)
         write_json_atomic(manifest, out.root / MANIFEST)
         return manifest
-    except BaseException:
-        out.remove_if_new_and_empty()
+    except BaseException as e:
+        if not getattr(e, "_datamask_unsettled", False):
+            out.remove_if_new_and_empty()
         raise
     finally:
         if own and client is not None:

@@ -3,16 +3,18 @@
 A run that stops (bad input found in a split, a killed job) keeps every split it finished
 and writes no ``manifest.json``; a rerun with the same arguments resumes from those
 splits. :func:`output_status` says where such a directory stands, for ``datamask status``.
+It reads the files, not only the records: a split is done when its record is there and each
+of its files is readable with the rows the record names; the output is complete when every
+split of the plan is done and ``manifest.json`` is written. Local paths and URLs alike.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..errors import DataError
 from .io import InputFile, discover, make_splits
-from .output import DATA_DIR, MANIFEST, STATE_DIR
+from .output import MANIFEST, STATE_DIR, Output
 
 __all__ = ["OutputStatus", "output_status", "count_rows"]
 
@@ -26,6 +28,8 @@ class OutputStatus:
     complete: bool
     done: list = field(default_factory=list)  # finished splits, as "file (rows a-b)"
     missing: list = field(default_factory=list)  # splits of the input not finished
+    broken: list = field(default_factory=list)  # "split: data/FILE missing" (a record without its file)
+    manifest: bool = False
     input: str | None = None
     note: str = ""
 
@@ -34,8 +38,9 @@ class OutputStatus:
         total = len(self.done) + len(self.missing)
         if self.complete:
             return [f"{self.path}: {what}, complete ({len(self.done)} splits; manifest.json written)"]
+        why = "manifest.json written, but files are missing" if self.manifest else "no manifest.json"
         out = [f"{self.path}: {what}, INCOMPLETE: {len(self.done)} of {total} splits finished, "
-               f"{len(self.missing)} missing (no manifest.json)"]
+               f"{len(self.missing)} missing ({why})"]
         out += [f"  done:    {s}" for s in self.done]
         out += [f"  missing: {s}" for s in self.missing]
         if self.note:
@@ -48,19 +53,26 @@ class OutputStatus:
 def count_rows(f: InputFile) -> int:
     """Rows of one input file: the Parquet footer, or the JSONL file's non-empty lines."""
     if f.fmt == "parquet":
-        import pyarrow.parquet as pq
+        from .io import parquet_rows
 
-        return pq.ParquetFile(f.path).metadata.num_rows
-    from .io import _open_text
+        n = parquet_rows(f.path)
+        if n is None:
+            raise DataError(f"{f.rel}: not a readable Parquet file; replace or remove it")
+        return n
+    from .io import _jsonl_lines
 
-    with _open_text(f.path) as fh:
-        return sum(1 for line in fh if line.strip())
+    return sum(1 for _ in _jsonl_lines(f.path, f.rel))
+
+
+def _label(rel, start, stop) -> str:
+    return f"{rel} (rows {start}-{stop})"
 
 
 def output_status(path) -> OutputStatus:
     """The status of a stage's output directory (see the module doc)."""
-    p = Path(path)
-    if not p.is_dir():
+    out = Output(path)
+    p = out.root
+    if not p.exists() or (not str(p).count("://") and not p.is_dir()):
         raise DataError(f"output directory {p} does not exist; pass the OUTPUT a datamask stage wrote")
     cfg_file = p / STATE_DIR / "config.json"
     if not cfg_file.exists():
@@ -69,28 +81,40 @@ def output_status(path) -> OutputStatus:
         for name in STAGES:  # the whole-corpus stages write their own marker, all at once
             marker = get_stage(name).marker
             if marker != MANIFEST and (p / marker).exists():
-                return OutputStatus(str(p), name, True)
+                return OutputStatus(str(p), name, True, manifest=True)
         raise DataError(f"{p} is not a datamask output (no {STATE_DIR}/config.json); pass the OUTPUT of a "
                         "select, embed, score or dedup run")
     state = json.loads(cfg_file.read_text())
     cfg = state.get("config", {})
-    parts_dir = p / STATE_DIR / "parts"
-    records = {}
-    for f in sorted(parts_dir.glob("*.json")) if parts_dir.exists() else []:
-        rec = json.loads(f.read_text())
-        if all((p / DATA_DIR / name).exists() for name in rec.get("files", [])):
-            records[rec["name"]] = rec
-    st = OutputStatus(str(p), state.get("stage"), (p / MANIFEST).exists(), input=cfg.get("input"))
+    has_manifest = (p / MANIFEST).exists()
+    records, broken = {}, {}
+    for name, rec in out.records().items():
+        bad = out.problems(rec)
+        if bad:
+            broken[name] = ", ".join(f"{f} {what}" for f, what in bad)
+        else:
+            records[name] = rec
+    st = OutputStatus(str(p), state.get("stage"), False, manifest=has_manifest, input=cfg.get("input"))
 
-    def label(s):
-        return f"{s.rel} (rows {s.start}-{s.stop})"
-
-    try:
-        splits = [s for f in discover(cfg["input"]) for s in make_splits(f, count_rows(f), int(cfg["split_size"]))]
-    except (DataError, KeyError, OSError) as e:  # the input moved: report what is on disk
-        st.done = [f"{r['source']} (rows {r['start']}-{r['stop']})" for r in records.values()]
-        st.note = f"the input could not be read to list the missing splits ({e})"
-        return st
-    st.done = [label(s) for s in splits if s.name in records]
-    st.missing = [label(s) for s in splits if s.name not in records]
+    plan = None  # [(name, label)] of every split the run has to write
+    if has_manifest:
+        try:
+            m = json.loads((p / MANIFEST).read_text())
+            plan = [(r["name"], _label(r["source"], r["start"], r["stop"])) for r in m.get("splits", m.get("partitions", []))]
+        except (OSError, ValueError, KeyError):
+            plan = None
+    if plan is None:
+        try:
+            plan = [(s.name, s.where()) for f in discover(cfg["input"])
+                    for s in make_splits(f, count_rows(f), int(cfg["split_size"]))]
+        except (DataError, KeyError, OSError) as e:  # the input moved: report what is on disk
+            st.done = [_label(r["source"], r["start"], r["stop"]) for r in records.values()]
+            st.missing = [f"{n}: {why}" for n, why in sorted(broken.items())]
+            st.note = f"the input could not be read to list the missing splits ({e})"
+            return st
+    st.done = [label for name, label in plan if name in records]
+    st.missing = [label + (f": {broken[name]}" if name in broken else "") for name, label in plan
+                  if name not in records]
+    st.broken = [f"{name}: {why}" for name, why in broken.items()]
+    st.complete = has_manifest and not st.missing
     return st

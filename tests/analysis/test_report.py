@@ -138,3 +138,19 @@ def test_html_renders_in_headless_chromium(compared, chromium, tmp_path):
     assert img.shape[:2] == (900, 1200)
     assert img.std() > 0.05  # text, tables and figures, not a blank page
     assert (img.mean(axis=2) < 0.9).mean() > 0.01  # enough dark pixels
+
+
+@pytest.mark.parametrize("width", [4.6, 13.8])
+def test_a_figure_title_fits_its_figure(width):
+    """The one-panel projection of a `datamask select` report is 4.6 in wide, narrower than
+    its title sentence: the title wraps instead of being clipped at both edges."""
+    from datamask.analysis.report.figures import pyplot, suptitle
+
+    plt = pyplot()
+    fig = plt.figure(figsize=(width, 4.3), dpi=110)
+    t = suptitle(fig, "2-D PCA projection of a sample of the corpus; selected documents highlighted")
+    fig.canvas.draw()
+    box = t.get_window_extent()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+    assert ("\n" in t.get_text()) == (width < 8)
+    plt.close(fig)

@@ -1,4 +1,5 @@
 """Token budgets in the core: the fill, the stopped Plackett-Luce draw and every solver."""
+
 import itertools
 
 import numpy as np
@@ -132,26 +133,52 @@ def test_prefix_objectives_are_the_exact_objective_of_each_prefix(corpus, divers
     K = prefix_lengths(tb[orders], Tb)
     K[0] = 1  # a one-row prefix too
     f = step.objective_prefix(B, orders, None, K)
-    exact = [est._full.evaluate_rows(rows[orders[j, :K[j]]])["objective"] for j in range(8)]
+    exact = [est._full.evaluate_rows(rows[orders[j, : K[j]]])["objective"] for j in range(8)]
     np.testing.assert_allclose(f, exact, atol=1e-6)
     K[1] = 0  # an empty prefix scores as the group's worst
     assert step.objective_prefix(B, orders, None, K)[1] == pytest.approx(min(exact[:1] + exact[2:]))
 
 
-@pytest.mark.parametrize("diversity,solver", [("pairwise", "pg"), ("pairwise", "greedy"), ("pairwise", "relaxed"),
-                                              ("facility", "pg"), ("facility", "greedy"), ("disf", "pg"),
-                                              ("disf", "greedy"), ("disf", "relaxed")])
+@pytest.mark.parametrize(
+    "diversity,solver",
+    [
+        ("pairwise", "pg"),
+        ("pairwise", "greedy"),
+        ("pairwise", "relaxed"),
+        ("facility", "pg"),
+        ("facility", "greedy"),
+        ("disf", "pg"),
+        ("disf", "greedy"),
+        ("disf", "relaxed"),
+    ],
+)
 def test_every_solver_keeps_the_token_budget_within_one_document(corpus, diversity, solver):
     E, q, t = corpus
     T = int(0.1 * t.sum())
-    est = DataMask(tokens=T, diversity=diversity, solver=solver, prune=0.0, steps=40, eval_every=20,
-                   group_size=16, reference_size=128).fit(E, q, lengths=t)
+    est = DataMask(
+        tokens=T,
+        diversity=diversity,
+        solver=solver,
+        prune=0.0,
+        steps=40,
+        eval_every=20,
+        group_size=16,
+        reference_size=128,
+    ).fit(E, q, lengths=t)
     kept = t[est.mask_].sum()
     assert est.tokens_ == kept <= T
     assert T - kept < t[~est.mask_].min()  # no row left out would still fit
     assert est.budget_ == est.mask_.sum()
-    ref = DataMask(tokens=T, diversity=diversity, solver=solver, prune=0.0, steps=40, eval_every=20,
-                   group_size=16, reference_size=128).fit(E, q, lengths=t)
+    ref = DataMask(
+        tokens=T,
+        diversity=diversity,
+        solver=solver,
+        prune=0.0,
+        steps=40,
+        eval_every=20,
+        group_size=16,
+        reference_size=128,
+    ).fit(E, q, lengths=t)
     assert np.array_equal(ref.mask_, est.mask_)  # seeded: the same selection again
 
 
@@ -159,8 +186,9 @@ def test_every_solver_keeps_the_token_budget_within_one_document(corpus, diversi
 def test_pg_with_pruning_and_batches_stays_within_the_budget(corpus, final):
     E, q, t = corpus
     T = int(0.05 * t.sum())
-    est = DataMask(tokens=T, steps=60, eval_every=20, group_size=16, batch_ratio=0.3, batch_max=None,
-                   final=final).fit(E, q, lengths=t)
+    est = DataMask(tokens=T, steps=60, eval_every=20, group_size=16, batch_ratio=0.3, batch_max=None, final=final).fit(
+        E, q, lengths=t
+    )
     assert 0 < est.tokens_ <= T
     assert np.isinf(est.logits_[~est.mask_]).sum() == 400  # half pruned, none of them kept
     cand = np.isfinite(est.logits_)

@@ -224,3 +224,33 @@ def test_dedupe_ids_keeps_the_first_within_a_partition(tmp_path):
     frame, recs = dmd.compute(out, return_records=True, scheduler="sync")
     assert recs["duplicates_dropped"].tolist() == [0, 1] and len(frame) == 999
     assert json.loads(recs["record"].iloc[1])["rows_in"] == 499
+
+
+def test_cluster_is_lazy_and_fits_once_for_frame_and_model(corpus):
+    from datamask.analysis.clusters import fit_kmeans, sample_embeddings
+
+    ddf = dmd.read(corpus, split_size=int(SPLIT))
+    with Count() as c, dask.config.set(scheduler="sync"):
+        labelled, model = dmd.cluster(ddf, k=6, sample_fraction=0.3, seed=1)
+        assert c.n == 0 and "lazy" in repr(model)
+        frame, model = dmd.compute(labelled, model)
+        # the CLI's sample and fit: the same centroids
+        X = sample_embeddings(ddf, 0.3, seed=1)
+    np.testing.assert_allclose(model.cluster_centers_, fit_kmeans(X, 6, seed=1, backend=model.backend), atol=1e-5)
+    assert _dtypes(frame) == _dtypes(labelled._meta) and str(frame["cluster"].dtype) == "int32"
+    assert frame["cluster"].nunique() == 6 and len(frame) == 7000
+    stats = frame.groupby("cluster")["topic"].agg(lambda t: t.value_counts(normalize=True).iloc[0])
+    assert stats.mean() > 0.8  # the planted topics come back as clusters
+
+
+def test_token_budget_is_shared_out_like_the_cli(corpus, address, tmp_path):
+    out = tmp_path / "tok"
+    assert main(args(corpus, out, "--tokens", "200k", scheduler=address)) == 0
+    ddf = dmd.read(corpus, split_size=int(SPLIT))
+    with Count() as c, dask.config.set(scheduler="sync"):
+        sel = dmd.select(ddf, tokens=200_000, steps=int(STEPS))
+        assert c.n == 0
+        frame, recs = dmd.compute(sel, return_records=True)
+    assert sorted(frame["id"]) == sorted(read_out(out).column("id").to_pylist())
+    budgets = {p["identity"]: p["token_budget"] for p in manifest(out)["splits"]}
+    assert {r["identity"]: json.loads(r["record"])["token_budget"] for _, r in recs.iterrows()} == budgets

@@ -129,7 +129,6 @@ def test_the_worker_log_is_kept_only_when_a_failure_wrote_to_it(selected, monkey
 
 @pytest.mark.parametrize("command", [[], ["select"], ["embed"], ["score"], ["cluster"], ["compare"]])
 def test_help_says_what_a_stopped_run_leaves(command, capsys):
-    with pytest.raises(SystemExit):
-        main(command + ["--help"])
+    assert main(command + ["--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "no manifest.json is written" in text and "datamask status OUTPUT" in text

@@ -43,6 +43,12 @@ def test_groups_across_files_and_splits_keep_the_highest_quality_row(corpus, tmp
     assert m["dedup"]["kinds"] == {"exact": {"groups": 7, "removed": 7}, "fuzzy": {"groups": 2, "removed": 2}}
     assert m["dedup"]["quality_column_used"] is True
     assert m["totals"]["rows_out"] == m["totals"]["rows_in"] - 9
+    # groups.parquet names rows by id: a removal can be traced without decoding row numbers
+    g = pq.read_table(tmp_path / "out" / "_datamask" / "dedup" / "groups.parquet").to_pandas()
+    assert list(g.columns) == ["id", "kept_id", "kind", "group"]
+    assert dict(zip(g["id"], g["kept_id"])) == {i: k for i, k in expected.items() if k is not None}
+    assert sorted(g["kind"].value_counts().items()) == [("exact", 7), ("fuzzy", 2)]
+    assert g.groupby("group")["kept_id"].nunique().eq(1).all() and g["group"].nunique() == g["kept_id"].nunique()
     # the report shows example groups: the kept text beside the removed ones
     page = (tmp_path / "out" / "report" / "index.html").read_text()
     assert m["dedup"]["examples"] and "Example duplicate groups" in page
@@ -151,3 +157,17 @@ def test_semantic_partition_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one
     msg = str(e.value)
     assert "semantic dedup of 40 rows: the GPU ran out of memory" in msg and "raise --n-clusters" in msg
     assert "\n" not in msg
+
+
+def test_help_says_how_the_threshold_shapes_the_bands(capsys):
+    """The figures `dedup --help` quotes are lsh_params' own (126 of 128 at 0.5; 0 checks nothing)."""
+    from datamask.cli import main
+    from datamask.dedup.minhash import lsh_params
+
+    p = lsh_params(5, 128, None, 0.5)
+    assert (p.bands, p.rows) == (42, 3)
+    with pytest.raises(SystemExit):
+        main(["dedup", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"{p.bands} bands x {p.rows} rows use {p.bands * p.rows} of 128" in text
+    assert "0: no candidate check, every pair that shares a band is a duplicate" in text

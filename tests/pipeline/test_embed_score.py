@@ -73,6 +73,7 @@ def test_raw_jsonl_workflow_end_to_end(chained):
     msel = _manifest(chained / "select")
     assert msel["totals"]["rows_in"] == len(kept)
     assert sel.num_rows == sum(round(0.2 * p["rows_in"]) for p in msel["splits"])
+    assert (chained / "select" / "report" / "index.html").exists()  # as `datamask select` writes it
     frac_good = np.mean([good[i] for i in sel.column("id").to_pylist()])
     assert frac_good > 0.8 > np.mean(list(good.values()))
     assert sel.schema.field("embedding").type == pa.list_(pa.float32(), 384)

@@ -30,6 +30,16 @@ DPI = 110
 
 
 # ---------------------------------------------------------------------- figures
+def suptitle(fig, text: str):
+    """A figure title wrapped to the figure's width: a one-panel figure is narrower than a
+    sentence, and matplotlib clips a title wider than its figure."""
+    import textwrap
+
+    size = 12.0  # points, matplotlib's "large" for suptitle
+    chars = max(20, int(fig.get_figwidth() * 72 / (0.6 * size)))
+    return fig.suptitle(textwrap.fill(text, chars), fontsize=size)
+
+
 def pyplot():
     import matplotlib
 
@@ -71,7 +81,7 @@ def fig_trajectory(data: ReportData):
         ax.set_title(key)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8, title="method (one line per partition)", title_fontsize=8)
-    fig.suptitle("Optimisation trajectory (top-S mask of the current logits, exact objective)")
+    suptitle(fig, "Optimisation trajectory (top-S mask of the current logits, exact objective)")
     fig.tight_layout()
     return fig, None
 
@@ -116,7 +126,7 @@ def fig_cluster_heatmap(data: ReportData, bins=6):
         fig.colorbar(im, ax=ax, label="% of documents")
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.suptitle("Where documents come from: clusters binned by quality × diversity")
+    suptitle(fig, "Where documents come from: clusters binned by quality × diversity")
     fig.tight_layout()
     return fig, None
 
@@ -216,7 +226,7 @@ def fig_projection(data: ReportData, method="auto"):
         ax.legend(fontsize=7, loc="best", markerscale=1.5)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.suptitle(f"2-D {name} projection of a sample of the corpus; selected documents highlighted")
+    suptitle(fig, f"2-D {name} projection of a sample of the corpus; selected documents highlighted")
     fig.tight_layout()
     return fig, None
 

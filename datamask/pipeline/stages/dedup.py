@@ -15,14 +15,14 @@ import time
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ...dedup.deduplicator import parse_kinds
 from ...dedup.minhash import lsh_params
 from ..config import DedupConfig
+from ..io import read_parquet_table
 from ..runner import StageRun, finish_split, plan_splits, resolve_io, run_stage, split_record
 from .base import Stage, split_runs
-from .dedup_groups import DEDUP_DIR, GROUPS_FILE, SUMMARY_FILE, find_groups
+from .dedup_groups import DEDUP_DIR, GROUPS_FILE, REMOVED_FILE, SUMMARY_FILE, find_groups
 from .dedup_read import DedupColumns, doc_range, file_ranks
 
 __all__ = ["DedupStage", "run_dedup", "plan_dedup", "DUPLICATE_OF"]
@@ -39,7 +39,7 @@ def _dedup_partition(df, partition_info=None, *, splits, out_root, cfg, ranks, g
     table = to_table(df)
     del df
     lo, hi = doc_range(s, ranks)
-    g = pq.read_table(groups_file, filters=[("doc", ">=", int(lo)), ("doc", "<", int(hi))])
+    g = read_parquet_table(groups_file, filters=[("doc", ">=", int(lo)), ("doc", "<", int(hi))])
     rows = (g.column("doc").to_numpy() - lo).astype(np.int64)
     kinds = g.column("kind").to_pylist()
     n = table.num_rows
@@ -81,9 +81,9 @@ def plan_dedup(cfg) -> StageRun:
 
     def setup(client, pending, out):
         where = out.state / DEDUP_DIR
-        if not (where / GROUPS_FILE).exists():
+        if not ((where / GROUPS_FILE).exists() and (where / REMOVED_FILE).exists()):
             find_groups(client, plan, cols, ranks, kinds, params, cfg, plan.device, where)
-        return {"groups_file": str(where / GROUPS_FILE)}
+        return {"groups_file": str(where / REMOVED_FILE)}
 
     return StageRun(
         "dedup", plan, cols, _dedup_partition,

@@ -31,10 +31,11 @@ from ...dedup.pairs import bucket_pairs, duplicate_of
 from ..io import Split, read_split, write_json_atomic, write_parquet_atomic
 from .dedup_read import column_names, doc_range, document_numbers, gather, per_split, read_quality, read_texts
 
-__all__ = ["find_groups", "DEDUP_DIR", "GROUPS_FILE", "SUMMARY_FILE"]
+__all__ = ["find_groups", "DEDUP_DIR", "GROUPS_FILE", "REMOVED_FILE", "SUMMARY_FILE"]
 
 DEDUP_DIR = "dedup"
-GROUPS_FILE = "groups.parquet"
+GROUPS_FILE = "groups.parquet"  # for the user: id, kept_id, kind, group of every removed row
+REMOVED_FILE = "removed_docs.parquet"  # for the per-split pass: document numbers (doc), kept_id, kind
 SUMMARY_FILE = "summary.json"
 KIND_CODE = {"exact": 0, "fuzzy": 1}
 N_EXAMPLES = 3  # example groups per kind shown in the report
@@ -294,8 +295,10 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
 
     Notes
     -----
-    ``groups.parquet`` holds one row per removed document: ``doc``, ``kept`` (document
-    numbers), ``kept_id`` (the kept row's id) and ``kind`` (the kind that removed it).
+    ``groups.parquet`` holds one row per removed document: its ``id``, ``kept_id`` (the id of
+    the row kept in its place), ``kind`` (the kind that removed it) and ``group`` (0, 1, ...:
+    the rows removed in favour of one kept row). ``removed_docs.parquet`` holds the same rows
+    by document number (``doc``, ``kept_id``, ``kind``) for the per-split pass.
     """
     t0 = time.perf_counter()
     text_kinds = [k for k in kinds if k != "semantic"]
@@ -315,7 +318,7 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
     removed, kept = resolve_kept(removed, kept)
     examples = _examples(removed, kept, by, kinds)
     text_docs = np.unique(np.array([d for _, g, rs in examples for d in [g] + rs], dtype=np.int64))
-    need = np.unique(np.concatenate([kept, text_docs]))
+    need = np.unique(np.concatenate([kept, removed, text_docs]))
     look = gather(client, per_split(_ids, plan, ranks, need, _ids_meta(), cols=cols, text_docs=text_docs),
                    "dedup ids", cfg.quiet, len(plan.splits)) if need.shape[0] else None
     id_of, text_of = {}, {}
@@ -335,8 +338,12 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
         "seconds": round(time.perf_counter() - t0, 3),
     }
     write_json_atomic(summary, where / SUMMARY_FILE)
-    groups = pa.table({"doc": removed, "kept": kept, "kept_id": pa.array([id_of.get(int(k)) for k in kept]),
-                       "kind": pa.array(by.tolist(), type=pa.string())})
+    kept_ids = pa.array([id_of.get(int(k)) for k in kept])
+    kind = pa.array(by.tolist(), type=pa.string())
+    write_parquet_atomic(pa.table({"doc": removed, "kept_id": kept_ids, "kind": kind}), where / REMOVED_FILE)
+    group = np.unique(kept, return_inverse=True)[1].astype(np.int64).reshape(-1)
+    groups = pa.table({"id": pa.array([id_of.get(int(r)) for r in removed]), "kept_id": kept_ids, "kind": kind,
+                       "group": group})
     write_parquet_atomic(groups, where / GROUPS_FILE)  # last: its presence marks the groups complete
 
 

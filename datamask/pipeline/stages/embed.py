@@ -22,7 +22,7 @@ from ..runner import StageRun, finish_split, plan_splits, resolve_io, run_stage,
 from ..schema import TextColumns
 from .base import Stage, split_runs
 
-__all__ = ["EmbedStage", "run_embed", "plan_embed"]
+__all__ = ["EmbedStage", "run_embed", "plan_embed", "embed_split", "make_embedder"]
 
 
 def _cores() -> int:
@@ -42,9 +42,21 @@ def _workers_per_host(client) -> dict:
     return counts
 
 
-def _embed_partition(df, partition_info=None, *, splits, out_root, cfg, embedder, per_host, level=CPU):
+def embed_split(pdf, where, *, cfg, embedder, level=CPU):
+    """One split's embeddings (rows with null/empty text dropped, counted in
+    ``attrs["n_skipped"]``) and the device record: the per-split function of ``datamask
+    embed``, shared with :func:`datamask.dask.embed`."""
     from ...features.embed import embed_partition
 
+    try:  # the texts are read and decoded outside: on a GPU worker, while another split embeds
+        with DeviceWork(level, where, cfg.split_size, flag="--batch-size or --split-size") as work:
+            out = embed_partition(pdf, cfg.text_column, embedder, column=cfg.embedding_column)
+    except ValueError as e:
+        raise DataError(f"{where}: {e}") from None
+    return out, work.record()
+
+
+def _embed_partition(df, partition_info=None, *, splits, out_root, cfg, embedder, per_host, level=CPU):
     t0 = time.perf_counter()
     s = splits[partition_info["number"]]
     pdf = text_frame(df, s, cfg.text_column)
@@ -59,17 +71,13 @@ def _embed_partition(df, partition_info=None, *, splits, out_root, cfg, embedder
         except (ImportError, ValueError):
             k = 1
         embedder = replace(embedder, num_threads=max(1, _cores() // max(k, 1)))
-    try:  # the texts are read and decoded outside: on a GPU worker, while another split embeds
-        with DeviceWork(level, s.where(), cfg.split_size, flag="--batch-size or --split-size") as work:
-            out = embed_partition(pdf, cfg.text_column, embedder, column=cfg.embedding_column)
-    except ValueError as e:
-        raise DataError(f"{s.where()}: {e}") from None
+    out, device = embed_split(pdf, s.where(), cfg=cfg, embedder=embedder, level=level)
     rec = split_record(s, len(pdf))
-    rec.update(rows_out=len(out), skipped_texts=int(out.attrs.get("n_skipped", 0)), **work.record())
+    rec.update(rows_out=len(out), skipped_texts=int(out.attrs.get("n_skipped", 0)), **device)
     return finish_split(pandas_table(out), out_root, rec, t0=t0)
 
 
-def _embedder(cfg, device):
+def make_embedder(cfg, device):
     from ...features.embed import Embedder
 
     try:
@@ -88,7 +96,7 @@ def plan_embed(cfg) -> StageRun:
     cfg = resolve_io(cfg, "embed")
     cols = TextColumns.from_config(cfg)
     plan = plan_splits(cfg, cols, needs=("torch",))  # the model runs on CUDA with torch
-    embedder, dim = _embedder(cfg, plan.device)
+    embedder, dim = make_embedder(cfg, plan.device)
     info = {"model": embedder.path, "dim": dim, "dtype": cfg.dtype, "max_length": cfg.max_length,
             "chunk": bool(cfg.chunk), "compute": cfg.compute, "batch_size": cfg.batch_size or "auto",
             "tokenize_threads": embedder.tokenize_threads}

@@ -20,12 +20,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from ...errors import ConfigError, DataError
 from ..config import ScoreConfig
 from ..frames import pandas_table, text_frame
-from ..io import write_json_atomic, write_parquet_atomic
+from ..io import read_parquet_table, write_json_atomic, write_parquet_atomic
 from ..runner import (
     Output,
     ProgressBars,
@@ -38,9 +37,11 @@ from ..runner import (
     split_record,
 )
 from ..schema import TextColumns
+from ..storage import options
 from .base import Stage, split_runs
 
-__all__ = ["ScoreStage", "run_score", "plan_score", "run_train_quality", "parse_domain_weights", "score_weights", "COMPONENTS_DIR", "STATS_FILE"]
+__all__ = ["ScoreStage", "run_score", "plan_score", "run_train_quality", "parse_domain_weights", "score_weights",
+           "COMPONENTS_DIR", "STATS_FILE", "components_split", "aggregate_split", "weighted_columns", "fasttext_scorer"]
 
 
 COMPONENTS_DIR = "components"
@@ -88,7 +89,7 @@ def score_weights(cfg):
     return weights, parse_domain_weights(cfg.domain_weights), generated
 
 
-def _weighted_columns(weights, domain_weights):
+def weighted_columns(weights, domain_weights):
     cols = list(weights)
     for w in (domain_weights or {}).values():
         cols += [c for c in w if c not in cols]
@@ -110,24 +111,41 @@ def _check_scores(pdf, columns, where):
                             f"({int(bad.sum())} such rows); fill or drop those rows before scoring")
 
 
-def _components_partition(df, partition_info=None, *, splits, out_root, cfg, scorer_kw, inputs, keep):
+def components_split(pdf, where, *, text_column, scorer_kw, inputs):
+    """One split's text components and ``n_tokens`` (the input score columns checked first);
+    the per-split function of pass 1, shared with :func:`datamask.dask.score`."""
     from ...features.score import score_components_partition
 
+    _check_scores(pdf, inputs, where)
+    try:
+        return score_components_partition(pdf, text_column, **scorer_kw)
+    except ValueError as e:
+        raise DataError(f"{where}: {e}") from None
+
+
+def aggregate_split(pdf, where, *, cfg, weights, domain_weights, stats):
+    """One split's ``quality`` from its components and the corpus statistics: the per-split
+    function of pass 3, shared with :func:`datamask.dask.score`."""
+    from ...features.aggregate import aggregate_partition
+
+    try:
+        return aggregate_partition(pdf, weights, stats, method=cfg.normalize, domain_column=cfg.domain_column,
+                                   domain_weights=domain_weights, bins=cfg.bins, output=cfg.quality_column)
+    except ValueError as e:
+        raise DataError(f"{where}: {e}") from None
+
+
+def _components_partition(df, partition_info=None, *, splits, out_root, cfg, scorer_kw, inputs, keep):
     s = splits[partition_info["number"]]
     pdf = text_frame(df, s, cfg.text_column)
     del df
-    _check_scores(pdf, inputs, s.where())
-    try:
-        comp = score_components_partition(pdf, cfg.text_column, **scorer_kw)
-    except ValueError as e:
-        raise DataError(f"{s.where()}: {e}") from None
+    comp = components_split(pdf, s.where(), text_column=cfg.text_column, scorer_kw=scorer_kw, inputs=inputs)
     write_parquet_atomic(pandas_table(comp[keep]), Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet")
     return pd.DataFrame({"name": [s.name], "record": [json.dumps({"name": s.name})]})
 
 
 def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generated, weights, domain_weights,
                      stats):
-    from ...features.aggregate import aggregate_partition
     from ...features.score import count_unusable
 
     t0 = time.perf_counter()
@@ -135,7 +153,7 @@ def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generate
     pdf = text_frame(df, s, cfg.text_column)
     del df
     comp_file = Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet"
-    comp = pq.read_table(comp_file, columns=generated + ["n_tokens"])
+    comp = read_parquet_table(comp_file, columns=generated + ["n_tokens"])
     if comp.num_rows != len(pdf):
         raise DataError(f"{s.where()}: the stored components have {comp.num_rows} rows, the input "
                         f"{len(pdf)}; the input changed: rerun with --overwrite")
@@ -143,10 +161,9 @@ def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generate
         pdf[c] = comp.column(c).to_numpy()
     try:
         n_unusable = count_unusable(pdf, cfg.text_column)
-        out = aggregate_partition(pdf, weights, stats, method=cfg.normalize, domain_column=cfg.domain_column,
-                                  domain_weights=domain_weights, bins=cfg.bins, output=cfg.quality_column)
     except ValueError as e:
         raise DataError(f"{s.where()}: {e}") from None
+    out = aggregate_split(pdf, s.where(), cfg=cfg, weights=weights, domain_weights=domain_weights, stats=stats)
     rec = split_record(s, len(pdf))
     rec.update(rows_out=len(out), unusable_texts=n_unusable)
     res = finish_split(pandas_table(out), out_root, rec, t0=t0)
@@ -178,31 +195,39 @@ def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inpu
         files = [str(comp_dir / f"{s.name}.parquet") for s in stage_plan.splits]
         with client.as_current():
             try:
-                stats = compute_stats(dd.read_parquet(files, columns=weighted), weighted)
+                stats = compute_stats(dd.read_parquet(files, columns=weighted, storage_options=options() or None),
+                                      weighted)
             except ValueError as e:
                 raise DataError(str(e)) from None
         write_json_atomic({"weights": weighted, "stats": {c: v.to_dict() for c, v in stats.items()}}, stats_file)
     return {"stats": stats}
 
 
+def fasttext_scorer(cfg):
+    """The fastText scorer of ``cfg`` (None without one), loaded here so a bad model or label
+    fails before any work starts."""
+    if not cfg.fasttext:
+        return None
+    from ...features.fasttext_quality import FastTextScorer
+
+    try:
+        scorer = FastTextScorer(cfg.fasttext, cfg.fasttext_label)
+        scorer.label()
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return scorer
+
+
 def plan_score(cfg) -> StageRun:
     """``datamask score`` of ``cfg`` (a :class:`~datamask.pipeline.config.ScoreConfig`) as a :class:`StageRun`."""
     cfg = resolve_io(cfg, "score")
     weights, domain_weights, generated = score_weights(cfg)
-    weighted = _weighted_columns(weights, domain_weights)
+    weighted = weighted_columns(weights, domain_weights)
     inputs = [c for c in weighted if c not in generated]
     extra_cols = inputs + ([cfg.domain_column] if cfg.domain_column else [])
     cols = TextColumns.from_config(cfg, extra=extra_cols)
     plan = plan_splits(cfg, cols)
-    scorer = None
-    if cfg.fasttext:
-        from ...features.fasttext_quality import FastTextScorer
-
-        try:
-            scorer = FastTextScorer(cfg.fasttext, cfg.fasttext_label)
-            scorer.label()  # load once here: a bad model or label fails before any work starts
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
+    scorer = fasttext_scorer(cfg)
     if cfg.tokenizer and not Path(cfg.tokenizer).exists():
         raise ConfigError(f"tokenizer {cfg.tokenizer!r} does not exist; pass a tokenizer.json file or a "
                           "folder holding one")

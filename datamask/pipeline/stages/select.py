@@ -26,6 +26,7 @@ from ..holdout import split_off_holdout
 from ..io import Split, normalize_embedding, read_split, write_json_atomic, write_parquet_atomic
 from ..runner import PROGRESS_TOPIC, Output, Plan, StageRun, plan_splits, resolve_io, run_stage, write_split_files
 from ..schema import Columns
+from ..tokens import apportion, count_corpus_tokens, token_totals
 from .base import Stage, split_runs
 from .select_split import check_budget, duplicate_ids_message, select_split, selected_table
 
@@ -61,9 +62,9 @@ def _check_budget(s: Split, cfg):
 
 def _read_ids(s: Split, order: int, cols: Columns) -> pd.DataFrame:
     if s.fmt == "parquet":
-        import pyarrow.parquet as pq
+        from ..io import read_parquet_table
 
-        ids = pq.read_table(s.path, columns=[cols.id]).column(0).slice(s.start, s.rows)
+        ids = read_parquet_table(s.path, columns=[cols.id]).column(0).slice(s.start, s.rows)
     else:
         ids = read_split(s, cols).column(cols.id)
     return pd.DataFrame({"id": ids.to_pandas(), "order": np.int32(order),
@@ -106,7 +107,8 @@ def _progress_callback(name):
     return cb
 
 
-def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_root, drops, in_type):
+def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_root, drops, in_type,
+                      token_budgets=None):
     """One partition: drop the corpus-wide duplicate ids and the holdout, run
     :func:`~.select_split.select_split` (the same per-split function as
     :func:`datamask.dask.select`), write the data file(s), then the record."""
@@ -136,11 +138,13 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
            "seed": s.seed(cfg.seed), "rows_in": table.num_rows, "duplicates_dropped": n_dupes,
            "holdout_rows": s.rows - n_dupes - table.num_rows, "holdout_files": held_files}
     res = select_split(table, cfg, rec["seed"], s.where(), s.start, level=level, d=d,
-                       callback=_progress_callback(s.name))
+                       callback=_progress_callback(s.name),
+                       tokens=None if token_budgets is None else token_budgets[s.name])
     rec.update(res.record)
-    files = [] if table.num_rows == 0 else write_split_files(selected_table(table, res, cfg.keep_all), out.data,
-                                                             s.name, cfg.partition_on)
-    rec.update(files=files, wall_seconds=round(time.perf_counter() - t0, 3))
+    result = None if table.num_rows == 0 else selected_table(table, res, cfg.keep_all)
+    files = [] if result is None else write_split_files(result, out.data, s.name, cfg.partition_on)
+    rec.update(files=files, rows_written=0 if result is None else result.num_rows,
+               wall_seconds=round(time.perf_counter() - t0, 3))
     write_json_atomic(rec, out.parts / f"{s.name}.json")
     return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
 
@@ -155,14 +159,29 @@ def plan_select(cfg) -> StageRun:
         first = plan.splits[0]
         in_type = read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols)\
             .schema.field(cols.embedding).type
+    token_info = {}
+
+    def check(client, pending):
+        kw = {"drops": find_duplicates(client, plan, cols, cfg.dedupe_ids)}
+        if cfg.token_budget:  # every split's share, from the whole corpus's tokens
+            counts = count_corpus_tokens(client, plan.splits, cfg, kw["drops"], cols)
+            kw["token_budgets"], info = apportion(dict(zip(counts["name"], counts["tokens"])), cfg)
+            token_info.update(info)
+        return kw
+
+    def totals(parts):
+        out = {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in parts))} if cfg.holdout else {}
+        if cfg.token_budget:
+            out.update(token_totals(parts, token_info))
+        return out
+
     return StageRun(
         "select", plan, cols, _select_partition,
         kwargs=dict(cfg=cfg, level=plan.level, d=plan.d, drops={}, in_type=in_type),
         frame_device=plan.device,
-        check=lambda client, pending: {"drops": find_duplicates(client, plan, cols, cfg.dedupe_ids)},
+        check=check,
         steps_per=int(cfg.steps) if cfg.method == "datamask" else 0,
-        totals=(lambda parts: {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in parts))})
-        if cfg.holdout else None,
+        totals=totals,
     )
 
 
@@ -183,5 +202,12 @@ class SelectStage(Stage):
 
     def summary(self, manifest, out):
         t = manifest["totals"]
-        return f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows {split_runs(t, out)}"
+        line = f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows {split_runs(t, out)}"
+        tok = t.get("tokens")
+        if tok:
+            line += (f"\ndatamask: kept {tok['tokens_out']:,} of {tok['corpus_tokens']:,} tokens (budget "
+                     f"{tok['budget']:,}; counts from {tok['source'] or 'no split'})")
+            if tok["covers_corpus"]:
+                line += "\ndatamask: the token budget is at least the corpus's tokens: every row is kept"
+        return line
 

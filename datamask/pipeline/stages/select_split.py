@@ -20,10 +20,12 @@ from ...core.diversity import get_diversity
 from ...core.estimator import rows_after_pruning
 from ...errors import DataError
 from ...methods import budget_for, prunes, score, select
+from ...methods.registry import tokens_column_of
 from ..gpu import CPU
 from ..gpu_worker import DeviceWork, device_array
 from ..io import split_seed  # noqa: F401  (re-exported: the seed of a split)
 from ..schema import LOGIT, SELECTED, Columns, check_table, check_vectors
+from ..tokens import split_lengths
 
 __all__ = [
     "SplitSelection",
@@ -37,7 +39,10 @@ __all__ = [
 
 
 def check_budget(n_rows: int, where: str, cfg):
-    """The split's budget fits its rows (and the rows left after pruning); a DataError if not."""
+    """The split's budget fits its rows (and the rows left after pruning); a DataError if not.
+    A token budget is checked against the split's tokens by the method."""
+    if getattr(cfg, "token_budget", False):
+        return
     S = budget_for(n_rows, cfg)
     if S > n_rows:
         raise DataError(
@@ -98,23 +103,30 @@ def _score_all(E, q, cfg, seed):
 
 
 def select_split(
-    table: pa.Table, cfg, seed: int, where: str, first_row: int = 0, *, level=CPU, d=None, callback=None
+    table: pa.Table, cfg, seed: int, where: str, first_row: int = 0, *, level=CPU, d=None, callback=None,
+    tokens=None,
 ) -> SplitSelection:
     """Validate one split (host), select on the level's arrays, score before and after.
 
     ``table`` holds the split's rows (the method may read more columns of it: clusters,
     token counts); ``seed`` is the split's own (:func:`split_seed` of its identity);
-    ``where`` names the split in errors; ``d`` is the width every split must have."""
+    ``where`` names the split in errors; ``d`` is the width every split must have;
+    ``tokens``: the split's token budget T_s (:mod:`datamask.pipeline.tokens`)."""
     cols = Columns.from_config(cfg)
     n = table.num_rows
     if n == 0:  # an empty split is skipped, not an error
         return SplitSelection(np.zeros(0, dtype=bool), np.zeros(0), {"rows_in": 0, "rows_out": 0, "skipped": "empty"})
     E, q = check_table(table, where, cols, first_row, expect_d=d, vectors=False)
     check_budget(n, where, cfg)
+    lengths, source = None, None
+    if tokens is not None or tokens_column_of(cfg, table.schema.names) is not None:
+        lengths, source = split_lengths(table, cfg, where, first_row)
+    if tokens is not None and int(tokens) < 1:  # a split of no tokens, or too small a share
+        return _nothing_kept(n, lengths, source, tokens)
     with DeviceWork(level, where, cfg.split_size, data_bytes=E.nbytes) as work:
         E, q = device_array(E, level), device_array(q, level)  # to the GPU once (cupy levels)
         check_vectors(E, where, cols.embedding, first_row)  # there, not on the host
-        sel = select(E, q, cfg, seed, where, callback=callback, table=table)
+        sel = select(E, q, cfg, seed, where, callback=callback, table=table, lengths=lengths, tokens=tokens)
         before = _score_all(E, q, cfg, seed)
         del E, q
     logits = np.full(n, np.nan) if sel.logits is None else np.asarray(sel.logits, dtype=np.float64)
@@ -130,7 +142,23 @@ def select_split(
     }
     if sel.history:  # the trajectory the report draws
         rec["history"] = sel.history
+    if lengths is not None:
+        rec.update(_token_record(lengths, np.asarray(sel.mask, dtype=bool), source, tokens))
     return SplitSelection(np.asarray(sel.mask, dtype=bool), logits, rec)
+
+
+def _token_record(lengths, mask, source, tokens):
+    rec = {"tokens_in": int(lengths.sum()), "tokens_out": int(lengths[mask].sum()), "tokens_source": source}
+    if tokens is not None:
+        rec["token_budget"] = int(tokens)
+    return rec
+
+
+def _nothing_kept(n, lengths, source, tokens):
+    mask = np.zeros(n, dtype=bool)
+    rec = {"rows_in": n, "rows_out": 0, "budget": 0, "before": None, "after": None, "n_steps": 0,
+           "select_seconds": 0.0, **_token_record(lengths, mask, source, tokens)}
+    return SplitSelection(mask, np.full(n, np.nan), rec)
 
 
 def selected_table(table: pa.Table, res: SplitSelection, keep_all: bool) -> pa.Table:

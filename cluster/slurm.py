@@ -1,6 +1,6 @@
 """Run `datamask select` on SLURM workers with dask-jobqueue (pip install dask-jobqueue).
 
-    python deploy/slurm.py /shared/corpus /shared/selected --jobs 8 -- --ratio 0.1
+    python cluster/slurm.py /shared/corpus /shared/selected --jobs 8 -- --ratio 0.1
 
 Each SLURM job is one Dask worker on one GPU (or CPU node with --cpu). The client (this
 script) runs on the login node or in its own small job; input and output must be on a

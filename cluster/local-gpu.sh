@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Start a dask-cuda cluster: scheduler on this node, one worker per GPU on each node given.
 #
-#   deploy/local-gpu.sh                      # scheduler + workers on this node
-#   deploy/local-gpu.sh node2 node3          # + workers on node2, node3 (ssh, shared FS)
+#   cluster/local-gpu.sh                      # scheduler + workers on this node
+#   cluster/local-gpu.sh node2 node3          # + workers on node2, node3 (ssh, shared FS)
 #   datamask select IN OUT --device gpu --scheduler-file "$SCHED_FILE"
 #
 # Needs the [gpu] environment (environment.yml) on every node, and SCHED_FILE on a

@@ -1,0 +1,111 @@
+"""Files written whole or not at all, and Parquet read, on a local disk or an object store.
+
+Locally a file is written under a temporary name and renamed when complete; on an object
+store (no rename) it is one object, which appears only when its upload completes. Either
+way a reader sees the whole file or none (:mod:`~datamask.pipeline.storage`).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import OutputError
+from .storage import Remote, is_url, location, open_file
+
+__all__ = ["dictionary_columns", "write_parquet_atomic", "write_json_atomic", "parquet_rows", "read_parquet_table",
+           "hive_path"]
+
+
+def _short(e) -> str:
+    return str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:12]}")
+
+
+def dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Columns worth dictionary encoding: every one but vectors of floats (embeddings).
+
+    An embedding's values never repeat, so a dictionary only costs: a float16 embedding
+    column written with one reads back several times slower than without
+    (``benchmarks/results/parquet_read.md``). Pass as ``use_dictionary`` to ``pyarrow.parquet.write_table``.
+    """
+    def vector(t):
+        return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and \
+            pa.types.is_floating(t.value_type)
+
+    return [f.name for f in schema if not vector(f.type)]
+
+
+def write_parquet_atomic(table: pa.Table, path):
+    """Write ``table`` so that ``path`` holds it whole or not at all: locally under a temporary
+    name renamed when complete; on an object store as one object (no rename there: an upload
+    appears only when it completes)."""
+    path = location(path)
+    try:
+        if isinstance(path, Remote):
+            with path.open("wb") as fh:
+                pq.write_table(table, fh, use_dictionary=dictionary_columns(table.schema))
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _tmp(path)
+        pq.write_table(table, tmp, use_dictionary=dictionary_columns(table.schema))
+        os.replace(tmp, path)
+    except OSError as e:
+        raise OutputError(f"cannot write {path} ({_short(e)}); check space and permissions") from None
+
+
+def write_json_atomic(obj, path):
+    """A JSON file written whole or not at all (see :func:`write_parquet_atomic`)."""
+    path = location(path)
+    text = json.dumps(obj, indent=2, sort_keys=False, default=str)
+    try:
+        if isinstance(path, Remote):
+            path.write_text(text)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _tmp(path)
+        with open(tmp, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        raise OutputError(f"cannot write {path} ({_short(e)}); check space and permissions") from None
+
+
+def read_parquet_table(path, **kw) -> pa.Table:
+    """``pyarrow.parquet.read_table`` of a local path or a URL (through fsspec, with this
+    process's storage options)."""
+    if is_url(path):
+        from .storage import filesystem
+
+        fs, p = filesystem(str(path))
+        return pq.read_table(p, filesystem=fs, **kw)
+    return pq.read_table(str(path), **kw)
+
+
+def parquet_rows(path) -> int | None:
+    """Rows of a Parquet file from its footer, through this process's view of the storage;
+    None when it is missing or unreadable."""
+    try:
+        with open_file(path, "rb") as fh:
+            return pq.ParquetFile(fh).metadata.num_rows
+    except (OSError, pa.ArrowInvalid, ValueError):
+        return None
+
+
+def hive_path(column: str, value) -> str:
+    """``column=value`` directory name (Hive style, as pyarrow reads it back)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return f"{column}=__HIVE_DEFAULT_PARTITION__"
+    from urllib.parse import quote
+
+    return f"{column}={quote(str(value), safe='')}"

@@ -1,0 +1,143 @@
+"""Token budgets end to end: `datamask select --tokens` through a real Dask cluster."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from datamask.cli import main
+from datamask.cli.demo import corpus_table
+from datamask.core.synthetic import make_corpus
+from datamask.pipeline.config import SelectConfig, parse_tokens
+from tests.helpers.pipeline_data import args, assert_fails, assert_no_output, manifest, read_out
+
+ROWS = (1500, 1500, 600)  # split 1000 -> 1000, 500, 1000, 500, 600 rows
+
+
+def _lengths(n, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.maximum(1, rng.lognormal(6.0, 1.2, size=n)).astype(np.int64)
+    t[rng.choice(n, 4, replace=False)] = 50_000
+    return t
+
+
+@pytest.fixture(scope="module")
+def skewed(tmp_path_factory):
+    """Three Parquet files with a lognormal ``token_count`` column and a few 50k-token rows."""
+    d = tmp_path_factory.mktemp("tok")
+    c = make_corpus(n_rows=sum(ROWS), dim=16, n_topics=6, n_dup_groups=4, seed=1)
+    c["token_count"] = _lengths(sum(ROWS))
+    lo = 0
+    for i, n in enumerate(ROWS):
+        pq.write_table(corpus_table(c, lo, hi=lo + n), d / f"shard-{i}.parquet", row_group_size=400)
+        lo += n
+    return d, c["token_count"]
+
+
+def _select(inp, out, address, *extra):
+    a = args(inp, out, "--split-size", "1000", *extra, scheduler=address)
+    assert main(a) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["datamask", "greedy", "relaxed", "topk", "random", "semdedup", "quadmix"])
+def test_every_method_keeps_each_split_within_its_share(skewed, address, tmp_path, method):
+    inp, t = skewed
+    T = int(0.1 * t.sum())
+    out = tmp_path / method
+    _select(inp, out, address, "--tokens", str(T), "--method", method, "--prune", "0.3")
+    m = manifest(out)
+    tok = m["totals"]["tokens"]
+    assert tok["budget"] == T and tok["corpus_tokens"] == t.sum() and tok["source"] == "column token_count"
+    kept = read_out(out)
+    assert tok["tokens_out"] == int(kept.column("token_count").to_numpy().sum()) <= T
+    for p in m["splits"]:
+        share = T * p["tokens_in"] // t.sum()  # T_s = T * tokens_s / tokens
+        assert p["token_budget"] == share
+        assert p["tokens_out"] <= share
+        # within one document: a split keeps all but less than its longest row
+        assert share - p["tokens_out"] < 50_000
+    assert T - tok["tokens_out"] < 50_000 * len(m["splits"])
+
+
+def test_token_budget_per_split_fills_and_resumes(skewed, address, tmp_path):
+    inp, t = skewed
+    out = tmp_path / "out"
+    _select(inp, out, address, "--tokens", "150k")
+    m = manifest(out)
+    assert m["totals"]["tokens"]["budget"] == 150_000
+    ids = read_out(out).column("id").to_numpy()
+    # resume: a lost split is recomputed with the same share and the same rows
+    parts = sorted((out / "_datamask" / "parts").glob("*.json"))
+    lost = json.loads(parts[1].read_text())
+    parts[1].unlink()
+    for f in lost["files"]:
+        (out / "data" / f).unlink()
+    (out / "manifest.json").unlink()
+    _select(inp, out, address, "--tokens", "150k")
+    m2 = manifest(out)
+    assert m2["totals"]["resumed"] == len(m2["splits"]) - 1
+    assert np.array_equal(read_out(out).column("id").to_numpy(), ids)
+    assert m2["totals"]["tokens"]["tokens_out"] == m["totals"]["tokens"]["tokens_out"]
+
+
+def test_budget_over_the_corpus_keeps_everything_and_says_so(skewed, address, tmp_path, capsys):
+    inp, t = skewed
+    out = tmp_path / "all"
+    a = args(inp, out, "--split-size", "1000", "--tokens", "1.5T", scheduler=address)
+    a.remove("--quiet")
+    assert main(a) == 0
+    said = capsys.readouterr().out
+    assert "every row is kept" in said
+    assert manifest(out)["totals"]["rows_out"] == sum(ROWS)
+    assert manifest(out)["totals"]["tokens"]["covers_corpus"]
+
+
+def test_bad_token_counts_fail_in_one_line_naming_file_row_column(tmp_path, address, capsys):
+    c = make_corpus(n_rows=300, dim=16, seed=2)
+    tab = corpus_table(c)
+    counts = pa.array([5] * 120 + [None] + [5] * 179, type=pa.int64())
+    pq.write_table(tab.append_column("token_count", counts), tmp_path / "a.parquet")
+    out = tmp_path / "out"
+    assert_fails(
+        capsys,
+        args(tmp_path / "a.parquet", out, "--tokens", "200", scheduler=address),
+        "a.parquet",
+        "row 120",
+        "'token_count'",
+        "null",
+    )
+    assert_no_output(out)
+    counts = pa.array([5.0] * 77 + [2.5] + [5.0] * 222)
+    pq.write_table(tab.append_column("token_count", counts), tmp_path / "b.parquet")
+    assert_fails(
+        capsys, args(tmp_path / "b.parquet", out, "--tokens", "200", scheduler=address), "b.parquet", "row 77", "2.5"
+    )
+    assert_no_output(out)
+
+
+def test_budget_flags_are_checked(tmp_path, capsys):
+    for extra, needle in (
+        (["--tokens", "0"], "positive"),
+        (["--tokens", "-5"], "positive"),
+        (["--tokens", "1k", "--budget", "10"], "not both"),
+        (["--tokens", "1k", "--ratio", "0.2"], "not both"),
+        (["--tokens", "1k", "--token-ratio", "0.2"], "not both"),
+        (["--token-ratio", "1.5"], "(0, 1]"),
+        (["--tokens", "lots"], "200k"),
+    ):
+        assert_fails(capsys, ["select", str(tmp_path), str(tmp_path / "o"), *extra], needle)
+    assert [parse_tokens(v) for v in ("2e5", "200k", "1.5B", "1.5T", 300, "2M")] == [
+        200_000,
+        200_000,
+        1_500_000_000,
+        1_500_000_000_000,
+        300,
+        2_000_000,
+    ]
+    cfg = SelectConfig.from_dict({"tokens": "200k"})
+    assert cfg.tokens == 200_000 and cfg.token_budget
