@@ -7,12 +7,16 @@ paper's quality-aware pruning, and report the chosen mask on the same exact obje
 from __future__ import annotations
 
 import math
+import re
 import time
+from numbers import Integral, Real
 
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
 from .backend import default_rng, get_namespace
-from .diversity import Facility, Pairwise, get_diversity
+from .diversity import DIVERSITIES, Diversity, Facility, Pairwise, get_diversity
 from .objectives import Objective, normalize_quality
 from .pg import PolicyGradient
 from .relaxed import frank_wolfe
@@ -20,7 +24,7 @@ from .relaxed_tokens import frank_wolfe_tokens
 from .tokens import candidate_tokens, check_lengths, check_token_budget
 from .validate import check_inputs, needs_rescale, unit_rows
 
-__all__ = ["DataMask", "SOLVERS", "rows_after_pruning"]
+__all__ = ["DataMask", "SOLVERS", "rows_after_pruning", "check_params"]
 
 SOLVERS = ("pg", "greedy", "relaxed")
 # Default cap on the rows of one batch-updating step (the batch_max parameter).
@@ -36,7 +40,24 @@ def rows_after_pruning(n_rows: int, prune: float) -> int:
     return n_rows - int(math.floor(float(prune) * n_rows))
 
 
-class DataMask:
+def check_params(params: dict) -> None:
+    """The one check of ``DataMask``'s parameters (also :class:`~datamask.pipeline.config.SelectConfig`'s):
+    each against :attr:`DataMask._parameter_constraints`, then the ones that depend on each
+    other. A ValueError names the parameter (``ratio must be ...``)."""
+    try:
+        validate_parameter_constraints(DataMask._parameter_constraints, params, caller_name="DataMask")
+    except InvalidParameterError as e:
+        m = re.fullmatch(r"The '(\w+)' parameter of DataMask must be (.*)\. Got (.*) instead\.", str(e), flags=re.S)
+        raise ValueError(f"{m[1]} must be {m[2]}, got {m[3]}" if m else str(e)) from None
+    if params.get("solver") == "relaxed":
+        get_diversity(params.get("diversity", "pairwise")).check_relaxed()
+    lr = params.get("logit_range")
+    if lr is not None and (len(lr) != 2 or not float(lr[0]) <= float(lr[1])):
+        raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {lr}")
+
+
+
+class DataMask(BaseEstimator):
     """Select ``S`` of ``N`` rows that maximise ``lam * quality + (1 - lam) * diversity``.
 
     Parameters
@@ -146,9 +167,38 @@ class DataMask:
     fit_seconds_ : float
     """
 
+    _parameter_constraints: dict = {
+        "ratio": [Interval(Real, 0, 1, closed="neither")],
+        "budget": [Interval(Integral, 1, None, closed="left"), None],
+        "tokens": "no_validation",  # checked against lengths in fit (datamask.core.tokens)
+        "lam": [Interval(Real, 0, 1, closed="both")],
+        "diversity": [StrOptions(set(DIVERSITIES)), Diversity],
+        "solver": [StrOptions(set(SOLVERS))],
+        "group_size": [Interval(Integral, 2, None, closed="left")],
+        "lr": [Interval(Real, 0, None, closed="neither"), None],
+        "steps": [Interval(Integral, 0, None, closed="left")],
+        "batch_ratio": [Interval(Real, 0, 1, closed="right"), None],
+        "batch_max": [Interval(Integral, 2, None, closed="left"), None],
+        "prune": [Interval(Real, 0, 1, closed="left")],
+        "init": [StrOptions({"quality", "uniform"})],
+        "logit_range": [tuple, list, None],
+        "final": [StrOptions({"topk", "sample"})],
+        "reference_size": [Interval(Integral, 1, None, closed="left"), None],
+        "seed": [Integral],
+        "callback": [callable, None],
+        "eval_every": [Interval(Integral, 1, None, closed="left")],
+        "patience": [Interval(Integral, 0, None, closed="left"), None],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "lr_schedule": [StrOptions({"constant", "cosine"})],
+        "relaxed_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_threads": [Interval(Integral, 1, None, closed="left"), None],
+        "progress": ["boolean"],
+    }
+
     def __init__(
         self,
         ratio=0.1,
+        *,
         budget=None,
         tokens=None,
         lam=0.5,
@@ -200,72 +250,16 @@ class DataMask:
         self.n_threads = n_threads
         self.progress = progress
 
-    # ------------------------------------------------------------------ parameters
-    def get_params(self) -> dict:
-        """The constructor parameters, as a dict (scikit-learn style)."""
-        import inspect
-
-        return {k: getattr(self, k) for k in inspect.signature(type(self).__init__).parameters if k != "self"}
-
-    def set_params(self, **params):
-        valid = self.get_params()
-        for k, v in params.items():
-            if k not in valid:
-                raise ValueError(f"unknown parameter {k!r}; valid: {sorted(valid)}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self):
-        default = type(self)().get_params()
-        changed = {k: v for k, v in self.get_params().items() if v != default[k]}
-        return f"DataMask({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
-
     def _check_params(self, n_rows):
-        div = get_diversity(self.diversity)
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self.solver == "relaxed":
-            div.check_relaxed()
-        if not 0.0 <= float(self.lam) <= 1.0:
-            raise ValueError(f"lam must be in [0, 1], got {self.lam}")
-        if not 0.0 <= float(self.prune) < 1.0:
-            raise ValueError(f"prune must be in [0, 1), got {self.prune}")
-        if self.init not in ("quality", "uniform"):
-            raise ValueError(f"init must be 'quality' or 'uniform', got {self.init!r}")
-        if self.final not in ("topk", "sample"):
-            raise ValueError(f"final must be 'topk' or 'sample', got {self.final!r}")
-        if self.lr_schedule not in ("constant", "cosine"):
-            raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}")
-        if int(self.group_size) < 2:
-            raise ValueError(f"group_size must be >= 2, got {self.group_size}")
-        if self.lr is not None and not float(self.lr) > 0:
-            raise ValueError(f"lr must be > 0 or None, got {self.lr}")
-        if int(self.steps) < 0:
-            raise ValueError(f"steps must be >= 0, got {self.steps}")
-        if int(self.eval_every) < 1:
-            raise ValueError(f"eval_every must be >= 1, got {self.eval_every}")
-        if self.batch_ratio is not None and not 0.0 < float(self.batch_ratio) <= 1.0:
-            raise ValueError(f"batch_ratio must be in (0, 1] or None, got {self.batch_ratio}")
-        if self.batch_max is not None and (int(self.batch_max) != self.batch_max or int(self.batch_max) < 2):
-            raise ValueError(f"batch_max must be an integer >= 2 or None, got {self.batch_max}")
-        if self.logit_range is not None:
-            lo, hi = self.logit_range
-            if not float(lo) <= float(hi):
-                raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {self.logit_range}")
-        if self.reference_size is not None and int(self.reference_size) < 1:
-            raise ValueError(f"reference_size must be >= 1 or None, got {self.reference_size}")
+        check_params(self.get_params(deep=False))
         if self.tokens is not None:
             check_token_budget(self.tokens, self.budget)
             return None, rows_after_pruning(n_rows, self.prune)
         if self.budget is not None:
-            if int(self.budget) != self.budget or int(self.budget) < 1:
-                raise ValueError(f"budget must be a positive integer, got {self.budget}")
             S = int(self.budget)
             if S > n_rows:
                 raise ValueError(f"budget={S} is larger than the number of rows ({n_rows})")
         else:
-            if not 0.0 < float(self.ratio) < 1.0:
-                raise ValueError(f"ratio must be in (0, 1), got {self.ratio}")
             S = int(round(float(self.ratio) * n_rows))
             if S < 1:
                 raise ValueError(

@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from ..core.diversity import DIVERSITIES, get_diversity
-from ..core.estimator import DataMask
+from ..core.diversity import DIVERSITIES
+from ..core.estimator import DataMask, check_params
 from ..errors import ConfigError, warn_deprecated
 from ..methods import REGISTRY
 
@@ -210,18 +210,11 @@ class SelectConfig(StageConfig):
             if self.method not in ("datamask", self.solver):
                 raise ConfigError(f"solver {self.solver} and method {self.method} disagree; give --method alone")
             self.method, self.solver = self.solver, "pg"
-        if self.budget is None and not 0.0 < float(self.ratio) < 1.0:
-            raise ConfigError(f"ratio must be in (0, 1), got {self.ratio}; e.g. --ratio 0.1 keeps 10% of each split")
-        if self.budget is not None and int(self.budget) < 1:
-            raise ConfigError(f"budget must be a positive number of rows, got {self.budget}")
+        try:  # the estimator's own check of every parameter it takes
+            check_params(self.estimator_params(0))
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         self._check_tokens()
-        if not 0.0 <= float(self.lam) <= 1.0:
-            raise ConfigError(f"lam must be in [0, 1], got {self.lam}")
-        if not 0.0 <= float(self.prune) < 1.0:
-            raise ConfigError(f"prune must be in [0, 1), got {self.prune}")
-        if self.method == "relaxed" and get_diversity(self.diversity).relaxed_terms is None:
-            raise ConfigError(f"method relaxed is not defined for diversity {self.diversity}; use --method datamask "
-                              "or greedy")
         if not 0.0 <= float(self.holdout) < 1.0:
             raise ConfigError(f"holdout must be in [0, 1), got {self.holdout}; e.g. --holdout 0.05 sets 5% aside")
         if self.eps is not None and float(self.eps) < 0:
