@@ -31,6 +31,8 @@ __all__ = ["ALL_METHODS", "format_table", "score_selection", "compare_arrays", "
 
 ALL_METHODS = METHODS  # every registered selection method (datamask.methods)
 METRICS = ("quality", "quality_norm", *DIVERSITIES, "objective", "mean_tokens", "seconds")
+# Summed over splits (not averaged): tokens kept, and the token budget under --tokens.
+SUMS = ("tokens", "token_budget")
 
 
 def score_selection(E, q, mask, n_tokens=None, lam=0.5, diversity="pairwise", reference_size=2048, seed=0):
@@ -46,6 +48,7 @@ def score_selection(E, q, mask, n_tokens=None, lam=0.5, diversity="pairwise", re
     r = evaluate(E, q, mask, lam=lam, diversity=diversity, reference_size=reference_size, seed=seed)
     out["quality_norm"], out["objective"] = float(r["quality"]), float(r["objective"])
     out["mean_tokens"] = float(np.asarray(n_tokens)[mask].mean()) if n_tokens is not None else float("nan")
+    out["tokens"] = float(np.asarray(n_tokens)[mask].sum()) if n_tokens is not None else float("nan")
     return out
 
 
@@ -67,7 +70,7 @@ def _clusters_for(E, cluster, k, seed):
 
 
 def compare_arrays(E, q, methods=ALL_METHODS, cfg=None, budget=None, cluster=None, n_tokens=None, k=None,
-                   quadmix_params=None, semdedup_eps=None, seed=0):
+                   quadmix_params=None, semdedup_eps=None, seed=0, tokens=None):
     """Run ``methods`` on one partition and score each.
 
     Parameters
@@ -82,6 +85,8 @@ def compare_arrays(E, q, methods=ALL_METHODS, cfg=None, budget=None, cluster=Non
     n_tokens : (N,) optional — token counts (QuaDMix weighting, mean length)
     quadmix_params : dict or YAML path for :func:`datamask.methods.quadmix.quadmix_params`
     semdedup_eps : float, optional — fixed eps; default tunes eps to the budget
+    tokens : int, optional — a token budget instead of rows (needs ``n_tokens``): every
+        method keeps at most this many tokens, filled to within one row
 
     Returns
     -------
@@ -101,6 +106,8 @@ def compare_arrays(E, q, methods=ALL_METHODS, cfg=None, budget=None, cluster=Non
     E = np.asarray(to_numpy(E))
     q = np.asarray(to_numpy(q), dtype=np.float64)
     n = E.shape[0]
+    if tokens is not None:
+        return _compare_tokens(E, q, methods, cfg, cluster, n_tokens, k, quadmix_params, int(tokens), seed)
     S = int(budget) if budget is not None else budget_for(n, cfg)
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown:
@@ -148,6 +155,47 @@ def compare_arrays(E, q, methods=ALL_METHODS, cfg=None, budget=None, cluster=Non
     return table, masks, hist, extra
 
 
+def _compare_tokens(E, q, methods, cfg, cluster, n_tokens, k, quadmix_params, T, seed):
+    """:func:`compare_arrays` at equal tokens: every method within ``T`` tokens."""
+    from ..methods import select as run_method
+
+    if n_tokens is None:
+        raise ValueError("a token budget needs the rows' token counts (n_tokens)")
+    t = np.asarray(n_tokens, dtype=np.int64)
+    lab = cent = None
+    if {"semdedup", "quadmix"} & set(methods):
+        lab, cent = _clusters_for(E, cluster, k, seed)
+    rows, masks, hist, extra = [], {}, {}, {}
+    for m in methods:
+        t0 = time.perf_counter()
+        info = {}
+        if m in ("datamask", "greedy", "relaxed"):
+            from ..core.estimator import DataMask
+
+            params = dict(cfg.estimator_params(seed), budget=None, tokens=T, solver="pg" if m == "datamask" else m)
+            est = DataMask(**params).fit(E, q, lengths=t)
+            mask = to_numpy(est.mask_).astype(bool)
+            if m == "datamask":
+                hist[m] = pd.DataFrame(est.history_)
+            info["steps"] = int(est.n_steps_)
+        else:  # the registry's token-budget forms, on this split's clusters
+            mcfg = cfg.replace(method=m)
+            mcfg.quadmix_params = quadmix_params
+            table = None
+            if lab is not None:
+                import pyarrow as pa
+
+                table = pa.table({mcfg.domain_column: np.asarray(lab)})
+            mask = run_method(E, q, mcfg, seed, table=table, lengths=t, tokens=T).mask
+        seconds = time.perf_counter() - t0
+        rec = score_selection(E, q, mask, t, cfg.lam, cfg.diversity, cfg.reference_size or 2048, seed)
+        rec.update(method=m, seconds=seconds, budget=int(mask.sum()), token_budget=T)
+        rows.append(rec)
+        masks[m] = mask
+        extra[m] = info
+    return pd.DataFrame(rows).set_index("method"), masks, hist, extra
+
+
 def summarise(per_partition: pd.DataFrame) -> pd.DataFrame:
     """Row-weighted means over partitions (times summed), one row per method."""
     df = per_partition.copy()
@@ -157,6 +205,9 @@ def summarise(per_partition: pd.DataFrame) -> pd.DataFrame:
         ww = w.loc[g.index]
         rec = {c: float(np.average(g[c], weights=ww)) for c in METRICS if c != "seconds" and c in g}
         rec["seconds"] = float(g["seconds"].sum())
+        for c in SUMS:
+            if c in g and g[c].notna().any():
+                rec[c] = int(g[c].sum())
         rec["selected"] = int(g["selected"].sum())
         rec["rows"] = int(g["rows"].sum())
         out[m] = rec
@@ -165,7 +216,7 @@ def summarise(per_partition: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------- out of core
 def _compare_split(split, cols_names, methods, cfg, centroids, k, quadmix_params, semdedup_eps, sample_rows,
-                   tokens_column, cluster_column, holdout_dir=None):
+                   tokens_column, cluster_column, holdout_dir=None, token_budget=None):
     """One split: read, set the held-out slice aside (``cfg.holdout``), cluster, run every
     method; small results back to the client."""
     from ..core.kmeans import assign
@@ -184,7 +235,14 @@ def _compare_split(split, cols_names, methods, cfg, centroids, k, quadmix_params
     E = E.astype(np.float32)
     E /= np.linalg.norm(E, axis=1, keepdims=True)
     names = table.schema.names
-    tok = table.column(tokens_column).to_numpy().astype(np.float64) if tokens_column in names else None
+    from ..methods.registry import AUTO_TOKEN_COLUMNS
+
+    tcol = tokens_column if tokens_column else next((c for c in AUTO_TOKEN_COLUMNS if c in names), None)
+    tok = table.column(tcol).to_numpy().astype(np.float64) if tcol in names else None
+    if token_budget is not None:  # checked counts (or counted from the text), as select has them
+        from ..pipeline.tokens import split_lengths
+
+        tok = split_lengths(table, cfg, split.where(), split.start)[0].astype(np.float64)
     if cluster_column in names:
         lab = table.column(cluster_column).to_numpy().astype(np.int64)
     elif centroids is not None:
@@ -193,7 +251,8 @@ def _compare_split(split, cols_names, methods, cfg, centroids, k, quadmix_params
         lab = None
     seed = split.seed(cfg.seed) % 2**32
     tab, masks, hist, extra = compare_arrays(E, q, methods, cfg, cluster=lab, n_tokens=tok, k=k,
-                                             quadmix_params=quadmix_params, semdedup_eps=semdedup_eps, seed=seed)
+                                             quadmix_params=quadmix_params, semdedup_eps=semdedup_eps, seed=seed,
+                                             tokens=token_budget)
     tab = tab.reset_index()
     tab["partition"] = split.name
     tab["rows"] = E.shape[0]
@@ -278,9 +337,17 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
             k = int(k or max(1, round(math.sqrt(n_rows / 10))))
             check_k(k, n_rows)
             centroids, _ = fit_kmeans_dask(ddf, k, sample_fraction, cfg.embedding_column, seed=cfg.seed)
+        budgets, token_info = {}, None
+        if cfg.token_budget:  # every split's share of the corpus's tokens, counted first
+            from ..pipeline.tokens import _split_tokens, apportion
+
+            counts = dask.compute(*[dask.delayed(_split_tokens)(s, cfg, {}, cols) for s in splits])
+            budgets, token_info = apportion({c["name"][0]: int(c["tokens"][0]) for c in counts}, cfg)
+            token_info["source"] = ", ".join(sorted({c["source"][0] for c in counts}))
         tasks = [dask.delayed(_compare_split)(s, (cols.id, cols.embedding, cols.quality), methods, cfg, centroids, k,
                                               quadmix_params, semdedup_eps, max(1, sample_rows // len(splits)),
-                                              tokens_column, cluster_column, str(holdout_dir)) for s in splits]
+                                              tokens_column, cluster_column, str(holdout_dir), budgets.get(s.name))
+                 for s in splits]
         results = dask.compute(*tasks)
     per = pd.concat([r["table"] for r in results], ignore_index=True)
     table = summarise(per)
@@ -303,9 +370,12 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
     pareto_plot(table, out / "pareto.png")
     write_json_atomic({"kind": "compare", "input": str(input), "methods": methods, "rows": int(n_rows),
                        "splits": len(splits), "holdout": float(cfg.holdout),
-                       "holdout_rows": int(per.groupby("partition")["holdout_rows"].first().sum()), "k": k, "clusters_from": "input" if has_cluster else "k-means",
+                       "holdout_rows": int(per.groupby("partition")["holdout_rows"].first().sum()), "n_clusters": k, "clusters_from": "input" if has_cluster else "k-means",
                        "config": cfg.to_dict(), "quadmix_params": quadmix_params,
-                       "semdedup_eps": semdedup_eps, "wall_seconds": round(time.perf_counter() - t0, 3)},
+                       "semdedup_eps": semdedup_eps, "tokens": token_info,
+                       "tokens_kept": {m: int(v) for m, v in table.get("tokens", pd.Series(dtype=float)).items()
+                                       if pd.notna(v)},
+                       "wall_seconds": round(time.perf_counter() - t0, 3)},
                       out / "compare.json")
     if report:
         from .report import build_report
@@ -316,5 +386,5 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
 
 def format_table(table) -> str:
     """The comparison table as ``datamask compare`` prints it."""
-    cols = [c for c in ("quality", *DIVERSITIES, "objective", "mean_tokens", "seconds") if c in table.columns]
+    cols = [c for c in ("quality", *DIVERSITIES, "objective", "mean_tokens", "tokens", "seconds") if c in table.columns]
     return table[cols].to_string(float_format=lambda v: f"{v:.4g}")

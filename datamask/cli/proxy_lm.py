@@ -70,6 +70,9 @@ def _proxy_lm(args) -> int:
         t = m["table"]
         wide = t[t["domain"] == "all"].pivot_table(index="selection", columns="eval_set", values="loss", sort=False)
         print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
+        for s in m["selections"]:  # what each selection holds, and how often training went through it
+            print(f"datamask: proxy-lm: {s['name']}: {s['docs']:,} documents, {s['selection_tokens']:,} tokens "
+                  f"({s['epochs']:.2f} epochs)")
         tot = m["totals"]
         print(f"datamask: proxy-lm: {tot['selections']} selection(s) x {m['train_tokens']:,} tokens, "
               f"{m['params']:,}-parameter model ({tot['computed_this_run']} trained, {tot['resumed']} resumed) "

@@ -16,10 +16,23 @@ See ``docs/dataframe.md``.
 from __future__ import annotations
 
 from .clustering import ClusterModel, cluster
+from .dedup import dedup, dedup_groups
 from .features import embed, score
 from .selection import evaluate, records, select
 
-__all__ = ["read", "embed", "score", "cluster", "ClusterModel", "select", "records", "compute", "evaluate"]
+__all__ = [
+    "read",
+    "embed",
+    "score",
+    "dedup",
+    "dedup_groups",
+    "cluster",
+    "ClusterModel",
+    "select",
+    "records",
+    "compute",
+    "evaluate",
+]
 
 
 def read(path, split_size: int = 1_000_000, columns=None, embedding_column: str = "embedding", device: str = "cpu"):

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..core.diversity import DIVERSITIES
 from ..errors import DataError
+from ..methods.registry import tokens_column_of
 from ..pipeline.config import SelectConfig
 from ..pipeline.gpu import select_level
 from ..pipeline.io import split_seed
@@ -210,7 +211,8 @@ def _evaluate_part(df, partition_info=None, *, cfg, selected):
     cols = Columns.from_config(cfg)
     E, q = check_table(part_table(df, cols, p.where, p.first_row), p.where, cols, p.first_row)
     mask = np.asarray(df[selected].to_numpy(), dtype=bool) if selected in df.columns else np.ones(len(df), bool)
-    tok = df[cfg.tokens_column].to_numpy(dtype=np.float64) if cfg.tokens_column in df.columns else None
+    tcol = tokens_column_of(cfg, df.columns)  # --tokens-column, else token_count / n_tokens
+    tok = df[tcol].to_numpy(dtype=np.float64) if tcol is not None else None
     if mask.any():
         row.update(
             score_selection(

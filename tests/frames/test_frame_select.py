@@ -231,7 +231,7 @@ def test_cluster_is_lazy_and_fits_once_for_frame_and_model(corpus):
 
     ddf = dmd.read(corpus, split_size=int(SPLIT))
     with Count() as c, dask.config.set(scheduler="sync"):
-        labelled, model = dmd.cluster(ddf, k=6, sample_fraction=0.3, seed=1)
+        labelled, model = dmd.cluster(ddf, n_clusters=6, sample_fraction=0.3, seed=1)
         assert c.n == 0 and "lazy" in repr(model)
         frame, model = dmd.compute(labelled, model)
         # the CLI's sample and fit: the same centroids

@@ -141,3 +141,50 @@ def test_budget_flags_are_checked(tmp_path, capsys):
     ]
     cfg = SelectConfig.from_dict({"tokens": "200k"})
     assert cfg.tokens == 200_000 and cfg.token_budget
+
+
+def test_compare_at_equal_tokens(skewed, address, tmp_path, capsys):
+    import pandas as pd
+
+    inp, t = skewed
+    T = int(0.1 * t.sum())
+    out = tmp_path / "cmp"
+    argv = [
+        "compare",
+        inp,
+        out,
+        "--methods",
+        "datamask,greedy,topk,random,semdedup,quadmix",
+        "--tokens",
+        T,
+        "--steps",
+        30,
+        "--split-size",
+        1000,
+        "--n-clusters",
+        4,
+        "--scheduler",
+        address,
+    ]
+    assert main([str(a) for a in argv]) == 0
+    printed = capsys.readouterr().out
+    assert "tokens" in printed
+    table = pd.read_csv(out / "compare.csv", index_col="method")
+    assert (table["token_budget"] <= T).all() and (table["tokens"] <= table["token_budget"]).all()
+    assert (table["token_budget"] - table["tokens"] < 5 * 50_000).all()  # within one document per split
+    per = pd.read_csv(out / "compare_partitions.csv")
+    assert (per["tokens"] <= per["token_budget"]).all()
+    info = json.loads((out / "compare.json").read_text())
+    assert info["tokens"]["budget"] == T and set(info["tokens_kept"]) == set(table.index)
+    assert "tokens kept" in (out / "report" / "index.html").read_text()
+
+
+def test_workflow_key_tokens(tmp_path):
+    from datamask.pipeline.workflow import load_workflow
+
+    wf = tmp_path / "w.yaml"
+    wf.write_text("input: in\noutput: out\ntokens: 1.5B\ntokens_column: token_count\n")
+    cfg = SelectConfig.from_dict(load_workflow(str(wf), []))
+    assert cfg.tokens == 1_500_000_000 and cfg.tokens_column == "token_count"
+    wf.write_text("input: in\noutput: out\ntoken_ratio: 0.25\n")
+    assert SelectConfig.from_dict(load_workflow(str(wf), [])).token_ratio == 0.25

@@ -41,7 +41,7 @@ _CAPTIONS = {
 _TABLE_LABELS = {
     "quality": "mean quality", "quality_norm": "mean quality (0–1)", "pairwise": "pairwise diversity",
     "facility": "facility-location coverage", "disf": "DiSF", "objective": "objective",
-    "mean_tokens": "mean length (tokens)", "seconds": "wall time (s)", "selected": "selected rows", "rows": "rows",
+    "mean_tokens": "mean length (tokens)", "tokens": "tokens kept", "token_budget": "token budget", "seconds": "wall time (s)", "selected": "selected rows", "rows": "rows",
     "groups": "groups found", "removed": "rows removed",
     "diversity": "diversity", "holdout_rows": "held-out rows",
     "proxy_loss": "proxy-LM held-out loss (nats/token)", "proxy_perplexity": "proxy-LM perplexity",

@@ -31,7 +31,7 @@ from ...dedup.pairs import bucket_pairs, duplicate_of
 from ..io import Split, read_split, write_json_atomic, write_parquet_atomic
 from .dedup_read import column_names, doc_range, document_numbers, gather, per_split, read_quality, read_texts
 
-__all__ = ["find_groups", "DEDUP_DIR", "GROUPS_FILE", "REMOVED_FILE", "SUMMARY_FILE"]
+__all__ = ["find_groups", "groups_from_pairs", "records_meta", "split_records", "pairs_partition", "pairs_meta", "DEDUP_DIR", "GROUPS_FILE", "REMOVED_FILE", "SUMMARY_FILE"]
 
 DEDUP_DIR = "dedup"
 GROUPS_FILE = "groups.parquet"  # for the user: id, kept_id, kind, group of every removed row
@@ -46,8 +46,12 @@ KMEANS_SAMPLE = 50_000
 # ---------------------------------------------------------------------- 1-2. records and pairs
 def _records(s: Split, *, cols, ranks, kinds, params):
     table = read_split(s, cols)
-    texts = read_texts(table, cols.text, s.where())
-    doc = document_numbers(s, ranks)
+    return split_records(read_texts(table, cols.text, s.where()), document_numbers(s, ranks), kinds, params)
+
+
+def split_records(texts, doc, kinds, params):
+    """One split's bucket records (``kind, band, key, key2, doc``): the exact key and the LSH
+    band keys of its documents (numbered ``doc``); the per-split function of pass 1."""
     frames = []
     if "exact" in kinds:
         frames.append(exact_records(texts, doc).assign(kind=np.int8(KIND_CODE["exact"])))
@@ -55,24 +59,24 @@ def _records(s: Split, *, cols, ranks, kinds, params):
         sig, has = signatures(texts, params.ngram, params.num_perm)
         frames.append(fuzzy_records(sig, has, doc, params.bands, params.rows)
                       .assign(kind=np.int8(KIND_CODE["fuzzy"])))
-    out = pd.concat(frames, ignore_index=True) if frames else _records_meta()
-    return out[list(_records_meta().columns)]
+    out = pd.concat(frames, ignore_index=True) if frames else records_meta()
+    return out[list(records_meta().columns)]
 
 
-def _records_meta():
+def records_meta():
     return empty_records().assign(kind=np.zeros(0, np.int8))[["kind", "band", "key", "key2", "doc"]]
 
 
-def _pairs_meta():
+def pairs_meta():
     return pd.DataFrame({"kind": np.zeros(0, np.int8), "a": np.zeros(0, np.int64), "b": np.zeros(0, np.int64)})
 
 
-def _pairs_partition(df):
+def pairs_partition(df):
     out = []
     for code, g in df.groupby("kind", sort=True):
         a, b = bucket_pairs(g["band"].to_numpy(), g["key"].to_numpy(), g["key2"].to_numpy(), g["doc"].to_numpy())
         out.append(pd.DataFrame({"kind": np.full(a.shape[0], code, np.int8), "a": a, "b": b}))
-    return pd.concat(out, ignore_index=True) if out else _pairs_meta()
+    return pd.concat(out, ignore_index=True) if out else pairs_meta()
 
 
 def _candidate_pairs(client, plan, cols, ranks, kinds, params, quiet):
@@ -81,10 +85,10 @@ def _candidate_pairs(client, plan, cols, ranks, kinds, params, quiet):
 
     with dask.config.set({"dataframe.convert-string": False}):
         recs = dd.from_map(_records, plan.splits, cols=cols, ranks=ranks, kinds=kinds, params=params,
-                           meta=_records_meta(), enforce_metadata=False)
+                           meta=records_meta(), enforce_metadata=False)
         n = recs.npartitions
         shuffled = recs.shuffle(on=["kind", "band", "key", "key2"], npartitions=n)
-        pairs = shuffled.map_partitions(_pairs_partition, meta=_pairs_meta(), enforce_metadata=False)
+        pairs = shuffled.map_partitions(pairs_partition, meta=pairs_meta(), enforce_metadata=False)
         return gather(client, pairs, "dedup pairs", quiet, n)
 
 
@@ -117,9 +121,8 @@ def _lookup_meta(n_sig):
 def _text_groups(client, plan, cols, ranks, kinds, params, cfg):
     """Removed documents, their kept ones and the stats of the exact and fuzzy kinds."""
     pairs = _candidate_pairs(client, plan, cols, ranks, kinds, params, cfg.quiet)
-    removed, kept = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    stats, by = {}, []
     if pairs is None or len(pairs) == 0:
+        removed, kept = np.zeros(0, np.int64), np.zeros(0, np.int64)
         return removed, kept, np.zeros(0, object), {k: {"groups": 0, "removed": 0} for k in kinds}
     nodes = np.unique(np.concatenate([pairs["a"].to_numpy(), pairs["b"].to_numpy()]))
     with_sig = "fuzzy" in kinds
@@ -127,8 +130,20 @@ def _text_groups(client, plan, cols, ranks, kinds, params, cfg):
                                       cols=cols, quality_column=cfg.quality_column, params=params,
                                       with_sig=with_sig),
                    "dedup lookup", cfg.quiet, len(plan.splits)).sort_values("doc", kind="stable")
-    docs = info["doc"].to_numpy()
-    qual = info["quality"].to_numpy()
+    sig = None
+    if with_sig:
+        sig = np.frombuffer(b"".join(info["sig"].tolist()), dtype=np.uint32).reshape(len(info), params.num_perm)
+    return groups_from_pairs(pairs, info["doc"].to_numpy(), info["quality"].to_numpy(), sig, kinds, params)
+
+
+def groups_from_pairs(pairs, docs, qual, sig, kinds, params):
+    """``(removed, kept, kind, stats)`` of the exact and fuzzy kinds from the candidate pairs:
+    fuzzy pairs verified on their signatures, connected components per kind (exact first,
+    then fuzzy on what exact kept), the highest-quality member kept. ``docs`` (sorted) are
+    the documents in a pair with their quality ``qual`` and signatures ``sig`` (rows of
+    ``docs``). Shared by ``datamask dedup`` and :func:`datamask.dask.dedup`."""
+    removed, kept = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    stats, by = {}, []
 
     def quality_of(x):
         return qual[np.searchsorted(docs, x)]
@@ -137,7 +152,6 @@ def _text_groups(client, plan, cols, ranks, kinds, params, cfg):
         sel = pairs["kind"].to_numpy() == KIND_CODE[kind]
         a, b = pairs["a"].to_numpy()[sel], pairs["b"].to_numpy()[sel]
         if kind == "fuzzy" and a.shape[0]:
-            sig = np.frombuffer(b"".join(info["sig"].tolist()), dtype=np.uint32).reshape(len(info), params.num_perm)
             a, b = verify_pairs(a, b, docs, sig, params.threshold)
         a, b = represent(a, b, removed, kept)
         r, k, g = duplicate_of(a, b, quality_of)
