@@ -158,6 +158,7 @@ def compare_arrays(E, q, methods=ALL_METHODS, cfg=None, budget=None, cluster=Non
 def _compare_tokens(E, q, methods, cfg, cluster, n_tokens, k, quadmix_params, T, seed):
     """:func:`compare_arrays` at equal tokens: every method within ``T`` tokens."""
     from ..methods import select as run_method
+    from ..pipeline.config import SOLVER_OF
 
     if n_tokens is None:
         raise ValueError("a token budget needs the rows' token counts (n_tokens)")
@@ -169,10 +170,10 @@ def _compare_tokens(E, q, methods, cfg, cluster, n_tokens, k, quadmix_params, T,
     for m in methods:
         t0 = time.perf_counter()
         info = {}
-        if m in ("datamask", "greedy", "relaxed"):
+        if m in SOLVER_OF:
             from ..core.estimator import DataMask
 
-            params = dict(cfg.estimator_params(seed), budget=None, tokens=T, solver="pg" if m == "datamask" else m)
+            params = dict(cfg.estimator_params(seed, solver=SOLVER_OF[m]), budget=None, tokens=T)
             est = DataMask(**params).fit(E, q, lengths=t)
             mask = to_numpy(est.mask_).astype(bool)
             if m == "datamask":

@@ -20,7 +20,7 @@ from ...dedup.deduplicator import parse_kinds
 from ...dedup.minhash import lsh_params
 from ..config import DedupConfig
 from ..io import read_parquet_table
-from ..runner import StageRun, finish_split, plan_splits, resolve_io, run_stage, split_record
+from ..runner import StageRun, finish_split, plan_splits, resolve_io, split_record
 from .base import Stage, split_runs
 from .dedup_groups import DEDUP_DIR, GROUPS_FILE, REMOVED_FILE, SUMMARY_FILE, find_groups
 from .dedup_read import DedupColumns, doc_range, file_ranks
@@ -94,11 +94,6 @@ def plan_dedup(cfg) -> StageRun:
     )
 
 
-def run_dedup(cfg, client=None) -> dict:
-    """``datamask dedup``: ``cfg`` is a :class:`~datamask.pipeline.config.DedupConfig`; returns the manifest."""
-    return run_stage(plan_dedup(cfg), client)
-
-
 class DedupStage(Stage):
     name = "dedup"
     config = DedupConfig
@@ -116,8 +111,7 @@ class DedupStage(Stage):
     output_help = "output directory (data/, manifest.json, report/)"
     report = True
 
-    def plan(self, cfg):
-        return plan_dedup(cfg)
+    plan = staticmethod(plan_dedup)
 
     def summary(self, manifest, out):
         t = manifest["totals"]
@@ -125,3 +119,7 @@ class DedupStage(Stage):
                           for k, v in manifest["dedup"]["kinds"].items())
         return (f"datamask: deduplicated {t['rows_in']:,} rows to {t['rows_out']:,} (removed: {kinds or 'none'}; "
                 f"{t['null_texts']:,} null texts kept) {split_runs(t, out)}")
+
+
+# ``datamask dedup``: ``cfg`` is a :class:`~datamask.pipeline.config.DedupConfig`; returns the manifest.
+run_dedup = DedupStage().run

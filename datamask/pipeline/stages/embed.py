@@ -18,7 +18,7 @@ from ..config import EmbedConfig
 from ..frames import pandas_table, text_frame
 from ..gpu import CPU
 from ..gpu_worker import DeviceWork
-from ..runner import StageRun, finish_split, plan_splits, resolve_io, run_stage, split_record
+from ..runner import StageRun, finish_split, plan_splits, resolve_io, split_record
 from ..schema import TextColumns
 from .base import Stage, split_runs
 
@@ -109,11 +109,6 @@ def plan_embed(cfg) -> StageRun:
     )
 
 
-def run_embed(cfg, client=None) -> dict:
-    """``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.config.EmbedConfig`; returns the manifest."""
-    return run_stage(plan_embed(cfg), client)
-
-
 class EmbedStage(Stage):
     name = "embed"
     config = EmbedConfig
@@ -126,11 +121,13 @@ class EmbedStage(Stage):
         "GPU workers use CUDA in float16. Rows with null or empty text are dropped and counted in the manifest.")
     needs = ("torch",)  # the model runs on CUDA with torch
 
-    def plan(self, cfg):
-        return plan_embed(cfg)
+    plan = staticmethod(plan_embed)
 
     def summary(self, manifest, out):
         t = manifest["totals"]
         return (f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts "
                 f"skipped) {split_runs(t, out)}")
 
+
+# ``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.config.EmbedConfig`; returns the manifest.
+run_embed = EmbedStage().run

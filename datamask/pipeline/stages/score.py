@@ -33,7 +33,6 @@ from ..runner import (
     plan_splits,
     resolve_io,
     run_pending,
-    run_stage,
     split_record,
 )
 from ..schema import TextColumns
@@ -256,11 +255,6 @@ def plan_score(cfg) -> StageRun:
     )
 
 
-def run_score(cfg, client=None) -> dict:
-    """``datamask score``: ``cfg`` is a :class:`~datamask.pipeline.config.ScoreConfig`; returns the manifest."""
-    return run_stage(plan_score(cfg), client)
-
-
 class ScoreStage(Stage):
     name = "score"
     config = ScoreConfig
@@ -272,8 +266,7 @@ class ScoreStage(Stage):
         "stored in the output, so a resumed run uses the same ones. Null or empty texts score 0 and are "
         "counted in the manifest.")
 
-    def plan(self, cfg):
-        return plan_score(cfg)
+    plan = staticmethod(plan_score)
 
     def summary(self, manifest, out):
         t = manifest["totals"]
@@ -298,3 +291,5 @@ def run_train_quality(positive, negative, output, *, text_column="text", epoch=1
 # ---------------------------------------------------------------------- workflows
 
 
+# ``datamask score``: ``cfg`` is a :class:`~datamask.pipeline.config.ScoreConfig`; returns the manifest.
+run_score = ScoreStage().run

@@ -24,7 +24,7 @@ from ..config import SelectConfig
 from ..frames import to_table
 from ..holdout import split_off_holdout
 from ..io import Split, normalize_embedding, read_split, write_json_atomic, write_parquet_atomic
-from ..runner import PROGRESS_TOPIC, Output, Plan, StageRun, plan_splits, resolve_io, run_stage, write_split_files
+from ..runner import PROGRESS_TOPIC, Output, Plan, StageRun, plan_splits, resolve_io, write_split_files
 from ..schema import Columns
 from ..tokens import apportion, count_corpus_tokens, token_totals
 from .base import Stage, split_runs
@@ -185,11 +185,6 @@ def plan_select(cfg) -> StageRun:
     )
 
 
-def run_select(cfg, client=None) -> dict:
-    """Run the whole selection for ``cfg`` (a ``SelectConfig``); returns the manifest."""
-    return run_stage(plan_select(cfg), client)
-
-
 class SelectStage(Stage):
     name = "select"
     config = SelectConfig
@@ -197,8 +192,7 @@ class SelectStage(Stage):
     output_help = "output directory (data/, manifest.json, report/)"
     report = True
 
-    def plan(self, cfg):
-        return plan_select(cfg)
+    plan = staticmethod(plan_select)
 
     def summary(self, manifest, out):
         t = manifest["totals"]
@@ -211,3 +205,6 @@ class SelectStage(Stage):
                 line += "\ndatamask: the token budget is at least the corpus's tokens: every row is kept"
         return line
 
+
+# Run the whole selection for ``cfg`` (a ``SelectConfig``); returns the manifest.
+run_select = SelectStage().run
