@@ -80,12 +80,13 @@ def options() -> dict:
 
 
 def filesystem(url: str):
-    """``(fsspec filesystem, path inside it)`` of ``url``; a one-line ConfigError when the
-    backend's package is missing or the protocol is unknown."""
+    """``(fsspec filesystem, path inside it)`` of ``url``, with no cached listing of the path
+    or its parents; a one-line ConfigError when the backend's package is missing or the
+    protocol is unknown."""
     import fsspec.core
 
     try:
-        return fsspec.core.url_to_fs(str(url), **_OPTIONS)
+        fs, path = fsspec.core.url_to_fs(str(url), **_OPTIONS)
     except ImportError as e:
         proto = str(url).split("://", 1)[0]
         pkg = {"s3": "s3fs (pip install 'datamask[s3]')", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs",
@@ -94,6 +95,10 @@ def filesystem(url: str):
                           f"({str(e).splitlines()[0][:120]})") from None
     except ValueError as e:
         raise ConfigError(f"{url}: fsspec cannot open this URL ({str(e).splitlines()[0][:160]})") from None
+    # Other processes (the workers) write here: a listing this process cached may be stale,
+    # and fsspec would answer "no such file" from it. Every query asks the store again.
+    fs.invalidate_cache(path)
+    return fs, path
 
 
 class Remote:

@@ -81,15 +81,18 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} for stages {', '.join(names)}")
-    cfgs, prev = [], inp
+    from .storage import location, resolve
+
+    out = resolve(out)  # on the client, before any stage is sent to a worker
+    cfgs, prev = [], resolve(inp)
     for n in names:
         cls = classes[n]
         own = {f.name for f in fields(cls)} | set(cls.RENAMED)
         d = {k: v for k, v in raw.items() if k in own}
         d.update(blocks[n])
-        d["input"], d["output"] = prev, str(Path(out) / n)
+        d["input"], d["output"] = prev, str(location(out) / n)
         cfgs.append((n, cls.from_dict(d, source=f"{source} ({n})")))
-        prev = str(Path(out) / n / DATA_DIR)
+        prev = str(location(out) / n / DATA_DIR)
     return cfgs
 
 

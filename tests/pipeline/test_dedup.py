@@ -166,11 +166,7 @@ def test_help_says_how_the_threshold_shapes_the_bands(capsys):
 
     p = lsh_params(5, 128, None, 0.5)
     assert (p.bands, p.rows) == (42, 3)
-    try:
-        rc = main(["dedup", "--help"])
-    except SystemExit as e:  # argparse's exit, unless main turns it into a return code
-        rc = e.code
-    assert rc in (0, None)
+    assert main(["dedup", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert f"{p.bands} bands x {p.rows} rows use {p.bands * p.rows} of 128" in text
     assert "0: no candidate check, every pair that shares a band is a duplicate" in text

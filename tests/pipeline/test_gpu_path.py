@@ -64,7 +64,7 @@ def test_out_of_memory_in_a_worker_is_one_line(fake_cuda, corpus, tmp_path, caps
 
     from distributed import LocalCluster
 
-    from datamask.pipeline.stages import select_split as select_stage
+    from datamask.pipeline.stages import select_split as select_stage  # the per-split function's module
     from tests.helpers.pipeline_data import assert_fails, assert_no_output
 
     def oom(*a, **k):

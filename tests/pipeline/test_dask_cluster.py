@@ -1,0 +1,114 @@
+"""A Dask cluster started the ordinary way: ``dask scheduler`` and two ``dask worker``
+processes on 127.0.0.1, each in its own working directory (as on separate nodes). Runs with
+relative paths write where the client sees them; a worker writing where the client cannot
+see stops the run."""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from datamask.cli import main
+from tests.helpers.pipeline_data import assert_fails, write_files
+
+pytestmark = pytest.mark.slow
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
+SELECT = ["--split-size", "600", "--ratio", "0.2", "--steps", "30", "--quiet", "--no-report"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def real_cluster(tmp_path_factory):
+    """``dask scheduler`` + two ``dask worker`` subprocesses, each worker in its own directory."""
+    from distributed import Client
+
+    dask = shutil.which("dask") or str(Path(sys.executable).with_name("dask"))
+    port = _free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    root = tmp_path_factory.mktemp("nodes")
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    dirs = []
+    for i in range(2):
+        d = root / f"worker{i}"
+        d.mkdir()
+        dirs.append(d)
+        procs.append(subprocess.Popen([dask, "worker", addr, "--nthreads", "1", "--host", "127.0.0.1",
+                                       "--no-dashboard", "--local-directory", str(d / "dask-scratch")],
+                                      cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    try:
+        t0 = time.time()
+        while True:
+            try:
+                with Client(addr, timeout=5, set_as_default=False) as c:
+                    c.wait_for_workers(2, timeout=60)
+                break
+            except OSError:
+                if time.time() - t0 > 60:
+                    raise
+                time.sleep(0.5)
+        yield addr, dirs
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+@pytest.fixture
+def client_dir(tmp_path, monkeypatch):
+    write_files(tmp_path / "in", rows=(900, 900, 300))
+    (tmp_path / "docs.jsonl").write_text("\n".join(CORPUS.read_text().splitlines()[:60]) + "\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _rows(d):
+    return pq.read_table(Path(d) / "data").sort_by("id")
+
+
+def test_relative_paths_on_a_real_cluster_equal_a_local_cluster(real_cluster, client_dir, address):
+    addr, worker_dirs = real_cluster
+    runs = {"select": ["select", "in", "{out}/sel", *SELECT],
+            "embed": ["embed", "docs.jsonl", "{out}/emb", "--split-size", "30", "--quiet"],
+            "dedup": ["dedup", "{out}/emb", "{out}/dd", "--split-size", "30", "--quiet"]}
+    for sched, out in ((addr, "real"), (address, "local")):
+        for name, argv in runs.items():
+            assert main([a.format(out=out) for a in argv] + ["--scheduler", sched]) == 0, (name, out)
+    for name, sub in (("select", "sel"), ("embed", "emb"), ("dedup", "dd")):
+        real, local = client_dir / "real" / sub, client_dir / "local" / sub
+        m = json.loads((real / "manifest.json").read_text())
+        t = _rows(real)
+        assert t.num_rows == m["totals"]["rows_out"] > 0, name  # every row is visible to the client
+        assert t.column("id").to_pylist() == _rows(local).column("id").to_pylist(), name
+        assert sorted(p.name for p in (real / "data").iterdir()) == sorted(p.name for p in (local / "data").iterdir())
+    for d in worker_dirs:  # nothing landed in a worker's own working directory
+        assert not (d / "real").exists() and not list(d.rglob("*.parquet"))
+
+
+def test_workers_writing_where_the_client_cannot_see(real_cluster, client_dir, capsys):
+    """memory:// is each process's own: the workers' writes are invisible to the client, as a
+    node-local disk is."""
+    import fsspec
+
+    addr, _ = real_cluster
+    assert_fails(capsys, ["select", "in", "memory://sel", *SELECT, "--scheduler", addr],
+                 "output must be on storage every node shares", code=2)
+    fs = fsspec.filesystem("memory")
+    assert not fs.exists("/sel/manifest.json")
