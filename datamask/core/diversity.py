@@ -36,6 +36,7 @@ class Diversity:
     """A diversity objective f_div(U); subclasses fill in the class attributes and methods."""
 
     name: str = ""
+    label: str = ""  # what reports call it
     lr: float = 3.0  # pg step size when DataMask(lr=None)
     logit_range: tuple = (0.0, 16.0)  # pg initial logits when DataMask(logit_range=None)
     uses_reference = False  # scored against reference rows (pg batches those, not candidates)
@@ -76,6 +77,7 @@ class Diversity:
 
 class Pairwise(Diversity):
     name = "pairwise"
+    label = "pairwise diversity"
     row_sums_only = True
     relaxed_terms = staticmethod(pairwise_terms)
     relaxed_token_terms = staticmethod(pairwise_token_terms)
@@ -104,6 +106,7 @@ class Pairwise(Diversity):
 
 class Facility(Diversity):
     name = "facility"
+    label = "facility-location coverage"
     lr = 1.0
     logit_range = (0.0, 2.0)
     uses_reference = True
@@ -125,6 +128,7 @@ class Facility(Diversity):
 
 class DiSF(Diversity):
     name = "disf"
+    label = "DiSF"
     relaxed_terms = staticmethod(disf_terms)
     relaxed_token_terms = staticmethod(disf_token_terms)
 
