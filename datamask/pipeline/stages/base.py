@@ -60,4 +60,5 @@ class Stage:
 def split_runs(totals: dict, out) -> str:
     """``in N splits (C computed, R resumed) -> OUT``, the tail of a per-split stage's summary."""
     n = totals.get("splits", totals.get("partitions"))
-    return f"in {n} splits ({totals['computed_this_run']} computed, {totals['resumed']} resumed) -> {out}"
+    return (f"in {n} split{'' if n == 1 else 's'} ({totals['computed_this_run']} computed, {totals['resumed']} "
+            f"resumed) -> {out}")
