@@ -9,8 +9,12 @@ Measures documents per second for
 * scoring (heuristics + ``n_tokens``; fastText P(positive) separately) in one process and on
   1 and 2 workers.
 
-Run: ``.venv/bin/python benchmarks/features.py [--quick]``. Timings on a shared 2-core host
-vary 2-4x between runs; the table records the load average at the start.
+and, in ``--part backends`` (also the last part of a full run), the torch, onnx and openvino
+backends and the static model side by side on real text (:mod:`features_backends`): rows/s,
+agreement with torch float32 per row, and what a selection made on static vectors loses.
+
+Run: ``.venv/bin/python benchmarks/features.py [--quick] [--part backends]``. Timings on a
+shared 2-core host vary 2-4x between runs; the table records the load average at the start.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from datamask.features.embed import Embedder, embed_partition, embedding_meta  # noqa: E402
 from datamask.features.fasttext_quality import FastTextScorer, train_quality  # noqa: E402
@@ -98,7 +103,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "features.md"))
+    ap.add_argument("--part", choices=("all", "backends"), default="all",
+                    help="backends: only the backend/static section, replaced in place in --out")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the backends part")
+    ap.add_argument("--cache-dir", default=None, help="cache of exports and the static model (default: the user's)")
     args = ap.parse_args()
+    if args.part == "backends":
+        backends_part(args)
+        print(Path(args.out).read_text())
+        return
     n_short, n_long, n_score = (128, 32, 2000) if args.quick else (1024, 128, 20000)
     short, long, score_texts = make_texts(n_short, n_long, n_score)
     load0 = os.getloadavg()
@@ -156,7 +169,35 @@ def main() -> None:
 
     wall = time.time() - t_start
     write(args.out, rows, load0, wall, n_short, n_long, n_score)
+    backends_part(args)
     print(Path(args.out).read_text())
+
+
+def backends_part(args) -> None:
+    """Measure the backends and the static model; (re)place their section at the end of --out."""
+    import features_backends as fb
+
+    n_short, n_long, n_corpus = (64, 16, 300) if args.quick else (512, 64, 2000)
+    load0, t0 = os.getloadavg(), time.time()
+    short, long, corpus = fb.real_texts(n_short, n_long, n_corpus)
+    emb = fb.variants(args.cache_dir)
+    emb["onnx int8 (not offered)"] = fb.Int8Onnx(args.cache_dir or str(_default_cache()))
+    speed = fb.speed_and_agreement(emb, {"short": short, "~2,000 chars": long}, args.rounds)
+    loss = fb.selection_loss(corpus, emb["torch auto"], emb["static"])
+    cmd = "benchmarks/features.py" + (" --quick" if args.quick else "") + " --part backends"
+    meta = {"command": cmd, "date": time.strftime("%Y-%m-%d %H:%M"), "load": load0, "cores": os.cpu_count(),
+            "rounds": args.rounds, "wall": time.time() - t0, "n_short": len(short), "n_long": len(long)}
+    section = fb.render(speed, loss, meta)
+    out = Path(args.out)
+    old = out.read_text() if out.exists() else ""
+    head = old.split(fb.SECTION)[0].rstrip()
+    out.write_text((head + "\n\n" if head else "") + section)
+
+
+def _default_cache():
+    from datamask.features.model_cache import cache_root
+
+    return cache_root()
 
 
 NOTES = """## What bounds it

@@ -35,14 +35,19 @@ def main():
     from datamask.pipeline.config import SelectConfig
     from datamask.pipeline.stages.select import run_select
 
-    with tempfile.TemporaryDirectory() as tmp, LocalCluster(n_workers=a.workers, threads_per_worker=1,
-                                                             dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        LocalCluster(n_workers=a.workers, threads_per_worker=1, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         corpus = os.path.join(tmp, "corpus")
         write_corpus(corpus, n_rows=a.rows, dim=384, n_files=2, n_topics=20, n_dup_groups=10)
         kw = dict(ratio=0.1, steps=a.steps, seed=0)
         t = time.perf_counter()
-        m = run_select(SelectConfig(input=corpus, output=os.path.join(tmp, "cli"), split_size=a.split_size, quiet=True,
-                                    **kw), client=client)
+        m = run_select(
+            SelectConfig(input=corpus, output=os.path.join(tmp, "cli"), split_size=a.split_size, quiet=True, **kw),
+            client=client,
+        )
         cli_s = time.perf_counter() - t
         t = time.perf_counter()
         frame, recs = dmd.compute(dmd.select(dmd.read(corpus, split_size=a.split_size), **kw), return_records=True)

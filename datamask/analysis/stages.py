@@ -127,6 +127,18 @@ def _totals(rows, splits):
     return {"rows_in": rows, "rows_out": rows, "splits": splits, "computed_this_run": splits, "resumed": 0}
 
 
+def _local_paths(cfg, command):
+    """``cfg`` with input and output absolute, resolved on the client before any worker sees
+    them; these stages write local (or shared-mount) paths only."""
+    from ..pipeline.storage import is_url, resolve
+
+    for p in (cfg.input, cfg.output):
+        if is_url(p):
+            raise ConfigError(f"datamask {command} reads and writes local paths (or a shared mount), not {p}; "
+                              "object storage works for embed, score, dedup and select (docs/storage.md)")
+    return cfg.replace(input=resolve(cfg.input), output=resolve(cfg.output))
+
+
 def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
     """``datamask cluster INPUT OUTPUT --n-clusters K``; returns the summary (with ``totals``)."""
     from ..pipeline.client import close_client
@@ -135,6 +147,7 @@ def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
 
     if not cfg.input or not cfg.output:
         raise ConfigError("both input and output are required (datamask cluster INPUT OUTPUT --n-clusters K)")
+    cfg = _local_paths(cfg, "cluster")
     level = select_level(cfg.device)  # before the output exists: a device error leaves nothing behind
     out = _prepare_output(cfg.output, "cluster.json", cfg.overwrite, cfg.input)
     for old in ("data", "by_cluster"):  # a rerun replaces the previous labels
@@ -165,6 +178,7 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
 
     if not cfg.input or not cfg.output:
         raise ConfigError("both input and output are required (datamask compare INPUT OUTPUT)")
+    cfg = _local_paths(cfg, "compare")
     _prepare_output(cfg.output, "compare.json", cfg.overwrite, cfg.input, own=("dedup",))
     qm = cfg.quadmix_params
     client, own = _client(cfg, client)

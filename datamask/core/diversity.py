@@ -38,7 +38,7 @@ class Diversity:
     name: str = ""
     label: str = ""  # what reports call it
     lr: float = 3.0  # pg step size when DataMask(lr=None)
-    logit_range: tuple = (0.0, 16.0)  # pg initial logits when DataMask(logit_range=None)
+    logit_range: tuple | str = (0.0, 16.0)  # pg initial logits when DataMask(logit_range=None); "auto": a pilot
     uses_reference = False  # scored against reference rows (pg batches those, not candidates)
     row_sums_only = False  # a pg group needs only row sums (the int8 kernel can compute them)
     whole_split_known = False  # its value on the whole split is known without computing it
@@ -78,6 +78,7 @@ class Diversity:
 class Pairwise(Diversity):
     name = "pairwise"
     label = "pairwise diversity"
+    logit_range = "auto"  # the default-selection suite's choice (benchmarks/results/defaults.md)
     row_sums_only = True
     relaxed_terms = staticmethod(pairwise_terms)
     relaxed_token_terms = staticmethod(pairwise_token_terms)

@@ -16,11 +16,12 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
 from .backend import default_rng, get_namespace
-from .diversity import DIVERSITIES, Diversity, Facility, Pairwise, get_diversity
+from .diversity import DIVERSITIES, DiSF, Diversity, Facility, Pairwise, get_diversity
 from .objectives import Objective, normalize_quality
 from .pg import PolicyGradient
 from .relaxed import frank_wolfe
 from .relaxed_tokens import frank_wolfe_tokens
+from .start import check_logit_range, start_range
 from .tokens import candidate_tokens, check_lengths, check_token_budget
 from .validate import check_inputs, needs_rescale, unit_rows
 
@@ -32,7 +33,8 @@ BATCH_MAX = 512
 # Step sizes and initial logits used when lr=None / logit_range=None: each diversity's own
 # (datamask.core.diversity); these names are kept for code written against 0.2.
 DEFAULT_LR, DEFAULT_LR_FACILITY = Pairwise.lr, Facility.lr
-DEFAULT_LOGIT_RANGE, DEFAULT_LOGIT_RANGE_FACILITY = Pairwise.logit_range, Facility.logit_range
+DEFAULT_LOGIT_RANGE, DEFAULT_LOGIT_RANGE_DISF = Pairwise.logit_range, DiSF.logit_range
+DEFAULT_LOGIT_RANGE_FACILITY = Facility.logit_range
 
 
 def rows_after_pruning(n_rows: int, prune: float) -> int:
@@ -51,9 +53,7 @@ def check_params(params: dict) -> None:
         raise ValueError(f"{m[1]} must be {m[2]}, got {m[3]}" if m else str(e)) from None
     if params.get("solver") == "relaxed":
         get_diversity(params.get("diversity", "pairwise")).check_relaxed()
-    lr = params.get("logit_range")
-    if lr is not None and (len(lr) != 2 or not float(lr[0]) <= float(lr[1])):
-        raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {lr}")
+    check_logit_range(params.get("logit_range"))
 
 
 
@@ -106,15 +106,17 @@ class DataMask(BaseEstimator):
         optimising (every solver). 0 keeps all.
     init : {"quality", "uniform"}, default "quality"
         Initial logits: equal, or quality mapped linearly onto ``logit_range``.
-    logit_range : (float, float) or None, default None
-        ``(l_min, l_max)`` for quality-aware initialisation. None picks (0, 16) for pairwise
-        and DiSF and (0, 2) for facility location. A wide range starts the policy near the
-        quality top-S, so its first, noisy updates (a row's share of a large mask's score is
-        small) reorder only rows whose order hardly matters: the objective does not dip early
-        and fewer steps are needed. Where the optimum is far from the quality top-S (low
-        ``lam``, facility location) the wide start costs steps, hence the narrow range for
-        facility location. The sweeps are in benchmarks/results/init_sweep.md and
-        benchmarks/results/init_sweep_ranges.md.
+    logit_range : (float, float), "auto" or None, default None
+        ``(l_min, l_max)`` for quality-aware initialisation, or ``"auto"``: a short pilot
+        (:mod:`datamask.core.start`) runs pg from (0, 2) and from (0, 16) and starts from
+        the one whose top-S scores higher (two extra pilot runs of at most 500 steps).
+        None picks ``"auto"`` for pairwise, (0, 16) for DiSF and (0, 2) for facility
+        location. A wide range starts the policy near the quality top-S (fast where the
+        optimum is near it, no early dip with large batches), a narrow one leaves pg free to
+        reach rows far below it; neither fixed range held on every corpus of the
+        default-selection suite, which chose the pairwise default by its worst case
+        (benchmarks/results/defaults.md, docs/defaults.md; DiSF and facility location were
+        not in that suite: benchmarks/results/init_sweep.md).
     final : {"topk", "sample"}, default "topk"
         Final mask: the S largest logits (the best top-S mask seen at the evaluation
         points is kept), or one Plackett-Luce draw from the final logits.
@@ -163,12 +165,14 @@ class DataMask(BaseEstimator):
         Steps run (pg) or iterations (relaxed) or picks (greedy).
     lr_, logit_range_ : float, (float, float)
         The step size and initial logit range pg used (``lr`` and ``logit_range``, or
-        their per-diversity defaults when None); pg only.
+        their per-diversity defaults when None; the pilot's choice for ``"auto"``); pg only.
+    pilot_ : dict or None
+        ``"auto"`` only: each candidate range's top-S objective at the end of its pilot.
     fit_seconds_ : float
     """
 
     _parameter_constraints: dict = {
-        "ratio": [Interval(Real, 0, 1, closed="neither")],
+        "ratio": [Interval(Real, 0, 1, closed="neither"), None],  # None: with a token budget
         "budget": [Interval(Integral, 1, None, closed="left"), None],
         "tokens": "no_validation",  # checked against lengths in fit (datamask.core.tokens)
         "lam": [Interval(Real, 0, 1, closed="both")],
@@ -181,7 +185,7 @@ class DataMask(BaseEstimator):
         "batch_max": [Interval(Integral, 2, None, closed="left"), None],
         "prune": [Interval(Real, 0, 1, closed="left")],
         "init": [StrOptions({"quality", "uniform"})],
-        "logit_range": [tuple, list, None],
+        "logit_range": [StrOptions({"auto"}), tuple, list, None],
         "final": [StrOptions({"topk", "sample"})],
         "reference_size": [Interval(Integral, 1, None, closed="left"), None],
         "seed": [Integral],
@@ -394,7 +398,7 @@ class DataMask(BaseEstimator):
 
     def _fit_pg(self, E, cand, scale, qc, S, xp):
         self.lr_ = float(self.lr) if self.lr is not None else self._div.lr
-        self.logit_range_ = tuple(float(v) for v in (self.logit_range or self._div.logit_range))
+        self.logit_range_, self.pilot_ = start_range(self, self._div.logit_range, E, cand, scale, qc, S, xp)
         solver = PolicyGradient(self)
         rows = solver.run(E, cand, scale, qc, S, xp)
         self.n_steps_ = solver.n_steps

@@ -12,8 +12,10 @@ matrix-vector products, so a full run costs O(S n d): minutes at n = 100k on a C
   selection is reported with the exact metric.
 
 Under a token budget (``cost``, ``tokens``) each pick is the best row that still fits, by
-gain or by gain per token (``per_token``), until no row fits; ``S`` is then the expected
-size of the selection, which only scales the gains (docs/tokens.md).
+gain or by gain per token (``per_token``), until no row fits. The selection's size is then
+free, so each gain is the exact gain of f(U) with its means over the current size
+(:func:`_mean_gain`); facility location's lazy bounds stay valid because only its facility
+part is kept stale (it only shrinks) while the quality part is recomputed every pick.
 """
 from __future__ import annotations
 
@@ -63,6 +65,18 @@ class _Picks:
             self.left -= float(self.cost[i])
 
 
+def _mean_gain(lam, Q, q, k, div_now, div_new):
+    """``f(U + i) - f(U)`` for every row i, with ``f = lam * mean q + (1 - lam) * div``:
+    ``Q`` the quality sum and ``k`` the size of U, ``div_new`` (n,) the diversity after adding i."""
+    now = lam * Q / k + (1.0 - lam) * div_now if k else 0.0
+    return lam * (Q + q) / (k + 1) + (1.0 - lam) * div_new - now
+
+
+def _pairwise_of(sq, m):
+    """Pairwise diversity of m unit rows whose sum has squared norm ``sq``."""
+    return -(sq - m) / (m * (m - 1.0)) if m >= 2 else sq * 0.0
+
+
 def greedy_pairwise(E, q, S, lam, progress=False, cost=None, tokens=None, per_token=False):
     """Greedy picks for quality + pairwise diversity. Returns row indices in pick order."""
     xp = get_namespace(E)
@@ -74,10 +88,19 @@ def greedy_pairwise(E, q, S, lam, progress=False, cost=None, tokens=None, per_to
     order = []
     bar = _progress(S, progress, "greedy")
     picks = _Picks(S, cost, tokens, per_token)
-    while (i := picks.next(lin - scale * dots, picked, len(order), xp)) is not None:
+    Q = sq = 0.0  # token budgets: quality sum and |v|^2 of the picks
+
+    def gains():
+        if cost is None:
+            return lin - scale * dots
+        k = len(order)
+        return _mean_gain(lam, Q, q, k, _pairwise_of(sq, k), _pairwise_of(sq + 2.0 * dots + 1.0, k + 1))
+
+    while (i := picks.next(gains(), picked, len(order), xp)) is not None:
         picks.take(i)
         picked[i] = True
         order.append(i)
+        Q, sq = Q + float(q[i]), sq + 2.0 * float(dots[i]) + 1.0
         dots += E @ E[i]
         if bar is not None:
             bar.update()
@@ -92,13 +115,26 @@ def greedy_facility(E, q, S, lam, R, block=64, progress=False, cost=None, tokens
     n = E.shape[0]
     r = R.shape[0]
     cur = xp.full(r, -1.0, dtype=xp.float32)  # max over an empty set: cos >= -1
-    lin = lam * q / S
+    # under a token budget (``mean``) ub holds the facility gains alone and the quality part
+    # of each gain is exact, over the current size: stale facility gains still bound it
+    mean = cost is not None
+    lin = q * 0.0 if mean else lam * q / S
     w = (1.0 - lam) / r
     # First gains exactly, in blocks of candidates: sum_x (C[x, i] + 1).
     ub = xp.empty(n, dtype=xp.float64)
     step = max(1, (1 << 24) // max(1, r))
     for i0 in range(0, n, step):
         ub[i0:i0 + step] = lin[i0:i0 + step] + w * (R @ E[i0:i0 + step].T + 1.0).astype(xp.float64).sum(axis=0)
+    Q = 0.0
+
+    def quality(rows=None):
+        """The quality part of the gains under a token budget (the facility baseline of an
+        empty set, -1, taken off the first pick's)."""
+        if not mean:
+            return 0.0
+        m, qq = len(order), (q if rows is None else q[rows])
+        return lam * qq - (1.0 - lam) if m == 0 else lam * ((Q + qq) / (m + 1) - Q / m)
+
     picked = xp.zeros(n, dtype=bool)
     order = []
     bar = _progress(S, progress, "greedy")
@@ -107,19 +143,20 @@ def greedy_facility(E, q, S, lam, R, block=64, progress=False, cost=None, tokens
     # stale gains are upper bounds (gains only shrink), and so are they per token
     while (live := picks.live(picked, len(order))) is not None:
         n_live = n - len(order) if cost is None else int(live.sum())
-        pr = xp.where(live, picks.priority(ub), -xp.inf)
+        pr = xp.where(live, picks.priority(ub + quality()), -xp.inf)
         k = min(block, n_live)
         top = xp.argpartition(-pr, k - 1)[:k] if k < n else xp.arange(n)
         rest_best = float(xp.where(_member(top, n, xp), -xp.inf, pr).max()) if k < n_live else -float("inf")
         gains = lin[top] + w * xp.maximum(R @ E[top].T - cur[:, None], 0.0).astype(xp.float64).sum(axis=0)
         ub[top] = gains
-        gt = xp.where(live[top], picks.priority(gains, top), -xp.inf)
+        gt = xp.where(live[top], picks.priority(gains + quality(top), top), -xp.inf)
         j = int(gt.argmax())
         if float(gt[j]) >= rest_best:
             i = int(top[j])
             picks.take(i)
             picked[i] = True
             order.append(i)
+            Q += float(q[i])
             cur = xp.maximum(cur, R @ E[i])
             if bar is not None:
                 bar.update()
@@ -165,10 +202,21 @@ def greedy_disf(E, q, S, lam, progress=False, cost=None, tokens=None, per_token=
     order = []
     bar = _progress(S, progress, "greedy")
     picks = _Picks(S, cost, tokens, per_token)
-    while (i := picks.next(lin - scale * (2 * w_ - 2 * t_ + k), picked, len(order), xp)) is not None:
+    Q = off2 = 0.0  # token budgets: quality sum and sum_{a != b} A_ab^2 of the picks
+
+    def gains():
+        inc = 2 * w_ - 2 * t_ + k
+        if cost is None:
+            return lin - scale * inc
+        m = len(order)
+        now = -off2 / (m * m * (d * (d - 1.0))) if m else 0.0
+        return _mean_gain(lam, Q, q, m, now, -(off2 + inc) / ((m + 1.0) ** 2 * (d * (d - 1.0))))
+
+    while (i := picks.next(gains(), picked, len(order), xp)) is not None:
         picks.take(i)
         picked[i] = True
         order.append(i)
+        Q, off2 = Q + float(q[i]), off2 + float(2 * w_[i] - 2 * t_[i] + k[i])
         w_ += (Z @ Z[i]).astype(xp.float64) ** 2
         t_ += Z2 @ Z2[i]
         if bar is not None:

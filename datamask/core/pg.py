@@ -143,6 +143,8 @@ class Step:
         else:
             tb, Tb = self.tokens.of_batch(B)
             K = prefix_lengths(tb[orders], Tb)
+            if xp is np:  # on the host, score only as far as the longest draw went (no graph to keep)
+                orders = orders[:, : min(orders.shape[1], int(K.max()) + 1)]
             f = self.objective_prefix(B, orders, ref, K)
             # the draw stops at the first row that does not fit: that row is part of it
             g = policy_gradient(LB, orders, self.advantages(f), lengths=xp.minimum(K + 1, orders.shape[1]))

@@ -33,6 +33,7 @@ FILE_ONLY = frozenset(
         "partition_on",
         "holdout",
         "split_size",
+        "storage_options",
     }
 )
 

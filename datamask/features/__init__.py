@@ -4,6 +4,9 @@ Modules (one concern each; GPU and model imports are lazy):
 
 - :mod:`.text` - reading and validating the text column, ``n_tokens``;
 - :mod:`.embed` - sentence-transformers embeddings (:class:`Embedder`, :func:`embed_partition`);
+- :mod:`.backends` - the same model's forward pass in ONNX Runtime or OpenVINO (exported once);
+- :mod:`.static` - a static model distilled with model2vec (``model="static"``);
+- :mod:`.model_cache`, :mod:`.model_files` - where exports are cached; what a model folder says;
 - :mod:`.heuristics` - rule-based text-quality scores mapped to [0, 1];
 - :mod:`.fasttext_quality` - train and apply a DCLM-style fastText quality classifier;
 - :mod:`.aggregate` - corpus statistics, normalisation, weighted sums, bins -> ``quality``;

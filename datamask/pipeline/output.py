@@ -147,7 +147,8 @@ class Output:
         if bad:
             f, what = bad[0]
             who = f" by worker {rec['worker']}" if rec.get("worker") else ""
-            raise OutputError(f"split {rec.get('identity', rec['name'])} was written{who}, but {self.root}/{f} is "
+            what_split = f"{rec['source']} (rows {rec['start']}-{rec['stop']})" if "source" in rec else rec["name"]
+            raise OutputError(f"split {what_split} was written{who}, but {self.root}/{f} is "
                               f"{what} here on the client: {SHARED_STORAGE}")
 
     def prepare(self, cfg, fingerprint, device, stage=None):

@@ -142,8 +142,13 @@ def run_pending(client, pending: list, cols, frame_device: str, per_split, kwarg
                     on_done(name)
     except BaseException:
         client.cancel(futures)
+        def told(n):  # Ctrl-C: say why the command does not end at once
+            if isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                print(f"datamask: stopping: waiting for the {n} split(s) still running to end (Ctrl-C again "
+                      "to stop waiting)", file=sys.stderr)
+
         try:
-            settled = wait_in_flight(client, futures)
+            settled = wait_in_flight(client, futures, on_wait=told)
         except KeyboardInterrupt:  # a second Ctrl-C: stop waiting (the output keeps its config record)
             settled = False
         exc = sys.exc_info()[1]

@@ -237,3 +237,102 @@ def test_budget_checks(corpus):
     # rows stay the unit when tokens is not given; lengths only count the tokens kept
     est = DataMask(budget=50, steps=20).fit(E, q, lengths=t)
     assert est.budget_ == 50 and est.tokens_ == t[est.mask_].sum() and not est.covers_all_
+
+
+def test_greedy_under_tokens_takes_the_exact_gain_of_the_mean_objective():
+    """Pairwise greedy within a token budget is the brute-force greedy on f(U) itself."""
+    from datamask.core.greedy import greedy_pairwise
+
+    c = make_corpus(60, 8, n_topics=4, seed=5)
+    E, q = c["embedding"].astype(np.float32), normalize_quality(c["quality"])
+    t = skewed_lengths(60, 5, n_long=0).astype(np.float64)
+    T = 0.2 * t.sum()
+    obj = Objective(E, q, 0.5, "pairwise")
+    got = greedy_pairwise(E, q, 10, 0.5, cost=t, tokens=T).tolist()
+    order, left = [], T
+    while True:
+        ok = [i for i in range(60) if i not in order and t[i] <= left]
+        if not ok:
+            break
+        best = max(ok, key=lambda i: obj.evaluate_rows(np.array(order + [i]))["objective"])
+        order.append(best)
+        left -= t[best]
+    assert got == order
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(diversity="pairwise"),
+        dict(diversity="disf", steps=12),
+        dict(diversity="facility", reference_size=128, batch_ratio=0.25),
+    ],
+)
+def test_token_steps_read_nothing_back_and_match_numpy(corpus, fake_cp, monkeypatch, kw):
+    """The token-budget step on the device path (fake_cupy): no host read-back between
+    evaluation points, and the same logits and mask as numpy."""
+    from datamask.core import groupsum, pg
+    from tests.helpers import fake_cupy
+
+    monkeypatch.setattr(groupsum, "kernel", lambda: "float32")
+    monkeypatch.setattr(pg, "FacilityGroups", __import__("functools").partial(pg.FacilityGroups, method="dense"))
+    E, q, t = corpus
+    T = int(0.1 * t.sum())
+    params = dict(dict(tokens=T, steps=40, eval_every=20, patience=None, seed=5, group_size=16), **kw)
+    a = DataMask(**params).fit(E, q, lengths=t)
+    inner = pg._BestMask.evaluate
+
+    def evaluate(self, *args, **kwargs):
+        fake_cupy._STRICT[0] = False
+        try:
+            return inner(self, *args, **kwargs)
+        finally:
+            fake_cupy._STRICT[0] = True
+
+    run = pg.PolicyGradient.run
+
+    def guarded(self, *args, **kwargs):
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            fake_cupy._STRICT[0] = False
+
+    monkeypatch.setattr(pg._BestMask, "evaluate", evaluate)
+    monkeypatch.setattr(pg.PolicyGradient, "run", guarded)
+    try:
+        b = DataMask(**params).fit(fake_cp.asarray(E), fake_cp.asarray(q), lengths=fake_cp.asarray(t))
+    finally:
+        fake_cupy._STRICT[0] = False
+    La, Lb = a.logits_, np.asarray(b.logits_)
+    live = np.isfinite(La)
+    assert np.allclose(La[live], Lb[live], rtol=0, atol=1e-9)
+    assert np.array_equal(a.mask_, np.asarray(b.mask_)) and a.tokens_ == b.tokens_
+
+
+def test_facility_greedy_under_tokens_is_the_brute_force_greedy_on_f():
+    from datamask.core.greedy import greedy_facility
+
+    c = make_corpus(50, 8, n_topics=4, seed=6)
+    E, q = c["embedding"].astype(np.float32), normalize_quality(c["quality"])
+    t = skewed_lengths(50, 6, n_long=0).astype(np.float64)
+    T = 0.2 * t.sum()
+    R = E[:20]
+    obj = Objective(E, q, 0.5, "facility", reference=np.arange(20))
+    for per_token in (False, True):
+        got = greedy_facility(E, q, 10, 0.5, R, block=4, cost=t, tokens=T, per_token=per_token).tolist()
+        order, left = [], T
+        while True:
+            ok = [i for i in range(50) if i not in order and t[i] <= left]
+            if not ok:
+                break
+            now = obj.evaluate_rows(np.array(order))["objective"] if order else 0.0
+            best = max(
+                ok,
+                key=lambda i: (
+                    (obj.evaluate_rows(np.array(order + [i]))["objective"] - now)
+                    / (max(t[i], 1.0) if per_token else 1.0)
+                ),
+            )
+            order.append(best)
+            left -= t[best]
+        assert got == order, per_token

@@ -19,6 +19,7 @@ def planted(tmp_path_factory):
     return d, write_planted(d)
 
 
+@pytest.mark.slow
 def test_dedup_finds_the_cli_groups_across_partitions(planted, address, tmp_path):
     d, expected = planted
     assert (

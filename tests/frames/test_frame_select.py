@@ -44,7 +44,16 @@ def cli_out(corpus, address, tmp_path_factory):
 def test_signature_is_the_config(corpus):
     sig = inspect.signature(dmd.select).parameters
     for f in fields(SelectConfig):
-        if f.name in ("input", "output", "scheduler", "split_size", "holdout", "partition_on", "n_workers"):
+        if f.name in (
+            "input",
+            "output",
+            "scheduler",
+            "split_size",
+            "holdout",
+            "partition_on",
+            "n_workers",
+            "storage_options",
+        ):
             assert f.name not in sig
         elif f.name in sig:
             assert sig[f.name].default == f.default, f.name
@@ -104,6 +113,7 @@ def test_plain_pandas_frame_with_object_embeddings(corpus):
     assert out.groupby(np.arange(len(out)) // 500)["selected"].sum().tolist() == [50, 50]
 
 
+@pytest.mark.slow
 def test_select_equals_the_cli_on_the_same_files(corpus, cli_out):
     """Same splits, same seeds (from the split identity), same rows and logits."""
     ddf = dmd.read(corpus, split_size=int(SPLIT))
@@ -119,6 +129,7 @@ def test_select_equals_the_cli_on_the_same_files(corpus, cli_out):
         assert parts[r["identity"]]["after"]["objective"] == pytest.approx(r["objective_after"], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_resume_is_unaffected(corpus, address, cli_out, tmp_path):
     """A CLI run with one split lost resumes that split only and gives the same rows."""
     import shutil
@@ -171,6 +182,7 @@ def _dup_ids(t):
     return t.set_column(t.schema.get_field_index("id"), "id", pa.array(ids))
 
 
+@pytest.mark.slow  # the CLI half runs a real split on the shared cluster
 @pytest.mark.parametrize(
     "change,needle",
     [
@@ -179,7 +191,7 @@ def _dup_ids(t):
         (_dup_ids, "duplicate ids (1 values repeat"),
     ],
 )
-def test_bad_input_fails_at_compute_like_the_cli(tmp_path, capsys, change, needle):
+def test_bad_input_fails_at_compute_like_the_cli(tmp_path, capsys, address, change, needle):
     d = _bad_corpus(tmp_path, change)
     sel = dmd.select(dmd.read(d, split_size=500), **KW)  # building it reads no row
     with pytest.raises(DataError) as e:
@@ -187,7 +199,18 @@ def test_bad_input_fails_at_compute_like_the_cli(tmp_path, capsys, change, needl
     msg = str(e.value)
     assert needle in msg and "partition 1 (shard-0.parquet (rows 500-1000))" in msg and "\n" not in msg
     rc = main(
-        ["select", str(d), str(tmp_path / "o"), "--split-size", "500", "--steps", STEPS, "--quiet", "--n-workers", "1"]
+        [
+            "select",
+            str(d),
+            str(tmp_path / "o"),
+            "--split-size",
+            "500",
+            "--steps",
+            STEPS,
+            "--quiet",
+            "--scheduler",
+            address,
+        ]
     )
     cli = capsys.readouterr().err.strip()
     assert rc == 2
@@ -243,6 +266,7 @@ def test_cluster_is_lazy_and_fits_once_for_frame_and_model(corpus):
     assert stats.mean() > 0.8  # the planted topics come back as clusters
 
 
+@pytest.mark.slow
 def test_token_budget_is_shared_out_like_the_cli(corpus, address, tmp_path):
     out = tmp_path / "tok"
     assert main(args(corpus, out, "--tokens", "200k", scheduler=address)) == 0

@@ -148,3 +148,12 @@ def test_bad_row_in_any_split_leaves_a_resumable_output(small, clusters, referen
     m = json.loads((out / "manifest.json").read_text())
     assert m["totals"]["computed_this_run"] == 5 - done and m["totals"]["resumed"] == done
     assert _rows(out).equals(reference)
+
+
+def test_the_manifest_names_storage_options_without_their_values():
+    from datamask.pipeline.config import SelectConfig
+    from datamask.pipeline.runner import public_config
+
+    cfg = SelectConfig(input="s3://b/in", output="s3://b/out", storage_options='{"key": "K", "secret": "S"}')
+    assert public_config(cfg)["storage_options"] == ["key", "secret"]
+    assert cfg.fingerprint("cpu") == SelectConfig(input="s3://b/in", output="s3://b/out").fingerprint("cpu")

@@ -136,19 +136,18 @@ def test_chain_from_s3_to_s3_equals_a_local_run(s3, addr, tmp_path, capsys):
     assert "missing: docs.r40-80.parquet (rows 0-" in out and "data/docs.r40-80.parquet missing" in out, out
 
 
-def _s3_env(**extra):
-    env = dict(os.environ, **extra)
-    return env
-
-
 def test_job_killed_midway_resumes_on_s3(s3, addr, tmp_path):
+    """The killed run has no AWS variables: its --storage-options alone (sent to every worker
+    of the cluster it starts) reach the server. The resumed run uses the environment."""
     ref = tmp_path / "ref"
     slow = ["--steps", "800", "--patience", "none"]
     assert main(["select", str(s3.local / "emb"), str(ref), *SELECT, *slow, "--scheduler", addr]) == 0
     out = "s3://bkt/killed"
-    cmd = [sys.executable, "-m", "datamask.cli", "select", "s3://bkt/emb", out, *SELECT, *slow, "--n-workers", "2"]
-    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=_s3_env())
+    opts = json.dumps({"endpoint_url": s3.url, "key": "testing", "secret": "testing"})
+    cmd = [sys.executable, "-m", "datamask.cli", "select", "s3://bkt/emb", out, *SELECT, *slow, "--n-workers", "2",
+           "--storage-options", opts]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
 
     def records():
         s3.fs.invalidate_cache()
@@ -164,22 +163,9 @@ def test_job_killed_midway_resumes_on_s3(s3, addr, tmp_path):
         proc.wait()
     done = len(records())
     assert 2 <= done < 5 and not s3.fs.exists("bkt/killed/manifest.json")
+    assert b"testing" not in s3.fs.cat("bkt/killed/_datamask/config.json")  # credentials are not recorded
     assert main(["status", out]) == 1
     assert main(["select", "s3://bkt/emb", out, *SELECT, *slow, "--scheduler", addr]) == 0
     m = json.loads(s3.fs.cat("bkt/killed/manifest.json"))
     assert m["totals"]["computed_this_run"] == 5 - done and m["totals"]["resumed"] == done
     assert _s3_table(s3, "bkt/killed/data").equals(pq.read_table(ref / "data").sort_by("id"))
-
-
-def test_storage_options_reach_the_workers(s3, tmp_path):
-    """No AWS variables in the run's environment: --storage-options alone (sent to every
-    worker of the cluster the run starts) reaches the server."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    opts = json.dumps({"endpoint_url": s3.url, "key": "testing", "secret": "testing"})
-    r = subprocess.run([sys.executable, "-m", "datamask.cli", "select", "s3://bkt/emb", "s3://bkt/opts", *SELECT,
-                        "--steps", "20", "--n-workers", "1", "--storage-options", opts], env=env,
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    m = json.loads(s3.fs.cat("bkt/opts/manifest.json"))
-    assert m["totals"]["splits"] == 5 and m["config"]["storage_options"] == ["endpoint_url", "key", "secret"]
-    assert "testing" not in json.dumps(m)  # the credentials are not recorded

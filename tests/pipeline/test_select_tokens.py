@@ -179,6 +179,15 @@ def test_compare_at_equal_tokens(skewed, address, tmp_path, capsys):
     assert "tokens kept" in (out / "report" / "index.html").read_text()
 
 
+def test_a_workflow_ratio_is_cleared_with_null():
+    from datamask.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="select.ratio=null"):
+        SelectConfig.from_dict({"ratio": 0.2, "tokens": "1k"})
+    assert SelectConfig.from_dict({"ratio": "null", "tokens": "1k"}).tokens == 1000
+    assert SelectConfig.from_dict({"ratio": None}).ratio == 0.1  # null without tokens: the default
+
+
 def test_workflow_key_tokens(tmp_path):
     from datamask.pipeline.workflow import load_workflow
 

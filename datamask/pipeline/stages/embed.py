@@ -3,13 +3,15 @@
 Runs on :func:`~datamask.pipeline.runner.run_stage`, like every stage. Each split's usable
 texts get an embedding (``fixed_size_list<float32|float16>[d]``). The sentence-transformers
 model is loaded once per worker process (the :class:`~datamask.features.Embedder` cache),
-never from a hub. Texts longer than the model's window are truncated unless ``chunk``. Rows
-with null/empty text are dropped; their count is ``skipped_texts`` in each split's record
-and the manifest totals.
+never from a hub; an ONNX export or a static model (``--backend``, ``--model static``) is
+built here on the client, once, into the cache directory, before any split runs. Texts
+longer than the model's window are truncated unless ``chunk``. Rows with null/empty text are
+dropped; their count is ``skipped_texts`` in each split's record and the manifest totals.
 """
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import replace
 
@@ -84,7 +86,10 @@ def make_embedder(cfg, device):
         emb = Embedder(model=cfg.model, device="cuda" if device == "gpu" else "cpu",
                        batch_size=None if cfg.batch_size is None else int(cfg.batch_size),
                        max_length=cfg.max_length, prefix=cfg.prefix,
-                       chunk=bool(cfg.chunk), dtype=cfg.dtype, compute=cfg.compute)
+                       chunk=bool(cfg.chunk), dtype=cfg.dtype, compute=cfg.compute,
+                       backend=cfg.backend, cache_dir=cfg.cache_dir)
+        if emb.resolved_backend() != "torch":  # export or distil once, here, before any worker starts
+            emb.prepare(log=None if cfg.quiet else lambda line: print(line, file=sys.stderr, flush=True))
         dim = emb.dim  # from the model's config files; loads the model here only when they do not say
     except ValueError as e:
         raise ConfigError(str(e)) from None
@@ -99,7 +104,7 @@ def plan_embed(cfg) -> StageRun:
     embedder, dim = make_embedder(cfg, plan.device)
     info = {"model": embedder.path, "dim": dim, "dtype": cfg.dtype, "max_length": cfg.max_length,
             "chunk": bool(cfg.chunk), "compute": cfg.compute, "batch_size": cfg.batch_size or "auto",
-            "tokenize_threads": embedder.tokenize_threads}
+            "tokenize_threads": embedder.tokenize_threads, "backend": embedder.resolved_backend()}
     return StageRun(
         "embed", plan, cols, _embed_partition,
         kwargs=dict(cfg=cfg, embedder=embedder, per_host={}, level=plan.level),
