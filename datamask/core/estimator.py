@@ -185,7 +185,7 @@ class DataMask(BaseEstimator):
         "batch_max": [Interval(Integral, 2, None, closed="left"), None],
         "prune": [Interval(Real, 0, 1, closed="left")],
         "init": [StrOptions({"quality", "uniform"})],
-        "logit_range": [StrOptions({"auto"}), tuple, list, None],
+        "logit_range": "no_validation",  # check_logit_range: "auto", (l_min, l_max) or None
         "final": [StrOptions({"topk", "sample"})],
         "reference_size": [Interval(Integral, 1, None, closed="left"), None],
         "seed": [Integral],
