@@ -17,6 +17,7 @@ from .objectives import DIVERSITIES, Objective, normalize_quality
 from .pg import PolicyGradient
 from .relaxed import frank_wolfe
 from .relaxed_tokens import frank_wolfe_tokens
+from .start import check_logit_range, start_range
 from .tokens import candidate_tokens, check_lengths, check_token_budget
 from .validate import check_inputs, needs_rescale, unit_rows
 
@@ -29,7 +30,8 @@ BATCH_MAX = 512
 DEFAULT_LR = 3.0
 DEFAULT_LR_FACILITY = 1.0
 # Quality-aware initial logits used when logit_range=None (see the logit_range parameter).
-DEFAULT_LOGIT_RANGE = (0.0, 16.0)
+DEFAULT_LOGIT_RANGE = "auto"
+DEFAULT_LOGIT_RANGE_DISF = (0.0, 16.0)
 DEFAULT_LOGIT_RANGE_FACILITY = (0.0, 2.0)
 
 
@@ -87,15 +89,17 @@ class DataMask:
         optimising (every solver). 0 keeps all.
     init : {"quality", "uniform"}, default "quality"
         Initial logits: equal, or quality mapped linearly onto ``logit_range``.
-    logit_range : (float, float) or None, default None
-        ``(l_min, l_max)`` for quality-aware initialisation. None picks (0, 16) for pairwise
-        and DiSF and (0, 2) for facility location. A wide range starts the policy near the
-        quality top-S, so its first, noisy updates (a row's share of a large mask's score is
-        small) reorder only rows whose order hardly matters: the objective does not dip early
-        and fewer steps are needed. Where the optimum is far from the quality top-S (low
-        ``lam``, facility location) the wide start costs steps, hence the narrow range for
-        facility location. The sweeps are in benchmarks/results/init_sweep.md and
-        benchmarks/results/init_sweep_ranges.md.
+    logit_range : (float, float), "auto" or None, default None
+        ``(l_min, l_max)`` for quality-aware initialisation, or ``"auto"``: a short pilot
+        (:mod:`datamask.core.start`) runs pg from (0, 2) and from (0, 16) and starts from
+        the one whose top-S scores higher (two extra pilot runs of at most 500 steps).
+        None picks ``"auto"`` for pairwise, (0, 16) for DiSF and (0, 2) for facility
+        location. A wide range starts the policy near the quality top-S (fast where the
+        optimum is near it, no early dip with large batches), a narrow one leaves pg free to
+        reach rows far below it; neither fixed range held on every corpus of the
+        default-selection suite, which chose the pairwise default by its worst case
+        (benchmarks/results/defaults.md, docs/defaults.md; DiSF and facility location were
+        not in that suite: benchmarks/results/init_sweep.md).
     final : {"topk", "sample"}, default "topk"
         Final mask: the S largest logits (the best top-S mask seen at the evaluation
         points is kept), or one Plackett-Luce draw from the final logits.
@@ -144,7 +148,9 @@ class DataMask:
         Steps run (pg) or iterations (relaxed) or picks (greedy).
     lr_, logit_range_ : float, (float, float)
         The step size and initial logit range pg used (``lr`` and ``logit_range``, or
-        their per-diversity defaults when None); pg only.
+        their per-diversity defaults when None; the pilot's choice for ``"auto"``); pg only.
+    pilot_ : dict or None
+        ``"auto"`` only: each candidate range's top-S objective at the end of its pilot.
     fit_seconds_ : float
     """
 
@@ -254,10 +260,7 @@ class DataMask:
             raise ValueError(f"batch_ratio must be in (0, 1] or None, got {self.batch_ratio}")
         if self.batch_max is not None and (int(self.batch_max) != self.batch_max or int(self.batch_max) < 2):
             raise ValueError(f"batch_max must be an integer >= 2 or None, got {self.batch_max}")
-        if self.logit_range is not None:
-            lo, hi = self.logit_range
-            if not float(lo) <= float(hi):
-                raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {self.logit_range}")
+        check_logit_range(self.logit_range)
         if self.reference_size is not None and int(self.reference_size) < 1:
             raise ValueError(f"reference_size must be >= 1 or None, got {self.reference_size}")
         if self.tokens is not None:
@@ -405,8 +408,9 @@ class DataMask:
     def _fit_pg(self, E, cand, scale, qc, S, xp):
         facility = self.diversity == "facility"
         self.lr_ = float(self.lr) if self.lr is not None else (DEFAULT_LR_FACILITY if facility else DEFAULT_LR)
-        default_range = DEFAULT_LOGIT_RANGE_FACILITY if facility else DEFAULT_LOGIT_RANGE
-        self.logit_range_ = tuple(float(v) for v in (self.logit_range or default_range))
+        default = {"facility": DEFAULT_LOGIT_RANGE_FACILITY, "disf": DEFAULT_LOGIT_RANGE_DISF}
+        self.logit_range_, self.pilot_ = start_range(self, default.get(self.diversity, DEFAULT_LOGIT_RANGE),
+                                                     E, cand, scale, qc, S, xp)
         solver = PolicyGradient(self)
         rows = solver.run(E, cand, scale, qc, S, xp)
         self.n_steps_ = solver.n_steps

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["make_corpus"]
+__all__ = ["make_corpus", "make_clusters"]
 
 
 def _unit(X):
@@ -75,4 +75,71 @@ def make_corpus(
         "topic": topic,
         "dup_group": dup_group,
         "n_tokens": n_tokens,
+    }
+
+
+def make_clusters(
+    n_rows=20_000,
+    dim=384,
+    n_clusters=100,
+    sizes="even",
+    quality="cluster",
+    n_dup_groups=10,
+    dup_fraction=0.05,
+    intrinsic_dim=None,
+    spread=1.0,
+    noise=0.5,
+    seed=0,
+):
+    """Clusters of another shape than :func:`make_corpus`, for the default-selection suite.
+
+    ``sizes``: ``"even"`` (Dirichlet, all of a similar size) or ``"heavy"`` (Pareto, a few
+    clusters hold most rows). ``quality``: a row's quality is its cluster's mean plus noise
+    with the cluster mean ``"cluster"`` (random, correlated within clusters), ``"size"``
+    (rising with cluster size: the crowded clusters score high), ``"anti"`` (falling with
+    size) or ``"independent"`` (no cluster term). ``n_dup_groups`` groups of near-duplicates
+    (cosine about 0.99) hold ``dup_fraction`` of the rows, all scored near the top of the
+    quality range: the quality top-S is crowded with them. ``intrinsic_dim``: the rows lie
+    in a random subspace of this dimension (None: all of ``dim``). ``spread``: noise norm
+    relative to a cluster centre; ``noise``: sd of a row's quality around its cluster's
+    mean (which has sd 1). Returns the columns of :func:`make_corpus`
+    (``topic`` is the cluster).
+    """
+    if n_rows < 1 or dim < 2 or n_clusters < 1:
+        raise ValueError("n_rows, n_clusters must be >= 1 and dim >= 2")
+    rng = np.random.default_rng(seed)
+    k = dim if intrinsic_dim is None else int(intrinsic_dim)
+    if sizes == "heavy":
+        p = rng.pareto(1.0, size=n_clusters) + 1.0
+    else:
+        p = rng.dirichlet(np.full(n_clusters, 20.0))
+    p = p / p.sum()
+    topic = rng.choice(n_clusters, size=n_rows, p=p).astype(np.int32)
+    centres = _unit(rng.normal(size=(n_clusters, k)))
+    X = centres[topic] + rng.normal(size=(n_rows, k)) * (spread / np.sqrt(k))
+    size_z = np.log(p) - np.log(p).mean()
+    size_z /= size_z.std() + 1e-12
+    mean_q = {"cluster": rng.normal(0.0, 1.0, n_clusters), "size": size_z, "anti": -size_z,
+              "independent": np.zeros(n_clusters)}[quality]
+    q = mean_q[topic] + rng.normal(0.0, noise, n_rows)
+    dup_group = np.full(n_rows, -1, dtype=np.int32)
+    n_dup = int(round(dup_fraction * n_rows))
+    if n_dup_groups > 0 and n_dup > 0:
+        rows = rng.choice(n_rows, size=n_dup, replace=False)
+        groups = rng.integers(0, n_dup_groups, size=n_dup).astype(np.int32)
+        dup_group[rows] = groups
+        bases = _unit(X[rng.choice(n_rows, size=n_dup_groups, replace=False)])
+        X[rows] = bases[groups] + rng.normal(size=(n_dup, k)) * (0.1 / np.sqrt(k))
+        q[rows] = np.quantile(q, 0.99) + rng.normal(0.0, 0.2, n_dup)
+    if k < dim:
+        basis, _ = np.linalg.qr(rng.normal(size=(dim, k)))
+        X = X @ basis.T
+    E = _unit(X).astype(np.float32)
+    return {
+        "id": np.arange(n_rows, dtype=np.int64),
+        "embedding": E,
+        "quality": q.astype(np.float32),
+        "topic": topic,
+        "dup_group": dup_group,
+        "n_tokens": np.maximum(20, rng.lognormal(6.0, 0.8, size=n_rows)).astype(np.int32),
     }

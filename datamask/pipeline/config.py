@@ -145,10 +145,10 @@ class SelectConfig(StageConfig):
     tokens: int | None = _f(None, "token budget for the whole corpus instead of rows (200000, 2e5, 200k, 1.5B, "
                                   "1.5T), shared out to the splits by their tokens (docs/tokens.md)", parse=parse_tokens)
     token_ratio: float | None = _f(None, "token budget as a fraction of the corpus's tokens, in (0, 1]")
-    tokens_column: str | None = _f(None, "token counts (default: token_count when the input has it, as FineWeb "
-                                         "does, else n_tokens from datamask score; else counted from the text)")
+    tokens_column: str | None = _f(None, "token-count column; unset: token_count when the input has it (as "
+                                         "FineWeb does), else n_tokens (datamask score), else counted from the text")
     tokenizer: str | None = _f(None, "tokenizer.json (or folder) that counts tokens when no token-count column "
-                                     "is present (default: whitespace words)")
+                                     "is present; unset: whitespace words")
     text_column: str = _f("text", "text column, read only to count tokens when no token-count column is present",
                           group="data")
     lam: float = _f(_DM["lam"], "weight of quality against diversity, in [0, 1]")
@@ -162,8 +162,8 @@ class SelectConfig(StageConfig):
                                                    "the paper's recipe)")
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
     init: str = _f(_DM["init"], "initial logits", choices=("quality", "uniform"))
-    logit_range: tuple | None = _f(_DM["logit_range"], "l_min,l_max for quality-aware initialisation (null: 0,16; "
-                                                       "0,2 for facility)")
+    logit_range: tuple | None = _f(_DM["logit_range"], "l_min,l_max for quality-aware initialisation (null: a short "
+                                                       "pilot picks 0,2 or 0,16; 0,2 for facility)")
     final: str = _f(_DM["final"], "final mask", choices=("topk", "sample"))
     reference_size: int | None = _f(_DM["reference_size"], "facility location reference sample size")
     eval_every: int = _f(_DM["eval_every"], "steps between exact evaluations")

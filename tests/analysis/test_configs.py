@@ -19,7 +19,7 @@ def test_paper_recipe_is_a_select_config():
     assert 0.4 <= cfg.prune <= 0.5 and cfg.init == "quality" and cfg.diversity == "pairwise"
     assert cfg.lam == 0.5 and cfg.group_size == 128 and cfg.split_size == 1_000_000
     assert cfg.batch_ratio == 0.05 and cfg.steps == 10_000 and cfg.solver == "pg"
-    assert cfg.logit_range is None and cfg.estimator_params(0)["logit_range"] is None  # 0..16
+    assert cfg.logit_range is None and cfg.estimator_params(0)["logit_range"] is None  # auto
 
 
 def test_baselines_workflow_chains_cluster_and_compare():

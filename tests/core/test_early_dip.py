@@ -41,7 +41,7 @@ def test_paper_batch_has_no_early_dip_with_the_default_initialisation(corpus_100
 
 
 @pytest.mark.parametrize("diversity, given, used", [
-    ("pairwise", None, (0.0, 16.0)),
+    ("pairwise", None, "auto"),  # a pilot picks 0..2 or 0..16 (tests/core/test_auto_start.py)
     ("disf", None, (0.0, 16.0)),
     ("facility", None, (0.0, 2.0)),  # coverage is far from the quality top-S: a flat start
     ("pairwise", (1.0, 3.0), (1.0, 3.0)),
@@ -50,6 +50,9 @@ def test_logit_range_default_depends_on_the_diversity(diversity, given, used):
     c = make_corpus(600, dim=16, seed=1)
     m = DataMask(diversity=diversity, logit_range=given, steps=2, eval_every=1, reference_size=64, seed=0)
     m.fit(c["embedding"], c["quality"])
+    if used == "auto":
+        used = m.logit_range_
+        assert used == max(m.pilot_, key=m.pilot_.get)
     assert m.logit_range_ == used
     # step 0 is the initialisation: candidates' logits span exactly the range
     L0 = DataMask(diversity=diversity, logit_range=given, steps=0, reference_size=64).fit(

@@ -160,7 +160,7 @@ def test_capture_on_or_off_draws_the_same_masks(corpus, fake_cp, monkeypatch, fa
     monkeypatch.setattr(pg, "_is_real_cupy", lambda xp: True)
     monkeypatch.setattr(pg, "CupyGraphs", lambda: made.append(FakeCapture(fail)) or made[-1])
     E, q = corpus
-    kw = dict(diversity="pairwise", final="sample")
+    kw = dict(diversity="pairwise", final="sample", logit_range=(0.0, 16.0))  # fixed: no pilot runs
     ctx = pytest.warns(RuntimeWarning) if fail else contextlib.nullcontext()
     with ctx:
         a = _fit(fake_cp.asarray(E), fake_cp.asarray(q), **kw)

@@ -64,6 +64,7 @@ def test_every_method_keeps_each_split_within_its_share(skewed, address, tmp_pat
     assert T - tok["tokens_out"] < 50_000 * len(m["partitions"])
 
 
+@pytest.mark.slow
 def test_token_budget_per_split_fills_and_resumes(skewed, address, tmp_path):
     inp, t = skewed
     out = tmp_path / "out"
@@ -143,6 +144,7 @@ def test_budget_flags_are_checked(tmp_path, capsys):
     assert cfg.tokens == 200_000 and cfg.token_budget
 
 
+@pytest.mark.slow
 def test_compare_at_equal_tokens(skewed, address, tmp_path, capsys):
     import pandas as pd
 
@@ -197,3 +199,22 @@ def test_workflow_key_tokens(tmp_path):
     assert cfg.tokens == 1_500_000_000 and cfg.tokens_column == "token_count"
     wf.write_text("input: in\noutput: out\ntoken_ratio: 0.25\n")
     assert SelectConfig.from_dict(load_workflow(str(wf), [])).token_ratio == 0.25
+
+
+def test_token_counts_come_from_a_column_or_the_text():
+    from datamask.errors import DataError
+    from datamask.pipeline.tokens import split_lengths
+
+    base = pa.table({"id": [1, 2, 3], "text": ["a b c", None, "  one  "]})
+    cfg = SelectConfig()
+    t, src = split_lengths(base, cfg, "f.jsonl (rows 0-3)")
+    assert t.tolist() == [3, 0, 1] and src == "whitespace words of text"
+    both = base.append_column("n_tokens", pa.array([7, 8, 9])).append_column("token_count", pa.array([4, 5, 6]))
+    assert split_lengths(both, cfg, "f")[0].tolist() == [4, 5, 6]  # FineWeb's column first
+    assert split_lengths(both, cfg.replace(tokens_column="n_tokens"), "f")[1] == "column n_tokens"
+    with pytest.raises(DataError, match="missing column 'len'"):
+        split_lengths(both, cfg.replace(tokens_column="len"), "f")
+    with pytest.raises(DataError, match="--tokens-column NAME or --text-column NAME"):
+        split_lengths(pa.table({"id": [1]}), cfg, "f")
+    with pytest.raises(DataError, match=r"f row 11: column 'token_count' is -1"):
+        split_lengths(pa.table({"token_count": [3, -1]}), cfg, "f", first_row=10)
