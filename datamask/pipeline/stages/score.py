@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...errors import ConfigError, DataError
+from ...errors import ConfigError, DataError, OutputError
 from ..config import ScoreConfig
 from ..frames import pandas_table, text_frame
 from ..io import read_parquet_table, write_json_atomic, write_parquet_atomic
@@ -140,7 +140,22 @@ def _components_partition(df, partition_info=None, *, splits, out_root, cfg, sco
     del df
     comp = components_split(pdf, s.where(), text_column=cfg.text_column, scorer_kw=scorer_kw, inputs=inputs)
     write_parquet_atomic(pandas_table(comp[keep]), Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet")
-    return pd.DataFrame({"name": [s.name], "record": [json.dumps({"name": s.name})]})
+    rec = {"name": s.name, "identity": s.identity, "source": s.rel, "start": s.start, "stop": s.stop,
+           "rows_written": len(comp)}
+    return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
+
+
+def _check_components(out, rec):
+    """The client's check of a split's components (as :meth:`Output.verify` does for its data)."""
+    from ..io import parquet_rows
+    from ..output import SHARED_STORAGE
+
+    f = out.state / COMPONENTS_DIR / f"{rec['name']}.parquet"
+    n = parquet_rows(f)
+    if n is None or n != rec.get("rows_written", n):
+        raise OutputError(f"split {rec.get('source', rec['name'])} (rows {rec.get('start')}-{rec.get('stop')}) "
+                          f"was scored, but {f} is {'missing' if n is None else f'short ({n} rows)'} here on the "
+                          f"client: {SHARED_STORAGE}")
 
 
 def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generated, weights, domain_weights,
@@ -186,7 +201,7 @@ def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inpu
         with ProgressBars(client, len(todo), len(todo) - len(need), len(need), cfg.quiet, desc="components") as bars:
             run_pending(client, need, cols, "cpu", _components_partition,
                         dict(cfg=cfg, scorer_kw=scorer_kw, inputs=inputs, keep=keep), str(out.root),
-                        bars.partition_done)
+                        bars.partition_done, verify=lambda rec: _check_components(out, rec))
     if have_stats:
         raw = json.loads(stats_file.read_text())
         stats = {c: ColumnStats.from_dict(d) for c, d in raw["stats"].items()}
