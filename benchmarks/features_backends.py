@@ -48,7 +48,8 @@ def doc_files(root: str = DOC_ROOT) -> list[str]:
 
 def paragraphs(path: str) -> list[str]:
     try:
-        raw = gzip.open(path).read(200_000) if path.endswith(".gz") else open(path, "rb").read(200_000)
+        with gzip.open(path) if path.endswith(".gz") else open(path, "rb") as fh:
+            raw = fh.read(200_000)
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError, EOFError):
         return []

@@ -55,7 +55,7 @@ def main():
         cli_ids = sorted(pq.read_table(os.path.join(tmp, "cli", "data")).column("id").to_pylist())
         same = cli_ids == sorted(frame["id"].tolist())
         assert same, "the frame and the CLI selected different rows"
-        n_parts = m["totals"]["partitions"]
+        n_parts = m["totals"]["splits"]
     lines = [
         "# datamask select vs datamask.dask.select",
         "",

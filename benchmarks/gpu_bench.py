@@ -180,7 +180,7 @@ def cmd_select(a):
                    rows_per_s_per_gpu=t.get("rows_per_second_per_gpu", t.get("rows_per_second_per_worker")),
                    splits=[{k: p_.get(k) for k in ("name", "rows_in", "select_seconds", "device_seconds",
                                                    "wait_seconds", "wall_seconds", "gpu_peak_bytes",
-                                                   "gpu_peak_ratio", "n_steps", "worker")} for p_ in m["partitions"]])
+                                                   "gpu_peak_ratio", "n_steps", "worker")} for p_ in m.get("splits", m.get("partitions", []))])
     _save(a.out, name, rec)
 
 
@@ -234,12 +234,12 @@ def cmd_embed(a):
 def cmd_cluster(a):
     src = sorted(Path(a.corpus).glob("*.parquet"))[0]
     out = Path(a.work) / "cluster"
-    p, wall = _datamask("cluster", src, out, "--device", a.device, "--k", a.k, "--split-size", a.split_size,
+    p, wall = _datamask("cluster", src, out, "--device", a.device, "--n-clusters", a.k, "--split-size", a.split_size,
                         "--quiet", "--overwrite")
     rec = {"step": "cluster", "rc": p.returncode, "command_seconds": round(wall, 2), "stderr": p.stderr[-2000:]}
     if p.returncode == 0:
         s = json.loads((out / "cluster.json").read_text())
-        rec.update({k: s.get(k) for k in ("k", "rows", "partitions", "sample_rows", "backend", "fit_seconds",
+        rec.update({k: s.get(k) for k in ("n_clusters", "k", "rows", "splits", "partitions", "sample_rows", "backend", "fit_seconds",
                                            "label_seconds",
                                            "wall_seconds", "gpu")})
     _save(a.out, "cluster", rec)
@@ -290,7 +290,7 @@ def report(out) -> str:
     cos = [e.get(k, {}).get("cosine_min") for k in ("short", "long") if e.get(k, {}).get("cosine_min") is not None]
     row("embedding cosine, GPU float16 vs CPU float32 (min)", min(cos) if cos else None, "cosine", "{:.7f}")
     c = load("cluster")
-    row(f"`cluster --k {c.get('k', '?')}` on {c.get('rows', 0):,} rows in {c.get('partitions', '?')} partitions "
+    row(f"`cluster --n-clusters {c.get('n_clusters', c.get('k', '?'))}` on {c.get('rows', 0):,} rows in {c.get('splits', c.get('partitions', '?'))} splits "
         f"(fit on {c.get('sample_rows', 0):,} with "
         f"{c.get('backend', '-')}: {c.get('fit_seconds', '-')} s, labels {c.get('label_seconds', '-')} s; the whole "
         f"command with its cluster start {c.get('command_seconds', '-')} s): seconds",

@@ -63,7 +63,7 @@ def one_run(corpus, out, workers, solver, split, steps):
         mon.stop.set()
         mon.join()
     wall = time.perf_counter() - t0
-    parts = m["partitions"]
+    parts = m.get("splits", m.get("partitions", []))
     sel_rate = sum(p["rows_in"] for p in parts) / sum(p["select_seconds"] for p in parts)
     return {"workers": workers, "solver": solver, "steps": steps if solver == "pg" else None,
             "rows": m["totals"]["rows_in"], "partitions": len(parts), "wall": wall,

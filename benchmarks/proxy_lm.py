@@ -172,7 +172,7 @@ def run_selection_benchmark(work: Path, n_docs: int, tokens: int, seeds, quick: 
               ("score", work / "scored" / "manifest.json",
                ("score", work / "emb", work / "scored", "--heuristics", "--n-workers", 1, *q)),
               ("cluster", work / "clustered" / "cluster.json",
-               ("cluster", work / "scored", work / "clustered", "--k", 20, "--sample-fraction", 1.0,
+               ("cluster", work / "scored", work / "clustered", "--n-clusters", 20, "--sample-fraction", 1.0,
                 "--n-workers", 1, *q)),
               ("compare", work / "cmp" / "compare.json",
                ("compare", work / "clustered", work / "cmp", "--methods", ",".join(METHODS), "--ratio", 0.3,
@@ -272,7 +272,7 @@ def write_markdown(path: Path, tput: list, sel: dict | None, args, load, e2e: di
         lines += ["", "## Held-out loss of each method's selection at equal tokens", "",
                   f"Corpus: {sum(sel['kinds'].values()):,} documents ({', '.join(f'{k}: {v:,}' for k, v in sel['kinds'].items())}), "
                   "built offline from this machine's Python installation (see the module docstring). Stages: "
-                  "`embed` (MiniLM), `score --heuristics`, `cluster --k 20`, `compare --ratio 0.3 --holdout 0.1` "
+                  "`embed` (MiniLM), `score --heuristics`, `cluster --n-clusters 20`, `compare --ratio 0.3 --holdout 0.1` "
                   "(10% of every split set aside before any method runs: the evaluation set), then `proxy-lm` "
                   f"(preset tiny, {tokens:,} training tokens per selection, {args.threads} torch thread(s), "
                   f"{len(args.seeds)} seeds of initial weights and data order; the selections, the tokenizer and the "

@@ -5,7 +5,10 @@ They carry only a message, so they pickle across Dask workers unchanged.
 """
 from __future__ import annotations
 
-__all__ = ["DatamaskError", "DataError", "ConfigError", "SchedulerError", "ClusterError", "OutputError"]
+import warnings
+
+__all__ = ["DatamaskError", "DataError", "ConfigError", "SchedulerError", "ClusterError", "OutputError",
+           "DatamaskDeprecationWarning", "warn_deprecated"]
 
 
 class DatamaskError(Exception):
@@ -35,3 +38,14 @@ ClusterError = SchedulerError
 
 class OutputError(DatamaskError):
     """The output directory cannot be written."""
+
+
+class DatamaskDeprecationWarning(DeprecationWarning):
+    """An old flag, YAML key or name that still works for one release; the command line
+    prints it as one line ``datamask: warning: ...``."""
+
+
+def warn_deprecated(old: str, new: str, until: str = "0.4") -> None:
+    """Warn that ``old`` is now called ``new`` (it keeps working until release ``until``)."""
+    warnings.warn(f"{old} is deprecated, use {new} ({old} stops working in {until})", DatamaskDeprecationWarning,
+                  stacklevel=3)

@@ -376,7 +376,7 @@ def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1
     big = stats[stats["size"] > int(split_size)]
     for _, r in big.iterrows():
         msg = (f"cluster {int(r['cluster'])} has {int(r['size']):,} rows, more than the split size "
-               f"{int(split_size):,}: per-cluster selection will cut it into several partitions")
+               f"{int(split_size):,}: per-cluster selection will cut it into several splits")
         warnings.warn(msg, stacklevel=2)
         warn.append(msg)
     C = np.ascontiguousarray(cent, dtype=np.float32)
@@ -384,7 +384,7 @@ def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1
                                    "centroid": pa.FixedSizeListArray.from_arrays(pa.array(C.reshape(-1)), C.shape[1])}),
                          out / "centroids.parquet")
     write_parquet_atomic(pa.Table.from_pandas(stats, preserve_index=False), out / "cluster_stats.parquet")
-    summary = {"k": int(k), "rows": int(done["rows"].sum()), "partitions": int(len(done)),
+    summary = {"n_clusters": int(k), "rows": int(done["rows"].sum()), "splits": int(len(done)),
                "sample_rows": int(X.shape[0]), "sample_fraction": float(sample_fraction),
                "backend": backend, "device": level.device, "gpu": level.to_dict(), "seed": int(seed),
                "fit_seconds": round(fit_seconds, 3), "label_seconds": round(label_seconds, 3),

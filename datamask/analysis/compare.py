@@ -23,13 +23,15 @@ import numpy as np
 import pandas as pd
 
 from ..core.backend import to_numpy
+from ..core.diversity import DIVERSITIES
+from ..pipeline.config import METHODS
 
-__all__ = ["ALL_METHODS", "score_selection", "compare_arrays", "run_compare",
+__all__ = ["ALL_METHODS", "format_table", "score_selection", "compare_arrays", "run_compare",
            "summarise"]
 
-ALL_METHODS = ("datamask", "greedy", "relaxed", "topk", "random", "semdedup", "quadmix")
-METRICS = ("quality", "quality_norm", "pairwise", "facility", "disf", "objective", "mean_tokens", "seconds")
-# Summed over partitions (not averaged): tokens kept, and the token budget under --tokens.
+ALL_METHODS = METHODS  # every registered selection method (datamask.methods)
+METRICS = ("quality", "quality_norm", *DIVERSITIES, "objective", "mean_tokens", "seconds")
+# Summed over splits (not averaged): tokens kept, and the token budget under --tokens.
 SUMS = ("tokens", "token_budget")
 
 
@@ -40,7 +42,7 @@ def score_selection(E, q, mask, n_tokens=None, lam=0.5, diversity="pairwise", re
     mask = np.asarray(mask, dtype=bool)
     q = np.asarray(q, dtype=np.float64)
     out = {"selected": int(mask.sum()), "quality": float(q[mask].mean())}
-    for div in ("pairwise", "facility", "disf"):
+    for div in DIVERSITIES:
         out[div] = float(evaluate(E, q, mask, lam=lam, diversity=div, reference_size=reference_size,
                                   seed=seed)["diversity"])
     r = evaluate(E, q, mask, lam=lam, diversity=diversity, reference_size=reference_size, seed=seed)
@@ -98,7 +100,7 @@ def compare_arrays(E, q, methods=ALL_METHODS, cfg=None, budget=None, cluster=Non
     from ..methods.random import random_subset
     from ..methods.semdedup import semdedup, semdedup_eps_for_budget
     from ..methods.topk import topk
-    from ..pipeline.config import SelectConfig
+    from ..pipeline.config import SOLVER_OF, SelectConfig
 
     cfg = cfg or SelectConfig()
     E = np.asarray(to_numpy(E))
@@ -117,9 +119,9 @@ def compare_arrays(E, q, methods=ALL_METHODS, cfg=None, budget=None, cluster=Non
     for m in methods:
         t0 = time.perf_counter()
         info = {}
-        if m in ("datamask", "greedy", "relaxed"):
-            params = cfg.estimator_params(seed)
-            params.update(budget=S, solver="pg" if m == "datamask" else m)
+        if m in SOLVER_OF:
+            params = cfg.estimator_params(seed, solver=SOLVER_OF[m])
+            params.update(budget=S)
             est = DataMask(**params).fit(E, q)
             mask = to_numpy(est.mask_).astype(bool)
             if m == "datamask":  # greedy/relaxed count picks/iterations, not steps
@@ -156,6 +158,7 @@ def compare_arrays(E, q, methods=ALL_METHODS, cfg=None, budget=None, cluster=Non
 def _compare_tokens(E, q, methods, cfg, cluster, n_tokens, k, quadmix_params, T, seed):
     """:func:`compare_arrays` at equal tokens: every method within ``T`` tokens."""
     from ..methods import select as run_method
+    from ..pipeline.config import SOLVER_OF
 
     if n_tokens is None:
         raise ValueError("a token budget needs the rows' token counts (n_tokens)")
@@ -167,10 +170,10 @@ def _compare_tokens(E, q, methods, cfg, cluster, n_tokens, k, quadmix_params, T,
     for m in methods:
         t0 = time.perf_counter()
         info = {}
-        if m in ("datamask", "greedy", "relaxed"):
+        if m in SOLVER_OF:
             from ..core.estimator import DataMask
 
-            params = dict(cfg.estimator_params(seed), budget=None, tokens=T, solver="pg" if m == "datamask" else m)
+            params = dict(cfg.estimator_params(seed, solver=SOLVER_OF[m]), budget=None, tokens=T)
             est = DataMask(**params).fit(E, q, lengths=t)
             mask = to_numpy(est.mask_).astype(bool)
             if m == "datamask":
@@ -367,8 +370,8 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
 
     pareto_plot(table, out / "pareto.png")
     write_json_atomic({"kind": "compare", "input": str(input), "methods": methods, "rows": int(n_rows),
-                       "partitions": len(splits), "holdout": float(cfg.holdout),
-                       "holdout_rows": int(per.groupby("partition")["holdout_rows"].first().sum()), "k": k, "clusters_from": "input" if has_cluster else "k-means",
+                       "splits": len(splits), "holdout": float(cfg.holdout),
+                       "holdout_rows": int(per.groupby("partition")["holdout_rows"].first().sum()), "n_clusters": k, "clusters_from": "input" if has_cluster else "k-means",
                        "config": cfg.to_dict(), "quadmix_params": quadmix_params,
                        "semdedup_eps": semdedup_eps, "tokens": token_info,
                        "tokens_kept": {m: int(v) for m, v in table.get("tokens", pd.Series(dtype=float)).items()
@@ -380,3 +383,9 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
 
         build_report(out)
     return table
+
+
+def format_table(table) -> str:
+    """The comparison table as ``datamask compare`` prints it."""
+    cols = [c for c in ("quality", *DIVERSITIES, "objective", "mean_tokens", "tokens", "seconds") if c in table.columns]
+    return table[cols].to_string(float_format=lambda v: f"{v:.4g}")

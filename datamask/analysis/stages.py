@@ -1,10 +1,12 @@
-"""Configs and runners of the corpus-analysis commands: ``cluster``, ``compare``, ``report``.
+"""The corpus-analysis stages, ``cluster`` and ``compare``, and ``datamask report``.
 
 ``ClusterConfig`` and ``CompareConfig`` extend the pipeline's configs, so ``--split-size``,
 ``--scheduler`` or ``--ratio`` mean the same in every command and the YAML keys of a
-workflow are the flag names. Importing this module registers ``cluster`` and ``compare`` as stages of chaining
-workflows (``stages: [cluster, compare]``, see ``workflows/baselines.yaml``): each stage
-reads the previous stage's ``OUTPUT/<stage>/data`` and writes ``OUTPUT/<stage>``.
+workflow are the flag names. Both are stages (:data:`datamask.pipeline.stages.STAGES` names
+them) of the whole-corpus kind: k-means and the comparison read every split at once, so
+each has a ``run`` of its own instead of a per-split plan, and writes ``cluster.json`` or
+``compare.json`` in place of a manifest. In a workflow (``stages: [cluster, compare]``, see
+``workflows/baselines.yaml``) each reads the previous stage's ``OUTPUT/<stage>/data``.
 """
 from __future__ import annotations
 
@@ -13,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, DataError
-from ..pipeline.config import SelectConfig, StageConfig, _f
-from ..pipeline.workflow import register_stage
+from ..pipeline.config import METHODS, SelectConfig, StageConfig, _f
+from ..pipeline.stages.base import Stage
 
-__all__ = ["ClusterConfig", "CompareConfig", "run_cluster_stage", "run_compare_stage", "run_report"]
+__all__ = ["ClusterConfig", "CompareConfig", "ClusterStage", "CompareStage", "run_cluster_stage",
+           "run_compare_stage", "run_report"]
 
 
 @dataclass
@@ -24,7 +27,7 @@ class ClusterConfig(StageConfig):
     embedding_column: str = _f("embedding", "name of the embedding column (list of floats)", group="data")
     quality_column: str = _f("quality", "quality column for the statistics (skipped when absent)", group="data")
     tokens_column: str = _f("n_tokens", "token-count column for the statistics (skipped when absent)", group="data")
-    k: int = _f(100, "number of k-means clusters (<= rows in the sample)", group="clustering")
+    n_clusters: int = _f(100, "number of k-means clusters (<= rows in the sample)", group="clustering")
     sample_fraction: float = _f(0.1, "fraction of rows k-means is fitted on (then every row is labelled)",
                                 group="clustering")
     kmeans_backend: str = _f("auto", "k-means implementation (auto: cuML with RAPIDS, lloyd on the GPU with "
@@ -34,10 +37,12 @@ class ClusterConfig(StageConfig):
                           group="output")
     seed: int = _f(0, "seed of the sample and of k-means", group="clustering")
 
+    RENAMED = {"k": "n_clusters"}  # 0.2's name (--k)
+
     def validated(self):
         super().validated()
-        if int(self.k) < 1:
-            raise ConfigError(f"k must be >= 1, got {self.k}")
+        if int(self.n_clusters) < 1:
+            raise ConfigError(f"n_clusters must be >= 1, got {self.n_clusters}")
         if not 0.0 < float(self.sample_fraction) <= 1.0:
             raise ConfigError(f"sample_fraction must be in (0, 1], got {self.sample_fraction}")
         return self
@@ -46,8 +51,7 @@ class ClusterConfig(StageConfig):
 @dataclass
 class CompareConfig(SelectConfig):
     methods: str = _f("datamask,topk,random,semdedup,quadmix,greedy",
-                      "comma-separated methods (datamask, greedy, relaxed, topk, random, semdedup, quadmix)",
-                      group="compare")
+                      f"comma-separated methods ({', '.join(METHODS)})", group="compare")
     sample_fraction: float = _f(0.1, "fraction of rows the k-means is fitted on (when the input has no "
                                       "domain column; n_clusters clusters shared by all splits)", group="compare")
     sample_rows: int = _f(2000, "rows kept for the 2-D projection plot", group="compare", result=False)
@@ -119,8 +123,8 @@ def _prepare_output(path, marker, overwrite, input=None, own=()):
     return out
 
 
-def _totals(rows, partitions):
-    return {"rows_in": rows, "rows_out": rows, "partitions": partitions, "computed_this_run": partitions, "resumed": 0}
+def _totals(rows, splits):
+    return {"rows_in": rows, "rows_out": rows, "splits": splits, "computed_this_run": splits, "resumed": 0}
 
 
 def _local_paths(cfg, command):
@@ -136,13 +140,13 @@ def _local_paths(cfg, command):
 
 
 def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
-    """``datamask cluster INPUT OUTPUT --k K``; returns the summary (with ``totals``)."""
+    """``datamask cluster INPUT OUTPUT --n-clusters K``; returns the summary (with ``totals``)."""
     from ..pipeline.client import close_client
     from ..pipeline.gpu import select_level
     from .clusters import run_cluster
 
     if not cfg.input or not cfg.output:
-        raise ConfigError("both input and output are required (datamask cluster INPUT OUTPUT --k K)")
+        raise ConfigError("both input and output are required (datamask cluster INPUT OUTPUT --n-clusters K)")
     cfg = _local_paths(cfg, "cluster")
     level = select_level(cfg.device)  # before the output exists: a device error leaves nothing behind
     out = _prepare_output(cfg.output, "cluster.json", cfg.overwrite, cfg.input)
@@ -151,7 +155,7 @@ def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
             shutil.rmtree(out / old)
     client, own = _client(cfg, client, level)
     try:
-        summary = run_cluster(cfg.input, out, int(cfg.k), sample_fraction=float(cfg.sample_fraction), seed=cfg.seed,
+        summary = run_cluster(cfg.input, out, int(cfg.n_clusters), sample_fraction=float(cfg.sample_fraction), seed=cfg.seed,
                               split_size=int(cfg.split_size), by_cluster=cfg.by_cluster, backend=cfg.kmeans_backend,
                               device=level.device, embedding_column=cfg.embedding_column,
                               quality_column=cfg.quality_column, tokens_column=cfg.tokens_column, client=client,
@@ -161,7 +165,7 @@ def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
     finally:
         if own:
             close_client(client)
-    summary["totals"] = _totals(summary["rows"], summary["partitions"])
+    summary["totals"] = _totals(summary["rows"], summary["splits"])
     return summary
 
 
@@ -211,7 +215,7 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
                              quiet=cfg.quiet)
         if not cfg.no_report:
             build_report(cfg.output)
-    return {"table": table, "totals": _totals(meta["rows"], meta["partitions"]),
+    return {"table": table, "methods": cfg.method_list, "totals": _totals(meta["rows"], meta["splits"]),
             "report": None if cfg.no_report else str(Path(cfg.output) / "report" / "index.html")}
 
 
@@ -225,8 +229,37 @@ def run_report(directory, out=None) -> Path:
         raise DataError(str(e)) from None
 
 
-# ---------------------------------------------------------------------- command line
+# ---------------------------------------------------------------------- the stages
+class ClusterStage(Stage):
+    name = "cluster"
+    config = ClusterConfig
+    help = "k-means on the embeddings: a cluster column, centroids and per-cluster statistics (INPUT -> OUTPUT)"
+    output_help = "output directory (data/, centroids.parquet, cluster_stats.parquet, cluster.json, by_cluster/)"
+    marker = "cluster.json"
+
+    def run(self, cfg, client=None) -> dict:
+        return run_cluster_stage(cfg, client)
+
+    def summary(self, s, out) -> str:
+        lines = [f"datamask: warning: {w}" for w in s.get("warnings", ())]
+        lines.append(f"datamask: {s['rows']:,} rows in {s['n_clusters']} clusters (fitted on {s['sample_rows']:,} "
+                     f"sampled rows, largest cluster {s['largest_cluster']:,}) -> {out}")
+        return "\n".join(lines)
 
 
-register_stage("cluster", ClusterConfig, run_cluster_stage)
-register_stage("compare", CompareConfig, run_compare_stage)
+class CompareStage(Stage):
+    name = "compare"
+    config = CompareConfig
+    help = ("run DATAMASK and the baselines on the same corpus and budget, score them alike, write a table, "
+            "a Pareto plot and the HTML report")
+    output_help = "output directory (compare.csv, pareto.png, report/)"
+    marker = "compare.json"
+
+    def run(self, cfg, client=None) -> dict:
+        return run_compare_stage(cfg, client)
+
+    def summary(self, res, out) -> str:
+        from .compare import format_table
+
+        return (format_table(res["table"]) + f"\ndatamask: compared {', '.join(res['methods'])} on "
+                f"{res['totals']['rows_in']:,} rows -> {out}" + (f"; report {res['report']}" if res["report"] else ""))

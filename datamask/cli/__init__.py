@@ -1,9 +1,10 @@
 """The ``datamask`` command, one small module per command group:
 
-* :mod:`.select`: ``select``, ``run`` (a workflow file);
-* :mod:`.features`: ``embed``, ``score``, ``train-quality``;
-* :mod:`.dedup`: ``dedup``;
-* :mod:`.analysis`: ``cluster``, ``compare``, ``report``;
+* :mod:`.stages`: one command per stage of :data:`datamask.pipeline.stages.STAGES`
+  (``select``, ``embed``, ``score``, ``dedup``, ``cluster``, ``compare``);
+* :mod:`.workflow`: ``run`` (a workflow file), ``status``;
+* :mod:`.features`: ``train-quality``;
+* :mod:`.analysis`: ``report``;
 * :mod:`.proxy_lm`: ``proxy-lm``;
 * :mod:`.demo`: ``demo``.
 
@@ -17,13 +18,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
-from ..errors import DatamaskError
+from ..errors import DatamaskDeprecationWarning, DatamaskError
 
 __all__ = ["main", "build_parser"]
 
 # command modules, in the order their commands are listed by --help
-GROUPS = ("select", "features", "dedup", "analysis", "proxy_lm", "demo")
+GROUPS = ("stages", "workflow", "features", "analysis", "proxy_lm", "demo")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -92,9 +94,23 @@ def _log_hint() -> str:
 
 
 def main(argv=None) -> int:
-    rc = _run(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("default", DatamaskDeprecationWarning)
+        warnings.showwarning = _show_warning
+        rc = _run(argv)
     _tidy_worker_log(rc)
     return rc
+
+
+_SHOW = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """An old flag or key: one line ``datamask: warning: ...`` on stderr; other warnings as usual."""
+    if issubclass(category, DatamaskDeprecationWarning):
+        print(f"datamask: warning: {message}", file=sys.stderr)
+    else:
+        _SHOW(message, category, filename, lineno, file, line)
 
 
 def _tidy_worker_log(rc: int) -> None:

@@ -1,20 +1,19 @@
 """What every command module shares: config flags from a config dataclass, the config
-back from parsed flags, one-line summaries of a stage's manifest, the report after a run."""
+back from parsed flags, the report after a run."""
 from __future__ import annotations
 
 import argparse
 import sys
 from dataclasses import MISSING, fields
 
+from ..errors import warn_deprecated
 from ..pipeline.config import SelectConfig, parse_value
+from ..pipeline.stages.base import INPUT_HELP
 
-__all__ = ["add_stage_arguments", "add_config_flags", "config_from_args", "stage_summary", "format_table", "write_report_after"]
+__all__ = ["add_stage_arguments", "add_config_flags", "config_from_args", "write_report_after", "INPUT_HELP",
+           "STOPPED_RUN"]
 
 _POSITIONAL = ("input", "output")
-
-
-INPUT_HELP = ("directory, file or glob of Parquet / JSONL / JSONL.gz, or the output directory of another "
-              "datamask stage (its data/ is read)")
 
 
 STOPPED_RUN = ("If the run stops (bad input, a killed job), the splits it finished stay in OUTPUT/data and no "
@@ -44,6 +43,8 @@ def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig, positional=_P
         flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not MISSING else None
         help = f"{f.metadata.get('help', '')} (default: {default})"
+        if f.metadata.get("hidden"):
+            help = argparse.SUPPRESS
         if str(f.type).startswith("bool"):
             groups[g].add_argument(flag, dest=f.name, action="store_true", default=None, help=help)
         elif str(f.type).startswith("list"):
@@ -52,6 +53,16 @@ def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig, positional=_P
         else:
             groups[g].add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
                                    choices=f.metadata.get("choices"), help=help)
+    for old, new in getattr(cls, "RENAMED", {}).items():  # a renamed field's old flag, for one release
+        p.add_argument("--" + old.replace("_", "-"), dest=new, default=None, action=_Renamed, help=argparse.SUPPRESS)
+
+
+class _Renamed(argparse.Action):
+    """The old flag of a renamed field: warns, then stores the value under the new name."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        warn_deprecated(option_string, "--" + self.dest.replace("_", "-"))
+        setattr(namespace, self.dest, values)
 
 
 def config_from_args(args, cls=SelectConfig):
@@ -63,42 +74,6 @@ def config_from_args(args, cls=SelectConfig):
         if v is not None:
             values[name] = v if isinstance(v, (bool, list)) else parse_value(f, v, source=f"--{name.replace('_', '-')}")
     return cls(**values).validated()
-
-
-def format_table(table) -> str:
-    cols = [c for c in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "tokens", "seconds")
-            if c in table.columns]
-    return table[cols].to_string(float_format=lambda v: f"{v:.4g}")
-
-
-def stage_summary(stage, manifest, out) -> str:
-    """The line a command prints when ``stage`` finished into ``out``."""
-    t = manifest["totals"]
-    if stage == "select":
-        tok = t.get("tokens")
-        line = (f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows in {t['partitions']} partitions "
-                f"({t['computed_this_run']} computed, {t['resumed']} resumed) -> {out}")
-        if tok:
-            line += (f"\ndatamask: kept {tok['tokens_out']:,} of {tok['corpus_tokens']:,} tokens (budget "
-                     f"{tok['budget']:,}; counts from {tok['source'] or 'no split'})")
-            if tok["covers_corpus"]:
-                line += "\ndatamask: the token budget is at least the corpus's tokens: every row is kept"
-        return line
-    if stage == "cluster":
-        return f"datamask: {t['rows_in']:,} rows in {manifest['k']} clusters -> {out}"
-    if stage == "compare":
-        return format_table(manifest["table"]) + f"\ndatamask: compared on {t['rows_in']:,} rows -> {out}"
-    runs = f"in {t['partitions']} partitions ({t['computed_this_run']} computed, {t['resumed']} resumed) -> {out}"
-    if stage == "embed":
-        return f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts skipped) {runs}"
-    if stage == "dedup":
-        kinds = ", ".join(f"{k} {v['removed']:,} in {v['groups']:,} groups"
-                          for k, v in manifest["dedup"]["kinds"].items())
-        return (f"datamask: deduplicated {t['rows_in']:,} rows to {t['rows_out']:,} (removed: {kinds or 'none'}; "
-                f"{t['null_texts']:,} null texts kept) {runs}")
-    if stage == "score":
-        return f"datamask: scored {t['rows_out']:,} rows ({t['unusable_texts']:,} empty texts scored 0) {runs}"
-    return f"datamask: {stage}: {t['rows_out']:,} of {t['rows_in']:,} rows {runs}"
 
 
 def write_report_after(output, quiet=False):

@@ -52,15 +52,16 @@ def write_corpus(directory, n_rows=200_000, dim=384, n_files=4, seed=0, dtype=np
 
 def compare(manifest: dict, cfg) -> dict:
     """Mean (raw) quality and diversity of the selection, a random sample and the top-k by
-    quality, averaged over partitions; plus the objective on the same scale."""
+    quality, averaged over splits; plus the objective on the same scale."""
     from ..core.objectives import evaluate
     from ..pipeline.io import Split, read_split
+    from ..pipeline.output import split_records
     from ..pipeline.schema import Columns, check_table
 
     cols = Columns.from_config(cfg)
     out = Path(cfg.output) / "data"
     acc = {k: [] for k in ("selection", "random", "top-k quality")}
-    for rec in manifest["partitions"]:
+    for rec in split_records(manifest):
         if not rec["files"]:
             continue
         root = Path(cfg.input)
@@ -85,9 +86,11 @@ def compare(manifest: dict, cfg) -> dict:
 
 
 def format_table(manifest, scores) -> str:
+    from ..pipeline.output import n_splits
+
     t = manifest["totals"]
     lines = [
-        f"rows in {t['rows_in']:,}  ->  rows out {t['rows_out']:,}  ({t['partitions']} partitions, "
+        f"rows in {t['rows_in']:,}  ->  rows out {t['rows_out']:,}  ({n_splits(t)} splits, "
         f"{manifest['wall_seconds']:.0f} s)",
         "",
         f"{'subset':<16}{'mean quality':>14}{'diversity':>12}{'objective':>12}",
@@ -95,7 +98,7 @@ def format_table(manifest, scores) -> str:
     for name, s in scores.items():
         lines.append(f"{name:<16}{s['quality']:>14.3f}{s['diversity']:>12.4f}{s['objective']:>12.4f}")
     lines.append("(diversity: minus the mean pairwise cosine; objective: lam*quality01 + (1-lam)*diversity,"
-                 " averaged over partitions)")
+                 " averaged over splits)")
     return "\n".join(lines)
 
 

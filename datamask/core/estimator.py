@@ -7,13 +7,17 @@ paper's quality-aware pruning, and report the chosen mask on the same exact obje
 from __future__ import annotations
 
 import math
+import re
 import time
+from numbers import Integral, Real
 
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
 from .backend import default_rng, get_namespace
-from .greedy import greedy_select
-from .objectives import DIVERSITIES, Objective, normalize_quality
+from .diversity import DIVERSITIES, DiSF, Diversity, Facility, Pairwise, get_diversity
+from .objectives import Objective, normalize_quality
 from .pg import PolicyGradient
 from .relaxed import frank_wolfe
 from .relaxed_tokens import frank_wolfe_tokens
@@ -21,18 +25,16 @@ from .start import check_logit_range, start_range
 from .tokens import candidate_tokens, check_lengths, check_token_budget
 from .validate import check_inputs, needs_rescale, unit_rows
 
-__all__ = ["DataMask", "SOLVERS", "rows_after_pruning"]
+__all__ = ["DataMask", "SOLVERS", "rows_after_pruning", "check_params"]
 
 SOLVERS = ("pg", "greedy", "relaxed")
 # Default cap on the rows of one batch-updating step (the batch_max parameter).
 BATCH_MAX = 512
-# Step sizes used when lr=None (see the lr parameter).
-DEFAULT_LR = 3.0
-DEFAULT_LR_FACILITY = 1.0
-# Quality-aware initial logits used when logit_range=None (see the logit_range parameter).
-DEFAULT_LOGIT_RANGE = "auto"
-DEFAULT_LOGIT_RANGE_DISF = (0.0, 16.0)
-DEFAULT_LOGIT_RANGE_FACILITY = (0.0, 2.0)
+# Step sizes and initial logits used when lr=None / logit_range=None: each diversity's own
+# (datamask.core.diversity); these names are kept for code written against 0.2.
+DEFAULT_LR, DEFAULT_LR_FACILITY = Pairwise.lr, Facility.lr
+DEFAULT_LOGIT_RANGE, DEFAULT_LOGIT_RANGE_DISF = Pairwise.logit_range, DiSF.logit_range
+DEFAULT_LOGIT_RANGE_FACILITY = Facility.logit_range
 
 
 def rows_after_pruning(n_rows: int, prune: float) -> int:
@@ -40,7 +42,22 @@ def rows_after_pruning(n_rows: int, prune: float) -> int:
     return n_rows - int(math.floor(float(prune) * n_rows))
 
 
-class DataMask:
+def check_params(params: dict) -> None:
+    """The one check of ``DataMask``'s parameters (also :class:`~datamask.pipeline.config.SelectConfig`'s):
+    each against :attr:`DataMask._parameter_constraints`, then the ones that depend on each
+    other. A ValueError names the parameter (``ratio must be ...``)."""
+    try:
+        validate_parameter_constraints(DataMask._parameter_constraints, params, caller_name="DataMask")
+    except InvalidParameterError as e:
+        m = re.fullmatch(r"The '(\w+)' parameter of DataMask must be (.*)\. Got (.*) instead\.", str(e), flags=re.S)
+        raise ValueError(f"{m[1]} must be {m[2]}, got {m[3]}" if m else str(e)) from None
+    if params.get("solver") == "relaxed":
+        get_diversity(params.get("diversity", "pairwise")).check_relaxed()
+    check_logit_range(params.get("logit_range"))
+
+
+
+class DataMask(BaseEstimator):
     """Select ``S`` of ``N`` rows that maximise ``lam * quality + (1 - lam) * diversity``.
 
     Parameters
@@ -154,9 +171,38 @@ class DataMask:
     fit_seconds_ : float
     """
 
+    _parameter_constraints: dict = {
+        "ratio": [Interval(Real, 0, 1, closed="neither"), None],  # None: with a token budget
+        "budget": [Interval(Integral, 1, None, closed="left"), None],
+        "tokens": "no_validation",  # checked against lengths in fit (datamask.core.tokens)
+        "lam": [Interval(Real, 0, 1, closed="both")],
+        "diversity": [StrOptions(set(DIVERSITIES)), Diversity],
+        "solver": [StrOptions(set(SOLVERS))],
+        "group_size": [Interval(Integral, 2, None, closed="left")],
+        "lr": [Interval(Real, 0, None, closed="neither"), None],
+        "steps": [Interval(Integral, 0, None, closed="left")],
+        "batch_ratio": [Interval(Real, 0, 1, closed="right"), None],
+        "batch_max": [Interval(Integral, 2, None, closed="left"), None],
+        "prune": [Interval(Real, 0, 1, closed="left")],
+        "init": [StrOptions({"quality", "uniform"})],
+        "logit_range": "no_validation",  # check_logit_range: "auto", (l_min, l_max) or None
+        "final": [StrOptions({"topk", "sample"})],
+        "reference_size": [Interval(Integral, 1, None, closed="left"), None],
+        "seed": [Integral],
+        "callback": [callable, None],
+        "eval_every": [Interval(Integral, 1, None, closed="left")],
+        "patience": [Interval(Integral, 0, None, closed="left"), None],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "lr_schedule": [StrOptions({"constant", "cosine"})],
+        "relaxed_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_threads": [Interval(Integral, 1, None, closed="left"), None],
+        "progress": ["boolean"],
+    }
+
     def __init__(
         self,
         ratio=0.1,
+        *,
         budget=None,
         tokens=None,
         lam=0.5,
@@ -208,73 +254,16 @@ class DataMask:
         self.n_threads = n_threads
         self.progress = progress
 
-    # ------------------------------------------------------------------ parameters
-    def get_params(self) -> dict:
-        """The constructor parameters, as a dict (scikit-learn style)."""
-        import inspect
-
-        return {k: getattr(self, k) for k in inspect.signature(type(self).__init__).parameters if k != "self"}
-
-    def set_params(self, **params):
-        valid = self.get_params()
-        for k, v in params.items():
-            if k not in valid:
-                raise ValueError(f"unknown parameter {k!r}; valid: {sorted(valid)}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self):
-        default = type(self)().get_params()
-        changed = {k: v for k, v in self.get_params().items() if v != default[k]}
-        return f"DataMask({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
-
     def _check_params(self, n_rows):
-        if self.diversity not in DIVERSITIES:
-            raise ValueError(f"diversity must be one of {DIVERSITIES}, got {self.diversity!r}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self.solver == "relaxed" and self.diversity == "facility":
-            raise ValueError(
-                "solver='relaxed' is not defined for diversity='facility' (facility location is "
-                "submodular, not concave); use solver='pg' or solver='greedy'"
-            )
-        if not 0.0 <= float(self.lam) <= 1.0:
-            raise ValueError(f"lam must be in [0, 1], got {self.lam}")
-        if not 0.0 <= float(self.prune) < 1.0:
-            raise ValueError(f"prune must be in [0, 1), got {self.prune}")
-        if self.init not in ("quality", "uniform"):
-            raise ValueError(f"init must be 'quality' or 'uniform', got {self.init!r}")
-        if self.final not in ("topk", "sample"):
-            raise ValueError(f"final must be 'topk' or 'sample', got {self.final!r}")
-        if self.lr_schedule not in ("constant", "cosine"):
-            raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}")
-        if int(self.group_size) < 2:
-            raise ValueError(f"group_size must be >= 2, got {self.group_size}")
-        if self.lr is not None and not float(self.lr) > 0:
-            raise ValueError(f"lr must be > 0 or None, got {self.lr}")
-        if int(self.steps) < 0:
-            raise ValueError(f"steps must be >= 0, got {self.steps}")
-        if int(self.eval_every) < 1:
-            raise ValueError(f"eval_every must be >= 1, got {self.eval_every}")
-        if self.batch_ratio is not None and not 0.0 < float(self.batch_ratio) <= 1.0:
-            raise ValueError(f"batch_ratio must be in (0, 1] or None, got {self.batch_ratio}")
-        if self.batch_max is not None and (int(self.batch_max) != self.batch_max or int(self.batch_max) < 2):
-            raise ValueError(f"batch_max must be an integer >= 2 or None, got {self.batch_max}")
-        check_logit_range(self.logit_range)
-        if self.reference_size is not None and int(self.reference_size) < 1:
-            raise ValueError(f"reference_size must be >= 1 or None, got {self.reference_size}")
+        check_params(self.get_params(deep=False))
         if self.tokens is not None:
             check_token_budget(self.tokens, self.budget)
             return None, rows_after_pruning(n_rows, self.prune)
         if self.budget is not None:
-            if int(self.budget) != self.budget or int(self.budget) < 1:
-                raise ValueError(f"budget must be a positive integer, got {self.budget}")
             S = int(self.budget)
             if S > n_rows:
                 raise ValueError(f"budget={S} is larger than the number of rows ({n_rows})")
         else:
-            if not 0.0 < float(self.ratio) < 1.0:
-                raise ValueError(f"ratio must be in (0, 1), got {self.ratio}")
             S = int(round(float(self.ratio) * n_rows))
             if S < 1:
                 raise ValueError(
@@ -337,9 +326,10 @@ class DataMask:
         else:
             cand = xp.arange(N)
         reference = None
-        if self.diversity == "facility" and self.reference_size is not None and self.reference_size < N:
+        self._div = div = get_diversity(self.diversity)
+        if div.uses_reference and self.reference_size is not None and self.reference_size < N:
             reference = default_rng(xp, self.seed).subset(N, int(self.reference_size))
-        self._full = Objective(E, qn, self.lam, self.diversity, reference, norms=scale)
+        self._full = Objective(E, qn, self.lam, div, reference, norms=scale)
         self._cand = cand
         self.n_candidates_ = int(n_keep)
         self.history_ = []
@@ -368,7 +358,7 @@ class DataMask:
         self.objective_ = (self._full.evaluate_rows(xp.nonzero(mask)[0]) if rows.shape[0]
                            else dict.fromkeys(("objective", "quality", "diversity"), math.nan))
         self.fit_seconds_ = time.perf_counter() - t0
-        del self._full, self._cand, self._lengths
+        del self._full, self._cand, self._lengths, self._div
         return self
 
     def _record(self, step, rows):
@@ -381,8 +371,8 @@ class DataMask:
         # under a token budget, the knapsack rule: the better of plain gain and gain per token
         kws = [{}] if self._lengths is None else [
             {"cost": self._lengths, "tokens": self._token_budget, "per_token": p} for p in (False, True)]
-        R = self._full.rows(self._full.reference) if self.diversity == "facility" else None
-        runs = [greedy_select(self.diversity, Ec, qc, S, self.lam, R, self.progress, **kw) for kw in kws]
+        R = self._full.rows(self._full.reference) if self._div.uses_reference else None
+        runs = [self._div.greedy(Ec, qc, S, self.lam, R, self.progress, **kw) for kw in kws]
         order = max(runs, key=lambda o: self._full.evaluate_rows(self._cand[o])["objective"])
         self.n_steps_ = S = int(order.shape[0])
         self.order_ = self._cand[order]
@@ -392,10 +382,11 @@ class DataMask:
     def _fit_relaxed(self, Ec, qc, S, xp):
         t, T = self._lengths, self._token_budget
         if t is None:
-            x, vertex, it = frank_wolfe(Ec, qc, S, self.lam, self.diversity, max_iter=int(self.relaxed_iter))
+            x, vertex, it = frank_wolfe(Ec, qc, S, self.lam, self._div.relaxed_terms, max_iter=int(self.relaxed_iter))
             top, last = xp.argpartition(-x, S - 1)[:S], xp.nonzero(vertex)[0]
         else:  # the roundings fill the budget
-            x, top, last, it = frank_wolfe_tokens(Ec, qc, t, T, self.lam, self.diversity, int(self.relaxed_iter))
+            x, top, last, it = frank_wolfe_tokens(Ec, qc, t, T, self.lam, self._div.relaxed_token_terms,
+                                                  int(self.relaxed_iter))
         self.n_steps_ = it
         self.x_ = xp.full(self._full.E.shape[0], 0.0)
         self.x_[self._cand] = x
@@ -406,11 +397,8 @@ class DataMask:
         return top
 
     def _fit_pg(self, E, cand, scale, qc, S, xp):
-        facility = self.diversity == "facility"
-        self.lr_ = float(self.lr) if self.lr is not None else (DEFAULT_LR_FACILITY if facility else DEFAULT_LR)
-        default = {"facility": DEFAULT_LOGIT_RANGE_FACILITY, "disf": DEFAULT_LOGIT_RANGE_DISF}
-        self.logit_range_, self.pilot_ = start_range(self, default.get(self.diversity, DEFAULT_LOGIT_RANGE),
-                                                     E, cand, scale, qc, S, xp)
+        self.lr_ = float(self.lr) if self.lr is not None else self._div.lr
+        self.logit_range_, self.pilot_ = start_range(self, self._div.logit_range, E, cand, scale, qc, S, xp)
         solver = PolicyGradient(self)
         rows = solver.run(E, cand, scale, qc, S, xp)
         self.n_steps_ = solver.n_steps

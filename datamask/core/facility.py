@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import get_namespace
-from .objectives import _BLOCK_ELEMENTS
+from .metrics import BLOCK_ELEMENTS as _BLOCK_ELEMENTS
 
 __all__ = ["FacilityGroups", "DENSE_MAX_BYTES"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .backend import get_namespace
 
-__all__ = ["greedy_pairwise", "greedy_facility", "greedy_disf", "greedy_select", "standardize"]
+__all__ = ["greedy_pairwise", "greedy_facility", "greedy_disf", "standardize"]
 
 
 def _progress(total, enabled, desc):
@@ -224,13 +224,3 @@ def greedy_disf(E, q, S, lam, progress=False, cost=None, tokens=None, per_token=
     if bar is not None:
         bar.close()
     return xp.asarray(order)
-
-
-def greedy_select(diversity, E, q, S, lam, R=None, progress=False, **budget):
-    """The greedy of ``diversity`` (``R``: facility location's reference rows); ``budget``:
-    ``cost``, ``tokens`` and ``per_token`` for a token budget."""
-    if diversity == "pairwise":
-        return greedy_pairwise(E, q, S, lam, progress=progress, **budget)
-    if diversity == "disf":
-        return greedy_disf(E, q, S, lam, progress=progress, **budget)
-    return greedy_facility(E, q, S, lam, R, progress=progress, **budget)

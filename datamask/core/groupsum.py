@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from .backend import get_namespace
-from .objectives import group_sums, selection_matrix
+from .metrics import group_sums, selection_matrix
 from .validate import unit_rows
 
 __all__ = ["GroupSums", "kernel", "to_planes"]

@@ -41,7 +41,7 @@ def check_k(k: int, n_rows: int, what="rows"):
     if int(k) != k or int(k) < 1:
         raise ValueError(f"k must be a positive integer, got {k}")
     if int(k) > n_rows:
-        raise ValueError(f"k={k} clusters is more than the {n_rows} {what}; lower --k or raise --sample-fraction")
+        raise ValueError(f"n_clusters={k} is more than the {n_rows} {what}; lower --n-clusters or raise --sample-fraction")
 
 
 def fit_kmeans(E, k: int, seed=0, backend="auto", max_iter=100, batch_size=4096, n_init=1, n_threads=1):

@@ -22,12 +22,12 @@ import numpy as np
 
 from .backend import get_namespace
 from .cuda_graph import CupyGraphs, StepRunner, capture_enabled
+from .diversity import get_diversity
 from .facility import FacilityGroups
 from .groupsum import GroupSums
-from .objectives import disf_groups, pairwise_from_sums
 from .policy import LOGIT_SPAN, policy_gradient, sample_masks
 from .rng import CounterRNG
-from .tokens import disf_prefix, fill, masked_mean, max_rows, prefix_lengths
+from .tokens import fill, masked_mean, max_rows, prefix_lengths
 
 __all__ = ["PolicyGradient", "Passes", "Step"]
 
@@ -83,7 +83,7 @@ class Step:
                  passes=None, fac=None, cosine_steps=None, tokens=None):
         self.xp, self.L, self.rows, self.qc = xp, L, rows, qc
         self.S_b, self.G, self.lam, self.lr, self.rng = int(S_b), int(G), float(lam), float(lr), rng
-        self.diversity, self.passes, self.fac = diversity, passes, fac
+        self.div, self.passes, self.fac = get_diversity(diversity), passes, fac
         self.cosine_steps = cosine_steps
         self.tokens = tokens  # a TokenBudget: masks are the draws' prefixes that fit (S_b: draws)
         self.t = xp.ones((), dtype=xp.uint64)  # the step about to run (1-based)
@@ -106,14 +106,7 @@ class Step:
 
     def objective(self, B, orders, ref):
         qB = self.qc if B is None else self.qc[B]
-        if self.diversity == "facility":
-            div = self.fac.values(orders, ref)
-        elif self.diversity == "pairwise":
-            EB = self.rows.take(B)
-            sums = self.rows.sums(EB, orders)
-            div = pairwise_from_sums((sums * sums).sum(axis=1), self.S_b)
-        else:
-            div = disf_groups(self.rows.take(B), orders)
+        div = self.div.groups(self, B, orders, ref)
         return self.lam * qB[orders].mean(axis=1) + (1.0 - self.lam) * div
 
     def objective_prefix(self, B, orders, ref, K):
@@ -128,15 +121,7 @@ class Step:
         qB = self.qc if B is None else self.qc[B]
         valid = xp.arange(orders.shape[1])[None, :] < K[:, None]
         padded = xp.where(valid, orders, orders[:, :1])
-        if self.diversity == "facility":
-            div = self.fac.values(padded, ref)
-        elif self.diversity == "pairwise":
-            EB = self.rows.take(B)
-            sums = self.rows.sums(EB, padded)  # a 0/1 selection matrix: the copies count once
-            k = K.astype(xp.float64)
-            div = xp.where(k >= 2, -((sums * sums).sum(axis=1) - k) / xp.maximum(k * (k - 1.0), 1.0), 0.0)
-        else:
-            div = disf_prefix(self.rows.take(B), orders, K)
+        div = self.div.groups_prefix(self, B, orders, padded, ref, K)
         f = self.lam * masked_mean(qB[orders], K) + (1.0 - self.lam) * div
         worst = xp.where(K > 0, f, xp.inf).min()
         return xp.where(K > 0, f, xp.where(xp.isfinite(worst), worst, 0.0))
@@ -146,12 +131,12 @@ class Step:
         batch = None
         if self.passes is not None and self.passes.per_pass:
             batch = xp.take(self.passes.batches, self.j, axis=0)
-        facility = self.diversity == "facility"
-        B = None if facility else batch
+        by_reference = self.div.uses_reference  # facility location batches reference rows
+        B = None if by_reference else batch
         LB = self.L if B is None else self.L[B]
         LB = xp.maximum(LB, LB.max() - LOGIT_SPAN)  # clamp: keys and 1/Z_k stay finite
         orders = sample_masks(LB, self.S_b, self.G, self.rng, step=self.t, log_keys=False)
-        ref = batch if facility else None
+        ref = batch if by_reference else None
         if self.tokens is None:
             f = self.objective(B, orders, ref)
             g = policy_gradient(LB, orders, self.advantages(f))
@@ -211,7 +196,8 @@ class PolicyGradient:
         L = xp.array(self.init_logits(qc, xp), dtype=xp.float64)
         fac = None
         tok = None
-        if est.diversity == "facility":
+        div = get_diversity(est.diversity)
+        if div.uses_reference:
             # Batch updating samples reference rows, not candidates (sampling candidates
             # pushes up near-duplicates).
             rows = GroupSums(E, cand, norms, use="float32")
@@ -230,13 +216,13 @@ class PolicyGradient:
                 tok = TokenBudget(est._lengths, est._token_budget, n_b if n_b < n else None)
                 S_b = tok.M
             # pairwise steps only need row sums: the int8 kernel where it pays (large batches)
-            use = "auto" if est.diversity == "pairwise" and n_b >= INT8_MIN_ROWS else "float32"
+            use = "auto" if div.row_sums_only and n_b >= INT8_MIN_ROWS else "float32"
             rows = GroupSums(E, cand, norms, use=use)
         if passes.per_pass:
             passes.refresh()
         cosine = int(est.steps) if est.lr_schedule == "cosine" else None
         return Step(xp=xp, L=L, rows=rows, qc=qc, S_b=S_b, G=int(est.group_size), lam=float(est.lam),
-                    lr=est.lr_, rng=rng, diversity=est.diversity, passes=passes, fac=fac,
+                    lr=est.lr_, rng=rng, diversity=div, passes=passes, fac=fac,
                     cosine_steps=cosine, tokens=tok)
 
     # ----------------------------------------------------------------- loop

@@ -20,16 +20,68 @@ from .backend import get_namespace
 from .greedy import standardize
 from .validate import BLOCK_ROWS
 
-__all__ = ["frank_wolfe"]
+__all__ = ["frank_wolfe", "pairwise_terms", "disf_terms"]
 
 
-def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=None, stable_iter=5):
+def pairwise_terms(E, q, S, lam):
+    """Pairwise diversity's relaxation: its state is ``u = E^T x``."""
+    xp = get_namespace(E)
+    X = E.astype(xp.float32, copy=False)  # already float32 from fit(): no copy
+    d = E.shape[1]
+    cpair = (1.0 - lam) / (S * (S - 1.0)) if S > 1 else 0.0
+
+    def rows_sum(rows):  # sum of the rows, in blocks (no (S, d) copy)
+        u = xp.zeros(d, dtype=xp.float64)
+        for i0 in range(0, rows.shape[0], BLOCK_ROWS):
+            u += X[rows[i0:i0 + BLOCK_ROWS]].sum(axis=0, dtype=xp.float64)
+        return u
+
+    def grad(u):
+        return lam * q / S - 2.0 * cpair * (X @ u.astype(xp.float32)).astype(xp.float64)
+
+    def quad(a, b):
+        return cpair * float(a @ b)
+
+    def value(x, u):
+        return lam * float(q @ x) / S - cpair * (float(u @ u) - S)
+
+    return rows_sum, grad, quad, value
+
+
+def disf_terms(E, q, S, lam):
+    """DiSF's relaxation (standardisation fixed over the candidates): its state is
+    ``C = Z^T diag(x) Z / S``."""
+    xp = get_namespace(E)
+    Z = standardize(E)
+    d = E.shape[1]
+    cd = (1.0 - lam) / (d * (d - 1.0))
+
+    def rows_sum(rows):
+        Zs = Z[rows]
+        return (Zs.T @ Zs).astype(xp.float64) / S
+
+    def quad(A, B):
+        return cd * float((A * B).sum() - (xp.diagonal(A) * xp.diagonal(B)).sum())
+
+    def grad(C):
+        C32 = C.astype(xp.float32)
+        zc = ((Z @ C32) * Z).sum(axis=1) - ((Z * Z) @ xp.diagonal(C32))
+        return lam * q / S - cd * 2.0 / S * zc.astype(xp.float64)
+
+    def value(x, C):
+        return lam * float(q @ x) / S - quad(C, C)
+
+    return rows_sum, grad, quad, value
+
+
+def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_iter=5):
     """Maximise the relaxed objective; return ``(x, last_vertex, n_iter)``.
 
     Parameters
     ----------
     E : (n, d) unit rows; q : (n,) quality in [0, 1]; S : budget; lam : quality weight
-    diversity : {"pairwise", "disf"}
+    terms : the diversity's relaxation, ``terms(E, q, S, lam) -> (rows_sum, grad, quad, value)``
+        (:func:`pairwise_terms`, :func:`disf_terms`; ``Diversity.relaxed_terms``)
     max_iter : iteration cap
     tol : stop when the Frank-Wolfe gap (an upper bound on F* - F(x)) falls below
         ``tol * max(1, |F(x)|)``
@@ -37,54 +89,14 @@ def frank_wolfe(E, q, S, lam, diversity="pairwise", max_iter=100, tol=1e-9, x0=N
     stable_iter : also stop once the top S entries of x (the selection the caller takes)
         have not changed for this many iterations
     """
-    if diversity not in ("pairwise", "disf"):
-        raise ValueError(
-            f"solver='relaxed' supports diversity 'pairwise' or 'disf', not {diversity!r}: "
-            "facility location is submodular, not concave; use solver='pg' or 'greedy'"
-        )
     xp = get_namespace(E)
-    n, d = E.shape
+    n = E.shape[0]
     q = q.astype(xp.float64)
-    # Both objectives depend on x through a linear "state" (pairwise: u = E^T x; DiSF:
+    # The objectives depend on x through a linear "state" (pairwise: u = E^T x; DiSF:
     # C = Z^T diag(x) Z / S). A Frank-Wolfe step x <- (1 - g) x + g s moves the state the
     # same way, and a vertex's state is a sum over its S rows, so each iteration costs one
     # pass over the n rows (the gradient) instead of three.
-    if diversity == "pairwise":
-        X = E.astype(xp.float32, copy=False)  # already float32 from fit(): no copy
-        cpair = (1.0 - lam) / (S * (S - 1.0)) if S > 1 else 0.0
-
-        def rows_sum(rows):  # sum of the rows, in blocks (no (S, d) copy)
-            u = xp.zeros(d, dtype=xp.float64)
-            for i0 in range(0, rows.shape[0], BLOCK_ROWS):
-                u += X[rows[i0:i0 + BLOCK_ROWS]].sum(axis=0, dtype=xp.float64)
-            return u
-
-        def grad(u):
-            return lam * q / S - 2.0 * cpair * (X @ u.astype(xp.float32)).astype(xp.float64)
-
-        def quad(a, b):
-            return cpair * float(a @ b)
-
-        def value(x, u):
-            return lam * float(q @ x) / S - cpair * (float(u @ u) - S)
-    else:
-        Z = standardize(E)
-        cd = (1.0 - lam) / (d * (d - 1.0))
-
-        def rows_sum(rows):
-            Zs = Z[rows]
-            return (Zs.T @ Zs).astype(xp.float64) / S
-
-        def quad(A, B):
-            return cd * float((A * B).sum() - (xp.diagonal(A) * xp.diagonal(B)).sum())
-
-        def grad(C):
-            C32 = C.astype(xp.float32)
-            zc = ((Z @ C32) * Z).sum(axis=1) - ((Z * Z) @ xp.diagonal(C32))
-            return lam * q / S - cd * 2.0 / S * zc.astype(xp.float64)
-
-        def value(x, C):
-            return lam * float(q @ x) / S - quad(C, C)
+    rows_sum, grad, quad, value = terms(E, q, S, lam)
 
     # Consecutive vertices share most rows: a vertex's state is the previous vertex's plus
     # the rows that entered minus the rows that left.

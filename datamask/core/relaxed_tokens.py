@@ -20,13 +20,63 @@ from .backend import get_namespace
 from .greedy import standardize
 from .tokens import fill, knapsack_vertex
 
-__all__ = ["frank_wolfe_tokens"]
+__all__ = ["frank_wolfe_tokens", "pairwise_token_terms", "disf_token_terms"]
 
 # Step sizes the line search tries (plus a finer grid around the best).
 _GRID = 32
 
 
-def frank_wolfe_tokens(E, q, lengths, T, lam, diversity="pairwise", max_iter=100, tol=1e-9, stable_iter=5):
+def pairwise_token_terms(E, q, lam):
+    """Pairwise diversity's relaxation in its mean form: the linear state is ``E^T x``."""
+    xp = get_namespace(E)
+    X = E.astype(xp.float32, copy=False)
+
+    def linear(x):  # E^T x over the rows x touches
+        nz = xp.nonzero(x)[0]
+        return (X[nz].astype(xp.float64) * x[nz, None]).sum(axis=0)
+
+    def value(s, qx, u):
+        pair = (float(u @ u) - s) / (s * (s - 1.0)) if s > 1.0 else 0.0
+        return lam * qx / s - (1.0 - lam) * pair
+
+    def grad(s, qx, u):
+        uu = float(u @ u)
+        dots = (X @ u.astype(xp.float32)).astype(xp.float64)
+        den = s * (s - 1.0) if s > 1.0 else 1.0
+        dpair = (2.0 * dots - 1.0) / den - (uu - s) * (2.0 * s - 1.0) / den ** 2
+        return lam * (q - qx / s) / s - (1.0 - lam) * dpair
+
+    return linear, value, grad
+
+
+def disf_token_terms(E, q, lam):
+    """DiSF's relaxation in its mean form: the linear state is ``Z^T diag(x) Z``."""
+    xp = get_namespace(E)
+    d = E.shape[1]
+    Z = standardize(E)
+    cd = (1.0 - lam) / (d * (d - 1.0))
+
+    def linear(x):  # Z^T diag(x) Z over the rows x touches
+        nz = xp.nonzero(x)[0]
+        Zs = Z[nz].astype(xp.float64)
+        return (Zs * x[nz, None]).T @ Zs
+
+    def off2(C):
+        return float((C * C).sum() - (xp.diagonal(C) ** 2).sum())
+
+    def value(s, qx, A):
+        return lam * qx / s - cd * off2(A / s)
+
+    def grad(s, qx, A):
+        C = (A / s).astype(xp.float32)
+        zc = ((Z @ C) * Z).sum(axis=1) - ((Z * Z) @ xp.diagonal(C))
+        ddiv = 2.0 / s * (zc.astype(xp.float64) - off2(A / s))
+        return lam * (q - qx / s) / s - cd * ddiv
+
+    return linear, value, grad
+
+
+def frank_wolfe_tokens(E, q, lengths, T, lam, terms, max_iter=100, tol=1e-9, stable_iter=5):
     """Maximise the relaxed objective within ``T`` tokens.
 
     Returns ``(x, rows_x, rows_vertex, n_iter)``: the relaxed mask and two selections filling
@@ -36,52 +86,15 @@ def frank_wolfe_tokens(E, q, lengths, T, lam, diversity="pairwise", max_iter=100
     ----------
     E : (n, d) unit rows; q : (n,) quality in [0, 1]; lengths : (n,) token counts
     T : token budget, below ``lengths.sum()``; lam : quality weight
-    diversity : {"pairwise", "disf"}
+    terms : the diversity's relaxation, ``terms(E, q, lam) -> (linear, value, grad)``
+        (:func:`pairwise_token_terms`, :func:`disf_token_terms`; ``Diversity.relaxed_token_terms``)
     max_iter, tol, stable_iter : as :func:`datamask.core.relaxed.frank_wolfe`
     """
-    if diversity not in ("pairwise", "disf"):
-        raise ValueError(f"solver='relaxed' supports diversity 'pairwise' or 'disf', not {diversity!r}")
     xp = get_namespace(E)
-    n, d = E.shape
+    n = E.shape[0]
     q = q.astype(xp.float64)
     lam = float(lam)
-    if diversity == "pairwise":
-        X = E.astype(xp.float32, copy=False)
-
-        def linear(x):  # E^T x over the rows x touches
-            nz = xp.nonzero(x)[0]
-            return (X[nz].astype(xp.float64) * x[nz, None]).sum(axis=0)
-
-        def value(s, qx, u):
-            pair = (float(u @ u) - s) / (s * (s - 1.0)) if s > 1.0 else 0.0
-            return lam * qx / s - (1.0 - lam) * pair
-
-        def grad(s, qx, u):
-            uu = float(u @ u)
-            dots = (X @ u.astype(xp.float32)).astype(xp.float64)
-            den = s * (s - 1.0) if s > 1.0 else 1.0
-            dpair = (2.0 * dots - 1.0) / den - (uu - s) * (2.0 * s - 1.0) / den ** 2
-            return lam * (q - qx / s) / s - (1.0 - lam) * dpair
-    else:
-        Z = standardize(E)
-        cd = (1.0 - lam) / (d * (d - 1.0))
-
-        def linear(x):  # Z^T diag(x) Z over the rows x touches
-            nz = xp.nonzero(x)[0]
-            Zs = Z[nz].astype(xp.float64)
-            return (Zs * x[nz, None]).T @ Zs
-
-        def off2(C):
-            return float((C * C).sum() - (xp.diagonal(C) ** 2).sum())
-
-        def value(s, qx, A):
-            return lam * qx / s - cd * off2(A / s)
-
-        def grad(s, qx, A):
-            C = (A / s).astype(xp.float32)
-            zc = ((Z @ C) * Z).sum(axis=1) - ((Z * Z) @ xp.diagonal(C))
-            ddiv = 2.0 / s * (zc.astype(xp.float64) - off2(A / s))
-            return lam * (q - qx / s) / s - cd * ddiv
+    linear, value, grad = terms(E, q, lam)
 
     def state(x):
         return float(x.sum()), float(q @ x), linear(x)

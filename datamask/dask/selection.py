@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from ..core.diversity import DIVERSITIES
 from ..errors import DataError
 from ..methods.registry import tokens_column_of
 from ..pipeline.config import SelectConfig
@@ -182,9 +183,7 @@ EVALUATE_COLUMNS = {
     "selected": "int64",
     "quality": "float64",
     "quality_norm": "float64",
-    "pairwise": "float64",
-    "facility": "float64",
-    "disf": "float64",
+    **dict.fromkeys(DIVERSITIES, "float64"),
     "objective": "float64",
     "mean_tokens": "float64",
 }

@@ -49,7 +49,9 @@ import pyarrow as pa
 
 from .model_files import check_model_dir as _check_model_dir
 from .model_files import cpu_has_amx_bf16 as _cpu_has_amx_bf16
-from .model_files import default_model_path, dim_from_files as _dim_from_files, window as _window
+from .model_files import default_model_path
+from .model_files import dim_from_files as _dim_from_files
+from .model_files import window as _window
 from .text import get_texts, like_input, to_pandas
 
 __all__ = ["Embedder", "embed_partition", "embedding_type", "embedding_meta", "default_model_path",

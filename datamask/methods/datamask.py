@@ -12,9 +12,9 @@ __all__ = ["select_datamask", "select_greedy", "select_relaxed"]
 
 
 @register("datamask")
-def select_datamask(E, q, cfg, seed, callback=None, lengths=None, tokens=None) -> Selection:
+def select_datamask(E, q, cfg, seed, callback=None, lengths=None, tokens=None, solver="pg") -> Selection:
     t0 = time.perf_counter()
-    est = DataMask(**cfg.estimator_params(seed), callback=callback, tokens=tokens)
+    est = DataMask(**cfg.estimator_params(seed, solver=solver), callback=callback, tokens=tokens)
     if tokens is not None:
         lengths = get_namespace(E).asarray(lengths)
     est.fit(E, q, lengths=lengths)
@@ -34,7 +34,7 @@ select_datamask.prunes = True
 
 def _solver_method(solver):
     def fn(E, q, cfg, seed, callback=None, lengths=None, tokens=None):
-        return select_datamask(E, q, cfg.replace(solver=solver), seed, callback, lengths, tokens)
+        return select_datamask(E, q, cfg, seed, callback, lengths, tokens, solver=solver)
 
     fn.__name__ = f"select_{solver}"
     fn.prunes = True  # runs DataMask, which prunes

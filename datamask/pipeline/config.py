@@ -11,27 +11,32 @@ import hashlib
 import inspect
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
-from ..core.estimator import DataMask
-from ..errors import ConfigError
+from ..core.diversity import DIVERSITIES
+from ..core.estimator import DataMask, check_params
+from ..errors import ConfigError, warn_deprecated
+from ..methods import REGISTRY
 
 __all__ = ["StageConfig", "SelectConfig", "TextStageConfig", "EmbedConfig", "ScoreConfig", "DedupConfig",
-           "STAGE_CONFIGS", "METHODS", "RESULT_FIELDS", "parse_value"]
+           "METHODS", "SOLVER_OF", "RESULT_FIELDS", "parse_value"]
 
 _DM = {k: p.default for k, p in inspect.signature(DataMask.__init__).parameters.items() if k != "self"}
-# DataMask parameters that are not pipeline settings (set per partition or by the runner;
+# DataMask parameters that are not pipeline settings (set per split or by the runner;
 # tokens: the split's share of the config's token budget).
 _NOT_CONFIG = {"seed", "callback", "progress", "tokens"}
 
-# datamask.methods registers each of these (one module per method)
-METHODS = ("datamask", "greedy", "relaxed", "topk", "random", "semdedup", "quadmix")
+# the selection methods, as datamask.methods registers them (one module per method)
+METHODS = tuple(REGISTRY)
+# the methods that run DATAMASK's objective, and the DataMask solver each uses
+SOLVER_OF = {"datamask": "pg", "greedy": "greedy", "relaxed": "relaxed"}
 
 
-def _f(default, help, choices=None, group="selection", result=True, parse=None):
+def _f(default, help, choices=None, group="selection", result=True, parse=None, hidden=False):
     """A dataclass field with CLI metadata. ``result``: changes the output (fingerprinted);
-    ``parse``: converts a YAML value or flag string (instead of the field's type)."""
-    meta = {"help": help, "choices": choices, "group": group, "result": result}
+    ``parse``: converts a YAML value or flag string (instead of the field's type);
+    ``hidden``: a deprecated setting, left out of ``--help``."""
+    meta = {"help": help, "choices": choices, "group": group, "result": result, "hidden": hidden}
     if parse is not None:
         meta["parse"] = parse
     return field(default=default, metadata=meta)
@@ -69,12 +74,12 @@ class StageConfig:
                                      "environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID...)", group="data",
                                      result=False)
     id_column: str = _f("id", "name of the unique document id column", group="data")
-    split_size: int = _f(1_000_000, "maximum rows per partition (the paper's split)", group="data")
+    split_size: int = _f(1_000_000, "maximum rows per split (the paper's split; one Dask partition)", group="data")
     # --- output
     overwrite: bool = _f(False, "delete an existing output directory's results and start over",
                          group="output", result=False)
     # --- dask (the Dask scheduler and workers that run the splits)
-    device: str = _f("auto", "where partitions run", choices=("auto", "cpu", "gpu"), group="dask")
+    device: str = _f("auto", "where the splits run", choices=("auto", "cpu", "gpu"), group="dask")
     scheduler: str | None = _f(None, "address of an existing Dask scheduler (tcp://host:8786)",
                                group="dask", result=False)
     scheduler_file: str | None = _f(None, "scheduler file of an existing Dask cluster", group="dask", result=False)
@@ -85,9 +90,18 @@ class StageConfig:
     connect_timeout: float = _f(10.0, "seconds to wait for a scheduler and a worker", group="dask", result=False)
     quiet: bool = _f(False, "no progress bars", group="dask", result=False)
 
+    # old name -> new name of a renamed field; the old YAML key and flag keep working for one
+    # release, with a warning
+    RENAMED: ClassVar[dict] = {}
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_dict(cls, d: dict, source: str = "config"):
+        d = dict(d)
+        for old, new in cls.RENAMED.items():
+            if old in d:
+                warn_deprecated(f"{source}: key {old}", new)
+                d.setdefault(new, d.pop(old))
         check_keys(cls, d, source)
         kw = {}
         for f in fields(cls):
@@ -139,9 +153,9 @@ class SelectConfig(StageConfig):
     dedupe_ids: bool = _f(False, "keep the first row of each duplicated id instead of failing", group="data")
     # --- selection
     method: str = _f("datamask", "selection method", choices=METHODS)
-    ratio: float | None = _f(_DM["ratio"], "fraction of each partition to keep, in (0, 1) (null: unset, e.g. to "
+    ratio: float | None = _f(_DM["ratio"], "fraction of each split to keep, in (0, 1) (null: unset, e.g. to "
                                            "give a workflow's select a token budget instead)")
-    budget: int | None = _f(_DM["budget"], "rows to keep per partition (overrides ratio)")
+    budget: int | None = _f(_DM["budget"], "rows to keep per split (overrides ratio)")
     tokens: int | None = _f(None, "token budget for the whole corpus instead of rows (200000, 2e5, 200k, 1.5B, "
                                   "1.5T), shared out to the splits by their tokens (docs/tokens.md)", parse=parse_tokens)
     token_ratio: float | None = _f(None, "token budget as a fraction of the corpus's tokens, in (0, 1]")
@@ -152,8 +166,9 @@ class SelectConfig(StageConfig):
     text_column: str = _f("text", "text column, read only to count tokens when no token-count column is present",
                           group="data")
     lam: float = _f(_DM["lam"], "weight of quality against diversity, in [0, 1]")
-    diversity: str = _f(_DM["diversity"], "diversity metric", choices=("pairwise", "facility", "disf"))
-    solver: str = _f(_DM["solver"], "optimiser", choices=("pg", "greedy", "relaxed"))
+    diversity: str = _f(_DM["diversity"], "diversity metric", choices=tuple(DIVERSITIES))
+    solver: str = _f(_DM["solver"], "deprecated: --method greedy or --method relaxed", choices=("pg", "greedy", "relaxed"),
+                     hidden=True)
     group_size: int = _f(_DM["group_size"], "masks sampled per policy-gradient step")
     lr: float | None = _f(_DM["lr"], "policy-gradient step size (default: 3, or 1 for facility location)")
     steps: int = _f(_DM["steps"], "maximum policy-gradient steps")
@@ -171,12 +186,12 @@ class SelectConfig(StageConfig):
     tol: float = _f(_DM["tol"], "relative improvement counted as progress")
     lr_schedule: str = _f(_DM["lr_schedule"], "step-size schedule", choices=("constant", "cosine"))
     relaxed_iter: int = _f(_DM["relaxed_iter"], "Frank-Wolfe iterations (solver relaxed)")
-    n_threads: int | None = _f(_DM["n_threads"], "BLAS threads per partition", result=False)
-    seed: int = _f(0, "base seed; each partition's seed derives from it and the partition's identity")
+    n_threads: int | None = _f(_DM["n_threads"], "BLAS threads per split", result=False)
+    seed: int = _f(0, "base seed; each split's seed derives from it and the split's identity")
     # --- baselines (datamask.methods: --method semdedup / quadmix)
     eps: float | None = _f(None, "SemDeDup: drop a row whose cosine to an earlier kept row of its cluster "
                                  "exceeds 1 - eps (default: eps tuned so the budget is kept)", group="baselines")
-    domain_column: str = _f("cluster", "SemDeDup clusters / QuaDMix domains (k-means per partition when the "
+    domain_column: str = _f("cluster", "SemDeDup clusters / QuaDMix domains (k-means per split when the "
                                        "column is absent)", group="baselines")
     n_clusters: int | None = _f(None, "k-means clusters when the domain column is absent (default sqrt(rows/10))",
                                 group="baselines")
@@ -191,19 +206,18 @@ class SelectConfig(StageConfig):
     # ------------------------------------------------------------------ validation
     def validated(self) -> SelectConfig:
         super().validated()
+        if self.solver != "pg":  # the 0.2 spelling of --method greedy / relaxed
+            warn_deprecated(f"solver {self.solver}", f"method {self.solver}")
+            if self.method not in ("datamask", self.solver):
+                raise ConfigError(f"solver {self.solver} and method {self.method} disagree; give --method alone")
+            self.method, self.solver = self.solver, "pg"
         if self.ratio is None and not self.token_budget:
             self.ratio = _DM["ratio"]  # null: the default
-        if self.budget is None and self.ratio is not None and not 0.0 < float(self.ratio) < 1.0:
-            raise ConfigError(f"ratio must be in (0, 1), got {self.ratio}; e.g. --ratio 0.1 keeps 10% of each partition")
-        if self.budget is not None and int(self.budget) < 1:
-            raise ConfigError(f"budget must be a positive number of rows, got {self.budget}")
+        try:  # the estimator's own check of every parameter it takes
+            check_params(self.estimator_params(0))
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         self._check_tokens()
-        if not 0.0 <= float(self.lam) <= 1.0:
-            raise ConfigError(f"lam must be in [0, 1], got {self.lam}")
-        if not 0.0 <= float(self.prune) < 1.0:
-            raise ConfigError(f"prune must be in [0, 1), got {self.prune}")
-        if self.solver == "relaxed" and self.diversity == "facility":
-            raise ConfigError("solver relaxed is not defined for diversity facility; use --solver pg or greedy")
         if not 0.0 <= float(self.holdout) < 1.0:
             raise ConfigError(f"holdout must be in [0, 1), got {self.holdout}; e.g. --holdout 0.05 sets 5% aside")
         if self.eps is not None and float(self.eps) < 0:
@@ -237,9 +251,11 @@ class SelectConfig(StageConfig):
         return self.tokens is not None or self.token_ratio is not None
 
     # ------------------------------------------------------------------ derived
-    def estimator_params(self, seed: int) -> dict:
-        """Keyword arguments for ``DataMask`` (everything it takes, from this config)."""
+    def estimator_params(self, seed: int, solver: str | None = None) -> dict:
+        """Keyword arguments for ``DataMask`` (everything it takes, from this config); the
+        solver is the method's (:data:`SOLVER_OF`) unless given."""
         params = {k: getattr(self, k) for k in _DM if k not in _NOT_CONFIG}
+        params["solver"] = solver or SOLVER_OF.get(self.method, "pg")
         params["logit_range"] = tuple(self.logit_range) if self.logit_range is not None else None
         params["seed"] = int(seed)
         return params
@@ -362,9 +378,6 @@ class DedupConfig(TextStageConfig):
         if self.n_clusters is not None and int(self.n_clusters) < 1:
             raise ConfigError(f"n_clusters must be >= 1, got {self.n_clusters}")
         return self
-
-
-STAGE_CONFIGS = {"select": SelectConfig, "embed": EmbedConfig, "score": ScoreConfig, "dedup": DedupConfig}
 
 
 RESULT_FIELDS = tuple(f.name for f in fields(SelectConfig) if f.metadata.get("result", True))

@@ -16,13 +16,23 @@ from .holdout import HOLDOUT_DIR
 from .io import parquet_rows, write_json_atomic
 from .storage import Remote, location, rmtree
 
-__all__ = ["Output", "DATA_DIR", "STATE_DIR", "MANIFEST", "SHARED_STORAGE"]
+__all__ = ["Output", "DATA_DIR", "STATE_DIR", "MANIFEST", "SHARED_STORAGE", "split_records", "n_splits"]
 
 DATA_DIR = "data"
 STATE_DIR = "_datamask"
 MANIFEST = "manifest.json"
 SHARED_STORAGE = ("the output must be on storage every node shares (a shared mount or an object store such as "
                   "s3://); see cluster/README.md")
+
+
+def split_records(manifest: dict) -> list:
+    """A manifest's per-split records (``splits``; ``partitions`` in manifests of 0.2)."""
+    return manifest["splits"] if "splits" in manifest else manifest["partitions"]
+
+
+def n_splits(totals: dict) -> int:
+    """The number of splits in a manifest's totals (``partitions`` in manifests of 0.2)."""
+    return int(totals["splits"] if "splits" in totals else totals["partitions"])
 
 
 class Output:
@@ -102,7 +112,7 @@ class Output:
         for name, rec in self.records().items():
             if name not in wanted:
                 raise ConfigError(
-                    f"output directory {self.root} holds partition {rec['identity']} which is no longer in the "
+                    f"output directory {self.root} holds split {rec['identity']} which is no longer in the "
                     "input (a file changed or disappeared); use --overwrite to start over"
                 )
             if not self.problems(rec):

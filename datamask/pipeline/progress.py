@@ -8,9 +8,9 @@ PROGRESS_TOPIC = "datamask-progress"
 
 
 class ProgressBars:
-    """A bar over partitions and, when the method reports steps, one over steps."""
+    """A bar over splits and, when the method reports steps, one over steps."""
 
-    def __init__(self, client, n_total, n_done, n_pending, quiet, steps_per=0, desc="partitions"):
+    def __init__(self, client, n_total, n_done, n_pending, quiet, steps_per=0, desc="splits"):
         self.quiet = quiet
         self.client = client
         self.steps_per = int(steps_per)
@@ -19,7 +19,7 @@ class ProgressBars:
             return
         from tqdm.auto import tqdm
 
-        self.parts = tqdm(total=n_total, initial=n_done, desc=desc, unit="part")
+        self.parts = tqdm(total=n_total, initial=n_done, desc=desc, unit="split")
         self.steps = None
         if self.steps_per and n_pending:
             self.steps = tqdm(total=self.steps_per * n_pending, desc="steps", unit="step", leave=False)

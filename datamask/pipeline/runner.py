@@ -1,12 +1,13 @@
 """The per-split stage runner every stage shares (select, embed, score, dedup...).
 
-A stage is a :class:`Stage`: a plan of splits and a ``partition`` function that handles one
-split. :func:`run_stage` does the rest, the same way for every stage:
+A per-split stage (:class:`~datamask.pipeline.stages.base.Stage`) plans a :class:`StageRun`: a
+plan of splits and a ``per_split`` function that handles one split. :func:`run_stage` does the
+rest, the same way for every stage:
 
 1. output (client): refuse a directory that holds another config or foreign files, find
    finished splits (resume), record the config fingerprint;
 2. run (Dask workers): ``from_map`` reads each pending split, ``map_partitions`` (explicit
-   ``meta``) runs ``partition`` on it, which writes the split's file(s) under a temporary
+   ``meta``) runs ``per_split`` on it, which writes the split's file(s) under a temporary
    name, renamed when complete, then a small record of the split;
 3. manifest (client): every split's record, config, versions, totals, wall time. It is
    written last: an output without ``manifest.json`` is incomplete.
@@ -44,11 +45,11 @@ from ..errors import ConfigError, DataError
 from .frames import read_frame
 from .gpu import CPU, Level, select_level
 from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
-from .output import DATA_DIR, MANIFEST, STATE_DIR, Output  # noqa: F401
+from .output import DATA_DIR, MANIFEST, STATE_DIR, Output, n_splits  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
 from .storage import StorageOptionsPlugin, inside, is_url, parse_options, resolve, set_options
 
-__all__ = ["run_stage", "Stage", "plan_splits", "resolve_io", "finish_split", "split_record", "Plan", "Output",
+__all__ = ["run_stage", "StageRun", "Stage", "plan_splits", "resolve_io", "finish_split", "split_record", "Plan", "Output",
            "ProgressBars", "run_pending", "write_split_files", "versions", "DATA_DIR", "STATE_DIR", "MANIFEST",
            "PROGRESS_TOPIC"]
 
@@ -101,12 +102,12 @@ def write_split_files(table: pa.Table, data: Path, name: str, partition_on) -> l
     return files
 
 
-def run_pending(client, pending: list, cols, frame_device: str, partition, kwargs: dict, out_root: str,
+def run_pending(client, pending: list, cols, frame_device: str, per_split, kwargs: dict, out_root: str,
                 on_done=None, verify=None) -> dict:
-    """Read each pending split (``from_map``), run ``partition`` on it (``map_partitions``,
+    """Read each pending split (``from_map``), run ``per_split`` on it (``map_partitions``,
     explicit meta) and collect the one-row record frames it returns, as they complete.
 
-    ``partition(df, partition_info=None, *, splits, out_root, **kwargs)`` writes the split's
+    ``per_split(df, partition_info=None, *, splits, out_root, **kwargs)`` writes the split's
     output itself (atomically) and returns ``{"name", "record"}`` rows. ``verify(record)``
     (the client's check of what the worker wrote) runs on each record as it arrives. When
     anything fails, the remaining splits are cancelled and those already running are waited
@@ -122,7 +123,7 @@ def run_pending(client, pending: list, cols, frame_device: str, partition, kwarg
         meta = read_frame(Split(first.path, first.rel, first.fmt, first.start, first.start), cols, frame_device)
         frames = dd.from_map(read_frame, pending, cols=cols, device=frame_device, meta=meta,
                              enforce_metadata=False)
-        records = frames.map_partitions(partition, splits=pending, out_root=out_root, meta=_RECORD_META,
+        records = frames.map_partitions(per_split, splits=pending, out_root=out_root, meta=_RECORD_META,
                                         enforce_metadata=False, **kwargs)
         futures = client.compute(records.to_delayed())
     results = {}
@@ -191,14 +192,15 @@ def build_manifest(plan, fingerprint, records, computed, wall, stage="select", t
         "versions": versions(),
         "input": {"files": plan.n_files, "rows": plan.n_rows, "empty_files": plan.skipped_files},
         "totals": {
-            "partitions": len(parts),
+            "splits": len(parts),
+            "partitions": len(parts),  # its 0.2 name, read by older tools; dropped in 0.4
             "rows_in": int(sum(r["rows_in"] for r in parts)),
             "rows_out": int(sum(r["rows_out"] for r in parts)),
             "computed_this_run": len(computed),
             "resumed": len(parts) - len(computed),
         },
         "wall_seconds": round(wall, 3),
-        "partitions": parts,
+        "splits": parts,
     }
     if totals is not None:
         m["totals"].update(totals(parts))
@@ -241,10 +243,10 @@ def throughput(records: dict, computed: list, seconds: float, n_workers: int, le
 
 # ---------------------------------------------------------------------- the run
 @dataclass
-class Stage:
-    """One per-split stage (select, embed, score) as :func:`run_stage` runs it.
+class StageRun:
+    """One run of a per-split stage (select, embed, score, dedup), as :func:`run_stage` runs it.
 
-    ``partition(df, partition_info=None, *, splits, out_root, **kwargs)`` handles one split:
+    ``per_split(df, partition_info=None, *, splits, out_root, **kwargs)`` handles one split:
     it writes the split's files under ``out_root/data`` atomically, then its record under
     ``out_root/_datamask/parts`` (see :func:`finish_split`), and returns the record frame.
     """
@@ -252,8 +254,8 @@ class Stage:
     name: str
     plan: Plan
     cols: object  # Columns or TextColumns: how splits are read and checked
-    partition: Callable
-    kwargs: dict = field(default_factory=dict)  # passed to ``partition`` (must pickle)
+    per_split: Callable
+    kwargs: dict = field(default_factory=dict)  # passed to ``per_split`` (must pickle)
     frame_device: str = "cpu"  # "gpu": partitions are cudf frames on the RAPIDS level, pandas otherwise
     check: Callable | None = None  # (client, pending) -> kwargs; before the output dir is touched
     setup: Callable | None = None  # (client, pending, out) -> kwargs; after it is prepared
@@ -261,6 +263,9 @@ class Stage:
     totals: Callable | None = None  # (records) -> extra manifest totals
     extra: Callable | None = None  # (out) -> extra manifest keys
 
+
+# The 0.2 name of StageRun, for code written against it; dropped in 0.4.
+Stage = StageRun
 
 # config fields that name a local file or folder a worker opens (resolved with input and output)
 PATH_FIELDS = ("model", "tokenizer", "fasttext", "quadmix_params")
@@ -348,7 +353,7 @@ def share_storage_options(client):
         client.register_plugin(StorageOptionsPlugin(opts))
 
 
-def run_stage(stage: Stage, client=None) -> dict:
+def run_stage(stage: StageRun, client=None) -> dict:
     """Run ``stage`` over every split not finished yet; returns the manifest.
 
     Shared by every stage: output checks and config-fingerprint refusal, resume from the
@@ -368,7 +373,7 @@ def run_stage(stage: Stage, client=None) -> dict:
     pending = [s for s in plan.splits if s.name not in done]
     if not pending and (out.root / MANIFEST).exists():  # nothing to do: report, start nothing
         manifest = json.loads((out.root / MANIFEST).read_text())
-        manifest["totals"].update(computed_this_run=0, resumed=manifest["totals"]["partitions"])
+        manifest["totals"].update(computed_this_run=0, resumed=n_splits(manifest["totals"]))
         return manifest
     own = client is None
     records = dict(done)
@@ -388,7 +393,7 @@ def run_stage(stage: Stage, client=None) -> dict:
             t_run = time.perf_counter()
             with ProgressBars(client, len(plan.splits), len(done), len(pending), cfg.quiet,
                               steps_per=stage.steps_per) as bars:
-                records.update(run_pending(client, pending, stage.cols, frames, stage.partition,
+                records.update(run_pending(client, pending, stage.cols, frames, stage.per_split,
                                            kwargs, str(out.root), bars.partition_done, verify=out.verify))
             rate = throughput(records, [s.name for s in pending], time.perf_counter() - t_run,
                               len(client.scheduler_info().get("workers", {})), plan.level)

@@ -76,9 +76,12 @@ def output_status(path) -> OutputStatus:
         raise DataError(f"output directory {p} does not exist; pass the OUTPUT a datamask stage wrote")
     cfg_file = p / STATE_DIR / "config.json"
     if not cfg_file.exists():
-        if (p / "cluster.json").exists() or (p / "compare.json").exists():
-            kind = "cluster" if (p / "cluster.json").exists() else "compare"
-            return OutputStatus(str(p), kind, True, manifest=True)
+        from .stages import STAGES, get_stage
+
+        for name in STAGES:  # the whole-corpus stages write their own marker, all at once
+            marker = get_stage(name).marker
+            if marker != MANIFEST and (p / marker).exists():
+                return OutputStatus(str(p), name, True, manifest=True)
         raise DataError(f"{p} is not a datamask output (no {STATE_DIR}/config.json); pass the OUTPUT of a "
                         "select, embed, score or dedup run")
     state = json.loads(cfg_file.read_text())
@@ -97,7 +100,7 @@ def output_status(path) -> OutputStatus:
     if has_manifest:
         try:
             m = json.loads((p / MANIFEST).read_text())
-            plan = [(r["name"], _label(r["source"], r["start"], r["stop"])) for r in m.get("partitions", [])]
+            plan = [(r["name"], _label(r["source"], r["start"], r["stop"])) for r in m.get("splits", m.get("partitions", []))]
         except (OSError, ValueError, KeyError):
             plan = None
     if plan is None:

@@ -267,7 +267,12 @@ def rmtree(loc):
 
 
 def inside(a, b) -> bool:
-    """True when ``a`` is ``b`` or lies under it (both resolved; a glob counts from its base)."""
+    """True when ``a`` is ``b`` or lies under it (both resolved). A glob ``b`` holds ``a`` when
+    it could match a file ``a`` writes (``a/data/x.parquet``); with ``**``, anything under its base."""
+    if re.search(r"[*?\[]", str(b)) and "**" not in str(b):
+        from pathlib import PurePosixPath
+
+        return any(PurePosixPath(f"{str(a).rstrip('/')}/{d}/x.parquet").match(str(b)) for d in ("data", "holdout"))
     def base(p):
         p = str(p)
         m = re.search(r"[*?\[]", p)

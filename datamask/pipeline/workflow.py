@@ -3,8 +3,7 @@
 A workflow is YAML whose keys are config fields (the CLI flags' names), plus ``--set
 key=value`` overrides; relative paths are taken from the current directory. With a
 ``stages: [...]`` list it chains stages: stage *k* reads stage *k-1*'s ``OUTPUT/<stage>/data``.
-Stages register here (:func:`register_stage`): the pipeline's own (select, embed, score, dedup)
-below, and higher layers' (cluster, compare) when the CLI imports them.
+The stages are those of :data:`datamask.pipeline.stages.STAGES`.
 """
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-__all__ = ["load_workflow", "apply_overrides", "register_stage", "stage_configs", "run_workflow", "RUNNERS"]
+__all__ = ["load_workflow", "apply_overrides", "stage_configs", "run_workflow"]
 
 
 def apply_overrides(raw: dict, overrides) -> dict:
@@ -43,51 +42,31 @@ def load_workflow(path, overrides=()) -> dict:
     return apply_overrides(raw, overrides)
 
 
-RUNNERS: dict = {}  # stage name -> runner(cfg, client=None) -> manifest
-
-
-def register_stage(name, config_cls, runner):
-    """Make ``name`` a stage of chaining workflows: its config class and its runner."""
-    from .config import STAGE_CONFIGS
-
-    STAGE_CONFIGS.setdefault(name, config_cls)
-    RUNNERS.setdefault(name, runner)
-
-
-def _runner(name):
-    from .stages import dedup, embed, score, select  # the pipeline's own stages
-
-    for n, fn in (("select", select.run_select), ("embed", embed.run_embed), ("score", score.run_score),
-                  ("dedup", dedup.run_dedup)):
-        RUNNERS.setdefault(n, fn)
-    return RUNNERS[name]
-
-
 def stage_configs(raw: dict, source: str = "workflow") -> list:
     """``[(stage, config)]`` of a chaining workflow (``stages: [embed, score, select]``).
 
     Top-level keys go to every stage that has them (``split_size``, ``device``...); a block
     named after a stage holds that stage's own keys. Stage *k* reads stage *k-1*'s
     ``OUTPUT/<stage>/data`` and writes ``OUTPUT/<stage>``; the first reads ``input``."""
-    from .config import STAGE_CONFIGS
     from .runner import DATA_DIR
+    from .stages import STAGES, get_stage
 
     raw = dict(raw)
     names = raw.pop("stages")
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",")]
-    if not isinstance(names, list) or not names or any(n not in STAGE_CONFIGS for n in names):
-        raise ConfigError(f"{source}: stages must be a list of {', '.join(STAGE_CONFIGS)}; got {names!r}")
+    if not isinstance(names, list) or not names or any(n not in STAGES for n in names):
+        raise ConfigError(f"{source}: stages must be a list of {', '.join(STAGES)}; got {names!r}")
     if len(set(names)) != len(names):
         raise ConfigError(f"{source}: a stage is listed twice in stages ({names})")
     for k in [k for k in raw if "." in k]:  # --set select.ratio=0.2
         stage, _, key = k.partition(".")
-        if stage in STAGE_CONFIGS:
+        if stage in STAGES:
             block = raw.setdefault(stage, {}) or {}
             block[key] = raw.pop(k)
             raw[stage] = block
     blocks = {}
-    for n in STAGE_CONFIGS:
+    for n in STAGES:
         b = raw.pop(n, None) or {}
         if not isinstance(b, dict):
             raise ConfigError(f"{source}: {n} must be a mapping of {n} keys")
@@ -97,7 +76,8 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     inp, out = raw.pop("input", None), raw.pop("output", None)
     if not inp or not out:
         raise ConfigError(f"{source}: the workflow needs input and output keys (or --set input=... --set output=...)")
-    known = {f.name for n in names for f in fields(STAGE_CONFIGS[n])}
+    classes = {n: get_stage(n).config for n in names}
+    known = {f.name for n in names for f in fields(classes[n])} | {k for n in names for k in classes[n].RENAMED}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} for stages {', '.join(names)}")
@@ -106,8 +86,8 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     out = resolve(out)  # on the client, before any stage is sent to a worker
     cfgs, prev = [], resolve(inp)
     for n in names:
-        cls = STAGE_CONFIGS[n]
-        own = {f.name for f in fields(cls)}
+        cls = classes[n]
+        own = {f.name for f in fields(cls)} | set(cls.RENAMED)
         d = {k: v for k, v in raw.items() if k in own}
         d.update(blocks[n])
         d["input"], d["output"] = prev, str(location(out) / n)
@@ -120,15 +100,16 @@ def run_workflow(raw: dict, source: str = "workflow", on_stage=None) -> list:
     """Run a chaining workflow on one client; returns ``[(stage, manifest)]``."""
     from .client import close_client, get_client
     from .gpu import select_level
+    from .stages import get_stage
 
     cfgs = stage_configs(raw, source)
     first = cfgs[0][1]
-    level = select_level(first.device, needs=("torch",) if cfgs[0][0] == "embed" else ("cupy",))
+    level = select_level(first.device, needs=get_stage(cfgs[0][0]).needs)
     client = get_client(first, level.device, level=level)
     try:
         results = []
         for name, cfg in cfgs:
-            m = _runner(name)(cfg, client=client)
+            m = get_stage(name).run(cfg, client=client)
             results.append((name, m))
             if on_stage is not None:
                 on_stage(name, cfg, m)

@@ -128,8 +128,8 @@ def test_run_cluster_writes_labels_stats_and_per_cluster_files(blob_corpus, tmp_
     d, corpus = blob_corpus
     out = tmp_path / "out"
     s = run_cluster(d, out, 6, sample_fraction=0.3, split_size=1000, by_cluster=True)
-    assert s["rows"] == 3000 and s["partitions"] == 4 and s["warnings"] == []
-    assert json.loads((out / "cluster.json").read_text())["k"] == 6
+    assert s["rows"] == 3000 and s["splits"] == 4 and s["warnings"] == []
+    assert json.loads((out / "cluster.json").read_text())["n_clusters"] == 6
     data = pq.read_table(out / "data").to_pandas()
     assert len(data) == 3000 and data["cluster"].dtype == np.int32
     assert adjusted_rand_score(data["truth"], data["cluster"]) > 0.95

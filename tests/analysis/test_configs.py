@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from datamask.analysis.stages import ClusterConfig, CompareConfig  # importing registers cluster and compare
+from datamask.analysis.stages import ClusterConfig, CompareConfig
 from datamask.errors import ConfigError
 from datamask.pipeline.config import SelectConfig
 from datamask.pipeline.workflow import load_workflow
@@ -25,11 +25,11 @@ def test_paper_recipe_is_a_select_config():
 def test_baselines_workflow_chains_cluster_and_compare():
     from datamask.pipeline.workflow import stage_configs
 
-    cfgs = stage_configs(load_workflow(WF / "baselines.yaml", ["cluster.k=7", "compare.ratio=0.2"]))
+    cfgs = stage_configs(load_workflow(WF / "baselines.yaml", ["cluster.n_clusters=7", "compare.ratio=0.2"]))
     (n1, c1), (n2, c2) = cfgs
     assert (n1, n2) == ("cluster", "compare")
     assert isinstance(c1, ClusterConfig) and isinstance(c2, CompareConfig)
-    assert c1.k == 7 and c2.ratio == 0.2 and c2.split_size == c1.split_size == 50_000
+    assert c1.n_clusters == 7 and c2.ratio == 0.2 and c2.split_size == c1.split_size == 50_000
     assert c2.input == str(Path(c1.output) / "data")
     assert c2.method_list == ["datamask", "topk", "random", "semdedup", "quadmix", "greedy"]
 
@@ -39,5 +39,5 @@ def test_config_checks():
         CompareConfig(methods="datamask,nope").validated()
     with pytest.raises(ConfigError, match="sample_fraction"):
         ClusterConfig(sample_fraction=0).validated()
-    with pytest.raises(ConfigError, match="k must"):
-        ClusterConfig(k=0).validated()
+    with pytest.raises(ConfigError, match="n_clusters must"):
+        ClusterConfig(n_clusters=0).validated()

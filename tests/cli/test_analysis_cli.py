@@ -27,14 +27,14 @@ def corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def clustered(corpus, address, tmp_path_factory):
     out = tmp_path_factory.mktemp("acl") / "clustered"
-    _run("cluster", corpus, out, "--k", 5, "--sample-fraction", 0.5, "--split-size", 1500, "--by-cluster",
+    _run("cluster", corpus, out, "--n-clusters", 5, "--sample-fraction", 0.5, "--split-size", 1500, "--by-cluster",
          "--scheduler", address, "--quiet")
     return out
 
 
 def test_cluster_command(clustered):
     s = json.loads((clustered / "cluster.json").read_text())
-    assert s["k"] == 5 and s["rows"] == 3000 and s["partitions"] == 3
+    assert s["n_clusters"] == 5 and s["rows"] == 3000 and s["splits"] == 3
     stats = pq.read_table(clustered / "cluster_stats.parquet").to_pandas()
     assert stats["size"].sum() == 3000 and len(stats) == 5
     assert len(list((clustered / "by_cluster").glob("cluster-*.parquet"))) == (stats["size"] > 0).sum()
@@ -48,8 +48,8 @@ def test_select_baseline_per_cluster(clustered, address, tmp_path, method):
     m = json.loads((out / "manifest.json").read_text())
     stats = pq.read_table(clustered / "cluster_stats.parquet").to_pandas().set_index("cluster")
     assert m["config"]["method"] == method
-    assert len(m["partitions"]) == (stats["size"] > 0).sum()  # one partition per cluster
-    for p in m["partitions"]:
+    assert len(m["splits"]) == (stats["size"] > 0).sum()  # one split per cluster
+    for p in m["splits"]:
         assert p["rows_out"] == round(0.1 * p["rows_in"])
         t = pq.read_table(out / "data" / p["files"][0])
         assert len(set(t.column("cluster").to_pylist())) == 1
@@ -83,12 +83,12 @@ def test_select_report_has_trajectory(corpus, address, tmp_path):
     _run("select", corpus, out, "--steps", 60, "--eval-every", 20, "--split-size", 1500, "--scheduler", address,
          "--quiet")
     m = json.loads((out / "manifest.json").read_text())
-    assert all(len(p["history"]) >= 2 for p in m["partitions"])
+    assert all(len(p["history"]) >= 2 for p in m["splits"])
     assert (out / "report" / "trajectory.png").exists()
 
 
 def test_analysis_errors(corpus, tmp_path, capsys):
-    assert_fails(capsys, ["cluster", corpus, tmp_path / "o", "--k", 5000, "--quiet"], "k=5000", "3000 rows")
+    assert_fails(capsys, ["cluster", corpus, tmp_path / "o", "--n-clusters", 5000, "--quiet"], "n_clusters=5000", "3000 rows")
     assert_fails(capsys, ["compare", corpus, tmp_path / "o2", "--methods", "datamask,bogus"], "methods")
     assert_fails(capsys, ["report", tmp_path], "neither compare.json")
     assert_fails(capsys, ["select", corpus, tmp_path / "o3", "--method", "quadmix", "--quadmix-params", tmp_path / "nope.yaml"],

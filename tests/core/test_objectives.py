@@ -4,8 +4,8 @@ import pytest
 
 from datamask.core.backend import default_rng
 from datamask.core.facility import FacilityGroups
+from datamask.core.metrics import disf_one
 from datamask.core.objectives import (
-    _disf_one,
     disf_groups,
     evaluate,
     facility_value,
@@ -40,7 +40,7 @@ def test_disf_matches_correlation_matrix(unit_rows, S, d):
     idx = np.stack([np.random.default_rng(s).permutation(300)[:S] for s in range(4)])
     want = [brute_disf(E[r]) for r in idx]
     assert np.allclose(disf_groups(E, idx), want, atol=1e-5)
-    assert np.allclose([_disf_one(E[r]) for r in idx], want, atol=1e-9)
+    assert np.allclose([disf_one(E[r]) for r in idx], want, atol=1e-9)
     # one selection through evaluate(): Gram form when S < d, d x d moments when S >= d
     q = np.zeros(300)
     got = [evaluate(E, q, np.sort(r), diversity="disf")["diversity"] for r in idx]
@@ -49,7 +49,7 @@ def test_disf_matches_correlation_matrix(unit_rows, S, d):
 
 def test_disf_gram_and_covariance_forms_agree(unit_rows):
     X = unit_rows(100, 40, seed=3)[:30].astype(np.float64)
-    gram = _disf_one(X)  # S=30 < d=40 takes the S x S Gram path
+    gram = disf_one(X)  # S=30 < d=40 takes the S x S Gram path
     Xc = X - X.mean(0)  # the d x d correlation matrix, directly
     Xc /= Xc.std(0)
     C = Xc.T @ Xc / len(X)

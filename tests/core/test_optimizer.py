@@ -263,8 +263,26 @@ def test_params_roundtrip_and_repr():
     assert "lam=0.3" in repr(m) and "solver='relaxed'" in repr(m)
     m.set_params(lam=0.7)
     assert m.lam == 0.7
-    with pytest.raises(ValueError, match="unknown parameter"):
+    with pytest.raises(ValueError, match="Invalid parameter 'lambda_'"):
         m.set_params(lambda_=1)
+
+
+def test_datamask_is_a_scikit_learn_estimator_with_keyword_only_parameters(unit_rows):
+    from sklearn.base import BaseEstimator, clone
+
+    from datamask.errors import ConfigError
+    from datamask.pipeline.config import SelectConfig
+
+    m = DataMask(0.2, lam=0.3, diversity="facility")
+    assert isinstance(m, BaseEstimator) and clone(m).get_params() == m.get_params()
+    with pytest.raises(TypeError):
+        DataMask(0.2, 5)  # budget is keyword-only
+    # one validation: the pipeline's config raises the estimator's own message
+    with pytest.raises(ValueError) as est:
+        DataMask(lam=2.0).fit(unit_rows(100, 8), np.arange(100.0))
+    with pytest.raises(ConfigError) as cfg:
+        SelectConfig(lam=2.0).validated()
+    assert str(est.value) == str(cfg.value) == "lam must be a float in the range [0.0, 1.0], got 2.0"
 
 
 @pytest.mark.gpu

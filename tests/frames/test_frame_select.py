@@ -123,7 +123,7 @@ def test_select_equals_the_cli_on_the_same_files(corpus, cli_out):
     assert mine["id"].tolist() == cli["id"].tolist()
     assert mine["selected"].tolist() == cli["selected"].tolist()
     np.testing.assert_array_equal(mine["datamask_logit"].to_numpy(), cli["datamask_logit"].to_numpy())
-    parts = {p["identity"]: p for p in manifest(cli_out)["partitions"]}
+    parts = {p["identity"]: p for p in manifest(cli_out)["splits"]}
     for _, r in recs.iterrows():
         assert parts[r["identity"]]["seed"] == r["seed"]
         assert parts[r["identity"]]["after"]["objective"] == pytest.approx(r["objective_after"], rel=1e-6)
@@ -137,7 +137,7 @@ def test_resume_is_unaffected(corpus, address, cli_out, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(cli_out, out)
     (out / "manifest.json").unlink()
-    name = manifest(cli_out)["partitions"][2]["name"]
+    name = manifest(cli_out)["splits"][2]["name"]
     (out / "_datamask" / "parts" / f"{name}.json").unlink()
     (out / "data" / f"{name}.parquet").unlink()
     assert main(args(corpus, out, "--keep-all", scheduler=address)) == 0
@@ -254,7 +254,7 @@ def test_cluster_is_lazy_and_fits_once_for_frame_and_model(corpus):
 
     ddf = dmd.read(corpus, split_size=int(SPLIT))
     with Count() as c, dask.config.set(scheduler="sync"):
-        labelled, model = dmd.cluster(ddf, k=6, sample_fraction=0.3, seed=1)
+        labelled, model = dmd.cluster(ddf, n_clusters=6, sample_fraction=0.3, seed=1)
         assert c.n == 0 and "lazy" in repr(model)
         frame, model = dmd.compute(labelled, model)
         # the CLI's sample and fit: the same centroids
@@ -276,5 +276,5 @@ def test_token_budget_is_shared_out_like_the_cli(corpus, address, tmp_path):
         assert c.n == 0
         frame, recs = dmd.compute(sel, return_records=True)
     assert sorted(frame["id"]) == sorted(read_out(out).column("id").to_pylist())
-    budgets = {p["identity"]: p["token_budget"] for p in manifest(out)["partitions"]}
+    budgets = {p["identity"]: p["token_budget"] for p in manifest(out)["splits"]}
     assert {r["identity"]: json.loads(r["record"])["token_budget"] for _, r in recs.iterrows()} == budgets

@@ -33,7 +33,7 @@ def selected(corpus, address, tmp_path_factory):
 @pytest.fixture(scope="module")
 def clustered(selected, address, tmp_path_factory):
     out = tmp_path_factory.mktemp("chain") / "clustered"
-    _ok("cluster", selected, out, "--k", 3, "--sample-fraction", 1.0, "--scheduler", address, "--quiet")
+    _ok("cluster", selected, out, "--n-clusters", 3, "--sample-fraction", 1.0, "--scheduler", address, "--quiet")
     return out
 
 
@@ -63,7 +63,7 @@ def test_an_incomplete_output_is_refused_in_one_line(selected, address, tmp_path
     broken = tmp_path / "broken"
     shutil.copytree(selected, broken)
     (broken / "manifest.json").unlink()
-    assert_fails(capsys, ["cluster", broken, tmp_path / "c", "--k", 2, "--scheduler", address],
+    assert_fails(capsys, ["cluster", broken, tmp_path / "c", "--n-clusters", 2, "--scheduler", address],
                  "incomplete", "rerun datamask select", "datamask status")
     assert not (tmp_path / "c").exists()
 
@@ -72,7 +72,7 @@ def test_a_compare_output_is_not_a_corpus(tmp_path, capsys):
     d = tmp_path / "cmp"
     d.mkdir()
     (d / "compare.json").write_text("{}")
-    assert_fails(capsys, ["cluster", d, tmp_path / "c", "--k", 2], "compare output")
+    assert_fails(capsys, ["cluster", d, tmp_path / "c", "--n-clusters", 2], "compare output")
 
 
 def test_status_of_complete_and_stopped_runs(selected, tmp_path, capsys):

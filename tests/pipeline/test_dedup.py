@@ -39,7 +39,7 @@ def test_groups_across_files_and_splits_keep_the_highest_quality_row(corpus, tmp
     kept = set(_table(tmp_path / "out")["id"].to_pylist())
     assert kept == {i for i, k in expected.items() if k is None}
     m = _manifest(tmp_path / "out")
-    assert m["totals"]["partitions"] == 4 and m["totals"]["null_texts"] == 2
+    assert m["totals"]["splits"] == 4 and m["totals"]["null_texts"] == 2
     assert m["dedup"]["kinds"] == {"exact": {"groups": 7, "removed": 7}, "fuzzy": {"groups": 2, "removed": 2}}
     assert m["dedup"]["quality_column_used"] is True
     assert m["totals"]["rows_out"] == m["totals"]["rows_in"] - 9

@@ -46,7 +46,7 @@ def test_raw_jsonl_workflow_end_to_end(chained):
     m = _manifest(chained / "embed")
     assert m["stage"] == "embed" and m["totals"]["rows_in"] == m["totals"]["rows_out"] == len(ROWS)
     assert m["totals"]["skipped_texts"] == 0 and m["embed"]["dim"] == 384
-    assert [p["rows_in"] for p in m["partitions"]] == [113, 114, 113]  # split_size 120
+    assert [p["rows_in"] for p in m["splits"]] == [113, 114, 113]  # split_size 120
     emb = pq.read_table(chained / "embed" / "data")
     assert emb.schema.field("embedding").type == pa.list_(pa.float32(), 384)
     E = emb.column("embedding").combine_chunks().flatten().to_numpy().reshape(len(ROWS), 384)
@@ -72,7 +72,7 @@ def test_raw_jsonl_workflow_end_to_end(chained):
     sel = pq.read_table(chained / "select" / "data")
     msel = _manifest(chained / "select")
     assert msel["totals"]["rows_in"] == len(kept)
-    assert sel.num_rows == sum(round(0.2 * p["rows_in"]) for p in msel["partitions"])
+    assert sel.num_rows == sum(round(0.2 * p["rows_in"]) for p in msel["splits"])
     assert (chained / "select" / "report" / "index.html").exists()  # as `datamask select` writes it
     frac_good = np.mean([good[i] for i in sel.column("id").to_pylist()])
     assert frac_good > 0.8 > np.mean(list(good.values()))
@@ -110,7 +110,7 @@ def test_empty_texts_counted_and_partial_resume(tmp_path, address):
     assert main(["embed", str(src), str(emb), *common]) == 0
     m = _manifest(emb)
     assert m["totals"]["skipped_texts"] == 3 and m["totals"]["rows_out"] == 37
-    assert [p["skipped_texts"] for p in m["partitions"]] == [2, 1]
+    assert [p["skipped_texts"] for p in m["splits"]] == [2, 1]
     assert sorted(set(range(40)) - set(pq.read_table(emb / "data").column("id").to_pylist())) == [3, 17, 25]
 
     sc = tmp_path / "score"

@@ -124,7 +124,7 @@ def test_cli_mismatched_cupy_is_one_line_and_leaves_no_output(machine, corpus, t
     assert_fails(capsys, ["select", corpus, out, "--device", "gpu", "--quiet"], "built for CUDA 13.0",
                  "install cupy-cuda12x", "--device cpu")
     assert not out.exists()
-    assert_fails(capsys, ["cluster", corpus, tmp_path / "c", "--device", "gpu", "--k", "3"], "cupy-cuda12x")
+    assert_fails(capsys, ["cluster", corpus, tmp_path / "c", "--device", "gpu", "--n-clusters", "3"], "cupy-cuda12x")
     assert not (tmp_path / "c").exists()
 
 

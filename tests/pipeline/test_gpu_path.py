@@ -41,17 +41,17 @@ def test_cuda_path_on_numpy_selects_what_the_cpu_selects(fake_cuda, corpus, tmp_
 
     g, c = manifest(tmp_path / "gpu"), manifest(tmp_path / "cpu")
     assert read_out(tmp_path / "gpu").equals(read_out(tmp_path / "cpu"))  # same rows, same values
-    assert [p["seed"] for p in g["partitions"]] == [p["seed"] for p in c["partitions"]]
+    assert [p["seed"] for p in g["splits"]] == [p["seed"] for p in c["splits"]]
     assert g["device"] == "gpu" and g["gpu"]["level"] == "cuda" and g["gpu"]["frames"] == "pandas"
     assert g["gpu"]["gpus"] == ["Fake GPU A", "Fake GPU B"] and g["gpu"]["cluster"] == "per-gpu"
     assert c["gpu"]["level"] == "cpu" and c["gpu"]["arrays"] == "numpy"
-    workers = {p["worker"].rsplit("/", 1)[1] for p in g["partitions"]}
+    workers = {p["worker"].rsplit("/", 1)[1] for p in g["splits"]}
     assert workers and workers <= {"gpu0", "gpu1"}
-    assert all(p["device_seconds"] > 0 and "wait_seconds" in p for p in g["partitions"])
+    assert all(p["device_seconds"] > 0 and "wait_seconds" in p for p in g["splits"])
     t = g["throughput"]
     assert t["rows"] == g["totals"]["rows_in"] and t["workers"] == 2
     assert t["rows_per_second_per_gpu"] == pytest.approx(t["rows"] / t["seconds"] / 2, rel=1e-2)  # seconds rounded
-    assert sum(w["splits"] for w in t["per_worker"].values()) == len(g["partitions"])
+    assert sum(w["splits"] for w in t["per_worker"].values()) == len(g["splits"])
     assert "rows_per_second_per_worker" in c["throughput"]
 
 
@@ -89,7 +89,7 @@ def test_select_on_the_gpu_records_level_and_peak_memory(corpus, tmp_path):
                        quiet=True, device="gpu", solver="relaxed")
     m = run_select(cfg)
     assert m["gpu"]["arrays"] == "cupy" and m["gpu"]["level"] in ("cuda", "rapids") and m["gpu"]["gpus"]
-    assert all(p["gpu_peak_bytes"] > 0 and p["gpu_peak_ratio"] > 0 for p in m["partitions"])
+    assert all(p["gpu_peak_bytes"] > 0 and p["gpu_peak_ratio"] > 0 for p in m["splits"])
     assert m["throughput"]["rows_per_second_per_gpu"] > 0
     cpu = run_select(cfg.replace(output=str(tmp_path / "cpu"), device="cpu"))
     assert m["totals"]["rows_out"] == cpu["totals"]["rows_out"]

@@ -22,14 +22,14 @@ def test_select_sets_the_holdout_aside(corpus, address, tmp_path):
     held = pq.read_table(out / "holdout").to_pandas()
     sel = read_out(out).to_pandas()
     assert m["totals"]["holdout_rows"] == len(held) == sum(round(0.1 * (p["stop"] - p["start"]))
-                                                           for p in m["partitions"])
+                                                           for p in m["splits"])
     assert m["totals"]["rows_in"] + len(held) == sum(FILE_ROWS)
     assert not set(held.id) & set(sel.id)
-    for p in m["partitions"]:
+    for p in m["splits"]:
         assert p["rows_out"] == round(0.2 * p["rows_in"])  # the budget is taken from the rows left
     # a split whose holdout file is missing is not finished: the rerun redoes it, with the same slice
     files = sorted((out / "holdout").glob("*.parquet"))
-    assert len(files) == len(m["partitions"])
+    assert len(files) == len(m["splits"])
     files[0].unlink()
     stamps = {f.name: f.stat().st_mtime_ns for f in files[1:]}
     assert main(args(corpus, out, "--holdout", "0.1", "--ratio", "0.2", scheduler=address)) == 0

@@ -157,3 +157,11 @@ def test_the_manifest_names_storage_options_without_their_values():
     cfg = SelectConfig(input="s3://b/in", output="s3://b/out", storage_options='{"key": "K", "secret": "S"}')
     assert public_config(cfg)["storage_options"] == ["key", "secret"]
     assert cfg.fingerprint("cpu") == SelectConfig(input="s3://b/in", output="s3://b/out").fingerprint("cpu")
+
+
+def test_an_output_beside_a_glob_input_is_not_inside_it():
+    from datamask.pipeline.storage import inside
+
+    assert not inside("/a/sel", "/a/*.parquet")  # the glob never reads /a/sel/data/*.parquet
+    assert inside("/a/sel", "/a/*/*/*.parquet") and inside("/a/sel", "/a/**/*.parquet")
+    assert inside("s3://b/in/sel", "s3://b/in") and not inside("s3://b/in2", "s3://b/in")

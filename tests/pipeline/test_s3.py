@@ -125,7 +125,7 @@ def test_chain_from_s3_to_s3_equals_a_local_run(s3, addr, tmp_path, capsys):
     np.testing.assert_allclose(ea, eb, atol=1e-6)
     np.testing.assert_allclose(a.column("quality").to_numpy(), b.column("quality").to_numpy(), atol=1e-9)
     m = json.loads(s3.fs.cat("bkt/chain/select/manifest.json"))
-    assert m["config"]["output"] == "s3://bkt/chain/select" and m["totals"]["partitions"] == 2
+    assert m["config"]["output"] == "s3://bkt/chain/select" and m["totals"]["splits"] == 2
 
     # status reads the objects: complete, then one split's object deleted
     capsys.readouterr()

@@ -32,7 +32,7 @@ def selected(corpus, address, tmp_path_factory):
 
 def test_parquet_in_parquet_out(corpus, selected):
     m = manifest(selected)
-    parts = m["partitions"]
+    parts = m["splits"]
     assert [p["rows_in"] for p in parts] == [1500, 1500, 1500, 1500, 1000]
     for p in parts:  # the per-partition budget
         assert p["rows_out"] == round(0.1 * p["rows_in"])
@@ -78,7 +78,7 @@ def test_rerun_skips_and_different_config_refused(corpus, address, tmp_path, cap
     assert rc == 2 and "different config" in err and "ratio" in err and "--overwrite" in err
     assert [(f.stat().st_mtime_ns, f.stat().st_ino) for f in files] == stamps
     _run(*args(corpus, out, "--ratio", "0.2", "--overwrite", scheduler=address))
-    assert manifest(out)["totals"]["rows_out"] == sum(round(0.2 * p["rows_in"]) for p in manifest(out)["partitions"])
+    assert manifest(out)["totals"]["rows_out"] == sum(round(0.2 * p["rows_in"]) for p in manifest(out)["splits"])
 
 
 def test_growing_corpus_processes_only_new_files(corpus, address, tmp_path):
@@ -87,7 +87,7 @@ def test_growing_corpus_processes_only_new_files(corpus, address, tmp_path):
     out = tmp_path / "out"
     _run(*args(src, out, scheduler=address))
     before = {f.name: f.stat().st_mtime_ns for f in (out / "data").glob("*.parquet")}
-    seeds = {p["identity"]: p["seed"] for p in manifest(out)["partitions"]}
+    seeds = {p["identity"]: p["seed"] for p in manifest(out)["splits"]}
     write_files(tmp_path / "new", rows=(800,), seed=5)
     # sorts before every old file: positions in the listing shift, identities do not
     shutil.copy(tmp_path / "new" / "shard-0.parquet", src / "a-new.parquet")
@@ -95,10 +95,10 @@ def test_growing_corpus_processes_only_new_files(corpus, address, tmp_path):
     pq.write_table(t.set_column(0, "id", pa.array(np.arange(10**6, 10**6 + 800))), src / "a-new.parquet")
     _run(*args(src, out, scheduler=address))
     m = manifest(out)
-    assert m["totals"]["computed_this_run"] == 1 and m["totals"]["partitions"] == 6
+    assert m["totals"]["computed_this_run"] == 1 and m["totals"]["splits"] == 6
     after = {f.name: f.stat().st_mtime_ns for f in (out / "data").glob("*.parquet")}
     assert {k: after[k] for k in before} == before
-    assert {p["identity"]: p["seed"] for p in m["partitions"] if p["identity"] in seeds} == seeds
+    assert {p["identity"]: p["seed"] for p in m["splits"] if p["identity"] in seeds} == seeds
 
 
 def test_jsonl_input(corpus, address, tmp_path):
@@ -115,7 +115,7 @@ def test_jsonl_input(corpus, address, tmp_path):
     out = tmp_path / "out"
     _run(*args(src, out, scheduler=address))
     m = manifest(out)
-    assert [p["rows_in"] for p in m["partitions"]] == [600, 400]
+    assert [p["rows_in"] for p in m["splits"]] == [600, 400]
     o = read_out(out)
     assert o.num_rows == 60 + 40
     assert pa.types.is_fixed_size_list(o.schema.field("embedding").type)
@@ -143,7 +143,7 @@ def test_keep_all_and_dedupe_ids(corpus, address, tmp_path):
     out = tmp_path / "out"
     _run(*args(src, out, "--dedupe-ids", "--keep-all", scheduler=address))
     m = manifest(out)
-    assert [p["duplicates_dropped"] for p in m["partitions"]] == [0, 10]
+    assert [p["duplicates_dropped"] for p in m["splits"]] == [0, 10]
     o = read_out(out)
     assert o.num_rows == 2100 - 10 and len(set(o.column("id").to_pylist())) == o.num_rows
     sel = o.column("selected").to_numpy()
@@ -159,7 +159,7 @@ def test_run_workflow_with_set(corpus, address, tmp_path):
     _run("run", str(wf), "--set", "ratio=0.2", "--set", f"scheduler={address}", "--quiet")
     m = manifest(out)
     assert m["config"]["ratio"] == 0.2 and m["config"]["steps"] == 20
-    assert m["partitions"][0]["rows_out"] == 300
+    assert m["splits"][0]["rows_out"] == 300
 
 
 def test_config_defaults_follow_estimator():
@@ -191,5 +191,5 @@ def test_pruning_limit_applies_only_to_methods_that_prune(corpus, address, tmp_p
     assert "left after pruning" in capsys.readouterr().err
     assert main(args(corpus, tmp_path / "topk", "--ratio", "0.6", "--method", "topk", "--no-report",
                      scheduler=address)) == 0
-    parts = manifest(tmp_path / "topk")["partitions"]
+    parts = manifest(tmp_path / "topk")["splits"]
     assert all(p["rows_out"] == round(0.6 * p["rows_in"]) for p in parts)

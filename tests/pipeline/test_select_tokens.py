@@ -55,13 +55,13 @@ def test_every_method_keeps_each_split_within_its_share(skewed, address, tmp_pat
     assert tok["budget"] == T and tok["corpus_tokens"] == t.sum() and tok["source"] == "column token_count"
     kept = read_out(out)
     assert tok["tokens_out"] == int(kept.column("token_count").to_numpy().sum()) <= T
-    for p in m["partitions"]:
+    for p in m["splits"]:
         share = T * p["tokens_in"] // t.sum()  # T_s = T * tokens_s / tokens
         assert p["token_budget"] == share
         assert p["tokens_out"] <= share
         # within one document: a split keeps all but less than its longest row
         assert share - p["tokens_out"] < 50_000
-    assert T - tok["tokens_out"] < 50_000 * len(m["partitions"])
+    assert T - tok["tokens_out"] < 50_000 * len(m["splits"])
 
 
 @pytest.mark.slow
@@ -81,7 +81,7 @@ def test_token_budget_per_split_fills_and_resumes(skewed, address, tmp_path):
     (out / "manifest.json").unlink()
     _select(inp, out, address, "--tokens", "150k")
     m2 = manifest(out)
-    assert m2["totals"]["resumed"] == len(m2["partitions"]) - 1
+    assert m2["totals"]["resumed"] == len(m2["splits"]) - 1
     assert np.array_equal(read_out(out).column("id").to_numpy(), ids)
     assert m2["totals"]["tokens"]["tokens_out"] == m["totals"]["tokens"]["tokens_out"]
 

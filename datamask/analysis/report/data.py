@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...pipeline.output import n_splits, split_records
+
 __all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load_proxy_lm", "load"]
 
 
@@ -57,7 +59,7 @@ def load_compare(directory) -> ReportData:
         corpus=pd.read_parquet(d / "corpus_stats.parquet"), selections=pd.read_parquet(d / "selections.parquet"),
         history=opt("history.parquet"), table=table, cluster_stats=opt("cluster_stats.parquet"),
         sample=opt("sample.parquet"), sample_embedding=emb, title="datamask compare",
-        notes={"input": meta["input"], "rows": f"{meta['rows']:,}", "partitions": meta["partitions"],
+        notes={"input": meta["input"], "rows": f"{meta['rows']:,}", "splits": meta["splits"] if "splits" in meta else meta["partitions"],
                "methods": ", ".join(meta["methods"]), "clusters": meta.get("clusters_from"),
                "budget rule": f"ratio {meta['config']['ratio']}" if meta["config"].get("budget") is None
                else f"budget {meta['config']['budget']} per partition",
@@ -126,12 +128,12 @@ def load_select(directory, sample_rows=2000) -> ReportData:
     sel = sel.assign(method=method)
     corpus, sel = (df.rename(columns={cols.quality: "quality"}) for df in (corpus, sel))
     hist = []
-    for p in man["partitions"]:
+    for p in split_records(man):
         for h in p.get("history") or []:
             hist.append(dict(h, method=method, partition=p["name"]))
     history = pd.DataFrame(hist) if hist else None
     table = None
-    parts = [p for p in man["partitions"] if p.get("after")]
+    parts = [p for p in split_records(man) if p.get("after")]
     if parts:
         w = np.array([p["rows_in"] for p in parts], float)
         rows = {}
@@ -164,7 +166,7 @@ def load_select(directory, sample_rows=2000) -> ReportData:
                       sample_embedding=emb, cluster_stats=_select_cluster_stats(corpus, files, cols),
                       title="datamask select",
                       notes={"input": cfg["input"], "rows in": f"{t['rows_in']:,}", "rows out": f"{t['rows_out']:,}",
-                             "partitions": t["partitions"], "method": method, "lambda": cfg["lam"],
+                             "splits": n_splits(t), "method": method, "lambda": cfg["lam"],
                              "diversity": cfg["diversity"], "wall time": f"{man['wall_seconds']:.1f} s"})
 
 

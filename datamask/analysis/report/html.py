@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ...core.diversity import DIVERSITIES
 from .data import ReportData, load
 from .figures import DPI, FIGURES, make_figures, pyplot
 
@@ -39,8 +40,8 @@ _CAPTIONS = {
 
 
 _TABLE_LABELS = {
-    "quality": "mean quality", "quality_norm": "mean quality (0–1)", "pairwise": "pairwise diversity",
-    "facility": "facility-location coverage", "disf": "DiSF", "objective": "objective",
+    "quality": "mean quality", "quality_norm": "mean quality (0–1)",
+    **{name: d.label for name, d in DIVERSITIES.items()}, "objective": "objective",
     "mean_tokens": "mean length (tokens)", "tokens": "tokens kept", "token_budget": "token budget", "seconds": "wall time (s)", "selected": "selected rows", "rows": "rows",
     "groups": "groups found", "removed": "rows removed",
     "diversity": "diversity", "holdout_rows": "held-out rows",

@@ -1,1 +1,39 @@
-"""The pipeline's stages, one module each: select, embed, score."""
+"""The stages, one module each, and :data:`STAGES`, the one list of them.
+
+A stage is a :class:`~.base.Stage`: its name, config class, plan of splits and per-split
+function (or a whole-corpus ``run``) and summary line. The command line (one command per
+stage), ``datamask run`` (``stages: [...]`` workflows) and ``datamask status`` read
+:data:`STAGES`; adding a stage is one module and one line here.
+
+``cluster`` and ``compare`` live in the analysis layer; they are named here by module, and
+imported only when used, so this package imports nothing above it.
+"""
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["STAGES", "get_stage", "stage_names"]
+
+# name -> "module:Class", in the order ``datamask --help`` lists them
+STAGES = {
+    "select": "datamask.pipeline.stages.select:SelectStage",
+    "embed": "datamask.pipeline.stages.embed:EmbedStage",
+    "score": "datamask.pipeline.stages.score:ScoreStage",
+    "dedup": "datamask.pipeline.stages.dedup:DedupStage",
+    "cluster": "datamask.analysis.stages:ClusterStage",
+    "compare": "datamask.analysis.stages:CompareStage",
+}
+
+_LOADED: dict = {}
+
+
+def get_stage(name: str):
+    """The :class:`~.base.Stage` named ``name`` (KeyError when there is none)."""
+    if name not in _LOADED:
+        module, _, cls = STAGES[name].partition(":")
+        _LOADED[name] = getattr(importlib.import_module(module), cls)()
+    return _LOADED[name]
+
+
+def stage_names() -> tuple:
+    return tuple(STAGES)

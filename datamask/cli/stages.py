@@ -1,0 +1,33 @@
+"""One command per stage of :data:`datamask.pipeline.stages.STAGES`: ``datamask NAME INPUT
+OUTPUT`` with one flag per field of the stage's config class; after the run it prints the
+stage's summary line (and writes the HTML report for the stages that have one)."""
+from __future__ import annotations
+
+from ..pipeline.stages import STAGES, get_stage
+from .common import add_stage_arguments, config_from_args, write_report_after
+
+__all__ = ["add_parsers", "COMMANDS", "run_stage_command"]
+
+
+def add_parsers(sub):
+    for name in STAGES:
+        st = get_stage(name)
+        p = sub.add_parser(name, help=st.help, description=st.description)
+        add_stage_arguments(p, st.config, st.output_help, input_help=st.input_help)
+        if st.report:
+            p.add_argument("--no-report", dest="no_report", action="store_true",
+                           help="do not write the HTML report (OUTPUT/report/) at the end")
+
+
+def run_stage_command(args) -> int:
+    st = get_stage(args.command)
+    cfg = config_from_args(args, st.config)
+    manifest = st.run(cfg)
+    if not cfg.quiet:
+        print(st.summary(manifest, cfg.output))
+    if st.report and not args.no_report:
+        write_report_after(cfg.output, cfg.quiet)
+    return 0
+
+
+COMMANDS = dict.fromkeys(STAGES, run_stage_command)

@@ -1,0 +1,170 @@
+"""The diversity objectives as objects: :class:`Pairwise`, :class:`Facility`, :class:`DiSF`.
+
+For a selection U of S documents with unit embeddings ``e_i`` (all three are maximised):
+
+``pairwise``
+    minus the mean cosine over ordered pairs i != j of U, computed from the sum of the
+    embeddings: ``-(||sum e_i||^2 - S) / (S (S - 1))``. O(S d) per mask.
+``facility``
+    facility location: mean over reference rows x of ``max_{u in U} cos(e_x, e_u)``.
+    The reference rows are the split, or a fixed random sample of it.
+``disf``
+    minus the mean squared off-diagonal entry of the d x d correlation matrix of U's
+    embeddings standardised over U, ``-sum_{a != b} C_ab^2 / (d (d - 1))``, so it lies
+    in [-1, 0]. Computed through the S x S Gram matrix when S < d.
+
+Each object knows its value on one selection, its statistic over a group of sampled masks
+(the ``pg`` step), its greedy and relaxed forms (``relaxed_terms is None``: it has none), and
+its ``pg`` defaults (step size, initial logit range). The API takes names
+(``diversity="pairwise"``) and resolves them once with :func:`get_diversity`; a new
+objective is a subclass here and a line in :data:`DIVERSITIES`.
+"""
+from __future__ import annotations
+
+from .backend import get_namespace
+from .greedy import greedy_disf, greedy_facility, greedy_pairwise
+from .metrics import disf_from_moments, disf_groups, disf_one, facility_value, pairwise_from_sums
+from .relaxed import disf_terms, pairwise_terms
+from .relaxed_tokens import disf_token_terms, pairwise_token_terms
+from .tokens import disf_prefix
+from .validate import BLOCK_ROWS
+
+__all__ = ["Diversity", "Pairwise", "Facility", "DiSF", "DIVERSITIES", "get_diversity"]
+
+
+class Diversity:
+    """A diversity objective f_div(U); subclasses fill in the class attributes and methods."""
+
+    name: str = ""
+    label: str = ""  # what reports call it
+    lr: float = 3.0  # pg step size when DataMask(lr=None)
+    logit_range: tuple | str = (0.0, 16.0)  # pg initial logits when DataMask(logit_range=None); "auto": a pilot
+    uses_reference = False  # scored against reference rows (pg batches those, not candidates)
+    row_sums_only = False  # a pg group needs only row sums (the int8 kernel can compute them)
+    whole_split_known = False  # its value on the whole split is known without computing it
+    relaxed_terms = None  # relaxed.frank_wolfe's terms, or None: no relaxation
+    relaxed_token_terms = None  # relaxed_tokens.frank_wolfe_tokens's terms
+
+    def value(self, obj, rows) -> float:
+        """The diversity of one selection ``rows`` of ``obj`` (an :class:`~.objectives.Objective`)."""
+        raise NotImplementedError
+
+    def groups(self, step, B, orders, ref):
+        """The diversity of each sampled mask of a ``pg`` step (``orders`` (G, S_b) into the
+        batch ``B`` of candidates, or into the candidates with ``ref`` the reference batch)."""
+        raise NotImplementedError
+
+    def groups_prefix(self, step, B, orders, padded, ref, K):
+        """As :meth:`groups` for the first ``K[g]`` rows of each draw (token budgets);
+        ``padded``: the draws with the rows after the prefix replaced by its first row."""
+        raise NotImplementedError
+
+    def greedy(self, E, q, S, lam, R=None, progress=False, **budget):
+        """Greedy picks (row indices in pick order); ``R``: reference rows when it uses them."""
+        raise NotImplementedError
+
+    def check_relaxed(self):
+        """A ValueError when it has no relaxation (``solver="relaxed"``)."""
+        if self.relaxed_terms is None:
+            raise ValueError(f"solver='relaxed' is not defined for diversity={self.name!r} ({self.no_relaxed}); "
+                             "use solver='pg' or solver='greedy'")
+
+    no_relaxed = ""  # why there is no relaxation
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class Pairwise(Diversity):
+    name = "pairwise"
+    label = "pairwise diversity"
+    logit_range = "auto"  # the default-selection suite's choice (benchmarks/results/defaults.md)
+    row_sums_only = True
+    relaxed_terms = staticmethod(pairwise_terms)
+    relaxed_token_terms = staticmethod(pairwise_token_terms)
+
+    def value(self, obj, rows):
+        xp = get_namespace(obj.E)
+        S = int(rows.shape[0])
+        s = xp.zeros(obj.E.shape[1], dtype=xp.float64)
+        for i0 in range(0, S, BLOCK_ROWS):  # a blocked sum: no (S, d) copy
+            s += obj.rows(rows[i0:i0 + BLOCK_ROWS]).sum(axis=0, dtype=xp.float64)
+        return float(pairwise_from_sums(float((s * s).sum()), S))
+
+    def groups(self, step, B, orders, ref):
+        sums = step.rows.sums(step.rows.take(B), orders)
+        return pairwise_from_sums((sums * sums).sum(axis=1), step.S_b)
+
+    def groups_prefix(self, step, B, orders, padded, ref, K):
+        xp = step.xp
+        sums = step.rows.sums(step.rows.take(B), padded)  # a 0/1 selection matrix: the copies count once
+        k = K.astype(xp.float64)
+        return xp.where(k >= 2, -((sums * sums).sum(axis=1) - k) / xp.maximum(k * (k - 1.0), 1.0), 0.0)
+
+    def greedy(self, E, q, S, lam, R=None, progress=False, **budget):
+        return greedy_pairwise(E, q, S, lam, progress=progress, **budget)
+
+
+class Facility(Diversity):
+    name = "facility"
+    label = "facility-location coverage"
+    lr = 1.0
+    logit_range = (0.0, 2.0)
+    uses_reference = True
+    whole_split_known = True  # every row is its own nearest neighbour: 1
+    no_relaxed = "facility location is submodular, not concave"
+
+    def value(self, obj, rows):
+        return facility_value(obj.rows(obj.reference), obj.rows(rows))
+
+    def groups(self, step, B, orders, ref):
+        return step.fac.values(orders, ref)
+
+    def groups_prefix(self, step, B, orders, padded, ref, K):
+        return step.fac.values(padded, ref)
+
+    def greedy(self, E, q, S, lam, R=None, progress=False, **budget):
+        return greedy_facility(E, q, S, lam, R, progress=progress, **budget)
+
+
+class DiSF(Diversity):
+    name = "disf"
+    label = "DiSF"
+    relaxed_terms = staticmethod(disf_terms)
+    relaxed_token_terms = staticmethod(disf_token_terms)
+
+    def value(self, obj, rows):
+        xp = get_namespace(obj.E)
+        S, d = int(rows.shape[0]), obj.E.shape[1]
+        if S < d:
+            return float(disf_one(obj.rows(rows)))
+        total = xp.zeros(d, dtype=xp.float64)
+        outer = xp.zeros((d, d), dtype=xp.float64)
+        for i0 in range(0, S, BLOCK_ROWS):  # blocked: no (S, d) float64 copy
+            blk = obj.rows(rows[i0:i0 + BLOCK_ROWS]).astype(xp.float64)
+            total += blk.sum(axis=0)
+            outer += blk.T @ blk
+        return disf_from_moments(total, outer, S)
+
+    def groups(self, step, B, orders, ref):
+        return disf_groups(step.rows.take(B), orders)
+
+    def groups_prefix(self, step, B, orders, padded, ref, K):
+        return disf_prefix(step.rows.take(B), orders, K)
+
+    def greedy(self, E, q, S, lam, R=None, progress=False, **budget):
+        return greedy_disf(E, q, S, lam, progress=progress, **budget)
+
+
+# name -> objective, in the order the CLI lists them
+DIVERSITIES = {d.name: d for d in (Pairwise(), Facility(), DiSF())}
+
+
+def get_diversity(diversity) -> Diversity:
+    """The objective named ``diversity`` (a :class:`Diversity` is returned as it is)."""
+    if isinstance(diversity, Diversity):
+        return diversity
+    try:
+        return DIVERSITIES[diversity]
+    except (KeyError, TypeError):
+        raise ValueError(f"diversity must be one of {tuple(DIVERSITIES)}, got {diversity!r}") from None

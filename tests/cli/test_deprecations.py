@@ -1,0 +1,64 @@
+"""Old names keep working for one release, each with one warning: the --k flag and k key
+(now n_clusters), --solver greedy/relaxed (now --method), ClusterError (now SchedulerError),
+runner.Stage (now StageRun), and manifests that say partitions (now splits)."""
+from __future__ import annotations
+
+import pytest
+
+from datamask.errors import DatamaskDeprecationWarning
+
+
+def test_the_k_flag_is_n_clusters_with_a_warning():
+    from datamask.analysis.stages import ClusterConfig
+    from datamask.cli import build_parser
+    from datamask.cli.common import config_from_args
+
+    with pytest.warns(DatamaskDeprecationWarning, match="--k is deprecated, use --n-clusters"):
+        args = build_parser().parse_args(["cluster", "in", "out", "--k", "7"])
+    assert config_from_args(args, ClusterConfig).n_clusters == 7
+    assert "--k " not in build_parser()._subparsers._group_actions[0].choices["cluster"].format_help()
+
+
+def test_the_command_line_prints_the_warning_as_one_line(tmp_path, capsys):
+    from datamask.cli import main
+
+    rc = main(["cluster", str(tmp_path / "missing"), str(tmp_path / "out"), "--k", "3"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert err[0] == "datamask: warning: --k is deprecated, use --n-clusters (--k stops working in 0.4)"
+    assert err[1].startswith("datamask: error: ") and len(err) == 2
+
+
+def test_the_k_key_of_a_workflow_is_n_clusters_with_a_warning(tmp_path):
+    from datamask.pipeline.workflow import stage_configs
+
+    raw = {"stages": ["cluster"], "input": str(tmp_path), "output": str(tmp_path / "o"), "k": 7}
+    with pytest.warns(DatamaskDeprecationWarning, match="key k is deprecated, use n_clusters"):
+        ((name, cfg),) = stage_configs(raw)
+    assert name == "cluster" and cfg.n_clusters == 7
+
+
+def test_solver_greedy_is_method_greedy_with_a_warning():
+    from datamask.errors import ConfigError
+    from datamask.pipeline.config import SelectConfig
+
+    with pytest.warns(DatamaskDeprecationWarning, match="solver greedy is deprecated, use method greedy"):
+        cfg = SelectConfig.from_dict({"solver": "greedy"})
+    assert cfg.method == "greedy" and cfg.solver == "pg"
+    assert cfg.estimator_params(0)["solver"] == "greedy"
+    assert SelectConfig().estimator_params(0)["solver"] == "pg"
+    with pytest.warns(DatamaskDeprecationWarning), pytest.raises(ConfigError, match="disagree"):
+        SelectConfig.from_dict({"solver": "relaxed", "method": "topk"})
+
+
+def test_old_names_of_classes_and_manifest_keys_still_resolve():
+    from datamask.errors import ClusterError, SchedulerError
+    from datamask.pipeline import runner
+    from datamask.pipeline.output import n_splits, split_records
+
+    assert ClusterError is SchedulerError and SchedulerError.exit_code == 3
+    assert runner.Stage is runner.StageRun
+    old = {"totals": {"partitions": 2}, "partitions": [{"name": "a"}, {"name": "b"}]}
+    new = {"totals": {"splits": 2}, "splits": [{"name": "a"}, {"name": "b"}]}
+    for m in (old, new):
+        assert n_splits(m["totals"]) == 2 and [r["name"] for r in split_records(m)] == ["a", "b"]
