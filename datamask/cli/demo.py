@@ -4,7 +4,7 @@ The corpus (``datamask.core.synthetic.make_corpus``) has Zipf-sized topics, near
 clusters of high and of low quality and a quality spread; it is written as Parquet with
 ``fixed_size_list<float16>[d]`` embeddings. ``workflows/demo.yaml`` is then run on a local
 cluster and the selection is compared with a random sample and the top-k by quality, on the
-same objective, partition by partition.
+same objective, split by split.
 """
 from __future__ import annotations
 

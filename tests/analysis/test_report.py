@@ -95,7 +95,7 @@ def test_report_of_select_output(tmp_path):
     assert {"token_lengths", "projection"} <= pngs
     for name in pngs:
         assert f"href='{name}.png'" in html
-    assert "selection (datamask)" in html and "whole partition" in html
+    assert "selection (datamask)" in html and "whole split" in html
 
 
 # ---------------------------------------------------------------------- headless Chromium

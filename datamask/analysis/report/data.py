@@ -62,7 +62,7 @@ def load_compare(directory) -> ReportData:
         notes={"input": meta["input"], "rows": f"{meta['rows']:,}", "splits": meta["splits"] if "splits" in meta else meta["partitions"],
                "methods": ", ".join(meta["methods"]), "clusters": meta.get("clusters_from"),
                "budget rule": f"ratio {meta['config']['ratio']}" if meta["config"].get("budget") is None
-               else f"budget {meta['config']['budget']} per partition",
+               else f"budget {meta['config']['budget']} per split",
                "lambda": meta["config"]["lam"], "diversity": meta["config"]["diversity"],
                "wall time": f"{meta['wall_seconds']:.1f} s",
                **({"deduplicated first": f"{meta['dedup']['rows_in']:,} -> {meta['dedup']['rows_out']:,} rows "
@@ -137,7 +137,7 @@ def load_select(directory, sample_rows=2000) -> ReportData:
     if parts:
         w = np.array([p["rows_in"] for p in parts], float)
         rows = {}
-        for key, label in (("before", "whole partition"), ("after", f"selection ({method})")):
+        for key, label in (("before", "whole split"), ("after", f"selection ({method})")):
             recs = [p[key] for p in parts if p.get(key)]
             if len(recs) == len(parts):
                 rows[label] = {m: float(np.average([r[m] for r in recs], weights=w))

@@ -80,7 +80,7 @@ def fig_trajectory(data: ReportData):
         ax.set_ylabel(labels[key])
         ax.set_title(key)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8, title="method (one line per partition)", title_fontsize=8)
+    axes[0].legend(fontsize=8, title="method (one line per split)", title_fontsize=8)
     suptitle(fig, "Optimisation trajectory (top-S mask of the current logits, exact objective)")
     fig.tight_layout()
     return fig, None

@@ -133,7 +133,7 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
     elif data.table is not None:
         parts.append("<h2>Comparison</h2>" + _table_html(data.table))
         lower = " and the proxy-LM loss and perplexity" if "proxy_loss" in data.table.columns else ""
-        parts.append("<p class='missing'>Diversities are computed on each partition and averaged (weighted by rows); "
+        parts.append("<p class='missing'>Diversities are computed on each split and averaged (weighted by rows); "
                      f"higher is better for every column except wall time{lower}.</p>")
     if data.proxy is not None:
         parts.append(_proxy_html(data.proxy, d))

@@ -202,7 +202,7 @@ def _semantic_partition(df, *, eps, device):
     # on a GPU: the per-GPU lock (one partition on the device at a time) and a one-line OOM
     level = Level("cuda", arrays="cupy") if device == "gpu" else CPU
     with DeviceWork(level, f"semantic dedup of {len(df):,} rows", len(df), data_bytes=E.nbytes,
-                    flag="raise --n-clusters (smaller clusters per partition)"):
+                    flag="raise --n-clusters (smaller clusters per split)"):
         r, k, _ = semantic_duplicates(device_array(E, level), df["cluster"].to_numpy(), df["quality"].to_numpy(),
                                       eps, doc=df["doc"].to_numpy())
     return pd.DataFrame({"doc": r, "kept": k})
