@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .model_cache import artifact_dir, build_atomically
+from .model_cache import artifact_dir, build_atomically, build_failure
 
 __all__ = ["BACKENDS", "FAST_EXTRA", "require", "check_backend", "onnx_file", "ExportedModel"]
 
@@ -76,9 +76,8 @@ def onnx_file(model, model_path: str, cache_dir: str | None, log=None) -> Path:
         try:
             _export(model, tmp / "model.onnx")
         except Exception as e:  # noqa: BLE001 - any exporter failure is one clear line
-            msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise ValueError(
-                f"could not export embedding model {model_path!r} to ONNX ({type(e).__name__}: {msg[:200]}); "
+                f"could not export embedding model {model_path!r} to ONNX ({build_failure(e)}); "
                 "use --backend torch for this model"
             ) from None
     return path

@@ -89,3 +89,9 @@ def build_atomically(folder: Path):
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def build_failure(e: BaseException) -> str:
+    """``Type: first line of the message`` of a failed export or distillation, for one error line."""
+    msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return f"{type(e).__name__}: {msg[:200]}"

@@ -25,7 +25,7 @@ import numpy as np
 
 from .backends import FAST_EXTRA
 from .batching import word_cut
-from .model_cache import artifact_dir, build_atomically
+from .model_cache import artifact_dir, build_atomically, build_failure
 
 __all__ = ["STATIC", "PCA_DIMS", "parse_static", "static_folder", "StaticEncoder"]
 
@@ -90,9 +90,8 @@ def static_folder(source: str, cache_dir: str | None, log=None) -> Path:
                     del os.environ["TQDM_DISABLE"]
             model.save_pretrained(str(tmp))
         except Exception as e:  # noqa: BLE001 - any distillation failure is one clear line
-            msg = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise ValueError(
-                f"could not distill a static model from {source!r} ({type(e).__name__}: {msg[:200]}); "
+                f"could not distill a static model from {source!r} ({build_failure(e)}); "
                 "pass a local sentence-transformers folder as --model static:PATH"
             ) from None
     return folder
