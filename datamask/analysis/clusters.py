@@ -17,7 +17,6 @@ mean cosine over pairs of distinct members, from the member sum: ``-(|sum e|^2 -
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -239,9 +238,10 @@ def _write_partition(df, partition_info=None, *, names, out_root, centroids, col
 
     from ..pipeline.gpu_worker import DeviceWork, device_array
     from ..pipeline.io import write_parquet_atomic
+    from ..pipeline.storage import location
 
     name = names[partition_info["number"]] if partition_info else names[0]
-    out = Path(out_root)
+    out = location(out_root)
     df = df.copy()
     k = len(centroids)
     q = df[quality_column].to_numpy(dtype=np.float64) if quality_column else np.zeros(len(df))
@@ -267,6 +267,20 @@ def _write_partition(df, partition_info=None, *, names, out_root, centroids, col
     return pd.DataFrame({"name": [name], "rows": [len(df)], "sums": [sums]})
 
 
+def check_written(out, done):
+    """The client's own look at the labelled files the workers wrote: each split's file
+    exists here with its rows; otherwise one line saying the output must be shared storage."""
+    from ..errors import OutputError
+    from ..pipeline.files import parquet_rows
+
+    for name, rows in zip(done["name"], done["rows"]):
+        f = out / "data" / f"{name}.parquet"
+        if parquet_rows(f) != int(rows):
+            raise OutputError(f"split {name} was labelled on a worker, but {f} is missing or short here on the "
+                              "client: the output must be on storage every node shares (a shared mount or an "
+                              "object store such as s3://); see cluster/README.md")
+
+
 # Lloyd restarts (best inertia kept): on a GPU each costs a few hundred GEMMs, and
 # one start can merge two clusters (tests/analysis/test_clusters.py).
 LLOYD_INITS = 3
@@ -280,18 +294,18 @@ def _has_faiss() -> bool:
 
 def _merge_cluster(out_root, c):
     """Concatenate one cluster's pieces into ``by_cluster/cluster-NNNNN.parquet``."""
-    import shutil
-
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
+    from ..pipeline.files import read_parquet_table
     from ..pipeline.io import write_parquet_atomic
+    from ..pipeline.storage import location, rmtree
 
-    d = Path(out_root) / "by_cluster" / "_pieces" / f"cluster-{c:05d}"
-    files = sorted(d.glob("*.parquet"))
-    table = pa.concat_tables([pq.read_table(f) for f in files])
-    write_parquet_atomic(table, Path(out_root) / "by_cluster" / f"cluster-{c:05d}.parquet")
-    shutil.rmtree(d)
+    root = location(out_root)
+    d = root / "by_cluster" / "_pieces" / f"cluster-{c:05d}"
+    files = sorted(d.glob("*.parquet"), key=str)
+    table = pa.concat_tables([read_parquet_table(f) for f in files])
+    write_parquet_atomic(table, root / "by_cluster" / f"cluster-{c:05d}.parquet")
+    rmtree(d)
     return table.num_rows
 
 
@@ -322,11 +336,12 @@ def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1
 
     from ..pipeline.gpu import CPU, select_level
     from ..pipeline.io import discover, make_splits, write_json_atomic, write_parquet_atomic
+    from ..pipeline.storage import location, rmtree
 
     t0 = time.perf_counter()
     if level is None:
         level = CPU if device == "cpu" else select_level(device)
-    out = Path(output)
+    out = location(output)
     ddf = read_corpus(input, split_size=split_size)
     names = []
     for f in discover(str(input)):
@@ -366,13 +381,14 @@ def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1
                                   column=embedding_column, by_cluster=by_cluster, level=level, quality_column=qcol,
                                   tokens_column=tcol, meta=meta, enforce_metadata=False).compute()
         label_seconds = time.perf_counter() - t_label
+        check_written(out, done)
         stats = stats_frame(combine_stats(done["sums"]))
         if qcol is None:
             stats["mean_quality"] = np.nan
         if by_cluster:
             present = stats.loc[stats["size"] > 0, "cluster"].tolist()
             dask.compute(*[dask.delayed(_merge_cluster)(str(out), int(c)) for c in present])
-            (out / "by_cluster" / "_pieces").rmdir()
+            rmtree(out / "by_cluster" / "_pieces")
     big = stats[stats["size"] > int(split_size)]
     for _, r in big.iterrows():
         msg = (f"cluster {int(r['cluster'])} has {int(r['size']):,} rows, more than the split size "

@@ -16,6 +16,7 @@ or YAML file).
 from __future__ import annotations
 
 import math
+import tempfile
 import time
 from pathlib import Path
 
@@ -230,7 +231,9 @@ def _compare_split(split, cols_names, methods, cfg, centroids, k, quadmix_params
     n_held = 0
     if cfg.holdout:  # before any method sees the split
         table, held = split_off_holdout(table, cfg.holdout, split.seed(cfg.seed))
-        write_parquet_atomic(held, Path(holdout_dir) / f"{split.name}.parquet")
+        from ..pipeline.storage import location
+
+        write_parquet_atomic(held, location(holdout_dir) / f"{split.name}.parquet")
         n_held = held.num_rows
     E, q = check_table(table, split.where(), cols, split.start)
     E = E.astype(np.float32)
@@ -300,13 +303,7 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
     ``compare.json`` and
     ``pareto.png``; then the HTML report unless ``report`` is false. Returns the table.
     """
-    import dask
-
-    from ..core.kmeans import check_k
     from ..pipeline.config import SelectConfig
-    from ..pipeline.io import discover, inspect_file, make_splits, write_json_atomic
-    from ..pipeline.schema import Columns
-    from .clusters import fit_kmeans_dask, read_corpus
 
     t0 = time.perf_counter()
     cfg = cfg or SelectConfig()
@@ -314,15 +311,36 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(ALL_METHODS)}")
-    out = Path(output)
-    out.mkdir(parents=True, exist_ok=True)
     from ..pipeline.holdout import HOLDOUT_DIR
+    from ..pipeline.storage import Remote, location, rmtree
 
-    holdout_dir = out / HOLDOUT_DIR
+    dest = location(output)
+    dest.mkdir(parents=True, exist_ok=True)
+    holdout_dir = dest / HOLDOUT_DIR  # the workers write the held-out slices there
     if holdout_dir.exists():  # a rerun writes the slice again
-        import shutil
+        rmtree(holdout_dir)
+    # the client's files: written in place, or (object store) in a local folder uploaded at the end
+    staging = tempfile.TemporaryDirectory(prefix="datamask-compare-") if isinstance(dest, Remote) else None
+    out = Path(staging.name) if staging else dest
+    try:
+        return _run_compare(input, out, dest, holdout_dir, methods, cfg, k, sample_fraction, quadmix_params,
+                            semdedup_eps, sample_rows, tokens_column, cluster_column, client, report, t0)
+    finally:
+        if staging:
+            staging.cleanup()
 
-        shutil.rmtree(holdout_dir)
+
+def _run_compare(input, out, dest, holdout_dir, methods, cfg, k, sample_fraction, quadmix_params, semdedup_eps,
+                 sample_rows, tokens_column, cluster_column, client, report, t0):
+    """:func:`run_compare` once the output is ready: the client's files under the local
+    folder ``out``, copied to ``dest`` when that is an object store (compare.json last)."""
+    import dask
+
+    from ..core.kmeans import check_k
+    from ..pipeline.io import discover, inspect_file, make_splits, write_json_atomic
+    from ..pipeline.schema import Columns
+    from .clusters import fit_kmeans_dask, read_corpus
+
     cols = Columns.from_config(cfg)
     splits = []
     for f in discover(str(input)):
@@ -382,6 +400,10 @@ def run_compare(input, output, methods=("datamask", "topk", "random", "semdedup"
         from .report import build_report
 
         build_report(out)
+    if out != dest:
+        from ..pipeline.files import upload_tree
+
+        upload_tree(out, dest, last=("compare.json",))
     return table
 
 

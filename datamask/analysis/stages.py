@@ -10,7 +10,6 @@ each has a ``run`` of its own instead of a per-split plan, and writes ``cluster.
 """
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,13 +97,19 @@ class CompareConfig(SelectConfig):
 
 
 def _client(cfg, client, level=None):
-    if client is not None:
-        return client, False
-    from ..pipeline.client import get_client
-    from ..pipeline.gpu import select_level
+    """(client, whether this call started it); the run's storage options on every worker."""
+    from ..pipeline.runner import share_storage_options
 
-    level = level or select_level(cfg.device)
-    return get_client(cfg, level.device, level=level), True
+    if client is None:
+        from ..pipeline.client import get_client
+        from ..pipeline.gpu import select_level
+
+        level = level or select_level(cfg.device)
+        client, own = get_client(cfg, level.device, level=level), True
+    else:
+        own = False
+    share_storage_options(client)
+    return client, own
 
 
 def _prepare_output(path, marker, overwrite, input=None, own=()):
@@ -115,7 +120,9 @@ def _prepare_output(path, marker, overwrite, input=None, own=()):
         from ..pipeline.io import discover
 
         discover(input)
-    out = Path(path)
+    from ..pipeline.storage import location
+
+    out = location(path)
     if out.exists() and any(p.name not in own for p in out.iterdir()) and not (out / marker).exists():
         raise ConfigError(f"output directory {out} is not empty and was not written by this command "
                           f"(no {marker}); choose a new or empty OUTPUT")
@@ -127,16 +134,13 @@ def _totals(rows, splits):
     return {"rows_in": rows, "rows_out": rows, "splits": splits, "computed_this_run": splits, "resumed": 0}
 
 
-def _local_paths(cfg, command):
-    """``cfg`` with input and output absolute, resolved on the client before any worker sees
-    them; these stages write local (or shared-mount) paths only."""
-    from ..pipeline.storage import is_url, resolve
+def _resolved(cfg, command):
+    """``cfg`` with every path as every node reads it (an absolute local path or a URL),
+    resolved on the client before any worker sees it, and its storage options set; an output
+    inside its input (or the reverse) is refused in one line (as for every stage)."""
+    from ..pipeline.runner import resolve_io
 
-    for p in (cfg.input, cfg.output):
-        if is_url(p):
-            raise ConfigError(f"datamask {command} reads and writes local paths (or a shared mount), not {p}; "
-                              "object storage works for embed, score, dedup and select (docs/storage.md)")
-    return cfg.replace(input=resolve(cfg.input), output=resolve(cfg.output))
+    return resolve_io(cfg, command)
 
 
 def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
@@ -147,12 +151,14 @@ def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
 
     if not cfg.input or not cfg.output:
         raise ConfigError("both input and output are required (datamask cluster INPUT OUTPUT --n-clusters K)")
-    cfg = _local_paths(cfg, "cluster")
+    from ..pipeline.storage import rmtree
+
+    cfg = _resolved(cfg, "cluster")
     level = select_level(cfg.device)  # before the output exists: a device error leaves nothing behind
     out = _prepare_output(cfg.output, "cluster.json", cfg.overwrite, cfg.input)
     for old in ("data", "by_cluster"):  # a rerun replaces the previous labels
         if (out / old).exists():
-            shutil.rmtree(out / old)
+            rmtree(out / old)
     client, own = _client(cfg, client, level)
     try:
         summary = run_cluster(cfg.input, out, int(cfg.n_clusters), sample_fraction=float(cfg.sample_fraction), seed=cfg.seed,
@@ -178,8 +184,14 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
 
     if not cfg.input or not cfg.output:
         raise ConfigError("both input and output are required (datamask compare INPUT OUTPUT)")
-    cfg = _local_paths(cfg, "compare")
-    _prepare_output(cfg.output, "compare.json", cfg.overwrite, cfg.input, own=("dedup",))
+    from ..pipeline.files import write_json_atomic
+    from ..pipeline.storage import is_url, location
+
+    cfg = _resolved(cfg, "compare")
+    if cfg.proxy_lm and is_url(cfg.output):
+        raise ConfigError(f"--proxy-lm trains on local files: give compare a local OUTPUT, not {cfg.output} "
+                          "(or run datamask proxy-lm on a local copy; docs/storage.md)")
+    out = _prepare_output(cfg.output, "compare.json", cfg.overwrite, cfg.input, own=("dedup",))
     qm = cfg.quadmix_params
     client, own = _client(cfg, client)
     dedup = None
@@ -187,9 +199,9 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
         if cfg.dedup:  # every method then runs on the deduplicated corpus (resumable, like the stage)
             from ..pipeline.stages.dedup import run_dedup
 
-            dcfg = cfg._dedup_config(str(Path(cfg.output) / "dedup"))
+            dcfg = cfg._dedup_config(str(out / "dedup"))
             dedup = run_dedup(dcfg, client=client)
-            cfg = cfg.replace(input=str(Path(dcfg.output) / "data"))
+            cfg = cfg.replace(input=str(location(dcfg.output) / "data"))
         table = run_compare(cfg.input, cfg.output, methods=cfg.method_list, cfg=cfg, k=cfg.n_clusters,
                             sample_fraction=cfg.sample_fraction, quadmix_params=qm, semdedup_eps=cfg.eps,
                             sample_rows=cfg.sample_rows, tokens_column=cfg.tokens_column,
@@ -200,13 +212,11 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
     finally:
         if own:
             close_client(client)
-    meta = json.loads((Path(cfg.output) / "compare.json").read_text())
+    meta = json.loads((out / "compare.json").read_text())
     if dedup is not None:
-        from ..pipeline.io import write_json_atomic
-
-        meta["dedup"] = {"output": str(Path(cfg.output) / "dedup"), "rows_in": dedup["totals"]["rows_in"],
+        meta["dedup"] = {"output": str(out / "dedup"), "rows_in": dedup["totals"]["rows_in"],
                          "rows_out": dedup["totals"]["rows_out"], "kinds": dedup["dedup"]["kinds"]}
-        write_json_atomic(meta, Path(cfg.output) / "compare.json")
+        write_json_atomic(meta, out / "compare.json")
     if cfg.proxy_lm:  # after the cluster is closed: torch takes the cores
         from .proxy_lm.with_compare import add_proxy_lm
         from .report import build_report
@@ -216,13 +226,16 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
         if not cfg.no_report:
             build_report(cfg.output)
     return {"table": table, "methods": cfg.method_list, "totals": _totals(meta["rows"], meta["splits"]),
-            "report": None if cfg.no_report else str(Path(cfg.output) / "report" / "index.html")}
+            "report": None if cfg.no_report else str(out / "report" / "index.html")}
 
 
-def run_report(directory, out=None) -> Path:
-    """``datamask report OUTPUT_DIR``: the HTML page and PNGs under ``OUTPUT_DIR/report``."""
+def run_report(directory, out=None, storage_options=None) -> Path:
+    """``datamask report OUTPUT_DIR``: the HTML page and PNGs under ``OUTPUT_DIR/report``
+    (a local path or a URL, read and written through fsspec with ``storage_options``)."""
+    from ..pipeline.storage import parse_options, set_options
     from .report import build_report
 
+    set_options(parse_options(storage_options))
     try:
         return build_report(directory, out)
     except FileNotFoundError as e:

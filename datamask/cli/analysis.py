@@ -9,12 +9,15 @@ def add_parsers(sub):
                                       "OUTPUT_DIR")
     r.add_argument("directory", help="output directory of datamask select, compare or dedup")
     r.add_argument("--out", default=None, help="where to write the report (default: DIRECTORY/report)")
+    r.add_argument("--storage-options", default=None,
+                   help="JSON object of fsspec options for an s3://, gs://, az:// DIRECTORY or --out; without it each "
+                        "backend reads its standard environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID...)")
 
 
 def _report(args) -> int:
     from ..analysis.stages import run_report
 
-    page = run_report(args.directory, args.out)
+    page = run_report(args.directory, args.out, getattr(args, "storage_options", None))
     print(f"datamask: report {page}")
     return 0
 

@@ -81,13 +81,7 @@ def write_report_after(output, quiet=False):
 
     Returns the page's path, or None when it could not be written."""
     from ..analysis.report import build_report
-    from ..pipeline.storage import is_url
 
-    if is_url(output):
-        if not quiet:
-            print(f"datamask: no HTML report for {output} (reports are written to local outputs only; "
-                  "run `datamask report` on a local copy)")
-        return None
     try:
         page = build_report(output)
     except Exception as e:  # the selection is complete and valid without its report

@@ -19,7 +19,7 @@ from ..errors import OutputError
 from .storage import Remote, is_url, location, open_file
 
 __all__ = ["dictionary_columns", "write_parquet_atomic", "write_json_atomic", "parquet_rows", "read_parquet_table",
-           "hive_path"]
+           "hive_path", "upload_tree"]
 
 
 def _short(e) -> str:
@@ -109,3 +109,24 @@ def hive_path(column: str, value) -> str:
     from urllib.parse import quote
 
     return f"{column}={quote(str(value), safe='')}"
+
+
+def upload_tree(local: Path, dest, last=()):
+    """Copy every file under the local directory ``local`` to ``dest`` (a URL or a local
+    path), each written whole (:func:`write_parquet_atomic`'s rule); the names in ``last``
+    (e.g. the stage's marker) after all others, so a reader that finds them finds the rest."""
+    dest = location(dest)
+    files = sorted((p for p in Path(local).rglob("*") if p.is_file()),
+                   key=lambda p: (p.relative_to(local).as_posix() in last, p.relative_to(local).as_posix()))
+    for p in files:
+        target = dest / p.relative_to(local).as_posix()
+        try:
+            if isinstance(target, Remote):
+                target.write_bytes(p.read_bytes())
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp = _tmp(target)
+                tmp.write_bytes(p.read_bytes())
+                os.replace(tmp, target)
+        except OSError as e:
+            raise OutputError(f"cannot write {target} ({_short(e)}); check space and permissions") from None

@@ -37,9 +37,9 @@ class OutputStatus:
         what = f"datamask {self.stage} output" if self.stage else "datamask output"
         total = len(self.done) + len(self.missing)
         if self.complete:
-            return [f"{self.path}: {what}, complete ({len(self.done)} splits; manifest.json written)"]
+            return [f"{self.path}: {what}, complete ({_n(len(self.done), 'split')}; manifest.json written)"]
         why = "manifest.json written, but files are missing" if self.manifest else "no manifest.json"
-        out = [f"{self.path}: {what}, INCOMPLETE: {len(self.done)} of {total} splits finished, "
+        out = [f"{self.path}: {what}, INCOMPLETE: {len(self.done)} of {_n(total, 'split')} finished, "
                f"{len(self.missing)} missing ({why})"]
         out += [f"  done:    {s}" for s in self.done]
         out += [f"  missing: {s}" for s in self.missing]
@@ -62,6 +62,11 @@ def count_rows(f: InputFile) -> int:
     from .io import _jsonl_lines
 
     return sum(1 for _ in _jsonl_lines(f.path, f.rel))
+
+
+def _n(n: int, word: str) -> str:
+    """``1 split``, ``0 splits``, ``4 splits``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _label(rel, start, stop) -> str:

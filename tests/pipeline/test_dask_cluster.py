@@ -112,3 +112,14 @@ def test_workers_writing_where_the_client_cannot_see(real_cluster, client_dir, c
                  "output must be on storage every node shares", code=2)
     fs = fsspec.filesystem("memory")
     assert not fs.exists("/sel/manifest.json")
+
+
+def test_cluster_labels_written_where_the_client_cannot_see(real_cluster, client_dir, capsys):
+    """``datamask cluster``: the client checks each labelled file the workers wrote, as the
+    per-split stages do (one line, exit 2, no cluster.json)."""
+    import fsspec
+
+    addr, _ = real_cluster
+    assert_fails(capsys, ["cluster", "in", "memory://cl", "--n-clusters", "4", "--split-size", "600", "--quiet",
+                          "--scheduler", addr], "output must be on storage every node shares", code=2)
+    assert not fsspec.filesystem("memory").exists("/cl/cluster.json")

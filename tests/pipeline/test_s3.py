@@ -169,3 +169,71 @@ def test_job_killed_midway_resumes_on_s3(s3, addr, tmp_path):
     m = json.loads(s3.fs.cat("bkt/killed/manifest.json"))
     assert m["totals"]["computed_this_run"] == 5 - done and m["totals"]["resumed"] == done
     assert _s3_table(s3, "bkt/killed/data").equals(pq.read_table(ref / "data").sort_by("id"))
+
+
+def _local_copy(s3, prefix, dest: Path) -> Path:
+    s3.fs.invalidate_cache()
+    s3.fs.get(prefix.rstrip("/") + "/", str(dest) + "/", recursive=True)
+    return dest
+
+
+def test_cluster_from_s3_to_s3_equals_a_local_run(s3, addr, tmp_path):
+    flags = ["--n-clusters", "4", "--sample-fraction", "0.5", "--split-size", "600", "--by-cluster", "--quiet",
+             "--scheduler", addr]
+    assert main(["cluster", str(s3.local / "emb"), str(tmp_path / "cl"), *flags]) == 0
+    assert main(["cluster", "s3://bkt/emb", "s3://bkt/cl", *flags]) == 0
+    got = _local_copy(s3, "bkt/cl", tmp_path / "got")
+    want = tmp_path / "cl"
+    names = lambda d: sorted(p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file())  # noqa: E731
+    assert names(got) == names(want) and "data/shard-0.r0-450.parquet" in names(want), names(got)
+    for rel in names(want):
+        if rel.endswith(".parquet"):
+            a, b = pq.read_table(want / rel), pq.read_table(got / rel)
+            assert a.num_rows == b.num_rows and a.column_names == b.column_names, rel
+            if "cluster" in a.column_names and "id" in a.column_names:
+                assert a.column("cluster").to_pylist() == b.column("cluster").to_pylist(), rel
+    a, b = (json.loads((d / "cluster.json").read_text()) for d in (want, got))
+    assert a["rows"] == b["rows"] == sum(ROWS) and a["largest_cluster"] == b["largest_cluster"]
+    assert a["sample_inertia_per_row"] == pytest.approx(b["sample_inertia_per_row"], rel=1e-5)
+
+
+def test_compare_from_s3_to_s3_equals_a_local_run_with_its_report(s3, addr, tmp_path, capsys):
+    flags = ["--methods", "datamask,topk,random,semdedup", "--n-clusters", "4", "--steps", "20",
+             "--split-size", "600", "--ratio", "0.2", "--holdout", "0.1", "--quiet", "--scheduler", addr]
+    assert main(["compare", str(s3.local / "emb"), str(tmp_path / "cmp"), *flags]) == 0
+    assert main(["compare", "s3://bkt/emb", "s3://bkt/cmp", *flags]) == 0
+    got = _local_copy(s3, "bkt/cmp", tmp_path / "got")
+    want = tmp_path / "cmp"
+    for name in ("compare.json", "compare.csv", "selections.parquet", "corpus_stats.parquet", "pareto.png",
+                 "report/index.html", "report/pareto.png"):
+        assert (got / name).is_file(), name
+    a, b = (pq.read_table(d / "selections.parquet").to_pandas() for d in (want, got))
+    assert len(a) > 0 and a.equals(b)
+    held = lambda d: pq.read_table(d / "holdout").sort_by("id").column("id").to_pylist()  # noqa: E731
+    assert len(held(want)) > 0 and held(want) == held(got)
+    import pandas as pd
+
+    ta, tb = (pd.read_csv(d / "compare.csv", index_col="method") for d in (want, got))
+    cols = [c for c in ta.columns if c != "seconds"]
+    np.testing.assert_allclose(ta[cols].to_numpy(float), tb[cols].to_numpy(float), rtol=1e-6, atol=1e-9)
+    assert json.loads((got / "compare.json").read_text())["input"] == "s3://bkt/emb"
+
+    # datamask report reads the s3:// output and writes its page there again
+    s3.fs.rm("bkt/cmp/report", recursive=True)
+    capsys.readouterr()
+    assert main(["report", "s3://bkt/cmp"]) == 0
+    assert "s3://bkt/cmp/report/index.html" in capsys.readouterr().out
+    s3.fs.invalidate_cache()
+    assert s3.fs.cat("bkt/cmp/report/index.html").startswith(b"<!DOCTYPE html>")
+
+
+def test_select_writes_its_report_to_s3_and_proxy_lm_refuses_a_url(s3, addr, tmp_path, capsys):
+    assert main(["select", "s3://bkt/emb", "s3://bkt/selr", "--split-size", "600", "--ratio", "0.2", "--steps",
+                 "20", "--quiet", "--scheduler", addr]) == 0
+    s3.fs.invalidate_cache()
+    page = s3.fs.cat("bkt/selr/report/index.html").decode()
+    assert "datamask select" in page and "s3://bkt/emb" in page
+    capsys.readouterr()
+    assert main(["proxy-lm", "s3://bkt/selr", "--eval", str(tmp_path), str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "proxy-lm reads and writes local paths only" in err[0] and "s3://bkt/selr" in err[0]

@@ -132,6 +132,21 @@ def _rows(name, r, params, tokens, epochs, seconds):
     return rows
 
 
+def _refuse_urls(cfg):
+    """proxy-lm trains in this process on local files: a URL is refused in one line."""
+    from ...pipeline.storage import is_url
+
+    def many(v):
+        return [v] if isinstance(v, str) else list(v or [])
+
+    for what, v in (("selection", cfg.selections), ("evaluation set", cfg.eval), ("output", cfg.output),
+                    ("tokenizer", cfg.tokenizer)):
+        url = next((x for x in many(v) if is_url(x)), None)
+        if url:
+            raise ConfigError(f"proxy-lm reads and writes local paths only, not the {what} {url}; copy it to a "
+                              "local folder first (e.g. `aws s3 sync`; docs/storage.md)")
+
+
 def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
     """Run the proxy-LM evaluation of ``cfg``; returns the manifest (with ``table``, a DataFrame)."""
     t0 = time.perf_counter()
@@ -139,6 +154,7 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
     if not cfg.selections or not cfg.eval or not cfg.output:
         raise ConfigError("proxy-lm needs selections, eval and output (datamask proxy-lm SELECTION... "
                           "--eval EVAL_DIR OUTPUT_DIR)")
+    _refuse_urls(cfg)
     r = cfg.resolved()
     # ---- every input is read and checked before anything is written
     evals = load_eval_sets(cfg.eval, cfg.text_column, cfg.domain_column)

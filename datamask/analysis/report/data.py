@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ...pipeline.output import n_splits, split_records
+from ...pipeline.storage import is_url, location, open_file
 
 __all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load_proxy_lm", "load"]
 
@@ -48,15 +49,30 @@ class ReportData:
         return list(dict.fromkeys(self.selections["method"])) if len(self.selections) else []
 
 
+def _dir(directory):
+    """A local :class:`~pathlib.Path` or a URL's :class:`~datamask.pipeline.storage.Remote`."""
+    return location(directory)
+
+
+def _read(loc, reader, **kw):
+    """``reader`` (pandas' or numpy's) of a local file or an object (read whole)."""
+    if isinstance(loc, Path):
+        return reader(loc, **kw)
+    import io
+
+    return reader(io.BytesIO(loc.read_bytes()), **kw)
+
+
 def load_compare(directory) -> ReportData:
     """The files ``datamask compare`` wrote."""
-    d = Path(directory)
+    d = _dir(directory)
     meta = json.loads((d / "compare.json").read_text())
-    opt = lambda name: pd.read_parquet(d / name) if (d / name).exists() else None  # noqa: E731
-    emb = np.load(d / "sample_embedding.npy") if (d / "sample_embedding.npy").exists() else None
-    table = pd.read_csv(d / "compare.csv", index_col="method")
+    opt = lambda name: _read(d / name, pd.read_parquet) if (d / name).exists() else None  # noqa: E731
+    emb = _read(d / "sample_embedding.npy", np.load) if (d / "sample_embedding.npy").exists() else None
+    table = _read(d / "compare.csv", pd.read_csv, index_col="method")
     return ReportData(
-        corpus=pd.read_parquet(d / "corpus_stats.parquet"), selections=pd.read_parquet(d / "selections.parquet"),
+        corpus=_read(d / "corpus_stats.parquet", pd.read_parquet),
+        selections=_read(d / "selections.parquet", pd.read_parquet),
         history=opt("history.parquet"), table=table, cluster_stats=opt("cluster_stats.parquet"),
         sample=opt("sample.parquet"), sample_embedding=emb, title="datamask compare",
         notes={"input": meta["input"], "rows": f"{meta['rows']:,}", "splits": meta["splits"] if "splits" in meta else meta["partitions"],
@@ -71,7 +87,7 @@ def load_compare(directory) -> ReportData:
     )
 
 
-def _proxy_part(d: Path) -> dict | None:
+def _proxy_part(d) -> dict | None:
     """A finished proxy-LM run in ``d`` (``manifest.json`` of kind proxy-lm), or None."""
     m = d / "manifest.json"
     if not m.exists():
@@ -79,12 +95,12 @@ def _proxy_part(d: Path) -> dict | None:
     manifest = json.loads(m.read_text())
     if manifest.get("kind") != "proxy-lm":
         return None
-    return {"dir": d, "table": pd.read_csv(d / "proxy.csv"), "manifest": manifest}
+    return {"dir": d, "table": _read(d / "proxy.csv", pd.read_csv), "manifest": manifest}
 
 
 def load_proxy_lm(directory) -> ReportData:
     """A ``datamask proxy-lm`` output: its table, figures and manifest."""
-    d = Path(directory)
+    d = _dir(directory)
     proxy = _proxy_part(d)
     m, cfg = proxy["manifest"], proxy["manifest"]["config"]
     return ReportData(corpus=pd.DataFrame(), selections=pd.DataFrame({"method": []}), title="datamask proxy-lm",
@@ -103,7 +119,13 @@ def load_proxy_lm(directory) -> ReportData:
 def _read_columns(path, columns):
     import pyarrow.dataset as ds
 
-    dataset = ds.dataset(str(path), format="parquet")
+    if is_url(path):
+        from ...pipeline.storage import filesystem
+
+        fs, p = filesystem(str(path))
+        dataset = ds.dataset(p, format="parquet", filesystem=fs)
+    else:
+        dataset = ds.dataset(str(path), format="parquet")
     have = [c for c in columns if c in dataset.schema.names]
     # without pandas metadata: the pipeline writes ArrowDtype names that plain to_pandas() rejects
     return dataset.to_table(columns=have).replace_schema_metadata(None).to_pandas() if have else pd.DataFrame()
@@ -114,7 +136,7 @@ def load_select(directory, sample_rows=2000) -> ReportData:
     from ...pipeline.io import Split, discover, read_split
     from ...pipeline.schema import Columns, embedding_matrix
 
-    d = Path(directory)
+    d = _dir(directory)
     man = json.loads((d / "manifest.json").read_text())
     cfg = man["config"]
     cols = Columns(cfg["id_column"], cfg["embedding_column"], cfg["quality_column"])
@@ -152,7 +174,8 @@ def load_select(directory, sample_rows=2000) -> ReportData:
         import pyarrow.parquet as pq
 
         for f in files:
-            n = min(per, pq.ParquetFile(f.path).metadata.num_rows)
+            with open_file(f.path) as fh:
+                n = min(per, pq.ParquetFile(fh).metadata.num_rows)
             if n == 0:
                 continue
             t = read_split(Split(f.path, f.rel, f.fmt, 0, n), cols)
@@ -181,8 +204,10 @@ def _select_cluster_stats(corpus, files, cols):
     k = int(corpus["cluster"].max()) + 1
     sums = []
     for f in files:  # one file at a time: memory stays at one file's embeddings
-        t = pq.read_table(f.path, columns=[c for c in ("cluster", cols.quality, "n_tokens", cols.embedding)
-                                           if c in pq.ParquetFile(f.path).schema_arrow.names])
+        with open_file(f.path) as fh:
+            pf = pq.ParquetFile(fh)
+            t = pf.read(columns=[c for c in ("cluster", cols.quality, "n_tokens", cols.embedding)
+                                 if c in pf.schema_arrow.names])
         E = embedding_matrix(t.column(cols.embedding), f.rel, cols.embedding)
         tok = t.column("n_tokens").to_numpy() if "n_tokens" in t.schema.names else None
         sums.append(partial_stats(t.column("cluster").to_numpy(), t.column(cols.quality).to_numpy(), E, tok, k))
@@ -191,7 +216,7 @@ def _select_cluster_stats(corpus, files, cols):
 
 def load_dedup(directory) -> ReportData:
     """A ``datamask dedup`` output: its manifest (groups per kind, example groups)."""
-    d = Path(directory)
+    d = _dir(directory)
     man = json.loads((d / "manifest.json").read_text())
     cfg, t, info = man["config"], man["totals"], man.get("dedup", {})
     table = pd.DataFrame.from_dict(info.get("kinds", {}), orient="index").rename_axis("kind")
@@ -210,7 +235,7 @@ def load_dedup(directory) -> ReportData:
 
 
 def load(directory, **kw) -> ReportData:
-    d = Path(directory)
+    d = _dir(directory)
     if (d / "compare.json").exists():
         return load_compare(d)
     if _proxy_part(d) is not None:

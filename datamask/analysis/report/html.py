@@ -113,8 +113,10 @@ def _proxy_html(proxy: dict, d: Path) -> str:
 
 def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
     """Write the PNGs and ``index.html`` into ``directory``; returns the HTML path."""
+    from ...pipeline.storage import location
+
     plt = pyplot()
-    d = Path(directory)
+    d = location(directory)  # a URL: each PNG one object, index.html last
     d.mkdir(parents=True, exist_ok=True)
     if data.proxy is not None and data.corpus.empty:  # a proxy-lm output: no corpus figures to draw
         figures = ()
@@ -157,5 +159,7 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
 
 def build_report(directory, out=None, **kw) -> Path:
     """``datamask report OUTPUT_DIR``: load the directory and write ``OUTPUT_DIR/report/``."""
-    data = load(directory, **kw)
-    return write_report(data, Path(out) if out else Path(directory) / "report")
+    from ...pipeline.storage import location, resolve
+
+    data = load(resolve(directory), **kw)
+    return write_report(data, location(resolve(out)) if out else location(resolve(directory)) / "report")
