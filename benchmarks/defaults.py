@@ -84,7 +84,7 @@ def load(gen, kw, N):
 
 
 def run_case(args):
-    name, gen, kw, N, lam, ratio, greedy_max, steps = args
+    name, gen, kw, N, lam, ratio, greedy_max, steps, cands = args
     pin_allocator()
     E, q = load(gen, kw, N)
     N = len(q)
@@ -103,7 +103,7 @@ def run_case(args):
     gain = ref - rand
     row["relaxed_pct"] = 100 * (relaxed - rand) / gain
     row["ref"] = "greedy" if row["greedy_s"] is not None else "relaxed"
-    for label, lr_range in CANDIDATES:
+    for label, lr_range in [c for c in CANDIDATES if c[0] in cands]:
         tr = Tracker(float("inf"))
         t = time.perf_counter()
         m = DataMask(logit_range=lr_range, steps=steps, callback=tr, **base).fit(E, q)
@@ -123,7 +123,7 @@ def fmt(x, spec=".2f"):
 
 
 def write(path, rows, argv, wall, jobs):
-    labels = [c[0] for c in CANDIDATES]
+    labels = [c[0] for c in CANDIDATES if c[0] in rows[0]["cands"]]
     with open(path, "w") as f:
         f.write("# Default-selection suite: pg's initial logit range\n\n")
         f.write(f"`python benchmarks/defaults.py {' '.join(argv)}`: pairwise diversity, pruning 0.5, G = 128, "
@@ -176,14 +176,16 @@ def main():
     ap.add_argument("--jobs", type=int, default=3, help="cases run at a time (separate processes)")
     ap.add_argument("--greedy-max", type=int, default=100_000, help="largest N where greedy runs")
     ap.add_argument("--only", type=int, nargs="*", help="indices into the case list")
+    ap.add_argument("--candidates", nargs="*", default=[c[0] for c in CANDIDATES],
+                    help="labels of the candidate starts to run (default: all)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = ap.parse_args()
     cases = QUICK if args.quick else CASES
     if args.only:
         cases = [cases[i] for i in args.only]
-    steps = 1000 if args.quick else 5000
+    steps = 1000 if args.quick else None  # None: the default step budget
     t0 = time.time()
-    jobs = [(*c, args.greedy_max, steps) for c in cases]
+    jobs = [(*c, args.greedy_max, steps, args.candidates) for c in cases]
     # the largest cases first, so the pool's last minutes are not one long case alone
     order = sorted(range(len(jobs)), key=lambda i: -jobs[i][3])
     with mp.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:

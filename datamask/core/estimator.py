@@ -18,10 +18,9 @@ from sklearn.utils._param_validation import Interval, InvalidParameterError, Str
 from .backend import default_rng, get_namespace
 from .diversity import DIVERSITIES, DiSF, Diversity, Facility, Pairwise, get_diversity
 from .objectives import Objective, normalize_quality
-from .pg import PolicyGradient
 from .relaxed import frank_wolfe
 from .relaxed_tokens import frank_wolfe_tokens
-from .start import check_logit_range, start_range
+from .start import check_logit_range, start_solver
 from .tokens import candidate_tokens, check_lengths, check_token_budget
 from .validate import check_inputs, needs_rescale, unit_rows
 
@@ -85,10 +84,13 @@ class DataMask(BaseEstimator):
         fastest but then stalls short of the best objective (the lr sweep in
         benchmarks/results/optimizer.md). Facility location samples from every candidate
         each step (no batch updating) and takes the smaller step.
-    steps : int, default 5000
-        Maximum policy-gradient steps (``patience`` usually stops a run sooner). The steps
-        a run needs grow with S / group_size (the paper ran 10,000); steps per partition
-        size are in benchmarks/results/optimizer.md.
+    steps : int or None, default None
+        Maximum policy-gradient steps (``patience`` usually stops a run sooner). None
+        scales the budget with the problem: enough steps for every candidate row to be
+        drawn about 2,000 times (``steps * group_size * S_b / n_candidates``, S_b the rows
+        of one batch's masks), at least 5,000 and at most 50,000. Small ratios (few
+        selected rows per batch) and large splits need more steps than the 5,000 that
+        suffice elsewhere (benchmarks/results/defaults.md); a step costs the same either way.
     batch_ratio : float or None, default 0.05
         Batch updating: each step samples masks from this fraction of the candidate rows,
         with the budget scaled to match (for facility location the fraction applies to the
@@ -109,7 +111,8 @@ class DataMask(BaseEstimator):
     logit_range : (float, float), "auto" or None, default None
         ``(l_min, l_max)`` for quality-aware initialisation, or ``"auto"``: a short pilot
         (:mod:`datamask.core.start`) runs pg from (0, 2) and from (0, 16) and starts from
-        the one whose top-S scores higher (two extra pilot runs of at most 500 steps).
+        the one whose top-S scores higher, then continues that run (the cost: the other
+        range's pilot, at most 500 steps).
         None picks ``"auto"`` for pairwise, (0, 16) for DiSF and (0, 2) for facility
         location. A wide range starts the policy near the quality top-S (fast where the
         optimum is near it, no early dip with large batches), a narrow one leaves pg free to
@@ -130,8 +133,12 @@ class DataMask(BaseEstimator):
         Steps between evaluations of the top-S mask on the exact objective (history,
         best-mask tracking, early stopping).
     patience : int or None, default 10
-        Stop when ``patience`` evaluations in a row improve the best objective by less
-        than ``tol`` (relative). None never stops early.
+        Stop when ``patience`` evaluations in a row raise the best objective by no more than
+        ``tol`` times its gain over the start (the objective at step 0). Progress is
+        measured against the gain, not the objective's size, because that size says nothing
+        about how far a run has come: with small masks per batch the gain per evaluation is
+        tiny next to the objective but steady. The same rule for every diversity. None
+        never stops early.
     tol : float, default 1e-5
     lr_schedule : {"constant", "cosine"}, default "constant"
     relaxed_iter : int, default 100
@@ -163,6 +170,8 @@ class DataMask(BaseEstimator):
         Rows left after pruning.
     n_steps_ : int
         Steps run (pg) or iterations (relaxed) or picks (greedy).
+    steps_ : int
+        pg's step budget (``steps``, or the one ``steps=None`` chose).
     lr_, logit_range_ : float, (float, float)
         The step size and initial logit range pg used (``lr`` and ``logit_range``, or
         their per-diversity defaults when None; the pilot's choice for ``"auto"``); pg only.
@@ -180,7 +189,7 @@ class DataMask(BaseEstimator):
         "solver": [StrOptions(set(SOLVERS))],
         "group_size": [Interval(Integral, 2, None, closed="left")],
         "lr": [Interval(Real, 0, None, closed="neither"), None],
-        "steps": [Interval(Integral, 0, None, closed="left")],
+        "steps": [Interval(Integral, 0, None, closed="left"), None],
         "batch_ratio": [Interval(Real, 0, 1, closed="right"), None],
         "batch_max": [Interval(Integral, 2, None, closed="left"), None],
         "prune": [Interval(Real, 0, 1, closed="left")],
@@ -210,7 +219,7 @@ class DataMask(BaseEstimator):
         solver="pg",
         group_size=128,
         lr=None,
-        steps=5000,
+        steps=None,
         batch_ratio=0.05,
         batch_max=BATCH_MAX,
         prune=0.5,
@@ -398,9 +407,10 @@ class DataMask(BaseEstimator):
 
     def _fit_pg(self, E, cand, scale, qc, S, xp):
         self.lr_ = float(self.lr) if self.lr is not None else self._div.lr
-        self.logit_range_, self.pilot_ = start_range(self, self._div.logit_range, E, cand, scale, qc, S, xp)
-        solver = PolicyGradient(self)
-        rows = solver.run(E, cand, scale, qc, S, xp)
+        solver, self.pilot_ = start_solver(self, self._div.logit_range, E, cand, scale, qc, S, xp)
+        solver.advance(solver.steps)
+        rows = solver.finish()
+        self.steps_ = solver.steps
         self.n_steps_ = solver.n_steps
         logits = xp.full(self._full.E.shape[0], -xp.inf)
         logits[self._cand] = solver.L

@@ -29,7 +29,7 @@ from .policy import LOGIT_SPAN, policy_gradient, sample_masks
 from .rng import CounterRNG
 from .tokens import fill, masked_mean, max_rows, prefix_lengths
 
-__all__ = ["PolicyGradient", "Passes", "Step"]
+__all__ = ["PolicyGradient", "Passes", "Step", "step_budget"]
 
 # Smallest candidate batch for batch updating: keeps S_b >= 2 on small partitions.
 MIN_BATCH = 256
@@ -40,6 +40,16 @@ MIN_REFERENCE_BATCH = 32
 INT8_MIN_ROWS = 512
 # A group whose objectives spread less than this is skipped (all advantages 0).
 MIN_SPREAD = 1e-12
+# steps=None: enough steps for each candidate row to be drawn DRAWS_PER_ROW times on average
+# (a step draws group_size masks of S_b rows), within [MIN_STEPS, MAX_STEPS].
+DRAWS_PER_ROW, MIN_STEPS, MAX_STEPS = 2000, 5000, 50_000
+
+
+def step_budget(steps, n, S_b, G):
+    """``steps``, or for None the budget that scales with the problem (see the constants)."""
+    if steps is not None:
+        return int(steps)
+    return int(min(MAX_STEPS, max(MIN_STEPS, math.ceil(DRAWS_PER_ROW * n / (G * max(1, S_b))))))
 
 
 class Passes:
@@ -165,8 +175,15 @@ class PolicyGradient:
     chosen candidate rows and sets ``L`` (the logits over the candidates) and ``n_steps``.
     """
 
-    def __init__(self, est):
+    def __init__(self, est, shared=None):
         self.est = est
+        self.shared = {} if shared is None else shared  # candidate rows, kept for a second run
+
+    def _rows(self, E, cand, norms, use):
+        key = ("rows", use)
+        if key not in self.shared:
+            self.shared[key] = GroupSums(E, cand, norms, use=use)
+        return self.shared[key]
 
     # ----------------------------------------------------------------- set-up
     def batch_rows(self, n, minimum):
@@ -200,7 +217,7 @@ class PolicyGradient:
         if div.uses_reference:
             # Batch updating samples reference rows, not candidates (sampling candidates
             # pushes up near-duplicates).
-            rows = GroupSums(E, cand, norms, use="float32")
+            rows = self._rows(E, cand, norms, "float32")
             fac = FacilityGroups(rows.take(), est._full.rows(est._full.reference))
             k = self.batch_rows(fac.n_reference, MIN_REFERENCE_BATCH)
             passes = Passes(fac.n_reference, k, CounterRNG(xp, [int(est.seed), 2]))
@@ -217,50 +234,76 @@ class PolicyGradient:
                 S_b = tok.M
             # pairwise steps only need row sums: the int8 kernel where it pays (large batches)
             use = "auto" if div.row_sums_only and n_b >= INT8_MIN_ROWS else "float32"
-            rows = GroupSums(E, cand, norms, use=use)
+            rows = self._rows(E, cand, norms, use)
         if passes.per_pass:
             passes.refresh()
-        cosine = int(est.steps) if est.lr_schedule == "cosine" else None
+        self.steps = step_budget(est.steps, n, S_b, int(est.group_size))
+        cosine = self.steps if est.lr_schedule == "cosine" else None
         return Step(xp=xp, L=L, rows=rows, qc=qc, S_b=S_b, G=int(est.group_size), lam=float(est.lam),
                     lr=est.lr_, rng=rng, diversity=div, passes=passes, fac=fac,
                     cosine_steps=cosine, tokens=tok)
 
     # ----------------------------------------------------------------- loop
     def run(self, E, cand, norms, qc, S, xp):
+        """The whole fit: :meth:`start`, :meth:`advance` to the step budget, :meth:`finish`."""
+        self.start(E, cand, norms, qc, S, xp)
+        self.advance(self.steps)
+        return self.finish()
+
+    def start(self, E, cand, norms, qc, S, xp):
+        """Build the step and evaluate step 0 (a run that can be advanced in pieces)."""
         est = self.est
-        step = self.build(E, cand, norms, qc, S, xp)
-        passes = step.passes
+        self.xp, self.S = xp, S
+        self.step = self.build(E, cand, norms, qc, S, xp)
         capturer = CupyGraphs() if xp is not np and capture_enabled() and _is_real_cupy(xp) else None
-        runner = StepRunner(step, capturer)
-        steps = int(est.steps)
-        tracker = _BestMask(est, S, xp)
-        bar = None
+        self.runner = StepRunner(self.step, capturer)
+        self.tracker = _BestMask(est, S, xp)
+        self.bar = None
         if est.progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=steps, desc="datamask", unit="step", leave=False)
-        t = 0
-        j = 0  # host copy of the batch index: when to draw the next pass
+            self.bar = tqdm(total=self.steps, desc="datamask", unit="step", leave=False)
+        self.t, self.j = 0, 0  # steps run; host copy of the batch index (when to draw the next pass)
+        with self.runner.scope():
+            self.stopped = self.tracker.evaluate(0, self.step.L, self.bar)
+
+    def advance(self, until):
+        """Run steps up to step ``until`` (at most the budget) unless stopped; True once stopped."""
+        est, step, passes = self.est, self.step, self.step.passes
+        steps = self.steps
         try:
-            with runner.scope():
-                tracker.evaluate(0, step.L, bar)
-                for t in range(1, steps + 1):
-                    if passes.per_pass and j == passes.per_pass:
+            with self.runner.scope():
+                while not self.stopped and self.t < min(until, steps):
+                    if passes.per_pass and self.j == passes.per_pass:
                         passes.refresh()
                         step.j[...] = 0
-                        j = 0
-                    runner()
-                    j += 1
-                    if bar is not None:
-                        bar.update()
-                    if (t % int(est.eval_every) == 0 or t == steps) and tracker.evaluate(t, step.L, bar):
-                        break
-        finally:
-            if bar is not None:
-                bar.close()
-        self.n_steps = t if steps else 0
+                        self.j = 0
+                    self.runner()
+                    self.j += 1
+                    self.t += 1
+                    t = self.t
+                    if self.bar is not None:
+                        self.bar.update()
+                    if t % int(est.eval_every) == 0 or t == steps:
+                        self.stopped = self.tracker.evaluate(t, step.L, self.bar)
+                self.stopped = self.stopped or self.t >= steps
+        except BaseException:
+            self.close()
+            raise
+        return self.stopped
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def finish(self):
+        """The chosen candidate rows (sets ``L``, ``n_steps`` and ``graph_mode``)."""
+        est, step, xp, S = self.est, self.step, self.xp, self.S
+        self.close()
+        self.n_steps = self.t
         self.L = step.L
-        self.graph_mode = runner.mode
+        self.graph_mode = self.runner.mode
         if est.final == "sample":
             # step 0 is never a training step: its draw is the final sample's own
             L = xp.maximum(step.L, step.L.max() - LOGIT_SPAN)
@@ -268,7 +311,7 @@ class PolicyGradient:
                 draw = sample_masks(L, L.shape[0], 1, step.rng, step=0, log_keys=False)[0]
                 return fill(draw, est._lengths, est._token_budget)
             return sample_masks(L, S, 1, step.rng, step=0, log_keys=False)[0]
-        return tracker.best_rows
+        return self.tracker.best_rows
 
 
 class TokenBudget:
@@ -308,17 +351,25 @@ class _BestMask:
 
     def __init__(self, est, S, xp):
         self.est, self.S, self.xp = est, S, xp
-        self.best_val, self.best_rows, self.stale = -math.inf, None, 0
+        self.owner = est  # the estimator the callback is given
+        self.best_val, self.best_rows, self.stale, self.first = -math.inf, None, 0, None
+
+    def top(self, L):
+        """The top-S rows of the logits (the longest prefix that fits, under a token budget)."""
+        est = self.est
+        if est._lengths is not None:
+            return fill(self.xp.argsort(-L), est._lengths, est._token_budget)
+        return self.xp.argpartition(-L, self.S - 1)[:self.S]
 
     def evaluate(self, step, L, bar):
         """Record one point; True when the run should stop (callback or patience)."""
         est = self.est
-        if est._lengths is not None:
-            rows = fill(self.xp.argsort(-L), est._lengths, est._token_budget)
-        else:
-            rows = self.xp.argpartition(-L, self.S - 1)[:self.S]
+        rows = self.top(L)
         rec = est._record(step, rows)
-        if rec["objective"] > self.best_val + est.tol * max(1.0, abs(self.best_val)):
+        if self.first is None:
+            self.first = rec["objective"]
+        # progress is measured against the gain over the start, not the objective's size
+        if rec["objective"] > self.best_val + est.tol * max(0.0, self.best_val - self.first):
             self.stale = 0
         else:
             self.stale += 1
@@ -326,5 +377,5 @@ class _BestMask:
             self.best_val, self.best_rows = rec["objective"], rows
         if bar is not None:
             bar.set_postfix(objective=f"{rec['objective']:.5f}")
-        stop = est.callback is not None and bool(est.callback(est, rec))
+        stop = est.callback is not None and bool(est.callback(self.owner, rec))
         return stop or (est.patience is not None and self.stale >= int(est.patience))

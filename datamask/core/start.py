@@ -5,17 +5,19 @@ policy near the quality top-S, which is fast where the optimum is near it and sl
 is not (the rows the optimum needs start far below the top and are rarely drawn); a narrow
 range is the other way round. No fixed ``hi`` was best on every corpus of the
 default-selection suite (benchmarks/results/defaults.md), so ``"auto"`` runs a short pilot
-from each candidate range and keeps the one whose top-S mask scores higher on the exact
-objective after the pilot; the fit then runs from that range. The pilot is deterministic
-(same seed, same draws), so the chosen run repeats the pilot's steps exactly.
+from each candidate range and keeps the one whose best top-S mask so far scores higher on
+the exact objective; the fit then *continues* that pilot's run (no step is repeated). Each
+run is deterministic for a seed, so an ``"auto"`` fit is the chosen fixed range's fit, plus
+the losing pilot's steps.
 """
 from __future__ import annotations
 
 import copy
+import time
 
 from .pg import PolicyGradient
 
-__all__ = ["AUTO_RANGES", "PILOT_STEPS", "pilot_range", "start_range", "check_logit_range"]
+__all__ = ["AUTO_RANGES", "PILOT_STEPS", "pilot", "start_solver", "check_logit_range"]
 
 # Candidate initial ranges of the pilot: narrow and wide.
 AUTO_RANGES = ((0.0, 2.0), (0.0, 16.0))
@@ -23,23 +25,37 @@ AUTO_RANGES = ((0.0, 2.0), (0.0, 16.0))
 PILOT_STEPS = 500
 
 
-def pilot_range(est, E, cand, scale, qc, S, xp, ranges=AUTO_RANGES):
-    """The range of ``ranges`` whose pilot run ends with the best top-S objective.
+def pilot(est, E, cand, scale, qc, S, xp, ranges=AUTO_RANGES):
+    """Run each range of ``ranges`` for the pilot's steps; ``(run, scores)`` of the best one.
 
-    Returns ``(range, scores)``: ``scores`` maps each range to its pilot's objective.
+    ``run`` is the winner's :class:`~datamask.core.pg.PolicyGradient`, started and advanced
+    to the end of its pilot, ready to :meth:`~datamask.core.pg.PolicyGradient.advance`;
+    ``scores`` maps each range to its best top-S objective over the pilot. The pilots run
+    without ``est``'s callback; the winner's evaluation points are then given to it (their
+    ``seconds``: no earlier than the end of the pilot, when the choice is known).
     """
-    steps = max(1, min(PILOT_STEPS, int(est.steps) // 4))
-    scores = {}
+    runs, scores, shared = {}, {}, {}
     for r in ranges:
         probe = copy.copy(est)  # shares the objective and candidates; own history
-        probe.steps, probe.eval_every, probe.patience = steps, steps, None
-        probe.callback, probe.progress, probe.final = None, False, "topk"
-        probe.history_ = []
+        probe.callback, probe.progress, probe.history_ = None, False, []
         probe.logit_range_ = tuple(float(v) for v in r)
-        PolicyGradient(probe).run(E, cand, scale, qc, S, xp)
-        scores[probe.logit_range_] = float(probe.history_[-1]["objective"])
+        run = PolicyGradient(probe, shared)  # one copy of the candidate rows for both
+        run.start(E, cand, scale, qc, S, xp)
+        run.advance(max(1, min(PILOT_STEPS, run.steps // 4)))
+        score = run.tracker.best_val
+        if probe.history_[-1]["step"] != run.t:  # the pilot's last step was no evaluation point
+            score = max(score, est._full.evaluate_rows(est._cand[run.tracker.top(run.step.L)])["objective"])
+        runs[probe.logit_range_], scores[probe.logit_range_] = run, float(score)
     best = max(scores, key=scores.get)
-    return best, scores
+    run = runs[best]
+    now = time.perf_counter() - est._t0
+    est.history_ = run.est.history_
+    for rec in est.history_:
+        rec["seconds"] = max(rec["seconds"], now)
+    run.est.callback, run.tracker.owner, est.logit_range_ = est.callback, est, best
+    if est.callback is not None:
+        run.stopped = run.stopped or any(bool(est.callback(est, rec)) for rec in list(est.history_))
+    return run, scores
 
 
 def check_logit_range(value):
@@ -53,13 +69,14 @@ def check_logit_range(value):
             raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {value}")
 
 
-def start_range(est, default, E, cand, scale, qc, S, xp):
-    """``(range, pilot scores or None)``: ``est.logit_range`` (or ``default`` when None),
-    with ``"auto"`` resolved by :func:`pilot_range` (uniform init: no pilot, range unused)."""
+def start_solver(est, default, E, cand, scale, qc, S, xp):
+    """``(run, pilot scores or None)``: a started pg run from ``est.logit_range`` (or
+    ``default`` when None), ``"auto"`` resolved by :func:`pilot` (uniform init: no pilot,
+    range unused); sets ``est.logit_range_``."""
     chosen = est.logit_range if est.logit_range is not None else default
-    pilot = None
     if isinstance(chosen, str) and est.init == "quality":
-        chosen, pilot = pilot_range(est, E, cand, scale, qc, S, xp)
-    elif isinstance(chosen, str):
-        chosen = AUTO_RANGES[0]
-    return tuple(float(v) for v in chosen), pilot
+        return pilot(est, E, cand, scale, qc, S, xp)
+    est.logit_range_ = tuple(float(v) for v in (AUTO_RANGES[0] if isinstance(chosen, str) else chosen))
+    run = PolicyGradient(est)
+    run.start(E, cand, scale, qc, S, xp)
+    return run, None

@@ -171,7 +171,8 @@ class SelectConfig(StageConfig):
                      hidden=True)
     group_size: int = _f(_DM["group_size"], "masks sampled per policy-gradient step")
     lr: float | None = _f(_DM["lr"], "policy-gradient step size (default: 3, or 1 for facility location)")
-    steps: int = _f(_DM["steps"], "maximum policy-gradient steps")
+    steps: int | None = _f(_DM["steps"], "maximum policy-gradient steps (null: scaled with the split and "
+                                          "the ratio, 5000 to 50000; docs/defaults.md)")
     batch_ratio: float | None = _f(_DM["batch_ratio"], "fraction of rows per step (batch updating)")
     batch_max: int | None = _f(_DM["batch_max"], "most rows per step (caps batch_ratio; null: no cap, "
                                                    "the paper's recipe)")

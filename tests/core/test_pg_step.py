@@ -48,16 +48,16 @@ def strict_between_evaluations(monkeypatch):
         finally:
             fake_cupy._STRICT[0] = True
 
-    run = pg.PolicyGradient.run
+    advance = pg.PolicyGradient.advance  # the steps run here, between evaluation points
 
     def guarded(self, *a, **k):
         try:
-            return run(self, *a, **k)
+            return advance(self, *a, **k)
         finally:
             fake_cupy._STRICT[0] = False
 
     monkeypatch.setattr(pg._BestMask, "evaluate", evaluate)
-    monkeypatch.setattr(pg.PolicyGradient, "run", guarded)
+    monkeypatch.setattr(pg.PolicyGradient, "advance", guarded)
 
 
 @pytest.mark.parametrize("kw", CASES)

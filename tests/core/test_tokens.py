@@ -289,16 +289,16 @@ def test_token_steps_read_nothing_back_and_match_numpy(corpus, fake_cp, monkeypa
         finally:
             fake_cupy._STRICT[0] = True
 
-    run = pg.PolicyGradient.run
+    advance = pg.PolicyGradient.advance
 
     def guarded(self, *args, **kwargs):
         try:
-            return run(self, *args, **kwargs)
+            return advance(self, *args, **kwargs)
         finally:
             fake_cupy._STRICT[0] = False
 
     monkeypatch.setattr(pg._BestMask, "evaluate", evaluate)
-    monkeypatch.setattr(pg.PolicyGradient, "run", guarded)
+    monkeypatch.setattr(pg.PolicyGradient, "advance", guarded)
     try:
         b = DataMask(**params).fit(fake_cp.asarray(E), fake_cp.asarray(q), lengths=fake_cp.asarray(t))
     finally:

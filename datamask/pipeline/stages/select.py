@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ...core.pg import MIN_STEPS
 from ...errors import DataError
 from ..config import SelectConfig
 from ..frames import to_table
@@ -180,7 +181,7 @@ def plan_select(cfg) -> StageRun:
         kwargs=dict(cfg=cfg, level=plan.level, d=plan.d, drops={}, in_type=in_type),
         frame_device=plan.device,
         check=check,
-        steps_per=int(cfg.steps) if cfg.method == "datamask" else 0,
+        steps_per=int(cfg.steps or MIN_STEPS) if cfg.method == "datamask" else 0,  # None: at least MIN_STEPS
         totals=totals,
     )
 
