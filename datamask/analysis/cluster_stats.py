@@ -8,6 +8,7 @@ Statistics per cluster: ``size``, ``mean_quality``, ``pairwise_diversity`` (minu
 cosine over pairs of distinct members, from the member sum: ``-(|sum e|^2 - n) / (n (n - 1))``;
 NaN for a singleton), ``mean_tokens`` (NaN without a token column), ``share`` (size / rows).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,7 +48,7 @@ def partial_stats(labels, quality, E=None, n_tokens=None, k=None) -> dict:
         s = xp.zeros((k, E.shape[1]), dtype=xp.float64)
         lab_d = xp.asarray(lab)
         for i0 in range(0, E.shape[0], ASSIGN_BLOCK):
-            xp.add.at(s, lab_d[i0:i0 + ASSIGN_BLOCK], unit32(E[i0:i0 + ASSIGN_BLOCK], xp).astype(xp.float64))
+            xp.add.at(s, lab_d[i0 : i0 + ASSIGN_BLOCK], unit32(E[i0 : i0 + ASSIGN_BLOCK], xp).astype(xp.float64))
         out["sum_e"] = to_numpy(s)
     return out
 
@@ -76,22 +77,27 @@ def stats_frame(sums: dict) -> pd.DataFrame:
     n = sums["count"].astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_q = np.where(n > 0, sums["sum_quality"] / np.maximum(n, 1), np.nan)
-        tok = (np.where(n > 0, sums["sum_tokens"] / np.maximum(n, 1), np.nan)
-               if sums["sum_tokens"] is not None else np.full(len(n), np.nan))
+        tok = (
+            np.where(n > 0, sums["sum_tokens"] / np.maximum(n, 1), np.nan)
+            if sums["sum_tokens"] is not None
+            else np.full(len(n), np.nan)
+        )
         if sums["sum_e"] is not None:
             sq = (sums["sum_e"] ** 2).sum(axis=1)
             div = np.where(n > 1, -(sq - n) / (n * (n - 1)), np.nan)
         else:
             div = np.full(len(n), np.nan)
     total = n.sum()
-    return pd.DataFrame({
-        "cluster": np.arange(len(n), dtype=np.int32),
-        "size": sums["count"].astype(np.int64),
-        "share": n / total if total else n,
-        "mean_quality": mean_q,
-        "pairwise_diversity": div,
-        "mean_tokens": tok,
-    })
+    return pd.DataFrame(
+        {
+            "cluster": np.arange(len(n), dtype=np.int32),
+            "size": sums["count"].astype(np.int64),
+            "share": n / total if total else n,
+            "mean_quality": mean_q,
+            "pairwise_diversity": div,
+            "mean_tokens": tok,
+        }
+    )
 
 
 def cluster_stats(labels, quality, E=None, n_tokens=None, k=None) -> pd.DataFrame:

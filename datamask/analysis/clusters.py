@@ -7,22 +7,22 @@ k-means itself is :mod:`datamask.core.kmeans`.
 * Dask: :func:`read_corpus`, :func:`sample_embeddings`, :func:`fit_kmeans_dask`
   (sample -> fit; or cuML's Dask k-means on GPU workers), :func:`predict_dask` (a
   ``cluster`` column added per partition, explicit ``meta``), :func:`cluster_stats_dask`,
-  :func:`run_cluster` (the stage: labels, centroids, statistics written atomically).
+  :func:`~datamask.analysis.cluster_run.run_cluster` (the stage: labels, centroids, statistics
+  written atomically).
 
 Statistics per cluster: ``size``, ``mean_quality``, ``pairwise_diversity`` (minus the
 mean cosine over pairs of distinct members, from the member sum: ``-(|sum e|^2 - n) /
 (n (n - 1))``; NaN for a singleton), ``mean_tokens`` (NaN without a token column),
 ``share`` (size / rows).
 """
-from __future__ import annotations
 
-import warnings
+from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
 from ..core.backend import get_namespace, to_numpy
-from ..core.kmeans import BACKENDS, assign, check_k, fit_kmeans, inertia, unit32
+from ..core.kmeans import BACKENDS, assign, check_k, fit_kmeans, unit32
 from ..pipeline.status import count_rows
 from .cluster_stats import STAT_COLUMNS, cluster_stats, combine_stats, partial_stats, stats_frame  # noqa: F401
 
@@ -42,7 +42,6 @@ __all__ = [
     "fit_kmeans_dask",
     "predict_dask",
     "cluster_stats_dask",
-    "run_cluster",
 ]
 
 
@@ -160,9 +159,13 @@ def fit_kmeans_dask(ddf, k: int, sample_fraction=0.1, column="embedding", seed=0
         d = next((w[1] for w in widths if w[0]), None)
         n = int(sum(w[0] for w in widths))
         check_k(k, n, "sampled rows")
-        X = da.concatenate([da.from_delayed(b, shape=(w[0], d), dtype=np.float32,
-                                            meta=cupy.empty((0, d), dtype=cupy.float32))
-                            for b, w in zip(blocks, widths) if w[0]])
+        X = da.concatenate(
+            [
+                da.from_delayed(b, shape=(w[0], d), dtype=np.float32, meta=cupy.empty((0, d), dtype=cupy.float32))
+                for b, w in zip(blocks, widths)
+                if w[0]
+            ]
+        )
         km = DaskKMeans(n_clusters=int(k), random_state=int(seed) % 2**31, **kw)
         km.fit(X)
         return to_numpy(km.cluster_centers_).astype(np.float32), n
@@ -195,8 +198,14 @@ def predict_dask(ddf, centroids, column="embedding", out_column="cluster"):
     """Add an int32 ``cluster`` column to every partition (``map_partitions``, explicit meta)."""
     meta = ddf._meta.copy()
     meta[out_column] = np.zeros(0, dtype=np.int32)
-    return ddf.map_partitions(_predict_partition, np.asarray(centroids, dtype=np.float32), column, out_column,
-                              meta=meta, enforce_metadata=False)
+    return ddf.map_partitions(
+        _predict_partition,
+        np.asarray(centroids, dtype=np.float32),
+        column,
+        out_column,
+        meta=meta,
+        enforce_metadata=False,
+    )
 
 
 def _partial_partition(df, k, label_col, quality_col, emb_col, tokens_col):
@@ -206,8 +215,14 @@ def _partial_partition(df, k, label_col, quality_col, emb_col, tokens_col):
     return partial_stats(df[label_col].to_numpy(dtype=np.int64), q, E, t, k)
 
 
-def cluster_stats_dask(ddf, k: int, cluster_column="cluster", quality_column="quality",
-                       embedding_column="embedding", tokens_column="n_tokens") -> pd.DataFrame:
+def cluster_stats_dask(
+    ddf,
+    k: int,
+    cluster_column="cluster",
+    quality_column="quality",
+    embedding_column="embedding",
+    tokens_column="n_tokens",
+) -> pd.DataFrame:
     """:func:`cluster_stats` of a Dask DataFrame: per-partition sums, reduced on the
     client (memory: ``k x d`` floats per partition). Missing optional columns (quality,
     tokens) give NaN statistics."""
@@ -219,194 +234,14 @@ def cluster_stats_dask(ddf, k: int, cluster_column="cluster", quality_column="qu
     ecol = embedding_column if embedding_column and embedding_column in names else None
     wanted = [c for c in (cluster_column, qcol, tcol, ecol) if c]
     parts = ddf[wanted].to_delayed()
-    sums = dask.compute(*[dask.delayed(_partial_partition)(p, int(k), cluster_column, qcol, ecol, tcol)
-                          for p in parts])
+    sums = dask.compute(*[dask.delayed(_partial_partition)(p, int(k), cluster_column, qcol, ecol, tcol) for p in parts])
     table = stats_frame(combine_stats(sums))
     if qcol is None:
         table["mean_quality"] = np.nan
     return table
 
 
-# ---------------------------------------------------------------------- `datamask cluster`
-def _write_partition(df, partition_info=None, *, names, out_root, centroids, column, by_cluster, level,
-                     quality_column=None, tokens_column=None):
-    """Label one partition (on the level's arrays: one matrix product per block against the
-    centroids, on the GPU for cuda/rapids), write it and its per-cluster pieces; return its
-    row count and its per-cluster sums (:func:`partial_stats`, taken while the embeddings are
-    in memory, so the statistics need no second read of the output)."""
-    import pyarrow as pa
-
-    from ..pipeline.gpu_worker import DeviceWork, device_array
-    from ..pipeline.io import write_parquet_atomic
-    from ..pipeline.storage import location
-
-    name = names[partition_info["number"]] if partition_info else names[0]
-    out = location(out_root)
-    df = df.copy()
-    k = len(centroids)
-    q = df[quality_column].to_numpy(dtype=np.float64) if quality_column else np.zeros(len(df))
-    t = df[tokens_column].to_numpy(dtype=np.float64) if tokens_column else None
-    if len(df):
-        E = embeddings_of(df[column])
-        with DeviceWork(level, f"split {name}", len(df), data_bytes=E.nbytes):
-            E = device_array(E, level)
-            lab = to_numpy(assign(E, get_namespace(E).asarray(centroids))[0]).astype(np.int32)
-            sums = partial_stats(lab, q, E, t, k)
-            del E
-    else:
-        lab = np.zeros(0, dtype=np.int32)
-        sums = partial_stats(lab, q, None, t, k)
-    df["cluster"] = lab
-    # no pandas metadata: its ArrowDtype names do not round-trip through plain to_pandas()
-    table = pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
-    write_parquet_atomic(table, out / "data" / f"{name}.parquet")
-    if by_cluster:
-        for c in np.unique(lab):
-            piece = table.filter(pa.array(lab == c))
-            write_parquet_atomic(piece, out / "by_cluster" / "_pieces" / f"cluster-{c:05d}" / f"{name}.parquet")
-    return pd.DataFrame({"name": [name], "rows": [len(df)], "sums": [sums]})
-
-
-def check_written(out, done):
-    """The client's own look at the labelled files the workers wrote: each split's file
-    exists here with its rows; otherwise one line saying the output must be shared storage."""
-    from ..errors import OutputError
-    from ..pipeline.files import parquet_rows
-
-    for name, rows in zip(done["name"], done["rows"]):
-        f = out / "data" / f"{name}.parquet"
-        if parquet_rows(f) != int(rows):
-            raise OutputError(f"split {name} was labelled on a worker, but {f} is missing or short here on the "
-                              "client: the output must be on storage every node shares (a shared mount or an "
-                              "object store such as s3://); see cluster/README.md")
-
-
-# Lloyd restarts (best inertia kept): on a GPU each costs a few hundred GEMMs, and
-# one start can merge two clusters (tests/analysis/test_clusters.py).
-LLOYD_INITS = 3
-
-
 def _has_faiss() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("faiss") is not None
-
-
-def _merge_cluster(out_root, c):
-    """Concatenate one cluster's pieces into ``by_cluster/cluster-NNNNN.parquet``."""
-    import pyarrow as pa
-
-    from ..pipeline.files import read_parquet_table
-    from ..pipeline.io import write_parquet_atomic
-    from ..pipeline.storage import location, rmtree
-
-    root = location(out_root)
-    d = root / "by_cluster" / "_pieces" / f"cluster-{c:05d}"
-    files = sorted(d.glob("*.parquet"), key=str)
-    table = pa.concat_tables([read_parquet_table(f) for f in files])
-    write_parquet_atomic(table, root / "by_cluster" / f"cluster-{c:05d}.parquet")
-    rmtree(d)
-    return table.num_rows
-
-
-def run_cluster(input, output, k: int, sample_fraction=0.1, seed=0, split_size=1_000_000, by_cluster=False,
-                backend="auto", device="cpu", embedding_column="embedding", quality_column="quality",
-                tokens_column="n_tokens", client=None, max_sample_rows=None, level=None) -> dict:
-    """``datamask cluster``: fit k-means on a sample, label every row, write statistics.
-
-    Writes under ``output``: ``data/<split>.parquet`` (the input rows plus an int32
-    ``cluster`` column, one file per split), ``centroids.parquet`` (``cluster``,
-    ``centroid``), ``cluster_stats.parquet`` (see module doc), ``cluster.json`` (summary)
-    and, with ``by_cluster``, ``by_cluster/cluster-NNNNN.parquet``: the corpus rewritten
-    with one file, hence one pipeline partition, per cluster (while a cluster fits in
-    ``split_size``; a larger one is warned about and split by ``datamask select``).
-    Everything runs per partition, so the corpus need not fit in memory.
-
-    ``level`` (a :class:`~datamask.pipeline.gpu.Level`; default: from ``device``) says
-    where: ``auto`` fits with cuML on the RAPIDS level, else on the host sample (faiss when
-    installed, else scikit-learn; every core on a GPU machine), and labels every row on the
-    level's arrays (cupy on cuda/rapids).
-
-    Returns the summary dict (also in ``cluster.json``).
-    """
-    import time
-
-    import dask
-    import pyarrow as pa
-
-    from ..pipeline.gpu import CPU, select_level
-    from ..pipeline.io import discover, make_splits, write_json_atomic, write_parquet_atomic
-    from ..pipeline.storage import location, rmtree
-
-    t0 = time.perf_counter()
-    if level is None:
-        level = CPU if device == "cpu" else select_level(device)
-    out = location(output)
-    ddf = read_corpus(input, split_size=split_size)
-    names = []
-    for f in discover(str(input)):
-        names.extend(s.name for s in make_splits(f, count_rows(f), int(split_size)))
-    if column_missing := [c for c in (embedding_column,) if c not in ddf.columns]:
-        raise ValueError(f"input has no column {column_missing[0]!r} (columns: {', '.join(ddf.columns)})")
-    n_rows = int(sum(count_rows(f) for f in discover(str(input))))
-    check_k(k, n_rows)
-    ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
-    warn = []
-    with ctx, dask.config.set({"dataframe.convert-string": False}):
-        if backend == "auto":
-            backend = level.kmeans if level.kmeans != "faiss" or _has_faiss() else "sklearn"
-        X = sample_embeddings(ddf, sample_fraction, embedding_column, seed, max_rows=max_sample_rows)
-        check_k(k, X.shape[0], "sampled rows")
-        t_fit = time.perf_counter()
-        if backend == "cuml":  # the RAPIDS adapter: cuML fits on the GPU
-            import cupy
-
-            cent = to_numpy(fit_kmeans(cupy.asarray(X), k, seed=seed, backend="cuml"))
-        elif backend == "lloyd":  # on the level's arrays: the sample moved to the GPU once
-            from ..pipeline.gpu_worker import DeviceWork, device_array
-
-            with DeviceWork(level, "the k-means fit", X.shape[0], data_bytes=X.nbytes, flag="--sample-fraction"):
-                cent = to_numpy(fit_kmeans(device_array(X, level), k, seed=seed, backend="lloyd",
-                                           n_init=LLOYD_INITS))
-        else:  # on the host sample; a GPU machine's cores are the run's own
-            cent = fit_kmeans(X, k, seed=seed, backend=backend, n_threads=None if level.device == "gpu" else 1)
-        fit_seconds = time.perf_counter() - t_fit
-        sample_inertia = inertia(X, cent) / X.shape[0]
-        meta = pd.DataFrame({"name": pd.Series([], dtype=object), "rows": pd.Series([], dtype=np.int64),
-                             "sums": pd.Series([], dtype=object)})
-        qcol = quality_column if quality_column in ddf.columns else None
-        tcol = tokens_column if tokens_column and tokens_column in ddf.columns else None
-        t_label = time.perf_counter()
-        done = ddf.map_partitions(_write_partition, names=names, out_root=str(out), centroids=cent,
-                                  column=embedding_column, by_cluster=by_cluster, level=level, quality_column=qcol,
-                                  tokens_column=tcol, meta=meta, enforce_metadata=False).compute()
-        label_seconds = time.perf_counter() - t_label
-        check_written(out, done)
-        stats = stats_frame(combine_stats(done["sums"]))
-        if qcol is None:
-            stats["mean_quality"] = np.nan
-        if by_cluster:
-            present = stats.loc[stats["size"] > 0, "cluster"].tolist()
-            dask.compute(*[dask.delayed(_merge_cluster)(str(out), int(c)) for c in present])
-            rmtree(out / "by_cluster" / "_pieces")
-    big = stats[stats["size"] > int(split_size)]
-    for _, r in big.iterrows():
-        msg = (f"cluster {int(r['cluster'])} has {int(r['size']):,} rows, more than the split size "
-               f"{int(split_size):,}: per-cluster selection will cut it into several splits")
-        warnings.warn(msg, stacklevel=2)
-        warn.append(msg)
-    C = np.ascontiguousarray(cent, dtype=np.float32)
-    write_parquet_atomic(pa.table({"cluster": pa.array(np.arange(k, dtype=np.int32)),
-                                   "centroid": pa.FixedSizeListArray.from_arrays(pa.array(C.reshape(-1)), C.shape[1])}),
-                         out / "centroids.parquet")
-    write_parquet_atomic(pa.Table.from_pandas(stats, preserve_index=False), out / "cluster_stats.parquet")
-    summary = {"n_clusters": int(k), "rows": int(done["rows"].sum()), "splits": int(len(done)),
-               "sample_rows": int(X.shape[0]), "sample_fraction": float(sample_fraction),
-               "backend": backend, "device": level.device, "gpu": level.to_dict(), "seed": int(seed),
-               "fit_seconds": round(fit_seconds, 3), "label_seconds": round(label_seconds, 3),
-               "sample_inertia_per_row": round(sample_inertia, 6), "empty_clusters": int((stats["size"] == 0).sum()),
-               "largest_cluster": int(stats["size"].max()), "split_size": int(split_size),
-               "by_cluster": bool(by_cluster), "warnings": warn,
-               "wall_seconds": round(time.perf_counter() - t0, 3)}
-    write_json_atomic(summary, out / "cluster.json")
-    return summary

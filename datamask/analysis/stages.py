@@ -8,6 +8,7 @@ each has a ``run`` of its own instead of a per-split plan, and writes ``cluster.
 ``compare.json`` in place of a manifest. In a workflow (``stages: [cluster, compare]``, see
 ``workflows/baselines.yaml``) each reads the previous stage's ``OUTPUT/<stage>/data``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,8 +18,15 @@ from ..errors import ConfigError, DataError
 from ..pipeline.config import METHODS, SelectConfig, StageConfig, _f
 from ..pipeline.stages.base import Stage
 
-__all__ = ["ClusterConfig", "CompareConfig", "ClusterStage", "CompareStage", "run_cluster_stage",
-           "run_compare_stage", "run_report"]
+__all__ = [
+    "ClusterConfig",
+    "CompareConfig",
+    "ClusterStage",
+    "CompareStage",
+    "run_cluster_stage",
+    "run_compare_stage",
+    "run_report",
+]
 
 
 @dataclass
@@ -27,13 +35,17 @@ class ClusterConfig(StageConfig):
     quality_column: str = _f("quality", "quality column for the statistics (skipped when absent)", group="data")
     tokens_column: str = _f("n_tokens", "token-count column for the statistics (skipped when absent)", group="data")
     n_clusters: int = _f(100, "number of k-means clusters (<= rows in the sample)", group="clustering")
-    sample_fraction: float = _f(0.1, "fraction of rows k-means is fitted on (then every row is labelled)",
-                                group="clustering")
-    kmeans_backend: str = _f("auto", "k-means implementation (auto: cuML with RAPIDS, lloyd on the GPU with "
-                             "CUDA alone, else faiss or scikit-learn; rows labelled on the GPU with --device gpu)",
-                             choices=("auto", "sklearn", "faiss", "cuml", "lloyd"), group="clustering")
-    by_cluster: bool = _f(False, "also write OUTPUT/by_cluster/: one file (one partition) per cluster",
-                          group="output")
+    sample_fraction: float = _f(
+        0.1, "fraction of rows k-means is fitted on (then every row is labelled)", group="clustering"
+    )
+    kmeans_backend: str = _f(
+        "auto",
+        "k-means implementation (auto: cuML with RAPIDS, lloyd on the GPU with "
+        "CUDA alone, else faiss or scikit-learn; rows labelled on the GPU with --device gpu)",
+        choices=("auto", "sklearn", "faiss", "cuml", "lloyd"),
+        group="clustering",
+    )
+    by_cluster: bool = _f(False, "also write OUTPUT/by_cluster/: one file (one partition) per cluster", group="output")
     seed: int = _f(0, "seed of the sample and of k-means", group="clustering")
 
     RENAMED = {"k": "n_clusters"}  # 0.2's name (--k)
@@ -49,18 +61,32 @@ class ClusterConfig(StageConfig):
 
 @dataclass
 class CompareConfig(SelectConfig):
-    methods: str = _f("datamask,topk,random,semdedup,quadmix,greedy",
-                      f"comma-separated methods ({', '.join(METHODS)})", group="compare")
-    sample_fraction: float = _f(0.1, "fraction of rows the k-means is fitted on (when the input has no "
-                                      "domain column; n_clusters clusters shared by all splits)", group="compare")
+    methods: str = _f(
+        "datamask,topk,random,semdedup,quadmix,greedy",
+        f"comma-separated methods ({', '.join(METHODS)})",
+        group="compare",
+    )
+    sample_fraction: float = _f(
+        0.1,
+        "fraction of rows the k-means is fitted on (when the input has no "
+        "domain column; n_clusters clusters shared by all splits)",
+        group="compare",
+    )
     sample_rows: int = _f(2000, "rows kept for the 2-D projection plot", group="compare", result=False)
     no_report: bool = _f(False, "do not write the HTML report", group="compare", result=False)
-    dedup: str | None = _f(None, "run every method on the deduplicated corpus: datamask dedup with these kinds "
-                           "(e.g. exact,fuzzy; its defaults) first, into OUTPUT/dedup", group="compare")
+    dedup: str | None = _f(
+        None,
+        "run every method on the deduplicated corpus: datamask dedup with these kinds "
+        "(e.g. exact,fuzzy; its defaults) first, into OUTPUT/dedup",
+        group="compare",
+    )
     text_column: str = _f("text", "name of the text column (for --dedup exact/fuzzy and --proxy-lm)", group="data")
-    proxy_lm: str | None = _f(None, "after the selections, train a proxy LM of this preset (tiny, small) on "
-                              "every method's selection and judge it on OUTPUT/holdout (needs --holdout)",
-                              group="compare")
+    proxy_lm: str | None = _f(
+        None,
+        "after the selections, train a proxy LM of this preset (tiny, small) on "
+        "every method's selection and judge it on OUTPUT/holdout (needs --holdout)",
+        group="compare",
+    )
 
     @property
     def method_list(self):
@@ -72,7 +98,9 @@ class CompareConfig(SelectConfig):
 
         bad = [m for m in self.method_list if m not in ALL_METHODS]
         if bad or not self.method_list:
-            raise ConfigError(f"methods must be a comma-separated list of {', '.join(ALL_METHODS)}; got {self.methods!r}")
+            raise ConfigError(
+                f"methods must be a comma-separated list of {', '.join(ALL_METHODS)}; got {self.methods!r}"
+            )
         if self.dedup:
             self.dedup = self._dedup_config(None).validated().kind
         if self.proxy_lm is not None:
@@ -81,8 +109,10 @@ class CompareConfig(SelectConfig):
             if self.proxy_lm not in PRESETS:
                 raise ConfigError(f"proxy_lm must be one of {', '.join(PRESETS)}; got {self.proxy_lm!r}")
             if not self.holdout:
-                raise ConfigError("--proxy-lm needs --holdout FRACTION (e.g. 0.05): the proxy models are judged on "
-                                  "rows that no method saw")
+                raise ConfigError(
+                    "--proxy-lm needs --holdout FRACTION (e.g. 0.05): the proxy models are judged on "
+                    "rows that no method saw"
+                )
         return self
 
     def _dedup_config(self, output):
@@ -124,8 +154,10 @@ def _prepare_output(path, marker, overwrite, input=None, own=()):
 
     out = location(path)
     if out.exists() and any(p.name not in own for p in out.iterdir()) and not (out / marker).exists():
-        raise ConfigError(f"output directory {out} is not empty and was not written by this command "
-                          f"(no {marker}); choose a new or empty OUTPUT")
+        raise ConfigError(
+            f"output directory {out} is not empty and was not written by this command "
+            f"(no {marker}); choose a new or empty OUTPUT"
+        )
     out.mkdir(parents=True, exist_ok=True)
     return out
 
@@ -147,7 +179,7 @@ def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
     """``datamask cluster INPUT OUTPUT --n-clusters K``; returns the summary (with ``totals``)."""
     from ..pipeline.client import close_client
     from ..pipeline.gpu import select_level
-    from .clusters import run_cluster
+    from .cluster_run import run_cluster
 
     if not cfg.input or not cfg.output:
         raise ConfigError("both input and output are required (datamask cluster INPUT OUTPUT --n-clusters K)")
@@ -161,11 +193,22 @@ def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
             rmtree(out / old)
     client, own = _client(cfg, client, level)
     try:
-        summary = run_cluster(cfg.input, out, int(cfg.n_clusters), sample_fraction=float(cfg.sample_fraction), seed=cfg.seed,
-                              split_size=int(cfg.split_size), by_cluster=cfg.by_cluster, backend=cfg.kmeans_backend,
-                              device=level.device, embedding_column=cfg.embedding_column,
-                              quality_column=cfg.quality_column, tokens_column=cfg.tokens_column, client=client,
-                              level=level)
+        summary = run_cluster(
+            cfg.input,
+            out,
+            int(cfg.n_clusters),
+            sample_fraction=float(cfg.sample_fraction),
+            seed=cfg.seed,
+            split_size=int(cfg.split_size),
+            by_cluster=cfg.by_cluster,
+            backend=cfg.kmeans_backend,
+            device=level.device,
+            embedding_column=cfg.embedding_column,
+            quality_column=cfg.quality_column,
+            tokens_column=cfg.tokens_column,
+            client=client,
+            level=level,
+        )
     except ValueError as e:
         raise DataError(str(e)) from None
     finally:
@@ -180,7 +223,7 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
     import json
 
     from ..pipeline.client import close_client
-    from .compare import run_compare
+    from .compare_run import run_compare
 
     if not cfg.input or not cfg.output:
         raise ConfigError("both input and output are required (datamask compare INPUT OUTPUT)")
@@ -189,8 +232,10 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
 
     cfg = _resolved(cfg, "compare")
     if cfg.proxy_lm and is_url(cfg.output):
-        raise ConfigError(f"--proxy-lm trains on local files: give compare a local OUTPUT, not {cfg.output} "
-                          "(or run datamask proxy-lm on a local copy; docs/storage.md)")
+        raise ConfigError(
+            f"--proxy-lm trains on local files: give compare a local OUTPUT, not {cfg.output} "
+            "(or run datamask proxy-lm on a local copy; docs/storage.md)"
+        )
     out = _prepare_output(cfg.output, "compare.json", cfg.overwrite, cfg.input, own=("dedup",))
     qm = cfg.quadmix_params
     client, own = _client(cfg, client)
@@ -202,11 +247,21 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
             dcfg = cfg._dedup_config(str(out / "dedup"))
             dedup = run_dedup(dcfg, client=client)
             cfg = cfg.replace(input=str(location(dcfg.output) / "data"))
-        table = run_compare(cfg.input, cfg.output, methods=cfg.method_list, cfg=cfg, k=cfg.n_clusters,
-                            sample_fraction=cfg.sample_fraction, quadmix_params=qm, semdedup_eps=cfg.eps,
-                            sample_rows=cfg.sample_rows, tokens_column=cfg.tokens_column,
-                            cluster_column=cfg.domain_column, client=client,
-                            report=not cfg.no_report and not cfg.proxy_lm)
+        table = run_compare(
+            cfg.input,
+            cfg.output,
+            methods=cfg.method_list,
+            cfg=cfg,
+            k=cfg.n_clusters,
+            sample_fraction=cfg.sample_fraction,
+            quadmix_params=qm,
+            semdedup_eps=cfg.eps,
+            sample_rows=cfg.sample_rows,
+            tokens_column=cfg.tokens_column,
+            cluster_column=cfg.domain_column,
+            client=client,
+            report=not cfg.no_report and not cfg.proxy_lm,
+        )
     except ValueError as e:
         raise DataError(str(e)) from None
     finally:
@@ -214,19 +269,28 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
             close_client(client)
     meta = json.loads((out / "compare.json").read_text())
     if dedup is not None:
-        meta["dedup"] = {"output": str(out / "dedup"), "rows_in": dedup["totals"]["rows_in"],
-                         "rows_out": dedup["totals"]["rows_out"], "kinds": dedup["dedup"]["kinds"]}
+        meta["dedup"] = {
+            "output": str(out / "dedup"),
+            "rows_in": dedup["totals"]["rows_in"],
+            "rows_out": dedup["totals"]["rows_out"],
+            "kinds": dedup["dedup"]["kinds"],
+        }
         write_json_atomic(meta, out / "compare.json")
     if cfg.proxy_lm:  # after the cluster is closed: torch takes the cores
         from .proxy_lm.with_compare import add_proxy_lm
         from .report import build_report
 
-        table = add_proxy_lm(cfg.output, table, cfg.proxy_lm, seed=cfg.seed, text_column=cfg.text_column,
-                             quiet=cfg.quiet)
+        table = add_proxy_lm(
+            cfg.output, table, cfg.proxy_lm, seed=cfg.seed, text_column=cfg.text_column, quiet=cfg.quiet
+        )
         if not cfg.no_report:
             build_report(cfg.output)
-    return {"table": table, "methods": cfg.method_list, "totals": _totals(meta["rows"], meta["splits"]),
-            "report": None if cfg.no_report else str(out / "report" / "index.html")}
+    return {
+        "table": table,
+        "methods": cfg.method_list,
+        "totals": _totals(meta["rows"], meta["splits"]),
+        "report": None if cfg.no_report else str(out / "report" / "index.html"),
+    }
 
 
 def run_report(directory, out=None, storage_options=None) -> Path:
@@ -255,16 +319,20 @@ class ClusterStage(Stage):
 
     def summary(self, s, out) -> str:
         lines = [f"datamask: warning: {w}" for w in s.get("warnings", ())]
-        lines.append(f"datamask: {s['rows']:,} rows in {s['n_clusters']} clusters (fitted on {s['sample_rows']:,} "
-                     f"sampled rows, largest cluster {s['largest_cluster']:,}) -> {out}")
+        lines.append(
+            f"datamask: {s['rows']:,} rows in {s['n_clusters']} clusters (fitted on {s['sample_rows']:,} "
+            f"sampled rows, largest cluster {s['largest_cluster']:,}) -> {out}"
+        )
         return "\n".join(lines)
 
 
 class CompareStage(Stage):
     name = "compare"
     config = CompareConfig
-    help = ("run DATAMASK and the baselines on the same corpus and budget, score them alike, write a table, "
-            "a Pareto plot and the HTML report")
+    help = (
+        "run DATAMASK and the baselines on the same corpus and budget, score them alike, write a table, "
+        "a Pareto plot and the HTML report"
+    )
     output_help = "output directory (compare.csv, pareto.png, report/)"
     marker = "compare.json"
 
@@ -274,5 +342,7 @@ class CompareStage(Stage):
     def summary(self, res, out) -> str:
         from .compare import format_table
 
-        return (format_table(res["table"]) + f"\ndatamask: compared {', '.join(res['methods'])} on "
-                f"{res['totals']['rows_in']:,} rows -> {out}" + (f"; report {res['report']}" if res["report"] else ""))
+        return (
+            format_table(res["table"]) + f"\ndatamask: compared {', '.join(res['methods'])} on "
+            f"{res['totals']['rows_in']:,} rows -> {out}" + (f"; report {res['report']}" if res["report"] else "")
+        )

@@ -1,17 +1,22 @@
 """``datamask report`` (``cluster`` and ``compare`` are stages: :mod:`.stages`)."""
+
 from __future__ import annotations
 
 __all__ = ["add_parsers", "COMMANDS"]
 
 
 def add_parsers(sub):
-    r = sub.add_parser("report", help="figures and a self-contained HTML page for a select, compare or dedup "
-                                      "OUTPUT_DIR")
+    r = sub.add_parser(
+        "report", help="figures and a self-contained HTML page for a select, compare or dedup OUTPUT_DIR"
+    )
     r.add_argument("directory", help="output directory of datamask select, compare or dedup")
     r.add_argument("--out", default=None, help="where to write the report (default: DIRECTORY/report)")
-    r.add_argument("--storage-options", default=None,
-                   help="JSON object of fsspec options for an s3://, gs://, az:// DIRECTORY or --out; without it each "
-                        "backend reads its standard environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID...)")
+    r.add_argument(
+        "--storage-options",
+        default=None,
+        help="JSON object of fsspec options for an s3://, gs://, az:// DIRECTORY or --out; without it each "
+        "backend reads its standard environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID...)",
+    )
 
 
 def _report(args) -> int:

@@ -1,5 +1,6 @@
 """What every command module shares: config flags from a config dataclass, the config
 back from parsed flags, the report after a run."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,15 +11,23 @@ from ..errors import warn_deprecated
 from ..pipeline.config import SelectConfig, parse_value
 from ..pipeline.stages.base import INPUT_HELP
 
-__all__ = ["add_stage_arguments", "add_config_flags", "config_from_args", "write_report_after", "INPUT_HELP",
-           "STOPPED_RUN"]
+__all__ = [
+    "add_stage_arguments",
+    "add_config_flags",
+    "config_from_args",
+    "write_report_after",
+    "INPUT_HELP",
+    "STOPPED_RUN",
+]
 
 _POSITIONAL = ("input", "output")
 
 
-STOPPED_RUN = ("If the run stops (bad input, a killed job), the splits it finished stay in OUTPUT/data and no "
-               "manifest.json is written; fix the cause and rerun the same command to compute only the missing "
-               "splits. `datamask status OUTPUT` lists them.")
+STOPPED_RUN = (
+    "If the run stops (bad input, a killed job), the splits it finished stay in OUTPUT/data and no "
+    "manifest.json is written; fix the cause and rerun the same command to compute only the missing "
+    "splits. `datamask status OUTPUT` lists them."
+)
 
 
 def add_stage_arguments(p: argparse.ArgumentParser, cls, output_help: str, input_help: str = INPUT_HELP):
@@ -48,11 +57,18 @@ def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig, positional=_P
         if str(f.type).startswith("bool"):
             groups[g].add_argument(flag, dest=f.name, action="store_true", default=None, help=help)
         elif str(f.type).startswith("list"):
-            groups[g].add_argument(flag, dest=f.name, action="append", default=None, metavar=f.name.upper(),
-                                   help=f"{f.metadata.get('help', '')} (repeatable)")
+            groups[g].add_argument(
+                flag,
+                dest=f.name,
+                action="append",
+                default=None,
+                metavar=f.name.upper(),
+                help=f"{f.metadata.get('help', '')} (repeatable)",
+            )
         else:
-            groups[g].add_argument(flag, dest=f.name, default=None, metavar=f.name.upper(),
-                                   choices=f.metadata.get("choices"), help=help)
+            groups[g].add_argument(
+                flag, dest=f.name, default=None, metavar=f.name.upper(), choices=f.metadata.get("choices"), help=help
+            )
     for old, new in getattr(cls, "RENAMED", {}).items():  # a renamed field's old flag, for one release
         p.add_argument("--" + old.replace("_", "-"), dest=new, default=None, action=_Renamed, help=argparse.SUPPRESS)
 
@@ -86,8 +102,10 @@ def write_report_after(output, quiet=False):
         page = build_report(output)
     except Exception as e:  # the selection is complete and valid without its report
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        print(f"datamask: warning: the report could not be written ({msg}); "
-              f"retry with: datamask report {output}", file=sys.stderr)
+        print(
+            f"datamask: warning: the report could not be written ({msg}); retry with: datamask report {output}",
+            file=sys.stderr,
+        )
         return None
     if not quiet:
         print(f"datamask: report {page}")

@@ -4,6 +4,7 @@ GPU libraries are imported lazily, so ``import datamask`` works on a machine wit
 Algorithms take ``xp = get_namespace(array)`` and use only functions that numpy and cupy
 share, so one code path serves both devices.
 """
+
 from __future__ import annotations
 
 import functools

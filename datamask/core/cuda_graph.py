@@ -18,6 +18,7 @@ capture allocates from a memory pool of its own, which nothing else allocates fr
 those addresses stay reserved for the graph for as long as the runner lives; the arrays
 the step updates in place (logits, counters) are allocated before the first step.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -19,6 +19,7 @@ its ``pg`` defaults (step size, initial logit range). The API takes names
 (``diversity="pairwise"``) and resolves them once with :func:`get_diversity`; a new
 objective is a subclass here and a line in :data:`DIVERSITIES`.
 """
+
 from __future__ import annotations
 
 from .backend import get_namespace
@@ -66,8 +67,10 @@ class Diversity:
     def check_relaxed(self):
         """A ValueError when it has no relaxation (``solver="relaxed"``)."""
         if self.relaxed_terms is None:
-            raise ValueError(f"solver='relaxed' is not defined for diversity={self.name!r} ({self.no_relaxed}); "
-                             "use solver='pg' or solver='greedy'")
+            raise ValueError(
+                f"solver='relaxed' is not defined for diversity={self.name!r} ({self.no_relaxed}); "
+                "use solver='pg' or solver='greedy'"
+            )
 
     no_relaxed = ""  # why there is no relaxation
 
@@ -88,7 +91,7 @@ class Pairwise(Diversity):
         S = int(rows.shape[0])
         s = xp.zeros(obj.E.shape[1], dtype=xp.float64)
         for i0 in range(0, S, BLOCK_ROWS):  # a blocked sum: no (S, d) copy
-            s += obj.rows(rows[i0:i0 + BLOCK_ROWS]).sum(axis=0, dtype=xp.float64)
+            s += obj.rows(rows[i0 : i0 + BLOCK_ROWS]).sum(axis=0, dtype=xp.float64)
         return float(pairwise_from_sums(float((s * s).sum()), S))
 
     def groups(self, step, B, orders, ref):
@@ -141,7 +144,7 @@ class DiSF(Diversity):
         total = xp.zeros(d, dtype=xp.float64)
         outer = xp.zeros((d, d), dtype=xp.float64)
         for i0 in range(0, S, BLOCK_ROWS):  # blocked: no (S, d) float64 copy
-            blk = obj.rows(rows[i0:i0 + BLOCK_ROWS]).astype(xp.float64)
+            blk = obj.rows(rows[i0 : i0 + BLOCK_ROWS]).astype(xp.float64)
             total += blk.sum(axis=0)
             outer += blk.T @ blk
         return disf_from_moments(total, outer, S)

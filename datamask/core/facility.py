@@ -13,6 +13,7 @@ That exact pass depends on which pairs missed, a value read back to the host. So
 the maximum over its rows: exact, with no value read back (a step can be captured as a
 CUDA graph), at G * S * r gathers per step.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,12 +50,12 @@ class FacilityGroups:
         self.sim = xp.empty((r, T), dtype=xp.float32)
         per = max(1, _BLOCK_ELEMENTS // max(1, n))
         for r0 in range(0, r, per):
-            C = R[r0:r0 + per] @ E.T  # (b, n)
+            C = R[r0 : r0 + per] @ E.T  # (b, n)
             top = xp.argpartition(-C, T - 1, axis=1)[:, :T] if T < n else xp.broadcast_to(xp.arange(n), C.shape)
             v = xp.take_along_axis(C, top, axis=1)
             o = xp.argsort(-v, axis=1)
-            self.nbr[r0:r0 + per] = xp.take_along_axis(top, o, axis=1)
-            self.sim[r0:r0 + per] = xp.take_along_axis(v, o, axis=1)
+            self.nbr[r0 : r0 + per] = xp.take_along_axis(top, o, axis=1)
+            self.sim[r0 : r0 + per] = xp.take_along_axis(v, o, axis=1)
 
     @property
     def n_reference(self):
@@ -69,8 +70,8 @@ class FacilityGroups:
             out = xp.empty(G, dtype=xp.float64)
             per = max(1, _BLOCK_ELEMENTS // max(1, S * C.shape[1]))
             for g0 in range(0, G, per):
-                best = C[orders[g0:g0 + per]].max(axis=1)  # (g, r_b)
-                out[g0:g0 + per] = best.astype(xp.float64).mean(axis=1)
+                best = C[orders[g0 : g0 + per]].max(axis=1)  # (g, r_b)
+                out[g0 : g0 + per] = best.astype(xp.float64).mean(axis=1)
             return out
         n = self.E.shape[0]
         ref = xp.arange(self.R.shape[0]) if ref is None else ref

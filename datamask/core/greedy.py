@@ -17,6 +17,7 @@ free, so each gain is the exact gain of f(U) with its means over the current siz
 (:func:`_mean_gain`); facility location's lazy bounds stay valid because only its facility
 part is kept stale (it only shrinks) while the quality part is recomputed every pick.
 """
+
 from __future__ import annotations
 
 from .backend import get_namespace
@@ -124,7 +125,7 @@ def greedy_facility(E, q, S, lam, R, block=64, progress=False, cost=None, tokens
     ub = xp.empty(n, dtype=xp.float64)
     step = max(1, (1 << 24) // max(1, r))
     for i0 in range(0, n, step):
-        ub[i0:i0 + step] = lin[i0:i0 + step] + w * (R @ E[i0:i0 + step].T + 1.0).astype(xp.float64).sum(axis=0)
+        ub[i0 : i0 + step] = lin[i0 : i0 + step] + w * (R @ E[i0 : i0 + step].T + 1.0).astype(xp.float64).sum(axis=0)
     Q = 0.0
 
     def quality(rows=None):

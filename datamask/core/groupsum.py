@@ -18,6 +18,7 @@ objective needs ``s_g = sum of E[idx[g]]`` for every mask g. Two kernels give it
 The kernel is chosen once per process (``kernel()``); ``DATAMASK_GROUPSUM=float32``
 forces the portable one. Results differ between the kernels only by that rounding.
 """
+
 from __future__ import annotations
 
 import functools
@@ -76,9 +77,9 @@ def to_planes(rows):
     # Scaling by a power of two is exact in float32, and |x| * 2^20 <= 2^20 fits its mantissa.
     v = np.rint(np.asarray(rows, dtype=np.float32) * np.float32(1 << SCALE_BITS)).astype(np.int32)
     out = np.empty((k, 3 * d), dtype=np.int8)
-    out[:, 2 * d:] = v & 127
+    out[:, 2 * d :] = v & 127
     v >>= 7
-    out[:, d:2 * d] = v & 127
+    out[:, d : 2 * d] = v & 127
     v >>= 7
     out[:, :d] = v
     return out
@@ -106,8 +107,8 @@ class GroupSums:
         else:
             self.data = np.empty((self.n, 3 * self.d), dtype=np.int8)
             for i0 in range(0, self.n, _BLOCK):
-                sel = rows[i0:i0 + _BLOCK]
-                self.data[i0:i0 + _BLOCK] = to_planes(unit_rows(embeddings, sel, norms))
+                sel = rows[i0 : i0 + _BLOCK]
+                self.data[i0 : i0 + _BLOCK] = to_planes(unit_rows(embeddings, sel, norms))
 
     def take(self, batch=None):
         """The stored rows of ``batch`` (indices into the candidates; None: all)."""
@@ -123,7 +124,7 @@ class GroupSums:
         r = torch._int_mm(torch.from_numpy(M), torch.from_numpy(taken)).numpy().astype(np.float64)
         d = self.d
         total = r[:, :d] * float(1 << 14)  # integers below 2^53: exact in float64
-        total += r[:, d:2 * d] * float(1 << 7)
-        total += r[:, 2 * d:]
-        total *= 2.0 ** -SCALE_BITS
+        total += r[:, d : 2 * d] * float(1 << 7)
+        total += r[:, 2 * d :]
+        total *= 2.0**-SCALE_BITS
         return total

@@ -8,6 +8,7 @@ float32 ``log`` (``tests/core/test_policy.py::test_fused_keys_match_the_array_pa
 ``gpu``). When the kernel cannot be built the caller falls back to the array path and says
 so once.
 """
+
 from __future__ import annotations
 
 import functools
@@ -63,8 +64,17 @@ def sort_keys(w, step, key, G, n, kb, rb, log_keys, purpose):
 
     out = cupy.empty((G, n), dtype=cupy.uint64)
     t = step if isinstance(step, cupy.ndarray) else cupy.asarray(step, dtype=cupy.uint64)
-    _kernel(purpose)(w, t.astype(cupy.uint64, copy=False).reshape(1), np.uint64(key[0]), np.uint64(key[1]),
-                     np.int64(n), np.int32(kb), np.int32(rb), np.int32(bool(log_keys)), out)
+    _kernel(purpose)(
+        w,
+        t.astype(cupy.uint64, copy=False).reshape(1),
+        np.uint64(key[0]),
+        np.uint64(key[1]),
+        np.int64(n),
+        np.int32(kb),
+        np.int32(rb),
+        np.int32(bool(log_keys)),
+        out,
+    )
     return out
 
 
@@ -76,6 +86,7 @@ def fused_sort_keys(xp, w, step, key, G, n, kb, rb, log_keys, purpose):
         return sort_keys(w, step, key, G, n, kb, rb, log_keys, purpose)
     except Exception as exc:  # noqa: BLE001 - no kernel: the array path does the same
         _BROKEN.append(exc)
-        warn_once("sort_keys", f"datamask: the fused key kernel failed ({type(exc).__name__}: {exc}); "
-                               "using array operations")
+        warn_once(
+            "sort_keys", f"datamask: the fused key kernel failed ({type(exc).__name__}: {exc}); using array operations"
+        )
         return None

@@ -12,6 +12,7 @@
 The out-of-core form (sample, fit, label every partition) is
 :mod:`datamask.analysis.clusters`.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,17 @@ import numpy as np
 
 from .backend import get_namespace, is_cupy, to_numpy
 
-__all__ = ["BACKENDS", "ASSIGN_BLOCK", "fit_kmeans", "lloyd", "kmeans_plusplus", "assign", "inertia", "check_k",
-           "unit32"]
+__all__ = [
+    "BACKENDS",
+    "ASSIGN_BLOCK",
+    "fit_kmeans",
+    "lloyd",
+    "kmeans_plusplus",
+    "assign",
+    "inertia",
+    "check_k",
+    "unit32",
+]
 
 
 BACKENDS = ("auto", "sklearn", "faiss", "cuml", "lloyd")
@@ -41,7 +51,9 @@ def check_k(k: int, n_rows: int, what="rows"):
     if int(k) != k or int(k) < 1:
         raise ValueError(f"k must be a positive integer, got {k}")
     if int(k) > n_rows:
-        raise ValueError(f"n_clusters={k} is more than the {n_rows} {what}; lower --n-clusters or raise --sample-fraction")
+        raise ValueError(
+            f"n_clusters={k} is more than the {n_rows} {what}; lower --n-clusters or raise --sample-fraction"
+        )
 
 
 def fit_kmeans(E, k: int, seed=0, backend="auto", max_iter=100, batch_size=4096, n_init=1, n_threads=1):
@@ -102,8 +114,14 @@ def fit_kmeans(E, k: int, seed=0, backend="auto", max_iter=100, batch_size=4096,
         sub = Xn[rng.choice(n, size=256 * k, replace=False)] if n > 256 * k else Xn
         best = None
         for trial in range(max(int(n_init), 3)):
-            km = faiss.Kmeans(Xn.shape[1], k, niter=int(max_iter), seed=(int(seed) + trial) % 2**31,
-                              verbose=False, max_points_per_centroid=max(256, math.ceil(n / k)))
+            km = faiss.Kmeans(
+                Xn.shape[1],
+                k,
+                niter=int(max_iter),
+                seed=(int(seed) + trial) % 2**31,
+                verbose=False,
+                max_points_per_centroid=max(256, math.ceil(n / k)),
+            )
             init, _ = kmeans_plusplus(sub, k, random_state=(int(seed) + trial) % 2**31)
             km.train(Xn, init_centroids=np.ascontiguousarray(init, dtype=np.float32))
             if best is None or km.obj[-1] < best.obj[-1]:
@@ -115,8 +133,13 @@ def fit_kmeans(E, k: int, seed=0, backend="auto", max_iter=100, batch_size=4096,
 
     with warnings.catch_warnings(), threadpool_limits(limits=n_threads):
         warnings.simplefilter("ignore")  # memory-leak notice on Windows MKL; ConvergenceWarning
-        km = MiniBatchKMeans(n_clusters=k, random_state=int(seed) % 2**31, batch_size=int(batch_size),
-                             max_iter=int(max_iter), n_init=n_init)
+        km = MiniBatchKMeans(
+            n_clusters=k,
+            random_state=int(seed) % 2**31,
+            batch_size=int(batch_size),
+            max_iter=int(max_iter),
+            n_init=n_init,
+        )
         km.fit(Xn)
     return km.cluster_centers_.astype(np.float32)
 
@@ -203,12 +226,12 @@ def assign(E, centroids, block=ASSIGN_BLOCK):
     labels = xp.empty(n, dtype=xp.int32)
     dist = xp.empty(n, dtype=xp.float32)
     for i0 in range(0, n, block):
-        X = unit32(E[i0:i0 + block], xp)
+        X = unit32(E[i0 : i0 + block], xp)
         s = X @ C.T - half  # argmax of <x,c> - |c|^2/2 = argmin |x - c|^2
         j = s.argmax(axis=1)
-        labels[i0:i0 + block] = j
+        labels[i0 : i0 + block] = j
         best = xp.take_along_axis(s, j[:, None], axis=1)[:, 0]
-        dist[i0:i0 + block] = xp.maximum(1.0 - 2.0 * best, 0.0)  # |x|^2 = 1
+        dist[i0 : i0 + block] = xp.maximum(1.0 - 2.0 * best, 0.0)  # |x|^2 = 1
     return labels, dist
 
 

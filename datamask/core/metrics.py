@@ -4,12 +4,22 @@ group of masks' values at once (see :mod:`datamask.core.diversity` for the metri
 Group kernels take an index matrix ``idx`` of shape (G, S) into the rows they are given and
 return one value per row of ``idx``. Everything runs on numpy or cupy (``xp``).
 """
+
 from __future__ import annotations
 
 from .backend import get_namespace
 
-__all__ = ["pairwise_from_sums", "selection_matrix", "group_sums", "pairwise_groups", "disf_one",
-           "disf_from_moments", "disf_groups", "facility_value", "BLOCK_ELEMENTS"]
+__all__ = [
+    "pairwise_from_sums",
+    "selection_matrix",
+    "group_sums",
+    "pairwise_groups",
+    "disf_one",
+    "disf_from_moments",
+    "disf_groups",
+    "facility_value",
+    "BLOCK_ELEMENTS",
+]
 
 # Elements per temporary block in the blocked kernels (float32: 64 MiB).
 BLOCK_ELEMENTS = 1 << 24
@@ -89,7 +99,7 @@ def disf_groups(E, idx):
     out = xp.empty(G, dtype=xp.float64)
     per = max(1, BLOCK_ELEMENTS // max(1, S * d))
     for g0 in range(0, G, per):
-        blk = E[idx[g0:g0 + per]].astype(xp.float32)  # (g, S, d)
+        blk = E[idx[g0 : g0 + per]].astype(xp.float32)  # (g, S, d)
         blk -= blk.mean(axis=1, keepdims=True)
         sd = xp.sqrt((blk * blk).mean(axis=1, keepdims=True))
         live = sd > 1e-6
@@ -101,7 +111,7 @@ def disf_groups(E, idx):
             C = blk.transpose(0, 2, 1) @ blk / S
             fro2 = (C.astype(xp.float64) ** 2).sum(axis=(1, 2))
         diag2 = live.sum(axis=(1, 2))
-        out[g0:g0 + per] = -(fro2 - diag2) / (d * (d - 1.0))
+        out[g0 : g0 + per] = -(fro2 - diag2) / (d * (d - 1.0))
     return out
 
 
@@ -115,5 +125,5 @@ def facility_value(R, EU):
     per = max(1, BLOCK_ELEMENTS // max(1, S))
     total = 0.0
     for r0 in range(0, r, per):
-        total += float((R[r0:r0 + per] @ EU.T).max(axis=1).astype(xp.float64).sum())
+        total += float((R[r0 : r0 + per] @ EU.T).max(axis=1).astype(xp.float64).sum())
     return total / r

@@ -8,6 +8,7 @@ For a selection U of S documents with unit embeddings ``e_i`` and quality ``q_i`
 and ``f_div`` one of the objectives of :mod:`datamask.core.diversity` (pairwise, facility,
 disf), whose array kernels are in :mod:`datamask.core.metrics` (re-exported here).
 """
+
 from __future__ import annotations
 
 from .backend import default_rng, get_namespace
@@ -122,9 +123,9 @@ def evaluate(embeddings, quality, mask, lam=0.5, diversity="pairwise", reference
     xp = get_namespace(embeddings)
     rows = check_mask(mask, embeddings.shape[0], xp)
     reference = None
-    if get_diversity(diversity).uses_reference and reference_size is not None \
-            and reference_size < embeddings.shape[0]:
+    if get_diversity(diversity).uses_reference and reference_size is not None and reference_size < embeddings.shape[0]:
         reference = default_rng(xp, seed).subset(embeddings.shape[0], int(reference_size))
-    obj = Objective(embeddings, normalize_quality(quality), lam, diversity, reference,
-                    norms=norms if needs_rescale(norms) else None)
+    obj = Objective(
+        embeddings, normalize_quality(quality), lam, diversity, reference, norms=norms if needs_rescale(norms) else None
+    )
     return obj.evaluate_rows(rows)

@@ -17,6 +17,7 @@ Everything here runs on numpy or cupy (``xp``) and reads no value back to the ho
 ``pg`` step built from these functions can be captured as a CUDA graph. Random numbers
 come from :class:`datamask.rng.CounterRNG`, keyed by (seed, step, mask, row).
 """
+
 from __future__ import annotations
 
 import sys
@@ -137,7 +138,7 @@ def _sample_partition(logits, shift, S, G, rng, step, log_keys):
             if xp is not np:  # cupy sorts and views only contiguous arrays (numpy: no copy needed)
                 packed = xp.ascontiguousarray(packed)
         packed.sort(axis=1)
-        out[a:a + k] = packed.view(xp.uint32).reshape(k, S, 2)[:, :, 1 - _HIGH]
+        out[a : a + k] = packed.view(xp.uint32).reshape(k, S, 2)[:, :, 1 - _HIGH]
     return out
 
 

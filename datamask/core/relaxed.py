@@ -14,6 +14,7 @@ whichever scores better on the exact objective (picked by the caller).
 
 Facility location is submodular, not concave: it has no such relaxation here.
 """
+
 from __future__ import annotations
 
 from .backend import get_namespace
@@ -33,7 +34,7 @@ def pairwise_terms(E, q, S, lam):
     def rows_sum(rows):  # sum of the rows, in blocks (no (S, d) copy)
         u = xp.zeros(d, dtype=xp.float64)
         for i0 in range(0, rows.shape[0], BLOCK_ROWS):
-            u += X[rows[i0:i0 + BLOCK_ROWS]].sum(axis=0, dtype=xp.float64)
+            u += X[rows[i0 : i0 + BLOCK_ROWS]].sum(axis=0, dtype=xp.float64)
         return u
 
     def grad(u):

@@ -14,6 +14,7 @@ they are not concave: Frank-Wolfe with a line search still never lowers F, and s
 point where no vertex improves it to first order. Each objective depends on x through
 (s, q.x, a linear state), so the line search evaluates F on a grid of step sizes cheaply.
 """
+
 from __future__ import annotations
 
 from .backend import get_namespace
@@ -43,7 +44,7 @@ def pairwise_token_terms(E, q, lam):
         uu = float(u @ u)
         dots = (X @ u.astype(xp.float32)).astype(xp.float64)
         den = s * (s - 1.0) if s > 1.0 else 1.0
-        dpair = (2.0 * dots - 1.0) / den - (uu - s) * (2.0 * s - 1.0) / den ** 2
+        dpair = (2.0 * dots - 1.0) / den - (uu - s) * (2.0 * s - 1.0) / den**2
         return lam * (q - qx / s) / s - (1.0 - lam) * dpair
 
     return linear, value, grad
@@ -106,7 +107,7 @@ def frank_wolfe_tokens(E, q, lengths, T, lam, terms, max_iter=100, tol=1e-9, sta
         """The best step in [0, 1] on a grid, refined once around the best point."""
         grid = [i / _GRID for i in range(_GRID + 1)]
         best = max(grid, key=lambda g: value(*mix(a, b, g)))
-        fine = [min(1.0, max(0.0, best + (i - _GRID // 2) / _GRID ** 2)) for i in range(_GRID + 1)]
+        fine = [min(1.0, max(0.0, best + (i - _GRID // 2) / _GRID**2)) for i in range(_GRID + 1)]
         return max(fine + [best], key=lambda g: value(*mix(a, b, g)))
 
     def top_rows(v):

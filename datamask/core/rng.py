@@ -22,6 +22,7 @@ operations. The two agree bit for bit (``tests/core/test_rng.py``).
 Uniforms use 23 random bits: ``U = (j + 1/2) / 2^23``, exact in float32, in
 [2^-24, 1 - 2^-24].
 """
+
 from __future__ import annotations
 
 import sys
@@ -82,7 +83,9 @@ def philox(xp, key, c0, c1, c2, c3):
     """
     u64 = xp.uint64
     k0, k1 = int(key[0]), int(key[1])
-    c0, c1, c2, c3 = (xp.asarray(c, dtype=u64).reshape(-1) for c in (c0, c1, c2, c3))  # arrays: no scalar overflow warnings
+    c0, c1, c2, c3 = (
+        xp.asarray(c, dtype=u64).reshape(-1) for c in (c0, c1, c2, c3)
+    )  # arrays: no scalar overflow warnings
     for r in range(_ROUNDS):
         if r:
             k0, k1 = (k0 + _W0) & 0xFFFFFFFFFFFFFFFF, (k1 + _W1) & 0xFFFFFFFFFFFFFFFF
@@ -134,7 +137,7 @@ class CounterRNG:
         w = xp.stack(out, axis=1)  # (blocks, 4) uint64
         lo = (w & xp.uint64(_MASK32)).astype(xp.uint32)
         hi = (w >> xp.uint64(32)).astype(xp.uint32)
-        return xp.stack([lo, hi], axis=2).reshape(-1)[skip:skip + count]
+        return xp.stack([lo, hi], axis=2).reshape(-1)[skip : skip + count]
 
     def _numpy_words(self, purpose, step, first, skip, count):
         st = self._state
@@ -145,7 +148,7 @@ class CounterRNG:
         w = raw.view(np.uint32)
         if not _LITTLE:  # low half first, as on the generic path
             w = w.reshape(-1, 2)[:, ::-1].reshape(-1)
-        return w[skip:skip + count]
+        return w[skip : skip + count]
 
     def uniform(self, purpose: int, step, count: int, start: int = 0):
         """float32 uniforms in (0, 1), never 0 or 1 (see :func:`uniform_from_words`)."""

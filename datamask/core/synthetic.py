@@ -13,6 +13,7 @@ generator plants exactly that, on the unit sphere:
 Columns: ``id`` (int64), ``embedding`` (N x d float32 array, unit rows), ``quality``
 (float32), ``topic`` (int32), ``dup_group`` (int32, -1 outside groups), ``n_tokens`` (int32).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,10 +47,10 @@ def make_corpus(
     E = np.empty((n_rows, dim), dtype=np.float32)
     step = 65_536
     for i0 in range(0, n_rows, step):
-        t = topic[i0:i0 + step]
+        t = topic[i0 : i0 + step]
         noise = rng.normal(size=(t.shape[0], dim)).astype(np.float32)
         noise *= (spread[t] / np.sqrt(dim)).astype(np.float32)[:, None]
-        E[i0:i0 + step] = centres[t] + noise
+        E[i0 : i0 + step] = centres[t] + noise
     quality = topic_quality[topic] + rng.normal(0.0, 1.0, size=n_rows)
 
     dup_group = np.full(n_rows, -1, dtype=np.int32)
@@ -119,8 +120,12 @@ def make_clusters(
     X = centres[topic] + rng.normal(size=(n_rows, k)) * (spread / np.sqrt(k))
     size_z = np.log(p) - np.log(p).mean()
     size_z /= size_z.std() + 1e-12
-    mean_q = {"cluster": rng.normal(0.0, 1.0, n_clusters), "size": size_z, "anti": -size_z,
-              "independent": np.zeros(n_clusters)}[quality]
+    mean_q = {
+        "cluster": rng.normal(0.0, 1.0, n_clusters),
+        "size": size_z,
+        "anti": -size_z,
+        "independent": np.zeros(n_clusters),
+    }[quality]
     q = mean_q[topic] + rng.normal(0.0, noise, n_rows)
     dup_group = np.full(n_rows, -1, dtype=np.int32)
     n_dup = int(round(dup_fraction * n_rows))

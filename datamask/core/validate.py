@@ -1,5 +1,6 @@
 """Checks on the arrays handed to the optimiser: each failure is one ValueError naming
 the argument, the offending value and the fix."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,7 +45,7 @@ def check_inputs(embeddings, quality):
     # non-finite norm is then searched row by row for the message.
     norms = xp.empty(n, dtype=xp.float32)
     for i0 in range(0, n, BLOCK_ROWS):
-        blk = embeddings[i0:i0 + BLOCK_ROWS].astype(xp.float32, copy=False)
+        blk = embeddings[i0 : i0 + BLOCK_ROWS].astype(xp.float32, copy=False)
         sq = xp.einsum("ij,ij->i", blk, blk)
         if not bool(xp.isfinite(sq).all()):
             bad = ~xp.isfinite(blk).all(axis=1)
@@ -53,7 +54,7 @@ def check_inputs(embeddings, quality):
                 raise ValueError(f"embeddings row {i} has a norm beyond float32 range; rescale the embeddings")
             i = i0 + int(to_numpy(xp.nonzero(bad)[0][0]))
             raise ValueError(f"embeddings contain NaN or inf (first at row {i}); drop or re-embed those rows")
-        norms[i0:i0 + BLOCK_ROWS] = xp.sqrt(sq)
+        norms[i0 : i0 + BLOCK_ROWS] = xp.sqrt(sq)
     zero = norms < 1e-8
     if bool(zero.any()):
         i = int(to_numpy(xp.nonzero(zero)[0][0]))
@@ -73,10 +74,10 @@ def unit_rows(embeddings, rows=None, norms=None):
     n = embeddings.shape[0] if rows is None else int(rows.shape[0])
     out = xp.empty((n, embeddings.shape[1]), dtype=xp.float32)
     for i0 in range(0, n, BLOCK_ROWS):
-        sel = slice(i0, i0 + BLOCK_ROWS) if rows is None else rows[i0:i0 + BLOCK_ROWS]
-        out[i0:i0 + BLOCK_ROWS] = embeddings[sel]  # casts to float32 on assignment
+        sel = slice(i0, i0 + BLOCK_ROWS) if rows is None else rows[i0 : i0 + BLOCK_ROWS]
+        out[i0 : i0 + BLOCK_ROWS] = embeddings[sel]  # casts to float32 on assignment
         if norms is not None:
-            out[i0:i0 + BLOCK_ROWS] /= norms[sel][:, None]
+            out[i0 : i0 + BLOCK_ROWS] /= norms[sel][:, None]
     return out
 
 

@@ -15,6 +15,7 @@ Modules (one concern each; GPU and model imports are lazy):
 Importing this package is light: torch, sentence-transformers and fastText load only when
 a model is first used.
 """
+
 from .aggregate import ColumnStats, aggregate_partition, check_score_columns, compute_stats, parse_weights
 from .embed import Embedder, embed_partition, embedding_meta, embedding_type
 from .fasttext_quality import FastTextScorer, train_quality
@@ -23,10 +24,24 @@ from .score import components_meta, count_unusable, score_components_partition
 from .text import add_n_tokens, count_tokens, get_texts
 
 __all__ = [
-    "ColumnStats", "aggregate_partition", "check_score_columns", "compute_stats", "parse_weights",
-    "Embedder", "embed_partition", "embedding_meta", "embedding_type",
-    "FastTextScorer", "train_quality",
-    "HEURISTICS", "heuristic_scores", "score_heuristics_partition",
-    "components_meta", "count_unusable", "score_components_partition",
-    "add_n_tokens", "count_tokens", "get_texts",
+    "ColumnStats",
+    "aggregate_partition",
+    "check_score_columns",
+    "compute_stats",
+    "parse_weights",
+    "Embedder",
+    "embed_partition",
+    "embedding_meta",
+    "embedding_type",
+    "FastTextScorer",
+    "train_quality",
+    "HEURISTICS",
+    "heuristic_scores",
+    "score_heuristics_partition",
+    "components_meta",
+    "count_unusable",
+    "score_components_partition",
+    "add_n_tokens",
+    "count_tokens",
+    "get_texts",
 ]

@@ -29,6 +29,7 @@ Bins: with ``bins=K`` each normalised component becomes an integer ``0..K-1`` be
 weighted sum (equal-width bins for minmax, equal-frequency for rank); the paper's 0-15 scale
 is three components with ``bins=6`` and unit weights.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -39,8 +40,17 @@ import pandas as pd
 
 from .text import like_input, to_pandas
 
-__all__ = ["ColumnStats", "parse_weights", "check_score_columns", "compute_stats", "normalize",
-           "aggregate_partition", "METHODS", "stats_parts", "finish_stats"]
+__all__ = [
+    "ColumnStats",
+    "parse_weights",
+    "check_score_columns",
+    "compute_stats",
+    "normalize",
+    "aggregate_partition",
+    "METHODS",
+    "stats_parts",
+    "finish_stats",
+]
 
 METHODS = ("minmax", "rank", "zscore")
 
@@ -83,8 +93,9 @@ def parse_weights(spec: str) -> dict[str, float]:
         try:
             weight = float(w) if w.strip() else 1.0
         except ValueError:
-            raise ValueError(f"--scores: weight {w.strip()!r} of {name!r} is not a number "
-                             "(expected NAME:WEIGHT,NAME:WEIGHT)") from None
+            raise ValueError(
+                f"--scores: weight {w.strip()!r} of {name!r} is not a number (expected NAME:WEIGHT,NAME:WEIGHT)"
+            ) from None
         if not name or not np.isfinite(weight):
             raise ValueError(f"--scores: bad entry {part!r} (expected NAME:WEIGHT with a finite weight)")
         if name in out:
@@ -95,34 +106,39 @@ def parse_weights(spec: str) -> dict[str, float]:
     return out
 
 
-def _weight_columns(weights: Mapping[str, float],
-                    domain_weights: Mapping[object, Mapping[str, float]] | None) -> list[str]:
+def _weight_columns(
+    weights: Mapping[str, float], domain_weights: Mapping[object, Mapping[str, float]] | None
+) -> list[str]:
     cols = list(weights)
     for w in (domain_weights or {}).values():
         cols += [c for c in w if c not in cols]
     return cols
 
 
-def check_score_columns(columns: Sequence[str], weights: Mapping[str, float],
-                        domain_weights: Mapping[object, Mapping[str, float]] | None = None,
-                        domain_column: str | None = None) -> None:
+def check_score_columns(
+    columns: Sequence[str],
+    weights: Mapping[str, float],
+    domain_weights: Mapping[object, Mapping[str, float]] | None = None,
+    domain_column: str | None = None,
+) -> None:
     """Fail early, in one line, when weights name columns that the input does not have."""
     present = set(columns)
     missing = [c for c in _weight_columns(weights, domain_weights) if c not in present]
     if missing:
-        raise ValueError(f"score columns {missing} named in the weights are absent from the input "
-                         f"(columns: {sorted(present)})")
+        raise ValueError(
+            f"score columns {missing} named in the weights are absent from the input (columns: {sorted(present)})"
+        )
     if domain_weights and domain_column is None:
         raise ValueError("per-domain weights need a domain column (--domain-column)")
     if domain_column is not None and domain_column not in present:
-        raise ValueError(f"domain column {domain_column!r} is absent from the input "
-                         f"(columns: {sorted(present)})")
+        raise ValueError(f"domain column {domain_column!r} is absent from the input (columns: {sorted(present)})")
 
 
 def _nonfinite_frame(d: pd.DataFrame) -> pd.DataFrame:
     """One row: the number of NaN/null/infinite values per column of ``d``."""
-    return pd.DataFrame({c: [int((~np.isfinite(d[c].to_numpy(dtype=np.float64, na_value=np.nan))).sum())]
-                         for c in d.columns})
+    return pd.DataFrame(
+        {c: [int((~np.isfinite(d[c].to_numpy(dtype=np.float64, na_value=np.nan))).sum())] for c in d.columns}
+    )
 
 
 def compute_stats(data, columns: Sequence[str], *, n_quantiles: int = 1001) -> dict[str, ColumnStats]:
@@ -161,18 +177,29 @@ def compute_stats(data, columns: Sequence[str], *, n_quantiles: int = 1001) -> d
 
         return finish_stats(columns, levels, *dask.compute(*stats_parts(data, columns, levels)))  # one pass
     sub = to_pandas(data[columns].astype("float64"))
-    return finish_stats(columns, levels, _nonfinite_frame(sub).sum(), sub.count(), sub.min(), sub.max(), sub.mean(),
-                        sub.std(), *[sub[c].quantile(levels) for c in columns])
+    return finish_stats(
+        columns,
+        levels,
+        _nonfinite_frame(sub).sum(),
+        sub.count(),
+        sub.min(),
+        sub.max(),
+        sub.mean(),
+        sub.std(),
+        *[sub[c].quantile(levels) for c in columns],
+    )
 
 
 def stats_parts(data, columns, levels):
     """The lazy Dask reductions behind :func:`compute_stats` (checked columns of a Dask
     DataFrame); :func:`finish_stats` turns their values into the statistics."""
     sub = data[list(columns)].astype("float64")
-    bad_counts = sub.map_partitions(_nonfinite_frame, meta=pd.DataFrame({c: pd.Series(dtype="int64")
-                                                                         for c in columns})).sum()
-    return [bad_counts, sub.count(), sub.min(), sub.max(), sub.mean(), sub.std()] + \
-        [sub[c].quantile(levels) for c in columns]
+    bad_counts = sub.map_partitions(
+        _nonfinite_frame, meta=pd.DataFrame({c: pd.Series(dtype="int64") for c in columns})
+    ).sum()
+    return [bad_counts, sub.count(), sub.min(), sub.max(), sub.mean(), sub.std()] + [
+        sub[c].quantile(levels) for c in columns
+    ]
 
 
 def finish_stats(columns, levels, bad, count, mn, mx, mean, std, *quantiles) -> dict[str, ColumnStats]:
@@ -180,8 +207,10 @@ def finish_stats(columns, levels, bad, count, mn, mx, mean, std, *quantiles) -> 
     quant = dict(zip(columns, quantiles))
     for c in columns:
         if int(bad[c]):
-            raise ValueError(f"score column {c!r} has {int(bad[c])} NaN, null or infinite values; "
-                             "fill or drop those rows before scoring")
+            raise ValueError(
+                f"score column {c!r} has {int(bad[c])} NaN, null or infinite values; "
+                "fill or drop those rows before scoring"
+            )
     out = {}
     for c in columns:
         if int(count[c]) == 0:
@@ -191,9 +220,16 @@ def finish_stats(columns, levels, bad, count, mn, mx, mean, std, *quantiles) -> 
         q = np.asarray(quant[c], dtype=np.float64).copy()
         q[0], q[-1] = float(mn[c]), float(mx[c])
         q = np.sort(np.clip(q, q[0], q[-1]))
-        out[c] = ColumnStats(name=c, count=int(count[c]), min=float(mn[c]), max=float(mx[c]),
-                             mean=float(mean[c]), std=float(std[c]) if np.isfinite(std[c]) else 0.0,
-                             quantile_levels=levels.tolist(), quantile_values=q.tolist())
+        out[c] = ColumnStats(
+            name=c,
+            count=int(count[c]),
+            min=float(mn[c]),
+            max=float(mx[c]),
+            mean=float(mean[c]),
+            std=float(std[c]) if np.isfinite(std[c]) else 0.0,
+            quantile_levels=levels.tolist(),
+            quantile_values=q.tolist(),
+        )
     return out
 
 
@@ -220,10 +256,17 @@ def normalize(values, stats: ColumnStats, method: str = "minmax") -> np.ndarray:
     raise ValueError(f"normalize must be one of {METHODS}, got {method!r}")
 
 
-def aggregate_partition(df, weights: Mapping[str, float], stats: Mapping[str, ColumnStats], *,
-                        method: str = "minmax", domain_column: str | None = None,
-                        domain_weights: Mapping[object, Mapping[str, float]] | None = None,
-                        bins: int | None = None, output: str = "quality"):
+def aggregate_partition(
+    df,
+    weights: Mapping[str, float],
+    stats: Mapping[str, ColumnStats],
+    *,
+    method: str = "minmax",
+    domain_column: str | None = None,
+    domain_weights: Mapping[object, Mapping[str, float]] | None = None,
+    bins: int | None = None,
+    output: str = "quality",
+):
     """Write the aggregated ``quality`` column of one partition.
 
     Parameters
@@ -273,8 +316,10 @@ def aggregate_partition(df, weights: Mapping[str, float], stats: Mapping[str, Co
         raw = pd.to_numeric(pdf[c], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         n_bad = int((~np.isfinite(raw)).sum())
         if n_bad:
-            raise ValueError(f"score column {c!r} has {n_bad} NaN, null or infinite values in this "
-                             "partition; fill or drop those rows before scoring")
+            raise ValueError(
+                f"score column {c!r} has {n_bad} NaN, null or infinite values in this "
+                "partition; fill or drop those rows before scoring"
+            )
         v = normalize(raw, stats[c], method)
         if bins is not None:
             v = np.minimum(np.floor(v * bins), bins - 1)

@@ -19,6 +19,7 @@ Backends
 Measured speed and agreement with torch: ``benchmarks/results/features.md``.
 GPU workers keep torch on CUDA (:meth:`~datamask.features.embed.Embedder.resolved_backend`).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -59,8 +60,7 @@ def check_backend(backend: str, compute: str) -> None:
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if backend == "onnx" and compute in ("float16", "bfloat16"):
-        raise ValueError(f"--backend onnx runs in float32 on CPU; drop --compute {compute} "
-                         "or use --backend openvino")
+        raise ValueError(f"--backend onnx runs in float32 on CPU; drop --compute {compute} or use --backend openvino")
 
 
 def onnx_file(model, model_path: str, cache_dir: str | None, log=None) -> Path:
@@ -106,9 +106,16 @@ def _export(model, dest: Path) -> None:
     axes = {k: {0: "batch", 1: "tokens"} for k in names}
     with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
         warnings.simplefilter("ignore")  # tracer notes about Python bools in the pooling code
-        torch.onnx.export(Forward(model).eval(), args, str(dest), input_names=names,
-                          output_names=["sentence_embedding"], dynamic_axes=axes | {"sentence_embedding": {0: "batch"}},
-                          opset_version=OPSET, dynamo=False)
+        torch.onnx.export(
+            Forward(model).eval(),
+            args,
+            str(dest),
+            input_names=names,
+            output_names=["sentence_embedding"],
+            dynamic_axes=axes | {"sentence_embedding": {0: "batch"}},
+            opset_version=OPSET,
+            dynamo=False,
+        )
 
 
 class ExportedModel:

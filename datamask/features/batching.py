@@ -22,6 +22,7 @@ with, on CPU and CUDA alike:
 The vectors equal those of the plain ``model.encode`` up to floating-point noise
 (``tests/features/test_batching.py``: within 1e-5 on CPU).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -30,8 +31,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["length_order", "batches", "word_cut", "activation_bytes", "choose_batch_size", "cuda_batch_size",
-           "encode_ahead", "CPU_BATCH", "MAX_BATCH"]
+__all__ = [
+    "length_order",
+    "batches",
+    "word_cut",
+    "activation_bytes",
+    "choose_batch_size",
+    "cuda_batch_size",
+    "encode_ahead",
+    "CPU_BATCH",
+    "MAX_BATCH",
+]
 
 CPU_BATCH = 32  # texts per forward pass on CPU (the configured default)
 MAX_BATCH = 4096  # the most texts per forward pass chosen on CUDA
@@ -46,7 +56,7 @@ def length_order(texts) -> np.ndarray:
 def batches(order: np.ndarray, size: int) -> list:
     """``order`` cut into consecutive batches of at most ``size`` indices."""
     size = max(1, int(size))
-    return [order[i:i + size] for i in range(0, len(order), size)]
+    return [order[i : i + size] for i in range(0, len(order), size)]
 
 
 def word_cut(text: str, n_words: int) -> str:
@@ -68,8 +78,9 @@ def activation_bytes(max_len: int, hidden: int, intermediate: int, heads: int, b
     return int((6 * L * hidden + 2 * L * intermediate + 2 * heads * L * L) * bytes_per)
 
 
-def choose_batch_size(free_bytes: int, per_text_bytes: int, share: float = 0.5, floor: int = CPU_BATCH,
-                      cap: int = MAX_BATCH) -> int:
+def choose_batch_size(
+    free_bytes: int, per_text_bytes: int, share: float = 0.5, floor: int = CPU_BATCH, cap: int = MAX_BATCH
+) -> int:
     """The largest power of two ``b`` with ``b * per_text_bytes <= share * free_bytes``,
     within ``[floor, cap]``."""
     fit = int(share * max(0, int(free_bytes)) // max(1, int(per_text_bytes)))
@@ -93,8 +104,7 @@ def cuda_batch_size(model, max_len: int, bytes_per: int = 2) -> int:
 def _tensors_to(feats: dict, device, non_blocking: bool) -> dict:
     import torch
 
-    return {k: v.to(device, non_blocking=non_blocking) if isinstance(v, torch.Tensor) else v
-            for k, v in feats.items()}
+    return {k: v.to(device, non_blocking=non_blocking) if isinstance(v, torch.Tensor) else v for k, v in feats.items()}
 
 
 def encode_ahead(model, texts: list, batch_size: int, threads: int = 2) -> np.ndarray:
@@ -131,8 +141,10 @@ def encode_ahead(model, texts: list, batch_size: int, threads: int = 2) -> np.nd
 
     out = None
     it = iter(parts)
-    with ThreadPoolExecutor(max_workers=max(1, int(threads)), thread_name_prefix="tokenize") as pool, \
-            torch.inference_mode():
+    with (
+        ThreadPoolExecutor(max_workers=max(1, int(threads)), thread_name_prefix="tokenize") as pool,
+        torch.inference_mode(),
+    ):
         first = next(it, None)
         # the first batch on this thread: the tokenizer's padding/truncation settings are set
         # once here, so the pool's threads only read them

@@ -35,6 +35,7 @@ Null and empty texts
 Rows whose text is null, empty or whitespace-only are **dropped** from the output of
 :func:`embed_partition`; their number is ``out.attrs["n_skipped"]``.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,8 +55,7 @@ from .model_files import dim_from_files as _dim_from_files
 from .model_files import window as _window
 from .text import get_texts, like_input, to_pandas
 
-__all__ = ["Embedder", "embed_partition", "embedding_type", "embedding_meta", "default_model_path",
-           "clear_model_cache"]
+__all__ = ["Embedder", "embed_partition", "embedding_type", "embedding_meta", "default_model_path", "clear_model_cache"]
 
 _MODELS: dict[tuple, Any] = {}
 _LOCKS: dict[tuple, threading.Lock] = {}
@@ -240,7 +240,9 @@ class Embedder:
 
         require(backend)  # before the export: a missing runtime is said first
         st = Embedder(self._path, device="cpu", compute="float32").load()
-        return ExportedModel(st, backend, onnx_file(st, self._path, self.cache_dir, log), self.num_threads, self.compute)
+        return ExportedModel(
+            st, backend, onnx_file(st, self._path, self.cache_dir, log), self.num_threads, self.compute
+        )
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit-norm float32 embeddings, shape ``(len(texts), dim)``; texts must be non-empty."""
@@ -286,8 +288,9 @@ class Embedder:
         if self.tokenize_threads or not hasattr(model, "encode"):
             v = encode_ahead(model, texts, b, max(1, self.tokenize_threads))
         else:
-            v = model.encode(texts, batch_size=b, convert_to_numpy=True, show_progress_bar=False,
-                             normalize_embeddings=False)
+            v = model.encode(
+                texts, batch_size=b, convert_to_numpy=True, show_progress_bar=False, normalize_embeddings=False
+            )
         return _normalise(np.asarray(v, dtype=np.float32))
 
     def _encode_chunked(self, model, texts: list[str], max_len: int) -> np.ndarray:
@@ -295,8 +298,7 @@ class Embedder:
         n_special = tok.num_special_tokens_to_add(pair=False) if hasattr(tok, "num_special_tokens_to_add") else 2
         n_prefix = len(tok(self.prefix, add_special_tokens=False)["input_ids"]) if self.prefix else 0
         window = max(max_len - n_special - n_prefix, 1)
-        enc = tok(texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False,
-                  verbose=False)
+        enc = tok(texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False)
         pieces: list[str] = []
         weights: list[int] = []
         starts = np.zeros(len(texts), dtype=np.int64)
@@ -308,7 +310,7 @@ class Embedder:
                 continue
             for a in range(0, len(offs), window):
                 b = min(a + window, len(offs)) - 1
-                pieces.append(self.prefix + text[offs[a][0]:offs[b][1]])
+                pieces.append(self.prefix + text[offs[a][0] : offs[b][1]])
                 weights.append(b - a + 1)
         v = self._encode(model, pieces, max_len)  # unit rows
         w = np.asarray(weights, dtype=np.float32)[:, None]
@@ -333,8 +335,7 @@ def _load(path: str, device: str, compute: str):
         from sentence_transformers import SentenceTransformer
     except ImportError:
         raise ValueError(
-            "sentence-transformers is not installed: pip install 'datamask[embed]' "
-            "(on CPU install torch==2.13.0 first)"
+            "sentence-transformers is not installed: pip install 'datamask[embed]' (on CPU install torch==2.13.0 first)"
         ) from None
     import transformers
 
@@ -376,13 +377,20 @@ def _vectors_series(v: np.ndarray, dtype: str, index) -> pd.Series:
 def embedding_meta(meta: pd.DataFrame, embedder: Embedder, column: str = "embedding") -> pd.DataFrame:
     """Empty frame with the columns :func:`embed_partition` returns (for Dask ``meta=``)."""
     out = to_pandas(meta).iloc[:0].copy()
-    out[column] = pd.Series(pd.arrays.ArrowExtensionArray(
-        pa.array([], type=embedding_type(embedder.dim, embedder.dtype))), index=out.index)
+    out[column] = pd.Series(
+        pd.arrays.ArrowExtensionArray(pa.array([], type=embedding_type(embedder.dim, embedder.dtype))), index=out.index
+    )
     return out
 
 
-def embed_partition(df, text_column: str = "text", embedder: Embedder | None = None, *,
-                    column: str = "embedding", errors: str = "strict"):
+def embed_partition(
+    df,
+    text_column: str = "text",
+    embedder: Embedder | None = None,
+    *,
+    column: str = "embedding",
+    errors: str = "strict",
+):
     """Add an L2-normalised ``embedding`` column to one partition.
 
     Parameters

@@ -13,6 +13,7 @@ file once).
 Needs the ``fasttext`` module: ``pip install fasttext-numpy2`` (the original ``fasttext``
 wheels crash in ``predict`` under numpy 2).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -29,8 +30,14 @@ import numpy as np
 
 from .text import get_texts, like_input, to_pandas
 
-__all__ = ["train_quality", "FastTextScorer", "score_fasttext_partition", "iter_texts",
-           "check_fasttext_model", "one_line"]
+__all__ = [
+    "train_quality",
+    "FastTextScorer",
+    "score_fasttext_partition",
+    "iter_texts",
+    "check_fasttext_model",
+    "one_line",
+]
 
 POSITIVE_LABELS = ("__label__pos", "__label__hq")
 _MAGIC = 793712314  # fastText's FASTTEXT_FILEFORMAT_MAGIC_INT32
@@ -42,9 +49,7 @@ def _import_fasttext():
     try:
         import fasttext
     except ImportError:
-        raise ValueError(
-            "the fasttext module is not installed: pip install fasttext-numpy2"
-        ) from None
+        raise ValueError("the fasttext module is not installed: pip install fasttext-numpy2") from None
     return fasttext
 
 
@@ -102,9 +107,21 @@ def _file_texts(f: Path, text_column: str) -> Iterator[str]:
             yield from (ln.rstrip("\n") for ln in fh if ln.strip())
 
 
-def train_quality(positive, negative, output, *, text_column: str = "text", epoch: int = 10,
-                  lr: float = 0.5, word_ngrams: int = 2, dim: int = 32, bucket: int = 100_000,
-                  min_count: int = 1, threads: int = 10, seed: int = 0) -> dict:
+def train_quality(
+    positive,
+    negative,
+    output,
+    *,
+    text_column: str = "text",
+    epoch: int = 10,
+    lr: float = 0.5,
+    word_ngrams: int = 2,
+    dim: int = 32,
+    bucket: int = 100_000,
+    min_count: int = 1,
+    threads: int = 10,
+    seed: int = 0,
+) -> dict:
     """Train a fastText classifier of positive (high-quality) vs negative documents.
 
     Parameters
@@ -143,9 +160,7 @@ def train_quality(positive, negative, output, *, text_column: str = "text", epoc
     lines += [f"__label__neg {one_line(t)}" for t in iter_texts(negative, text_column)]
     n_neg = len(lines) - n_pos
     if n_pos == 0 or n_neg == 0:
-        raise ValueError(
-            f"train-quality needs documents in both sets; got {n_pos} positive and {n_neg} negative"
-        )
+        raise ValueError(f"train-quality needs documents in both sets; got {n_pos} positive and {n_neg} negative")
     np.random.default_rng(seed).shuffle(lines)
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -155,9 +170,17 @@ def train_quality(positive, negative, output, *, text_column: str = "text", epoc
         for attempt in range(3):  # belt and braces against fastText's NaN (see ``threads``)
             try:
                 model = ft.train_supervised(
-                    input=str(train_file), epoch=epoch, lr=lr, wordNgrams=word_ngrams, dim=dim,
-                    bucket=bucket, minCount=min_count, thread=max(int(threads), 10), verbose=0,
-                    loss="softmax", seed=seed + attempt,
+                    input=str(train_file),
+                    epoch=epoch,
+                    lr=lr,
+                    wordNgrams=word_ngrams,
+                    dim=dim,
+                    bucket=bucket,
+                    minCount=min_count,
+                    thread=max(int(threads), 10),
+                    verbose=0,
+                    loss="softmax",
+                    seed=seed + attempt,
                 )
                 break
             except RuntimeError as e:
@@ -181,13 +204,17 @@ def check_fasttext_model(path) -> str:
     """
     p = Path(path).expanduser()
     if not p.is_file():
-        raise ValueError(f"fastText model {str(p)!r} does not exist; train one with "
-                         "`datamask train-quality` or pass the path of a .bin model")
+        raise ValueError(
+            f"fastText model {str(p)!r} does not exist; train one with "
+            "`datamask train-quality` or pass the path of a .bin model"
+        )
     with open(p, "rb") as fh:
         head = fh.read(4)
     if len(head) < 4 or struct.unpack("<i", head)[0] != _MAGIC:
-        raise ValueError(f"{str(p)!r} is not a fastText model (bad magic number); pass a .bin file "
-                         "written by fastText or `datamask train-quality` (.vec/.ftz text files are not supported)")
+        raise ValueError(
+            f"{str(p)!r} is not a fastText model (bad magic number); pass a .bin file "
+            "written by fastText or `datamask train-quality` (.vec/.ftz text files are not supported)"
+        )
     return str(p.resolve())
 
 
@@ -228,14 +255,17 @@ class FastTextScorer:
         labels = list(self.load().labels)
         if self.positive_label is not None:
             if self.positive_label not in labels:
-                raise ValueError(f"label {self.positive_label!r} is not in fastText model "
-                                 f"{self.model!r} (labels: {labels})")
+                raise ValueError(
+                    f"label {self.positive_label!r} is not in fastText model {self.model!r} (labels: {labels})"
+                )
             return self.positive_label
         for lab in POSITIVE_LABELS:
             if lab in labels:
                 return lab
-        raise ValueError(f"fastText model {self.model!r} has labels {labels}; say which is "
-                         "positive with positive_label= (--fasttext-label)")
+        raise ValueError(
+            f"fastText model {self.model!r} has labels {labels}; say which is "
+            "positive with positive_label= (--fasttext-label)"
+        )
 
     def score(self, texts: Iterable[str]) -> np.ndarray:
         """``P(positive)`` per text as float32; empty texts score 0."""
@@ -254,8 +284,9 @@ class FastTextScorer:
         return out
 
 
-def score_fasttext_partition(df, scorer: FastTextScorer, text_column: str = "text", *,
-                             column: str = "quality_fasttext", errors: str = "strict"):
+def score_fasttext_partition(
+    df, scorer: FastTextScorer, text_column: str = "text", *, column: str = "quality_fasttext", errors: str = "strict"
+):
     """Add ``column`` (float32, P(positive)) to one partition; null/empty texts score 0."""
     pdf = to_pandas(df)
     texts, usable = get_texts(pdf, text_column, errors=errors)

@@ -36,6 +36,7 @@ column. The statistics are English-centric (stop words, letters); use them on En
 Cost: char-class counts are vectorised with Arrow regex kernels; line and n-gram statistics
 take one Python pass per document (several thousand documents per second per core).
 """
+
 from __future__ import annotations
 
 import re
@@ -52,13 +53,110 @@ from .text import get_texts, like_input, to_pandas
 __all__ = ["HEURISTICS", "heuristic_scores", "score_heuristics_partition", "heuristics_columns"]
 
 HEURISTICS = (
-    "word_count", "mean_word_length", "alpha_words", "symbol_ratio", "digit_ratio", "caps_ratio",
-    "url_ratio", "line_punct", "dup_lines", "dup_5gram", "top_2gram", "stop_words", "bullet_lines",
-    "ellipsis_lines", "boilerplate_lines",
+    "word_count",
+    "mean_word_length",
+    "alpha_words",
+    "symbol_ratio",
+    "digit_ratio",
+    "caps_ratio",
+    "url_ratio",
+    "line_punct",
+    "dup_lines",
+    "dup_5gram",
+    "top_2gram",
+    "stop_words",
+    "bullet_lines",
+    "ellipsis_lines",
+    "boilerplate_lines",
 )
 
 STOP_WORDS = frozenset(
-    ["the", "be", "to", "of", "and", "a", "in", "that", "have", "i", "it", "for", "not", "on", "with", "he", "as", "you", "do", "at", "this", "but", "his", "by", "from", "they", "we", "say", "her", "she", "or", "an", "will", "my", "one", "all", "would", "there", "their", "what", "so", "up", "out", "if", "about", "who", "get", "which", "go", "me", "when", "make", "can", "like", "time", "no", "just", "him", "know", "take", "is", "are", "was", "were", "been", "has", "had", "its", "than", "then", "them", "these", "those", "our", "your", "into", "over", "also", "more", "most", "some", "such", "only", "other"]
+    [
+        "the",
+        "be",
+        "to",
+        "of",
+        "and",
+        "a",
+        "in",
+        "that",
+        "have",
+        "i",
+        "it",
+        "for",
+        "not",
+        "on",
+        "with",
+        "he",
+        "as",
+        "you",
+        "do",
+        "at",
+        "this",
+        "but",
+        "his",
+        "by",
+        "from",
+        "they",
+        "we",
+        "say",
+        "her",
+        "she",
+        "or",
+        "an",
+        "will",
+        "my",
+        "one",
+        "all",
+        "would",
+        "there",
+        "their",
+        "what",
+        "so",
+        "up",
+        "out",
+        "if",
+        "about",
+        "who",
+        "get",
+        "which",
+        "go",
+        "me",
+        "when",
+        "make",
+        "can",
+        "like",
+        "time",
+        "no",
+        "just",
+        "him",
+        "know",
+        "take",
+        "is",
+        "are",
+        "was",
+        "were",
+        "been",
+        "has",
+        "had",
+        "its",
+        "than",
+        "then",
+        "them",
+        "these",
+        "those",
+        "our",
+        "your",
+        "into",
+        "over",
+        "also",
+        "more",
+        "most",
+        "some",
+        "such",
+        "only",
+        "other",
+    ]
 )
 _BOILERPLATE = re.compile(
     r"cookie|javascript|privacy policy|terms of (use|service)|terms and conditions|all rights reserved"
@@ -128,18 +226,18 @@ def _doc_stats(text: str) -> tuple:
         covered = np.zeros(n, dtype=bool)
         for i, g in enumerate(grams):
             if counts[g] > 1:
-                covered[i:i + 5] = True
+                covered[i : i + 5] = True
         dup5 = float(np.dot(covered, lens)) / word_chars
         pairs = Counter(zip(low, low[1:]))
         (a, b), c = pairs.most_common(1)[0]
         if c > 1:
             top2 = c * (len(a) + len(b)) / word_chars
-    return (n, word_chars, alpha, stops, urls, n_lines, punct, dup_lines, bullets, ellipsis, boiler,
-            dup5, top2)
+    return (n, word_chars, alpha, stops, urls, n_lines, punct, dup_lines, bullets, ellipsis, boiler, dup5, top2)
 
 
-def heuristic_scores(texts: Sequence[str], *, combine: str = "geometric",
-                     names: Sequence[str] | None = None) -> pd.DataFrame:
+def heuristic_scores(
+    texts: Sequence[str], *, combine: str = "geometric", names: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Heuristic scores in [0, 1] for a list of texts.
 
     Parameters
@@ -173,8 +271,9 @@ def heuristic_scores(texts: Sequence[str], *, combine: str = "geometric",
     non_space = count(r"\S")
     letters = count(r"\p{L}")
     stats = np.array([_doc_stats(t) for t in texts], dtype=np.float64).reshape(m, 13)
-    (n_words, word_chars, alpha, stops, urls, n_lines, punct, dup_lines, bullets, ellipsis, boiler,
-     dup5, top2) = stats.T
+    (n_words, word_chars, alpha, stops, urls, n_lines, punct, dup_lines, bullets, ellipsis, boiler, dup5, top2) = (
+        stats.T
+    )
     safe = lambda a, b: np.divide(a, b, out=np.zeros(m), where=b > 0)  # noqa: E731
 
     raw = {
@@ -221,9 +320,16 @@ def heuristics_columns(names: Sequence[str] | None = None, prefix: str = "qualit
     return [f"{prefix}heuristic_{n}" for n in names] + [f"{prefix}heuristics"]
 
 
-def score_heuristics_partition(df, text_column: str = "text", *, combine: str = "geometric",
-                               names: Sequence[str] | None = None, components: bool = True,
-                               errors: str = "strict", prefix: str = "quality_"):
+def score_heuristics_partition(
+    df,
+    text_column: str = "text",
+    *,
+    combine: str = "geometric",
+    names: Sequence[str] | None = None,
+    components: bool = True,
+    errors: str = "strict",
+    prefix: str = "quality_",
+):
     """Add heuristic quality columns to one partition.
 
     Adds ``quality_heuristics`` (the combination) and, with ``components=True``,
@@ -232,8 +338,7 @@ def score_heuristics_partition(df, text_column: str = "text", *, combine: str = 
     """
     pdf = to_pandas(df)
     texts, usable = get_texts(pdf, text_column, errors=errors)
-    scores = heuristic_scores([t if u else "" for t, u in zip(texts, usable)], combine=combine,
-                              names=names)
+    scores = heuristic_scores([t if u else "" for t, u in zip(texts, usable)], combine=combine, names=names)
     out = pdf.copy()
     cols = heuristics_columns(names, prefix)
     for src, dst in zip(list(scores.columns), [c for c in cols]):

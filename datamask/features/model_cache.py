@@ -12,6 +12,7 @@ only when complete (:func:`build_atomically`): a failed or interrupted build lea
 that a later run would take for a finished one, and two processes building at once both
 end with one complete copy.
 """
+
 from __future__ import annotations
 
 import hashlib

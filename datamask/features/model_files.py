@@ -1,6 +1,7 @@
 """What the files say, without loading torch: where the default model is, whether a folder is a
 sentence-transformers model, its output width and token window from its configs, and whether
 this CPU has AMX bf16 units (``/proc/cpuinfo``)."""
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,11 @@ def window(path: str) -> int | None:
     ``max_seq_length`` it was saved with, else its tokenizer's ``model_max_length``, else the
     transformer's ``max_position_embeddings``."""
     p = Path(path)
-    for name, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length"),
-                      ("config.json", "max_position_embeddings")):
+    for name, key in (
+        ("sentence_bert_config.json", "max_seq_length"),
+        ("tokenizer_config.json", "model_max_length"),
+        ("config.json", "max_position_embeddings"),
+    ):
         try:
             v = int(json.loads((p / name).read_text())[key])
         except (OSError, ValueError, KeyError, TypeError):

@@ -17,6 +17,7 @@ Null and empty texts are kept, score 0 and count 0 tokens; the number of such ro
 ``(df[text_column].fillna("").str.strip() == "").sum()`` or, from here,
 :func:`count_unusable`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -31,12 +32,19 @@ from .text import count_tokens, get_texts, like_input, to_pandas
 __all__ = ["score_components_partition", "components_meta", "count_unusable"]
 
 
-def score_components_partition(df, text_column: str = "text", *, heuristics: bool = True,
-                               heuristic_names: Sequence[str] | None = None,
-                               heuristic_components: bool = False, combine: str = "geometric",
-                               fasttext: FastTextScorer | None = None,
-                               tokenizer: Callable | str | None = None, n_tokens: bool = True,
-                               errors: str = "strict"):
+def score_components_partition(
+    df,
+    text_column: str = "text",
+    *,
+    heuristics: bool = True,
+    heuristic_names: Sequence[str] | None = None,
+    heuristic_components: bool = False,
+    combine: str = "geometric",
+    fasttext: FastTextScorer | None = None,
+    tokenizer: Callable | str | None = None,
+    n_tokens: bool = True,
+    errors: str = "strict",
+):
     """Add the text-derived quality components (and ``n_tokens``) to one partition.
 
     The text column is read and validated once for all components (see

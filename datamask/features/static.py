@@ -16,6 +16,7 @@ Texts are cut with the same word cut as the transformer backends (:func:`~datama
 batching.word_cut`) at the window of the source model (256 tokens for MiniLM), so both see the
 same part of a long document; ``chunk=True`` embeds the whole text.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,7 +43,7 @@ def parse_static(model: str | None) -> tuple[bool, str | None]:
     if m == STATIC:
         return True, None
     if m.startswith(STATIC + ":"):
-        return True, m[len(STATIC) + 1:] or None
+        return True, m[len(STATIC) + 1 :] or None
     return False, model
 
 

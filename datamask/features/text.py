@@ -15,6 +15,7 @@ Every feature stage (embedding, heuristics, fastText, ``n_tokens``) takes its te
 cudf partitions are accepted: the text column is brought to the host (text features run on
 the CPU; only the embedding model itself uses the GPU).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -160,9 +161,7 @@ def _load_tokenizer(path: str) -> Callable:
     p = Path(path)
     f = p / "tokenizer.json" if p.is_dir() else p
     if not f.is_file():
-        raise ValueError(
-            f"tokenizer {path!r} not found: pass a tokenizer.json file or a folder holding one"
-        )
+        raise ValueError(f"tokenizer {path!r} not found: pass a tokenizer.json file or a folder holding one")
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(f))
@@ -175,8 +174,14 @@ def _load_tokenizer(path: str) -> Callable:
     return encode
 
 
-def add_n_tokens(df, text_column: str = "text", *, tokenizer: Callable | str | None = None,
-                 column: str = "n_tokens", errors: str = "strict"):
+def add_n_tokens(
+    df,
+    text_column: str = "text",
+    *,
+    tokenizer: Callable | str | None = None,
+    column: str = "n_tokens",
+    errors: str = "strict",
+):
     """Add ``n_tokens`` (int32; 0 for null/empty texts) to one partition (see :func:`count_tokens`)."""
     pdf = to_pandas(df)
     texts, usable = get_texts(pdf, text_column, errors=errors)

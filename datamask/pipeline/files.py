@@ -4,6 +4,7 @@ Locally a file is written under a temporary name and renamed when complete; on a
 store (no rename) it is one object, which appears only when its upload completes. Either
 way a reader sees the whole file or none (:mod:`~datamask.pipeline.storage`).
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,15 @@ import pyarrow.parquet as pq
 from ..errors import OutputError
 from .storage import Remote, is_url, location, open_file
 
-__all__ = ["dictionary_columns", "write_parquet_atomic", "write_json_atomic", "parquet_rows", "read_parquet_table",
-           "hive_path", "upload_tree"]
+__all__ = [
+    "dictionary_columns",
+    "write_parquet_atomic",
+    "write_json_atomic",
+    "parquet_rows",
+    "read_parquet_table",
+    "hive_path",
+    "upload_tree",
+]
 
 
 def _short(e) -> str:
@@ -37,9 +45,11 @@ def dictionary_columns(schema: pa.Schema) -> list[str]:
     column written with one reads back several times slower than without
     (``benchmarks/results/parquet_read.md``). Pass as ``use_dictionary`` to ``pyarrow.parquet.write_table``.
     """
+
     def vector(t):
-        return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and \
-            pa.types.is_floating(t.value_type)
+        return (
+            pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+        ) and pa.types.is_floating(t.value_type)
 
     return [f.name for f in schema if not vector(f.type)]
 
@@ -116,8 +126,10 @@ def upload_tree(local: Path, dest, last=()):
     path), each written whole (:func:`write_parquet_atomic`'s rule); the names in ``last``
     (e.g. the stage's marker) after all others, so a reader that finds them finds the rest."""
     dest = location(dest)
-    files = sorted((p for p in Path(local).rglob("*") if p.is_file()),
-                   key=lambda p: (p.relative_to(local).as_posix() in last, p.relative_to(local).as_posix()))
+    files = sorted(
+        (p for p in Path(local).rglob("*") if p.is_file()),
+        key=lambda p: (p.relative_to(local).as_posix() in last, p.relative_to(local).as_posix()),
+    )
     for p in files:
         target = dest / p.relative_to(local).as_posix()
         try:

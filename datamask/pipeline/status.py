@@ -7,6 +7,7 @@ It reads the files, not only the records: a split is done when its record is the
 of its files is readable with the rows the record names; the output is complete when every
 split of the plan is done and ``manifest.json`` is written. Local paths and URLs alike.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,14 +40,18 @@ class OutputStatus:
         if self.complete:
             return [f"{self.path}: {what}, complete ({_n(len(self.done), 'split')}; manifest.json written)"]
         why = "manifest.json written, but files are missing" if self.manifest else "no manifest.json"
-        out = [f"{self.path}: {what}, INCOMPLETE: {len(self.done)} of {_n(total, 'split')} finished, "
-               f"{len(self.missing)} missing ({why})"]
+        out = [
+            f"{self.path}: {what}, INCOMPLETE: {len(self.done)} of {_n(total, 'split')} finished, "
+            f"{len(self.missing)} missing ({why})"
+        ]
         out += [f"  done:    {s}" for s in self.done]
         out += [f"  missing: {s}" for s in self.missing]
         if self.note:
             out.append(f"  {self.note}")
-        out.append(f"  rerun `datamask {self.stage or '<stage>'}` with the same arguments to finish it; "
-                   "finished splits are kept")
+        out.append(
+            f"  rerun `datamask {self.stage or '<stage>'}` with the same arguments to finish it; "
+            "finished splits are kept"
+        )
         return out
 
 
@@ -87,8 +92,10 @@ def output_status(path) -> OutputStatus:
             marker = get_stage(name).marker
             if marker != MANIFEST and (p / marker).exists():
                 return OutputStatus(str(p), name, True, manifest=True)
-        raise DataError(f"{p} is not a datamask output (no {STATE_DIR}/config.json); pass the OUTPUT of a "
-                        "select, embed, score or dedup run")
+        raise DataError(
+            f"{p} is not a datamask output (no {STATE_DIR}/config.json); pass the OUTPUT of a "
+            "select, embed, score or dedup run"
+        )
     state = json.loads(cfg_file.read_text())
     cfg = state.get("config", {})
     has_manifest = (p / MANIFEST).exists()
@@ -105,21 +112,28 @@ def output_status(path) -> OutputStatus:
     if has_manifest:
         try:
             m = json.loads((p / MANIFEST).read_text())
-            plan = [(r["name"], _label(r["source"], r["start"], r["stop"])) for r in m.get("splits", m.get("partitions", []))]
+            plan = [
+                (r["name"], _label(r["source"], r["start"], r["stop"]))
+                for r in m.get("splits", m.get("partitions", []))
+            ]
         except (OSError, ValueError, KeyError):
             plan = None
     if plan is None:
         try:
-            plan = [(s.name, s.where()) for f in discover(cfg["input"])
-                    for s in make_splits(f, count_rows(f), int(cfg["split_size"]))]
+            plan = [
+                (s.name, s.where())
+                for f in discover(cfg["input"])
+                for s in make_splits(f, count_rows(f), int(cfg["split_size"]))
+            ]
         except (DataError, KeyError, OSError) as e:  # the input moved: report what is on disk
             st.done = [_label(r["source"], r["start"], r["stop"]) for r in records.values()]
             st.missing = [f"{n}: {why}" for n, why in sorted(broken.items())]
             st.note = f"the input could not be read to list the missing splits ({e})"
             return st
     st.done = [label for name, label in plan if name in records]
-    st.missing = [label + (f": {broken[name]}" if name in broken else "") for name, label in plan
-                  if name not in records]
+    st.missing = [
+        label + (f": {broken[name]}" if name in broken else "") for name, label in plan if name not in records
+    ]
     st.broken = [f"{name}: {why}" for name, why in broken.items()]
     st.complete = has_manifest and not st.missing
     return st

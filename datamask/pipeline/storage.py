@@ -16,6 +16,7 @@ Object stores have no rename: a file written to a :class:`Remote` is one object 
 whole when its upload completes, or not at all; the runner's order (a split's files, then its
 record, the manifest last) keeps a stopped run resumable there too. See ``docs/storage.md``.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -29,8 +30,20 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..errors import ConfigError
 
-__all__ = ["is_url", "resolve", "location", "Remote", "set_options", "options", "parse_options", "filesystem",
-           "open_file", "rmtree", "inside", "StorageOptionsPlugin"]
+__all__ = [
+    "is_url",
+    "resolve",
+    "location",
+    "Remote",
+    "set_options",
+    "options",
+    "parse_options",
+    "filesystem",
+    "open_file",
+    "rmtree",
+    "inside",
+    "StorageOptionsPlugin",
+]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _OPTIONS: dict = {}
@@ -47,7 +60,7 @@ def resolve(p):
         return None
     p = str(p)
     if p.startswith("file://"):
-        p = p[len("file://"):]
+        p = p[len("file://") :]
     if is_url(p):
         proto, rest = p.split("://", 1)
         return f"{proto}://{rest.rstrip('/')}" if rest.rstrip("/") else p
@@ -89,10 +102,17 @@ def filesystem(url: str):
         fs, path = fsspec.core.url_to_fs(str(url), **_OPTIONS)
     except ImportError as e:
         proto = str(url).split("://", 1)[0]
-        pkg = {"s3": "s3fs (pip install 'datamask[s3]')", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs",
-               "abfs": "adlfs", "hf": "huggingface_hub"}.get(proto, "its fsspec backend")
-        raise ConfigError(f"{url}: {proto}:// needs {pkg} installed on the client and every worker "
-                          f"({str(e).splitlines()[0][:120]})") from None
+        pkg = {
+            "s3": "s3fs (pip install 'datamask[s3]')",
+            "gs": "gcsfs",
+            "gcs": "gcsfs",
+            "az": "adlfs",
+            "abfs": "adlfs",
+            "hf": "huggingface_hub",
+        }.get(proto, "its fsspec backend")
+        raise ConfigError(
+            f"{url}: {proto}:// needs {pkg} installed on the client and every worker ({str(e).splitlines()[0][:120]})"
+        ) from None
     except ValueError as e:
         raise ConfigError(f"{url}: fsspec cannot open this URL ({str(e).splitlines()[0][:160]})") from None
     # Other processes (the workers) write here: a listing this process cached may be stale,
@@ -183,14 +203,14 @@ class Remote:
         out = []
         for q in fs.find(base):
             if fnmatch.fnmatch(posixpath.basename(q), pattern):
-                out.append(Remote(f"{self.url}/{q[len(base):].lstrip('/')}"))
+                out.append(Remote(f"{self.url}/{q[len(base) :].lstrip('/')}"))
         return iter(out)
 
     def find(self) -> list:
         """Every file under this directory, as Remotes, sorted."""
         fs, p = filesystem(self.url)
         base = p.rstrip("/")
-        return [Remote(f"{self.url}/{q[len(base):].lstrip('/')}") for q in sorted(fs.find(base))]
+        return [Remote(f"{self.url}/{q[len(base) :].lstrip('/')}") for q in sorted(fs.find(base))]
 
     def size(self) -> int:
         fs, p = filesystem(self.url)
@@ -241,7 +261,7 @@ def location(p):
         return p
     p = str(p)
     if p.startswith("file://"):
-        return Path(p[len("file://"):])
+        return Path(p[len("file://") :])
     return Remote(p) if is_url(p) else Path(p)
 
 
@@ -273,11 +293,12 @@ def inside(a, b) -> bool:
         from pathlib import PurePosixPath
 
         return any(PurePosixPath(f"{str(a).rstrip('/')}/{d}/x.parquet").match(str(b)) for d in ("data", "holdout"))
+
     def base(p):
         p = str(p)
         m = re.search(r"[*?\[]", p)
         if m:
-            p = p[:m.start()].rsplit("/", 1)[0]
+            p = p[: m.start()].rsplit("/", 1)[0]
         return p.rstrip("/") + "/"
 
     return base(a).startswith(base(b))

@@ -1,4 +1,5 @@
 """k-means (sample -> fit -> predict everywhere) and per-cluster statistics."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -90,8 +91,13 @@ def blob_corpus(tmp_path_factory):
     """Parquet corpus of 3 files (one cut into 2 splits) with planted blobs."""
     X, y = _blobs(n=3000, k=6, seed=2)
     rng = np.random.default_rng(0)
-    corpus = {"id": np.arange(3000), "embedding": X, "quality": rng.normal(size=3000).astype(np.float32),
-              "n_tokens": rng.integers(20, 900, size=3000).astype(np.int32), "truth": y}
+    corpus = {
+        "id": np.arange(3000),
+        "embedding": X,
+        "quality": rng.normal(size=3000).astype(np.float32),
+        "n_tokens": rng.integers(20, 900, size=3000).astype(np.int32),
+        "truth": y,
+    }
     d = tmp_path_factory.mktemp("blobs")
     for i, (lo, hi) in enumerate([(0, 1400), (1400, 2200), (2200, 3000)]):
         pq.write_table(corpus_table(corpus, lo, hi), d / f"f{i}.parquet", row_group_size=300)
@@ -123,7 +129,7 @@ def test_dask_fit_on_sample_predict_everywhere(blob_corpus):
 def test_run_cluster_writes_labels_stats_and_per_cluster_files(blob_corpus, tmp_path):
     import json
 
-    from datamask.analysis.clusters import run_cluster
+    from datamask.analysis.cluster_run import run_cluster
 
     d, corpus = blob_corpus
     out = tmp_path / "out"
@@ -160,7 +166,7 @@ def test_run_cluster_writes_labels_stats_and_per_cluster_files(blob_corpus, tmp_
 def test_cuda_level_fits_lloyd_on_its_arrays(blob_corpus, tmp_path):
     """The CUDA level's own fit (``lloyd`` on the level's arrays; numpy stands in for cupy)
     finds the planted clusters and the summary names it."""
-    from datamask.analysis.clusters import run_cluster
+    from datamask.analysis.cluster_run import run_cluster
     from datamask.pipeline.gpu import Level
 
     d, corpus = blob_corpus
@@ -174,7 +180,7 @@ def test_cuda_level_fits_lloyd_on_its_arrays(blob_corpus, tmp_path):
 def test_cuda_level_labels_on_its_arrays_like_the_cpu(blob_corpus, tmp_path):
     """The CUDA level fits on the host sample and labels every row on its array library; with
     numpy standing in for cupy the labels equal the CPU level's, and the summary says what ran."""
-    from datamask.analysis.clusters import run_cluster
+    from datamask.analysis.cluster_run import run_cluster
     from datamask.pipeline.gpu import CPU, Level
 
     d, _ = blob_corpus

@@ -1,4 +1,5 @@
 """Configs of the analysis commands and the workflow files that use them."""
+
 from __future__ import annotations
 
 from pathlib import Path

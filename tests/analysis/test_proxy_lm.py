@@ -3,6 +3,7 @@
 A selection of prose rows and a selection of boilerplate / link-list / spam / repeated rows
 train the same tiny model on equal tokens; the held-out rows of both kinds judge them.
 """
+
 import json
 from pathlib import Path
 
@@ -21,9 +22,22 @@ from datamask.errors import ConfigError  # noqa: E402
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
 JUNK = ("boilerplate", "links", "spam", "repeated")
 # A model of 37k parameters: the tests take seconds, not minutes.
-TEST_MODEL = dict(vocab_size=512, d_model=32, n_layers=2, n_heads=2, d_ff=64, seq_len=64, batch_size=8,
-                  tokens=80_000, lr=1e-2, eval_tokens=20_000, curve_tokens=4_000, curve_points=3, threads=1,
-                  quiet=True)
+TEST_MODEL = dict(
+    vocab_size=512,
+    d_model=32,
+    n_layers=2,
+    n_heads=2,
+    d_ff=64,
+    seq_len=64,
+    batch_size=8,
+    tokens=80_000,
+    lr=1e-2,
+    eval_tokens=20_000,
+    curve_tokens=4_000,
+    curve_points=3,
+    threads=1,
+    quiet=True,
+)
 
 
 def _write(df, d):
@@ -42,9 +56,16 @@ def corpus(tmp_path_factory):
     leak = prose.iloc[:5]  # held-out rows a careless selection contains
     sel_prose = pd.concat([prose.iloc[30:], leak])
     sel_junk = junk[~junk.id.isin(held.id)]
-    return {"root": root, "held": held, "leak": leak, "prose": sel_prose, "junk": sel_junk,
-            "eval": _write(held, root / "heldout"), "sel_prose": _write(sel_prose, root / "prose"),
-            "sel_junk": _write(sel_junk, root / "junk")}
+    return {
+        "root": root,
+        "held": held,
+        "leak": leak,
+        "prose": sel_prose,
+        "junk": sel_junk,
+        "eval": _write(held, root / "heldout"),
+        "sel_prose": _write(sel_prose, root / "prose"),
+        "sel_junk": _write(sel_junk, root / "junk"),
+    }
 
 
 class Spy:
@@ -77,8 +98,13 @@ class Spy:
 
 
 def _cfg(corpus, out, **kw):
-    return ProxyLMConfig(selections=[corpus["sel_prose"], corpus["sel_junk"]], eval=[corpus["eval"]], output=str(out),
-                         domain_column="kind", **{**TEST_MODEL, **kw})
+    return ProxyLMConfig(
+        selections=[corpus["sel_prose"], corpus["sel_junk"]],
+        eval=[corpus["eval"]],
+        output=str(out),
+        domain_column="kind",
+        **{**TEST_MODEL, **kw},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -146,8 +172,9 @@ def test_rerun_reproduces_and_resumes(run, corpus, tmp_path):
     again = run_proxy_lm(_cfg(corpus, tmp_path / "again"))
     cols = ["selection", "eval_set", "domain", "loss", "tokens", "epochs"]
     pd.testing.assert_frame_equal(manifest["table"][cols], again["table"][cols], check_exact=True)
-    assert (tmp_path / "again" / "tokenizer.json").read_text() == \
-        (Path(manifest["output"]) / "tokenizer.json").read_text()
+    assert (tmp_path / "again" / "tokenizer.json").read_text() == (
+        Path(manifest["output"]) / "tokenizer.json"
+    ).read_text()
     # the same output again: every selection's result is reused, nothing trains
     with pytest.MonkeyPatch.context() as mp:
         spy = Spy(mp)
@@ -159,13 +186,32 @@ def test_rerun_reproduces_and_resumes(run, corpus, tmp_path):
 def test_outputs_written(run):
     manifest, _ = run
     out = Path(manifest["output"])
-    for name in ("proxy.csv", "loss_curve.png", "final_loss.png", "manifest.json", "tokenizer.json", "config.json",
-                 "runs/prose.json", "runs/junk.json"):
+    for name in (
+        "proxy.csv",
+        "loss_curve.png",
+        "final_loss.png",
+        "manifest.json",
+        "tokenizer.json",
+        "config.json",
+        "runs/prose.json",
+        "runs/junk.json",
+    ):
         assert (out / name).is_file(), name
     assert not list(out.rglob(".*tmp*"))
     csv = pd.read_csv(out / "proxy.csv")
-    assert list(csv.columns) == ["selection", "eval_set", "domain", "loss", "perplexity", "bits_per_byte",
-                                 "eval_tokens", "tokens", "epochs", "params", "seconds"]
+    assert list(csv.columns) == [
+        "selection",
+        "eval_set",
+        "domain",
+        "loss",
+        "perplexity",
+        "bits_per_byte",
+        "eval_tokens",
+        "tokens",
+        "epochs",
+        "params",
+        "seconds",
+    ]
     assert set(csv.domain) == {"all", "prose", *JUNK}
     m = json.loads((out / "manifest.json").read_text())
     assert m["versions"]["torch"] and m["versions"]["transformers"] and m["config"]["d_model"] == 32
@@ -182,8 +228,27 @@ def test_other_config_refused(run, corpus):
 
 
 # ---------------------------------------------------------------------- bad input (the command line)
-SMALL_FLAGS = ["--vocab-size", 512, "--d-model", 32, "--n-layers", 2, "--n-heads", 2, "--d-ff", 64, "--seq-len", 64,
-               "--batch-size", 8, "--tokens", 1024, "--threads", 1, "--quiet"]
+SMALL_FLAGS = [
+    "--vocab-size",
+    512,
+    "--d-model",
+    32,
+    "--n-layers",
+    2,
+    "--n-heads",
+    2,
+    "--d-ff",
+    64,
+    "--seq-len",
+    64,
+    "--batch-size",
+    8,
+    "--tokens",
+    1024,
+    "--threads",
+    1,
+    "--quiet",
+]
 
 
 def assert_refused(capsys, out, *argv_and_needles):
@@ -196,37 +261,73 @@ def assert_refused(capsys, out, *argv_and_needles):
 
 def test_selection_without_text_column(corpus, tmp_path, capsys):
     bad = _write(corpus["prose"].rename(columns={"text": "body"}), tmp_path / "notext")
-    assert_refused(capsys, tmp_path / "out", bad, "--eval", corpus["eval"],
-             ["notext", "no text column 'text'", "(columns: id, body", "--text-column"])
+    assert_refused(
+        capsys,
+        tmp_path / "out",
+        bad,
+        "--eval",
+        corpus["eval"],
+        ["notext", "no text column 'text'", "(columns: id, body", "--text-column"],
+    )
 
 
 def test_empty_selection(corpus, tmp_path, capsys):
     empty = _write(corpus["prose"].iloc[:0], tmp_path / "empty")
     blank = _write(corpus["prose"].iloc[:3].assign(text=["", "  ", None]), tmp_path / "blank")
     for sel in (empty, blank):
-        assert_refused(capsys, tmp_path / "out", corpus["sel_prose"], sel, "--eval", corpus["eval"],
-                 [f"selection {sel}: no usable text"])
+        assert_refused(
+            capsys,
+            tmp_path / "out",
+            corpus["sel_prose"],
+            sel,
+            "--eval",
+            corpus["eval"],
+            [f"selection {sel}: no usable text"],
+        )
 
 
 def test_selection_made_only_of_evaluation_rows(corpus, tmp_path, capsys):
     only_held = _write(corpus["leak"], tmp_path / "onlyheld")
-    assert_refused(capsys, tmp_path / "out", only_held, "--eval", corpus["eval"],
-             ["onlyheld", "every usable row is also in an evaluation set"])
+    assert_refused(
+        capsys,
+        tmp_path / "out",
+        only_held,
+        "--eval",
+        corpus["eval"],
+        ["onlyheld", "every usable row is also in an evaluation set"],
+    )
 
 
 def test_eval_set_without_usable_text(corpus, tmp_path, capsys):
     blank = _write(corpus["held"].iloc[:4].assign(text=["", None, " \n", ""]), tmp_path / "blankeval")
-    assert_refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", blank,
-             [f"evaluation set {blank}: no usable text"])
+    assert_refused(
+        capsys, tmp_path / "out", corpus["sel_prose"], "--eval", blank, [f"evaluation set {blank}: no usable text"]
+    )
 
 
 def test_tokenizer_file_that_is_not_one(corpus, tmp_path, capsys):
     fake = tmp_path / "tokenizer.json"
     fake.write_text('{"hello": "world"}')
-    assert_refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", corpus["eval"], "--tokenizer", fake,
-             [f"tokenizer '{fake}' is not a tokenizers tokenizer.json"])
-    assert_refused(capsys, tmp_path / "out", corpus["sel_prose"], "--eval", corpus["eval"], "--tokenizer",
-             tmp_path / "missing.json", ["missing.json' not found"])
+    assert_refused(
+        capsys,
+        tmp_path / "out",
+        corpus["sel_prose"],
+        "--eval",
+        corpus["eval"],
+        "--tokenizer",
+        fake,
+        [f"tokenizer '{fake}' is not a tokenizers tokenizer.json"],
+    )
+    assert_refused(
+        capsys,
+        tmp_path / "out",
+        corpus["sel_prose"],
+        "--eval",
+        corpus["eval"],
+        "--tokenizer",
+        tmp_path / "missing.json",
+        ["missing.json' not found"],
+    )
 
 
 def test_given_tokenizer_is_used(run, corpus, tmp_path):
@@ -236,9 +337,34 @@ def test_given_tokenizer_is_used(run, corpus, tmp_path):
     out = tmp_path / "given"
     tok = Path(run[0]["output"]) / "tokenizer.json"
     flags = [str(x) for x in SMALL_FLAGS if x not in ("--tokens", 1024)]
-    assert main(["proxy-lm", corpus["sel_prose"], "--eval", corpus["eval"], str(out), "--tokenizer", str(tok),
-                 "--tokens", "80000", "--lr", "0.01", "--eval-tokens", "20000", "--curve-tokens", "4000",
-                 "--curve-points", "3", "--domain-column", "kind", "--no-report", *flags]) == 0
+    assert (
+        main(
+            [
+                "proxy-lm",
+                corpus["sel_prose"],
+                "--eval",
+                corpus["eval"],
+                str(out),
+                "--tokenizer",
+                str(tok),
+                "--tokens",
+                "80000",
+                "--lr",
+                "0.01",
+                "--eval-tokens",
+                "20000",
+                "--curve-tokens",
+                "4000",
+                "--curve-points",
+                "3",
+                "--domain-column",
+                "kind",
+                "--no-report",
+                *flags,
+            ]
+        )
+        == 0
+    )
     assert not (out / "tokenizer.json").exists()
     m = json.loads((out / "manifest.json").read_text())
     assert m["tokenizer"]["source"] == str(tok)
@@ -292,8 +418,9 @@ def test_another_seed_keeps_the_tokenizer_and_the_scored_documents(run, corpus, 
     """``seed`` moves the initial weights and the data order only, so seeds can be averaged."""
     other = run_proxy_lm(_cfg(corpus, tmp_path / "seed1", seed=1, tokens=1024))
     first = run[0]
-    assert (Path(other["output"]) / "tokenizer.json").read_text() == \
-        (Path(first["output"]) / "tokenizer.json").read_text()
+    assert (Path(other["output"]) / "tokenizer.json").read_text() == (
+        Path(first["output"]) / "tokenizer.json"
+    ).read_text()
     a, b = first["table"], other["table"]
     assert a.eval_tokens.tolist()[:6] == b.eval_tokens.tolist()[:6]  # the untrained rows: same documents scored
     assert a.loss.iloc[0] != b.loss.iloc[0]  # other initial weights
@@ -305,9 +432,21 @@ def test_yaml_config_file_with_flags_on_top(corpus, tmp_path):
 
     from datamask.cli import main
 
-    cfg = {"selections": [corpus["sel_prose"]], "eval": [corpus["eval"]], "vocab_size": 512, "d_model": 32,
-           "n_layers": 2, "n_heads": 2, "d_ff": 64, "seq_len": 64, "batch_size": 8, "tokens": 4096, "threads": 1,
-           "quiet": True, "no_report": True}
+    cfg = {
+        "selections": [corpus["sel_prose"]],
+        "eval": [corpus["eval"]],
+        "vocab_size": 512,
+        "d_model": 32,
+        "n_layers": 2,
+        "n_heads": 2,
+        "d_ff": 64,
+        "seq_len": 64,
+        "batch_size": 8,
+        "tokens": 4096,
+        "threads": 1,
+        "quiet": True,
+        "no_report": True,
+    }
     path = tmp_path / "proxy.yaml"
     path.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "out"

@@ -1,5 +1,6 @@
 """``compare --holdout F --proxy-lm PRESET`` and ``proxy-lm`` on compare and select outputs,
 through the command line on a real Dask cluster, on the repository's text corpus."""
+
 from __future__ import annotations
 
 import functools
@@ -19,8 +20,19 @@ from datamask.cli import main  # noqa: E402
 from tests.helpers.pipeline_data import assert_fails  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
-SIZES = dict(vocab_size=512, d_model=32, n_layers=2, n_heads=2, d_ff=64, seq_len=64, batch_size=8, tokens=40_000,
-             lr=1e-2, eval_tokens=20_000, curve_tokens=4_000)
+SIZES = dict(
+    vocab_size=512,
+    d_model=32,
+    n_layers=2,
+    n_heads=2,
+    d_ff=64,
+    seq_len=64,
+    batch_size=8,
+    tokens=40_000,
+    lr=1e-2,
+    eval_tokens=20_000,
+    curve_tokens=4_000,
+)
 
 
 def _embed(texts, d=32):
@@ -38,9 +50,16 @@ def text_corpus(tmp_path_factory):
     df = pd.DataFrame([json.loads(line) for line in CORPUS.read_text().splitlines()])
     E = _embed(df.text.tolist())
     q = df.good.to_numpy() + np.random.default_rng(1).uniform(0, 0.5, len(df))
-    t = pa.table({"id": df.id.to_numpy(), "text": df.text.tolist(), "kind": df.kind.tolist(),
-                  "embedding": pa.FixedSizeListArray.from_arrays(pa.array(E.reshape(-1)), E.shape[1]),
-                  "quality": q.astype(np.float32), "n_tokens": df.text.str.split().str.len().to_numpy()})
+    t = pa.table(
+        {
+            "id": df.id.to_numpy(),
+            "text": df.text.tolist(),
+            "kind": df.kind.tolist(),
+            "embedding": pa.FixedSizeListArray.from_arrays(pa.array(E.reshape(-1)), E.shape[1]),
+            "quality": q.astype(np.float32),
+            "n_tokens": df.text.str.split().str.len().to_numpy(),
+        }
+    )
     pq.write_table(t, d / "corpus.parquet")
     return d
 
@@ -53,9 +72,31 @@ def compared(text_corpus, address, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:  # a test-sized "tiny" preset, one thread
         mp.setitem(PRESETS, "tiny", {**PRESETS["tiny"], **SIZES})
         mp.setattr(with_compare, "ProxyLMConfig", functools.partial(ProxyLMConfig, threads=1, curve_points=2))
-        assert main(["compare", str(text_corpus), str(out), "--methods", "datamask,topk,random", "--steps", "30",
-                     "--ratio", "0.3", "--holdout", "0.2", "--split-size", "200", "--scheduler", address,
-                     "--proxy-lm", "tiny", "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "compare",
+                    str(text_corpus),
+                    str(out),
+                    "--methods",
+                    "datamask,topk,random",
+                    "--steps",
+                    "30",
+                    "--ratio",
+                    "0.3",
+                    "--holdout",
+                    "0.2",
+                    "--split-size",
+                    "200",
+                    "--scheduler",
+                    address,
+                    "--proxy-lm",
+                    "tiny",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
     return out
 
 
@@ -98,28 +139,81 @@ def test_proxy_lm_command_on_a_compare_output_resumes_its_runs(compared, tmp_pat
     """The same run as compare's by hand: same config, so every selection is reused."""
     out = compared / "proxy_lm"
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in SIZES.items()]
-    assert main(["proxy-lm", str(compared), "--eval", str(compared / "holdout"), str(out), *flags,
-                 "--threads", "1", "--curve-points", "2", "--no-report"]) == 0
+    assert (
+        main(
+            [
+                "proxy-lm",
+                str(compared),
+                "--eval",
+                str(compared / "holdout"),
+                str(out),
+                *flags,
+                "--threads",
+                "1",
+                "--curve-points",
+                "2",
+                "--no-report",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "(0 trained, 3 resumed)" in printed and "topk" in printed
 
 
 def test_proxy_lm_needs_a_holdout(text_corpus, tmp_path, capsys):
     out = tmp_path / "nohold"
-    assert_fails(capsys, ["compare", text_corpus, out, "--methods", "topk", "--proxy-lm", "tiny"],
-                 "--proxy-lm needs --holdout")
+    assert_fails(
+        capsys, ["compare", text_corpus, out, "--methods", "topk", "--proxy-lm", "tiny"], "--proxy-lm needs --holdout"
+    )
     assert not out.exists()
 
 
 def test_proxy_lm_on_a_select_output_with_keep_all(text_corpus, address, tmp_path):
     """A --keep-all select output trains on its selected rows only, never on held-out rows."""
     sel = tmp_path / "sel"
-    assert main(["select", str(text_corpus), str(sel), "--method", "topk", "--ratio", "0.3", "--holdout", "0.2",
-                 "--split-size", "200", "--keep-all", "--scheduler", address, "--quiet", "--no-report"]) == 0
+    assert (
+        main(
+            [
+                "select",
+                str(text_corpus),
+                str(sel),
+                "--method",
+                "topk",
+                "--ratio",
+                "0.3",
+                "--holdout",
+                "0.2",
+                "--split-size",
+                "200",
+                "--keep-all",
+                "--scheduler",
+                address,
+                "--quiet",
+                "--no-report",
+            ]
+        )
+        == 0
+    )
     out = tmp_path / "proxy"
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in {**SIZES, "tokens": 1024}.items()]
-    assert main(["proxy-lm", str(sel), "--eval", str(sel / "holdout"), str(out), *flags, "--threads", "1",
-                 "--quiet", "--no-report"]) == 0
+    assert (
+        main(
+            [
+                "proxy-lm",
+                str(sel),
+                "--eval",
+                str(sel / "holdout"),
+                str(out),
+                *flags,
+                "--threads",
+                "1",
+                "--quiet",
+                "--no-report",
+            ]
+        )
+        == 0
+    )
     m = json.loads((out / "manifest.json").read_text())
     data = pq.read_table(sel / "data").to_pandas()
     assert m["selections"][0]["docs"] == int(data.selected.sum()) < len(data)

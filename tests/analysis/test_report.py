@@ -1,4 +1,5 @@
 """`compare` on the demo corpus, the figures, the HTML page, and the page in headless Chromium."""
+
 from __future__ import annotations
 
 import base64
@@ -18,7 +19,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def compared(tmp_path_factory):
     """`compare` on the demo corpus (workflows/demo.yaml's generator settings), scaled down to
     6000 rows of d=32 in 2 files of 2 splits each."""
-    from datamask.analysis.compare import run_compare
+    from datamask.analysis.compare_run import run_compare
     from datamask.cli.demo import DEMO_WORKFLOW, write_corpus
     from datamask.pipeline.workflow import load_workflow
 
@@ -26,8 +27,9 @@ def compared(tmp_path_factory):
     spec = dict(load_workflow(DEMO_WORKFLOW)["corpus"], n_rows=6000, dim=32, n_files=2)
     write_corpus(root / "corpus", row_group_size=1000, **spec)
     cfg = SelectConfig(split_size=1500, ratio=0.1, steps=300, eval_every=50, seed=0)
-    table = run_compare(root / "corpus", root / "out", cfg=cfg,
-                        methods=("datamask", "topk", "random", "semdedup", "quadmix", "greedy"))
+    table = run_compare(
+        root / "corpus", root / "out", cfg=cfg, methods=("datamask", "topk", "random", "semdedup", "quadmix", "greedy")
+    )
     return root / "out", table
 
 
@@ -84,10 +86,11 @@ def test_report_of_select_output(tmp_path):
     from datamask.pipeline.stages.select import run_select
 
     write_corpus(tmp_path / "c", n_rows=3000, dim=32, n_files=1, n_topics=8, row_group_size=1000)
-    cfg = SelectConfig(input=str(tmp_path / "c"), output=str(tmp_path / "o"), split_size=1500, steps=50,
-                       quiet=True)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc, \
-            Client(lc) as client:
+    cfg = SelectConfig(input=str(tmp_path / "c"), output=str(tmp_path / "o"), split_size=1500, steps=50, quiet=True)
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc,
+        Client(lc) as client,
+    ):
         run_select(cfg, client=client)
     page = build_report(tmp_path / "o")
     html = page.read_text()
@@ -128,10 +131,22 @@ def test_html_renders_in_headless_chromium(compared, chromium, tmp_path):
 
     out, _ = compared
     shot = tmp_path / "shot.png"
-    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
-           "--window-size=1200,900", (out / "report" / "index.html").resolve().as_uri()]
+    cmd = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--screenshot={shot}",
+        "--window-size=1200,900",
+        (out / "report" / "index.html").resolve().as_uri(),
+    ]
     r = subprocess.run(cmd, capture_output=True, timeout=120)
     assert shot.exists(), r.stderr.decode(errors="replace")[-2000:]
     img = mpimg.imread(shot)[..., :3]

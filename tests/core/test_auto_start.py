@@ -6,6 +6,7 @@ quality top-S: a start over 0..16 nats (the previous default) keeps the rows the
 needs so far down that they are rarely drawn, while 0..2 lets pg reach them. The pilot
 finds this on its own. Shape of a case in benchmarks/results/defaults.md, shrunk.
 """
+
 import numpy as np
 import pytest
 

@@ -9,6 +9,7 @@ a sum of positive terms, and the clamp applies to the batch being sampled (CHANG
 returns exact zeros 1 in 1,000 float32 draws, so a 200-step run meets them; the code before
 the fix fails this test.
 """
+
 import numpy as np
 import pytest
 
@@ -40,8 +41,16 @@ def test_concentrated_policy_on_the_cupy_path_does_not_collapse(zeros_from_the_d
     E, q = c["embedding"], c["quality"]
     points = []
     # logits spread over 30 nats from the start: the concentrated regime of a long run
-    m = DataMask(steps=200, eval_every=10, patience=None, seed=0, group_size=32, batch_ratio=None,
-                 logit_range=(0.0, 30.0), callback=lambda est, rec: points.append(rec["objective"]))
+    m = DataMask(
+        steps=200,
+        eval_every=10,
+        patience=None,
+        seed=0,
+        group_size=32,
+        batch_ratio=None,
+        logit_range=(0.0, 30.0),
+        callback=lambda est, rec: points.append(rec["objective"]),
+    )
     m.fit(cp.asarray(E), cp.asarray(q))
     best = DataMask(solver="relaxed").fit(E, q).objective_["objective"]
     rand = evaluate(E, q, np.random.default_rng(0).permutation(4000)[:400])["objective"]

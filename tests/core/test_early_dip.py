@@ -7,6 +7,7 @@ before the signal built up, and the objective dipped (``benchmarks/results/init_
 The default ``logit_range`` starts the policy close to the quality top-S; the noise then
 moves only rows whose order hardly matters.
 """
+
 import numpy as np
 import pytest
 
@@ -25,8 +26,15 @@ def corpus_100k():
 
 def largest_fall(E, q, rand, gain, **kw):
     points = []
-    DataMask(batch_max=None, steps=300, eval_every=50, patience=None, seed=0,
-             callback=lambda est, rec: points.append(rec["objective"]), **kw).fit(E, q)
+    DataMask(
+        batch_max=None,
+        steps=300,
+        eval_every=50,
+        patience=None,
+        seed=0,
+        callback=lambda est, rec: points.append(rec["objective"]),
+        **kw,
+    ).fit(E, q)
     pct = [100 * (p - rand) / gain for p in points]
     return max(a - b for a, b in zip(pct, pct[1:])), pct
 
@@ -40,12 +48,15 @@ def test_paper_batch_has_no_early_dip_with_the_default_initialisation(corpus_100
     assert old_fall > 1.0, old
 
 
-@pytest.mark.parametrize("diversity, given, used", [
-    ("pairwise", None, "auto"),  # a pilot picks 0..2 or 0..16 (tests/core/test_auto_start.py)
-    ("disf", None, (0.0, 16.0)),
-    ("facility", None, (0.0, 2.0)),  # coverage is far from the quality top-S: a flat start
-    ("pairwise", (1.0, 3.0), (1.0, 3.0)),
-])
+@pytest.mark.parametrize(
+    "diversity, given, used",
+    [
+        ("pairwise", None, "auto"),  # a pilot picks 0..2 or 0..16 (tests/core/test_auto_start.py)
+        ("disf", None, (0.0, 16.0)),
+        ("facility", None, (0.0, 2.0)),  # coverage is far from the quality top-S: a flat start
+        ("pairwise", (1.0, 3.0), (1.0, 3.0)),
+    ],
+)
 def test_logit_range_default_depends_on_the_diversity(diversity, given, used):
     c = make_corpus(600, dim=16, seed=1)
     m = DataMask(diversity=diversity, logit_range=given, steps=2, eval_every=1, reference_size=64, seed=0)
@@ -55,8 +66,11 @@ def test_logit_range_default_depends_on_the_diversity(diversity, given, used):
         assert used == max(m.pilot_, key=m.pilot_.get)
     assert m.logit_range_ == used
     # step 0 is the initialisation: candidates' logits span exactly the range
-    L0 = DataMask(diversity=diversity, logit_range=given, steps=0, reference_size=64).fit(
-        c["embedding"], c["quality"]).logits_
+    L0 = (
+        DataMask(diversity=diversity, logit_range=given, steps=0, reference_size=64)
+        .fit(c["embedding"], c["quality"])
+        .logits_
+    )
     L0 = L0[np.isfinite(L0)]
     assert (L0.min(), L0.max()) == pytest.approx(used)
 

@@ -1,4 +1,5 @@
 """Row sums for a group of masks: the float32 GEMM and the exact int8 kernel agree."""
+
 import numpy as np
 import pytest
 
@@ -15,7 +16,7 @@ def test_planes_recombine_to_the_rounded_rows_exactly():
     p = to_planes(x).astype(np.int64)
     d = x.shape[1]
     assert p[:, d:].min() >= 0 and p[:, d:].max() <= 127 and np.abs(p[:, :d]).max() <= 64
-    back = (p[:, :d] << 14) + (p[:, d:2 * d] << 7) + p[:, 2 * d:]
+    back = (p[:, :d] << 14) + (p[:, d : 2 * d] << 7) + p[:, 2 * d :]
     assert np.array_equal(back, np.rint(x.astype(np.float64) * 2**SCALE_BITS).astype(np.int64))
 
 
@@ -47,8 +48,9 @@ def test_int8_kernel_sums_match_brute_force_to_the_grid():
     # each of the 150 rows moves by at most half a grid step per entry
     assert np.abs(got - exact).max() <= 150 * 2.0 ** -(SCALE_BITS + 1) + 1e-9
     # and the kernel is exact on the rounded rows: integer sums, no float error
-    grid = np.rint(E[cand][batch].astype(np.float32) / norms[cand][batch][:, None].astype(np.float32)
-                   * np.float32(2**SCALE_BITS)).astype(np.int64)
+    grid = np.rint(
+        E[cand][batch].astype(np.float32) / norms[cand][batch][:, None].astype(np.float32) * np.float32(2**SCALE_BITS)
+    ).astype(np.int64)
     want = np.stack([grid[i].sum(axis=0) for i in idx]) * 2.0**-SCALE_BITS
     assert np.array_equal(got, want)
 
@@ -103,5 +105,6 @@ def test_small_batches_stay_on_float32(monkeypatch, kernels_used):
     c = make_corpus(2000, dim=16, seed=4)
     # a fixed start: the "auto" pilot would add two fits (and their kernels) to the record
     DataMask(steps=5, batch_max=pg.INT8_MIN_ROWS - 1, batch_ratio=None, logit_range=(0.0, 16.0)).fit(
-        c["embedding"], c["quality"])
+        c["embedding"], c["quality"]
+    )
     assert kernels_used == ["float32"]

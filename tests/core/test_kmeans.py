@@ -1,5 +1,6 @@
 """``lloyd``: our k-means on the array's device (the CUDA level's fit), checked on numpy and
 on the cupy branch through the numpy stand-in (``fake_cupy``)."""
+
 from __future__ import annotations
 
 import numpy as np

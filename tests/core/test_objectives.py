@@ -1,4 +1,5 @@
 """Objectives: closed forms against brute force."""
+
 import numpy as np
 import pytest
 

@@ -1,4 +1,5 @@
 """The DataMask estimator: contract, solvers, and the paper's claims on planted data."""
+
 import numpy as np
 import pytest
 
@@ -48,9 +49,7 @@ def test_pg_reaches_995_and_relaxed_9999_of_greedy_gain(solved_20k):
     assert relaxed >= 0.9999, relaxed
 
 
-def test_joint_selection_has_fewer_near_duplicates_than_topk_and_better_quality_than_random(
-    solved_20k, clustered_20k
-):
+def test_joint_selection_has_fewer_near_duplicates_than_topk_and_better_quality_than_random(solved_20k, clustered_20k):
     q = clustered_20k["quality"]
     dup = clustered_20k["dup_group"] >= 0
     m = solved_20k["pg"]
@@ -119,8 +118,15 @@ def test_batch_passes_visit_every_row_once_per_pass():
 
 @pytest.mark.parametrize(
     "n,ratio,size,expected",
-    [(10_000, 0.05, 1024, 500), (100_000, 0.05, 1024, 1024), (100_000, 0.05, None, 5000),
-     (2_000, 0.05, 1024, 256), (2_000, 0.05, 100, 100), (3_000, None, 1024, 1024), (300, None, None, 300)],
+    [
+        (10_000, 0.05, 1024, 500),
+        (100_000, 0.05, 1024, 1024),
+        (100_000, 0.05, None, 5000),
+        (2_000, 0.05, 1024, 256),
+        (2_000, 0.05, 100, 100),
+        (3_000, None, 1024, 1024),
+        (300, None, None, 300),
+    ],
 )
 def test_batch_rows_is_the_ratio_capped_by_batch_max(n, ratio, size, expected):
     from datamask.core.pg import MIN_BATCH, PolicyGradient
@@ -138,7 +144,9 @@ def test_callback_sees_records_and_can_stop():
         return rec["step"] >= 200
 
     # a fixed start: under "auto" the callback sees the winner's pilot points once the pilot ends
-    m = DataMask(steps=1000, eval_every=100, callback=cb, patience=None, logit_range=(0.0, 16.0)).fit(c["embedding"], c["quality"])
+    m = DataMask(steps=1000, eval_every=100, callback=cb, patience=None, logit_range=(0.0, 16.0)).fit(
+        c["embedding"], c["quality"]
+    )
     assert seen == [0, 100, 200]
     assert m.n_steps_ == 200
 
@@ -179,8 +187,9 @@ def test_lazy_greedy_facility_matches_plain_greedy(unit_rows):
     picked = []
     for _ in range(S):
         gains = [
-            -np.inf if i in picked else lam * q[picked + [i]].sum() / S
-            + (1 - lam) * (R @ E[picked + [i]].T).max(1).mean()
+            -np.inf
+            if i in picked
+            else lam * q[picked + [i]].sum() / S + (1 - lam) * (R @ E[picked + [i]].T).max(1).mean()
             for i in range(60)
         ]
         picked.append(int(np.argmax(gains)))

@@ -4,6 +4,7 @@ The GPU branches run here on ``fake_cupy`` (numpy arrays that behave like cupy's
 scalars, host read-backs counted and refusable). What only a GPU can show (real stream
 capture, the fused kernel, timings) is in the ``gpu``-marked tests and the benchmark.
 """
+
 import contextlib
 import functools
 import warnings

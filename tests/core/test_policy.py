@@ -1,4 +1,5 @@
 """Plackett-Luce sampling and its score function."""
+
 import itertools
 
 import numpy as np
@@ -176,7 +177,7 @@ def _reference_gradient(L, orders, w):
         drawn = set(order)
         rest = math.fsum(p[i] for i in range(len(L)) if i not in drawn)
         Z = [rest + math.fsum(p[i] for i in order[k:]) for k in range(len(order))]
-        c = [math.fsum(1.0 / z for z in Z[:k + 1]) for k in range(len(order))]
+        c = [math.fsum(1.0 / z for z in Z[: k + 1]) for k in range(len(order))]
         pos = {i: k for k, i in enumerate(order)}
         for i in range(len(L)):
             g[i] += wj * ((1.0 - p[i] * c[pos[i]]) if i in pos else -p[i] * c[-1])

@@ -1,4 +1,5 @@
 """The counter-based generator: one stream of words on numpy and on cupy-like arrays."""
+
 import numpy as np
 import pytest
 
@@ -9,8 +10,7 @@ from tests.helpers import fake_cupy
 def test_philox_matches_the_published_known_answer():
     # Random123's known-answer vector for Philox4x64-10 with zero counter and zero key.
     out = philox(np, (0, 0), 0, 0, 0, 0)
-    assert [int(v[0]) for v in out] == [0x16554D9ECA36314C, 0xDB20FE9D672D0FDC,
-                                     0xD7E772CEE186176B, 0x7E68B68AEC7BA23B]
+    assert [int(v[0]) for v in out] == [0x16554D9ECA36314C, 0xDB20FE9D672D0FDC, 0xD7E772CEE186176B, 0x7E68B68AEC7BA23B]
 
 
 @pytest.mark.parametrize("step,start,count", [(0, 0, 10), (5, 3, 37), (2**40 + 1, 17, 1000), (7, 800, 1)])

@@ -1,5 +1,6 @@
 """Small planted corpora for the dedup tests: unrelated texts, exact copies (case and
 spacing changed) and near copies (a few words changed, 5-gram Jaccard ~0.8)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,7 +43,7 @@ def near_copy(t, rng, words, n_changes=3):
 def jaccard(a, b, ngram=5):
     h, off, _ = word_tokens([a, b])
     k, ko = shingle_keys(h, off, ngram)
-    sa, sb = set(k[ko[0]:ko[1]].tolist()), set(k[ko[1]:ko[2]].tolist())
+    sa, sb = set(k[ko[0] : ko[1]].tolist()), set(k[ko[1] : ko[2]].tolist())
     return len(sa & sb) / len(sa | sb)
 
 

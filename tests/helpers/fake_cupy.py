@@ -17,6 +17,7 @@ that follows runs here on numpy. What the stand-in copies from cupy, on purpose:
 
 Nothing here is fast or complete: only what datamask calls.
 """
+
 from __future__ import annotations
 
 import contextlib

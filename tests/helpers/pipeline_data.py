@@ -1,5 +1,6 @@
 """Shared data, arguments and CLI assertions for the pipeline and CLI tests (their Dask
 cluster fixtures live in ``tests/conftest.py``)."""
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,14 @@ def local_cluster(silence_logs=logging.ERROR):
     """A real LocalCluster with 2 single-threaded worker processes on 127.0.0.1."""
     from distributed import LocalCluster
 
-    return LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                        dashboard_address="127.0.0.1:0", silence_logs=silence_logs)
+    return LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        silence_logs=silence_logs,
+    )
 
 
 def assert_fails(capsys, argv, *needles, code=2):

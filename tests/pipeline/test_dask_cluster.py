@@ -2,6 +2,7 @@
 processes on 127.0.0.1, each in its own working directory (as on separate nodes). Runs with
 relative paths write where the client sees them; a worker writing where the client cannot
 see stops the run."""
+
 from __future__ import annotations
 
 import json
@@ -39,16 +40,38 @@ def real_cluster(tmp_path_factory):
     port = _free_port()
     addr = f"tcp://127.0.0.1:{port}"
     root = tmp_path_factory.mktemp("nodes")
-    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    procs = [
+        subprocess.Popen(
+            [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
     dirs = []
     for i in range(2):
         d = root / f"worker{i}"
         d.mkdir()
         dirs.append(d)
-        procs.append(subprocess.Popen([dask, "worker", addr, "--nthreads", "1", "--host", "127.0.0.1",
-                                       "--no-dashboard", "--local-directory", str(d / "dask-scratch")],
-                                      cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                [
+                    dask,
+                    "worker",
+                    addr,
+                    "--nthreads",
+                    "1",
+                    "--host",
+                    "127.0.0.1",
+                    "--no-dashboard",
+                    "--local-directory",
+                    str(d / "dask-scratch"),
+                ],
+                cwd=d,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
     try:
         t0 = time.time()
         while True:
@@ -85,9 +108,11 @@ def _rows(d):
 
 def test_relative_paths_on_a_real_cluster_equal_a_local_cluster(real_cluster, client_dir, address):
     addr, worker_dirs = real_cluster
-    runs = {"select": ["select", "in", "{out}/sel", *SELECT],
-            "embed": ["embed", "docs.jsonl", "{out}/emb", "--split-size", "30", "--quiet"],
-            "dedup": ["dedup", "{out}/emb", "{out}/dd", "--split-size", "30", "--quiet"]}
+    runs = {
+        "select": ["select", "in", "{out}/sel", *SELECT],
+        "embed": ["embed", "docs.jsonl", "{out}/emb", "--split-size", "30", "--quiet"],
+        "dedup": ["dedup", "{out}/emb", "{out}/dd", "--split-size", "30", "--quiet"],
+    }
     for sched, out in ((addr, "real"), (address, "local")):
         for name, argv in runs.items():
             assert main([a.format(out=out) for a in argv] + ["--scheduler", sched]) == 0, (name, out)
@@ -108,8 +133,12 @@ def test_workers_writing_where_the_client_cannot_see(real_cluster, client_dir, c
     import fsspec
 
     addr, _ = real_cluster
-    assert_fails(capsys, ["select", "in", "memory://sel", *SELECT, "--scheduler", addr],
-                 "output must be on storage every node shares", code=2)
+    assert_fails(
+        capsys,
+        ["select", "in", "memory://sel", *SELECT, "--scheduler", addr],
+        "output must be on storage every node shares",
+        code=2,
+    )
     fs = fsspec.filesystem("memory")
     assert not fs.exists("/sel/manifest.json")
 
@@ -120,6 +149,10 @@ def test_cluster_labels_written_where_the_client_cannot_see(real_cluster, client
     import fsspec
 
     addr, _ = real_cluster
-    assert_fails(capsys, ["cluster", "in", "memory://cl", "--n-clusters", "4", "--split-size", "600", "--quiet",
-                          "--scheduler", addr], "output must be on storage every node shares", code=2)
+    assert_fails(
+        capsys,
+        ["cluster", "in", "memory://cl", "--n-clusters", "4", "--split-size", "600", "--quiet", "--scheduler", addr],
+        "output must be on storage every node shares",
+        code=2,
+    )
     assert not fsspec.filesystem("memory").exists("/cl/cluster.json")

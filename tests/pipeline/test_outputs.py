@@ -1,5 +1,6 @@
 """What a run leaves in its output: stable split names along a chain, status that reads the
 files, refusals of an output inside its input, and no orphaned work when a split fails."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,19 @@ ROWS = (900, 900, 300)
 
 
 def _args(inp, out, *extra, scheduler=None):
-    a = ["select", str(inp), str(out), "--split-size", SPLIT, "--steps", "30", "--ratio", "0.2", "--quiet",
-         "--no-report"]
+    a = [
+        "select",
+        str(inp),
+        str(out),
+        "--split-size",
+        SPLIT,
+        "--steps",
+        "30",
+        "--ratio",
+        "0.2",
+        "--quiet",
+        "--no-report",
+    ]
     return a + (["--scheduler", scheduler] if scheduler else []) + [str(x) for x in extra]
 
 
@@ -40,8 +52,14 @@ def clusters():
     """A 1-worker and the 2-worker cluster of the suite's kind."""
     from distributed import LocalCluster
 
-    one = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
-                       dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+    one = LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        silence_logs=logging.ERROR,
+    )
     two = local_cluster()
     yield {1: one.scheduler_address, 2: two.scheduler_address}
     one.close()
@@ -56,11 +74,15 @@ def reference(small, clusters, tmp_path_factory):
 
 
 def test_split_names_keep_the_source_name_and_do_not_grow():
-    assert Split("/x", "CC-MAIN-2024-10/000_00000.parquet", "parquet", 0, 2000, whole=True).name == \
-        "CC-MAIN-2024-10__000_00000.r0-2000"
+    assert (
+        Split("/x", "CC-MAIN-2024-10/000_00000.parquet", "parquet", 0, 2000, whole=True).name
+        == "CC-MAIN-2024-10__000_00000.r0-2000"
+    )
     # a later stage reads that file (fewer rows after a filter): same name, whole or cut again
-    assert Split("/y", "CC-MAIN-2024-10__000_00000.r0-2000.parquet", "parquet", 0, 1878, whole=True).name == \
-        "CC-MAIN-2024-10__000_00000.r0-2000"
+    assert (
+        Split("/y", "CC-MAIN-2024-10__000_00000.r0-2000.parquet", "parquet", 0, 1878, whole=True).name
+        == "CC-MAIN-2024-10__000_00000.r0-2000"
+    )
     assert Split("/y", "X.r2000-4000.parquet", "parquet", 0, 900).name == "X.r2000-2900"
     assert Split("/y", "docs.jsonl.gz", "jsonl", 300, 600).name == "docs.r300-600"
 
@@ -82,8 +104,9 @@ def test_status_reads_the_files(small, clusters, tmp_path, capsys):
     (out / "data" / "shard-1.r450-900.parquet").unlink()
     assert main(["status", str(out)]) == 1
     text = capsys.readouterr().out
-    assert "INCOMPLETE: 4 of 5" in text and "shard-1.parquet (rows 450-900): data/shard-1.r450-900.parquet missing" \
-        in text, text
+    assert (
+        "INCOMPLETE: 4 of 5" in text and "shard-1.parquet (rows 450-900): data/shard-1.r450-900.parquet missing" in text
+    ), text
     # a file cut short (its footer says fewer rows than its record) counts as missing too
     t = pq.read_table(out / "data" / "shard-0.r0-450.parquet")
     pq.write_table(t.slice(0, 3), out / "data" / "shard-0.r0-450.parquet")
@@ -142,8 +165,7 @@ def _with_nan(src, dst, file_index, row):
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("where", [(0, 5), (1, 600), (2, 299)], ids=["first", "middle", "last"])
-def test_bad_row_in_any_split_leaves_a_resumable_output(small, clusters, reference, tmp_path, capsys, workers,
-                                                        where):
+def test_bad_row_in_any_split_leaves_a_resumable_output(small, clusters, reference, tmp_path, capsys, workers, where):
     inp, out = tmp_path / "in", tmp_path / "sel"
     _with_nan(small, inp, *where)
     assert_fails(capsys, _args(inp, out, scheduler=clusters[workers]), "NaN")

@@ -1,5 +1,6 @@
 """Every stage from s3:// to s3:// against a real S3-compatible server (moto_server on 127.0.0.1,
 started and stopped here): the same rows as a local run, resume after a killed job, status."""
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,9 @@ def s3(tmp_path_factory):
     this module only (the client and the workers started here read them)."""
     port = _free_port()
     exe = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     url = f"http://127.0.0.1:{port}"
     t0 = time.time()
     while True:
@@ -62,8 +64,12 @@ def s3(tmp_path_factory):
                 proc.kill()
                 raise RuntimeError("moto_server did not start") from None
             time.sleep(0.1)
-    env = {"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_DEFAULT_REGION": "us-east-1"}
+    env = {
+        "AWS_ENDPOINT_URL": url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     import s3fs
@@ -93,15 +99,35 @@ def addr(s3):
     """A LocalCluster started after the environment is set (its workers read it)."""
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as c:
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        silence_logs=logging.ERROR,
+    ) as c:
         yield c.scheduler_address
 
 
 def _chain(workflow, src, root, addr):
     """``datamask run`` of embed -> score -> dedup -> select, from ``src`` to ``root/<stage>``."""
-    assert main(["run", str(workflow), "--set", f"input={src}", "--set", f"output={root}", "--set",
-                 f"scheduler={addr}", "--no-report"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(workflow),
+                "--set",
+                f"input={src}",
+                "--set",
+                f"output={root}",
+                "--set",
+                f"scheduler={addr}",
+                "--no-report",
+            ]
+        )
+        == 0
+    )
 
 
 def _s3_table(s3, prefix):
@@ -144,8 +170,20 @@ def test_job_killed_midway_resumes_on_s3(s3, addr, tmp_path):
     assert main(["select", str(s3.local / "emb"), str(ref), *SELECT, *slow, "--scheduler", addr]) == 0
     out = "s3://bkt/killed"
     opts = json.dumps({"endpoint_url": s3.url, "key": "testing", "secret": "testing"})
-    cmd = [sys.executable, "-m", "datamask.cli", "select", "s3://bkt/emb", out, *SELECT, *slow, "--n-workers", "2",
-           "--storage-options", opts]
+    cmd = [
+        sys.executable,
+        "-m",
+        "datamask.cli",
+        "select",
+        "s3://bkt/emb",
+        out,
+        *SELECT,
+        *slow,
+        "--n-workers",
+        "2",
+        "--storage-options",
+        opts,
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
 
@@ -178,8 +216,18 @@ def _local_copy(s3, prefix, dest: Path) -> Path:
 
 
 def test_cluster_from_s3_to_s3_equals_a_local_run(s3, addr, tmp_path):
-    flags = ["--n-clusters", "4", "--sample-fraction", "0.5", "--split-size", "600", "--by-cluster", "--quiet",
-             "--scheduler", addr]
+    flags = [
+        "--n-clusters",
+        "4",
+        "--sample-fraction",
+        "0.5",
+        "--split-size",
+        "600",
+        "--by-cluster",
+        "--quiet",
+        "--scheduler",
+        addr,
+    ]
     assert main(["cluster", str(s3.local / "emb"), str(tmp_path / "cl"), *flags]) == 0
     assert main(["cluster", "s3://bkt/emb", "s3://bkt/cl", *flags]) == 0
     got = _local_copy(s3, "bkt/cl", tmp_path / "got")
@@ -198,14 +246,36 @@ def test_cluster_from_s3_to_s3_equals_a_local_run(s3, addr, tmp_path):
 
 
 def test_compare_from_s3_to_s3_equals_a_local_run_with_its_report(s3, addr, tmp_path, capsys):
-    flags = ["--methods", "datamask,topk,random,semdedup", "--n-clusters", "4", "--steps", "20",
-             "--split-size", "600", "--ratio", "0.2", "--holdout", "0.1", "--quiet", "--scheduler", addr]
+    flags = [
+        "--methods",
+        "datamask,topk,random,semdedup",
+        "--n-clusters",
+        "4",
+        "--steps",
+        "20",
+        "--split-size",
+        "600",
+        "--ratio",
+        "0.2",
+        "--holdout",
+        "0.1",
+        "--quiet",
+        "--scheduler",
+        addr,
+    ]
     assert main(["compare", str(s3.local / "emb"), str(tmp_path / "cmp"), *flags]) == 0
     assert main(["compare", "s3://bkt/emb", "s3://bkt/cmp", *flags]) == 0
     got = _local_copy(s3, "bkt/cmp", tmp_path / "got")
     want = tmp_path / "cmp"
-    for name in ("compare.json", "compare.csv", "selections.parquet", "corpus_stats.parquet", "pareto.png",
-                 "report/index.html", "report/pareto.png"):
+    for name in (
+        "compare.json",
+        "compare.csv",
+        "selections.parquet",
+        "corpus_stats.parquet",
+        "pareto.png",
+        "report/index.html",
+        "report/pareto.png",
+    ):
         assert (got / name).is_file(), name
     a, b = (pq.read_table(d / "selections.parquet").to_pandas() for d in (want, got))
     assert len(a) > 0 and a.equals(b)
@@ -228,8 +298,25 @@ def test_compare_from_s3_to_s3_equals_a_local_run_with_its_report(s3, addr, tmp_
 
 
 def test_select_writes_its_report_to_s3_and_proxy_lm_refuses_a_url(s3, addr, tmp_path, capsys):
-    assert main(["select", "s3://bkt/emb", "s3://bkt/selr", "--split-size", "600", "--ratio", "0.2", "--steps",
-                 "20", "--quiet", "--scheduler", addr]) == 0
+    assert (
+        main(
+            [
+                "select",
+                "s3://bkt/emb",
+                "s3://bkt/selr",
+                "--split-size",
+                "600",
+                "--ratio",
+                "0.2",
+                "--steps",
+                "20",
+                "--quiet",
+                "--scheduler",
+                addr,
+            ]
+        )
+        == 0
+    )
     s3.fs.invalidate_cache()
     page = s3.fs.cat("bkt/selr/report/index.html").decode()
     assert "datamask select" in page and "s3://bkt/emb" in page

@@ -5,6 +5,7 @@ number of training tokens) on each selection and compare held-out loss on evalua
 no selection trained on. ``datamask proxy-lm`` and ``datamask compare --proxy-lm`` run it.
 torch, transformers and tokenizers are imported only when a run starts.
 """
+
 from .config import PRESETS, ProxyLMConfig
 from .runner import CSV_COLUMNS, UNTRAINED, run_proxy_lm
 

@@ -5,6 +5,7 @@ fields under the same names (``--d-model`` is ``d_model``). Size knobs default t
 which means "the preset's value" (:data:`PRESETS`); :meth:`ProxyLMConfig.resolved` fills
 them in, so the manifest always records the numbers a run used.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,12 +22,34 @@ __all__ = ["ProxyLMConfig", "PRESETS", "SIZE_FIELDS"]
 #: selection on 2 CPU cores (≈1.2M parameters, 1M tokens); ``small`` is for a GPU (≈34M
 #: parameters, bf16 autocast, 100M tokens).
 PRESETS = {
-    "tiny": dict(vocab_size=4096, d_model=128, n_layers=4, n_heads=4, d_ff=256, seq_len=128, batch_size=16,
-                 tokens=1_000_000, lr=3e-3, eval_tokens=100_000, curve_tokens=10_000,
-                 tokenizer_sample_chars=4_000_000),
-    "small": dict(vocab_size=16384, d_model=512, n_layers=8, n_heads=8, d_ff=1376, seq_len=512, batch_size=64,
-                  tokens=100_000_000, lr=1e-3, eval_tokens=2_000_000, curve_tokens=200_000,
-                  tokenizer_sample_chars=50_000_000),
+    "tiny": dict(
+        vocab_size=4096,
+        d_model=128,
+        n_layers=4,
+        n_heads=4,
+        d_ff=256,
+        seq_len=128,
+        batch_size=16,
+        tokens=1_000_000,
+        lr=3e-3,
+        eval_tokens=100_000,
+        curve_tokens=10_000,
+        tokenizer_sample_chars=4_000_000,
+    ),
+    "small": dict(
+        vocab_size=16384,
+        d_model=512,
+        n_layers=8,
+        n_heads=8,
+        d_ff=1376,
+        seq_len=512,
+        batch_size=64,
+        tokens=100_000_000,
+        lr=1e-3,
+        eval_tokens=2_000_000,
+        curve_tokens=200_000,
+        tokenizer_sample_chars=50_000_000,
+    ),
 }
 SIZE_FIELDS = tuple(PRESETS["tiny"])
 
@@ -43,16 +66,25 @@ class ProxyLMConfig:
     """
 
     # --- data
-    selections: list | None = _f(None, "selections: select output directories, compare output directories "
-                                 "(every method's selection) or any Parquet/JSONL corpus", group="data")
-    eval: list | None = _f(None, "evaluation sets: Parquet/JSONL directories or files (e.g. compare/select "
-                           "OUTPUT/holdout), never trained on", group="data")
+    selections: list | None = _f(
+        None,
+        "selections: select output directories, compare output directories "
+        "(every method's selection) or any Parquet/JSONL corpus",
+        group="data",
+    )
+    eval: list | None = _f(
+        None,
+        "evaluation sets: Parquet/JSONL directories or files (e.g. compare/select OUTPUT/holdout), never trained on",
+        group="data",
+    )
     output: str | None = _f(None, "output directory", group="data", result=False)
     text_column: str = _f("text", "name of the text column", group="data")
-    domain_column: str | None = _f(None, "evaluation column for per-domain losses (default: cluster when "
-                                   "present)", group="data")
-    tokenizer: str | None = _f(None, "tokenizer.json (or folder) to use instead of training a byte-level "
-                               "BPE on the selections", group="data")
+    domain_column: str | None = _f(
+        None, "evaluation column for per-domain losses (default: cluster when present)", group="data"
+    )
+    tokenizer: str | None = _f(
+        None, "tokenizer.json (or folder) to use instead of training a byte-level BPE on the selections", group="data"
+    )
     # --- model (None: the preset's value)
     preset: str = _f("tiny", "model, data and optimiser sizes", choices=tuple(PRESETS), group="model")
     vocab_size: int | None = _size("BPE vocabulary size when the tokenizer is trained")
@@ -65,31 +97,38 @@ class ProxyLMConfig:
     tokens: int | None = _size("training tokens per selection (a smaller selection is repeated)", "training")
     batch_size: int | None = _size("sequences per optimiser step", "training")
     lr: float | None = _size("peak AdamW learning rate", "training")
-    min_lr_ratio: float = _f(0.1, "final learning rate of the cosine schedule, as a fraction of lr",
-                             group="training")
+    min_lr_ratio: float = _f(0.1, "final learning rate of the cosine schedule, as a fraction of lr", group="training")
     warmup: float = _f(0.05, "fraction of the steps with a linear warm-up", group="training")
     weight_decay: float = _f(0.1, "AdamW weight decay", group="training")
     grad_clip: float = _f(1.0, "gradient-norm clip (0: none)", group="training")
     seed: int = _f(0, "seed of the initial weights and the data order", group="training")
-    sample_seed: int = _f(0, "seed of the tokenizer's text sample and of the evaluation sample (kept apart from "
-                          "seed, so runs with several seeds share the tokenizer and the scored documents)",
-                          group="training")
+    sample_seed: int = _f(
+        0,
+        "seed of the tokenizer's text sample and of the evaluation sample (kept apart from "
+        "seed, so runs with several seeds share the tokenizer and the scored documents)",
+        group="training",
+    )
     # --- evaluation
-    eval_tokens: int | None = _size("most tokens scored per evaluation set (a seeded sample of documents)",
-                                    "evaluation")
-    curve_tokens: int | None = _size("tokens of each evaluation set scored at the loss-curve points",
-                                     "evaluation")
+    eval_tokens: int | None = _size(
+        "most tokens scored per evaluation set (a seeded sample of documents)", "evaluation"
+    )
+    curve_tokens: int | None = _size("tokens of each evaluation set scored at the loss-curve points", "evaluation")
     curve_points: int = _f(8, "held-out loss evaluations during training (the loss curve)", group="evaluation")
     tokenizer_sample_chars: int | None = _size("characters of selection text the BPE is trained on", "evaluation")
     # --- runtime
-    device: str = _f("auto", "where the model trains (auto: cuda when available)", choices=("auto", "cpu", "cuda"),
-                     group="runtime")
-    precision: str = _f("auto", "compute precision (auto: bf16 autocast on CUDA, float32 on CPU)",
-                        choices=("auto", "float32", "bfloat16"), group="runtime")
-    threads: int | None = _f(None, "torch CPU threads (default: the usable cores); fixed for the run",
-                             group="runtime", result=False)
-    overwrite: bool = _f(False, "delete an existing output's results and start over", group="runtime",
-                         result=False)
+    device: str = _f(
+        "auto", "where the model trains (auto: cuda when available)", choices=("auto", "cpu", "cuda"), group="runtime"
+    )
+    precision: str = _f(
+        "auto",
+        "compute precision (auto: bf16 autocast on CUDA, float32 on CPU)",
+        choices=("auto", "float32", "bfloat16"),
+        group="runtime",
+    )
+    threads: int | None = _f(
+        None, "torch CPU threads (default: the usable cores); fixed for the run", group="runtime", result=False
+    )
+    overwrite: bool = _f(False, "delete an existing output's results and start over", group="runtime", result=False)
     quiet: bool = _f(False, "no progress bars", group="runtime", result=False)
     no_report: bool = _f(False, "do not write the HTML report (OUTPUT/report/)", group="runtime", result=False)
 
@@ -124,8 +163,11 @@ class ProxyLMConfig:
         run's result is keyed by the content it read (see ``runner``), so adding a selection or
         an evaluation set reuses the finished runs that it can."""
         d = self.resolved().to_dict()
-        return {f.name: d[f.name] for f in fields(self)
-                if f.metadata.get("result", True) and f.name not in ("selections", "eval")}
+        return {
+            f.name: d[f.name]
+            for f in fields(self)
+            if f.metadata.get("result", True) and f.name not in ("selections", "eval")
+        }
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.result_dict(), sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -137,8 +179,19 @@ class ProxyLMConfig:
             if ch and getattr(self, f.name) not in ch:
                 raise ConfigError(f"{f.name} must be one of {', '.join(ch)}; got {getattr(self, f.name)!r}")
         r = self.resolved()
-        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "seq_len", "tokens", "batch_size",
-                     "eval_tokens", "curve_tokens", "tokenizer_sample_chars"):
+        for name in (
+            "vocab_size",
+            "d_model",
+            "n_layers",
+            "n_heads",
+            "d_ff",
+            "seq_len",
+            "tokens",
+            "batch_size",
+            "eval_tokens",
+            "curve_tokens",
+            "tokenizer_sample_chars",
+        ):
             if int(getattr(r, name)) < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {getattr(r, name)}")
         if int(r.vocab_size) < 260:
@@ -146,8 +199,10 @@ class ProxyLMConfig:
         if int(r.d_model) % int(r.n_heads) or (int(r.d_model) // int(r.n_heads)) % 2:
             raise ConfigError(f"d_model ({r.d_model}) must be n_heads ({r.n_heads}) times an even head size")
         if int(r.tokens) < int(r.batch_size) * int(r.seq_len):
-            raise ConfigError(f"tokens ({r.tokens}) must be at least one step, batch_size x seq_len = "
-                              f"{int(r.batch_size) * int(r.seq_len)}")
+            raise ConfigError(
+                f"tokens ({r.tokens}) must be at least one step, batch_size x seq_len = "
+                f"{int(r.batch_size) * int(r.seq_len)}"
+            )
         if not float(r.lr) > 0:
             raise ConfigError(f"lr must be > 0, got {r.lr}")
         if not 0.0 <= float(self.min_lr_ratio) <= 1.0:

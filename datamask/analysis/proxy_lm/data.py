@@ -13,6 +13,7 @@ Null and empty texts are skipped and counted. Every problem is a one-line
 :class:`~datamask.errors.DataError` naming the path and the column, raised before anything is
 written.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -85,8 +86,9 @@ def _read_texts(spec: str, text_column: str, extra=(), role="selection", filter_
         cols = [text_column, *extra] + ([SELECTED] if filter_selected else [])
         table, names = _read_file(f, cols, where)
         if text_column not in names:
-            raise DataError(f"{where}: no text column {text_column!r} (columns: {', '.join(names)}); "
-                            f"pass --text-column NAME")
+            raise DataError(
+                f"{where}: no text column {text_column!r} (columns: {', '.join(names)}); pass --text-column NAME"
+            )
         for c in extra:
             if c not in names:
                 raise DataError(f"{where}: no column {c!r} (columns: {', '.join(names)}); pass --domain-column NAME")
@@ -126,8 +128,9 @@ def _compare_selections(d: Path, text_column: str) -> list[TextSet]:
     try:
         files = discover(src)
     except DataError as e:
-        raise DataError(f"selection {d}: the compared input {src} cannot be read ({e}); the text of the "
-                        f"selections comes from it") from None
+        raise DataError(
+            f"selection {d}: the compared input {src} cannot be read ({e}); the text of the selections comes from it"
+        ) from None
     wanted = {(p, i) for p, i in zip(sel["partition"], sel["id"].tolist())}
     text_of = {}
     for f in files:
@@ -135,8 +138,10 @@ def _compare_selections(d: Path, text_column: str) -> list[TextSet]:
         table, names = _read_file(f, [id_col, text_column], where)
         if text_column not in names or id_col not in names:
             miss = text_column if text_column not in names else id_col
-            raise DataError(f"{where}: no column {miss!r} (columns: {', '.join(names)}); the proxy LM needs the "
-                            f"text of the compared rows (pass --text-column NAME)")
+            raise DataError(
+                f"{where}: no column {miss!r} (columns: {', '.join(names)}); the proxy LM needs the "
+                f"text of the compared rows (pass --text-column NAME)"
+            )
         ids = table.column(id_col).to_pylist()
         vals = table.column(text_column).to_pylist()
         for s in make_splits(f, table.num_rows, split_size):
@@ -149,8 +154,10 @@ def _compare_selections(d: Path, text_column: str) -> list[TextSet]:
         keys = list(zip(rows["partition"], rows["id"].tolist()))
         missing = [k for k in keys if k not in text_of]
         if missing:
-            raise DataError(f"selection {d}: {len(missing)} row(s) of method {m} (e.g. id {missing[0][1]!r}) are "
-                            f"no longer in the compared input {src}; rerun compare")
+            raise DataError(
+                f"selection {d}: {len(missing)} row(s) of method {m} (e.g. id {missing[0][1]!r}) are "
+                f"no longer in the compared input {src}; rerun compare"
+            )
         texts = [text_of[k] for k in keys]
         keep = [t for t in texts if t is not None and t.strip()]
         out.append(TextSet(m, f"{d}#{m}", keep, skipped=len(texts) - len(keep), info={"kind": "compare"}))
@@ -175,8 +182,9 @@ def load_selections(specs, text_column: str = "text") -> list[TextSet]:
         sets.extend(got)
     names = [s.name for s in sets]
     for s in sets:  # the same name twice (two compare outputs): prefix the directory
-        s.name = _safe(f"{s.info['parent']}.{s.name}" if names.count(s.name) > 1 and s.info["kind"] == "compare"
-                       else s.name)
+        s.name = _safe(
+            f"{s.info['parent']}.{s.name}" if names.count(s.name) > 1 and s.info["kind"] == "compare" else s.name
+        )
     seen: dict = {}
     for s in sets:
         seen[s.name] = seen.get(s.name, 0) + 1
@@ -184,8 +192,10 @@ def load_selections(specs, text_column: str = "text") -> list[TextSet]:
             s.name = f"{s.name}-{seen[s.name]}"
     for s in sets:
         if not s.texts:
-            raise DataError(f"selection {s.source}: no usable text ({s.skipped} rows with null or empty "
-                            f"{text_column!r}); select some rows or pass the right --text-column")
+            raise DataError(
+                f"selection {s.source}: no usable text ({s.skipped} rows with null or empty "
+                f"{text_column!r}); select some rows or pass the right --text-column"
+            )
     return sets
 
 
@@ -200,15 +210,20 @@ def load_eval_sets(specs, text_column: str = "text", domain_column: str | None =
             except DataError as e:
                 raise DataError(f"evaluation set {spec}: {e}") from None
             first = files[0]
-            has = (first.fmt == "parquet" and "cluster" in pq.ParquetFile(first.path).schema_arrow.names)
+            has = first.fmt == "parquet" and "cluster" in pq.ParquetFile(first.path).schema_arrow.names
             column = "cluster" if has else None
         texts, extras, skipped = _read_texts(spec, text_column, (column,) if column else (), role="evaluation set")
         if not texts:
-            raise DataError(f"evaluation set {spec}: no usable text ({skipped} rows with null or empty "
-                            f"{text_column!r}); pass a set with text or the right --text-column")
+            raise DataError(
+                f"evaluation set {spec}: no usable text ({skipped} rows with null or empty "
+                f"{text_column!r}); pass a set with text or the right --text-column"
+            )
         dom = np.array([str(v) for v in extras[column]], dtype=object) if column else None
-        sets.append(TextSet(_safe(_base_name(spec)), str(spec), texts, domains=dom, skipped=skipped,
-                            info={"domain_column": column}))
+        sets.append(
+            TextSet(
+                _safe(_base_name(spec)), str(spec), texts, domains=dom, skipped=skipped, info={"domain_column": column}
+            )
+        )
     seen: dict = {}
     for s in sets:
         seen[s.name] = seen.get(s.name, 0) + 1
@@ -225,5 +240,6 @@ def exclude_texts(selections, eval_sets) -> None:
         s.excluded = len(s.texts) - len(keep)
         s.texts = keep
         if not keep:
-            raise DataError(f"selection {s.source}: every usable row is also in an evaluation set; nothing is "
-                            f"left to train on")
+            raise DataError(
+                f"selection {s.source}: every usable row is also in an evaluation set; nothing is left to train on"
+            )

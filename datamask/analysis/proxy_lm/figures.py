@@ -3,6 +3,7 @@
 Both functions take the ``proxy.csv`` table / per-selection results and return a figure;
 :func:`save_atomic` writes it under a temporary name and renames it when complete.
 """
+
 from __future__ import annotations
 
 import os
@@ -75,8 +76,9 @@ def final_loss_figure(table):
     t = table[table["selection"] != "untrained"]
     sets = list(dict.fromkeys(t["eval_set"]))
     sels = list(dict.fromkeys(t["selection"]))
-    fig, axes = plt.subplots(1, len(sets), figsize=(max(5.0, 1.2 + 0.5 * len(sels) * 4) * len(sets) ** 0.5 + 1,
-                                                   4.2), dpi=_DPI, squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(sets), figsize=(max(5.0, 1.2 + 0.5 * len(sels) * 4) * len(sets) ** 0.5 + 1, 4.2), dpi=_DPI, squeeze=False
+    )
     cmap = plt.get_cmap("tab10")
     for ax, s in zip(axes.ravel(), sets):
         ts = t[t["eval_set"] == s]
@@ -89,16 +91,27 @@ def final_loss_figure(table):
             bars = ax.bar(xs, vals, width=width, color=cmap(i % 10), label=sel)
             if len(doms) <= 3:
                 for b, v in zip(bars, vals):
-                    ax.annotate(f"{v:.3f}", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom",
-                                fontsize=7, rotation=90 if len(sels) > 4 else 0)
+                    ax.annotate(
+                        f"{v:.3f}",
+                        (b.get_x() + b.get_width() / 2, v),
+                        ha="center",
+                        va="bottom",
+                        fontsize=7,
+                        rotation=90 if len(sels) > 4 else 0,
+                    )
         u = base[(base["eval_set"] == s) & (base["domain"] == "all")]["loss"]
         lo, hi = np.nanmin(ts["loss"]), np.nanmax(ts["loss"])
         if len(u):
             ax.axhline(float(u.iloc[0]), color="0.3", ls="--", lw=1, label="untrained (all)")
             lo, hi = min(lo, float(u.iloc[0])), max(hi, float(u.iloc[0]))
         ax.set_ylim(max(0.0, lo - 0.15 * (hi - lo + 0.05)), hi + 0.25 * (hi - lo + 0.05))
-        ax.set_xticks(np.arange(len(doms)), doms, rotation=30 if len(doms) > 3 else 0, ha="right" if len(doms) > 3
-                      else "center", fontsize=8)
+        ax.set_xticks(
+            np.arange(len(doms)),
+            doms,
+            rotation=30 if len(doms) > 3 else 0,
+            ha="right" if len(doms) > 3 else "center",
+            fontsize=8,
+        )
         ax.set_ylabel("held-out loss (nats/token, lower is better)")
         ax.set_title(f"{s} (y axis does not start at 0)", fontsize=9)
         ax.grid(axis="y", alpha=0.3)

@@ -9,6 +9,7 @@ benchmarks/results/proxy_lm.md).
 
 torch and transformers are imported inside the functions (``import datamask`` stays light).
 """
+
 from __future__ import annotations
 
 import math
@@ -25,11 +26,22 @@ def build_model(cfg, vocab_size: int):
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()  # no "model config" chatter on every build
-    conf = LlamaConfig(vocab_size=int(vocab_size), hidden_size=int(cfg.d_model), intermediate_size=int(cfg.d_ff),
-                       num_hidden_layers=int(cfg.n_layers), num_attention_heads=int(cfg.n_heads),
-                       num_key_value_heads=int(cfg.n_heads), max_position_embeddings=int(cfg.seq_len) + 1,
-                       tie_word_embeddings=True, attention_dropout=0.0, bos_token_id=None, eos_token_id=None,
-                       pad_token_id=None, use_cache=False, attn_implementation="sdpa")
+    conf = LlamaConfig(
+        vocab_size=int(vocab_size),
+        hidden_size=int(cfg.d_model),
+        intermediate_size=int(cfg.d_ff),
+        num_hidden_layers=int(cfg.n_layers),
+        num_attention_heads=int(cfg.n_heads),
+        num_key_value_heads=int(cfg.n_heads),
+        max_position_embeddings=int(cfg.seq_len) + 1,
+        tie_word_embeddings=True,
+        attention_dropout=0.0,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+        use_cache=False,
+        attn_implementation="sdpa",
+    )
     torch.manual_seed(int(cfg.seed))
     return LlamaForCausalLM(conf)
 
@@ -59,7 +71,7 @@ class TokenStream:
         self.starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
         self.lens = lens
         for s, d in zip(self.starts, docs):
-            self.flat[s:s + len(d)] = d
+            self.flat[s : s + len(d)] = d
             self.flat[s + len(d)] = eos_id
         self.seed = int(seed)
         self.epoch = -1

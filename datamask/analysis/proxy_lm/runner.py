@@ -16,6 +16,7 @@ tokenizer), so bad input stops with one line and nothing written. Then, in ``OUT
 
 Every file is written under a temporary name and renamed when complete.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,8 +41,19 @@ from .train import deterministic, evaluate, initial_state, prepare_eval, subset,
 
 __all__ = ["run_proxy_lm", "CSV_COLUMNS", "UNTRAINED"]
 
-CSV_COLUMNS = ("selection", "eval_set", "domain", "loss", "perplexity", "bits_per_byte", "eval_tokens", "tokens",
-               "epochs", "params", "seconds")
+CSV_COLUMNS = (
+    "selection",
+    "eval_set",
+    "domain",
+    "loss",
+    "perplexity",
+    "bits_per_byte",
+    "eval_tokens",
+    "tokens",
+    "epochs",
+    "params",
+    "seconds",
+)
 UNTRAINED = "untrained"
 _OURS = ("config.json", "tokenizer.json", "runs", "proxy.csv", "loss_curve.png", "final_loss.png", "manifest.json")
 
@@ -53,9 +65,15 @@ def _versions() -> dict:
 
     from ... import __version__
 
-    return {"datamask": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
-            "tokenizers": tokenizers.__version__, "numpy": np.__version__, "pandas": pd.__version__,
-            "python": platform.python_version()}
+    return {
+        "datamask": __version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "tokenizers": tokenizers.__version__,
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "python": platform.python_version(),
+    }
 
 
 def _device(cfg) -> tuple[str, str]:
@@ -98,14 +116,18 @@ def _prepare_output(cfg) -> Path:
     if out.exists() and any(out.iterdir()):
         marker = out / "config.json"
         if not marker.exists():
-            raise ConfigError(f"output directory {out} is not empty and was not written by proxy-lm (no "
-                              f"config.json); choose a new or empty OUTPUT")
+            raise ConfigError(
+                f"output directory {out} is not empty and was not written by proxy-lm (no "
+                f"config.json); choose a new or empty OUTPUT"
+            )
         old = json.loads(marker.read_text()).get("result", {})
         new = json.loads(json.dumps(cfg.result_dict(), default=str))
         if old != new and not cfg.overwrite:
             k = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))[0]
-            raise ConfigError(f"output directory {out} was written with another config ({k}: {old.get(k)!r} -> "
-                              f"{new.get(k)!r}); pass --overwrite to start over or choose a new OUTPUT")
+            raise ConfigError(
+                f"output directory {out} was written with another config ({k}: {old.get(k)!r} -> "
+                f"{new.get(k)!r}); pass --overwrite to start over or choose a new OUTPUT"
+            )
         if cfg.overwrite:
             for name in _OURS:
                 p = out / name
@@ -116,8 +138,9 @@ def _prepare_output(cfg) -> Path:
         raise OutputError(f"cannot create {out} ({e.strerror}); check the path and permissions") from None
     for p in list(out.glob(".*.tmp-*")) + list((out / "runs").glob(".*.tmp-*")):  # an interrupted write
         p.unlink(missing_ok=True)
-    write_json_atomic({"kind": "proxy-lm", "result": cfg.result_dict(), "config": cfg.resolved().to_dict()},
-                      out / "config.json")
+    write_json_atomic(
+        {"kind": "proxy-lm", "result": cfg.result_dict(), "config": cfg.resolved().to_dict()}, out / "config.json"
+    )
     return out
 
 
@@ -126,9 +149,21 @@ def _rows(name, r, params, tokens, epochs, seconds):
     for s, by_dom in r.items():
         for dom, (nats, ntok, nbytes) in by_dom.items():
             loss = nats / ntok
-            rows.append({"selection": name, "eval_set": s, "domain": dom, "loss": loss, "perplexity": float(np.exp(loss)),
-                         "bits_per_byte": nats / np.log(2) / max(nbytes, 1), "eval_tokens": ntok, "tokens": tokens,
-                         "epochs": epochs, "params": params, "seconds": seconds})
+            rows.append(
+                {
+                    "selection": name,
+                    "eval_set": s,
+                    "domain": dom,
+                    "loss": loss,
+                    "perplexity": float(np.exp(loss)),
+                    "bits_per_byte": nats / np.log(2) / max(nbytes, 1),
+                    "eval_tokens": ntok,
+                    "tokens": tokens,
+                    "epochs": epochs,
+                    "params": params,
+                    "seconds": seconds,
+                }
+            )
     return rows
 
 
@@ -139,12 +174,18 @@ def _refuse_urls(cfg):
     def many(v):
         return [v] if isinstance(v, str) else list(v or [])
 
-    for what, v in (("selection", cfg.selections), ("evaluation set", cfg.eval), ("output", cfg.output),
-                    ("tokenizer", cfg.tokenizer)):
+    for what, v in (
+        ("selection", cfg.selections),
+        ("evaluation set", cfg.eval),
+        ("output", cfg.output),
+        ("tokenizer", cfg.tokenizer),
+    ):
         url = next((x for x in many(v) if is_url(x)), None)
         if url:
-            raise ConfigError(f"proxy-lm reads and writes local paths only, not the {what} {url}; copy it to a "
-                              "local folder first (e.g. `aws s3 sync`; docs/storage.md)")
+            raise ConfigError(
+                f"proxy-lm reads and writes local paths only, not the {what} {url}; copy it to a "
+                "local folder first (e.g. `aws s3 sync`; docs/storage.md)"
+            )
 
 
 def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
@@ -152,8 +193,9 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
     t0 = time.perf_counter()
     cfg = cfg.validated()
     if not cfg.selections or not cfg.eval or not cfg.output:
-        raise ConfigError("proxy-lm needs selections, eval and output (datamask proxy-lm SELECTION... "
-                          "--eval EVAL_DIR OUTPUT_DIR)")
+        raise ConfigError(
+            "proxy-lm needs selections, eval and output (datamask proxy-lm SELECTION... --eval EVAL_DIR OUTPUT_DIR)"
+        )
     _refuse_urls(cfg)
     r = cfg.resolved()
     # ---- every input is read and checked before anything is written
@@ -171,15 +213,21 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
         tok = load_tokenizer(out / "tokenizer.json")
         tok.source = "trained (reused)"
     else:
-        tok = train_bpe(sample_for_tokenizer([s.texts for s in sels], r.tokenizer_sample_chars, r.sample_seed),
-                        r.vocab_size)
+        tok = train_bpe(
+            sample_for_tokenizer([s.texts for s in sels], r.tokenizer_sample_chars, r.sample_seed), r.vocab_size
+        )
         tok.save(out / "tokenizer.json")
     data = []
     for e in evals:
         full = prepare_eval(e.name, e.texts, e.domains, tok, r.seq_len, r.eval_tokens, r.sample_seed)
         data.append((full, subset(full, r.curve_tokens)))
-    eval_fp = hashlib.blake2b(b"".join(f.name.encode() + f.windows.tobytes() + "|".join(f.doc_domain).encode()
-                                       + c.windows.tobytes() for f, c in data), digest_size=12).hexdigest()
+    eval_fp = hashlib.blake2b(
+        b"".join(
+            f.name.encode() + f.windows.tobytes() + "|".join(f.doc_domain).encode() + c.windows.tobytes()
+            for f, c in data
+        ),
+        digest_size=12,
+    ).hexdigest()
     runs, rows = {}, []
     with deterministic(threads):
         init = initial_state(r, tok.vocab_size)
@@ -195,15 +243,24 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
         del m0
         rows += _rows(UNTRAINED, untrained, params, 0, 0.0, 0.0)
         for s in sels:
-            fp = hashlib.sha256(json.dumps([cfg.fingerprint(), tok.sha256, eval_fp, _hash_texts(s.texts), device,
-                                            precision]).encode()).hexdigest()[:16]
+            fp = hashlib.sha256(
+                json.dumps([cfg.fingerprint(), tok.sha256, eval_fp, _hash_texts(s.texts), device, precision]).encode()
+            ).hexdigest()[:16]
             path = out / "runs" / f"{s.name}.json"
             res = json.loads(path.read_text()) if path.exists() else None
             if res is None or res.get("fingerprint") != fp:
                 docs = tok.encode(s.texts)
                 res = train_selection(s.name, docs, tok, r, init, data, device, precision, quiet=cfg.quiet)
-                res.update(name=s.name, source=s.source, fingerprint=fp, excluded_eval_rows=s.excluded,
-                           skipped_texts=s.skipped, device=device, precision=precision, threads=threads)
+                res.update(
+                    name=s.name,
+                    source=s.source,
+                    fingerprint=fp,
+                    excluded_eval_rows=s.excluded,
+                    skipped_texts=s.skipped,
+                    device=device,
+                    precision=precision,
+                    threads=threads,
+                )
                 write_json_atomic(res, path)
                 res = json.loads(path.read_text())  # the same types whether computed now or resumed
                 res["resumed"] = False
@@ -218,20 +275,51 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
     save_atomic(loss_curve_figure(runs, untrained_curve), out / "loss_curve.png")
     save_atomic(final_loss_figure(table), out / "final_loss.png")
     manifest = {
-        "kind": "proxy-lm", "status": "complete", "config": r.to_dict(), "fingerprint": cfg.fingerprint(),
-        "versions": _versions(), "device": device, "precision": precision, "threads": threads,
-        "params": params, "train_tokens": cfg.train_tokens, "steps": cfg.steps,
+        "kind": "proxy-lm",
+        "status": "complete",
+        "config": r.to_dict(),
+        "fingerprint": cfg.fingerprint(),
+        "versions": _versions(),
+        "device": device,
+        "precision": precision,
+        "threads": threads,
+        "params": params,
+        "train_tokens": cfg.train_tokens,
+        "steps": cfg.steps,
         "tokenizer": {"source": tok.source, "sha256": tok.sha256, "vocab_size": tok.vocab_size, "eos_id": tok.eos_id},
-        "eval_sets": [{"name": e.name, "source": e.source, "docs": len(e.texts), "skipped_texts": e.skipped,
-                       "scored_docs": int(len(f.doc_tokens)), "scored_tokens": f.tokens,
-                       "domain_column": e.info.get("domain_column")} for e, (f, _) in zip(evals, data)],
-        "selections": [{"name": s.name, "source": s.source, "docs": len(s.texts), "skipped_texts": s.skipped,
-                        "excluded_eval_rows": s.excluded, "tokens": runs[s.name]["tokens"],
-                        "selection_tokens": runs[s.name]["selection_tokens"], "epochs": runs[s.name]["epochs"],
-                        "resumed": runs[s.name]["resumed"], "seconds": runs[s.name]["seconds"],
-                        "tokens_per_second": runs[s.name]["tokens_per_second"]} for s in sels],
-        "totals": {"selections": len(sels), "computed_this_run": sum(not v["resumed"] for v in runs.values()),
-                   "resumed": sum(v["resumed"] for v in runs.values())},
+        "eval_sets": [
+            {
+                "name": e.name,
+                "source": e.source,
+                "docs": len(e.texts),
+                "skipped_texts": e.skipped,
+                "scored_docs": int(len(f.doc_tokens)),
+                "scored_tokens": f.tokens,
+                "domain_column": e.info.get("domain_column"),
+            }
+            for e, (f, _) in zip(evals, data)
+        ],
+        "selections": [
+            {
+                "name": s.name,
+                "source": s.source,
+                "docs": len(s.texts),
+                "skipped_texts": s.skipped,
+                "excluded_eval_rows": s.excluded,
+                "tokens": runs[s.name]["tokens"],
+                "selection_tokens": runs[s.name]["selection_tokens"],
+                "epochs": runs[s.name]["epochs"],
+                "resumed": runs[s.name]["resumed"],
+                "seconds": runs[s.name]["seconds"],
+                "tokens_per_second": runs[s.name]["tokens_per_second"],
+            }
+            for s in sels
+        ],
+        "totals": {
+            "selections": len(sels),
+            "computed_this_run": sum(not v["resumed"] for v in runs.values()),
+            "resumed": sum(v["resumed"] for v in runs.values()),
+        },
         "wall_seconds": round(time.perf_counter() - t0, 3),
     }
     write_json_atomic(manifest, out / "manifest.json")

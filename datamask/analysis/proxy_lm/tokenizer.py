@@ -7,6 +7,7 @@ BPE on a seeded sample of the training text (every selection contributes the sam
 characters, so no selection gets a tokenizer fitted to itself more than the others); the
 caller saves it beside the results so a rerun reuses the same vocabulary.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -86,8 +87,10 @@ def load_tokenizer(path) -> ProxyTokenizer:
         tok = Tokenizer.from_file(str(f))
     except Exception as e:  # tokenizers raises a bare Exception on a malformed file
         why = str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
-        raise ConfigError(f"tokenizer {str(f)!r} is not a tokenizers tokenizer.json ({why}); pass a file saved by "
-                          f"the tokenizers library, or omit --tokenizer to train a byte-level BPE") from None
+        raise ConfigError(
+            f"tokenizer {str(f)!r} is not a tokenizers tokenizer.json ({why}); pass a file saved by "
+            f"the tokenizers library, or omit --tokenizer to train a byte-level BPE"
+        ) from None
     if tok.get_vocab_size(with_added_tokens=True) < 2:
         raise ConfigError(f"tokenizer {str(f)!r} has an empty vocabulary; pass a trained tokenizer.json")
     return _wrap(tok, str(f))
@@ -129,7 +132,12 @@ def train_bpe(texts, vocab_size: int) -> ProxyTokenizer:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=int(vocab_size), min_frequency=2, special_tokens=[EOS],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=int(vocab_size),
+        min_frequency=2,
+        special_tokens=[EOS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(list(texts), trainer=trainer)
     return _wrap(tok, "trained")

@@ -7,6 +7,7 @@ tokens are counted in the loop, not assumed. Held-out loss is the token-weighted
 negative log-likelihood (nats/token) of each evaluation document, every document scored from
 its start (after an end-of-text id, as in training) in windows of ``seq_len`` tokens.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,8 +19,7 @@ import numpy as np
 
 from .model import TokenStream, build_model, count_params, lr_at
 
-__all__ = ["EvalData", "prepare_eval", "deterministic", "forward_loss", "evaluate", "train_selection",
-           "initial_state"]
+__all__ = ["EvalData", "prepare_eval", "deterministic", "forward_loss", "evaluate", "train_selection", "initial_state"]
 
 
 @dataclass
@@ -51,16 +51,22 @@ def prepare_eval(name, texts, domains, tok, seq_len: int, max_tokens: int, seed:
         k = len(dtok)
         for s in range(0, len(seq) - 1, T):
             w = np.full(T + 1, -1, dtype=np.int64)
-            piece = seq[s:s + T + 1]
-            w[:len(piece)] = piece
+            piece = seq[s : s + T + 1]
+            w[: len(piece)] = piece
             wins.append(w)
             doc.append(k)
         dtok.append(len(seq) - 1)
         dbytes.append(len(texts[i].encode("utf-8", errors="surrogatepass")))
         ddom.append("all" if domains is None else str(domains[i]))
         total += len(seq) - 1
-    return EvalData(name, np.stack(wins), np.asarray(doc, dtype=np.int64), np.asarray(ddom, dtype=object),
-                    np.asarray(dtok, dtype=np.int64), np.asarray(dbytes, dtype=np.int64))
+    return EvalData(
+        name,
+        np.stack(wins),
+        np.asarray(doc, dtype=np.int64),
+        np.asarray(ddom, dtype=object),
+        np.asarray(dtok, dtype=np.int64),
+        np.asarray(dbytes, dtype=np.int64),
+    )
 
 
 def subset(ev: EvalData, max_tokens: int) -> EvalData:
@@ -76,8 +82,12 @@ def deterministic(threads: int):
     """Deterministic kernels (where torch has them) and a fixed CPU thread count, restored after."""
     import torch
 
-    prev = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
-            torch.get_num_threads(), torch.backends.cudnn.benchmark)
+    prev = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.get_num_threads(),
+        torch.backends.cudnn.benchmark,
+    )
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.set_num_threads(int(threads))
@@ -104,8 +114,9 @@ def forward_loss(model, x, y, reduction="mean"):
     import torch.nn.functional as F
 
     logits = model(input_ids=x).logits
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1), ignore_index=-100,
-                           reduction=reduction)
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1), ignore_index=-100, reduction=reduction
+    )
 
 
 def evaluate(model, ev: EvalData, device: str, precision: str, batch_size: int) -> dict:
@@ -119,7 +130,7 @@ def evaluate(model, ev: EvalData, device: str, precision: str, batch_size: int) 
     doc_nll = np.zeros(len(ev.doc_tokens), dtype=np.float64)
     with torch.no_grad(), _autocast(device, precision):
         for s in range(0, len(order), batch_size):
-            idx = order[s:s + batch_size]
+            idx = order[s : s + batch_size]
             L = int(lens[idx].max())
             w = torch.from_numpy(ev.windows[idx, :L])
             x = w[:, :-1].clamp(min=0).to(device)
@@ -146,9 +157,13 @@ def _optimizer(model, cfg):
 
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     other = [p for n, p in model.named_parameters() if p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": float(cfg.weight_decay)},
-                              {"params": other, "weight_decay": 0.0}], lr=float(cfg.lr), betas=(0.9, 0.95),
-                             eps=1e-8, foreach=False)
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": float(cfg.weight_decay)}, {"params": other, "weight_decay": 0.0}],
+        lr=float(cfg.lr),
+        betas=(0.9, 0.95),
+        eps=1e-8,
+        foreach=False,
+    )
 
 
 def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: str, quiet=False) -> dict:
@@ -177,12 +192,22 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     B, T, steps = int(cfg.batch_size), int(cfg.seq_len), cfg.steps
     stream = TokenStream(docs, tok.eos_id, cfg.seed)
     carry = stream.take(1)
-    curve_at = {int(round(k * steps / cfg.curve_points)) for k in range(1, int(cfg.curve_points) + 1)} \
-        if cfg.curve_points else set()
+    curve_at = (
+        {int(round(k * steps / cfg.curve_points)) for k in range(1, int(cfg.curve_points) + 1)}
+        if cfg.curve_points
+        else set()
+    )
     trained, losses, curve, eval_s = 0, [], [], 0.0
     eval_bs = max(1, B * 2)
-    bar = tqdm(total=steps * B * T, unit="tok", unit_scale=True, desc=f"proxy-lm {name}", disable=quiet,
-               mininterval=1.0, leave=False)
+    bar = tqdm(
+        total=steps * B * T,
+        unit="tok",
+        unit_scale=True,
+        desc=f"proxy-lm {name}",
+        disable=quiet,
+        mininterval=1.0,
+        leave=False,
+    )
     try:
         t_loop = time.perf_counter()
         for step in range(steps):
@@ -220,9 +245,19 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     final = {full.name: evaluate(model, full, device, precision, eval_bs) for full, _ in evals}
     losses = torch.stack(losses).float().cpu().numpy()
     every = max(1, steps // 200)
-    train_curve = [[(i + 1) * B * T, float(np.mean(losses[max(0, i + 1 - every):i + 1]))]
-                   for i in range(every - 1, steps, every)]
-    return {"tokens": trained, "epochs": trained / stream.n_tokens, "selection_tokens": stream.n_tokens,
-            "docs": len(docs), "params": count_params(model), "train_curve": train_curve, "curve": curve,
-            "evals": final, "train_seconds": train_s, "tokens_per_second": trained / max(train_s, 1e-9),
-            "seconds": time.perf_counter() - t0}
+    train_curve = [
+        [(i + 1) * B * T, float(np.mean(losses[max(0, i + 1 - every) : i + 1]))] for i in range(every - 1, steps, every)
+    ]
+    return {
+        "tokens": trained,
+        "epochs": trained / stream.n_tokens,
+        "selection_tokens": stream.n_tokens,
+        "docs": len(docs),
+        "params": count_params(model),
+        "train_curve": train_curve,
+        "curve": curve,
+        "evals": final,
+        "train_seconds": train_s,
+        "tokens_per_second": trained / max(train_s, 1e-9),
+        "seconds": time.perf_counter() - t0,
+    }

@@ -11,9 +11,21 @@ PNG files next to it.
 :func:`make_figures` / :func:`write_report`. Figures: :mod:`.figures`; the page:
 :mod:`.html`; loading a directory: :mod:`.data`.
 """
+
 from .data import ReportData, load, load_compare, load_dedup, load_select
 from .figures import FIGURES, make_figures, pareto_front, pareto_plot
 from .html import build_report, write_report
 
-__all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load", "make_figures", "write_report",
-           "build_report", "FIGURES", "pareto_front", "pareto_plot"]
+__all__ = [
+    "ReportData",
+    "load_compare",
+    "load_select",
+    "load_dedup",
+    "load",
+    "make_figures",
+    "write_report",
+    "build_report",
+    "FIGURES",
+    "pareto_front",
+    "pareto_plot",
+]

@@ -1,5 +1,6 @@
 """What the report draws: :class:`ReportData`, loaded from a ``select``, ``compare`` or
 ``dedup`` output."""
+
 from __future__ import annotations
 
 import json
@@ -73,16 +74,33 @@ def load_compare(directory) -> ReportData:
     return ReportData(
         corpus=_read(d / "corpus_stats.parquet", pd.read_parquet),
         selections=_read(d / "selections.parquet", pd.read_parquet),
-        history=opt("history.parquet"), table=table, cluster_stats=opt("cluster_stats.parquet"),
-        sample=opt("sample.parquet"), sample_embedding=emb, title="datamask compare",
-        notes={"input": meta["input"], "rows": f"{meta['rows']:,}", "splits": meta["splits"] if "splits" in meta else meta["partitions"],
-               "methods": ", ".join(meta["methods"]), "clusters": meta.get("clusters_from"),
-               "budget rule": f"ratio {meta['config']['ratio']}" if meta["config"].get("budget") is None
-               else f"budget {meta['config']['budget']} per split",
-               "lambda": meta["config"]["lam"], "diversity": meta["config"]["diversity"],
-               "wall time": f"{meta['wall_seconds']:.1f} s",
-               **({"deduplicated first": f"{meta['dedup']['rows_in']:,} -> {meta['dedup']['rows_out']:,} rows "
-                   f"({', '.join(meta['dedup']['kinds'])}; {meta['dedup']['output']})"} if meta.get("dedup") else {})},
+        history=opt("history.parquet"),
+        table=table,
+        cluster_stats=opt("cluster_stats.parquet"),
+        sample=opt("sample.parquet"),
+        sample_embedding=emb,
+        title="datamask compare",
+        notes={
+            "input": meta["input"],
+            "rows": f"{meta['rows']:,}",
+            "splits": meta["splits"] if "splits" in meta else meta["partitions"],
+            "methods": ", ".join(meta["methods"]),
+            "clusters": meta.get("clusters_from"),
+            "budget rule": f"ratio {meta['config']['ratio']}"
+            if meta["config"].get("budget") is None
+            else f"budget {meta['config']['budget']} per split",
+            "lambda": meta["config"]["lam"],
+            "diversity": meta["config"]["diversity"],
+            "wall time": f"{meta['wall_seconds']:.1f} s",
+            **(
+                {
+                    "deduplicated first": f"{meta['dedup']['rows_in']:,} -> {meta['dedup']['rows_out']:,} rows "
+                    f"({', '.join(meta['dedup']['kinds'])}; {meta['dedup']['output']})"
+                }
+                if meta.get("dedup")
+                else {}
+            ),
+        },
         proxy=_proxy_part(d / "proxy_lm"),
     )
 
@@ -103,17 +121,23 @@ def load_proxy_lm(directory) -> ReportData:
     d = _dir(directory)
     proxy = _proxy_part(d)
     m, cfg = proxy["manifest"], proxy["manifest"]["config"]
-    return ReportData(corpus=pd.DataFrame(), selections=pd.DataFrame({"method": []}), title="datamask proxy-lm",
-                      notes={"selections": ", ".join(s["name"] for s in m["selections"]),
-                             "evaluation sets": ", ".join(e["source"] for e in m["eval_sets"]),
-                             "preset": cfg["preset"],
-                             "model": f"{m['params']:,} parameters (d_model {cfg['d_model']}, "
-                                      f"{cfg['n_layers']} layers, context {cfg['seq_len']})",
-                             "training tokens per selection": f"{m['train_tokens']:,}",
-                             "tokenizer": f"{m['tokenizer']['source']}, {m['tokenizer']['vocab_size']:,} tokens",
-                             "device": f"{m['device']} ({m['precision']}, {m['threads']} threads)",
-                             "wall time": f"{m['wall_seconds']:.1f} s"},
-                      proxy=proxy)
+    return ReportData(
+        corpus=pd.DataFrame(),
+        selections=pd.DataFrame({"method": []}),
+        title="datamask proxy-lm",
+        notes={
+            "selections": ", ".join(s["name"] for s in m["selections"]),
+            "evaluation sets": ", ".join(e["source"] for e in m["eval_sets"]),
+            "preset": cfg["preset"],
+            "model": f"{m['params']:,} parameters (d_model {cfg['d_model']}, "
+            f"{cfg['n_layers']} layers, context {cfg['seq_len']})",
+            "training tokens per selection": f"{m['train_tokens']:,}",
+            "tokenizer": f"{m['tokenizer']['source']}, {m['tokenizer']['vocab_size']:,} tokens",
+            "device": f"{m['device']} ({m['precision']}, {m['threads']} threads)",
+            "wall time": f"{m['wall_seconds']:.1f} s",
+        },
+        proxy=proxy,
+    )
 
 
 def _read_columns(path, columns):
@@ -162,8 +186,9 @@ def load_select(directory, sample_rows=2000) -> ReportData:
         for key, label in (("before", "whole split"), ("after", f"selection ({method})")):
             recs = [p[key] for p in parts if p.get(key)]
             if len(recs) == len(parts):
-                rows[label] = {m: float(np.average([r[m] for r in recs], weights=w))
-                               for m in ("objective", "quality", "diversity")}
+                rows[label] = {
+                    m: float(np.average([r[m] for r in recs], weights=w)) for m in ("objective", "quality", "diversity")
+                }
         table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("method") if rows else None
     # sample for the projection: the first rows of each file, spread over the files
     sample = emb = None
@@ -185,12 +210,26 @@ def load_select(directory, sample_rows=2000) -> ReportData:
         if frames:
             sample, emb = pd.concat(frames, ignore_index=True), np.concatenate(mats)
     t = man["totals"]
-    return ReportData(corpus=corpus, selections=sel, history=history, table=table, sample=sample,
-                      sample_embedding=emb, cluster_stats=_select_cluster_stats(corpus, files, cols),
-                      title="datamask select",
-                      notes={"input": cfg["input"], "rows in": f"{t['rows_in']:,}", "rows out": f"{t['rows_out']:,}",
-                             "splits": n_splits(t), "method": method, "lambda": cfg["lam"],
-                             "diversity": cfg["diversity"], "wall time": f"{man['wall_seconds']:.1f} s"})
+    return ReportData(
+        corpus=corpus,
+        selections=sel,
+        history=history,
+        table=table,
+        sample=sample,
+        sample_embedding=emb,
+        cluster_stats=_select_cluster_stats(corpus, files, cols),
+        title="datamask select",
+        notes={
+            "input": cfg["input"],
+            "rows in": f"{t['rows_in']:,}",
+            "rows out": f"{t['rows_out']:,}",
+            "splits": n_splits(t),
+            "method": method,
+            "lambda": cfg["lam"],
+            "diversity": cfg["diversity"],
+            "wall time": f"{man['wall_seconds']:.1f} s",
+        },
+    )
 
 
 def _select_cluster_stats(corpus, files, cols):
@@ -206,8 +245,9 @@ def _select_cluster_stats(corpus, files, cols):
     for f in files:  # one file at a time: memory stays at one file's embeddings
         with open_file(f.path) as fh:
             pf = pq.ParquetFile(fh)
-            t = pf.read(columns=[c for c in ("cluster", cols.quality, "n_tokens", cols.embedding)
-                                 if c in pf.schema_arrow.names])
+            t = pf.read(
+                columns=[c for c in ("cluster", cols.quality, "n_tokens", cols.embedding) if c in pf.schema_arrow.names]
+            )
         E = embedding_matrix(t.column(cols.embedding), f.rel, cols.embedding)
         tok = t.column("n_tokens").to_numpy() if "n_tokens" in t.schema.names else None
         sums.append(partial_stats(t.column("cluster").to_numpy(), t.column(cols.quality).to_numpy(), E, tok, k))
@@ -220,18 +260,31 @@ def load_dedup(directory) -> ReportData:
     man = json.loads((d / "manifest.json").read_text())
     cfg, t, info = man["config"], man["totals"], man.get("dedup", {})
     table = pd.DataFrame.from_dict(info.get("kinds", {}), orient="index").rename_axis("kind")
-    notes = {"input": cfg["input"], "rows in": f"{t['rows_in']:,}", "rows out": f"{t['rows_out']:,}",
-             "kinds": cfg["kind"], "null texts (kept, never grouped)": f"{t.get('null_texts', 0):,}",
-             "kept row of a group": "highest quality" if info.get("quality_column_used") else "first by path and row"}
+    notes = {
+        "input": cfg["input"],
+        "rows in": f"{t['rows_in']:,}",
+        "rows out": f"{t['rows_out']:,}",
+        "kinds": cfg["kind"],
+        "null texts (kept, never grouped)": f"{t.get('null_texts', 0):,}",
+        "kept row of a group": "highest quality" if info.get("quality_column_used") else "first by path and row",
+    }
     if info.get("lsh"):
         lsh = info["lsh"]
-        notes["fuzzy"] = (f"word {lsh['ngram']}-grams, {lsh['num_perm']} permutations, {lsh['bands']} bands x "
-                          f"{lsh['rows']} rows, Jaccard threshold {lsh['threshold']}")
+        notes["fuzzy"] = (
+            f"word {lsh['ngram']}-grams, {lsh['num_perm']} permutations, {lsh['bands']} bands x "
+            f"{lsh['rows']} rows, Jaccard threshold {lsh['threshold']}"
+        )
     if info.get("eps") is not None:
         notes["semantic"] = f"cosine > 1 - eps = {1 - info['eps']:.3g} within a cluster"
     notes["wall time"] = f"{man['wall_seconds']:.1f} s"
-    return ReportData(corpus=pd.DataFrame(), selections=pd.DataFrame(), table=table, title="datamask dedup",
-                      notes=notes, dedup_examples=info.get("examples", []))
+    return ReportData(
+        corpus=pd.DataFrame(),
+        selections=pd.DataFrame(),
+        table=table,
+        title="datamask dedup",
+        notes=notes,
+        dedup_examples=info.get("examples", []),
+    )
 
 
 def load(directory, **kw) -> ReportData:
@@ -244,5 +297,6 @@ def load(directory, **kw) -> ReportData:
         if json.loads((d / "manifest.json").read_text()).get("stage") == "dedup":
             return load_dedup(d)
         return load_select(d, **kw)
-    raise FileNotFoundError(f"{d} holds neither compare.json (datamask compare) nor manifest.json (datamask select "
-                            "or dedup or proxy-lm)")
+    raise FileNotFoundError(
+        f"{d} holds neither compare.json (datamask compare) nor manifest.json (datamask select or dedup or proxy-lm)"
+    )

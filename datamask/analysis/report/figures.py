@@ -12,6 +12,7 @@
 A figure whose data is absent (no token counts, no clusters, no history) is left out and
 the page says why.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -69,8 +70,11 @@ def fig_trajectory(data: ReportData):
     plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), dpi=DPI)
     colors = _colors(list(dict.fromkeys(h["method"])))
-    labels = {"objective": "objective f = λ·quality + (1−λ)·diversity", "quality": "mean normalised quality (0–1)",
-              "diversity": "diversity"}
+    labels = {
+        "objective": "objective f = λ·quality + (1−λ)·diversity",
+        "quality": "mean normalised quality (0–1)",
+        "diversity": "diversity",
+    }
     for ax, key in zip(axes, ("objective", "quality", "diversity")):
         for (m, _split), g in h.groupby(["method", "partition"], sort=False):
             g = g.sort_values("step")
@@ -104,8 +108,9 @@ def fig_cluster_heatmap(data: ReportData, bins=6):
     qi = np.clip(np.digitize(cs["mean_quality"], qe) - 1, 0, bins - 1)
     di = np.clip(np.digitize(cs["pairwise_diversity"], de) - 1, 0, bins - 1)
     cell = pd.Series(di * bins + qi, index=cs.index)
-    panels = [("corpus", data.corpus)] + [(m, data.selections[data.selections["method"] == m])
-                                         for m in data.methods[:5]]
+    panels = [("corpus", data.corpus)] + [
+        (m, data.selections[data.selections["method"] == m]) for m in data.methods[:5]
+    ]
     n = len(panels)
     ncol = min(3, n)
     nrow = int(np.ceil(n / ncol))
@@ -118,8 +123,15 @@ def fig_cluster_heatmap(data: ReportData, bins=6):
         grids.append(share.reshape(bins, bins))
         vmax = max(vmax, share.max())
     for ax, (name, _), g in zip(axes.flat, panels, grids):
-        im = ax.imshow(g * 100, origin="lower", cmap="viridis", vmin=0, vmax=vmax * 100, aspect="auto",
-                       extent=(qe[0], qe[-1], de[0], de[-1]))
+        im = ax.imshow(
+            g * 100,
+            origin="lower",
+            cmap="viridis",
+            vmin=0,
+            vmax=vmax * 100,
+            aspect="auto",
+            extent=(qe[0], qe[-1], de[0], de[-1]),
+        )
         ax.set_title(name if name == "corpus" else f"selection: {name}")
         ax.set_xlabel("cluster mean quality")
         ax.set_ylabel("within-cluster diversity\n(−mean cosine)")
@@ -140,14 +152,27 @@ def fig_token_lengths(data: ReportData):
     tok = tok[tok > 0]
     edges = np.geomspace(max(tok.min(), 1), tok.max() * 1.0001, 40)
     fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=DPI)
-    ax.hist(tok, bins=edges, weights=np.full(len(tok), 100 / len(tok)), color=_CORPUS_COLOR, alpha=0.45,
-            label=f"corpus (median {np.median(tok):.0f})")
+    ax.hist(
+        tok,
+        bins=edges,
+        weights=np.full(len(tok), 100 / len(tok)),
+        color=_CORPUS_COLOR,
+        alpha=0.45,
+        label=f"corpus (median {np.median(tok):.0f})",
+    )
     colors = _colors(data.methods)
     for m in data.methods:
         t = data.selections.loc[data.selections["method"] == m, "n_tokens"].dropna().to_numpy(float)
         if len(t):
-            ax.hist(t, bins=edges, weights=np.full(len(t), 100 / len(t)), histtype="step", lw=1.8, color=colors[m],
-                    label=f"{m} (median {np.median(t):.0f})")
+            ax.hist(
+                t,
+                bins=edges,
+                weights=np.full(len(t), 100 / len(t)),
+                histtype="step",
+                lw=1.8,
+                color=colors[m],
+                label=f"{m} (median {np.median(t):.0f})",
+            )
     ax.set_xscale("log")
     ax.set_xlabel("document length (tokens, log scale)")
     ax.set_ylabel("% of documents")
@@ -213,13 +238,20 @@ def fig_projection(data: ReportData, method="auto"):
     ncol = min(3, n)
     nrow = int(np.ceil(n / ncol))
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.6 * ncol, 4.3 * nrow), dpi=DPI, squeeze=False)
-    colors = _colors([c[len("selected_"):] for c in cols])
+    colors = _colors([c[len("selected_") :] for c in cols])
     for ax, c in zip(axes.flat, cols):
-        m = c[len("selected_"):]
+        m = c[len("selected_") :]
         sel = data.sample[c].to_numpy(bool)
         ax.scatter(Y[~sel, 0], Y[~sel, 1], s=4, color=_CORPUS_COLOR, alpha=0.35, label="not selected", rasterized=True)
-        ax.scatter(Y[sel, 0], Y[sel, 1], s=10, color=colors[m], edgecolor="black", linewidth=0.3,
-                   label=f"selected ({sel.sum()} of {len(sel)})")
+        ax.scatter(
+            Y[sel, 0],
+            Y[sel, 1],
+            s=10,
+            color=colors[m],
+            edgecolor="black",
+            linewidth=0.3,
+            label=f"selected ({sel.sum()} of {len(sel)})",
+        )
         ax.set_title(m)
         ax.set_xlabel(f"{name} 1")
         ax.set_ylabel(f"{name} 2")
@@ -231,8 +263,14 @@ def fig_projection(data: ReportData, method="auto"):
     return fig, None
 
 
-_MAKERS = {"trajectory": fig_trajectory, "pareto": fig_pareto, "cluster_heatmap": fig_cluster_heatmap,
-           "token_lengths": fig_token_lengths, "clusters": fig_clusters, "projection": fig_projection}
+_MAKERS = {
+    "trajectory": fig_trajectory,
+    "pareto": fig_pareto,
+    "cluster_heatmap": fig_cluster_heatmap,
+    "token_lengths": fig_token_lengths,
+    "clusters": fig_clusters,
+    "projection": fig_projection,
+}
 
 
 def make_figures(data: ReportData, figures=FIGURES) -> tuple[dict, dict]:
@@ -280,8 +318,10 @@ def pareto_plot(table: pd.DataFrame, path=None, x="quality", y="pairwise", ax=No
         ax.annotate(label, (r[x], r[y]), textcoords="offset points", xytext=(6, 5), fontsize=9)
     ax.set_xlabel("mean quality of the selection (quality score, higher is better)")
     ax.set_ylabel("pairwise diversity (−mean cosine, higher is better)")
-    ax.set_title("Quality vs diversity at the same budget" + ("\n(labels: proxy-LM held-out loss, nats/token, "
-                                                              "lower is better)" if "proxy_loss" in table else ""))
+    ax.set_title(
+        "Quality vs diversity at the same budget"
+        + ("\n(labels: proxy-LM held-out loss, nats/token, lower is better)" if "proxy_loss" in table else "")
+    )
     if "proxy_loss" in table:  # room for the two-line labels
         ax.margins(x=0.2, y=0.2)
     ax.grid(alpha=0.3)

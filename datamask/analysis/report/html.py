@@ -1,4 +1,5 @@
 """The self-contained HTML page: every figure embedded (base64) and linked, tables as HTML."""
+
 from __future__ import annotations
 
 import base64
@@ -29,10 +30,9 @@ table.dedup td{text-align:left;vertical-align:top;white-space:pre-wrap;max-width
 
 _CAPTIONS = {
     "trajectory": "Objective, quality and diversity of the current top-S mask over policy-gradient steps.",
-    "pareto": "Mean quality against pairwise diversity; the grey line joins the methods no other method beats "
-              "on both.",
+    "pareto": "Mean quality against pairwise diversity; the grey line joins the methods no other method beats on both.",
     "cluster_heatmap": "Clusters placed by their mean quality and within-cluster diversity; colour is the share of "
-                       "documents from clusters in each cell.",
+    "documents from clusters in each cell.",
     "token_lengths": "Distribution of document lengths in tokens (log scale).",
     "clusters": "Share of documents per cluster or domain.",
     "projection": "A sample of documents projected to 2-D; selected ones highlighted.",
@@ -40,16 +40,26 @@ _CAPTIONS = {
 
 
 _TABLE_LABELS = {
-    "quality": "mean quality", "quality_norm": "mean quality (0–1)",
-    **{name: d.label for name, d in DIVERSITIES.items()}, "objective": "objective",
-    "mean_tokens": "mean length (tokens)", "tokens": "tokens kept", "token_budget": "token budget", "seconds": "wall time (s)", "selected": "selected rows", "rows": "rows",
-    "groups": "groups found", "removed": "rows removed",
-    "diversity": "diversity", "holdout_rows": "held-out rows",
-    "proxy_loss": "proxy-LM held-out loss (nats/token)", "proxy_perplexity": "proxy-LM perplexity",
+    "quality": "mean quality",
+    "quality_norm": "mean quality (0–1)",
+    **{name: d.label for name, d in DIVERSITIES.items()},
+    "objective": "objective",
+    "mean_tokens": "mean length (tokens)",
+    "tokens": "tokens kept",
+    "token_budget": "token budget",
+    "seconds": "wall time (s)",
+    "selected": "selected rows",
+    "rows": "rows",
+    "groups": "groups found",
+    "removed": "rows removed",
+    "diversity": "diversity",
+    "holdout_rows": "held-out rows",
+    "proxy_loss": "proxy-LM held-out loss (nats/token)",
+    "proxy_perplexity": "proxy-LM perplexity",
 }
 _PROXY_FIGURES = {
     "loss_curve": "Training loss and held-out loss (on a fixed sample of each evaluation set) against training "
-                  "tokens; every selection starts from the same weights and trains on the same number of tokens.",
+    "tokens; every selection starts from the same weights and trains on the same number of tokens.",
     "final_loss": "Held-out loss after training, overall and per domain; the dashed line is the untrained model.",
 }
 
@@ -67,18 +77,22 @@ def _table_html(t: pd.DataFrame) -> str:
 
 def _dedup_html(examples) -> str:
     """Example groups: the kept text and its duplicates side by side, one table per group."""
-    parts = ["<h2>Example duplicate groups</h2>",
-             "<p class='missing'>The largest groups of each kind (texts cut at 600 characters): the kept row "
-             "first, then up to three removed rows. Loosen or tighten --threshold / --eps from what you see.</p>"]
+    parts = [
+        "<h2>Example duplicate groups</h2>",
+        "<p class='missing'>The largest groups of each kind (texts cut at 600 characters): the kept row "
+        "first, then up to three removed rows. Loosen or tighten --threshold / --eps from what you see.</p>",
+    ]
     if not examples:
         parts.append("<p class='missing'>No duplicate group was found.</p>")
     for i, g in enumerate(examples, 1):
         cells = [("kept", g["kept"])] + [("removed", r) for r in g["duplicates"]]
         head = "".join(f"<th>{html.escape(label)} (id {html.escape(str(x['id']))})</th>" for label, x in cells)
-        body = "".join(f"<td>{html.escape(str(x['text'] if x['text'] is not None else '(null)'))}</td>"
-                       for _, x in cells)
-        parts.append(f"<h3>{html.escape(g['kind'])} group {i}</h3><table class='dedup'><tr>{head}</tr>"
-                     f"<tr>{body}</tr></table>")
+        body = "".join(
+            f"<td>{html.escape(str(x['text'] if x['text'] is not None else '(null)'))}</td>" for _, x in cells
+        )
+        parts.append(
+            f"<h3>{html.escape(g['kind'])} group {i}</h3><table class='dedup'><tr>{head}</tr><tr>{body}</tr></table>"
+        )
     return "\n".join(parts)
 
 
@@ -91,13 +105,16 @@ def _proxy_html(proxy: dict, d: Path) -> str:
     wide.columns = [f"loss on {c} (nats/token)" for c in wide.columns]
     info = overall.drop_duplicates("selection").set_index("selection")[["tokens", "epochs", "seconds"]]
     wide = wide.join(info.rename(columns={"tokens": "training tokens", "seconds": "wall time (s)"}))
-    parts = [f"<h2>Proxy-LM evaluation</h2><p>One {m['params']:,}-parameter decoder trained per selection from the "
-             f"same initial weights on {m['train_tokens']:,} tokens (a smaller selection is repeated: epochs), then "
-             "scored on evaluation sets no selection trained on. Lower loss is better; compare differences with the "
-             "seed-to-seed spread before reading much into them. Per-domain losses are in "
-             f"<code>{html.escape(str(proxy['dir']))}/proxy.csv</code>.</p>",
-             wide.rename_axis("selection").reset_index().to_html(float_format=lambda v: f"{v:.4g}", border=0,
-                                                                 na_rep="–", index=False)]
+    parts = [
+        f"<h2>Proxy-LM evaluation</h2><p>One {m['params']:,}-parameter decoder trained per selection from the "
+        f"same initial weights on {m['train_tokens']:,} tokens (a smaller selection is repeated: epochs), then "
+        "scored on evaluation sets no selection trained on. Lower loss is better; compare differences with the "
+        "seed-to-seed spread before reading much into them. Per-domain losses are in "
+        f"<code>{html.escape(str(proxy['dir']))}/proxy.csv</code>.</p>",
+        wide.rename_axis("selection")
+        .reset_index()
+        .to_html(float_format=lambda v: f"{v:.4g}", border=0, na_rep="–", index=False),
+    ]
     for name, caption in _PROXY_FIGURES.items():
         src = Path(proxy["dir"]) / f"{name}.png"
         if not src.exists():
@@ -105,9 +122,11 @@ def _proxy_html(proxy: dict, d: Path) -> str:
         png = src.read_bytes()
         (d / f"proxy_{name}.png").write_bytes(png)
         b64 = base64.b64encode(png).decode()
-        parts.append(f"<figure><img src='data:image/png;base64,{b64}' alt='proxy {name}' data-file='proxy_{name}.png'>"
-                     f"<figcaption>{html.escape(caption)} (<a href='proxy_{name}.png'>proxy_{name}.png</a>)"
-                     "</figcaption></figure>")
+        parts.append(
+            f"<figure><img src='data:image/png;base64,{b64}' alt='proxy {name}' data-file='proxy_{name}.png'>"
+            f"<figcaption>{html.escape(caption)} (<a href='proxy_{name}.png'>proxy_{name}.png</a>)"
+            "</figcaption></figure>"
+        )
     return "\n".join(parts)
 
 
@@ -121,11 +140,14 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
     if data.proxy is not None and data.corpus.empty:  # a proxy-lm output: no corpus figures to draw
         figures = ()
     figs, missing = make_figures(data, figures)
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(data.title)}</title>",
-             f"<style>{_CSS}</style></head><body><h1>{html.escape(data.title)}</h1>"]
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(data.title)}</title>",
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(data.title)}</h1>",
+    ]
     if data.notes:
-        rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
-                       for k, v in data.notes.items())
+        rows = "".join(
+            f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in data.notes.items()
+        )
         parts.append(f"<table class='notes'>{rows}</table>")
     if data.dedup_examples is not None:  # a dedup output: counts per kind and example groups, no figure
         figures = ()
@@ -135,8 +157,10 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
     elif data.table is not None:
         parts.append("<h2>Comparison</h2>" + _table_html(data.table))
         lower = " and the proxy-LM loss and perplexity" if "proxy_loss" in data.table.columns else ""
-        parts.append("<p class='missing'>Diversities are computed on each split and averaged (weighted by rows); "
-                     f"higher is better for every column except wall time{lower}.</p>")
+        parts.append(
+            "<p class='missing'>Diversities are computed on each split and averaged (weighted by rows); "
+            f"higher is better for every column except wall time{lower}.</p>"
+        )
     if data.proxy is not None:
         parts.append(_proxy_html(data.proxy, d))
     for name in figures:
@@ -145,10 +169,12 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
             (d / f"{name}.png").write_bytes(png)
             plt.close(figs[name])
             b64 = base64.b64encode(png).decode()
-            parts.append(f"<h2>{name.replace('_', ' ').capitalize()}</h2><figure>"
-                         f"<img src='data:image/png;base64,{b64}' alt='{name}' data-file='{name}.png'>"
-                         f"<figcaption>{html.escape(_CAPTIONS[name])} "
-                         f"(<a href='{name}.png'>{name}.png</a>)</figcaption></figure>")
+            parts.append(
+                f"<h2>{name.replace('_', ' ').capitalize()}</h2><figure>"
+                f"<img src='data:image/png;base64,{b64}' alt='{name}' data-file='{name}.png'>"
+                f"<figcaption>{html.escape(_CAPTIONS[name])} "
+                f"(<a href='{name}.png'>{name}.png</a>)</figcaption></figure>"
+            )
         elif name in missing:
             parts.append(f"<p class='missing'>{name.replace('_', ' ')}: not drawn ({html.escape(missing[name])}).</p>")
     parts.append("</body></html>")
