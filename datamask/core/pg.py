@@ -376,7 +376,7 @@ class _BestMask:
 
     def stalled(self, p, tol):
         """True when the mean of the last ``p`` evaluations is no more than ``tol`` times the
-        gain over the start above the mean of the ``p`` before them (all before, early on).
+        gain over the start above the mean of the ``p`` before them.
 
         Window means, not the best so far: a run whose top-S mask dipped and is climbing
         back is still improving. The gain, not the objective's size: with few selected rows
@@ -385,8 +385,8 @@ class _BestMask:
         v = self.values
         if p == 0:
             return True
-        if len(v) <= p:
+        if len(v) < 2 * p:  # two full windows: an early peak and dip are no plateau
             return False
         gain = max(0.0, max(v) - v[0])
-        recent, before = v[-p:], v[max(0, len(v) - 2 * p):-p]
+        recent, before = v[-p:], v[-2 * p:-p]
         return sum(recent) / len(recent) <= sum(before) / len(before) + tol * gain
