@@ -13,6 +13,7 @@ largest gradient entry). To run the code before issue 10's fix, put a checkout o
 aac3afb first on ``PYTHONPATH`` (its modules are ``datamask.pg``; today's are
 ``datamask.core.pg``). Results: ``benchmarks/results/collapse.md``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,7 +64,7 @@ def main():
 
     c = make_corpus(n_rows=args.n, dim=384, seed=0)
     E, q = c["embedding"], c["quality"]
-    rows = np.random.default_rng(0).permutation(args.n)[:round(0.1 * args.n)]
+    rows = np.random.default_rng(0).permutation(args.n)[: round(0.1 * args.n)]
     if args.device == "fake-cupy":
         E, q, rows = fc.asarray(E), fc.asarray(q), fc.asarray(rows)
     rand = evaluate(E, q, rows)["objective"]
@@ -88,17 +89,28 @@ def main():
 
     def callback(est, rec):
         L = np.asarray(held["L"])
-        point = dict(step=rec["step"], pct=round(100 * (rec["objective"] - rand) / gain, 3),
-                     logit_min=round(float(L.min()), 2), logit_max=round(float(L.max()), 2),
-                     largest_step_change=round(max(jumps), 3) if jumps else 0.0)
+        point = dict(
+            step=rec["step"],
+            pct=round(100 * (rec["objective"] - rand) / gain, 3),
+            logit_min=round(float(L.min()), 2),
+            logit_max=round(float(L.max()), 2),
+            largest_step_change=round(max(jumps), 3) if jumps else 0.0,
+        )
         jumps.clear()
         print(point, flush=True)
         if out:
             out.write(json.dumps(point) + "\n")
             out.flush()
 
-    DataMask(steps=args.steps, eval_every=args.eval, patience=None, batch_max=None, seed=0, logit_range=(0.0, 2.0),
-             callback=callback).fit(E, q)
+    DataMask(
+        steps=args.steps,
+        eval_every=args.eval,
+        patience=None,
+        batch_max=None,
+        seed=0,
+        logit_range=(0.0, 2.0),
+        callback=callback,
+    ).fit(E, q)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ Three parts, measured side by side in one run:
 Run: ``.venv/bin/python benchmarks/dedup.py [--quick]``. The host is shared with other
 jobs; the load average at the start is recorded.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,8 +46,38 @@ from datamask.dedup.normalize import word_tokens  # noqa: E402
 
 NUM_PERM = 128
 NGRAM = 5
-SYLLABLES = ["ka", "lo", "mi", "ne", "ta", "ri", "so", "ve", "du", "pa", "ge", "ho", "ju", "be", "fi", "an",
-             "er", "in", "on", "us", "st", "th", "ch", "or", "al", "en", "ti", "ro", "ma", "le"]
+SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "ne",
+    "ta",
+    "ri",
+    "so",
+    "ve",
+    "du",
+    "pa",
+    "ge",
+    "ho",
+    "ju",
+    "be",
+    "fi",
+    "an",
+    "er",
+    "in",
+    "on",
+    "us",
+    "st",
+    "th",
+    "ch",
+    "or",
+    "al",
+    "en",
+    "ti",
+    "ro",
+    "ma",
+    "le",
+]
 
 
 # ---------------------------------------------------------------------- corpus
@@ -81,7 +112,7 @@ def _sentences(w, rng):
     out, i = [], 0
     while i < len(w):
         k = int(rng.integers(8, 21))
-        s = " ".join(w[i:i + k])
+        s = " ".join(w[i : i + k])
         out.append(s[:1].upper() + s[1:] + ".")
         i += k
     return " ".join(out)
@@ -116,7 +147,7 @@ def _ngram_strings(texts):
     out = []
     for t in texts:
         w = _WORD.findall(t.lower())
-        out.append([" ".join(w[i:i + NGRAM]) for i in range(max(len(w) - NGRAM + 1, 1))])
+        out.append([" ".join(w[i : i + NGRAM]) for i in range(max(len(w) - NGRAM + 1, 1))])
     return out
 
 
@@ -188,7 +219,7 @@ def library_comparison(n_docs: int, n_pairs: int, seed: int = 0):
         b_texts.append(_sentences(w2, rng)), b_lists.append(w2)
     ka, oa = _shingles(a_texts)
     kb, ob = _shingles(b_texts)
-    exact = np.array([exact_jaccard(ka[oa[i]:oa[i + 1]], kb[ob[i]:ob[i + 1]]) for i in range(n_pairs)])
+    exact = np.array([exact_jaccard(ka[oa[i] : oa[i + 1]], kb[ob[i] : ob[i + 1]]) for i in range(n_pairs)])
     rows = []
     for name, (prep, sign) in candidates().items():
         slow = name.startswith("datasketch")
@@ -206,34 +237,50 @@ def library_comparison(n_docs: int, n_pairs: int, seed: int = 0):
         err = est - exact
         ideal = np.sqrt(np.maximum(exact * (1 - exact), 1e-12) / NUM_PERM)
         mid = (exact > 0.05) & (exact < 0.95)
-        rows.append({"name": name, "docs_s": n / dt, "n": n, "prep_s": n / t_prep, "total_s": n / (t_prep + dt),
-                     "bias": float(err.mean()),
-                     "rmse": float(np.sqrt((err ** 2).mean())),
-                     "rel": float(np.sqrt((err[mid] ** 2).mean()) / np.sqrt((ideal[mid] ** 2).mean()))})
+        rows.append(
+            {
+                "name": name,
+                "docs_s": n / dt,
+                "n": n,
+                "prep_s": n / t_prep,
+                "total_s": n / (t_prep + dt),
+                "bias": float(err.mean()),
+                "rmse": float(np.sqrt((err**2).mean())),
+                "rel": float(np.sqrt((err[mid] ** 2).mean()) / np.sqrt((ideal[mid] ** 2).mean())),
+            }
+        )
     return rows, exact
 
 
 def library_table(rows, exact):
-    lines = ["| library and call | docs | sign docs/CPU-s | prepare docs/CPU-s | text to signature docs/CPU-s | bias "
-             "| RMSE | RMSE / ideal |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| library and call | docs | sign docs/CPU-s | prepare docs/CPU-s | text to signature docs/CPU-s | bias "
+        "| RMSE | RMSE / ideal |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in rows:
-        lines.append(f"| {r['name']} | {r['n']:,} | {r['docs_s']:,.0f} | {r['prep_s']:,.0f} | {r['total_s']:,.0f} | "
-                     f"{r['bias']:+.4f} | {r['rmse']:.4f} | {r['rel']:.2f} |")
+        lines.append(
+            f"| {r['name']} | {r['n']:,} | {r['docs_s']:,.0f} | {r['prep_s']:,.0f} | {r['total_s']:,.0f} | "
+            f"{r['bias']:+.4f} | {r['rmse']:.4f} | {r['rel']:.2f} |"
+        )
     chosen = next(r for r in rows if "chosen" in r["name"])
     ds = [r for r in rows if r["name"].startswith("datasketch")]
     rho = next(r for r in rows if "Rho" in r["name"])
     lines.append("")
     best_ds = max(r["total_s"] for r in ds)
-    lines.append(f"Reading: from raw text, the chosen call signs {chosen['total_s'] / best_ds:.1f}x as many"
-                 f" documents per CPU second as datasketch's faster call, with an estimate error "
-                 f"{chosen['rel']:.2f}x the ideal (datasketch: {min(r['rel'] for r in ds):.2f}x at best); rensa's Rho "
-                 f"sketch is biased ({rho['bias']:+.2f} on the Jaccard estimate), so it is not used.")
+    lines.append(
+        f"Reading: from raw text, the chosen call signs {chosen['total_s'] / best_ds:.1f}x as many"
+        f" documents per CPU second as datasketch's faster call, with an estimate error "
+        f"{chosen['rel']:.2f}x the ideal (datasketch: {min(r['rel'] for r in ds):.2f}x at best); rensa's Rho "
+        f"sketch is biased ({rho['bias']:+.2f} on the Jaccard estimate), so it is not used."
+    )
     lines.append("")
-    lines.append(f"Quality on {exact.shape[0]} pairs with exact 5-gram Jaccard from {exact.min():.2f} to "
-                 f"{exact.max():.2f} (median {np.median(exact):.2f}); ideal = the standard error of an estimate "
-                 f"from {NUM_PERM} independent permutations, sqrt(J(1-J)/{NUM_PERM}), over pairs with "
-                 "0.05 < J < 0.95.")
+    lines.append(
+        f"Quality on {exact.shape[0]} pairs with exact 5-gram Jaccard from {exact.min():.2f} to "
+        f"{exact.max():.2f} (median {np.median(exact):.2f}); ideal = the standard error of an estimate "
+        f"from {NUM_PERM} independent permutations, sqrt(J(1-J)/{NUM_PERM}), over pairs with "
+        "0.05 < J < 0.95."
+    )
     return "\n".join(lines)
 
 
@@ -255,7 +302,7 @@ def planted_corpus(n_unrelated: int, n_copies: int, n_changes, seed: int = 0, n_
     ks, ko = _shingles(texts)
     for i in range(n_unrelated, n_unrelated + n_copies):
         j = src[i]
-        jac[i] = exact_jaccard(ks[ko[i]:ko[i + 1]], ks[ko[j]:ko[j + 1]])
+        jac[i] = exact_jaccard(ks[ko[i] : ko[i + 1]], ks[ko[j] : ko[j + 1]])
     return texts, src, jac
 
 
@@ -292,10 +339,18 @@ def recall_precision(n_unrelated: int, n_copies: int):
         # first, so with no quality column it is the kept one)
         right = removed & copy & (d.duplicate_of_ == src)
         n_found = int(right.sum())
-        rows.append({"changes": n_changes, "jaccard": float(np.nanmean(jac)), "jmin": float(np.nanmin(jac)),
-                     "jmax": float(np.nanmax(jac)), "recall": n_found / int(copy.sum()),
-                     "precision": n_found / max(int(removed.sum()), 1), "removed": int(removed.sum()),
-                     "n": len(texts)})
+        rows.append(
+            {
+                "changes": n_changes,
+                "jaccard": float(np.nanmean(jac)),
+                "jmin": float(np.nanmin(jac)),
+                "jmax": float(np.nanmax(jac)),
+                "recall": n_found / int(copy.sum()),
+                "precision": n_found / max(int(removed.sum()), 1),
+                "removed": int(removed.sum()),
+                "n": len(texts),
+            }
+        )
     return rows, lsh_params()
 
 
@@ -322,13 +377,23 @@ def fuzzy_breakdown(n_docs: int):
 
     h, off, _ = step("tokenise (Arrow: lower case, punctuation, split, word hashes)", lambda: word_tokens(texts))
     keys, koff = step("word 5-gram keys (numpy)", lambda: shingle_keys(h, off, p.ngram))
-    step("MinHash signatures (rensa) and their matrix", lambda: np.array(
-        rensa.RMinHash.digest_matrix_from_flat_token_hashes(keys, koff.astype(np.uint64), p.num_perm, SEED)
-        .to_rows(), dtype=np.uint32))
+    step(
+        "MinHash signatures (rensa) and their matrix",
+        lambda: np.array(
+            rensa.RMinHash.digest_matrix_from_flat_token_hashes(
+                keys, koff.astype(np.uint64), p.num_perm, SEED
+            ).to_rows(),
+            dtype=np.uint32,
+        ),
+    )
     sig, has = signatures(texts, p.ngram, p.num_perm)  # the same three steps, as the stage calls them
     rec = step("LSH band keys and records", lambda: fuzzy_records(sig, has, doc, p.bands, p.rows))
-    a, b = step("bucket pairs (sort on band keys)", lambda: bucket_pairs(
-        rec["band"].to_numpy(), rec["key"].to_numpy(), rec["key2"].to_numpy(), rec["doc"].to_numpy()))
+    a, b = step(
+        "bucket pairs (sort on band keys)",
+        lambda: bucket_pairs(
+            rec["band"].to_numpy(), rec["key"].to_numpy(), rec["key2"].to_numpy(), rec["doc"].to_numpy()
+        ),
+    )
     a, b = step("verify candidates (signature Jaccard)", lambda: verify_pairs(a, b, doc, sig, p.threshold))
     step("connected components and kept row", lambda: duplicate_of(a, b))
     return steps
@@ -379,21 +444,28 @@ def stage_throughput(n_docs: int, kinds=("exact", "fuzzy")):
 
     texts, _, _ = planted_corpus(n_docs - n_docs // 10, n_docs // 10, 7)
     out = {}
-    with tempfile.TemporaryDirectory() as tmp, \
-            LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc, \
-            Client(lc) as client:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc,
+        Client(lc) as client,
+    ):
         half = len(texts) // 2
         for i, (a, b) in enumerate(((0, half), (half, len(texts)))):
             pq.write_table(pa.table({"id": np.arange(a, b), "text": texts[a:b]}), f"{tmp}/part-{i}.parquet")
-        warm = DedupConfig(input=f"{tmp}/part-0.parquet", output=f"{tmp}-warm", kind="exact,fuzzy",
-                           split_size=max(2, n_docs // 4), quiet=True)
+        warm = DedupConfig(
+            input=f"{tmp}/part-0.parquet",
+            output=f"{tmp}-warm",
+            kind="exact,fuzzy",
+            split_size=max(2, n_docs // 4),
+            quiet=True,
+        )
         run_dedup(warm, client=client)  # imports and first-call costs on the worker, not timed
+
         def worker_cpu():
             return sum(client.run(_process_cpu).values())
 
         for kind in kinds:
-            cfg = DedupConfig(input=tmp, output=f"{tmp}-{kind}", kind=kind, split_size=max(2, n_docs // 4),
-                              quiet=True)
+            cfg = DedupConfig(input=tmp, output=f"{tmp}-{kind}", kind=kind, split_size=max(2, n_docs // 4), quiet=True)
             t, c, w = time.perf_counter(), time.process_time(), worker_cpu()
             m = run_dedup(cfg, client=client)
             wall = time.perf_counter() - t
@@ -475,8 +547,10 @@ def main(argv=None):
         "| ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for r in rp:
-        text.append(f"| {r['changes']} | {r['jaccard']:.3f} ({r['jmin']:.3f}-{r['jmax']:.3f}) | {r['n']:,} | "
-                    f"{r['removed']:,} | {r['recall']:.3f} | {r['precision']:.3f} |")
+        text.append(
+            f"| {r['changes']} | {r['jaccard']:.3f} ({r['jmin']:.3f}-{r['jmax']:.3f}) | {r['n']:,} | "
+            f"{r['removed']:,} | {r['recall']:.3f} | {r['precision']:.3f} |"
+        )
     text += [
         "",
         "Targets: recall >= 0.95 at Jaccard 0.8, precision >= 0.99.",

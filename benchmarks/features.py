@@ -16,6 +16,7 @@ agreement with torch float32 per row, and what a selection made on static vector
 Run: ``.venv/bin/python benchmarks/features.py [--quick] [--part backends]``. Timings on a
 shared 2-core host vary 2-4x between runs; the table records the load average at the start.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -89,8 +90,10 @@ def on_cluster(n_workers: int, jobs: dict) -> dict:
     from dask.distributed import Client, LocalCluster
 
     out = {}
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         client.run(_warm, 1)
         for name, (ddf, fn, args, meta) in jobs.items():
             n = len(ddf)
@@ -103,8 +106,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "features.md"))
-    ap.add_argument("--part", choices=("all", "backends"), default="all",
-                    help="backends: only the backend/static section, replaced in place in --out")
+    ap.add_argument(
+        "--part",
+        choices=("all", "backends"),
+        default="all",
+        help="backends: only the backend/static section, replaced in place in --out",
+    )
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the backends part")
     ap.add_argument("--cache-dir", default=None, help="cache of exports and the static model (default: the user's)")
     args = ap.parse_args()
@@ -124,28 +131,53 @@ def main() -> None:
         for compute in dict.fromkeys(("float32", auto)):
             setting = f"1 process, {threads} torch thread(s), {compute}"
             rows.append(("embed short (40-120 chars)", setting, embed_in_process(short, threads, compute)))
-            rows.append(("embed long (~2,000 chars, truncated to 256 tokens)", setting,
-                         embed_in_process(long, threads, compute)))
+            rows.append(
+                (
+                    "embed long (~2,000 chars, truncated to 256 tokens)",
+                    setting,
+                    embed_in_process(long, threads, compute),
+                )
+            )
     import torch
 
     torch.set_num_threads(2)
     e_chunk = Embedder(device="cpu", chunk=True)
     df_long = pd.DataFrame({"text": long})
-    rows.append(("embed long, --chunk (all ~450 tokens)", f"1 process, 2 torch threads, {auto}",
-                 len(long) / timed(lambda: embed_partition(df_long, "text", e_chunk))))
+    rows.append(
+        (
+            "embed long, --chunk (all ~450 tokens)",
+            f"1 process, 2 torch threads, {auto}",
+            len(long) / timed(lambda: embed_partition(df_long, "text", e_chunk)),
+        )
+    )
 
     df_score = pd.DataFrame({"text": score_texts})
-    rows.append(("score: heuristics + n_tokens", "1 process",
-                 len(df_score) / timed(lambda: score_components_partition(df_score), repeat=2)))
+    rows.append(
+        (
+            "score: heuristics + n_tokens",
+            "1 process",
+            len(df_score) / timed(lambda: score_components_partition(df_score), repeat=2),
+        )
+    )
     mc_rows = _corpus_module().make(0)
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "q.bin"
-        train_quality([r["text"] for r in mc_rows if r["good"]], [r["text"] for r in mc_rows if not r["good"]],
-                      model, dim=16, bucket=20_000)
+        train_quality(
+            [r["text"] for r in mc_rows if r["good"]],
+            [r["text"] for r in mc_rows if not r["good"]],
+            model,
+            dim=16,
+            bucket=20_000,
+        )
         scorer = FastTextScorer(str(model))
         scorer.score(["warm"])
-        rows.append(("score: fastText P(positive)", "1 process",
-                     len(df_score) / timed(lambda: scorer.score(score_texts), repeat=2)))
+        rows.append(
+            (
+                "score: fastText P(positive)",
+                "1 process",
+                len(df_score) / timed(lambda: scorer.score(score_texts), repeat=2),
+            )
+        )
 
         # --- LocalCluster, 1 and 2 single-threaded workers ---
         import dask.dataframe as dd
@@ -156,16 +188,29 @@ def main() -> None:
             dlong = dd.from_pandas(pd.DataFrame({"text": long}), npartitions=4)
             dscore = dd.from_pandas(df_score, npartitions=8)
             jobs = {
-                "embed short (40-120 chars)": (dshort, embed_partition, ("text", e1),
-                                               embedding_meta(dshort._meta, e1)),
+                "embed short (40-120 chars)": (dshort, embed_partition, ("text", e1), embedding_meta(dshort._meta, e1)),
                 "embed long (~2,000 chars, truncated to 256 tokens)": (
-                    dlong, embed_partition, ("text", e1), embedding_meta(dlong._meta, e1)),
-                "score: heuristics + n_tokens": (dscore, score_components_partition, ("text",),
-                                                 components_meta(dscore._meta)),
+                    dlong,
+                    embed_partition,
+                    ("text", e1),
+                    embedding_meta(dlong._meta, e1),
+                ),
+                "score: heuristics + n_tokens": (
+                    dscore,
+                    score_components_partition,
+                    ("text",),
+                    components_meta(dscore._meta),
+                ),
             }
             for name, v in on_cluster(n_workers, jobs).items():
-                rows.append((name, f"LocalCluster {n_workers} worker(s) x 1 thread"
-                             + (f", {auto}" if name.startswith("embed") else ""), v))
+                rows.append(
+                    (
+                        name,
+                        f"LocalCluster {n_workers} worker(s) x 1 thread"
+                        + (f", {auto}" if name.startswith("embed") else ""),
+                        v,
+                    )
+                )
 
     wall = time.time() - t_start
     write(args.out, rows, load0, wall, n_short, n_long, n_score)
@@ -185,8 +230,16 @@ def backends_part(args) -> None:
     speed = fb.speed_and_agreement(emb, {"short": short, "~2,000 chars": long}, args.rounds)
     loss = fb.selection_loss(corpus, emb["torch auto"], emb["static"])
     cmd = "benchmarks/features.py" + (" --quick" if args.quick else "") + " --part backends"
-    meta = {"command": cmd, "date": time.strftime("%Y-%m-%d %H:%M"), "load": load0, "cores": os.cpu_count(),
-            "rounds": args.rounds, "wall": time.time() - t0, "n_short": len(short), "n_long": len(long)}
+    meta = {
+        "command": cmd,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "load": load0,
+        "cores": os.cpu_count(),
+        "rounds": args.rounds,
+        "wall": time.time() - t0,
+        "n_short": len(short),
+        "n_long": len(long),
+    }
     section = fb.render(speed, loss, meta)
     out = Path(args.out)
     old = out.read_text() if out.exists() else ""

@@ -21,6 +21,7 @@ heuristic quality:
   near-duplicates (a copy of a document with ~5% of its words dropped): the share of planted
   pairs found, and the other rows removed.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -93,8 +94,9 @@ def variants(cache_dir: str):
         "torch auto": Embedder(device="cpu", num_threads=1),
         "onnx float32": Embedder(device="cpu", backend="onnx", num_threads=1, cache_dir=cache_dir),
         "openvino auto": Embedder(device="cpu", backend="openvino", num_threads=1, cache_dir=cache_dir),
-        "openvino float32": Embedder(device="cpu", backend="openvino", compute="float32", num_threads=1,
-                                     cache_dir=cache_dir),
+        "openvino float32": Embedder(
+            device="cpu", backend="openvino", compute="float32", num_threads=1, cache_dir=cache_dir
+        ),
         "static": Embedder(model="static", cache_dir=cache_dir),
     }
     return v
@@ -148,8 +150,12 @@ def speed_and_agreement(embedders: dict, sets: dict, rounds: int):
         for k in embedders:
             ratio = float(np.median(np.array(times["torch float32"]) / np.array(times[k])))
             cos = (vecs[k] * ref).sum(axis=1) if vecs[k].shape == ref.shape else None
-            res[k] = (len(texts) / float(np.median(times[k])), ratio,
-                      None if cos is None else float(cos.min()), None if cos is None else float(np.median(cos)))
+            res[k] = (
+                len(texts) / float(np.median(times[k])),
+                ratio,
+                None if cos is None else float(cos.min()),
+                None if cos is None else float(np.median(cos)),
+            )
         out[set_name] = res
     return out
 
@@ -185,18 +191,25 @@ def selection_loss(corpus: list[str], minilm, static, seed: int = 0) -> dict:
     picks = rng.sample(range(len(corpus)), len(corpus) // 5)
     dup_texts = corpus + [_near_copy(corpus[i], rng) for i in picks]
     pairs = [(i, len(corpus) + j) for j, i in enumerate(picks)]
-    qd = np.concatenate([q, heuristic_scores(dup_texts[len(corpus):])["heuristics"].to_numpy(dtype=np.float64)])
+    qd = np.concatenate([q, heuristic_scores(dup_texts[len(corpus) :])["heuristics"].to_numpy(dtype=np.float64)])
     dedup = {}
     for name, enc in (("minilm", minilm), ("static", static)):
-        E = np.concatenate([em if name == "minilm" else es, enc.encode(dup_texts[len(corpus):])])
+        E = np.concatenate([em if name == "minilm" else es, enc.encode(dup_texts[len(corpus) :])])
         d = Deduplicator(kind="semantic", eps=0.05, seed=seed).fit(embeddings=E, quality=qd)
         gone = d.duplicate_of_ >= 0
         found = sum(1 for a, b in pairs if gone[a] or gone[b])
         planted_rows = {x for p in pairs for x in p}
         other = int(sum(1 for i in np.flatnonzero(gone) if i not in planted_rows))
         dedup[name] = (found / len(pairs), other)
-    return {"objective": objective, "random": base, "share": share, "static_rows_per_s": static_rps,
-            "dedup": dedup, "n": len(corpus), "n_pairs": len(pairs)}
+    return {
+        "objective": objective,
+        "random": base,
+        "share": share,
+        "static_rows_per_s": static_rps,
+        "dedup": dedup,
+        "n": len(corpus),
+        "n_pairs": len(pairs),
+    }
 
 
 def _f(x, fmt="{:.5f}"):

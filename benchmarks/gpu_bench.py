@@ -13,6 +13,7 @@
 out) and read its manifest; ``embed`` also times the warm embedder alone, beside the plain
 sentence-transformers loop on the same texts. Targets are those of issue 11.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,46 @@ TARGETS = {  # figure: (comparison, bound, text)
     "cosine": (">=", 0.9999, ">= 0.9999 vs CPU float32"),
     "cluster": ("<=", 10.0, "<= 10 s"),
 }
-WORDS = ["river", "bread", "bicycle", "printing", "press", "history", "orchestra", "comet", "sediment", "yeast", "dough", "chain", "tissue", "sleep", "interest", "rate", "city", "order", "market", "language", "model", "data", "quality", "diversity", "selection", "corpus", "token", "window", "memory", "device", "kernel", "batch", "stream", "thread", "worker", "split", "cluster", "centroid"]
+WORDS = [
+    "river",
+    "bread",
+    "bicycle",
+    "printing",
+    "press",
+    "history",
+    "orchestra",
+    "comet",
+    "sediment",
+    "yeast",
+    "dough",
+    "chain",
+    "tissue",
+    "sleep",
+    "interest",
+    "rate",
+    "city",
+    "order",
+    "market",
+    "language",
+    "model",
+    "data",
+    "quality",
+    "diversity",
+    "selection",
+    "corpus",
+    "token",
+    "window",
+    "memory",
+    "device",
+    "kernel",
+    "batch",
+    "stream",
+    "thread",
+    "worker",
+    "split",
+    "cluster",
+    "centroid",
+]
 
 
 def _save(out, name, rec):
@@ -48,8 +88,13 @@ def _save(out, name, rec):
 def _datamask(*args, timeout=None):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(ROOT)])))
     t = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "datamask.cli", *map(str, args)], env=env, capture_output=True,
-                       text=True, timeout=timeout)
+    p = subprocess.run(
+        [sys.executable, "-m", "datamask.cli", *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return p, time.perf_counter() - t
 
 
@@ -99,16 +144,22 @@ def write_embeddings(out, rows, files, dim=384, seed=0, row_group=100_000):
     for i in range(files):
         schema = pa.schema([("id", pa.int64()), ("quality", pa.float32()), ("embedding", pa.list_(pa.float16(), dim))])
         # written as datamask's own stages write (no dictionary on the embedding column)
-        with pq.ParquetWriter(out / f"shard-{i:04d}.parquet", schema,
-                              use_dictionary=dictionary_columns(schema)) as w:
+        with pq.ParquetWriter(out / f"shard-{i:04d}.parquet", schema, use_dictionary=dictionary_columns(schema)) as w:
             for lo in range(bounds[i], bounds[i + 1], row_group):
                 n = min(row_group, bounds[i + 1] - lo)
                 E = rng.standard_normal((n, dim), dtype=np.float32)
                 E /= np.linalg.norm(E, axis=1, keepdims=True)
                 emb = pa.FixedSizeListArray.from_arrays(pa.array(E.astype(np.float16).reshape(-1)), dim)
-                w.write_table(pa.table({"id": pa.array(np.arange(lo, lo + n)),
-                                        "quality": pa.array(rng.random(n, dtype=np.float32)), "embedding": emb},
-                                       schema=schema))
+                w.write_table(
+                    pa.table(
+                        {
+                            "id": pa.array(np.arange(lo, lo + n)),
+                            "quality": pa.array(rng.random(n, dtype=np.float32)),
+                            "embedding": emb,
+                        },
+                        schema=schema,
+                    )
+                )
     return sorted(out.glob("*.parquet"))
 
 
@@ -170,17 +221,48 @@ def random_minilm(src, out) -> Path:
 def cmd_select(a):
     name = a.name or f"select_{a.solver}"
     out = Path(a.work) / name
-    p, wall = _datamask("select", a.corpus, out, "--device", a.device, "--solver", a.solver, "--split-size",
-                        a.split_size, "--quiet", "--no-report", "--overwrite")
+    p, wall = _datamask(
+        "select",
+        a.corpus,
+        out,
+        "--device",
+        a.device,
+        "--solver",
+        a.solver,
+        "--split-size",
+        a.split_size,
+        "--quiet",
+        "--no-report",
+        "--overwrite",
+    )
     rec = {"step": name, "rc": p.returncode, "wall_seconds": round(wall, 2), "stderr": p.stderr[-2000:]}
     if p.returncode == 0:
         m = json.loads((out / "manifest.json").read_text())
         t = m.get("throughput", {})
-        rec.update(rows=m["totals"]["rows_in"], gpu=m.get("gpu"), throughput=t,
-                   rows_per_s_per_gpu=t.get("rows_per_second_per_gpu", t.get("rows_per_second_per_worker")),
-                   splits=[{k: p_.get(k) for k in ("name", "rows_in", "select_seconds", "device_seconds",
-                                                   "wait_seconds", "wall_seconds", "gpu_peak_bytes",
-                                                   "gpu_peak_ratio", "n_steps", "worker")} for p_ in m.get("splits", m.get("partitions", []))])
+        rec.update(
+            rows=m["totals"]["rows_in"],
+            gpu=m.get("gpu"),
+            throughput=t,
+            rows_per_s_per_gpu=t.get("rows_per_second_per_gpu", t.get("rows_per_second_per_worker")),
+            splits=[
+                {
+                    k: p_.get(k)
+                    for k in (
+                        "name",
+                        "rows_in",
+                        "select_seconds",
+                        "device_seconds",
+                        "wait_seconds",
+                        "wall_seconds",
+                        "gpu_peak_bytes",
+                        "gpu_peak_ratio",
+                        "n_steps",
+                        "worker",
+                    )
+                }
+                for p_ in m.get("splits", m.get("partitions", []))
+            ],
+        )
     _save(a.out, name, rec)
 
 
@@ -211,22 +293,41 @@ def cmd_embed(a):
         texts = pq.read_table(path).column("text").to_pylist()
         emb = Embedder(model=a.model, device=device, dtype="float16")
         v, rate = _warm_rate(emb, texts, device)
-        r = {"texts": len(texts), "texts_per_s": round(rate, 1),
-             "batch_size": emb.batch_size_for(emb.load(), emb.max_length or emb.load().max_seq_length)}
+        r = {
+            "texts": len(texts),
+            "texts_per_s": round(rate, 1),
+            "batch_size": emb.batch_size_for(emb.load(), emb.max_length or emb.load().max_seq_length),
+        }
         sub = texts[: max(256, len(texts) // a.plain_share)]
         _, plain = _warm_rate(replace(emb, batch_size=256, tokenize_threads=0), sub, device)
         r.update(plain_texts=len(sub), plain_texts_per_s=round(plain, 1), speedup=round(rate / plain, 2))
-        cpu = Embedder(model=a.model, device="cpu", compute="float32").encode(texts[:a.cosine_n])
-        r["cosine_min"] = float(np.einsum("ij,ij->i", cpu, v[:a.cosine_n].astype(np.float32)).min())
+        cpu = Embedder(model=a.model, device="cpu", compute="float32").encode(texts[: a.cosine_n])
+        r["cosine_min"] = float(np.einsum("ij,ij->i", cpu, v[: a.cosine_n].astype(np.float32)).min())
         out = Path(a.work) / f"embed-{kind}"
-        p, wall = _datamask("embed", path, out, "--device", a.device, "--dtype", "float16", "--model", a.model,
-                            "--split-size", max(2, len(texts) // 2), "--quiet", "--overwrite")
+        p, wall = _datamask(
+            "embed",
+            path,
+            out,
+            "--device",
+            a.device,
+            "--dtype",
+            "float16",
+            "--model",
+            a.model,
+            "--split-size",
+            max(2, len(texts) // 2),
+            "--quiet",
+            "--overwrite",
+        )
         r.update(cli_rc=p.returncode, cli_wall_seconds=round(wall, 2), cli_stderr=p.stderr[-1500:])
         if p.returncode == 0:
             m = json.loads((out / "manifest.json").read_text())
             t = m.get("throughput", {})
-            r.update(cli_texts_per_s_per_gpu=t.get("rows_per_second_per_gpu", t.get("rows_per_second_per_worker")),
-                     cli_gpu_peak_bytes=t.get("gpu_peak_bytes_max"), gpu=m.get("gpu"))
+            r.update(
+                cli_texts_per_s_per_gpu=t.get("rows_per_second_per_gpu", t.get("rows_per_second_per_worker")),
+                cli_gpu_peak_bytes=t.get("gpu_peak_bytes_max"),
+                gpu=m.get("gpu"),
+            )
         rec[kind] = r
     _save(a.out, "embed", rec)
 
@@ -234,14 +335,40 @@ def cmd_embed(a):
 def cmd_cluster(a):
     src = sorted(Path(a.corpus).glob("*.parquet"))[0]
     out = Path(a.work) / "cluster"
-    p, wall = _datamask("cluster", src, out, "--device", a.device, "--n-clusters", a.k, "--split-size", a.split_size,
-                        "--quiet", "--overwrite")
+    p, wall = _datamask(
+        "cluster",
+        src,
+        out,
+        "--device",
+        a.device,
+        "--n-clusters",
+        a.k,
+        "--split-size",
+        a.split_size,
+        "--quiet",
+        "--overwrite",
+    )
     rec = {"step": "cluster", "rc": p.returncode, "command_seconds": round(wall, 2), "stderr": p.stderr[-2000:]}
     if p.returncode == 0:
         s = json.loads((out / "cluster.json").read_text())
-        rec.update({k: s.get(k) for k in ("n_clusters", "k", "rows", "splits", "partitions", "sample_rows", "backend", "fit_seconds",
-                                           "label_seconds",
-                                           "wall_seconds", "gpu")})
+        rec.update(
+            {
+                k: s.get(k)
+                for k in (
+                    "n_clusters",
+                    "k",
+                    "rows",
+                    "splits",
+                    "partitions",
+                    "sample_rows",
+                    "backend",
+                    "fit_seconds",
+                    "label_seconds",
+                    "wall_seconds",
+                    "gpu",
+                )
+            }
+        )
     _save(a.out, "cluster", rec)
 
 
@@ -264,8 +391,11 @@ def report(out) -> str:
     env = (out / "gpu.txt").read_text().strip() if (out / "gpu.txt").exists() else "not recorded"
     tests = "not run"
     if (out / "gpu-tests.log").exists():
-        found = [ln.strip(" =") for ln in (out / "gpu-tests.log").read_text().splitlines()
-                 if re.search(r"\d+ (passed|failed|errors?|skipped|deselected)\b", ln)]
+        found = [
+            ln.strip(" =")
+            for ln in (out / "gpu-tests.log").read_text().splitlines()
+            if re.search(r"\d+ (passed|failed|errors?|skipped|deselected)\b", ln)
+        ]
         tests = found[-1] if found else "no summary line (see gpu-tests.log)"
     rows = []
 
@@ -276,25 +406,39 @@ def report(out) -> str:
     sel = {s: load(f"select_{s}") for s in ("relaxed", "pg")}
     for s, r in sel.items():
         sizes = f"{r.get('rows', 0):,} rows in {len(r.get('splits', []))} splits"
-        row(f"`select --solver {s}`, {sizes}: rows/s per GPU, Parquet in to Parquet out", r.get("rows_per_s_per_gpu"),
-            f"select_{s}")
+        row(
+            f"`select --solver {s}`, {sizes}: rows/s per GPU, Parquet in to Parquet out",
+            r.get("rows_per_s_per_gpu"),
+            f"select_{s}",
+        )
     ratios = [sp.get("gpu_peak_ratio") for r in sel.values() for sp in r.get("splits", []) if sp.get("gpu_peak_ratio")]
-    row("peak GPU memory per split / the split's embedding bytes (worst split, both runs)",
-        max(ratios) if ratios else None, "gpu_memory_ratio", "{:.2f}x")
+    row(
+        "peak GPU memory per split / the split's embedding bytes (worst split, both runs)",
+        max(ratios) if ratios else None,
+        "gpu_memory_ratio",
+        "{:.2f}x",
+    )
     e = load("embed")
     for kind in ("short", "long"):
         r = e.get(kind, {})
-        row(f"embedder, warm, {r.get('texts', 0):,} {kind} texts (float16, batch {r.get('batch_size', '?')}; "
+        row(
+            f"embedder, warm, {r.get('texts', 0):,} {kind} texts (float16, batch {r.get('batch_size', '?')}; "
             f"plain loop at batch 256: {r.get('plain_texts_per_s', '-')}/s, so {r.get('speedup', '-')}x): texts/s",
-            r.get("texts_per_s"), f"embed_{kind}")
+            r.get("texts_per_s"),
+            f"embed_{kind}",
+        )
     cos = [e.get(k, {}).get("cosine_min") for k in ("short", "long") if e.get(k, {}).get("cosine_min") is not None]
     row("embedding cosine, GPU float16 vs CPU float32 (min)", min(cos) if cos else None, "cosine", "{:.7f}")
     c = load("cluster")
-    row(f"`cluster --n-clusters {c.get('n_clusters', c.get('k', '?'))}` on {c.get('rows', 0):,} rows in {c.get('splits', c.get('partitions', '?'))} splits "
+    row(
+        f"`cluster --n-clusters {c.get('n_clusters', c.get('k', '?'))}` on {c.get('rows', 0):,} rows in {c.get('splits', c.get('partitions', '?'))} splits "
         f"(fit on {c.get('sample_rows', 0):,} with "
         f"{c.get('backend', '-')}: {c.get('fit_seconds', '-')} s, labels {c.get('label_seconds', '-')} s; the whole "
         f"command with its cluster start {c.get('command_seconds', '-')} s): seconds",
-        c.get("wall_seconds"), "cluster", "{:.1f}")
+        c.get("wall_seconds"),
+        "cluster",
+        "{:.1f}",
+    )
     steps = []
     if (out / "steps.tsv").exists():
         for line in (out / "steps.tsv").read_text().splitlines():
@@ -309,13 +453,31 @@ def report(out) -> str:
     dc = load("select_dask_cuda")
     if dc:
         ran = (dc.get("gpu") or {}).get("cluster", "?")
-        extra.append(f"dask-cuda smoke run: rc {dc.get('rc')}, cluster {ran}, "
-                     f"{dc.get('rows_per_s_per_gpu') or 0:,.0f} rows/s per GPU")
-    lines = ["# GPU check (benchmarks/gpu_check.sh)", "", f"Machine: {env}", "", f"GPU tests: {tests}", "",
-             *extra, "", "| figure | value | target | |", "| --- | --- | --- | --- |", *rows, "",
-             "The end-to-end figures of `datamask embed` (model load included) are in embed.json "
-             "(`cli_texts_per_s_per_gpu`); the optimizer benchmark writes its own table beside this one.", "",
-             "| step | result | seconds |", "| --- | --- | --- |", *steps, ""]
+        extra.append(
+            f"dask-cuda smoke run: rc {dc.get('rc')}, cluster {ran}, "
+            f"{dc.get('rows_per_s_per_gpu') or 0:,.0f} rows/s per GPU"
+        )
+    lines = [
+        "# GPU check (benchmarks/gpu_check.sh)",
+        "",
+        f"Machine: {env}",
+        "",
+        f"GPU tests: {tests}",
+        "",
+        *extra,
+        "",
+        "| figure | value | target | |",
+        "| --- | --- | --- | --- |",
+        *rows,
+        "",
+        "The end-to-end figures of `datamask embed` (model load included) are in embed.json "
+        "(`cli_texts_per_s_per_gpu`); the optimizer benchmark writes its own table beside this one.",
+        "",
+        "| step | result | seconds |",
+        "| --- | --- | --- |",
+        *steps,
+        "",
+    ]
     return "\n".join(lines)
 
 

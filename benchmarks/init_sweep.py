@@ -11,6 +11,7 @@ over a random selection of the same size.
     python benchmarks/init_sweep.py --ranges        # ranges 2..48, the paper recipe's lr 10, 1M rows 16 vs 24
     python benchmarks/init_sweep.py --quick         # a small smoke run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,9 @@ QUICK = [(5_000, "pairwise", 0.5, None, 600, 25, PAIR, {}), (5_000, "facility", 
 def reference(E, q, lam, diversity, prune=0.5):
     """(random selection's objective, reference gain over it)."""
     n = len(q)
-    rand = evaluate(E, q, np.random.default_rng(0).permutation(n)[:round(0.1 * n)], lam=lam,
-                    diversity=diversity)["objective"]
+    rand = evaluate(E, q, np.random.default_rng(0).permutation(n)[: round(0.1 * n)], lam=lam, diversity=diversity)[
+        "objective"
+    ]
     solver = "greedy" if diversity == "facility" else "relaxed"
     best = DataMask(solver=solver, lam=lam, diversity=diversity, prune=prune).fit(E, q).objective_["objective"]
     return rand, best - rand
@@ -69,8 +71,17 @@ def run(E, q, rand, gain, cap, every, **kw):
     def reach(x):
         return next((f"{s:,} ({sec:.1f} s)" for s, sec, p in pts if p >= x), "—")
 
-    return dict(range=m.logit_range_, start=pts[0][2], low=min(p for _, _, p in pts), fall=fall, at=at,
-                r99=reach(99.0), r999=reach(99.9), end=pts[-1][2], steps=pts[-1][0])
+    return dict(
+        range=m.logit_range_,
+        start=pts[0][2],
+        low=min(p for _, _, p in pts),
+        fall=fall,
+        at=at,
+        r99=reach(99.0),
+        r999=reach(99.9),
+        end=pts[-1][2],
+        steps=pts[-1][0],
+    )
 
 
 def main():
@@ -90,8 +101,7 @@ def main():
         E, q = corpora[n]
         rand, gain = reference(E, q, lam, div, extra.get("prune", 0.5))
         for lr_range in ranges:
-            r = run(E, q, rand, gain, cap, every, diversity=div, lam=lam, batch_max=bmax, logit_range=lr_range,
-                    **extra)
+            r = run(E, q, rand, gain, cap, every, diversity=div, lam=lam, batch_max=bmax, logit_range=lr_range, **extra)
             rows.append((n, div, lam, bmax, every, extra, r))
             print(n, div, lam, bmax, extra, r, flush=True)
     os.makedirs(args.out, exist_ok=True)
@@ -99,16 +109,23 @@ def main():
     path = os.path.join(args.out, name)
     flag = " --quick" if args.quick else " --ranges" if args.ranges else ""
     with open(path, "w") as f:
-        f.write("# Initial logit range: " + ("the sweep behind (0, 16)" if args.ranges else "(0, 2) against (0, 16)")
-                + "\n\n")
-        f.write(f"`python benchmarks/init_sweep.py{flag}`: "
-                "`make_corpus(N, dim=384, seed=0)`, ratio 0.1, pruning 0.5 and default lr (unless under other), "
-                "G = 128, seed 0, "
-                "1 BLAS thread, CPU. Gains over a random selection, in % of relaxed's (pairwise, DiSF) or lazy "
-                "greedy's (facility) gain. Largest fall: the largest drop between consecutive evaluation points "
-                f"(issue 10's target: below 1%). Whole run {time.time() - t0:.0f} s.\n\n")
-        f.write("| N | diversity | lam | batch | other | eval every | logit range | start % | lowest % | largest "
-                "fall % (step) | steps to 99% | steps to 99.9% | end % (steps) |\n")
+        f.write(
+            "# Initial logit range: "
+            + ("the sweep behind (0, 16)" if args.ranges else "(0, 2) against (0, 16)")
+            + "\n\n"
+        )
+        f.write(
+            f"`python benchmarks/init_sweep.py{flag}`: "
+            "`make_corpus(N, dim=384, seed=0)`, ratio 0.1, pruning 0.5 and default lr (unless under other), "
+            "G = 128, seed 0, "
+            "1 BLAS thread, CPU. Gains over a random selection, in % of relaxed's (pairwise, DiSF) or lazy "
+            "greedy's (facility) gain. Largest fall: the largest drop between consecutive evaluation points "
+            f"(issue 10's target: below 1%). Whole run {time.time() - t0:.0f} s.\n\n"
+        )
+        f.write(
+            "| N | diversity | lam | batch | other | eval every | logit range | start % | lowest % | largest "
+            "fall % (step) | steps to 99% | steps to 99.9% | end % (steps) |\n"
+        )
         f.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
         for n, div, lam, bmax, every, extra, r in rows:
             other = ", ".join(f"{k} {v:g}" for k, v in extra.items()) or "—"
@@ -117,9 +134,11 @@ def main():
             fall = f"{r['fall']:.2f} ({r['at']}){flag}" if r["fall"] > 0 else "none (never fell)"
             default = DEFAULT_LOGIT_RANGE_FACILITY if div == "facility" else DEFAULT_LOGIT_RANGE
             rng = f"({r['range'][0]:g}, {r['range'][1]:g})" + (" default" if r["range"] == default else "")
-            f.write(f"| {n:,} | {div} | {lam} | {batch} | {other} | {every} | {rng} | {r['start']:.2f} | "
-                    f"{r['low']:.2f} | {fall} | {r['r99']} | {r['r999']} | "
-                    f"{r['end']:.2f} ({r['steps']:,}) |\n")
+            f.write(
+                f"| {n:,} | {div} | {lam} | {batch} | {other} | {every} | {rng} | {r['start']:.2f} | "
+                f"{r['low']:.2f} | {fall} | {r['r99']} | {r['r999']} | "
+                f"{r['end']:.2f} ({r['steps']:,}) |\n"
+            )
     print(path)
 
 

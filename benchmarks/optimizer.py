@@ -28,6 +28,7 @@ the table from which GPU defaults are to be chosen (by time to 99%, not by step 
 
 Writes ``optimizer.md`` and ``optimizer_trajectories.png`` to ``--out``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,7 +84,9 @@ def largest_fall(points, rand, gain):
 
 def fmt_fall(row):
     f, at = row.get("fall"), row.get("fall_step")
-    return "—" if f is None else (f"{f:.2f}" + (f" (step {at})" if at is not None else "") + (" **>1%**" if f > 1 else ""))
+    return (
+        "—" if f is None else (f"{f:.2f}" + (f" (step {at})" if at is not None else "") + (" **>1%**" if f > 1 else ""))
+    )
 
 
 def fmt(x, spec=".2f"):
@@ -141,8 +144,14 @@ def pg_run(E, q, rand, gain, cap_s, stop=0.999, eval_every=50, **kw):
     s999, t999 = first_reach(tr.points, rand + 0.999 * gain)
     fall, fall_step = largest_fall(tr.points, rand, gain)
     return tr.points, dict(
-        s99=s99, t99=t99, s999=s999, t999=t999, fall=fall, fall_step=fall_step,
-        pg_pct=100 * (m.objective_["objective"] - rand) / gain, pg_steps=m.n_steps_,
+        s99=s99,
+        t99=t99,
+        s999=s999,
+        t999=t999,
+        fall=fall,
+        fall_step=fall_step,
+        pg_pct=100 * (m.objective_["objective"] - rand) / gain,
+        pg_steps=m.n_steps_,
     )
 
 
@@ -163,7 +172,7 @@ def corpus(N, device):
     if N not in _CORPORA:
         c = make_corpus(n_rows=N, dim=384, seed=0)
         E, q = on_device(c, device)
-        rows = np.random.default_rng(0).permutation(N)[:round(RATIO * N)]
+        rows = np.random.default_rng(0).permutation(N)[: round(RATIO * N)]
         if device == "gpu":
             import cupy
 
@@ -201,8 +210,11 @@ def run_size(N, metrics, pg_caps, lines, traj, lr_sweep, device="cpu", extras=No
             points, row = pg_run(E, q, rand, gain, pg_caps[div], **kw, **extra)
             ms, ms_plain = step_ms_both(E, q, 200 if div == "pairwise" else 30, device, **kw, **extra)
             row.update(base, pg=label, pg_ms=ms, pg_ms_plain=ms_plain)
-            print(f"  pg [{label}] {row['pg_ms']:.2f} ms/step, 99% at {row['s99']} steps / {fmt(row['t99'])} s, "
-                  f"final {row['pg_pct']:.3f}%, largest fall {row['fall']:.2f}% of gain", flush=True)
+            print(
+                f"  pg [{label}] {row['pg_ms']:.2f} ms/step, 99% at {row['s99']} steps / {fmt(row['t99'])} s, "
+                f"final {row['pg_pct']:.3f}%, largest fall {row['fall']:.2f}% of gain",
+                flush=True,
+            )
             lines.append(row)
             if label == "default":
                 traj[(N, div)] = (points, rand, gain, t_greedy, base.get("relaxed_s"))
@@ -241,8 +253,14 @@ def batch_and_threads(E, q, rand, gain, t_greedy, kw):
     for nt in (1, 2):
         t = time.perf_counter()
         DataMask(solver="greedy", n_threads=nt, **kw).fit(E, q)
-        threads.append((nt, time.perf_counter() - t, step_ms(E, q, 200, n_threads=nt, **kw),
-                        step_ms(E, q, 200, n_threads=nt, batch_max=None, **kw)))
+        threads.append(
+            (
+                nt,
+                time.perf_counter() - t,
+                step_ms(E, q, 200, n_threads=nt, **kw),
+                step_ms(E, q, 200, n_threads=nt, batch_max=None, **kw),
+            )
+        )
         print(f"  threads {nt}: greedy {threads[-1][1]:.1f}s, pg {threads[-1][2]:.2f} ms/step", flush=True)
     kernels = []
     chosen = groupsum.kernel
@@ -274,9 +292,12 @@ def run_big(N, lines_big, steps=100, device="cpu", budget_s=120.0):
         _, row = pg_run(E, q, rand, gain, budget_s, stop=0.99, eval_every=100 if device == "gpu" else 500, **extra)
         row.update(N=N, pg=label, relaxed_s=t_rel, pg_ms=ms, pg_ms_plain=ms_plain, steps_timed=steps, budget=budget_s)
         lines_big.append(row)
-        print(f"N={N} [{label}]: relaxed {t_rel:.1f}s, pg {ms:.2f} ms/step, 99% of relaxed's gain at "
-              f"{fmt(row['t99'])} s ({row['s99']} steps), final {row['pg_pct']:.2f}% after {row['pg_steps']} steps, "
-              f"largest fall {row['fall']:.2f}%", flush=True)
+        print(
+            f"N={N} [{label}]: relaxed {t_rel:.1f}s, pg {ms:.2f} ms/step, 99% of relaxed's gain at "
+            f"{fmt(row['t99'])} s ({row['s99']} steps), final {row['pg_pct']:.2f}% after {row['pg_steps']} steps, "
+            f"largest fall {row['fall']:.2f}%",
+            flush=True,
+        )
 
 
 def sweep(N, groups, batches, cap_s, device, rows_out, on_row=None):
@@ -289,8 +310,11 @@ def sweep(N, groups, batches, cap_s, device, rows_out, on_row=None):
             ms, _ = step_ms_both(E, q, 500, "cpu", **kw)  # graph as configured; plain timing skipped
             row.update(N=N, G=G, batch_max=bm, pg_ms=ms, relaxed_s=t_rel, cap=cap_s)
             rows_out.append(row)
-            print(f"N={N} G={G} batch_max={bm}: {ms:.3f} ms/step, 99% at {fmt(row['t99'])} s "
-                  f"({row['s99']} steps), largest fall {row['fall']:.2f}%", flush=True)
+            print(
+                f"N={N} G={G} batch_max={bm}: {ms:.3f} ms/step, 99% at {fmt(row['t99'])} s "
+                f"({row['s99']} steps), largest fall {row['fall']:.2f}%",
+                flush=True,
+            )
             if on_row is not None:
                 on_row()
 
@@ -300,11 +324,15 @@ def fastest_width(rows) -> str:
     done = [r for r in rows if r.get("t99") is not None]
     if not done:
         best = max(rows, key=lambda r: r["pg_pct"])
-        return (f"No setting reached 99% within its cap; the highest was G = {best['G']}, batch_max = "
-                f"{best['batch_max'] or 'none'} at {best['pg_pct']:.2f}%.")
+        return (
+            f"No setting reached 99% within its cap; the highest was G = {best['G']}, batch_max = "
+            f"{best['batch_max'] or 'none'} at {best['pg_pct']:.2f}%."
+        )
     r = min(done, key=lambda r: r["t99"])
-    return (f"Fastest to 99%: G = {r['G']}, batch_max = {r['batch_max'] or 'none'} ({r['t99']:.2f} s, "
-            f"{r['s99']} steps): the candidate GPU default.")
+    return (
+        f"Fastest to 99%: G = {r['G']}, batch_max = {r['batch_max'] or 'none'} ({r['t99']:.2f} s, "
+        f"{r['s99']} steps): the candidate GPU default."
+    )
 
 
 def plot(traj, path):
@@ -348,8 +376,13 @@ def main():
     ap.add_argument("--no-lr-sweep", action="store_true", help="skip the lr sweep at the first size")
     ap.add_argument("--no-extras", action="store_true", help="skip the batch, threads and kernel tables (CPU)")
     ap.add_argument("--sweep-groups", type=int, nargs="*", default=[], help="group sizes G of the width sweep")
-    ap.add_argument("--sweep-batches", type=none_or_int, nargs="*", default=[512, None],
-                    help="batch_max values of the width sweep ('none': the paper's 5%%)")
+    ap.add_argument(
+        "--sweep-batches",
+        type=none_or_int,
+        nargs="*",
+        default=[512, None],
+        help="batch_max values of the width sweep ('none': the paper's 5%%)",
+    )
     ap.add_argument("--sweep-size", type=int, default=1_000_000, help="rows of the width sweep")
     ap.add_argument("--sweep-cap", type=float, default=10.0, help="seconds cap of each sweep run")
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu", help="gpu: cupy arrays (needs CUDA)")
@@ -373,18 +406,36 @@ def main():
         """Write the report so far: a run cut short by a time limit keeps what it measured."""
         if traj:
             plot(traj, os.path.join(args.out, "optimizer_trajectories.png"))
-        md = report(args, lines, extras, lines_big, width, lr_rows, native_kernel, BATCH_MAX, pinned,
-                    time.perf_counter() - t0, bool(traj))
+        md = report(
+            args,
+            lines,
+            extras,
+            lines_big,
+            width,
+            lr_rows,
+            native_kernel,
+            BATCH_MAX,
+            pinned,
+            time.perf_counter() - t0,
+            bool(traj),
+        )
         with open(os.path.join(args.out, "optimizer.md"), "w") as f:
             f.write("\n".join(md))
         return md
 
     for i, N in enumerate(args.sizes):
         last = i == len(args.sizes) - 1
-        out = run_size(N, args.metrics, caps, lines, traj, lr_sweep=(i == 0 and not args.no_lr_sweep),
-                       device=args.device,
-                       extras=extras if last and args.device == "cpu" and not args.no_extras else None,
-                       on_row=write)
+        out = run_size(
+            N,
+            args.metrics,
+            caps,
+            lines,
+            traj,
+            lr_sweep=(i == 0 and not args.no_lr_sweep),
+            device=args.device,
+            extras=extras if last and args.device == "cpu" and not args.no_extras else None,
+            on_row=write,
+        )
         lr_rows = lr_rows or out
         write()
     for N in args.big:
@@ -397,8 +448,11 @@ def main():
 
 def report(args, lines, extras, lines_big, width, lr_rows, native_kernel, batch_max, pinned, seconds, figure):
     gpu = args.device == "gpu"
-    cap_text = (f"its time cap ({args.pg_cap:.0f} s)" if args.pg_cap is not None
-                else "its time cap (pairwise 120 s, facility 150 s, DiSF 120 s)")
+    cap_text = (
+        f"its time cap ({args.pg_cap:.0f} s)"
+        if args.pg_cap is not None
+        else "its time cap (pairwise 120 s, facility 150 s, DiSF 120 s)"
+    )
     md = [
         "# Optimizer benchmark",
         "",
@@ -416,16 +470,25 @@ def report(args, lines, extras, lines_big, width, lr_rows, native_kernel, batch_
         "points, in % of the gain (issue 10's target: below 1%), with the step where it ended.",
     ]
     if gpu:
-        md += ["", "CUDA graph: " + ("; ".join(sorted(GRAPH_NOTES)) if GRAPH_NOTES else
-                                    "no capture warning (every pg step after the second ran as a captured graph)")
-               + ". *ms/step, no graph*: the same step with `DATAMASK_CUDA_GRAPH=0`."]
+        md += [
+            "",
+            "CUDA graph: "
+            + (
+                "; ".join(sorted(GRAPH_NOTES))
+                if GRAPH_NOTES
+                else "no capture warning (every pg step after the second ran as a captured graph)"
+            )
+            + ". *ms/step, no graph*: the same step with `DATAMASK_CUDA_GRAPH=0`.",
+        ]
     if lines:
-        md += ["",
-               "| N | diversity | greedy s | relaxed s | relaxed % | relaxed / greedy time | pg | pg ms/step | "
-               + ("pg ms/step, no graph | " if gpu else "")
-               + "pg steps to 99% | pg s to 99% | pg / greedy time (99%) | pg steps to 99.9% | pg s to 99.9% | "
-               "pg final % (steps) | largest fall % |",
-               "|---|---|---|---|---|---|---|---|" + ("---|" if gpu else "") + "---|---|---|---|---|---|---|"]
+        md += [
+            "",
+            "| N | diversity | greedy s | relaxed s | relaxed % | relaxed / greedy time | pg | pg ms/step | "
+            + ("pg ms/step, no graph | " if gpu else "")
+            + "pg steps to 99% | pg s to 99% | pg / greedy time (99%) | pg steps to 99.9% | pg s to 99.9% | "
+            "pg final % (steps) | largest fall % |",
+            "|---|---|---|---|---|---|---|---|" + ("---|" if gpu else "") + "---|---|---|---|---|---|---|",
+        ]
     for r in lines:
         rel_ratio = r["relaxed_s"] / r["greedy_s"] if "relaxed_s" in r else None
         pg_ratio = r["t99"] / r["greedy_s"] if r["t99"] is not None else None
@@ -438,51 +501,84 @@ def report(args, lines, extras, lines_big, width, lr_rows, native_kernel, batch_
         )
     if extras:
         n_x, g_x = extras["N"], extras["greedy_s"]
-        md += ["", f"## Batch size (N = {n_x:,}, pairwise; stop at 99.9% or 90 s; greedy {g_x:.1f} s)", "",
-               "A step costs time in proportion to its rows, while the steps to a given objective grow "
-               "much more slowly as the batch shrinks, so smaller batches get there sooner on CPU, down to "
-               "where the noise of small masks keeps pg from 99.9%.", "",
-               "| batch_max | ms/step | steps to 99% | s to 99% | pg / greedy time (99%) | steps to 99.9% | s to 99.9% | final % (steps) | largest fall % |",
-               "|---|---|---|---|---|---|---|---|---|"]
+        md += [
+            "",
+            f"## Batch size (N = {n_x:,}, pairwise; stop at 99.9% or 90 s; greedy {g_x:.1f} s)",
+            "",
+            "A step costs time in proportion to its rows, while the steps to a given objective grow "
+            "much more slowly as the batch shrinks, so smaller batches get there sooner on CPU, down to "
+            "where the noise of small masks keeps pg from 99.9%.",
+            "",
+            "| batch_max | ms/step | steps to 99% | s to 99% | pg / greedy time (99%) | steps to 99.9% | s to 99.9% | final % (steps) | largest fall % |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in extras["batches"]:
             ratio = r["t99"] / g_x if r["t99"] is not None else None
-            md.append(f"| {r['batch_max']} | {r['pg_ms']:.2f} | {fmt(r['s99'], 'd')} | {fmt(r['t99'])} | "
-                      f"{fmt(ratio, '.3f')} | {fmt(r['s999'], 'd')} | {fmt(r['t999'])} | "
-                      f"{r['pg_pct']:.3f} ({r['pg_steps']}) | {fmt_fall(r)} |")
-        md += ["", f"## Threads (N = {n_x:,}, pairwise; `n_threads`)", "",
-               "| n_threads | greedy s | pg ms/step (default batch) | pg ms/step (paper batch 5%) |",
-               "|---|---|---|---|"]
+            md.append(
+                f"| {r['batch_max']} | {r['pg_ms']:.2f} | {fmt(r['s99'], 'd')} | {fmt(r['t99'])} | "
+                f"{fmt(ratio, '.3f')} | {fmt(r['s999'], 'd')} | {fmt(r['t999'])} | "
+                f"{r['pg_pct']:.3f} ({r['pg_steps']}) | {fmt_fall(r)} |"
+            )
+        md += [
+            "",
+            f"## Threads (N = {n_x:,}, pairwise; `n_threads`)",
+            "",
+            "| n_threads | greedy s | pg ms/step (default batch) | pg ms/step (paper batch 5%) |",
+            "|---|---|---|---|",
+        ]
         for nt, gs, ms, ms_paper in extras["threads"]:
             md.append(f"| {nt} | {gs:.1f} | {ms:.2f} | {ms_paper:.2f} |")
-        md += ["", f"## Row-sum kernel of a pairwise step (N = {n_x:,}; `datamask.core.groupsum`)", "",
-               "| kernel | pg ms/step (default batch) | pg ms/step (paper batch 5%) |", "|---|---|---|"]
+        md += [
+            "",
+            f"## Row-sum kernel of a pairwise step (N = {n_x:,}; `datamask.core.groupsum`)",
+            "",
+            "| kernel | pg ms/step (default batch) | pg ms/step (paper batch 5%) |",
+            "|---|---|---|",
+        ]
         for name, ms, ms_paper in extras["kernels"]:
             md.append(f"| {name} | {ms:.2f} | {ms_paper:.2f} |")
     if lines_big:
-        md += ["", "## Large partitions (greedy not run: hours; relaxed is the reference)", "",
-               "| N | pg | relaxed s | pg ms/step (steps timed) | "
-               + ("ms/step, no graph | " if gpu else "")
-               + "s per 10,000 steps | steps to 99% of relaxed's gain | s to 99% | % of relaxed's gain at the end (steps; budget) | largest fall % |",
-               "|---|---|---|---|" + ("---|" if gpu else "") + "---|---|---|---|---|"]
+        md += [
+            "",
+            "## Large partitions (greedy not run: hours; relaxed is the reference)",
+            "",
+            "| N | pg | relaxed s | pg ms/step (steps timed) | "
+            + ("ms/step, no graph | " if gpu else "")
+            + "s per 10,000 steps | steps to 99% of relaxed's gain | s to 99% | % of relaxed's gain at the end (steps; budget) | largest fall % |",
+            "|---|---|---|---|" + ("---|" if gpu else "") + "---|---|---|---|---|",
+        ]
         for r in lines_big:
-            md.append(f"| {r['N']:,} | {r['pg']} | {r['relaxed_s']:.2f} | {r['pg_ms']:.3f} ({r['steps_timed']}) | "
-                      + (f"{fmt(r['pg_ms_plain'], '.3f')} | " if gpu else "")
-                      + f"{r['pg_ms'] * 10:.1f} | {fmt(r['s99'], 'd')} | {fmt(r['t99'])} | "
-                      f"{r['pg_pct']:.2f} ({r['pg_steps']}; {r['budget']:.0f} s) | {fmt_fall(r)} |")
+            md.append(
+                f"| {r['N']:,} | {r['pg']} | {r['relaxed_s']:.2f} | {r['pg_ms']:.3f} ({r['steps_timed']}) | "
+                + (f"{fmt(r['pg_ms_plain'], '.3f')} | " if gpu else "")
+                + f"{r['pg_ms'] * 10:.1f} | {fmt(r['s99'], 'd')} | {fmt(r['t99'])} | "
+                f"{r['pg_pct']:.2f} ({r['pg_steps']}; {r['budget']:.0f} s) | {fmt_fall(r)} |"
+            )
     if width:
-        md += ["", f"## GPU width (N = {width[0]['N']:,}, pairwise; stop at 99% of relaxed's gain or "
-                   f"{width[0]['cap']:.0f} s; relaxed {width[0]['relaxed_s']:.2f} s)", "",
-               "Choose G and batch_max by *seconds to 99%*, not by ms/step.", "",
-               "| group_size G | batch_max | ms/step | steps to 99% | s to 99% | final % (steps) | largest fall % |",
-               "|---|---|---|---|---|---|---|"]
+        md += [
+            "",
+            f"## GPU width (N = {width[0]['N']:,}, pairwise; stop at 99% of relaxed's gain or "
+            f"{width[0]['cap']:.0f} s; relaxed {width[0]['relaxed_s']:.2f} s)",
+            "",
+            "Choose G and batch_max by *seconds to 99%*, not by ms/step.",
+            "",
+            "| group_size G | batch_max | ms/step | steps to 99% | s to 99% | final % (steps) | largest fall % |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in width:
-            md.append(f"| {r['G']} | {r['batch_max'] or 'none (5%)'} | {r['pg_ms']:.3f} | {fmt(r['s99'], 'd')} | "
-                      f"{fmt(r['t99'])} | {r['pg_pct']:.3f} ({r['pg_steps']}) | {fmt_fall(r)} |")
+            md.append(
+                f"| {r['G']} | {r['batch_max'] or 'none (5%)'} | {r['pg_ms']:.3f} | {fmt(r['s99'], 'd')} | "
+                f"{fmt(r['t99'])} | {r['pg_pct']:.3f} ({r['pg_steps']}) | {fmt_fall(r)} |"
+            )
         md += ["", fastest_width(width)]
     if lr_rows:
-        md += ["", f"## Learning rate (N = {args.sizes[0]:,}, pairwise; stop at 99.9% or 90 s)", "",
-               "| lr | steps to 99% | s to 99% | steps to 99.5% | final % | steps run | largest fall % |",
-               "|---|---|---|---|---|---|---|"]
+        md += [
+            "",
+            f"## Learning rate (N = {args.sizes[0]:,}, pairwise; stop at 99.9% or 90 s)",
+            "",
+            "| lr | steps to 99% | s to 99% | steps to 99.5% | final % | steps run | largest fall % |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for lr, s99, t99, s995, pct, steps, fall in lr_rows:
             md.append(f"| {lr} | {fmt(s99, 'd')} | {fmt(t99)} | {fmt(s995, 'd')} | {pct:.3f} | {steps} | {fall:.2f} |")
     if figure:

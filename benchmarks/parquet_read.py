@@ -11,6 +11,7 @@ Side by side in one run, 200,000 unit vectors of d = 384, row groups of 100,000,
 
     python benchmarks/parquet_read.py      # -> benchmarks/results/parquet_read.md (under a minute)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,12 +57,16 @@ def main():
         for dtype in (np.float16, np.float32):
             vec = pa.FixedSizeListArray.from_arrays(pa.array(E.astype(dtype).reshape(-1)), D)
             table = pa.table({"id": ids, "embedding": vec})
-            for how, kw in (("pyarrow default (dictionary tried)", {}),
-                            ("datamask (no dictionary on vectors)", {"use_dictionary": dictionary_columns(table.schema)})):
+            for how, kw in (
+                ("pyarrow default (dictionary tried)", {}),
+                ("datamask (no dictionary on vectors)", {"use_dictionary": dictionary_columns(table.schema)}),
+            ):
                 s, w, size = read_seconds(table, path, **kw)
                 rows.append((f"list<{np.dtype(dtype).name}>[{D}]", how, s, w, size))
                 print(rows[-1], flush=True)
-        raw = pa.FixedSizeBinaryArray.from_buffers(pa.binary(2 * D), N, [None, pa.py_buffer(E.astype(np.float16).tobytes())])
+        raw = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(2 * D), N, [None, pa.py_buffer(E.astype(np.float16).tobytes())]
+        )
         s, w, size = read_seconds(pa.table({"id": ids, "embedding": raw}), path, use_dictionary=["id"])
         rows.append((f"fixed_size_binary({2 * D}), float16 bytes", "no dictionary", s, w, size))
         print(rows[-1], flush=True)
@@ -69,17 +74,23 @@ def main():
     out = os.path.join(args.out, "parquet_read.md")
     with open(out, "w") as f:
         f.write("# Writing and reading embeddings in Parquet\n\n")
-        f.write(f"`python benchmarks/parquet_read.py`: {N:,} unit vectors, d = {D}, snappy, row groups of "
-                f"100,000, `pyarrow.parquet.write_table` and `read_table`, best of 3 each; pyarrow {pa.__version__}, {platform.machine()}, "
-                f"{os.cpu_count()} cores (a shared host: read the ratios).\n\n")
-        f.write("| column | written | read s | read rows/s | write s | write rows/s | file MB |\n"
-                "|---|---|---|---|---|---|---|\n")
+        f.write(
+            f"`python benchmarks/parquet_read.py`: {N:,} unit vectors, d = {D}, snappy, row groups of "
+            f"100,000, `pyarrow.parquet.write_table` and `read_table`, best of 3 each; pyarrow {pa.__version__}, {platform.machine()}, "
+            f"{os.cpu_count()} cores (a shared host: read the ratios).\n\n"
+        )
+        f.write(
+            "| column | written | read s | read rows/s | write s | write rows/s | file MB |\n"
+            "|---|---|---|---|---|---|---|\n"
+        )
         for col, how, s, w, size in rows:
             f.write(f"| {col} | {how} | {s:.3f} | {N / s:,.0f} | {w:.3f} | {N / w:,.0f} | {size / 2**20:.0f} |\n")
-        f.write("\nA list column stores repetition and definition levels for every element (384 per row), and "
-                "encoding and decoding them bound the write and the read whatever the encoding; a dictionary tried "
-                "on values that never repeat only adds to it. datamask's own outputs (embed, score, select, dedup, cluster) are "
-                "written without it.\n")
+        f.write(
+            "\nA list column stores repetition and definition levels for every element (384 per row), and "
+            "encoding and decoding them bound the write and the read whatever the encoding; a dictionary tried "
+            "on values that never repeat only adds to it. datamask's own outputs (embed, score, select, dedup, cluster) are "
+            "written without it.\n"
+        )
     print(out)
 
 

@@ -8,6 +8,7 @@ validate, select, write, manifest) with 1 and 2 workers, the selection's own row
 worker (from the manifest's per-partition select_seconds), and peak RSS per worker process
 relative to one partition's embedding bytes (sampled every 50 ms with psutil).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,25 +52,48 @@ def one_run(corpus, out, workers, solver, split, steps):
     from distributed import Client, LocalCluster
 
     t0 = time.perf_counter()
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR) as cluster, \
-            Client(cluster, set_as_default=False) as client:
+    with (
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster, set_as_default=False) as client,
+    ):
         pids = list(client.run(os.getpid).values())
         mon = PeakRSS(pids)
         mon.start()
-        cfg = SelectConfig(input=str(corpus), output=str(out), split_size=split, solver=solver, steps=steps,
-                           quiet=True, overwrite=True, device="cpu")
+        cfg = SelectConfig(
+            input=str(corpus),
+            output=str(out),
+            split_size=split,
+            solver=solver,
+            steps=steps,
+            quiet=True,
+            overwrite=True,
+            device="cpu",
+        )
         m = run_select(cfg, client=client)
         mon.stop.set()
         mon.join()
     wall = time.perf_counter() - t0
     parts = m.get("splits", m.get("partitions", []))
     sel_rate = sum(p["rows_in"] for p in parts) / sum(p["select_seconds"] for p in parts)
-    return {"workers": workers, "solver": solver, "steps": steps if solver == "pg" else None,
-            "rows": m["totals"]["rows_in"], "partitions": len(parts), "wall": wall,
-            "rows_per_s": m["totals"]["rows_in"] / wall, "select_rows_per_s_per_worker": sel_rate,
-            "peak_rss": max(mon.peak.values()),
-            "objective_gain": sum(p["after"]["objective"] - p["before"]["objective"] for p in parts) / len(parts)}
+    return {
+        "workers": workers,
+        "solver": solver,
+        "steps": steps if solver == "pg" else None,
+        "rows": m["totals"]["rows_in"],
+        "partitions": len(parts),
+        "wall": wall,
+        "rows_per_s": m["totals"]["rows_in"] / wall,
+        "select_rows_per_s_per_worker": sel_rate,
+        "peak_rss": max(mon.peak.values()),
+        "objective_gain": sum(p["after"]["objective"] - p["before"]["objective"] for p in parts) / len(parts),
+    }
 
 
 def main():
@@ -113,8 +137,10 @@ def main():
     ]
     for r in runs:
         name = r["solver"] + (f" ({r['steps']} steps)" if r["steps"] else "")
-        lines.append(f"| {name} | {r['workers']} | {r['rows_per_s']:,.0f} | {r['select_rows_per_s_per_worker']:,.0f} | "
-                     f"{r['peak_rss'] / 2**30:.2f} GiB | {r['rss_ratio']:.2f}x | {r['objective_gain']:+.4f} |")
+        lines.append(
+            f"| {name} | {r['workers']} | {r['rows_per_s']:,.0f} | {r['select_rows_per_s_per_worker']:,.0f} | "
+            f"{r['peak_rss'] / 2**30:.2f} GiB | {r['rss_ratio']:.2f}x | {r['objective_gain']:+.4f} |"
+        )
     lines += [
         "",
         "Floors from issue 3: peak worker memory <= 3x a partition's embedding bytes; selection "

@@ -8,6 +8,7 @@ of 256 generated texts of 12, 400 and 4,000 words, whole and cut, on one thread
 
     python benchmarks/tokenize_cut.py      # -> benchmarks/results/tokenize.md (about a minute)
 """
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,22 @@ import numpy as np  # noqa: E402
 from datamask.features.batching import word_cut  # noqa: E402
 from datamask.features.embed import Embedder  # noqa: E402
 
-VOCAB = ["data", "selection,", "quality", "diverse", "model.", "training", "corpus", "tokenization", "the", "of",
-         "and", "language", "pre-training", "documents"]
+VOCAB = [
+    "data",
+    "selection,",
+    "quality",
+    "diverse",
+    "model.",
+    "training",
+    "corpus",
+    "tokenization",
+    "the",
+    "of",
+    "and",
+    "language",
+    "pre-training",
+    "documents",
+]
 
 
 def texts(n, words, seed):
@@ -54,19 +69,23 @@ def main():
         cut = [word_cut(t, window) for t in whole]
         a, b = model.preprocess(whole[:64]), model.preprocess(cut[:64])
         same = bool((a["input_ids"] == b["input_ids"]).all())
-        r_whole = rate(model.preprocess, [whole[i:i + 256] for i in range(0, n, 256)])
-        r_cut = rate(lambda bt: model.preprocess([word_cut(t, window) for t in bt]),
-                     [whole[i:i + 256] for i in range(0, n, 256)])
+        r_whole = rate(model.preprocess, [whole[i : i + 256] for i in range(0, n, 256)])
+        r_cut = rate(
+            lambda bt: model.preprocess([word_cut(t, window) for t in bt]),
+            [whole[i : i + 256] for i in range(0, n, 256)],
+        )
         rows.append((words, r_whole, r_cut, same))
         print(words, f"{r_whole:,.0f}/s whole, {r_cut:,.0f}/s cut, same ids: {same}", flush=True)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "tokenize.md")
     with open(path, "w") as f:
         f.write("# Tokenization with and without the word cut (one thread)\n\n")
-        f.write(f"`python benchmarks/tokenize_cut.py`: MiniLM's tokenizer (`preprocess`, {window}-token window), "
-                f"batches of 256 generated texts, best of 3, `TOKENIZERS_PARALLELISM=false`; "
-                f"{platform.machine()}, {os.cpu_count()} cores (shared host: read the ratios). The cut time "
-                "includes `word_cut` itself.\n\n")
+        f.write(
+            f"`python benchmarks/tokenize_cut.py`: MiniLM's tokenizer (`preprocess`, {window}-token window), "
+            f"batches of 256 generated texts, best of 3, `TOKENIZERS_PARALLELISM=false`; "
+            f"{platform.machine()}, {os.cpu_count()} cores (shared host: read the ratios). The cut time "
+            "includes `word_cut` itself.\n\n"
+        )
         f.write("| words per text | texts/s, whole | texts/s, cut | cut / whole | same token ids |\n")
         f.write("|---|---|---|---|---|\n")
         for words, a, b, same in rows:

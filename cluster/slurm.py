@@ -6,6 +6,7 @@ Each SLURM job is one Dask worker on one GPU (or CPU node with --cpu). The clien
 script) runs on the login node or in its own small job; input and output must be on a
 filesystem the compute nodes share. Adjust queue/account/walltime to your site.
 """
+
 import argparse
 import sys
 
@@ -30,8 +31,13 @@ def main():
 
     extra = [] if a.cpu else ["--gres=gpu:1"]
     cluster = SLURMCluster(
-        queue=a.queue, account=a.account, walltime=a.walltime, cores=8, processes=1,
-        memory=a.memory, job_extra_directives=extra,
+        queue=a.queue,
+        account=a.account,
+        walltime=a.walltime,
+        cores=8,
+        processes=1,
+        memory=a.memory,
+        job_extra_directives=extra,
         # one single-threaded worker per job (one partition at a time); GPU jobs pin the GPU
         worker_extra_args=["--nthreads", "1"] + ([] if a.cpu else ["--resources", "GPU=1"]),
         job_script_prologue=["source ~/.bashrc", "conda activate datamask"],

@@ -4,6 +4,7 @@ The core is :class:`DataMask` (one partition in, a boolean mask out) and
 :func:`evaluate` (score any selection on the same objective). Both import without Dask or
 torch; the pipeline's entry points below are imported on first use.
 """
+
 from .core.estimator import DataMask
 from .core.objectives import evaluate
 

@@ -3,12 +3,21 @@ non-zero exit code. Each message names the file, column or value at fault and th
 
 They carry only a message, so they pickle across Dask workers unchanged.
 """
+
 from __future__ import annotations
 
 import warnings
 
-__all__ = ["DatamaskError", "DataError", "ConfigError", "SchedulerError", "ClusterError", "OutputError",
-           "DatamaskDeprecationWarning", "warn_deprecated"]
+__all__ = [
+    "DatamaskError",
+    "DataError",
+    "ConfigError",
+    "SchedulerError",
+    "ClusterError",
+    "OutputError",
+    "DatamaskDeprecationWarning",
+    "warn_deprecated",
+]
 
 
 class DatamaskError(Exception):
@@ -47,5 +56,6 @@ class DatamaskDeprecationWarning(DeprecationWarning):
 
 def warn_deprecated(old: str, new: str, until: str = "0.4") -> None:
     """Warn that ``old`` is now called ``new`` (it keeps working until release ``until``)."""
-    warnings.warn(f"{old} is deprecated, use {new} ({old} stops working in {until})", DatamaskDeprecationWarning,
-                  stacklevel=3)
+    warnings.warn(
+        f"{old} is deprecated, use {new} ({old} stops working in {until})", DatamaskDeprecationWarning, stacklevel=3
+    )

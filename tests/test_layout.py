@@ -1,5 +1,6 @@
 """The package's layering: one package per layer, imports only downward, no cycle, small
 modules, and ``import datamask`` without Dask or torch."""
+
 from __future__ import annotations
 
 import ast
@@ -61,7 +62,7 @@ def _cycle(graph):
         stack.append(m)
         for c in sorted(graph[m]):
             if state.get(c) == 1:
-                return stack[stack.index(c):] + [c]
+                return stack[stack.index(c) :] + [c]
             if c not in state:
                 found = visit(c)
                 if found:
@@ -94,8 +95,12 @@ def test_every_module_belongs_to_a_layer():
 
 
 def test_imports_only_go_down():
-    upward = [f"{m} -> {c}" for m, cs in _imports(_modules()).items() for c in cs
-              if _layer(m) is not None and _layer(c) is not None and _layer(c) > _layer(m)]
+    upward = [
+        f"{m} -> {c}"
+        for m, cs in _imports(_modules()).items()
+        for c in cs
+        if _layer(m) is not None and _layer(c) is not None and _layer(c) > _layer(m)
+    ]
     assert not upward, "imports from a higher layer: " + "; ".join(sorted(upward))
 
 
@@ -106,8 +111,10 @@ def test_modules_stay_small():
 
 @pytest.mark.parametrize("heavy", ["dask", "distributed", "torch", "sentence_transformers", "cupy"])
 def test_import_datamask_is_light(heavy):
-    code = ("import sys, datamask; from datamask import DataMask, evaluate; "
-            f"print(any(m == {heavy!r} or m.startswith({heavy!r} + '.') for m in sys.modules))")
+    code = (
+        "import sys, datamask; from datamask import DataMask, evaluate; "
+        f"print(any(m == {heavy!r} or m.startswith({heavy!r} + '.') for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", f"import datamask imports {heavy}"
 

@@ -1,4 +1,5 @@
 """notebooks/corpus_analysis.ipynb runs top to bottom (nbclient) on a small corpus."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,15 +13,23 @@ def test_corpus_analysis_notebook_executes(tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    small = {"DATAMASK_NB_DIR": str(tmp_path / "work"), "DATAMASK_NB_ROWS": "4000", "DATAMASK_NB_DIM": "32",
-             "DATAMASK_NB_SPLIT": "2000", "DATAMASK_NB_K": "8", "DATAMASK_NB_STEPS": "100",
-             "DATAMASK_NB_WORKERS": "1"}
+    small = {
+        "DATAMASK_NB_DIR": str(tmp_path / "work"),
+        "DATAMASK_NB_ROWS": "4000",
+        "DATAMASK_NB_DIM": "32",
+        "DATAMASK_NB_SPLIT": "2000",
+        "DATAMASK_NB_K": "8",
+        "DATAMASK_NB_STEPS": "100",
+        "DATAMASK_NB_WORKERS": "1",
+    }
     for k, v in small.items():
         monkeypatch.setenv(k, v)
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
     monkeypatch.delenv("DATAMASK_NB_CORPUS", raising=False)
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]

@@ -13,6 +13,7 @@ Every flag of a stage is a field of its config dataclass (``--split-size`` fills
 ``datamask: error: ...`` and exit 2 (bad data, config or output) or 3 (no Dask scheduler or worker); anything
 else exits 1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,8 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
     from .common import STOPPED_RUN
 
-    p = _Parser(prog="datamask", description="Select pre-training data that is both "
-                                "high-quality and diverse (DATAMASK), with Dask.", epilog=STOPPED_RUN)
+    p = _Parser(
+        prog="datamask",
+        description="Select pre-training data that is both high-quality and diverse (DATAMASK), with Dask.",
+        epilog=STOPPED_RUN,
+    )
     p.add_argument("--version", action="version", version=f"datamask {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for g in _groups():
@@ -134,6 +138,8 @@ def _run(argv) -> int:
         return 130
     except Exception as e:  # a bug or an infrastructure failure: still one line, and non-zero
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        print(f"datamask: error: {type(e).__name__}: {msg} (rerun the same command to resume){_log_hint()}",
-              file=sys.stderr)
+        print(
+            f"datamask: error: {type(e).__name__}: {msg} (rerun the same command to resume){_log_hint()}",
+            file=sys.stderr,
+        )
         return 1

@@ -1,4 +1,5 @@
 """``python -m datamask.cli`` is the ``datamask`` command."""
+
 import sys
 
 from . import main

@@ -6,6 +6,7 @@ clusters of high and of low quality and a quality spread; it is written as Parqu
 cluster and the selection is compared with a random sample and the top-k by quality, on the
 same objective, split by split.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,9 @@ def corpus_table(corpus: dict, lo: int = 0, hi: int | None = None, dtype=np.floa
     return pa.table(cols)
 
 
-def write_corpus(directory, n_rows=200_000, dim=384, n_files=4, seed=0, dtype=np.float16,
-                 row_group_size=50_000, **kw) -> list:
+def write_corpus(
+    directory, n_rows=200_000, dim=384, n_files=4, seed=0, dtype=np.float16, row_group_size=50_000, **kw
+) -> list:
     """Generate a corpus and write it as ``n_files`` Parquet files; returns their paths."""
     from ..core.synthetic import make_corpus
     from ..pipeline.io import dictionary_columns
@@ -81,8 +83,9 @@ def compare(manifest: dict, cfg) -> dict:
         for name, m in masks.items():
             r = evaluate(E, q, m, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.reference_size)
             acc[name].append({"quality": float(q[m].mean()), "diversity": r["diversity"], "objective": r["objective"]})
-    return {k: {m: float(np.mean([x[m] for x in v])) for m in ("quality", "diversity", "objective")}
-            for k, v in acc.items()}
+    return {
+        k: {m: float(np.mean([x[m] for x in v])) for m in ("quality", "diversity", "objective")} for k, v in acc.items()
+    }
 
 
 def format_table(manifest, scores) -> str:
@@ -97,8 +100,10 @@ def format_table(manifest, scores) -> str:
     ]
     for name, s in scores.items():
         lines.append(f"{name:<16}{s['quality']:>14.3f}{s['diversity']:>12.4f}{s['objective']:>12.4f}")
-    lines.append("(diversity: minus the mean pairwise cosine; objective: lam*quality01 + (1-lam)*diversity,"
-                 " averaged over splits)")
+    lines.append(
+        "(diversity: minus the mean pairwise cosine; objective: lam*quality01 + (1-lam)*diversity,"
+        " averaged over splits)"
+    )
     return "\n".join(lines)
 
 

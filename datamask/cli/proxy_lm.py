@@ -1,4 +1,5 @@
 """``datamask proxy-lm SELECTION... --eval EVAL_DIR OUTPUT_DIR``."""
+
 from __future__ import annotations
 
 import argparse
@@ -28,21 +29,31 @@ def add_parsers(sub):
     own, sub._parser_class = sub._parser_class, _PathsParser
     try:
         p = sub.add_parser(
-            "proxy-lm", help="train the same small LM on each selection (equal tokens) and report held-out loss",
+            "proxy-lm",
+            help="train the same small LM on each selection (equal tokens) and report held-out loss",
             usage="datamask proxy-lm SELECTION... --eval EVAL_DIR [--eval EVAL_DIR ...] OUTPUT_DIR [options]",
             description="For each selection (a select output, every method of a compare output, or any "
             "Parquet/JSONL corpus) train the same small decoder-only LM from the same initial weights, seed, "
             "optimiser, schedule and number of tokens (--tokens; a smaller selection is repeated), then report "
             "held-out loss (nats/token) and perplexity on every --eval set, per domain when it has a domain "
             "column. Rows of an evaluation set are removed from every selection before training. Nothing is "
-            "downloaded: the tokenizer is --tokenizer or a byte-level BPE trained on the selections.")
+            "downloaded: the tokenizer is --tokenizer or a byte-level BPE trained on the selections.",
+        )
     finally:
         sub._parser_class = own
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="SELECTION... OUTPUT_DIR: one or more selections, then the output directory (proxy.csv, "
-                   "figures, manifest.json, report/)")
-    p.add_argument("--config", default=None, metavar="YAML",
-                   help="a YAML file of the same keys as these flags (selections, eval, output too); flags override")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="SELECTION... OUTPUT_DIR: one or more selections, then the output directory (proxy.csv, "
+        "figures, manifest.json, report/)",
+    )
+    p.add_argument(
+        "--config",
+        default=None,
+        metavar="YAML",
+        help="a YAML file of the same keys as these flags (selections, eval, output too); flags override",
+    )
     add_config_flags(p, ProxyLMConfig, positional=("selections", "output"))
 
 
@@ -59,24 +70,32 @@ def _proxy_lm(args) -> int:
     elif len(paths) >= 2:
         changed.update(selections=paths[:-1], output=paths[-1])
     else:
-        raise ConfigError("proxy-lm needs at least one SELECTION and an OUTPUT_DIR "
-                          "(datamask proxy-lm SELECTION... --eval EVAL_DIR OUTPUT_DIR)")
+        raise ConfigError(
+            "proxy-lm needs at least one SELECTION and an OUTPUT_DIR "
+            "(datamask proxy-lm SELECTION... --eval EVAL_DIR OUTPUT_DIR)"
+        )
     cfg = base.replace(**changed)
     if not cfg.eval:
-        raise ConfigError("proxy-lm needs an evaluation set: --eval EVAL_DIR (e.g. the holdout/ of "
-                          "select/compare --holdout, or any trusted text corpus)")
+        raise ConfigError(
+            "proxy-lm needs an evaluation set: --eval EVAL_DIR (e.g. the holdout/ of "
+            "select/compare --holdout, or any trusted text corpus)"
+        )
     m = run_proxy_lm(cfg)
     if not cfg.quiet:
         t = m["table"]
         wide = t[t["domain"] == "all"].pivot_table(index="selection", columns="eval_set", values="loss", sort=False)
         print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
         for s in m["selections"]:  # what each selection holds, and how often training went through it
-            print(f"datamask: proxy-lm: {s['name']}: {s['docs']:,} documents, {s['selection_tokens']:,} tokens "
-                  f"({s['epochs']:.2f} epochs)")
+            print(
+                f"datamask: proxy-lm: {s['name']}: {s['docs']:,} documents, {s['selection_tokens']:,} tokens "
+                f"({s['epochs']:.2f} epochs)"
+            )
         tot = m["totals"]
-        print(f"datamask: proxy-lm: {tot['selections']} selection(s) x {m['train_tokens']:,} tokens, "
-              f"{m['params']:,}-parameter model ({tot['computed_this_run']} trained, {tot['resumed']} resumed) "
-              f"-> {cfg.output}")
+        print(
+            f"datamask: proxy-lm: {tot['selections']} selection(s) x {m['train_tokens']:,} tokens, "
+            f"{m['params']:,}-parameter model ({tot['computed_this_run']} trained, {tot['resumed']} resumed) "
+            f"-> {cfg.output}"
+        )
     if not cfg.no_report:
         write_report_after(cfg.output, cfg.quiet)
     return 0

@@ -1,6 +1,7 @@
 """One command per stage of :data:`datamask.pipeline.stages.STAGES`: ``datamask NAME INPUT
 OUTPUT`` with one flag per field of the stage's config class; after the run it prints the
 stage's summary line (and writes the HTML report for the stages that have one)."""
+
 from __future__ import annotations
 
 from ..pipeline.stages import STAGES, get_stage
@@ -15,8 +16,12 @@ def add_parsers(sub):
         p = sub.add_parser(name, help=st.help, description=st.description)
         add_stage_arguments(p, st.config, st.output_help, input_help=st.input_help)
         if st.report:
-            p.add_argument("--no-report", dest="no_report", action="store_true",
-                           help="do not write the HTML report (OUTPUT/report/) at the end")
+            p.add_argument(
+                "--no-report",
+                dest="no_report",
+                action="store_true",
+                help="do not write the HTML report (OUTPUT/report/) at the end",
+            )
 
 
 def run_stage_command(args) -> int:

@@ -1,4 +1,5 @@
 """``datamask run`` (a workflow file) and ``datamask status``."""
+
 from __future__ import annotations
 
 from ..errors import ConfigError
@@ -11,20 +12,37 @@ __all__ = ["add_parsers", "COMMANDS"]
 def add_parsers(sub):
     r = sub.add_parser("run", help="run a workflow YAML file (keys are the flags' names)")
     r.add_argument("workflow")
-    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a key of the workflow (repeatable)")
+    r.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the workflow (repeatable)",
+    )
     r.add_argument("--quiet", action="store_true")
-    r.add_argument("--no-report", dest="no_report", action="store_true",
-                   help="do not write the HTML report at the end of a select workflow")
+    r.add_argument(
+        "--no-report",
+        dest="no_report",
+        action="store_true",
+        help="do not write the HTML report at the end of a select workflow",
+    )
 
     st = sub.add_parser(
-        "status", help="say whether a stage's OUTPUT is complete, and which splits are done and missing",
+        "status",
+        help="say whether a stage's OUTPUT is complete, and which splits are done and missing",
         description="A run that stops on bad input (or is killed) keeps the splits it finished and writes no "
         "manifest.json; rerunning the same command resumes from them. This lists them. Exit 0 when the output "
-        "is complete, 1 when it is not.")
+        "is complete, 1 when it is not.",
+    )
     st.add_argument("output", help=f"output directory (or URL) of datamask {', '.join(STAGES)}")
-    st.add_argument("--storage-options", dest="storage_options", default=None, metavar="JSON",
-                    help="fsspec options for an s3://, gs://, az:// OUTPUT (default: the backend's environment)")
+    st.add_argument(
+        "--storage-options",
+        dest="storage_options",
+        default=None,
+        metavar="JSON",
+        help="fsspec options for an s3://, gs://, az:// OUTPUT (default: the backend's environment)",
+    )
 
 
 def run_workflow_command(args) -> int:

@@ -102,6 +102,8 @@ def cluster(ddf, cfg=None):
     if backend == "auto":
         backend = level.kmeans if level.kmeans != "faiss" or _has_faiss() else "sklearn"
     parts = sample_parts(ddf, float(cfg.sample_fraction), cfg.embedding_column, int(cfg.seed))
-    cent = dask.delayed(_fit, pure=True)(parts, int(cfg.n_clusters), float(cfg.sample_fraction), int(cfg.seed), backend, level)
+    cent = dask.delayed(_fit, pure=True)(
+        parts, int(cfg.n_clusters), float(cfg.sample_fraction), int(cfg.seed), backend, level
+    )
     model = ClusterModel(cent, cfg, backend)
     return model.predict(ddf), model

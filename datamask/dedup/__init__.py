@@ -10,6 +10,7 @@ Array functions that the ``dedup`` stage maps over partitions, plus
 ``semantic``   SemDeDup within clusters, sharing the kernel of the SemDeDup method
 ``deduplicator``  :class:`Deduplicator`
 """
+
 from .deduplicator import KINDS, Deduplicator, parse_kinds
 from .minhash import LSHParams, lsh_params
 

@@ -10,6 +10,7 @@ Null texts, and for fuzzy texts without a word, get no record: they are never gr
 Records are plain column dicts (``band`` int32, ``key``/``key2`` uint64, ``doc`` int64),
 so they become a pandas partition of a Dask frame unchanged.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,14 @@ RECORD_COLUMNS = ("band", "key", "key2", "doc")
 
 def empty_records() -> pd.DataFrame:
     """A record frame with no row (the Dask meta)."""
-    return pd.DataFrame({"band": np.zeros(0, np.int32), "key": np.zeros(0, np.uint64),
-                         "key2": np.zeros(0, np.uint64), "doc": np.zeros(0, np.int64)})
+    return pd.DataFrame(
+        {
+            "band": np.zeros(0, np.int32),
+            "key": np.zeros(0, np.uint64),
+            "key2": np.zeros(0, np.uint64),
+            "doc": np.zeros(0, np.int64),
+        }
+    )
 
 
 def exact_records(texts, doc) -> pd.DataFrame:
@@ -41,8 +48,9 @@ def exact_records(texts, doc) -> pd.DataFrame:
     """
     keys, valid = exact_keys(texts)
     doc = np.asarray(doc, dtype=np.int64)
-    return pd.DataFrame({"band": np.zeros(int(valid.sum()), np.int32), "key": keys[valid, 0],
-                         "key2": keys[valid, 1], "doc": doc[valid]})
+    return pd.DataFrame(
+        {"band": np.zeros(int(valid.sum()), np.int32), "key": keys[valid, 0], "key2": keys[valid, 1], "doc": doc[valid]}
+    )
 
 
 def fuzzy_records(sig, has_shingles, doc, bands: int, rows: int) -> pd.DataFrame:
@@ -59,9 +67,14 @@ def fuzzy_records(sig, has_shingles, doc, bands: int, rows: int) -> pd.DataFrame
     doc = np.asarray(doc, dtype=np.int64)[has_shingles]
     keys = band_keys(sig, bands, rows)  # (n, bands, 2)
     n = doc.shape[0]
-    return pd.DataFrame({"band": np.tile(np.arange(bands, dtype=np.int32), n),
-                         "key": keys[:, :, 0].reshape(-1), "key2": keys[:, :, 1].reshape(-1),
-                         "doc": np.repeat(doc, bands)})
+    return pd.DataFrame(
+        {
+            "band": np.tile(np.arange(bands, dtype=np.int32), n),
+            "key": keys[:, :, 0].reshape(-1),
+            "key2": keys[:, :, 1].reshape(-1),
+            "doc": np.repeat(doc, bands),
+        }
+    )
 
 
 def verify_pairs(a, b, docs, sig, threshold: float):
@@ -89,5 +102,5 @@ def verify_pairs(a, b, docs, sig, threshold: float):
     ia, ib = np.searchsorted(docs, a), np.searchsorted(docs, b)
     ok = np.ones(a.shape[0], dtype=bool)
     for s in range(0, a.shape[0], 65536):  # bound the (chunk, num_perm) comparison
-        ok[s:s + 65536] = jaccard_estimate(sig[ia[s:s + 65536]], sig[ib[s:s + 65536]]) >= threshold
+        ok[s : s + 65536] = jaccard_estimate(sig[ia[s : s + 65536]], sig[ib[s : s + 65536]]) >= threshold
     return a[ok], b[ok]

@@ -6,6 +6,7 @@ Kinds run in the order exact, fuzzy, semantic; a later kind works on the documen
 earlier ones kept (a removed document is replaced by its kept one in the later kinds'
 pairs), and ``duplicate_of_`` always names a document that is finally kept.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,7 +28,9 @@ def parse_kinds(kinds) -> tuple:
     items = [k for k in items if k]
     bad = [k for k in items if k not in KINDS]
     if bad or not items:
-        raise ConfigError(f"--kind {','.join(items) or repr('')}: choose one or more of {','.join(KINDS)}, comma-separated")
+        raise ConfigError(
+            f"--kind {','.join(items) or repr('')}: choose one or more of {','.join(KINDS)}, comma-separated"
+        )
     return tuple(k for k in KINDS if k in items)
 
 
@@ -87,8 +90,9 @@ class Deduplicator:
         Null texts (kept, never grouped).
     """
 
-    def __init__(self, kind="exact,fuzzy", ngram=5, num_perm=128, bands=None, threshold=0.7, eps=0.05,
-                 n_clusters=None, seed=0):
+    def __init__(
+        self, kind="exact,fuzzy", ngram=5, num_perm=128, bands=None, threshold=0.7, eps=0.05, n_clusters=None, seed=0
+    ):
         self.kind, self.ngram, self.num_perm, self.bands = kind, ngram, num_perm, bands
         self.threshold, self.eps, self.n_clusters, self.seed = threshold, eps, n_clusters, seed
 
@@ -130,13 +134,15 @@ class Deduplicator:
                     raise ConfigError(f"--kind {kind} needs a text column")
                 if kind == "exact":
                     rec = exact_records(texts, doc)
-                    a, b = bucket_pairs(rec["band"].to_numpy(), rec["key"].to_numpy(), rec["key2"].to_numpy(),
-                                        rec["doc"].to_numpy())
+                    a, b = bucket_pairs(
+                        rec["band"].to_numpy(), rec["key"].to_numpy(), rec["key2"].to_numpy(), rec["doc"].to_numpy()
+                    )
                 else:
                     sig, has = signatures(texts, params.ngram, params.num_perm)
                     rec = fuzzy_records(sig, has, doc, params.bands, params.rows)
-                    a, b = bucket_pairs(rec["band"].to_numpy(), rec["key"].to_numpy(), rec["key2"].to_numpy(),
-                                        rec["doc"].to_numpy())
+                    a, b = bucket_pairs(
+                        rec["band"].to_numpy(), rec["key"].to_numpy(), rec["key2"].to_numpy(), rec["doc"].to_numpy()
+                    )
                     a, b = verify_pairs(a, b, doc, sig, params.threshold)
                 a, b = represent(a, b, removed, kept)
                 r, k, groups = duplicate_of(a, b, None if q is None else (lambda nodes: q[nodes]))
@@ -154,8 +160,9 @@ class Deduplicator:
 
         if embeddings is None:
             raise ConfigError("--kind semantic needs an embedding column")
-        return semantic_duplicates(embeddings, cluster, quality, self.eps, removed=removed,
-                                   n_clusters=self.n_clusters, seed=self.seed)
+        return semantic_duplicates(
+            embeddings, cluster, quality, self.eps, removed=removed, n_clusters=self.n_clusters, seed=self.seed
+        )
 
     @property
     def keep_mask_(self):

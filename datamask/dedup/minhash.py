@@ -21,6 +21,7 @@ at the threshold still becomes a candidate with probability at least
 ``CANDIDATE_RECALL``. Candidates are then kept only when their signature estimate
 reaches the threshold (:func:`jaccard_estimate`), so the threshold means what it says.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -89,7 +90,7 @@ class LSHParams:
 def candidate_probability(jaccard, bands: int, rows: int):
     """``1 - (1 - J**rows)**bands`` (array in, array out)."""
     j = np.asarray(jaccard, dtype=np.float64)
-    return 1.0 - (1.0 - j ** rows) ** bands
+    return 1.0 - (1.0 - j**rows) ** bands
 
 
 def lsh_params(ngram: int = 5, num_perm: int = 128, bands: int | None = None, threshold: float = 0.7) -> LSHParams:
@@ -211,8 +212,9 @@ def signatures(texts, ngram: int = 5, num_perm: int = 128, seed: int = SEED):
     has = valid & (np.diff(key_offsets) > 0)
     if n == 0:
         return np.zeros((0, num_perm), dtype=np.uint32), has
-    mat = rensa.RMinHash.digest_matrix_from_flat_token_hashes(keys, key_offsets.astype(np.uint64), int(num_perm),
-                                                              int(seed))
+    mat = rensa.RMinHash.digest_matrix_from_flat_token_hashes(
+        keys, key_offsets.astype(np.uint64), int(num_perm), int(seed)
+    )
     sig = np.array(mat.to_rows(), dtype=np.uint32).reshape(n, num_perm)
     sig[~has] = _EMPTY
     return sig, has
@@ -236,7 +238,7 @@ def band_keys(sig, bands: int, rows: int):
     n = sig.shape[0]
     if bands * rows > sig.shape[1]:
         raise ConfigError(f"bands x rows = {bands * rows} exceeds the signature length {sig.shape[1]}")
-    B = sig[:, :bands * rows].reshape(n, bands, rows).astype(np.uint64)
+    B = sig[:, : bands * rows].reshape(n, bands, rows).astype(np.uint64)
     out = np.empty((n, bands, 2), dtype=np.uint64)
     with np.errstate(over="ignore"):
         for c, mult in enumerate((_C1, _C2)):

@@ -16,6 +16,7 @@ Two normalisations, one per kind of duplicate:
 Null texts are reported in a mask and never get a key: the dedup stage keeps and counts
 them and never puts them in a group.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -15,6 +15,7 @@ on a shuffled Dask partition, or on the gathered pair list:
     One kept document per group: the highest quality, ties (and no quality) to the
     smallest document number; every other member points to it.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -10,6 +10,7 @@ kept row of a group is its highest-quality member, as for the exact and fuzzy ki
 A group is a kept row with the rows dropped because of it (each dropped row points to
 its most similar earlier kept row).
 """
+
 from __future__ import annotations
 
 import math
@@ -39,8 +40,9 @@ def visit_order(quality, doc):
     return rank
 
 
-def semantic_duplicates(embeddings, cluster, quality, eps: float, doc=None, removed=None, n_clusters=None, seed=0,
-                        block=1024, chunk=8192):
+def semantic_duplicates(
+    embeddings, cluster, quality, eps: float, doc=None, removed=None, n_clusters=None, seed=0, block=1024, chunk=8192
+):
     """Semantic duplicate groups of one in-memory set of rows.
 
     Parameters

@@ -6,6 +6,7 @@ module of its own that registers itself on import: :mod:`.datamask` (DATAMASK, a
 :mod:`.semdedup`, :mod:`.quadmix`. Importing this package registers them all; the
 registry never imports a method, so there is no import cycle.
 """
+
 from . import datamask, quadmix, random, semdedup, topk  # noqa: F401  (register the methods)
 from .registry import REGISTRY, Selection, budget_for, prunes, register, score, select
 

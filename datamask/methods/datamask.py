@@ -1,5 +1,6 @@
 """DATAMASK itself as a selection method (``--method datamask``), and its other solvers on
 the same objective as methods of their own (``greedy``, ``relaxed``)."""
+
 from __future__ import annotations
 
 import time

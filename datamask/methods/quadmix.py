@@ -28,6 +28,7 @@
     replacement with probability proportional to the expected count (Gumbel top-S over
     ``log S(r)``), filling from the best remaining rows if fewer than ``S`` are eligible.
 """
+
 from __future__ import annotations
 
 import time
@@ -37,9 +38,18 @@ import numpy as np
 from ..core.backend import to_numpy
 from .registry import check_budget, fill_tokens, method_budget, partition_clusters, register, selection_of, token_counts
 
-__all__ = ["QuadMixParams", "quadmix_params", "quadmix_merged_quality", "quadmix_percentile", "quadmix_sampling",
-           "quadmix_expected_counts", "quadmix_scale_to_budget", "quadmix_sample", "quadmix_select",
-           "select_quadmix"]
+__all__ = [
+    "QuadMixParams",
+    "quadmix_params",
+    "quadmix_merged_quality",
+    "quadmix_percentile",
+    "quadmix_sampling",
+    "quadmix_expected_counts",
+    "quadmix_scale_to_budget",
+    "quadmix_sample",
+    "quadmix_select",
+    "select_quadmix",
+]
 
 
 class QuadMixParams:

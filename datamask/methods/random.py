@@ -1,4 +1,5 @@
 """Random: ``S`` rows uniformly at random, without replacement (seeded)."""
+
 from __future__ import annotations
 
 import time

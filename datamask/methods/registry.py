@@ -8,6 +8,7 @@ A method that needs more columns of the partition (clusters, token counts) sets
 The methods live in the modules beside this one and register themselves when
 :mod:`datamask.methods` is imported; this module imports none of them.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,9 +22,23 @@ from ..core.kmeans import assign, fit_kmeans
 from ..core.objectives import evaluate
 from ..errors import DataError
 
-__all__ = ["Selection", "register", "select", "score", "budget_for", "prunes", "REGISTRY", "check_budget",
-           "partition_clusters", "token_counts", "selection_of", "method_budget", "AUTO_TOKEN_COLUMNS",
-           "tokens_column_of", "fill_tokens"]
+__all__ = [
+    "Selection",
+    "register",
+    "select",
+    "score",
+    "budget_for",
+    "prunes",
+    "REGISTRY",
+    "check_budget",
+    "partition_clusters",
+    "token_counts",
+    "selection_of",
+    "method_budget",
+    "AUTO_TOKEN_COLUMNS",
+    "tokens_column_of",
+    "fill_tokens",
+]
 
 # Token-count columns used when --tokens-column is not given, in this order (FineWeb's, then
 # datamask score's).
@@ -141,8 +156,14 @@ def fill_tokens(order, lengths, tokens):
 def selection_of(mask, E, q, cfg, seed, t0, n_steps=0):
     """A :class:`Selection` of a plain mask, scored on the partition objective."""
     mask = np.asarray(to_numpy(mask), dtype=bool)
-    return Selection(mask=mask, logits=None, objective=score(E, q, mask, cfg, seed), budget=int(mask.sum()),
-                     n_steps=n_steps, seconds=time.perf_counter() - t0)
+    return Selection(
+        mask=mask,
+        logits=None,
+        objective=score(E, q, mask, cfg, seed),
+        budget=int(mask.sum()),
+        n_steps=n_steps,
+        seconds=time.perf_counter() - t0,
+    )
 
 
 def method_budget(E, cfg):

@@ -11,6 +11,7 @@
     ``COS_TOL`` (1e-6) acts as ``COS_TOL``: exact duplicates are removed for any
     ``eps > 0``. The first row of every cluster's order is always kept.
 """
+
 from __future__ import annotations
 
 import time
@@ -123,13 +124,13 @@ def nearest_kept(E, cluster, order_key, eps: float, block=1024, chunk=8192):
         kept_rows = np.zeros(0, dtype=np.int64)  # kept row indices, in visit order
         kept_E = None  # (K, d) on the device
         for s0 in range(0, rows.shape[0], block):
-            br = rows[s0:s0 + block]
+            br = rows[s0 : s0 + block]
             B = E[xp.asarray(br)]
             best = np.full(br.shape[0], -np.inf, dtype=np.float32)  # best cosine to a kept row
             arg = np.full(br.shape[0], -1, dtype=np.int64)
             if kept_E is not None:
                 for k0 in range(0, kept_E.shape[0], chunk):
-                    S = B @ kept_E[k0:k0 + chunk].T
+                    S = B @ kept_E[k0 : k0 + chunk].T
                     m, j = to_numpy(S.max(axis=1)), to_numpy(S.argmax(axis=1))
                     better = m > best
                     best[better], arg[better] = m[better], kept_rows[k0 + j[better]]
@@ -138,7 +139,7 @@ def nearest_kept(E, cluster, order_key, eps: float, block=1024, chunk=8192):
             A = G > thr
             for i in range(br.shape[0]):
                 if alive[i]:
-                    alive[i + 1:] &= ~A[i, i + 1:]
+                    alive[i + 1 :] &= ~A[i, i + 1 :]
             # a row dropped inside the block: compare with the earlier kept rows of the block too
             inner = np.where(alive[None, :] & np.tri(br.shape[0], k=-1, dtype=bool), G, -np.inf)
             j = inner.argmax(axis=1)
@@ -173,11 +174,11 @@ def _max_cos_to_earlier(E, cluster, centroids, order="far", block=1024, chunk=81
     for a, b in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [n]])):
         rows = idx[a:b]
         for s0 in range(0, rows.shape[0], block):
-            br = rows[s0:s0 + block]
+            br = rows[s0 : s0 + block]
             B = E[xp.asarray(br)]
             best = np.full(br.shape[0], -np.inf, dtype=np.float32)
             for k0 in range(0, s0, chunk):
-                prev = E[xp.asarray(rows[k0:min(k0 + chunk, s0)])]
+                prev = E[xp.asarray(rows[k0 : min(k0 + chunk, s0)])]
                 best = np.maximum(best, to_numpy((B @ prev.T).max(axis=1)))
             G = to_numpy(B @ B.T)
             G[np.triu_indices(br.shape[0])] = -np.inf  # earlier rows of the block only
@@ -187,8 +188,7 @@ def _max_cos_to_earlier(E, cluster, centroids, order="far", block=1024, chunk=81
     return M
 
 
-def semdedup_eps_for_budget(E, cluster, centroids, budget: int, order="far", tol=None, max_iter=20,
-                            eps_max=1.0, **kw):
+def semdedup_eps_for_budget(E, cluster, centroids, budget: int, order="far", tol=None, max_iter=20, eps_max=1.0, **kw):
     """Search ``eps`` so that SemDeDup keeps about ``budget`` rows.
 
     The number kept falls (almost always monotonically) as ``eps`` grows. A safeguarded
@@ -213,8 +213,9 @@ def semdedup_eps_for_budget(E, cluster, centroids, budget: int, order="far", tol
         return best
     # starting bracket: the eps at which "drop if close to ANY earlier row" keeps the budget
     # keeps at least the budget under the kept-rows rule
-    M = np.sort(_max_cos_to_earlier(E, cluster, centroids, order,
-                                    **{k: v for k, v in kw.items() if k in ("block", "chunk")}))
+    M = np.sort(
+        _max_cos_to_earlier(E, cluster, centroids, order, **{k: v for k, v in kw.items() if k in ("block", "chunk")})
+    )
     start = float(1.0 - M[budget - 1]) if np.isfinite(M[budget - 1]) else 0.0
     if 0.0 < start < hi:
         keep = semdedup(E, cluster, centroids, start, order=order, **kw)
@@ -264,8 +265,10 @@ def select_semdedup(E, q, cfg, seed, callback=None, table=None, lengths=None, to
         order = np.concatenate([order[keep[order]], order[~keep[order]]])  # kept rows first
         return selection_of(fill_tokens(order, lengths, tokens), E, q, cfg, seed, t0)
     if rows.shape[0] < S:
-        raise ValueError(f"SemDeDup with eps={eps:g} keeps {rows.shape[0]} rows, fewer than the budget {S}; "
-                         "lower --eps or leave it unset to tune it to the budget")
+        raise ValueError(
+            f"SemDeDup with eps={eps:g} keeps {rows.shape[0]} rows, fewer than the budget {S}; "
+            "lower --eps or leave it unset to tune it to the budget"
+        )
     if rows.shape[0] > S:
         rows = np.random.default_rng(seed % 2**63).choice(rows, size=S, replace=False)
     mask = np.zeros(E.shape[0], dtype=bool)

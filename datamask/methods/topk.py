@@ -1,4 +1,5 @@
 """Top-k quality: the ``S`` rows of highest quality (FineWeb-Edu / DCLM style filtering)."""
+
 from __future__ import annotations
 
 import time

@@ -16,6 +16,7 @@ On a cluster this module starts, the workers' own log (a task's failure, with it
 traceback) goes to a file, :data:`WORKER_LOG`, not to the terminal: the client raises the
 same error, and the command prints it as one line that names that file.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,8 +29,18 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from ..errors import SchedulerError
 
-__all__ = ["get_client", "close_client", "worker_log", "WORKER_LOG", "gpu_worker_specs", "per_gpu_cluster",
-           "GPU_THREADS", "MAX_GPU_THREADS", "gpu_threads", "wait_in_flight"]
+__all__ = [
+    "get_client",
+    "close_client",
+    "worker_log",
+    "WORKER_LOG",
+    "gpu_worker_specs",
+    "per_gpu_cluster",
+    "GPU_THREADS",
+    "MAX_GPU_THREADS",
+    "gpu_threads",
+    "wait_in_flight",
+]
 
 GPU_THREADS = 2  # per GPU worker at least: one split on the device, the next one read meanwhile
 MAX_GPU_THREADS = 4  # splits in flight per GPU at most (each holds its table in host memory)
@@ -44,6 +55,7 @@ def gpu_threads(n_gpus: int, cores: int | None = None) -> int:
     finishes a split in well under a second needs several splits prepared at once."""
     cores = (os.cpu_count() or 1) if cores is None else int(cores)
     return max(GPU_THREADS, min(MAX_GPU_THREADS, cores // max(1, int(n_gpus))))
+
 
 # the worker log of the clusters this process starts (one file per process)
 WORKER_LOG = Path(tempfile.gettempdir()) / f"datamask-worker-{os.getpid()}.log"
@@ -78,8 +90,10 @@ def _join(cfg):
 
     addr = cfg.scheduler or cfg.scheduler_file
     if cfg.scheduler_file and not os.path.exists(cfg.scheduler_file):
-        raise SchedulerError(f"scheduler file {cfg.scheduler_file} does not exist; start the scheduler first "
-                           "(dask scheduler --scheduler-file FILE, see cluster/README.md)")
+        raise SchedulerError(
+            f"scheduler file {cfg.scheduler_file} does not exist; start the scheduler first "
+            "(dask scheduler --scheduler-file FILE, see cluster/README.md)"
+        )
     try:
         if cfg.scheduler:
             client = Client(cfg.scheduler, timeout=cfg.connect_timeout, set_as_default=False)
@@ -124,9 +138,18 @@ def gpu_worker_specs(n_gpus: int, memory_limit="auto", threads: int | None = Non
     threads = gpu_threads(n_gpus) if threads is None else threads
     specs = {}
     for i, dev in enumerate(visible_devices(n_gpus, visible)):
-        specs[f"gpu-{i}"] = {"cls": Nanny, "options": {
-            "nthreads": int(threads), "memory_limit": limit, "host": "127.0.0.1", "dashboard": False,
-            "env": {"CUDA_VISIBLE_DEVICES": dev}, "resources": {"GPU": 1}, "silence_logs": logging.ERROR}}
+        specs[f"gpu-{i}"] = {
+            "cls": Nanny,
+            "options": {
+                "nthreads": int(threads),
+                "memory_limit": limit,
+                "host": "127.0.0.1",
+                "dashboard": False,
+                "env": {"CUDA_VISIBLE_DEVICES": dev},
+                "resources": {"GPU": 1},
+                "silence_logs": logging.ERROR,
+            },
+        }
     return specs
 
 
@@ -135,8 +158,12 @@ def per_gpu_cluster(n_gpus: int, memory_limit="auto", threads: int | None = None
     from distributed import Scheduler, SpecCluster
 
     scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}}
-    return SpecCluster(workers=gpu_worker_specs(n_gpus, memory_limit, threads), scheduler=scheduler,
-                       silence_logs=logging.ERROR, name="datamask-per-gpu")
+    return SpecCluster(
+        workers=gpu_worker_specs(n_gpus, memory_limit, threads),
+        scheduler=scheduler,
+        silence_logs=logging.ERROR,
+        name="datamask-per-gpu",
+    )
 
 
 def _gpu_cluster(cfg, level, common):
@@ -145,8 +172,10 @@ def _gpu_cluster(cfg, level, common):
         try:
             from dask_cuda import LocalCUDACluster
         except ImportError:
-            raise SchedulerError("dask-cuda does not import here; uninstall it or fix its install "
-                               "(without it datamask starts one worker per GPU itself)") from None
+            raise SchedulerError(
+                "dask-cuda does not import here; uninstall it or fix its install "
+                "(without it datamask starts one worker per GPU itself)"
+            ) from None
         kw = dict(common, memory_limit=cfg.memory_limit, threads_per_worker=gpu_threads(n))
         if cfg.n_workers:
             kw["n_workers"] = cfg.n_workers
@@ -174,8 +203,9 @@ def get_client(cfg, device: str = "cpu", n_tasks: int | None = None, level=None)
     else:
         from distributed import LocalCluster
 
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                               memory_limit=cfg.memory_limit, **common)
+        cluster = LocalCluster(
+            n_workers=n, threads_per_worker=1, processes=True, memory_limit=cfg.memory_limit, **common
+        )
     client = Client(cluster, set_as_default=False)
     client._datamask_cluster = cluster
     client.register_plugin(_WorkerLogToFile(WORKER_LOG))
@@ -187,8 +217,9 @@ IN_FLIGHT_WAIT = 300.0  # seconds a stopped run waits for the splits still runni
 
 def _running(dask_worker, names) -> int:
     """(on a worker) how many of its threads still run a task of the graphs ``names``."""
-    return sum(1 for key in dict(dask_worker.active_threads).values()
-               if (key[0] if isinstance(key, tuple) else key) in names)
+    return sum(
+        1 for key in dict(dask_worker.active_threads).values() if (key[0] if isinstance(key, tuple) else key) in names
+    )
 
 
 def wait_in_flight(client, futures, timeout: float = IN_FLIGHT_WAIT, on_wait=None) -> bool:

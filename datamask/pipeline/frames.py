@@ -5,6 +5,7 @@ on CPU and on the CUDA level (no RAPIDS), cudf on the RAPIDS level. Only :func:`
 :func:`to_table` know about cudf, and they import it lazily. The runner passes the level's
 frame library (``"cudf"`` or ``"pandas"``); ``"gpu"`` and ``"cpu"`` are read as those.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -13,8 +14,16 @@ import pyarrow as pa
 from .io import Split, read_split
 from .schema import Columns
 
-__all__ = ["to_frame", "gpu_compatible", "to_table", "read_frame", "text_frame", "pandas_table", "SPLIT_ATTR",
-           "read_splits"]
+__all__ = [
+    "to_frame",
+    "gpu_compatible",
+    "to_table",
+    "read_frame",
+    "text_frame",
+    "pandas_table",
+    "SPLIT_ATTR",
+    "read_splits",
+]
 
 # ``DataFrame.attrs`` key of a partition read from a split: its identity (which seeds it) and
 # where it came from. pandas carries attrs through row filters and column changes.
@@ -32,8 +41,9 @@ def to_frame(table: pa.Table, device: str):
 
 def gpu_compatible(table):
     """cudf holds no float16 and no fixed-size lists: variable lists of float32."""
-    fields = [pa.field(f.name, pa.list_(pa.float32())) if pa.types.is_fixed_size_list(f.type) else f
-              for f in table.schema]
+    fields = [
+        pa.field(f.name, pa.list_(pa.float32())) if pa.types.is_fixed_size_list(f.type) else f for f in table.schema
+    ]
     return table.cast(pa.schema(fields))
 
 
@@ -68,8 +78,9 @@ def _read_selected(s: Split, cols: Columns, device: str, columns=None):
     return df
 
 
-def read_splits(path, split_size: int = 1_000_000, columns=None, embedding_column: str = "embedding",
-                device: str = "cpu"):
+def read_splits(
+    path, split_size: int = 1_000_000, columns=None, embedding_column: str = "embedding", device: str = "cpu"
+):
     """A lazy Dask DataFrame of a corpus (Parquet / JSONL file, directory or glob), one
     partition per split, cut exactly as ``datamask select`` cuts them (``split_size``), so a
     partition's seed (from its split identity) is the CLI's. Arrow types are kept (the
@@ -89,10 +100,10 @@ def read_splits(path, split_size: int = 1_000_000, columns=None, embedding_colum
         raise DataError(f"empty input: {path!r} holds 0 rows")
     first = splits[0]
     with dask.config.set({"dataframe.convert-string": False}):
-        meta = _read_selected(Split(first.path, first.rel, first.fmt, first.start, first.start), cols, device,
-                              columns)
-        return dd.from_map(_read_selected, splits, cols=cols, device=device, columns=columns, meta=meta,
-                           enforce_metadata=False)
+        meta = _read_selected(Split(first.path, first.rel, first.fmt, first.start, first.start), cols, device, columns)
+        return dd.from_map(
+            _read_selected, splits, cols=cols, device=device, columns=columns, meta=meta, enforce_metadata=False
+        )
 
 
 def text_frame(df, s, text_column):
@@ -103,7 +114,9 @@ def text_frame(df, s, text_column):
     pdf = to_pandas(df)
     pdf.index = pd.RangeIndex(s.start, s.start + len(pdf))
     t = pdf[text_column].dtype
-    if isinstance(t, pd.ArrowDtype) and (pa.types.is_binary(t.pyarrow_dtype) or pa.types.is_large_binary(t.pyarrow_dtype)):
+    if isinstance(t, pd.ArrowDtype) and (
+        pa.types.is_binary(t.pyarrow_dtype) or pa.types.is_large_binary(t.pyarrow_dtype)
+    ):
         pdf[text_column] = pdf[text_column].astype(object)
     return pdf
 

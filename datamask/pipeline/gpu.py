@@ -24,6 +24,7 @@ level (to compare the two).
 The :class:`Level` travels to the workers inside each stage's arguments, and the manifest
 records it (``"gpu"``: level, frame and array library, k-means backend, GPU names).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -33,8 +34,21 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 
-__all__ = ["Level", "CPU", "CupyProbe", "TorchProbe", "Extras", "probe_cupy", "probe_torch", "probe_extras",
-           "driver_cuda", "select_level", "why_no_gpu", "visible_devices", "cuda_text"]
+__all__ = [
+    "Level",
+    "CPU",
+    "CupyProbe",
+    "TorchProbe",
+    "Extras",
+    "probe_cupy",
+    "probe_torch",
+    "probe_extras",
+    "driver_cuda",
+    "select_level",
+    "why_no_gpu",
+    "visible_devices",
+    "cuda_text",
+]
 
 LEVEL_ENV = "DATAMASK_GPU_LEVEL"
 
@@ -62,9 +76,16 @@ class Level:
         return self.device
 
     def to_dict(self) -> dict:
-        return {"level": self.name, "frames": self.frames, "arrays": self.arrays, "kmeans": self.kmeans,
-                "kmeans_labels": self.labels_on, "cluster": self.cluster, "gpus": list(self.gpus),
-                "gpu_memory_bytes": list(self.gpu_memory)}
+        return {
+            "level": self.name,
+            "frames": self.frames,
+            "arrays": self.arrays,
+            "kmeans": self.kmeans,
+            "kmeans_labels": self.labels_on,
+            "cluster": self.cluster,
+            "gpus": list(self.gpus),
+            "gpu_memory_bytes": list(self.gpu_memory),
+        }
 
 
 CPU = Level()
@@ -96,7 +117,7 @@ class Extras:
 
 def _line(e) -> str:
     s = str(e).strip()
-    return (s.splitlines()[0][:200] if s else type(e).__name__)
+    return s.splitlines()[0][:200] if s else type(e).__name__
 
 
 @functools.lru_cache(maxsize=1)
@@ -146,8 +167,9 @@ def probe_torch() -> TorchProbe:
     cuda = getattr(torch.version, "cuda", None)
     try:
         n = torch.cuda.device_count() if cuda else 0
-        devs = tuple((torch.cuda.get_device_name(i), int(torch.cuda.get_device_properties(i).total_memory))
-                     for i in range(n))
+        devs = tuple(
+            (torch.cuda.get_device_name(i), int(torch.cuda.get_device_properties(i).total_memory)) for i in range(n)
+        )
         return TorchProbe(torch.__version__, cuda, devs)
     except Exception as e:  # noqa: BLE001
         return TorchProbe(torch.__version__, cuda, (), _line(e))
@@ -166,8 +188,11 @@ def probe_extras(with_rapids: bool = True) -> Extras:
             rapids = len(cudf.DataFrame({"a": [1, 2]})) == 2
         except Exception:  # noqa: BLE001
             rapids = False
-    return Extras(rapids=rapids, dask_cuda=importlib.util.find_spec("dask_cuda") is not None,
-                  faiss=importlib.util.find_spec("faiss") is not None)
+    return Extras(
+        rapids=rapids,
+        dask_cuda=importlib.util.find_spec("dask_cuda") is not None,
+        faiss=importlib.util.find_spec("faiss") is not None,
+    )
 
 
 # ---------------------------------------------------------------------- levels
@@ -210,12 +235,18 @@ def select_level(device: str, needs=("cupy",)) -> Level:
     ex = probe_extras(with_rapids=forced != "cuda" and "cupy" in needs)
     names, mem = tuple(d[0] for d in devs), tuple(d[1] for d in devs)
     if ex.rapids and forced != "cuda":
-        return Level("rapids", "cudf", "cupy", "cuml", "LocalCUDACluster" if ex.dask_cuda else "per-gpu",
-                     names, mem)
+        return Level("rapids", "cudf", "cupy", "cuml", "LocalCUDACluster" if ex.dask_cuda else "per-gpu", names, mem)
     # k-means: Lloyd on the GPU where cupy sees one (a few GEMMs per iteration), else on the host
     kmeans = "lloyd" if cp.devices else ("faiss" if ex.faiss else "sklearn")
-    return Level("cuda", "pandas", "cupy" if cp.devices else "numpy", kmeans,
-                 "LocalCUDACluster" if ex.dask_cuda else "per-gpu", names, mem)
+    return Level(
+        "cuda",
+        "pandas",
+        "cupy" if cp.devices else "numpy",
+        kmeans,
+        "LocalCUDACluster" if ex.dask_cuda else "per-gpu",
+        names,
+        mem,
+    )
 
 
 def why_no_gpu(needs, cp: CupyProbe, tp: TorchProbe | None, driver: int | None) -> str:
@@ -229,27 +260,37 @@ def why_no_gpu(needs, cp: CupyProbe, tp: TorchProbe | None, driver: int | None) 
                 return f"device gpu: no CUDA GPU is usable here (cupy is not installed and {drv}){tail}"
             return f"device gpu needs cupy, which is not installed ({drv}): pip install {pkg}{tail}"
         if cp.version is None or cp.version == "?":
-            return (f"device gpu: cupy does not import ({cp.error}); reinstall the cupy build for this CUDA "
-                    f"({drv}: {pkg}){tail}")
+            return (
+                f"device gpu: cupy does not import ({cp.error}); reinstall the cupy build for this CUDA "
+                f"({drv}: {pkg}){tail}"
+            )
         err = cp.error or "no device"
         if driver and cp.runtime and cp.runtime > driver:
-            return (f"device gpu: cupy {cp.version} is built for CUDA {cuda_text(cp.runtime)} but {drv}: "
-                    f"install {pkg} or update the driver{tail}")
+            return (
+                f"device gpu: cupy {cp.version} is built for CUDA {cuda_text(cp.runtime)} but {drv}: "
+                f"install {pkg} or update the driver{tail}"
+            )
         if not driver or "driver" in err.lower():
             return f"device gpu: no CUDA GPU is usable here ({drv}; cupy {cp.version}: {err}){tail}"
-        return (f"device gpu: no CUDA GPU is usable here (cupy {cp.version} sees no device: {err}; "
-                f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}){tail}")
+        return (
+            f"device gpu: no CUDA GPU is usable here (cupy {cp.version} sees no device: {err}; "
+            f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}){tail}"
+        )
     if tp is None:
         return f"device gpu: no CUDA GPU is usable here ({drv}){tail}"
     if tp.version is None:
         return f"device gpu embeds with torch, which is not installed: install the torch build for CUDA ({drv}){tail}"
     if tp.cuda is None:
-        return (f"device gpu: torch {tp.version} is a CPU-only build; install the torch build for this "
-                f"CUDA ({drv}) to embed on the GPU{tail}")
+        return (
+            f"device gpu: torch {tp.version} is a CPU-only build; install the torch build for this "
+            f"CUDA ({drv}) to embed on the GPU{tail}"
+        )
     tc = int(float(tp.cuda) * 1000) if tp.cuda.replace(".", "").isdigit() else None
     if driver and tc and tc // 1000 > driver // 1000:
-        return (f"device gpu: torch {tp.version} is built for CUDA {tp.cuda} but {drv}: install a torch build "
-                f"for CUDA {cuda_text(driver)} or update the driver{tail}")
+        return (
+            f"device gpu: torch {tp.version} is built for CUDA {tp.cuda} but {drv}: install a torch build "
+            f"for CUDA {cuda_text(driver)} or update the driver{tail}"
+        )
     why = f": {tp.error}" if tp.error else ""
     return f"device gpu: no CUDA GPU is usable here (torch {tp.version} sees no device{why}; {drv}){tail}"
 

@@ -17,6 +17,7 @@
 On the CPU level :class:`DeviceWork` takes no lock and measures nothing: CPU workers are
 single-threaded processes.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,7 @@ import time
 
 from ..errors import ConfigError
 
-__all__ = ["DeviceWork", "device_array", "is_out_of_memory", "out_of_memory_message", "worker_label",
-           "format_bytes"]
+__all__ = ["DeviceWork", "device_array", "is_out_of_memory", "out_of_memory_message", "worker_label", "format_bytes"]
 
 _LOCK = threading.Lock()  # one per worker process, and a GPU worker process owns one GPU
 
@@ -82,8 +82,14 @@ _CUPY = re.compile(r"allocating ([\d,]+) bytes(?: \(allocated so far: ([\d,]+) b
 _TORCH = re.compile(r"Tried to allocate ([\d.]+ ?[KMGT]?i?B)")
 
 
-def out_of_memory_message(e: BaseException, where: str, split_size: int, data_bytes: int | None = None,
-                          gpu: str | None = None, flag: str = "--split-size") -> str:
+def out_of_memory_message(
+    e: BaseException,
+    where: str,
+    split_size: int,
+    data_bytes: int | None = None,
+    gpu: str | None = None,
+    flag: str = "--split-size",
+) -> str:
     """The one line for a CUDA out-of-memory while ``where`` held the device."""
     msg = str(e)
     m = _CUPY.search(msg)
@@ -113,8 +119,7 @@ class DeviceWork:
     fields: ``device_seconds``, ``wait_seconds`` (for the GPU) and ``gpu_peak_bytes``.
     """
 
-    def __init__(self, level, where: str, split_size: int, data_bytes: int | None = None,
-                 flag: str = "--split-size"):
+    def __init__(self, level, where: str, split_size: int, data_bytes: int | None = None, flag: str = "--split-size"):
         self.level = level
         self.where = where
         self.split_size = int(split_size)
@@ -152,8 +157,9 @@ class DeviceWork:
                 _LOCK.release()
         if exc is not None and is_out_of_memory(exc, gpu=self.on_gpu):
             gpu = self.level.gpus[0] if self.level.gpus else None
-            raise ConfigError(out_of_memory_message(exc, self.where, self.split_size, self.data_bytes, gpu,
-                                                    self.flag)) from None
+            raise ConfigError(
+                out_of_memory_message(exc, self.where, self.split_size, self.data_bytes, gpu, self.flag)
+            ) from None
         return False
 
     def record(self) -> dict:

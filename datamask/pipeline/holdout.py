@@ -6,6 +6,7 @@ on the number of workers or on the method) and write them to ``OUTPUT/holdout/``
 one file per split: an evaluation set no method trained on (``datamask proxy-lm --eval
 OUTPUT/holdout``).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -4,6 +4,7 @@ A split (one Dask partition) is identified by its source file's path relative to
 root and its row range, never by its position in a listing: new files added to a growing
 corpus get new splits, and the old ones keep their names and seeds.
 """
+
 from __future__ import annotations
 
 import glob
@@ -33,9 +34,22 @@ from .files import (
 from .schema import Columns, TextColumns, check_schema, check_text_row, check_text_schema, embedding_matrix
 from .storage import Remote, is_url, location, open_file
 
-__all__ = ["dictionary_columns", "InputFile", "Split", "split_seed", "discover", "inspect_file", "make_splits",
-           "read_split", "normalize_embedding", "write_parquet_atomic", "write_json_atomic", "hive_path",
-           "parquet_rows", "read_parquet_table"]
+__all__ = [
+    "dictionary_columns",
+    "InputFile",
+    "Split",
+    "split_seed",
+    "discover",
+    "inspect_file",
+    "make_splits",
+    "read_split",
+    "normalize_embedding",
+    "write_parquet_atomic",
+    "write_json_atomic",
+    "hive_path",
+    "parquet_rows",
+    "read_parquet_table",
+]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")
@@ -144,17 +158,21 @@ def stage_output_data(path) -> Path | None:
     if marker is None and not state.is_dir():
         return None
     if marker is not None and marker[1] == "compare":
-        raise DataError(f"{p} is a datamask compare output: it holds scores, not corpus rows; pass the corpus "
-                        "it compared, or a select output")
+        raise DataError(
+            f"{p} is a datamask compare output: it holds scores, not corpus rows; pass the corpus "
+            "it compared, or a select output"
+        )
     if marker is None:
         stage = "the stage that wrote it"
         try:
             stage = f"datamask {json.loads((state / 'config.json').read_text())['stage']}"
         except (OSError, ValueError, KeyError):
             pass
-        raise DataError(f"{p} is an incomplete datamask output (no manifest.json: the run stopped before "
-                        f"every split was written); rerun {stage} with the same arguments to finish it "
-                        f"(finished splits are kept), or see `datamask status {p}`")
+        raise DataError(
+            f"{p} is an incomplete datamask output (no manifest.json: the run stopped before "
+            f"every split was written); rerun {stage} with the same arguments to finish it "
+            f"(finished splits are kept), or see `datamask status {p}`"
+        )
     data = p / "data"
     if not isinstance(p, Remote) and not data.is_dir():
         raise DataError(f"{p}: datamask output without its data/ directory; rerun the stage that wrote it")
@@ -228,7 +246,7 @@ def _discover_remote(spec: str) -> list[InputFile]:
 
     try:
         if _MAGIC.search(spec):
-            base = path[:_MAGIC.search(path).start()].rsplit("/", 1)[0]
+            base = path[: _MAGIC.search(path).start()].rsplit("/", 1)[0]
             hits = [q for q in fs.glob(path) if fs.isfile(q)]
             if not hits:
                 raise DataError(f"empty input: the pattern {spec!r} matches no object; check the URL")
@@ -237,7 +255,7 @@ def _discover_remote(spec: str) -> list[InputFile]:
             if data is not None:
                 return _discover_remote(str(data))
             base = path.rstrip("/")
-            hits = [q for q in fs.find(base) if not _hidden(q[len(base):].strip("/").split("/"))]
+            hits = [q for q in fs.find(base) if not _hidden(q[len(base) :].strip("/").split("/"))]
         elif fs.isfile(path):
             base, hits = path.rsplit("/", 1)[0], [path]
         else:
@@ -245,9 +263,11 @@ def _discover_remote(spec: str) -> list[InputFile]:
     except DataError:
         raise
     except Exception as e:  # the backend's own errors (botocore's connection errors are not OSErrors)
-        raise DataError(f"input {spec!r} cannot be listed ({type(e).__name__}: {_short(e)}); check the URL, "
-                        "the endpoint and the storage credentials") from None
-    return _input_files([(url(q), q[len(base):].strip("/")) for q in hits], spec)
+        raise DataError(
+            f"input {spec!r} cannot be listed ({type(e).__name__}: {_short(e)}); check the URL, "
+            "the endpoint and the storage credentials"
+        ) from None
+    return _input_files([(url(q), q[len(base) :].strip("/")) for q in hits], spec)
 
 
 def _open_text(path):
@@ -264,8 +284,10 @@ def _jsonl_lines(path, rel):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise DataError(f"{rel}: line {i}: byte 0x{raw[e.start]:02x} at column {e.start + 1} is not "
-                                "UTF-8; re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+                raise DataError(
+                    f"{rel}: line {i}: byte 0x{raw[e.start]:02x} at column {e.start + 1} is not "
+                    "UTF-8; re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+                ) from None
             if line.strip():
                 yield i, line
 
@@ -349,8 +371,9 @@ def read_split(s: Split, cols: Columns) -> pa.Table:
         else:
             if is_url(s.path):
                 with open_file(s.path, "rb") as fh:
-                    table = pajson.read_json(pa.input_stream(fh, compression="gzip" if s.path.lower().endswith(
-                        ".gz") else None))
+                    table = pajson.read_json(
+                        pa.input_stream(fh, compression="gzip" if s.path.lower().endswith(".gz") else None)
+                    )
             else:
                 table = pajson.read_json(pa.input_stream(s.path, compression="detect"))
             table = table.slice(s.start, s.rows)
@@ -385,7 +408,7 @@ def _read_row_groups(pf, groups, cols: Columns) -> pa.Table:
         if col.null_count or col.values.null_count:  # let the schema check name the row
             return pf.read_row_groups(groups)
         k = rg.num_rows
-        values[off:off + k] = col.flatten().to_numpy(zero_copy_only=False).reshape(k, d)
+        values[off : off + k] = col.flatten().to_numpy(zero_copy_only=False).reshape(k, d)
         rest.append(rg.drop_columns([name]))
         off += k
         del rg, col

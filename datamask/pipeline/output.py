@@ -6,6 +6,7 @@ that a split a worker reported is really there (:meth:`Output.verify`), and remo
 directory a failed run left without a finished split. The directory may be a local path or
 a URL (:mod:`~datamask.pipeline.storage`).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,10 @@ __all__ = ["Output", "DATA_DIR", "STATE_DIR", "MANIFEST", "SHARED_STORAGE", "spl
 DATA_DIR = "data"
 STATE_DIR = "_datamask"
 MANIFEST = "manifest.json"
-SHARED_STORAGE = ("the output must be on storage every node shares (a shared mount or an object store such as "
-                  "s3://); see cluster/README.md")
+SHARED_STORAGE = (
+    "the output must be on storage every node shares (a shared mount or an object store such as "
+    "s3://); see cluster/README.md"
+)
 
 
 def split_records(manifest: dict) -> list:
@@ -62,8 +65,10 @@ class Output:
         if not anc.is_dir():
             raise OutputError(f"output directory {self.root} is not writable: {anc} is a file; choose another OUTPUT")
         if not os.access(anc, os.W_OK | os.X_OK):
-            raise OutputError(f"output directory {self.root} is not writable (no permission on {anc}); "
-                              "choose another OUTPUT or fix its permissions")
+            raise OutputError(
+                f"output directory {self.root} is not writable (no permission on {anc}); "
+                "choose another OUTPUT or fix its permissions"
+            )
 
     def _children(self):
         try:
@@ -99,8 +104,11 @@ class Output:
         old = json.loads(cfg_file.read_text())
         if old.get("fingerprint") != fingerprint:
             new = dict(cfg.result_dict(), device=None)
-            diff = [k for k in sorted(set(old.get("config", {})) | set(new))
-                    if k != "device" and old.get("config", {}).get(k) != new.get(k)]
+            diff = [
+                k
+                for k in sorted(set(old.get("config", {})) | set(new))
+                if k != "device" and old.get("config", {}).get(k) != new.get(k)
+            ]
             shown = ", ".join(f"{k}: {old.get('config', {}).get(k)!r} -> {new.get(k)!r}" for k in diff[:4])
             if not shown:
                 shown = f"device: {old.get('device')!r}"
@@ -123,8 +131,9 @@ class Output:
         """What is wrong with a finished split's files, as this process sees them: ``[(file,
         "missing" | "unreadable" | "has N rows, its record says M")]``; empty when it is whole."""
         bad = []
-        checks = [(self.data, f) for f in rec.get("files", [])] + \
-                 [(self.holdout, f) for f in rec.get("holdout_files", [])]
+        checks = [(self.data, f) for f in rec.get("files", [])] + [
+            (self.holdout, f) for f in rec.get("holdout_files", [])
+        ]
         rows = 0
         for base, f in checks:
             loc = base / f
@@ -134,8 +143,12 @@ class Output:
             elif base is self.data:
                 rows += n
         if not bad and "rows_written" in rec and rows != int(rec["rows_written"]):
-            bad.append((f"{DATA_DIR}/{rec['files'][0] if rec.get('files') else rec['name']}",
-                        f"has {rows} rows, its record says {rec['rows_written']}"))
+            bad.append(
+                (
+                    f"{DATA_DIR}/{rec['files'][0] if rec.get('files') else rec['name']}",
+                    f"has {rows} rows, its record says {rec['rows_written']}",
+                )
+            )
         return bad
 
     def verify(self, rec):
@@ -148,8 +161,10 @@ class Output:
             f, what = bad[0]
             who = f" by worker {rec['worker']}" if rec.get("worker") else ""
             what_split = f"{rec['source']} (rows {rec['start']}-{rec['stop']})" if "source" in rec else rec["name"]
-            raise OutputError(f"split {what_split} was written{who}, but {self.root}/{f} is "
-                              f"{what} here on the client: {SHARED_STORAGE}")
+            raise OutputError(
+                f"split {what_split} was written{who}, but {self.root}/{f} is "
+                f"{what} here on the client: {SHARED_STORAGE}"
+            )
 
     def prepare(self, cfg, fingerprint, device, stage=None):
         if cfg.overwrite and self.root.exists():
@@ -164,10 +179,13 @@ class Output:
             self.parts.mkdir(parents=True, exist_ok=True)
             self.data.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise OutputError(f"output directory {self.root} is not writable ({e.strerror or e}); "
-                              "choose another OUTPUT") from None
-        write_json_atomic({"fingerprint": fingerprint, "device": device, "stage": stage, "config": cfg.result_dict()},
-                          self.state / "config.json")
+            raise OutputError(
+                f"output directory {self.root} is not writable ({e.strerror or e}); choose another OUTPUT"
+            ) from None
+        write_json_atomic(
+            {"fingerprint": fingerprint, "device": device, "stage": stage, "config": cfg.result_dict()},
+            self.state / "config.json",
+        )
         self.clean_temps()
         (self.root / MANIFEST).unlink(missing_ok=True)
 

@@ -1,5 +1,6 @@
 """Progress bars of a stage: one over splits, and one over steps when the method reports them
 (workers send ``(split, step)`` events on :data:`PROGRESS_TOPIC`)."""
+
 from __future__ import annotations
 
 __all__ = ["ProgressBars", "PROGRESS_TOPIC"]

@@ -25,6 +25,7 @@ that wrote to a disk the client cannot see stops the run. When a run stops, ever
 still running is waited for before a new output without a finished split is removed, so
 no split lands in a directory that was removed under it.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,23 +36,38 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import __version__
 from ..errors import ConfigError, DataError
 from .frames import read_frame
 from .gpu import CPU, Level, select_level
 from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
+from .manifest import build_manifest, public_config, throughput, versions  # noqa: F401
 from .output import DATA_DIR, MANIFEST, STATE_DIR, Output, n_splits  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
 from .storage import StorageOptionsPlugin, inside, is_url, parse_options, resolve, set_options
 
-__all__ = ["run_stage", "StageRun", "Stage", "plan_splits", "resolve_io", "finish_split", "split_record", "Plan", "Output",
-           "ProgressBars", "run_pending", "write_split_files", "versions", "DATA_DIR", "STATE_DIR", "MANIFEST",
-           "PROGRESS_TOPIC"]
+__all__ = [
+    "run_stage",
+    "StageRun",
+    "Stage",
+    "plan_splits",
+    "resolve_io",
+    "finish_split",
+    "split_record",
+    "Plan",
+    "Output",
+    "ProgressBars",
+    "run_pending",
+    "write_split_files",
+    "versions",
+    "DATA_DIR",
+    "STATE_DIR",
+    "MANIFEST",
+    "PROGRESS_TOPIC",
+]
 
 _RECORD_META = pd.DataFrame({"name": pd.Series([], dtype=object), "record": pd.Series([], dtype=object)})
 
@@ -102,8 +118,9 @@ def write_split_files(table: pa.Table, data: Path, name: str, partition_on) -> l
     return files
 
 
-def run_pending(client, pending: list, cols, frame_device: str, per_split, kwargs: dict, out_root: str,
-                on_done=None, verify=None) -> dict:
+def run_pending(
+    client, pending: list, cols, frame_device: str, per_split, kwargs: dict, out_root: str, on_done=None, verify=None
+) -> dict:
     """Read each pending split (``from_map``), run ``per_split`` on it (``map_partitions``,
     explicit meta) and collect the one-row record frames it returns, as they complete.
 
@@ -121,10 +138,10 @@ def run_pending(client, pending: list, cols, frame_device: str, per_split, kwarg
     with dask.config.set({"dataframe.convert-string": False}):
         first = pending[0]
         meta = read_frame(Split(first.path, first.rel, first.fmt, first.start, first.start), cols, frame_device)
-        frames = dd.from_map(read_frame, pending, cols=cols, device=frame_device, meta=meta,
-                             enforce_metadata=False)
-        records = frames.map_partitions(per_split, splits=pending, out_root=out_root, meta=_RECORD_META,
-                                        enforce_metadata=False, **kwargs)
+        frames = dd.from_map(read_frame, pending, cols=cols, device=frame_device, meta=meta, enforce_metadata=False)
+        records = frames.map_partitions(
+            per_split, splits=pending, out_root=out_root, meta=_RECORD_META, enforce_metadata=False, **kwargs
+        )
         futures = client.compute(records.to_delayed())
     results = {}
     try:
@@ -142,10 +159,14 @@ def run_pending(client, pending: list, cols, frame_device: str, per_split, kwarg
                     on_done(name)
     except BaseException:
         client.cancel(futures)
+
         def told(n):  # Ctrl-C: say why the command does not end at once
             if isinstance(sys.exc_info()[1], KeyboardInterrupt):
-                print(f"datamask: stopping: waiting for the {n} split(s) still running to end (Ctrl-C again "
-                      "to stop waiting)", file=sys.stderr)
+                print(
+                    f"datamask: stopping: waiting for the {n} split(s) still running to end (Ctrl-C again "
+                    "to stop waiting)",
+                    file=sys.stderr,
+                )
 
         try:
             settled = wait_in_flight(client, futures, on_wait=told)
@@ -162,85 +183,6 @@ def run_pending(client, pending: list, cols, frame_device: str, per_split, kwarg
 
 
 # ---------------------------------------------------------------------- 5. manifest
-def public_config(cfg) -> dict:
-    """``cfg.to_dict()`` with the storage options' keys only (their values may be credentials)."""
-    d = cfg.to_dict()
-    if d.get("storage_options"):
-        d["storage_options"] = sorted(parse_options(d["storage_options"]))
-    return d
-
-
-def versions():
-    import dask
-    import distributed
-
-    return {"datamask": __version__, "numpy": np.__version__, "pandas": pd.__version__, "pyarrow": pa.__version__,
-            "dask": dask.__version__, "distributed": distributed.__version__}
-
-
-def build_manifest(plan, fingerprint, records, computed, wall, stage="select", totals=None, extra=None,
-                   throughput=None):
-    parts = sorted(records.values(), key=lambda r: (r["source"], r["start"]))
-    cfg = plan.cfg
-    m = {
-        "status": "complete",
-        "stage": stage,
-        "fingerprint": fingerprint,
-        "config": public_config(cfg),
-        "device": plan.device,
-        "seed": getattr(cfg, "seed", None),
-        "versions": versions(),
-        "input": {"files": plan.n_files, "rows": plan.n_rows, "empty_files": plan.skipped_files},
-        "totals": {
-            "splits": len(parts),
-            "partitions": len(parts),  # its 0.2 name, read by older tools; dropped in 0.4
-            "rows_in": int(sum(r["rows_in"] for r in parts)),
-            "rows_out": int(sum(r["rows_out"] for r in parts)),
-            "computed_this_run": len(computed),
-            "resumed": len(parts) - len(computed),
-        },
-        "wall_seconds": round(wall, 3),
-        "splits": parts,
-    }
-    if totals is not None:
-        m["totals"].update(totals(parts))
-    level = getattr(plan, "level", None)
-    if level is not None:
-        m["gpu"] = level.to_dict()
-    if throughput is not None:
-        m["throughput"] = throughput
-    if extra is not None:
-        m.update(extra)
-    return m
-
-
-def throughput(records: dict, computed: list, seconds: float, n_workers: int, level: Level) -> dict | None:
-    """Rows per second of the splits computed this run, end to end (first read to last write,
-    cluster start excluded), in all and per worker (per GPU on a GPU level), and each
-    worker's share: splits, rows and seconds holding the device."""
-    recs = [records[n] for n in computed if n in records]
-    if not recs or seconds <= 0:
-        return None
-    rows = int(sum(r["rows_in"] for r in recs))
-    per = "gpu" if level.device == "gpu" else "worker"
-    workers: dict = {}
-    for r in recs:
-        w = workers.setdefault(r.get("worker", "?"), {"splits": 0, "rows": 0, "device_seconds": 0.0})
-        w["splits"] += 1
-        w["rows"] += int(r["rows_in"])
-        w["device_seconds"] = round(w["device_seconds"] + float(r.get("device_seconds", 0.0)), 3)
-    n = max(1, int(n_workers))
-    out = {"rows": rows, "seconds": round(seconds, 3), "workers": n, "rows_per_second": round(rows / seconds, 1),
-           f"rows_per_second_per_{per}": round(rows / seconds / n, 1), "per_worker": workers}
-    peaks = [r["gpu_peak_bytes"] for r in recs if "gpu_peak_bytes" in r]
-    if peaks:
-        out["gpu_peak_bytes_max"] = int(max(peaks))
-        ratios = [r["gpu_peak_ratio"] for r in recs if "gpu_peak_ratio" in r]
-        if ratios:
-            out["gpu_peak_ratio_max"] = float(max(ratios))
-    return out
-
-
 # ---------------------------------------------------------------------- the run
 @dataclass
 class StageRun:
@@ -291,11 +233,14 @@ def resolve_io(cfg, command: str):
     if not is_url(out):
         out = str(Path(out).resolve())
     if inside(out, inp):
-        raise ConfigError(f"output {cfg.output} is inside the input {cfg.input}: a rerun would read its own "
-                          "output as input; choose an OUTPUT outside the input")
+        raise ConfigError(
+            f"output {cfg.output} is inside the input {cfg.input}: a rerun would read its own "
+            "output as input; choose an OUTPUT outside the input"
+        )
     if inside(inp, out):
-        raise ConfigError(f"input {cfg.input} is inside the output {cfg.output}; choose an OUTPUT that does not "
-                          "contain the input")
+        raise ConfigError(
+            f"input {cfg.input} is inside the output {cfg.output}; choose an OUTPUT that does not contain the input"
+        )
     return cfg.replace(**changes)
 
 
@@ -320,8 +265,10 @@ def plan_splits(cfg, cols, device=None, partition_on=None, on_file=None, needs=(
     for s in splits:
         other = seen.setdefault(s.name, s)
         if other is not s:
-            raise DataError(f"{other.where()} and {s.where()} would both be written as {s.name}.parquet (their "
-                            "file names differ only in characters a file name cannot hold); rename one")
+            raise DataError(
+                f"{other.where()} and {s.where()} would both be written as {s.name}.parquet (their "
+                "file names differ only in characters a file name cannot hold); rename one"
+            )
     level = select_level(device, needs) if device is not None else stage_level(cfg, needs)
     return Plan(cfg, level.device, splits, None, len(files), total, empty, level)
 
@@ -340,8 +287,14 @@ def finish_split(table: pa.Table, out_root, rec: dict, partition_on=None, t0=Non
 
 def split_record(s: Split, n_rows: int) -> dict:
     """The fields every split record starts with."""
-    return {"name": s.name, "identity": s.identity, "source": s.rel, "start": s.start, "stop": s.stop,
-            "rows_in": int(n_rows)}
+    return {
+        "name": s.name,
+        "identity": s.identity,
+        "source": s.rel,
+        "start": s.start,
+        "stop": s.stop,
+        "rows_in": int(n_rows),
+    }
 
 
 def share_storage_options(client):
@@ -391,16 +344,41 @@ def run_stage(stage: StageRun, client=None) -> dict:
         if pending:
             frames = "cudf" if stage.frame_device == "gpu" and plan.level.frames == "cudf" else "pandas"
             t_run = time.perf_counter()
-            with ProgressBars(client, len(plan.splits), len(done), len(pending), cfg.quiet,
-                              steps_per=stage.steps_per) as bars:
-                records.update(run_pending(client, pending, stage.cols, frames, stage.per_split,
-                                           kwargs, str(out.root), bars.partition_done, verify=out.verify))
-            rate = throughput(records, [s.name for s in pending], time.perf_counter() - t_run,
-                              len(client.scheduler_info().get("workers", {})), plan.level)
+            with ProgressBars(
+                client, len(plan.splits), len(done), len(pending), cfg.quiet, steps_per=stage.steps_per
+            ) as bars:
+                records.update(
+                    run_pending(
+                        client,
+                        pending,
+                        stage.cols,
+                        frames,
+                        stage.per_split,
+                        kwargs,
+                        str(out.root),
+                        bars.partition_done,
+                        verify=out.verify,
+                    )
+                )
+            rate = throughput(
+                records,
+                [s.name for s in pending],
+                time.perf_counter() - t_run,
+                len(client.scheduler_info().get("workers", {})),
+                plan.level,
+            )
         out.clean_temps()
-        manifest = build_manifest(plan, fingerprint, records, [s.name for s in pending], time.perf_counter() - t0,
-                                  stage=stage.name, totals=stage.totals,
-                                  extra=stage.extra(out) if stage.extra is not None else None, throughput=rate)
+        manifest = build_manifest(
+            plan,
+            fingerprint,
+            records,
+            [s.name for s in pending],
+            time.perf_counter() - t0,
+            stage=stage.name,
+            totals=stage.totals,
+            extra=stage.extra(out) if stage.extra is not None else None,
+            throughput=rate,
+        )
         write_json_atomic(manifest, out.root / MANIFEST)
         return manifest
     except BaseException as e:
@@ -410,5 +388,3 @@ def run_stage(stage: StageRun, client=None) -> dict:
     finally:
         if own and client is not None:
             close_client(client)
-
-

@@ -5,6 +5,7 @@ client before any work starts, from Parquet footers), ``check_table`` looks at t
 of one partition (run inside the partition task). Every failure is a ``DataError`` whose
 message names the file, the column, the value and the fix.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -67,7 +68,9 @@ def check_schema(schema: pa.Schema, where: str, cols: Columns, partition_on=None
             f"rename it or pass --{_flag(cols, missing[0])} NAME"
         )
     if partition_on and partition_on not in schema.names:
-        raise DataError(f"{where}: --partition-on column {partition_on!r} is missing (columns: {', '.join(schema.names)})")
+        raise DataError(
+            f"{where}: --partition-on column {partition_on!r} is missing (columns: {', '.join(schema.names)})"
+        )
     et = schema.field(cols.embedding).type
     try:
         d = embedding_width(et)
@@ -126,8 +129,7 @@ def embedding_matrix(arr, where: str, column: str, first_row: int = 0) -> np.nda
     return values.to_numpy(zero_copy_only=True).reshape(n, d)
 
 
-def check_table(table: pa.Table, where: str, cols: Columns, first_row: int = 0, expect_d=None,
-                vectors: bool = True):
+def check_table(table: pa.Table, where: str, cols: Columns, first_row: int = 0, expect_d=None, vectors: bool = True):
     """Values of one partition: returns (E numpy (N, d), q float array (N,)).
 
     Rejects a width other than ``expect_d``, NaN/inf in embeddings or quality, zero-norm
@@ -175,8 +177,8 @@ def check_vectors(E, where: str, column: str, first_row: int = 0):
     n = E.shape[0]
     sq = xp.empty(n, dtype=xp.float32)
     for i0 in range(0, n, VECTOR_BLOCK):
-        blk = E[i0:i0 + VECTOR_BLOCK].astype(xp.float32)
-        sq[i0:i0 + VECTOR_BLOCK] = xp.einsum("ij,ij->i", blk, blk)
+        blk = E[i0 : i0 + VECTOR_BLOCK].astype(xp.float32)
+        sq[i0 : i0 + VECTOR_BLOCK] = xp.einsum("ij,ij->i", blk, blk)
     bad = ~xp.isfinite(sq)
     flagged = bad | (sq < 1e-16)
     if not bool(flagged.any()):
@@ -184,8 +186,9 @@ def check_vectors(E, where: str, column: str, first_row: int = 0):
     i = int(xp.argmax(flagged))
     if bool(bad[i]):
         raise DataError(f"{where}: column {column!r} has NaN or inf at row {first_row + i}; drop or re-embed that row")
-    raise DataError(f"{where}: column {column!r} has a zero-norm embedding at row {first_row + i}; "
-                    "drop or re-embed that row")
+    raise DataError(
+        f"{where}: column {column!r} has a zero-norm embedding at row {first_row + i}; drop or re-embed that row"
+    )
 
 
 # ---------------------------------------------------------------------- text stages
@@ -218,11 +221,17 @@ def check_text_schema(schema: pa.Schema, where: str, cols: TextColumns):
     """Required columns exist and the text column holds strings (or bytes, decoded as UTF-8)."""
     missing = [c for c in cols.required if c not in schema.names]
     if missing:
-        raise DataError(f"{where}: missing column {missing[0]!r} (columns: {', '.join(schema.names)}); "
-                        f"{cols.hint(missing[0])}")
+        raise DataError(
+            f"{where}: missing column {missing[0]!r} (columns: {', '.join(schema.names)}); {cols.hint(missing[0])}"
+        )
     t = schema.field(cols.text).type
-    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-            or pa.types.is_large_binary(t) or pa.types.is_null(t)):
+    if not (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_null(t)
+    ):
         raise DataError(f"{where}: text column {cols.text!r} has type {t}; expected strings")
     return None
 
@@ -231,8 +240,9 @@ def check_text_row(row: dict, where: str, cols: TextColumns):
     """The same check on the first line of a JSONL file."""
     missing = [c for c in cols.required if c not in row]
     if missing:
-        raise DataError(f"{where}: missing column {missing[0]!r} (keys on line 1: {', '.join(row)}); "
-                        f"{cols.hint(missing[0])}")
+        raise DataError(
+            f"{where}: missing column {missing[0]!r} (keys on line 1: {', '.join(row)}); {cols.hint(missing[0])}"
+        )
     v = row[cols.text]
     if v is not None and not isinstance(v, str):
         raise DataError(f"{where}: text column {cols.text!r} on line 1 is {type(v).__name__}; expected a string")

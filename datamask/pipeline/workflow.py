@@ -5,6 +5,7 @@ key=value`` overrides; relative paths are taken from the current directory. With
 ``stages: [...]`` list it chains stages: stage *k* reads stage *k-1*'s ``OUTPUT/<stage>/data``.
 The stages are those of :data:`datamask.pipeline.stages.STAGES`.
 """
+
 from __future__ import annotations
 
 from dataclasses import fields
@@ -116,4 +117,3 @@ def run_workflow(raw: dict, source: str = "workflow", on_stage=None) -> list:
         return results
     finally:
         close_client(client)
-

@@ -1,5 +1,6 @@
 """The analysis commands end to end through the CLI: cluster -> per-cluster select with the
 baselines, compare, report, on a real Dask cluster."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,21 @@ def corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def clustered(corpus, address, tmp_path_factory):
     out = tmp_path_factory.mktemp("acl") / "clustered"
-    _run("cluster", corpus, out, "--n-clusters", 5, "--sample-fraction", 0.5, "--split-size", 1500, "--by-cluster",
-         "--scheduler", address, "--quiet")
+    _run(
+        "cluster",
+        corpus,
+        out,
+        "--n-clusters",
+        5,
+        "--sample-fraction",
+        0.5,
+        "--split-size",
+        1500,
+        "--by-cluster",
+        "--scheduler",
+        address,
+        "--quiet",
+    )
     return out
 
 
@@ -43,8 +57,20 @@ def test_cluster_command(clustered):
 @pytest.mark.parametrize("method", ["semdedup", "quadmix", "topk"])
 def test_select_baseline_per_cluster(clustered, address, tmp_path, method):
     out = tmp_path / method
-    _run("select", clustered / "by_cluster", out, "--method", method, "--ratio", 0.1, "--split-size", 5000,
-         "--scheduler", address, "--quiet")
+    _run(
+        "select",
+        clustered / "by_cluster",
+        out,
+        "--method",
+        method,
+        "--ratio",
+        0.1,
+        "--split-size",
+        5000,
+        "--scheduler",
+        address,
+        "--quiet",
+    )
     m = json.loads((out / "manifest.json").read_text())
     stats = pq.read_table(clustered / "cluster_stats.parquet").to_pandas().set_index("cluster")
     assert m["config"]["method"] == method
@@ -59,14 +85,41 @@ def test_select_baseline_per_cluster(clustered, address, tmp_path, method):
             assert set(t.column("id").to_pylist()) == want
     assert (out / "report" / "index.html").exists()  # the report runs at the end of select
     # a rerun resumes: the report directory is not taken for foreign content
-    _run("select", clustered / "by_cluster", out, "--method", method, "--ratio", 0.1, "--split-size", 5000,
-         "--scheduler", address, "--quiet", "--no-report")
+    _run(
+        "select",
+        clustered / "by_cluster",
+        out,
+        "--method",
+        method,
+        "--ratio",
+        0.1,
+        "--split-size",
+        5000,
+        "--scheduler",
+        address,
+        "--quiet",
+        "--no-report",
+    )
 
 
 def test_compare_and_report_commands(corpus, address, tmp_path, capsys):
     out = tmp_path / "cmp"
-    _run("compare", corpus, out, "--methods", "datamask,topk,random,semdedup", "--steps", 60, "--split-size", 1500,
-         "--n-clusters", 6, "--scheduler", address, "--no-report")
+    _run(
+        "compare",
+        corpus,
+        out,
+        "--methods",
+        "datamask,topk,random,semdedup",
+        "--steps",
+        60,
+        "--split-size",
+        1500,
+        "--n-clusters",
+        6,
+        "--scheduler",
+        address,
+        "--no-report",
+    )
     printed = capsys.readouterr().out
     assert "semdedup" in printed and "pairwise" in printed
     assert not (out / "report").exists()
@@ -80,16 +133,33 @@ def test_compare_and_report_commands(corpus, address, tmp_path, capsys):
 
 def test_select_report_has_trajectory(corpus, address, tmp_path):
     out = tmp_path / "sel"
-    _run("select", corpus, out, "--steps", 60, "--eval-every", 20, "--split-size", 1500, "--scheduler", address,
-         "--quiet")
+    _run(
+        "select",
+        corpus,
+        out,
+        "--steps",
+        60,
+        "--eval-every",
+        20,
+        "--split-size",
+        1500,
+        "--scheduler",
+        address,
+        "--quiet",
+    )
     m = json.loads((out / "manifest.json").read_text())
     assert all(len(p["history"]) >= 2 for p in m["splits"])
     assert (out / "report" / "trajectory.png").exists()
 
 
 def test_analysis_errors(corpus, tmp_path, capsys):
-    assert_fails(capsys, ["cluster", corpus, tmp_path / "o", "--n-clusters", 5000, "--quiet"], "n_clusters=5000", "3000 rows")
+    assert_fails(
+        capsys, ["cluster", corpus, tmp_path / "o", "--n-clusters", 5000, "--quiet"], "n_clusters=5000", "3000 rows"
+    )
     assert_fails(capsys, ["compare", corpus, tmp_path / "o2", "--methods", "datamask,bogus"], "methods")
     assert_fails(capsys, ["report", tmp_path], "neither compare.json")
-    assert_fails(capsys, ["select", corpus, tmp_path / "o3", "--method", "quadmix", "--quadmix-params", tmp_path / "nope.yaml"],
-         "quadmix_params")
+    assert_fails(
+        capsys,
+        ["select", corpus, tmp_path / "o3", "--method", "quadmix", "--quadmix-params", tmp_path / "nope.yaml"],
+        "quadmix_params",
+    )

@@ -1,6 +1,7 @@
 """Old names keep working for one release, each with one warning: the --k flag and k key
 (now n_clusters), --solver greedy/relaxed (now --method), ClusterError (now SchedulerError),
 runner.Stage (now StageRun), and manifests that say partitions (now splits)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Bad input: each case exits non-zero with one line naming the file/column/value and the
 fix, and leaves no half-written output."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,11 @@ def _one_file(tmp_path, mutate, rows=600, name="f.parquet"):
 
 
 def _with_embedding(t, E):
-    return t.set_column(t.schema.get_field_index("embedding"), "embedding",
-                        pa.FixedSizeListArray.from_arrays(pa.array(E.reshape(-1)), E.shape[1]))
+    return t.set_column(
+        t.schema.get_field_index("embedding"),
+        "embedding",
+        pa.FixedSizeListArray.from_arrays(pa.array(E.reshape(-1)), E.shape[1]),
+    )
 
 
 def _emb(t):
@@ -56,8 +60,9 @@ def test_width_differs_between_files(tmp_path, capsys):
 def test_width_differs_between_rows(tmp_path, capsys, address):
     d = tmp_path / "in"
     d.mkdir()
-    rows = [{"id": i, "embedding": list(np.random.default_rng(i).normal(size=8)), "quality": 0.1 * i}
-            for i in range(300)]
+    rows = [
+        {"id": i, "embedding": list(np.random.default_rng(i).normal(size=8)), "quality": 0.1 * i} for i in range(300)
+    ]
     rows[123]["embedding"] = rows[123]["embedding"][:7]
     (d / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out"
@@ -107,18 +112,28 @@ def test_empty_partition_is_skipped(tmp_path, capsys, address):
 def test_duplicate_ids(tmp_path, capsys, address):
     d = _one_file(tmp_path, lambda t: t.set_column(0, "id", pa.array(np.r_[np.arange(599), 5])))
     out = tmp_path / "out"
-    assert_fails(capsys, args(d, out, scheduler=address), "duplicate ids", "5", "f.parquet row 5", "row 599", "--dedupe-ids")
+    assert_fails(
+        capsys, args(d, out, scheduler=address), "duplicate ids", "5", "f.parquet row 5", "row 599", "--dedupe-ids"
+    )
     assert not out.exists()
 
 
 @pytest.mark.parametrize("ratio", ["0", "1", "1.5", "-0.1"])
 def test_ratio_outside_unit_interval(corpus, tmp_path, capsys, ratio):
-    assert_fails(capsys, args(corpus, tmp_path / "out", "--ratio", ratio), "ratio must be a float in the range (0.0, 1.0)", ratio)
+    assert_fails(
+        capsys, args(corpus, tmp_path / "out", "--ratio", ratio), "ratio must be a float in the range (0.0, 1.0)", ratio
+    )
 
 
 def test_budget_larger_than_partition(corpus, tmp_path, capsys):
-    assert_fails(capsys, args(corpus, tmp_path / "out", "--budget", "1200", "--prune", "0"),
-          "shard-2.parquet (rows 0-1000)", "budget 1200", "1000 rows", "--budget")
+    assert_fails(
+        capsys,
+        args(corpus, tmp_path / "out", "--budget", "1200", "--prune", "0"),
+        "shard-2.parquet (rows 0-1000)",
+        "budget 1200",
+        "1000 rows",
+        "--budget",
+    )
     assert_fails(capsys, args(corpus, tmp_path / "out", "--budget", "800"), "left after pruning", "--prune")
     assert not (tmp_path / "out").exists()
 
@@ -153,8 +168,13 @@ def test_output_holding_other_data_refused(corpus, tmp_path, capsys):
 
 def test_scheduler_not_answering(corpus, tmp_path, capsys):
     out = tmp_path / "out"
-    assert_fails(capsys, args(corpus, out, "--connect-timeout", "2", scheduler="tcp://127.0.0.1:9"),
-          "tcp://127.0.0.1:9", "no Dask scheduler answers", code=3)
+    assert_fails(
+        capsys,
+        args(corpus, out, "--connect-timeout", "2", scheduler="tcp://127.0.0.1:9"),
+        "tcp://127.0.0.1:9",
+        "no Dask scheduler answers",
+        code=3,
+    )
     assert_fails(capsys, args(corpus, out, "--scheduler-file", tmp_path / "nope.json"), "nope.json", code=3)
     assert not out.exists()
 

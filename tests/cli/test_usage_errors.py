@@ -1,4 +1,5 @@
 """Usage errors and undecodable input: one ``datamask: error:`` line each, exit 2."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,12 +7,15 @@ import pytest
 from datamask.cli import main
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["select", "in", "out", "--ratoi", "0.1"], "unrecognized arguments: --ratoi 0.1; did you mean --ratio?"),
-    (["select", "in", "out", "--device", "tpu"], "argument --device: invalid choice: 'tpu'"),
-    (["selcet", "in", "out"], "invalid choice: 'selcet'"),
-    (["embed"], "the following arguments are required: input, output"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["select", "in", "out", "--ratoi", "0.1"], "unrecognized arguments: --ratoi 0.1; did you mean --ratio?"),
+        (["select", "in", "out", "--device", "tpu"], "argument --device: invalid choice: 'tpu'"),
+        (["selcet", "in", "out"], "invalid choice: 'selcet'"),
+        (["embed"], "the following arguments are required: input, output"),
+    ],
+)
 def test_a_usage_error_is_one_line_with_a_help_hint(argv, needle, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -25,6 +29,8 @@ def test_a_non_utf8_byte_is_reported_with_its_line(tmp_path, capsys):
     (tmp_path / "docs.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     assert main(["embed", str(tmp_path / "docs.jsonl"), str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == ("datamask: error: docs.jsonl: line 4322: byte 0xe9 at column 26 is not UTF-8; re-encode the "
-                   "file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"), err
+    assert err == (
+        "datamask: error: docs.jsonl: line 4322: byte 0xe9 at column 26 is not UTF-8; re-encode the "
+        "file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+    ), err
     assert not (tmp_path / "out").exists()

@@ -14,6 +14,7 @@ Each row has ``id`` (int), ``text``, ``kind`` (one of the above), ``domain`` (th
 or the kind for non-prose) and ``good`` (1 for prose, else 0). The output is deterministic
 for a given seed; rerun with ``python tests/data/make_corpus.py`` after editing templates.
 """
+
 from __future__ import annotations
 
 import json
@@ -168,9 +169,21 @@ BOILERPLATE_LINES = [
 
 SITES = ["Acme Media", "Northwind News", "BlueHarbor", "Pinecrest Online", "Oakfield Press", "Brightline"]
 LINK_TITLES = [
-    "Latest news", "Sports results", "Weather forecast", "Cheap flights", "Best laptops 2024",
-    "Recipes", "Horoscopes", "Car insurance quotes", "Celebrity gossip", "Job listings",
-    "Free games", "Download center", "Coupons and deals", "Photo gallery", "Top 10 lists",
+    "Latest news",
+    "Sports results",
+    "Weather forecast",
+    "Cheap flights",
+    "Best laptops 2024",
+    "Recipes",
+    "Horoscopes",
+    "Car insurance quotes",
+    "Celebrity gossip",
+    "Job listings",
+    "Free games",
+    "Download center",
+    "Coupons and deals",
+    "Photo gallery",
+    "Top 10 lists",
 ]
 DOMAINS = ["example.com", "news-portal.net", "shop-deals.biz", "bestsites.org", "linkfarm.info"]
 
@@ -180,7 +193,7 @@ CODE_TEMPLATES = [
     "function {f}(arr) {{\n  return arr.filter(x => x % {n} === 0).map(x => x * 2);\n}}\nconsole.log({f}([1, 2, 3, 4, {n}]));",
     "SELECT {col}, COUNT(*) AS n\nFROM {tbl}\nWHERE {col} IS NOT NULL\nGROUP BY {col}\nORDER BY n DESC\nLIMIT {n};",
     "class {F}:\n    def __init__(self, size={n}):\n        self.size = size\n        self.data = []\n\n    def push(self, x):\n        if len(self.data) >= self.size:\n            self.data.pop(0)\n        self.data.append(x)",
-    "#include <stdio.h>\n\nint main(void) {{\n    int i, s = 0;\n    for (i = 0; i < {n}; i++) {{\n        s += i * i;\n    }}\n    printf(\"%d\\n\", s);\n    return 0;\n}}",
+    '#include <stdio.h>\n\nint main(void) {{\n    int i, s = 0;\n    for (i = 0; i < {n}; i++) {{\n        s += i * i;\n    }}\n    printf("%d\\n", s);\n    return 0;\n}}',
 ]
 NAMES = ["process", "compute", "handle", "parse", "collect", "reduce", "render", "update"]
 
@@ -195,11 +208,25 @@ REPEATED_LINES = [
     "Next page",
 ]
 
-SPAM_KEYWORDS = ["cheap watches", "replica bags", "casino bonus", "weight loss pills", "payday loans",
-                 "free followers", "crypto profits", "viagra online"]
+SPAM_KEYWORDS = [
+    "cheap watches",
+    "replica bags",
+    "casino bonus",
+    "weight loss pills",
+    "payday loans",
+    "free followers",
+    "crypto profits",
+    "viagra online",
+]
 SPAM_PHRASES = [
-    "BUY NOW!!!", "BEST PRICE $$$", "100% GUARANTEED!!!", "CLICK HERE >>>", "LIMITED TIME!!!",
-    "WIN BIG $$$", "ACT FAST!!!", "NO PRESCRIPTION!!!",
+    "BUY NOW!!!",
+    "BEST PRICE $$$",
+    "100% GUARANTEED!!!",
+    "CLICK HERE >>>",
+    "LIMITED TIME!!!",
+    "WIN BIG $$$",
+    "ACT FAST!!!",
+    "NO PRESCRIPTION!!!",
 ]
 
 
@@ -208,7 +235,7 @@ def prose(rng: random.Random, topic: str, n_sentences: int) -> str:
     paras, i = [], 0
     while i < len(sents):
         k = rng.randint(2, 4)
-        paras.append(" ".join(sents[i:i + k]))
+        paras.append(" ".join(sents[i : i + k]))
         i += k
     return "\n\n".join(paras)
 
@@ -240,9 +267,15 @@ def links(rng: random.Random) -> str:
 
 def code(rng: random.Random) -> str:
     t = rng.choice(CODE_TEMPLATES)
-    return t.format(f=rng.choice(NAMES), F=rng.choice(NAMES).title() + "Buffer", n=rng.randint(2, 99),
-                    d=rng.choice(["/tmp", "./data", "src"]), ext=rng.choice(["py", "txt", "csv"]),
-                    col=rng.choice(["city", "user_id", "category"]), tbl=rng.choice(["orders", "events"]))
+    return t.format(
+        f=rng.choice(NAMES),
+        F=rng.choice(NAMES).title() + "Buffer",
+        n=rng.randint(2, 99),
+        d=rng.choice(["/tmp", "./data", "src"]),
+        ext=rng.choice(["py", "txt", "csv"]),
+        col=rng.choice(["city", "user_id", "category"]),
+        tbl=rng.choice(["orders", "events"]),
+    )
 
 
 def repeated(rng: random.Random) -> str:
@@ -265,13 +298,20 @@ def make(seed: int = 0) -> list[dict]:
     for i in range(160):
         topic = topics[i % len(topics)]
         rows.append({"kind": "prose", "domain": topic, "text": prose(rng, topic, rng.randint(4, 9))})
-    for kind, fn, n in [("boilerplate", boilerplate, 40), ("links", links, 40), ("code", code, 30),
-                        ("repeated", repeated, 30), ("spam", spam, 40)]:
+    for kind, fn, n in [
+        ("boilerplate", boilerplate, 40),
+        ("links", links, 40),
+        ("code", code, 30),
+        ("repeated", repeated, 30),
+        ("spam", spam, 40),
+    ]:
         for _ in range(n):
             rows.append({"kind": kind, "domain": kind, "text": fn(rng)})
     rng.shuffle(rows)
-    return [{"id": i, "text": r["text"], "kind": r["kind"], "domain": r["domain"],
-             "good": int(r["kind"] == "prose")} for i, r in enumerate(rows)]
+    return [
+        {"id": i, "text": r["text"], "kind": r["kind"], "domain": r["domain"], "good": int(r["kind"] == "prose")}
+        for i, r in enumerate(rows)
+    ]
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
 """Planted groups through the in-memory Deduplicator: exact finds only exact copies,
 fuzzy finds exact and near copies, neither touches unrelated texts."""
+
 import numpy as np
 import pytest
 

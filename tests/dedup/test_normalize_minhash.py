@@ -1,4 +1,5 @@
 """Text normalisation, exact keys, shingles, MinHash signatures and the LSH setting."""
+
 import numpy as np
 import pytest
 
@@ -87,14 +88,17 @@ def test_threshold_picks_the_narrowest_bands_that_still_catch_the_threshold(thre
     assert candidate_probability(threshold, num_perm // r, r) < CANDIDATE_RECALL
 
 
-@pytest.mark.parametrize("kw,word", [
-    ({"num_perm": 128, "bands": 7}, "--bands 7"),
-    ({"num_perm": 128, "bands": 256}, "--bands 256"),
-    ({"num_perm": 0}, "--num-perm"),
-    ({"ngram": 0}, "--ngram"),
-    ({"threshold": 1.5}, "--threshold"),
-    ({"bands": 0}, "--bands"),
-])
+@pytest.mark.parametrize(
+    "kw,word",
+    [
+        ({"num_perm": 128, "bands": 7}, "--bands 7"),
+        ({"num_perm": 128, "bands": 256}, "--bands 256"),
+        ({"num_perm": 0}, "--num-perm"),
+        ({"ngram": 0}, "--ngram"),
+        ({"threshold": 1.5}, "--threshold"),
+        ({"bands": 0}, "--bands"),
+    ],
+)
 def test_impossible_settings_are_one_line_config_errors(kw, word):
     with pytest.raises(ConfigError) as e:
         lsh_params(**kw)

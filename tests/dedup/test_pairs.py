@@ -1,4 +1,5 @@
 """Bucket pairs, connected components and the kept row of a group."""
+
 import numpy as np
 
 from datamask.dedup.pairs import bucket_pairs, choose_kept, connected_components, duplicate_of, unique_pairs
@@ -14,8 +15,7 @@ def test_bucket_pairs_star_from_smallest_doc_and_dedupe_over_bands():
 
 
 def test_bucket_pairs_key2_separates_buckets():
-    a, b = bucket_pairs(np.zeros(2, int), np.array([1, 1], np.uint64), np.array([1, 2], np.uint64),
-                        np.array([1, 2]))
+    a, b = bucket_pairs(np.zeros(2, int), np.array([1, 1], np.uint64), np.array([1, 2], np.uint64), np.array([1, 2]))
     assert a.size == 0 and b.size == 0
 
 

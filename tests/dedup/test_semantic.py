@@ -1,5 +1,6 @@
 """Semantic duplicates: the SemDeDup kernel shared with the selection method, visited by
 quality so the kept row of a group is its best member."""
+
 import numpy as np
 import pytest
 

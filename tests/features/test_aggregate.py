@@ -1,4 +1,5 @@
 """Score aggregation: corpus statistics out-of-core, normalisation, weights, domains, bins."""
+
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -19,11 +20,13 @@ from datamask.features.aggregate import (
 def corpus():
     rng = np.random.default_rng(0)
     n = 6000
-    return pd.DataFrame({
-        "edu": rng.integers(0, 6, n).astype("float32"),          # few distinct values (like FineWeb-Edu)
-        "dclm": rng.beta(2, 5, n),                               # continuous, skewed
-        "domain": rng.choice(["news", "forum", "wiki"], n),
-    })
+    return pd.DataFrame(
+        {
+            "edu": rng.integers(0, 6, n).astype("float32"),  # few distinct values (like FineWeb-Edu)
+            "dclm": rng.beta(2, 5, n),  # continuous, skewed
+            "domain": rng.choice(["news", "forum", "wiki"], n),
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +75,12 @@ def test_minmax_and_zscore(corpus, stats):
 def test_weighted_sum_is_partition_independent(corpus, stats):
     w = {"edu": 1.0, "dclm": 2.0}
     whole = aggregate_partition(corpus, w, stats, method="minmax")["quality"].to_numpy()
-    parts = np.concatenate([aggregate_partition(p, w, stats, method="minmax")["quality"].to_numpy()
-                            for p in (corpus.iloc[i:i + 900] for i in range(0, len(corpus), 900))])
+    parts = np.concatenate(
+        [
+            aggregate_partition(p, w, stats, method="minmax")["quality"].to_numpy()
+            for p in (corpus.iloc[i : i + 900] for i in range(0, len(corpus), 900))
+        ]
+    )
     assert whole.dtype == np.float32 and np.array_equal(whole, parts)
     expected = corpus["edu"] / 5 + 2 * (corpus["dclm"] - corpus["dclm"].min()) / np.ptp(corpus["dclm"])
     assert np.allclose(whole, expected, atol=1e-5)
@@ -91,8 +98,9 @@ def test_bins_reproduce_the_paper_integer_scale(corpus, stats):
 
 
 def test_per_domain_weights(corpus, stats):
-    out = aggregate_partition(corpus, {"edu": 1.0}, stats, domain_column="domain",
-                              domain_weights={"news": {"dclm": 1.0}})
+    out = aggregate_partition(
+        corpus, {"edu": 1.0}, stats, domain_column="domain", domain_weights={"news": {"dclm": 1.0}}
+    )
     news = out["domain"] == "news"
     assert np.allclose(out.loc[~news, "quality"], corpus.loc[~news, "edu"] / 5, atol=1e-6)
     assert np.allclose(out.loc[news, "quality"], normalize(corpus.loc[news, "dclm"], stats["dclm"]), atol=1e-6)

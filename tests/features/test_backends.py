@@ -1,6 +1,7 @@
 """The onnx and openvino backends: the same MiniLM exported once to a session-wide cache, whose
 vectors agree with torch float32 row by row, reused on the next run, and the bad-input cases
 (missing runtime package, unwritable cache directory) as one line, exit 2, nothing written."""
+
 from __future__ import annotations
 
 import json
@@ -103,8 +104,20 @@ def test_cli_openvino_on_a_cluster_then_reused(tmp_path, embed_cache, address):
 
     src, texts = _corpus(tmp_path)
     out = tmp_path / "out"
-    args = ["embed", str(src), str(out), "--backend", "openvino", "--cache-dir", str(embed_cache),
-            "--scheduler", address, "--split-size", "20", "--quiet"]
+    args = [
+        "embed",
+        str(src),
+        str(out),
+        "--backend",
+        "openvino",
+        "--cache-dir",
+        str(embed_cache),
+        "--scheduler",
+        address,
+        "--split-size",
+        "20",
+        "--quiet",
+    ]
     assert main(args) == 0
     m = json.loads((out / "manifest.json").read_text())
     assert m["embed"]["backend"] == "openvino" and m["totals"]["rows_out"] == 40
@@ -124,14 +137,22 @@ def test_cache_dir_not_writable(tmp_path, capsys, address):
     blocker.write_text("not a folder")
     out = tmp_path / "out"
     # a cache directory below a regular file cannot be created, for root too
-    assert_fails(capsys, ["embed", src, out, "--backend", "onnx", "--cache-dir", blocker / "cache",
-                          "--scheduler", address, "--quiet"], "not writable", "--cache-dir", "DATAMASK_CACHE_DIR")
+    assert_fails(
+        capsys,
+        ["embed", src, out, "--backend", "onnx", "--cache-dir", blocker / "cache", "--scheduler", address, "--quiet"],
+        "not writable",
+        "--cache-dir",
+        "DATAMASK_CACHE_DIR",
+    )
     assert_no_output(out)
     if os.geteuid() != 0:  # a read-only folder stops only non-root users
         ro = tmp_path / "ro"
         ro.mkdir(mode=0o500)
-        assert_fails(capsys, ["embed", src, out, "--backend", "onnx", "--cache-dir", ro,
-                              "--scheduler", address, "--quiet"], "not writable")
+        assert_fails(
+            capsys,
+            ["embed", src, out, "--backend", "onnx", "--cache-dir", ro, "--scheduler", address, "--quiet"],
+            "not writable",
+        )
         assert not list(ro.iterdir())
 
 
@@ -140,9 +161,11 @@ def test_missing_runtime_package(tmp_path):
     # import it: the same ImportError a machine without it raises
     src, _ = _corpus(tmp_path)
     out = tmp_path / "out"
-    code = ("import sys; sys.modules['openvino'] = None; from datamask.cli import main; "
-            f"sys.exit(main(['embed', {str(src)!r}, {str(out)!r}, '--backend', 'openvino', "
-            f"'--cache-dir', {str(tmp_path / 'cache')!r}, '--n-workers', '1', '--quiet']))")
+    code = (
+        "import sys; sys.modules['openvino'] = None; from datamask.cli import main; "
+        f"sys.exit(main(['embed', {str(src)!r}, {str(out)!r}, '--backend', 'openvino', "
+        f"'--cache-dir', {str(tmp_path / 'cache')!r}, '--n-workers', '1', '--quiet']))"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     err = r.stderr.strip().splitlines()
     assert r.returncode == 2, r.stderr

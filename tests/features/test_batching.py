@@ -1,5 +1,6 @@
 """Embedding batches: longest first with the input order restored, tokenized by a thread pool
 ahead of the model, sized for the device; vectors equal to the plain ``model.encode`` ones."""
+
 from __future__ import annotations
 
 import os
@@ -119,9 +120,11 @@ def _model_path():
     return None
 
 
-TEXTS = ([f"Sentence {i} about rivers, bread and bicycles." for i in range(6)]
-         + [" ".join(["A longer document about the history of the printing press"] * (1 + i % 5)) for i in range(12)]
-         + ["Short.", "Tiny text", "x"])
+TEXTS = (
+    [f"Sentence {i} about rivers, bread and bicycles." for i in range(6)]
+    + [" ".join(["A longer document about the history of the printing press"] * (1 + i % 5)) for i in range(12)]
+    + ["Short.", "Tiny text", "x"]
+)
 
 
 def test_word_cut_keeps_the_first_words_and_their_whitespace():
@@ -141,9 +144,12 @@ def test_long_texts_are_tokenized_only_as_far_as_the_window_and_embed_the_same()
     path = _model_path()
     rng = np.random.default_rng(3)
     vocab = ["data", "selection,", "quality", "diverse.", "model", "corpus", "tokenization", "the", "of"]
-    texts = [" ".join(rng.choice(vocab, size=3000)),
-             " ".join(["\u200b"] * 400) + " " + " ".join(rng.choice(vocab, size=300)),  # 400 words, no tokens
-             " ".join(rng.choice(vocab, size=40)), "short text"]
+    texts = [
+        " ".join(rng.choice(vocab, size=3000)),
+        " ".join(["\u200b"] * 400) + " " + " ".join(rng.choice(vocab, size=300)),  # 400 words, no tokens
+        " ".join(rng.choice(vocab, size=40)),
+        "short text",
+    ]
     plain = Embedder(model=path, device="cpu", batch_size=2, tokenize_threads=0, compute="float32")
     ahead = Embedder(model=path, device="cpu", batch_size=2, tokenize_threads=1, compute="float32")
     model = ahead.load()

@@ -3,6 +3,7 @@
 The model is loaded once per test session (the module's process-wide cache plus a
 session-scoped fixture); every test embeds only a few dozen short texts.
 """
+
 import pickle
 from pathlib import Path
 
@@ -48,14 +49,22 @@ def test_vectors_are_unit_norm_384d_fixed_size_lists(embedder):
 
 def test_paraphrases_are_closer_than_unrelated_texts(embedder):
     triples = [
-        ("The cat is sleeping on the sofa.", "A kitten naps on the couch.",
-         "Interest rates rose by half a percent."),
-        ("Yeast makes bread dough rise.", "Bread rises because of the yeast in the dough.",
-         "The orchestra tuned to the oboe."),
-        ("Check your bicycle chain for wear.", "Inspect how worn the chain on your bike is.",
-         "Comets grow tails near the Sun."),
-        ("Deep sleep helps the body repair tissue.", "Tissue is repaired by the body during deep sleep.",
-         "SELECT city, COUNT(*) FROM orders GROUP BY city;"),
+        ("The cat is sleeping on the sofa.", "A kitten naps on the couch.", "Interest rates rose by half a percent."),
+        (
+            "Yeast makes bread dough rise.",
+            "Bread rises because of the yeast in the dough.",
+            "The orchestra tuned to the oboe.",
+        ),
+        (
+            "Check your bicycle chain for wear.",
+            "Inspect how worn the chain on your bike is.",
+            "Comets grow tails near the Sun.",
+        ),
+        (
+            "Deep sleep helps the body repair tissue.",
+            "Tissue is repaired by the body during deep sleep.",
+            "SELECT city, COUNT(*) FROM orders GROUP BY city;",
+        ),
     ]
     flat = [t for tr in triples for t in tr]
     v = matrix(embed_partition(pd.DataFrame({"text": flat}), "text", embedder)["embedding"]).reshape(-1, 3, 384)

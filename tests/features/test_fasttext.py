@@ -1,4 +1,5 @@
 """fastText quality classifier: trained by train_quality, it must separate held-out docs."""
+
 import json
 from pathlib import Path
 
@@ -34,8 +35,9 @@ def split():
 def model_path(split, tmp_path_factory):
     train, _ = split
     out = tmp_path_factory.mktemp("ft") / "quality.bin"
-    info = train_quality(train.loc[train.good == 1, "text"], train.loc[train.good == 0, "text"], out,
-                         dim=16, bucket=20_000)
+    info = train_quality(
+        train.loc[train.good == 1, "text"], train.loc[train.good == 0, "text"], out, dim=16, bucket=20_000
+    )
     assert info["n_positive"] == int((train.good == 1).sum())
     assert set(info["labels"]) == {"__label__pos", "__label__neg"}
     return out

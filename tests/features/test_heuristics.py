@@ -1,4 +1,5 @@
 """Heuristic quality scores on the owned corpus: prose must rank above boilerplate and spam."""
+
 from pathlib import Path
 
 import numpy as np
@@ -33,10 +34,17 @@ def test_prose_ranks_above_every_other_kind(scored):
     assert auc > 0.95
 
 
-@pytest.mark.parametrize("kind,rule", [
-    ("repeated", "dup_lines"), ("spam", "top_2gram"), ("spam", "stop_words"),
-    ("links", "url_ratio"), ("boilerplate", "boilerplate_lines"), ("code", "line_punct"),
-])
+@pytest.mark.parametrize(
+    "kind,rule",
+    [
+        ("repeated", "dup_lines"),
+        ("spam", "top_2gram"),
+        ("spam", "stop_words"),
+        ("links", "url_ratio"),
+        ("boilerplate", "boilerplate_lines"),
+        ("code", "line_punct"),
+    ],
+)
 def test_each_rule_catches_its_own_failure(scored, kind, rule):
     col = f"quality_heuristic_{rule}"
     bad = scored.loc[scored["kind"] == kind, col].mean()
@@ -45,8 +53,10 @@ def test_each_rule_catches_its_own_failure(scored, kind, rule):
 
 
 def test_scores_are_continuous_not_pass_fail():
-    base = ("Rivers carry sediment from the mountains and drop it where the current slows down. "
-            "Meanders form as water erodes the outside of each bend. ")
+    base = (
+        "Rivers carry sediment from the mountains and drop it where the current slows down. "
+        "Meanders form as water erodes the outside of each bend. "
+    )
     few, some = base.split()[:20], (base * 3).split()
     s = heuristic_scores([" ".join(few), " ".join(some)], names=["word_count"])
     assert 0 < s["word_count"][0] < s["word_count"][1] <= 1

@@ -1,4 +1,5 @@
 """The score stage's building blocks chained over Dask: components -> corpus stats -> quality."""
+
 from pathlib import Path
 
 import dask
@@ -29,12 +30,10 @@ def test_meta_matches_output(corpus):
 
 def test_two_pass_scoring_over_dask_ranks_prose_first(corpus):
     ddf = dd.from_pandas(corpus, npartitions=4)
-    parts = ddf.map_partitions(score_components_partition, "text",
-                               meta=components_meta(ddf._meta))
+    parts = ddf.map_partitions(score_components_partition, "text", meta=components_meta(ddf._meta))
     with dask.config.set(scheduler="threads"):
         stats = compute_stats(parts, ["quality_heuristics"])
-        out = parts.map_partitions(aggregate_partition, {"quality_heuristics": 1.0}, stats,
-                                   method="rank").compute()
+        out = parts.map_partitions(aggregate_partition, {"quality_heuristics": 1.0}, stats, method="rank").compute()
     assert len(out) == len(corpus) and out["quality"].dtype == np.float32
     assert roc_auc_score(out["good"], out["quality"]) > 0.95
     assert (out["n_tokens"] == corpus["text"].str.split().str.len()).all()

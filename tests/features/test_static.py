@@ -2,6 +2,7 @@
 used by ``datamask embed`` end to end. The source is a tiny randomly initialised BERT saved as
 a sentence-transformers folder (MiniLM's tokenizer, 1 layer of width 32), so the distillation
 runs in seconds; its quality is measured on the real MiniLM by benchmarks/features.py."""
+
 from __future__ import annotations
 
 import json
@@ -35,13 +36,18 @@ def tiny_model(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("tiny-model")
     tok = AutoTokenizer.from_pretrained(str(gt.get_model_path()))
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=128)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     torch.manual_seed(0)
     BertModel(cfg).save_pretrained(d / "hf")
     tok.save_pretrained(d / "hf")
-    st = SentenceTransformer(modules=[Transformer(str(d / "hf"), max_seq_length=64),
-                                      Pooling(32, "mean")], device="cpu")
+    st = SentenceTransformer(modules=[Transformer(str(d / "hf"), max_seq_length=64), Pooling(32, "mean")], device="cpu")
     st.save(str(d / "st"))
     return d / "st"
 
@@ -60,8 +66,12 @@ def test_parse_static():
 
 def test_static_vectors(tiny_model, static_cache):
     e = Embedder(model=f"static:{tiny_model}", cache_dir=str(static_cache))
-    texts = ["the cat sat on the mat", "interest rates rose", "the cat sat on the mat",
-             "the cat sat on the mat " * 30 + "interest rates rose " * 100]
+    texts = [
+        "the cat sat on the mat",
+        "interest rates rose",
+        "the cat sat on the mat",
+        "the cat sat on the mat " * 30 + "interest rates rose " * 100,
+    ]
     v = e.encode(texts)
     assert e.static and e.resolved_backend() == "static" and e.dim == 32 and v.shape == (4, 32)
     assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
@@ -79,8 +89,19 @@ def test_static_through_the_cli_built_once(tmp_path, tiny_model, static_cache, a
     src.mkdir()
     pq.write_table(pa.table({"id": [r["id"] for r in rows], "text": [r["text"] for r in rows]}), src / "f.parquet")
     out = tmp_path / "out"
-    args = ["embed", str(src), str(out), "--model", f"static:{tiny_model}", "--cache-dir", str(static_cache),
-            "--scheduler", address, "--split-size", "10"]
+    args = [
+        "embed",
+        str(src),
+        str(out),
+        "--model",
+        f"static:{tiny_model}",
+        "--cache-dir",
+        str(static_cache),
+        "--scheduler",
+        address,
+        "--split-size",
+        "10",
+    ]
     embed_mod.clear_model_cache()
     assert main(args + ["--quiet"]) == 0
     m = json.loads((out / "manifest.json").read_text())
@@ -100,6 +121,9 @@ def test_static_source_not_a_model(tmp_path, capsys, address):
     src.mkdir()
     pq.write_table(pa.table({"id": [1], "text": ["some text"]}), src / "f.parquet")
     out = tmp_path / "out"
-    assert_fails(capsys, ["embed", src, out, "--model", f"static:{tmp_path / 'nowhere'}", "--scheduler", address,
-                          "--quiet"], "does not exist")
+    assert_fails(
+        capsys,
+        ["embed", src, out, "--model", f"static:{tmp_path / 'nowhere'}", "--scheduler", address, "--quiet"],
+        "does not exist",
+    )
     assert_no_output(out)

@@ -1,4 +1,5 @@
 """Text-column handling shared by every feature stage: bad input and token counts."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -26,8 +27,7 @@ def test_object_column_with_nan_is_unusable():
 
 
 def test_invalid_utf8_bytes_raise_one_line_or_are_replaced():
-    df = pd.DataFrame({"text": np.array([b"caf\xc3\xa9", b"bad \xff\xfe bytes"], dtype=object)},
-                      index=[10, 11])
+    df = pd.DataFrame({"text": np.array([b"caf\xc3\xa9", b"bad \xff\xfe bytes"], dtype=object)}, index=[10, 11])
     with pytest.raises(ValueError, match=r"row 11.*not valid UTF-8") as exc:
         get_texts(df, "text")
     assert "\n" not in str(exc.value)

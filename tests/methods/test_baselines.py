@@ -1,4 +1,5 @@
 """Baselines: top-k, random, SemDeDup (blocked) and QuaDMix sampling."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -117,8 +118,9 @@ def test_semdedup_eps_for_budget(dup_corpus):
 
 
 # ---------------------------------------------------------------------- QuaDMix
-@pytest.mark.parametrize("lam,omega,eta,eps", [(10, 0.5, 1, 0.0), (3, 0.8, 2.5, 0.2), (50, 0.1, 0.5, 1.0),
-                                               (0.0, 0.7, 1.0, 0.3)])
+@pytest.mark.parametrize(
+    "lam,omega,eta,eps", [(10, 0.5, 1, 0.0), (3, 0.8, 2.5, 0.2), (50, 0.1, 0.5, 1.0), (0.0, 0.7, 1.0, 0.3)]
+)
 def test_quadmix_sampling_shape(lam, omega, eta, eps):
     r = np.linspace(0, 1, 2001)
     s = quadmix_sampling(r, lam, omega, eta, eps)
@@ -127,7 +129,7 @@ def test_quadmix_sampling_shape(lam, omega, eta, eps):
     left = quadmix_sampling(omega - 1e-9, lam, omega, eta, eps)
     assert left == pytest.approx(1 + eps, abs=1e-6)  # 1 + eps at the cut-off, from the left
     assert quadmix_sampling(omega, lam, omega, eta, eps) == 0
-    assert s[0] <= 2 ** eta + eps + 1e-12
+    assert s[0] <= 2**eta + eps + 1e-12
 
 
 def test_quadmix_percentile_token_weighted_within_domain():
@@ -146,8 +148,10 @@ def test_quadmix_realised_copies_approach_expected():
     rng = np.random.default_rng(1)
     q = rng.normal(size=4000)
     dom = rng.integers(0, 4, size=4000)
-    p = quadmix_params(range(4), {"default": {"lam": 8, "omega": 0.6, "eta": 1.5, "eps": 0.25},
-                                  "domains": {2: {"omega": 0.3}, 3: {"eta": 0.0}}})
+    p = quadmix_params(
+        range(4),
+        {"default": {"lam": 8, "omega": 0.6, "eta": 1.5, "eps": 0.25}, "domains": {2: {"omega": 0.3}, 3: {"eta": 0.0}}},
+    )
     exp = quadmix_expected_counts(q, dom, p, n_tokens=rng.integers(50, 500, size=4000))
     assert (exp[dom == 2] > 0).mean() == pytest.approx(0.3, abs=0.05)
     exp = quadmix_scale_to_budget(exp, 1000)

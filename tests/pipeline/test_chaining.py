@@ -1,6 +1,7 @@
 """Stages chain by the directory each one prints; an incomplete output is refused in one
 line; ``datamask status`` says which splits a stopped run left; a failure inside a worker
 reaches the user as one line."""
+
 from __future__ import annotations
 
 import json
@@ -48,14 +49,43 @@ def test_select_and_compare_read_a_cluster_output_directory(clustered, address, 
     """A cluster output holds centroids.parquet and cluster_stats.parquet beside data/: only
     data/ is read."""
     out = tmp_path / "again"
-    _ok("select", clustered, out, "--ratio", 0.5, "--split-size", 100_000, "--steps", 20, "--scheduler", address,
-        "--quiet", "--no-report")
+    _ok(
+        "select",
+        clustered,
+        out,
+        "--ratio",
+        0.5,
+        "--split-size",
+        100_000,
+        "--steps",
+        20,
+        "--scheduler",
+        address,
+        "--quiet",
+        "--no-report",
+    )
     n_in = pq.read_metadata(next((clustered / "data").glob("*.parquet"))).num_rows
-    assert json.loads((out / "manifest.json").read_text())["totals"]["rows_in"] == sum(
-        pq.read_metadata(f).num_rows for f in (clustered / "data").glob("*.parquet")) >= n_in
+    assert (
+        json.loads((out / "manifest.json").read_text())["totals"]["rows_in"]
+        == sum(pq.read_metadata(f).num_rows for f in (clustered / "data").glob("*.parquet"))
+        >= n_in
+    )
     cmp = tmp_path / "cmp"
-    _ok("compare", clustered, cmp, "--methods", "topk,random", "--ratio", 0.2, "--split-size", 100_000,
-        "--scheduler", address, "--quiet", "--no-report")
+    _ok(
+        "compare",
+        clustered,
+        cmp,
+        "--methods",
+        "topk,random",
+        "--ratio",
+        0.2,
+        "--split-size",
+        100_000,
+        "--scheduler",
+        address,
+        "--quiet",
+        "--no-report",
+    )
     assert (cmp / "compare.csv").exists()
 
 
@@ -63,8 +93,13 @@ def test_an_incomplete_output_is_refused_in_one_line(selected, address, tmp_path
     broken = tmp_path / "broken"
     shutil.copytree(selected, broken)
     (broken / "manifest.json").unlink()
-    assert_fails(capsys, ["cluster", broken, tmp_path / "c", "--n-clusters", 2, "--scheduler", address],
-                 "incomplete", "rerun datamask select", "datamask status")
+    assert_fails(
+        capsys,
+        ["cluster", broken, tmp_path / "c", "--n-clusters", 2, "--scheduler", address],
+        "incomplete",
+        "rerun datamask select",
+        "datamask status",
+    )
     assert not (tmp_path / "c").exists()
 
 
@@ -104,8 +139,13 @@ def test_a_bad_row_found_in_a_worker_prints_one_line(corpus, tmp_path):
     pq.write_table(t.set_column(t.schema.get_field_index("quality"), "quality", pa.array(q)), f)
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    r = subprocess.run([sys.executable, "-m", "datamask.cli", *args(bad, out, "--n-workers", "1", "--no-report")],
-                       capture_output=True, text=True, timeout=300, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "datamask.cli", *args(bad, out, "--n-workers", "1", "--no-report")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert lines[0].startswith("datamask: error: ") and "column 'quality' is nan" in lines[0]

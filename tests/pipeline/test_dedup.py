@@ -1,5 +1,6 @@
 """``datamask dedup`` on a small planted corpus: groups found across files and splits, the
 kept row is the highest-quality one, --keep-all, resume, semantic, and bad input."""
+
 import html
 import json
 
@@ -15,8 +16,19 @@ SPLIT = "30"  # each 60-row file of write_planted is two splits
 def _run(inp, out, address, *extra):
     from datamask.cli import main
 
-    return main(["dedup", str(inp), str(out), "--split-size", SPLIT, "--scheduler", address, "--quiet",
-                 *[str(x) for x in extra]])
+    return main(
+        [
+            "dedup",
+            str(inp),
+            str(out),
+            "--split-size",
+            SPLIT,
+            "--scheduler",
+            address,
+            "--quiet",
+            *[str(x) for x in extra],
+        ]
+    )
 
 
 def _table(out):
@@ -85,8 +97,10 @@ def test_keep_all_points_at_the_kept_id_and_a_rerun_resumes_to_the_same_output(c
 def test_semantic_without_cluster_column_computes_clusters(tmp_path, address):
     inp = tmp_path / "in"
     expected = _write(inp, seed=1, with_embedding=True)  # every planted copy has its original's vector
-    assert _run(inp, tmp_path / "out", address, "--kind", "semantic", "--eps", "0.01", "--n-clusters", "3",
-                "--keep-all") == 0
+    assert (
+        _run(inp, tmp_path / "out", address, "--kind", "semantic", "--eps", "0.01", "--n-clusters", "3", "--keep-all")
+        == 0
+    )
     t = _table(tmp_path / "out")
     assert dict(zip(t["id"].to_pylist(), t["duplicate_of"].to_pylist())) == expected
     assert _manifest(tmp_path / "out")["dedup"]["kinds"]["semantic"]["removed"] == 9
@@ -95,14 +109,23 @@ def test_semantic_without_cluster_column_computes_clusters(tmp_path, address):
 def test_missing_text_column_fails_cleanly(corpus, tmp_path, address, capsys):
     inp, _ = corpus
     out = tmp_path / "out"
-    assert_fails(capsys, ["dedup", inp, out, "--text-column", "body", "--scheduler", address, "--quiet"],
-                 "'body'", "--text-column")
+    assert_fails(
+        capsys,
+        ["dedup", inp, out, "--text-column", "body", "--scheduler", address, "--quiet"],
+        "'body'",
+        "--text-column",
+    )
     assert_no_output(out)
 
 
-@pytest.mark.parametrize("flags,needle", [(["--bands", "7"], "--bands 7"), (["--num-perm", "64", "--bands", "128"],
-                                                                            "--bands 128"),
-                                          (["--kind", "fuzzy,minhash"], "--kind")])
+@pytest.mark.parametrize(
+    "flags,needle",
+    [
+        (["--bands", "7"], "--bands 7"),
+        (["--num-perm", "64", "--bands", "128"], "--bands 128"),
+        (["--kind", "fuzzy,minhash"], "--kind"),
+    ],
+)
 def test_impossible_settings_fail_before_any_output(corpus, tmp_path, address, capsys, flags, needle):
     inp, _ = corpus
     out = tmp_path / "out"
@@ -119,15 +142,22 @@ def test_semantic_partition_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one
 
     from datamask.errors import ConfigError
     from datamask.pipeline import gpu_worker
-    from datamask.pipeline.stages import dedup_groups
+    from datamask.pipeline.stages import dedup_semantic
 
     rng = np.random.default_rng(0)
     E = rng.normal(size=(40, 16)).astype(np.float32)
     E[20:] = E[:20] + 1e-4  # 20 near-copies
-    df = pd.DataFrame({"doc": np.arange(40), "cluster": np.zeros(40, np.int64), "quality": rng.random(40),
-                       "emb": pd.Series(pa.array(list(E), type=pa.list_(pa.float32(), 16)),
-                                        dtype=pd.ArrowDtype(pa.list_(pa.float32(), 16)))})
-    cpu = dedup_groups._semantic_partition(df, eps=0.01, device="cpu")
+    df = pd.DataFrame(
+        {
+            "doc": np.arange(40),
+            "cluster": np.zeros(40, np.int64),
+            "quality": rng.random(40),
+            "emb": pd.Series(
+                pa.array(list(E), type=pa.list_(pa.float32(), 16)), dtype=pd.ArrowDtype(pa.list_(pa.float32(), 16))
+            ),
+        }
+    )
+    cpu = dedup_semantic._semantic_partition(df, eps=0.01, device="cpu")
     taken = []
     lock = gpu_worker._LOCK
 
@@ -140,10 +170,11 @@ def test_semantic_partition_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one
             return lock.release()
 
     monkeypatch.setattr(gpu_worker, "_LOCK", Spy())
-    gpu = dedup_groups._semantic_partition(df, eps=0.01, device="gpu")
+    gpu = dedup_semantic._semantic_partition(df, eps=0.01, device="gpu")
     assert taken == ["lock"] and len(cpu) == 20
-    pd.testing.assert_frame_equal(gpu.sort_values("doc").reset_index(drop=True),
-                                  cpu.sort_values("doc").reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        gpu.sort_values("doc").reset_index(drop=True), cpu.sort_values("doc").reset_index(drop=True)
+    )
 
     class OutOfMemoryError(MemoryError):
         pass
@@ -153,7 +184,7 @@ def test_semantic_partition_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one
 
     monkeypatch.setattr("datamask.dedup.semantic.semantic_duplicates", oom)
     with pytest.raises(ConfigError) as e:
-        dedup_groups._semantic_partition(df, eps=0.01, device="gpu")
+        dedup_semantic._semantic_partition(df, eps=0.01, device="gpu")
     msg = str(e.value)
     assert "semantic dedup of 40 rows: the GPU ran out of memory" in msg and "raise --n-clusters" in msg
     assert "\n" not in msg

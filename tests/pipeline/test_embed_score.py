@@ -1,6 +1,7 @@
 """The text stages through the CLI on a real LocalCluster (2 workers): embed -> score -> dedup
 -> select from raw JSONL (workflows/raw_jsonl.yaml), resume, skipped-text counts, and bad input (exit
 code, one line, no partial output)."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,21 @@ def _stamps(d):
 
 
 def _run_workflow(out, address, quiet=True):
-    return main(["run", str(WORKFLOW), "--set", f"input={CORPUS}", "--set", f"output={out}",
-                 "--set", f"scheduler={address}", "--set", "select.steps=30"] + (["--quiet"] if quiet else []))
+    return main(
+        [
+            "run",
+            str(WORKFLOW),
+            "--set",
+            f"input={CORPUS}",
+            "--set",
+            f"output={out}",
+            "--set",
+            f"scheduler={address}",
+            "--set",
+            "select.steps=30",
+        ]
+        + (["--quiet"] if quiet else [])
+    )
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +183,9 @@ def texts():
 def test_missing_text_column(tmp_path, capsys, address, texts):
     d = _parquet(tmp_path, id=list(range(30)), body=texts)
     out = tmp_path / "out"
-    _assert_fails(capsys, ["embed", d, out, "--scheduler", address], "f.parquet", "missing column 'text'", "--text-column")
+    _assert_fails(
+        capsys, ["embed", d, out, "--scheduler", address], "f.parquet", "missing column 'text'", "--text-column"
+    )
     assert_no_output(out)
     _assert_fails(capsys, ["score", d, out, "--heuristics", "--scheduler", address], "missing column 'text'")
     assert_no_output(out)
@@ -199,7 +215,9 @@ def test_bad_model_paths(tmp_path, capsys, address, texts):
     assert_no_output(out)
     empty = tmp_path / "empty-model"
     empty.mkdir()
-    _assert_fails(capsys, ["embed", d, out, "--model", empty, "--scheduler", address], "not a sentence-transformers model")
+    _assert_fails(
+        capsys, ["embed", d, out, "--model", empty, "--scheduler", address], "not a sentence-transformers model"
+    )
     assert_no_output(out)
     # (a folder with config files that do not load: tests/test_features_embed.py, same one-line error)
 
@@ -209,7 +227,9 @@ def test_fasttext_file_not_a_model(tmp_path, capsys, address, texts):
     bad = tmp_path / "model.bin"
     bad.write_bytes(b"this is not a fastText model at all")
     out = tmp_path / "out"
-    _assert_fails(capsys, ["score", d, out, "--fasttext", bad, "--scheduler", address], "model.bin", "not a fastText model")
+    _assert_fails(
+        capsys, ["score", d, out, "--fasttext", bad, "--scheduler", address], "model.bin", "not a fastText model"
+    )
     assert_no_output(out)
 
 
@@ -218,16 +238,27 @@ def test_score_column_with_nan(tmp_path, capsys, address, texts):
     s[7] = np.nan
     d = _parquet(tmp_path, id=list(range(30)), text=texts, edu=s)
     out = tmp_path / "out"
-    _assert_fails(capsys, ["score", d, out, "--scores", "edu:1", "--scheduler", address],
-          "f.parquet", "'edu'", "row 7", "fill or drop")
+    _assert_fails(
+        capsys,
+        ["score", d, out, "--scores", "edu:1", "--scheduler", address],
+        "f.parquet",
+        "'edu'",
+        "row 7",
+        "fill or drop",
+    )
     assert_no_output(out)
 
 
 def test_weights_name_absent_columns(tmp_path, capsys, address, texts):
     d = _parquet(tmp_path, id=list(range(30)), text=texts, edu=np.linspace(0, 1, 30))
     out = tmp_path / "out"
-    _assert_fails(capsys, ["score", d, out, "--scores", "edu:1,dclm:2", "--scheduler", address],
-          "f.parquet", "missing column 'dclm'", "--scores")
+    _assert_fails(
+        capsys,
+        ["score", d, out, "--scores", "edu:1,dclm:2", "--scheduler", address],
+        "f.parquet",
+        "missing column 'dclm'",
+        "--scores",
+    )
     assert_no_output(out)
     _assert_fails(capsys, ["score", d, out, "--scores", "edu:x", "--scheduler", address], "edu", "not a number")
     _assert_fails(capsys, ["score", d, out, "--scheduler", address], "nothing to score")

@@ -1,4 +1,5 @@
 """Fault tolerance: a worker killed mid-partition, and the whole job killed midway."""
+
 from __future__ import annotations
 
 import logging
@@ -51,8 +52,11 @@ def test_worker_killed_mid_partition(corpus, fault_cluster, reference, tmp_path)
         job.start()
 
         def busy():
-            return [w for w, tasks in client.processing().items()
-                    if any("select_partition" in str(k) or "read_frame" in str(k) for k in tasks)]
+            return [
+                w
+                for w, tasks in client.processing().items()
+                if any("select_partition" in str(k) or "read_frame" in str(k) for k in tasks)
+            ]
 
         _wait(lambda: busy(), what="a running partition")
         time.sleep(1.0)  # well inside the partition (each takes a few seconds)
@@ -71,8 +75,10 @@ def test_job_killed_midway_then_resumed(corpus, fault_cluster, reference, tmp_pa
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     parts = out / "_datamask" / "parts"
     try:
-        _wait(lambda: parts.exists() and len(list(parts.glob("*.json"))) >= 2 or proc.poll() is not None,
-              what="two finished partitions")
+        _wait(
+            lambda: parts.exists() and len(list(parts.glob("*.json"))) >= 2 or proc.poll() is not None,
+            what="two finished partitions",
+        )
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
     finally:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -1,6 +1,7 @@
 """benchmarks/gpu_check.sh's own logic, on CPU: the scripts parse, the wheel list pins exact
 versions, only missing or older wheels are installed, the corpus it generates is one the
 pipeline reads, and the table marks each figure against its target."""
+
 from __future__ import annotations
 
 import json
@@ -28,11 +29,11 @@ def test_the_check_runs_every_measurement_the_issues_ask_for():
     """GPU tests; the optimizer at 100k and 1M rows with the width sweep; select relaxed and
     pg; embed; cluster k=1000: each a step of its own (own time limit)."""
     text = (ROOT / "benchmarks" / "gpu_check.sh").read_text()
-    real = text[text.index("step optimizer 150"):]  # the GPU (not dry-run) branch onwards
+    real = text[text.index("step optimizer 150") :]  # the GPU (not dry-run) branch onwards
     assert "--device gpu --sizes 100000" in real and "--big 1000000" in real and "--sweep-groups" in real
     for name in ("gpu-tests", "optimizer", "optimizer-width", '"select-$solver"', "embed", "cluster", "proxy-lm"):
         assert f"step {name} " in text, name
-    assert "for solver in relaxed pg" in text and 'k=1000' in text
+    assert "for solver in relaxed pg" in text and "k=1000" in text
 
 
 def _pins():
@@ -51,9 +52,13 @@ def test_wheel_list_pins_exact_versions_once():
 
 
 def test_only_missing_or_older_wheels_are_installed(tmp_path):
-    for f in ("dask-2026.8.0-py3-none-any.whl", "toolz-1.2.0-py3-none-any.whl",
-              "cloudpickle-3.1.3-py3-none-any.whl", "dask_cuda-26.10.0-py3-none-any.whl",
-              "tornado-6.6.1-cp311-abi3-manylinux_2_28_x86_64.whl"):
+    for f in (
+        "dask-2026.8.0-py3-none-any.whl",
+        "toolz-1.2.0-py3-none-any.whl",
+        "cloudpickle-3.1.3-py3-none-any.whl",
+        "dask_cuda-26.10.0-py3-none-any.whl",
+        "tornado-6.6.1-cp311-abi3-manylinux_2_28_x86_64.whl",
+    ):
         (tmp_path / f).write_bytes(b"")
     have = {"toolz": "1.2.0", "cloudpickle": "2.2.1", "tornado": "6.7"}
     picked = [Path(p).name.split("-")[0] for p in gpu_bench.wheels_to_install(tmp_path, installed=have)]
@@ -82,11 +87,23 @@ def test_report_marks_targets_and_steps(tmp_path):
         (tmp_path / f"{name}.json").write_text(json.dumps(rec))
 
     sp = [{"gpu_peak_ratio": 2.1}, {"gpu_peak_ratio": 3.4}]
-    put("select_relaxed", {"rows": 2_000_000, "rows_per_s_per_gpu": 1_250_000.0, "splits": sp,
-                           "gpu": {"level": "cuda", "cluster": "per-gpu"}})
+    put(
+        "select_relaxed",
+        {
+            "rows": 2_000_000,
+            "rows_per_s_per_gpu": 1_250_000.0,
+            "splits": sp,
+            "gpu": {"level": "cuda", "cluster": "per-gpu"},
+        },
+    )
     put("select_pg", {"rows": 2_000_000, "rows_per_s_per_gpu": 50_000.0, "splits": []})
-    put("embed", {"short": {"texts": 200000, "texts_per_s": 21000.0, "batch_size": 4096, "cosine_min": 0.99999},
-                  "long": {"texts": 40000, "texts_per_s": 4000.0, "cosine_min": 0.99998}})
+    put(
+        "embed",
+        {
+            "short": {"texts": 200000, "texts_per_s": 21000.0, "batch_size": 4096, "cosine_min": 0.99999},
+            "long": {"texts": 40000, "texts_per_s": 4000.0, "cosine_min": 0.99998},
+        },
+    )
     (tmp_path / "steps.tsv").write_text("select-relaxed\t0\t20\nembed\t124\t120\noptimizer\tskip\t0\n")
     (tmp_path / "gpu-tests.log").write_text("..s.\n5 passed, 2 skipped, 310 deselected in 30.1s\n")
     md = gpu_bench.report(tmp_path)

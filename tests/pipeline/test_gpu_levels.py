@@ -1,6 +1,7 @@
 """GPU levels chosen from what the runtime answers, the one-line reasons when none can run,
 and the per-GPU workers: all on CPU, with the probes of :mod:`datamask.pipeline.gpu` replaced
 by stand-ins (a machine with cupy and two GPUs, with RAPIDS, with a mismatched build...)."""
+
 from __future__ import annotations
 
 import pytest
@@ -57,8 +58,13 @@ def test_cuda_alone_host_frames_cupy_arrays_and_one_worker_per_gpu(machine):
 def test_rapids_when_it_works_unless_told_to_stay_on_cuda(machine, monkeypatch):
     machine(cupy=CUPY_OK, extras=Extras(rapids=True, dask_cuda=True), driver=13000)
     lv = select_level("gpu")
-    assert (lv.name, lv.frames, lv.arrays, lv.kmeans, lv.cluster) == ("rapids", "cudf", "cupy", "cuml",
-                                                                       "LocalCUDACluster")
+    assert (lv.name, lv.frames, lv.arrays, lv.kmeans, lv.cluster) == (
+        "rapids",
+        "cudf",
+        "cupy",
+        "cuml",
+        "LocalCUDACluster",
+    )
     monkeypatch.setenv(gpu.LEVEL_ENV, "cuda")
     assert select_level("gpu").name == "cuda"
     monkeypatch.setenv(gpu.LEVEL_ENV, "bogus")
@@ -66,15 +72,24 @@ def test_rapids_when_it_works_unless_told_to_stay_on_cuda(machine, monkeypatch):
         select_level("gpu")
 
 
-@pytest.mark.parametrize("cupy, driver, needles", [
-    (CupyProbe(), 13000, ["needs cupy", "pip install cupy-cuda13x", "CUDA 13.0"]),
-    (CupyProbe("14.2.0", "cudaErrorInsufficientDriver: CUDA driver version is insufficient", 13000, ()), 12040,
-     ["cupy 14.2.0 is built for CUDA 13.0", "supports CUDA 12.4", "install cupy-cuda12x"]),
-    (CupyProbe("14.2.0", "cudaErrorInsufficientDriver", 13000, ()), None, ["no CUDA GPU", "no NVIDIA driver"]),
-    (CupyProbe("14.2.0", None, 13000, ()), 13000, ["no CUDA GPU", "sees no device", "CUDA_VISIBLE_DEVICES"]),
-    (CupyProbe(None, "libcudart.so.13: cannot open shared object file", None, ()), 12040,
-     ["cupy does not import", "libcudart.so.13", "cupy-cuda12x"]),
-])
+@pytest.mark.parametrize(
+    "cupy, driver, needles",
+    [
+        (CupyProbe(), 13000, ["needs cupy", "pip install cupy-cuda13x", "CUDA 13.0"]),
+        (
+            CupyProbe("14.2.0", "cudaErrorInsufficientDriver: CUDA driver version is insufficient", 13000, ()),
+            12040,
+            ["cupy 14.2.0 is built for CUDA 13.0", "supports CUDA 12.4", "install cupy-cuda12x"],
+        ),
+        (CupyProbe("14.2.0", "cudaErrorInsufficientDriver", 13000, ()), None, ["no CUDA GPU", "no NVIDIA driver"]),
+        (CupyProbe("14.2.0", None, 13000, ()), 13000, ["no CUDA GPU", "sees no device", "CUDA_VISIBLE_DEVICES"]),
+        (
+            CupyProbe(None, "libcudart.so.13: cannot open shared object file", None, ()),
+            12040,
+            ["cupy does not import", "libcudart.so.13", "cupy-cuda12x"],
+        ),
+    ],
+)
 def test_why_no_gpu_for_arrays(machine, cupy, driver, needles):
     machine(cupy=cupy, driver=driver)
     assert select_level("auto") is CPU
@@ -84,11 +99,14 @@ def test_why_no_gpu_for_arrays(machine, cupy, driver, needles):
         assert n in str(e.value), (n, str(e.value))
 
 
-@pytest.mark.parametrize("torch, driver, needles", [
-    (TorchProbe(), 13000, ["torch, which is not installed"]),
-    (TorchProbe("2.13.0+cpu", None, ()), 13000, ["torch 2.13.0+cpu is a CPU-only build", "CUDA 13.0"]),
-    (TorchProbe("2.11.0+cu130", "13.0", ()), 12040, ["built for CUDA 13.0", "supports CUDA 12.4"]),
-])
+@pytest.mark.parametrize(
+    "torch, driver, needles",
+    [
+        (TorchProbe(), 13000, ["torch, which is not installed"]),
+        (TorchProbe("2.13.0+cpu", None, ()), 13000, ["torch 2.13.0+cpu is a CPU-only build", "CUDA 13.0"]),
+        (TorchProbe("2.11.0+cu130", "13.0", ()), 12040, ["built for CUDA 13.0", "supports CUDA 12.4"]),
+    ],
+)
 def test_why_no_gpu_for_the_embedding_model(machine, torch, driver, needles):
     machine(cupy=CUPY_OK, torch=torch, driver=driver)
     assert select_level("gpu").name == "cuda"  # arrays alone: fine
@@ -121,8 +139,13 @@ def test_embedding_level_with_torch_alone(machine):
 def test_cli_mismatched_cupy_is_one_line_and_leaves_no_output(machine, corpus, tmp_path, capsys):
     machine(cupy=CupyProbe("14.2.0", "cudaErrorInsufficientDriver", 13000, ()), driver=12040)
     out = tmp_path / "out"
-    assert_fails(capsys, ["select", corpus, out, "--device", "gpu", "--quiet"], "built for CUDA 13.0",
-                 "install cupy-cuda12x", "--device cpu")
+    assert_fails(
+        capsys,
+        ["select", corpus, out, "--device", "gpu", "--quiet"],
+        "built for CUDA 13.0",
+        "install cupy-cuda12x",
+        "--device cpu",
+    )
     assert not out.exists()
     assert_fails(capsys, ["cluster", corpus, tmp_path / "c", "--device", "gpu", "--n-clusters", "3"], "cupy-cuda12x")
     assert not (tmp_path / "c").exists()
@@ -146,8 +169,12 @@ def test_per_gpu_worker_specs_pin_one_gpu_each():
     assert [o["env"]["CUDA_VISIBLE_DEVICES"] for o in opts] == ["6", "7"]
     assert all(o["nthreads"] == gpu_threads(2) and o["resources"] == {"GPU": 1} for o in opts)
     # the host's cores shared by the GPUs, 2 to 4: an H200 machine (16 cores, 1 GPU) gets 4
-    assert (gpu_threads(1, cores=16), gpu_threads(8, cores=16), gpu_threads(2, cores=6), gpu_threads(1, cores=1)) == \
-        (4, 2, 3, 2)
+    assert (gpu_threads(1, cores=16), gpu_threads(8, cores=16), gpu_threads(2, cores=6), gpu_threads(1, cores=1)) == (
+        4,
+        2,
+        3,
+        2,
+    )
     assert all(o["memory_limit"] == psutil.virtual_memory().total // 2 for o in opts)
     assert gpu_worker_specs(1, memory_limit="3GiB", visible="")["gpu-0"]["options"]["memory_limit"] == "3GiB"
 

@@ -3,6 +3,7 @@ CUDA_VISIBLE_DEVICES, 2-4 threads each (one split on the device while the next a
 the per-GPU lock, records and manifest. Its array library is numpy here, so the only step
 that differs on a real GPU is the copy of each split's embeddings to the device, and the
 selection must equal the CPU run's row for row."""
+
 from __future__ import annotations
 
 import os
@@ -73,20 +74,44 @@ def test_out_of_memory_in_a_worker_is_one_line(fake_cuda, corpus, tmp_path, caps
     monkeypatch.setattr(select_stage, "select", oom)
     out = tmp_path / "out"
     # an in-process worker, so the stand-in reaches it
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster:
-        assert_fails(capsys, ["select", corpus, out, "--device", "gpu", "--split-size", SPLIT, "--quiet",
-                              "--scheduler", cluster.scheduler_address],
-                     "shard-", "(rows ", "ran out of memory on Fake GPU A",
-                     "asked for 6.00 GiB more", "lower --split-size (now 2,000)")
+    with LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None, silence_logs=logging.ERROR
+    ) as cluster:
+        assert_fails(
+            capsys,
+            [
+                "select",
+                corpus,
+                out,
+                "--device",
+                "gpu",
+                "--split-size",
+                SPLIT,
+                "--quiet",
+                "--scheduler",
+                cluster.scheduler_address,
+            ],
+            "shard-",
+            "(rows ",
+            "ran out of memory on Fake GPU A",
+            "asked for 6.00 GiB more",
+            "lower --split-size (now 2,000)",
+        )
     assert_no_output(out)
 
 
 @pytest.mark.gpu
 def test_select_on_the_gpu_records_level_and_peak_memory(corpus, tmp_path):
     """On a real GPU: cupy arrays, one worker per GPU, each split's peak GPU memory recorded."""
-    cfg = SelectConfig(input=str(corpus), output=str(tmp_path / "gpu"), split_size=int(SPLIT), steps=int(STEPS),
-                       quiet=True, device="gpu", solver="relaxed")
+    cfg = SelectConfig(
+        input=str(corpus),
+        output=str(tmp_path / "gpu"),
+        split_size=int(SPLIT),
+        steps=int(STEPS),
+        quiet=True,
+        device="gpu",
+        solver="relaxed",
+    )
     m = run_select(cfg)
     assert m["gpu"]["arrays"] == "cupy" and m["gpu"]["level"] in ("cuda", "rapids") and m["gpu"]["gpus"]
     assert all(p["gpu_peak_bytes"] > 0 and p["gpu_peak_ratio"] > 0 for p in m["splits"])

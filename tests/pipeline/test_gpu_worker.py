@@ -1,6 +1,7 @@
 """A split's device work on a GPU worker, proved on CPU: one split per GPU at a time while
 the next one is read, the peak GPU memory in the split's record, and an out-of-memory as one
 line that names the split and the fix. Fakes stand in for cupy's pool and CUDA's errors."""
+
 from __future__ import annotations
 
 import sys
@@ -69,20 +70,33 @@ def test_cpu_level_takes_no_lock():
     assert time.perf_counter() - t0 < 0.5 and "wait_seconds" not in w.record()
 
 
-@pytest.mark.parametrize("message, needles", [
-    ("Out of memory allocating 1,073,741,824 bytes (allocated so far: 2,147,483,648 bytes).",
-     ["asked for 1.00 GiB more with 2.00 GiB already allocated"]),
-    ("CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.15 GiB total capacity)",
-     ["asked for 20.00 MiB more"]),
-    ("no numbers here", ["asked for more than was free"]),
-])
+@pytest.mark.parametrize(
+    "message, needles",
+    [
+        (
+            "Out of memory allocating 1,073,741,824 bytes (allocated so far: 2,147,483,648 bytes).",
+            ["asked for 1.00 GiB more with 2.00 GiB already allocated"],
+        ),
+        (
+            "CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 79.15 GiB total capacity)",
+            ["asked for 20.00 MiB more"],
+        ),
+        ("no numbers here", ["asked for more than was free"]),
+    ],
+)
 def test_out_of_memory_is_one_line_naming_split_memory_and_fix(message, needles):
-    with pytest.raises(ConfigError) as e, \
-            DeviceWork(FAKE_GPU, "shard-0.parquet (rows 0-1000000)", 1_000_000, data_bytes=768 * 2**20):
+    with (
+        pytest.raises(ConfigError) as e,
+        DeviceWork(FAKE_GPU, "shard-0.parquet (rows 0-1000000)", 1_000_000, data_bytes=768 * 2**20),
+    ):
         raise OutOfMemoryError(message)
     msg = str(e.value)
-    for n in needles + ["shard-0.parquet (rows 0-1000000)", "ran out of memory on Fake GPU",
-                        "its embeddings are 768.00 MiB", "lower --split-size (now 1,000,000)"]:
+    for n in needles + [
+        "shard-0.parquet (rows 0-1000000)",
+        "ran out of memory on Fake GPU",
+        "its embeddings are 768.00 MiB",
+        "lower --split-size (now 1,000,000)",
+    ]:
         assert n in msg, (n, msg)
     assert "\n" not in msg
     # the lock is free again: the next split can take the device
@@ -144,8 +158,10 @@ def test_vector_checks_run_on_the_device_with_one_read_back(fake_cp):
     fake_cupy.SYNCS.clear()
     check_vectors(fake_cp.asarray(E), "f.parquet (rows 0-66036)", "embedding")
     assert len(fake_cupy.SYNCS) == 1
-    for row, value, needle in ((VECTOR_BLOCK + 7, np.nan, "NaN or inf at row 1065579"),
-                               (3, 0.0, "zero-norm embedding at row 1000039")):
+    for row, value, needle in (
+        (VECTOR_BLOCK + 7, np.nan, "NaN or inf at row 1065579"),
+        (3, 0.0, "zero-norm embedding at row 1000039"),
+    ):
         bad = E.copy()
         bad[row] = value
         bad[VECTOR_BLOCK + 100] = 0.0  # a later zero row: the first bad row is the one named

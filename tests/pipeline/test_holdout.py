@@ -1,4 +1,5 @@
 """``select --holdout F``: a seeded slice of every split set aside before the method runs."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,7 @@ def test_select_sets_the_holdout_aside(corpus, address, tmp_path):
     m = manifest(out)
     held = pq.read_table(out / "holdout").to_pandas()
     sel = read_out(out).to_pandas()
-    assert m["totals"]["holdout_rows"] == len(held) == sum(round(0.1 * (p["stop"] - p["start"]))
-                                                           for p in m["splits"])
+    assert m["totals"]["holdout_rows"] == len(held) == sum(round(0.1 * (p["stop"] - p["start"])) for p in m["splits"])
     assert m["totals"]["rows_in"] + len(held) == sum(FILE_ROWS)
     assert not set(held.id) & set(sel.id)
     for p in m["splits"]:

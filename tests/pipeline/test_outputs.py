@@ -96,6 +96,18 @@ def test_status_reads_the_files(small, clusters, tmp_path, capsys):
     assert main(["status", str(out)]) == 0
 
 
+def test_status_of_one_split_says_split(clusters, tmp_path, capsys):
+    write_files(tmp_path / "one", rows=(300,))
+    out = tmp_path / "sel1"
+    assert main(_args(tmp_path / "one", out, scheduler=clusters[2])) == 0
+    capsys.readouterr()
+    assert main(["status", str(out)]) == 0
+    assert "complete (1 split; manifest.json written)" in capsys.readouterr().out
+    (out / "data" / "shard-0.r0-300.parquet").unlink()
+    assert main(["status", str(out)]) == 1
+    assert "INCOMPLETE: 0 of 1 split finished, 1 missing" in capsys.readouterr().out
+
+
 def test_output_inside_input_is_refused(small, tmp_path, capsys):
     import shutil
 

@@ -1,4 +1,5 @@
 """End to end: the `datamask` CLI on a generated corpus through a real LocalCluster."""
+
 from __future__ import annotations
 
 import gzip
@@ -40,7 +41,7 @@ def test_parquet_in_parquet_out(corpus, selected):
         assert t.num_rows == p["rows_out"]
         # rows come from this partition's own row range
         ids = t.column("id").to_numpy()
-        src = pq.read_table(corpus / p["source"], columns=["id"]).column(0).to_numpy()[p["start"]:p["stop"]]
+        src = pq.read_table(corpus / p["source"], columns=["id"]).column(0).to_numpy()[p["start"] : p["stop"]]
         assert np.isin(ids, src).all()
         assert p["after"]["objective"] > p["before"]["objective"]
     out = read_out(selected)
@@ -189,7 +190,9 @@ def test_pruning_limit_applies_only_to_methods_that_prune(corpus, address, tmp_p
     # but top-k ignores `prune` and must keep 60% of every split.
     assert main(args(corpus, tmp_path / "dm", "--ratio", "0.6", scheduler=address)) == 2
     assert "left after pruning" in capsys.readouterr().err
-    assert main(args(corpus, tmp_path / "topk", "--ratio", "0.6", "--method", "topk", "--no-report",
-                     scheduler=address)) == 0
+    assert (
+        main(args(corpus, tmp_path / "topk", "--ratio", "0.6", "--method", "topk", "--no-report", scheduler=address))
+        == 0
+    )
     parts = manifest(tmp_path / "topk")["splits"]
     assert all(p["rows_out"] == round(0.6 * p["rows_in"]) for p in parts)

@@ -8,6 +8,7 @@ stage), ``datamask run`` (``stages: [...]`` workflows) and ``datamask status`` r
 ``cluster`` and ``compare`` live in the analysis layer; they are named here by module, and
 imported only when used, so this package imports nothing above it.
 """
+
 from __future__ import annotations
 
 import importlib

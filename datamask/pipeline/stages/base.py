@@ -11,6 +11,7 @@ client and the manifest are the same for every such stage. A *whole-corpus* stag
 :mod:`datamask.pipeline.stages` lists every stage by name (:data:`~datamask.pipeline.stages.STAGES`);
 the command line, ``datamask run`` and ``datamask status`` read that list.
 """
+
 from __future__ import annotations
 
 from typing import ClassVar
@@ -19,8 +20,10 @@ from ..output import MANIFEST
 
 __all__ = ["Stage", "INPUT_HELP", "split_runs"]
 
-INPUT_HELP = ("directory, file or glob of Parquet / JSONL / JSONL.gz, or the output directory of another "
-              "datamask stage (its data/ is read)")
+INPUT_HELP = (
+    "directory, file or glob of Parquet / JSONL / JSONL.gz, or the output directory of another "
+    "datamask stage (its data/ is read)"
+)
 
 
 class Stage:
@@ -60,5 +63,7 @@ class Stage:
 def split_runs(totals: dict, out) -> str:
     """``in N splits (C computed, R resumed) -> OUT``, the tail of a per-split stage's summary."""
     n = totals.get("splits", totals.get("partitions"))
-    return (f"in {n} split{'' if n == 1 else 's'} ({totals['computed_this_run']} computed, {totals['resumed']} "
-            f"resumed) -> {out}")
+    return (
+        f"in {n} split{'' if n == 1 else 's'} ({totals['computed_this_run']} computed, {totals['resumed']} "
+        f"resumed) -> {out}"
+    )

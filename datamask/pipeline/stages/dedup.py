@@ -8,6 +8,7 @@ or with ``keep_all`` every row and a ``duplicate_of`` column (the kept row's id;
 kept rows). The manifest's ``dedup`` key holds, per kind, the groups found and the rows
 removed, and a few example groups with their texts (shown by ``datamask report``).
 """
+
 from __future__ import annotations
 
 import json
@@ -56,9 +57,11 @@ def _dedup_partition(df, partition_info=None, *, splits, out_root, cfg, ranks, g
         keep[rows] = False
         table = table.filter(pa.array(keep))
     rec = split_record(s, n)
-    rec.update(rows_out=table.num_rows if not cfg.keep_all else n - len(rows),
-               removed={k: kinds.count(k) for k in sorted(set(kinds))},
-               null_texts=int(table.column(cfg.text_column).null_count))
+    rec.update(
+        rows_out=table.num_rows if not cfg.keep_all else n - len(rows),
+        removed={k: kinds.count(k) for k in sorted(set(kinds))},
+        null_texts=int(table.column(cfg.text_column).null_count),
+    )
     return finish_split(table, out_root, rec, t0=t0)
 
 
@@ -86,7 +89,10 @@ def plan_dedup(cfg) -> StageRun:
         return {"groups_file": str(where / REMOVED_FILE)}
 
     return StageRun(
-        "dedup", plan, cols, _dedup_partition,
+        "dedup",
+        plan,
+        cols,
+        _dedup_partition,
         kwargs=dict(cfg=cfg, ranks=ranks, groups_file=None),
         setup=setup,
         totals=_totals,
@@ -105,9 +111,12 @@ class DedupStage(Stage):
         "--num-perm) and LSH bands (--bands, or chosen from --threshold), candidates verified against "
         "--threshold on their estimated Jaccard, groups as connected components; semantic: SemDeDup within "
         "clusters (the cluster column, or k-means), cosine above 1 - eps. Null texts are kept, counted, never "
-        "grouped. With --keep-all every row is written with a duplicate_of column (the kept row's id).")
-    input_help = ("directory, file or glob of Parquet / JSONL / JSONL.gz with id and text columns, or the output "
-                  "directory of another datamask stage")
+        "grouped. With --keep-all every row is written with a duplicate_of column (the kept row's id)."
+    )
+    input_help = (
+        "directory, file or glob of Parquet / JSONL / JSONL.gz with id and text columns, or the output "
+        "directory of another datamask stage"
+    )
     output_help = "output directory (data/, manifest.json, report/)"
     report = True
 
@@ -115,10 +124,13 @@ class DedupStage(Stage):
 
     def summary(self, manifest, out):
         t = manifest["totals"]
-        kinds = ", ".join(f"{k} {v['removed']:,} in {v['groups']:,} groups"
-                          for k, v in manifest["dedup"]["kinds"].items())
-        return (f"datamask: deduplicated {t['rows_in']:,} rows to {t['rows_out']:,} (removed: {kinds or 'none'}; "
-                f"{t['null_texts']:,} null texts kept) {split_runs(t, out)}")
+        kinds = ", ".join(
+            f"{k} {v['removed']:,} in {v['groups']:,} groups" for k, v in manifest["dedup"]["kinds"].items()
+        )
+        return (
+            f"datamask: deduplicated {t['rows_in']:,} rows to {t['rows_out']:,} (removed: {kinds or 'none'}; "
+            f"{t['null_texts']:,} null texts kept) {split_runs(t, out)}"
+        )
 
 
 # ``datamask dedup``: ``cfg`` is a :class:`~datamask.pipeline.config.DedupConfig`; returns the manifest.

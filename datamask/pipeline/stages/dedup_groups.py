@@ -11,11 +11,12 @@ by their numbers (:mod:`.dedup_read`).
 3. lookup (per split, only the documents in a pair): quality, and MinHash signatures to
    verify the fuzzy candidates; on the client, connected components per kind, exact first
    then fuzzy on what exact kept; the kept member of a group is the highest-quality one;
-4. semantic (when asked): per split the embeddings of the rows still kept and their
+4. semantic (when asked, :mod:`.dedup_semantic`): per split the embeddings of the rows still kept and their
    cluster (the cluster column, or k-means fitted on a sample of the corpus), a Dask
    shuffle on the cluster, the SemDeDup kernel per cluster, highest quality first;
 5. ids and example texts of the groups (per split); groups and summary written.
 """
+
 from __future__ import annotations
 
 import time
@@ -30,8 +31,20 @@ from ...dedup.minhash import signatures
 from ...dedup.pairs import bucket_pairs, duplicate_of
 from ..io import Split, read_split, write_json_atomic, write_parquet_atomic
 from .dedup_read import column_names, doc_range, document_numbers, gather, per_split, read_quality, read_texts
+from .dedup_semantic import semantic_groups
 
-__all__ = ["find_groups", "groups_from_pairs", "records_meta", "split_records", "pairs_partition", "pairs_meta", "DEDUP_DIR", "GROUPS_FILE", "REMOVED_FILE", "SUMMARY_FILE"]
+__all__ = [
+    "find_groups",
+    "groups_from_pairs",
+    "records_meta",
+    "split_records",
+    "pairs_partition",
+    "pairs_meta",
+    "DEDUP_DIR",
+    "GROUPS_FILE",
+    "REMOVED_FILE",
+    "SUMMARY_FILE",
+]
 
 DEDUP_DIR = "dedup"
 GROUPS_FILE = "groups.parquet"  # for the user: id, kept_id, kind, group of every removed row
@@ -40,7 +53,6 @@ SUMMARY_FILE = "summary.json"
 KIND_CODE = {"exact": 0, "fuzzy": 1}
 N_EXAMPLES = 3  # example groups per kind shown in the report
 EXAMPLE_CHARS = 600
-KMEANS_SAMPLE = 50_000
 
 
 # ---------------------------------------------------------------------- 1-2. records and pairs
@@ -57,8 +69,7 @@ def split_records(texts, doc, kinds, params):
         frames.append(exact_records(texts, doc).assign(kind=np.int8(KIND_CODE["exact"])))
     if "fuzzy" in kinds:
         sig, has = signatures(texts, params.ngram, params.num_perm)
-        frames.append(fuzzy_records(sig, has, doc, params.bands, params.rows)
-                      .assign(kind=np.int8(KIND_CODE["fuzzy"])))
+        frames.append(fuzzy_records(sig, has, doc, params.bands, params.rows).assign(kind=np.int8(KIND_CODE["fuzzy"])))
     out = pd.concat(frames, ignore_index=True) if frames else records_meta()
     return out[list(records_meta().columns)]
 
@@ -84,8 +95,16 @@ def _candidate_pairs(client, plan, cols, ranks, kinds, params, quiet):
     import dask.dataframe as dd
 
     with dask.config.set({"dataframe.convert-string": False}):
-        recs = dd.from_map(_records, plan.splits, cols=cols, ranks=ranks, kinds=kinds, params=params,
-                           meta=records_meta(), enforce_metadata=False)
+        recs = dd.from_map(
+            _records,
+            plan.splits,
+            cols=cols,
+            ranks=ranks,
+            kinds=kinds,
+            params=params,
+            meta=records_meta(),
+            enforce_metadata=False,
+        )
         n = recs.npartitions
         shuffled = recs.shuffle(on=["kind", "band", "key", "key2"], npartitions=n)
         pairs = shuffled.map_partitions(pairs_partition, meta=pairs_meta(), enforce_metadata=False)
@@ -103,8 +122,9 @@ def _lookup(s: Split, docs, *, cols, ranks, quality_column, params, with_sig):
     rows = (np.asarray(docs) - lo).astype(np.int64)
     sub = table.take(pa.array(rows))
     q = read_quality(sub, quality_column)
-    out = pd.DataFrame({"doc": np.asarray(docs, np.int64),
-                        "quality": q if q is not None else np.full(rows.shape[0], np.nan)})
+    out = pd.DataFrame(
+        {"doc": np.asarray(docs, np.int64), "quality": q if q is not None else np.full(rows.shape[0], np.nan)}
+    )
     if with_sig:
         sig, _ = signatures(read_texts(sub, cols.text, s.where()), params.ngram, params.num_perm)
         out["sig"] = [row.tobytes() for row in sig]
@@ -126,10 +146,23 @@ def _text_groups(client, plan, cols, ranks, kinds, params, cfg):
         return removed, kept, np.zeros(0, object), {k: {"groups": 0, "removed": 0} for k in kinds}
     nodes = np.unique(np.concatenate([pairs["a"].to_numpy(), pairs["b"].to_numpy()]))
     with_sig = "fuzzy" in kinds
-    info = gather(client, per_split(_lookup, plan, ranks, nodes, _lookup_meta(params.num_perm if with_sig else 0),
-                                      cols=cols, quality_column=cfg.quality_column, params=params,
-                                      with_sig=with_sig),
-                   "dedup lookup", cfg.quiet, len(plan.splits)).sort_values("doc", kind="stable")
+    info = gather(
+        client,
+        per_split(
+            _lookup,
+            plan,
+            ranks,
+            nodes,
+            _lookup_meta(params.num_perm if with_sig else 0),
+            cols=cols,
+            quality_column=cfg.quality_column,
+            params=params,
+            with_sig=with_sig,
+        ),
+        "dedup lookup",
+        cfg.quiet,
+        len(plan.splits),
+    ).sort_values("doc", kind="stable")
     sig = None
     if with_sig:
         sig = np.frombuffer(b"".join(info["sig"].tolist()), dtype=np.uint32).reshape(len(info), params.num_perm)
@@ -161,104 +194,11 @@ def groups_from_pairs(pairs, docs, qual, sig, kinds, params):
     return removed, kept, np.array(by, dtype=object), stats
 
 
-# ---------------------------------------------------------------------- 4. semantic
-def _cluster_codes(values) -> np.ndarray:
-    """Equal cluster values -> equal int64 codes on every worker (any column type)."""
-    return pd.util.hash_array(np.asarray(values, dtype=object), categorize=True).view(np.int64)
-
-
-def _semantic_rows(s: Split, removed, *, cols, ranks, quality_column, domain_column, centroids):
-    from ...core.kmeans import assign
-    from ..schema import embedding_matrix
-
-    table = read_split(s, cols)
-    doc = document_numbers(s, ranks)
-    live = ~np.isin(doc, removed) & ~np.asarray(table.column(cols.text).is_null().to_numpy(zero_copy_only=False))
-    table = table.filter(pa.array(live))
-    E = embedding_matrix(table.column(cols.embedding), s.where(), cols.embedding, s.start)
-    if centroids is None:
-        cl = _cluster_codes(table.column(domain_column).to_pylist())
-    else:
-        cl = np.asarray(assign(E, centroids)[0]).astype(np.int64)
-    q = read_quality(table, quality_column)
-    n = table.num_rows
-    return pd.DataFrame({
-        "doc": doc[live], "cluster": cl, "quality": q if q is not None else np.full(n, np.nan),
-        "emb": pd.Series(table.column(cols.embedding).combine_chunks(),
-                         dtype=pd.ArrowDtype(table.schema.field(cols.embedding).type)) if n else
-        pd.Series([], dtype=pd.ArrowDtype(table.schema.field(cols.embedding).type)),
-    })
-
-
-def _semantic_partition(df, *, eps, device):
-    from ...dedup.semantic import semantic_duplicates
-    from ..gpu import CPU, Level
-    from ..gpu_worker import DeviceWork, device_array
-    from ..schema import embedding_matrix
-
-    if len(df) == 0:
-        return pd.DataFrame({"doc": np.zeros(0, np.int64), "kept": np.zeros(0, np.int64)})
-    E = embedding_matrix(pa.array(df["emb"]), "semantic dedup", "embedding")
-    # on a GPU: the per-GPU lock (one partition on the device at a time) and a one-line OOM
-    level = Level("cuda", arrays="cupy") if device == "gpu" else CPU
-    with DeviceWork(level, f"semantic dedup of {len(df):,} rows", len(df), data_bytes=E.nbytes,
-                    flag="raise --n-clusters (smaller clusters per split)"):
-        r, k, _ = semantic_duplicates(device_array(E, level), df["cluster"].to_numpy(), df["quality"].to_numpy(),
-                                      eps, doc=df["doc"].to_numpy())
-    return pd.DataFrame({"doc": r, "kept": k})
-
-
-def _sample_rows(s: Split, n, *, cols):
-    from ..schema import embedding_matrix
-
-    table = read_split(s, cols)
-    if n < table.num_rows:
-        table = table.take(pa.array(np.random.default_rng(s.start).choice(table.num_rows, n, replace=False)))
-    E = embedding_matrix(table.column(cols.embedding), s.where(), cols.embedding, s.start)
-    return pd.DataFrame({"i": np.arange(E.shape[0]), "emb": list(E)})
-
-
-def _semantic_groups(client, plan, cols, ranks, cfg, removed, device):
-    """Removed documents and their kept ones, by SemDeDup within clusters."""
-    import dask
-    import dask.dataframe as dd
-
-    from ...core.kmeans import fit_kmeans
-    from ...dedup.semantic import default_n_clusters
-
-    first = plan.splits[0]
-    centroids = None
-    if cfg.domain_column not in column_names(plan, cols):
-        per = max(1, KMEANS_SAMPLE * 1.0 / plan.n_rows)
-        counts = [min(s.rows, max(1, int(round(per * s.rows)))) for s in plan.splits]
-        with dask.config.set({"dataframe.convert-string": False}):
-            sample = dd.from_map(_sample_rows, plan.splits, counts, cols=cols,
-                                 meta=pd.DataFrame({"i": np.zeros(0, np.int64), "emb": pd.Series([], dtype=object)}),
-                                 enforce_metadata=False)
-        got = gather(client, sample, "dedup k-means sample", cfg.quiet, len(plan.splits))
-        E = np.stack(got["emb"].to_list()).astype(np.float32)
-        k = min(int(cfg.n_clusters or default_n_clusters(plan.n_rows)), E.shape[0])
-        centroids = np.asarray(fit_kmeans(E, k, seed=int(cfg.seed)))
-    first_rows = _semantic_rows(Split(first.path, first.rel, first.fmt, first.start, first.start), removed[:0],
-                                cols=cols, ranks=ranks, quality_column=cfg.quality_column,
-                                domain_column=cfg.domain_column, centroids=centroids)
-    rows = per_split(_semantic_rows, plan, ranks, removed, first_rows.iloc[:0], cols=cols,
-                      quality_column=cfg.quality_column, domain_column=cfg.domain_column, centroids=centroids)
-    n = rows.npartitions
-    with dask.config.set({"dataframe.convert-string": False}):
-        # tasks: the p2p shuffle cannot carry a fixed-size-list column
-        groups = rows.shuffle(on="cluster", npartitions=n, shuffle_method="tasks").map_partitions(
-            _semantic_partition, eps=float(cfg.eps), device=device,
-            meta=pd.DataFrame({"doc": np.zeros(0, np.int64), "kept": np.zeros(0, np.int64)}), enforce_metadata=False)
-    out = gather(client, groups, "dedup semantic", cfg.quiet, n)
-    r, k = out["doc"].to_numpy(np.int64), out["kept"].to_numpy(np.int64)
-    return r, k, int(np.unique(k).shape[0])
-
-
 # ---------------------------------------------------------------------- 5. ids, examples
 def _ids_meta():
-    return pd.DataFrame({"doc": np.zeros(0, np.int64), "id": pd.Series([], dtype=object),
-                         "text": pd.Series([], dtype=object)})
+    return pd.DataFrame(
+        {"doc": np.zeros(0, np.int64), "id": pd.Series([], dtype=object), "text": pd.Series([], dtype=object)}
+    )
 
 
 def _ids(s: Split, docs, *, cols, ranks, text_docs):
@@ -269,8 +209,13 @@ def _ids(s: Split, docs, *, cols, ranks, text_docs):
     sub = table.take(pa.array((np.asarray(docs) - lo).astype(np.int64)))
     want = np.isin(docs, text_docs)
     texts = read_texts(sub, cols.text, s.where()).to_pylist()
-    return pd.DataFrame({"doc": np.asarray(docs, np.int64), "id": sub.column(cols.id).to_pylist(),
-                         "text": [t[:EXAMPLE_CHARS] if w and t is not None else None for t, w in zip(texts, want)]})
+    return pd.DataFrame(
+        {
+            "doc": np.asarray(docs, np.int64),
+            "id": sub.column(cols.id).to_pylist(),
+            "text": [t[:EXAMPLE_CHARS] if w and t is not None else None for t, w in zip(texts, want)],
+        }
+    )
 
 
 def _examples(removed, kept, by, kinds):
@@ -323,7 +268,7 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
         removed, kept, by, stats = _text_groups(client, plan, cols, ranks, text_kinds, params, cfg)
     if "semantic" in kinds:
         order = np.argsort(removed)
-        r, k, g = _semantic_groups(client, plan, cols, ranks, cfg, removed[order], device)
+        r, k, g = semantic_groups(client, plan, cols, ranks, cfg, removed[order], device)
         stats["semantic"] = {"groups": g, "removed": int(r.shape[0])}
         removed, kept = np.concatenate([removed, r]), np.concatenate([kept, k])
         by = np.concatenate([by, np.array(["semantic"] * r.shape[0], dtype=object)])
@@ -333,8 +278,17 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
     examples = _examples(removed, kept, by, kinds)
     text_docs = np.unique(np.array([d for _, g, rs in examples for d in [g] + rs], dtype=np.int64))
     need = np.unique(np.concatenate([kept, removed, text_docs]))
-    look = gather(client, per_split(_ids, plan, ranks, need, _ids_meta(), cols=cols, text_docs=text_docs),
-                   "dedup ids", cfg.quiet, len(plan.splits)) if need.shape[0] else None
+    look = (
+        gather(
+            client,
+            per_split(_ids, plan, ranks, need, _ids_meta(), cols=cols, text_docs=text_docs),
+            "dedup ids",
+            cfg.quiet,
+            len(plan.splits),
+        )
+        if need.shape[0]
+        else None
+    )
     id_of, text_of = {}, {}
     if look is not None:
         id_of = dict(zip(look["doc"].tolist(), look["id"].tolist()))
@@ -343,12 +297,24 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
         "kinds": {k: stats.get(k, {"groups": 0, "removed": 0}) for k in kinds},
         "removed": int(removed.shape[0]),
         "quality_column_used": cfg.quality_column in column_names(plan, cols),
-        "lsh": {"ngram": params.ngram, "num_perm": params.num_perm, "bands": params.bands, "rows": params.rows,
-                "threshold": params.threshold} if "fuzzy" in kinds else None,
+        "lsh": {
+            "ngram": params.ngram,
+            "num_perm": params.num_perm,
+            "bands": params.bands,
+            "rows": params.rows,
+            "threshold": params.threshold,
+        }
+        if "fuzzy" in kinds
+        else None,
         "eps": float(cfg.eps) if "semantic" in kinds else None,
-        "examples": [{"kind": kind, "kept": {"id": id_of.get(g), "text": text_of.get(g)},
-                      "duplicates": [{"id": id_of.get(r), "text": text_of.get(r)} for r in rs]}
-                     for kind, g, rs in examples],
+        "examples": [
+            {
+                "kind": kind,
+                "kept": {"id": id_of.get(g), "text": text_of.get(g)},
+                "duplicates": [{"id": id_of.get(r), "text": text_of.get(r)} for r in rs],
+            }
+            for kind, g, rs in examples
+        ],
         "seconds": round(time.perf_counter() - t0, 3),
     }
     write_json_atomic(summary, where / SUMMARY_FILE)
@@ -356,8 +322,7 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
     kind = pa.array(by.tolist(), type=pa.string())
     write_parquet_atomic(pa.table({"doc": removed, "kept_id": kept_ids, "kind": kind}), where / REMOVED_FILE)
     group = np.unique(kept, return_inverse=True)[1].astype(np.int64).reshape(-1)
-    groups = pa.table({"id": pa.array([id_of.get(int(r)) for r in removed]), "kept_id": kept_ids, "kind": kind,
-                       "group": group})
+    groups = pa.table(
+        {"id": pa.array([id_of.get(int(r)) for r in removed]), "kept_id": kept_ids, "kind": kind, "group": group}
+    )
     write_parquet_atomic(groups, where / GROUPS_FILE)  # last: its presence marks the groups complete
-
-

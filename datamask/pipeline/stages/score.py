@@ -12,6 +12,7 @@ Runs on :func:`~datamask.pipeline.runner.run_stage`, in two passes:
    write ``quality`` and ``n_tokens`` next to the input columns. Null/empty texts score 0 in
    the text components and are counted (``unusable_texts``).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,20 @@ from ..schema import TextColumns
 from ..storage import options
 from .base import Stage, split_runs
 
-__all__ = ["ScoreStage", "run_score", "plan_score", "run_train_quality", "parse_domain_weights", "score_weights",
-           "COMPONENTS_DIR", "STATS_FILE", "components_split", "aggregate_split", "weighted_columns", "fasttext_scorer"]
+__all__ = [
+    "ScoreStage",
+    "run_score",
+    "plan_score",
+    "run_train_quality",
+    "parse_domain_weights",
+    "score_weights",
+    "COMPONENTS_DIR",
+    "STATS_FILE",
+    "components_split",
+    "aggregate_split",
+    "weighted_columns",
+    "fasttext_scorer",
+]
 
 
 COMPONENTS_DIR = "components"
@@ -101,13 +114,17 @@ def _check_scores(pdf, columns, where):
         try:
             v = pd.to_numeric(pdf[c], errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
         except (TypeError, ValueError):
-            raise DataError(f"{where}: score column {c!r} is not numeric (dtype {pdf[c].dtype}); "
-                            "pass numeric score columns in --scores") from None
+            raise DataError(
+                f"{where}: score column {c!r} is not numeric (dtype {pdf[c].dtype}); "
+                "pass numeric score columns in --scores"
+            ) from None
         bad = ~np.isfinite(v)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise DataError(f"{where}: score column {c!r} is {v[i]} at row {pdf.index[i]} "
-                            f"({int(bad.sum())} such rows); fill or drop those rows before scoring")
+            raise DataError(
+                f"{where}: score column {c!r} is {v[i]} at row {pdf.index[i]} "
+                f"({int(bad.sum())} such rows); fill or drop those rows before scoring"
+            )
 
 
 def components_split(pdf, where, *, text_column, scorer_kw, inputs):
@@ -128,8 +145,16 @@ def aggregate_split(pdf, where, *, cfg, weights, domain_weights, stats):
     from ...features.aggregate import aggregate_partition
 
     try:
-        return aggregate_partition(pdf, weights, stats, method=cfg.normalize, domain_column=cfg.domain_column,
-                                   domain_weights=domain_weights, bins=cfg.bins, output=cfg.quality_column)
+        return aggregate_partition(
+            pdf,
+            weights,
+            stats,
+            method=cfg.normalize,
+            domain_column=cfg.domain_column,
+            domain_weights=domain_weights,
+            bins=cfg.bins,
+            output=cfg.quality_column,
+        )
     except ValueError as e:
         raise DataError(f"{where}: {e}") from None
 
@@ -140,8 +165,14 @@ def _components_partition(df, partition_info=None, *, splits, out_root, cfg, sco
     del df
     comp = components_split(pdf, s.where(), text_column=cfg.text_column, scorer_kw=scorer_kw, inputs=inputs)
     write_parquet_atomic(pandas_table(comp[keep]), Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet")
-    rec = {"name": s.name, "identity": s.identity, "source": s.rel, "start": s.start, "stop": s.stop,
-           "rows_written": len(comp)}
+    rec = {
+        "name": s.name,
+        "identity": s.identity,
+        "source": s.rel,
+        "start": s.start,
+        "stop": s.stop,
+        "rows_written": len(comp),
+    }
     return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
 
 
@@ -153,13 +184,14 @@ def _check_components(out, rec):
     f = out.state / COMPONENTS_DIR / f"{rec['name']}.parquet"
     n = parquet_rows(f)
     if n is None or n != rec.get("rows_written", n):
-        raise OutputError(f"split {rec.get('source', rec['name'])} (rows {rec.get('start')}-{rec.get('stop')}) "
-                          f"was scored, but {f} is {'missing' if n is None else f'short ({n} rows)'} here on the "
-                          f"client: {SHARED_STORAGE}")
+        raise OutputError(
+            f"split {rec.get('source', rec['name'])} (rows {rec.get('start')}-{rec.get('stop')}) "
+            f"was scored, but {f} is {'missing' if n is None else f'short ({n} rows)'} here on the "
+            f"client: {SHARED_STORAGE}"
+        )
 
 
-def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generated, weights, domain_weights,
-                     stats):
+def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generated, weights, domain_weights, stats):
     from ...features.score import count_unusable
 
     t0 = time.perf_counter()
@@ -169,8 +201,10 @@ def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generate
     comp_file = Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet"
     comp = read_parquet_table(comp_file, columns=generated + ["n_tokens"])
     if comp.num_rows != len(pdf):
-        raise DataError(f"{s.where()}: the stored components have {comp.num_rows} rows, the input "
-                        f"{len(pdf)}; the input changed: rerun with --overwrite")
+        raise DataError(
+            f"{s.where()}: the stored components have {comp.num_rows} rows, the input "
+            f"{len(pdf)}; the input changed: rerun with --overwrite"
+        )
     for c in generated + ["n_tokens"]:
         pdf[c] = comp.column(c).to_numpy()
     try:
@@ -199,9 +233,17 @@ def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inpu
     if need:
         keep = list(dict.fromkeys(inputs + generated + ["n_tokens"]))
         with ProgressBars(client, len(todo), len(todo) - len(need), len(need), cfg.quiet, desc="components") as bars:
-            run_pending(client, need, cols, "cpu", _components_partition,
-                        dict(cfg=cfg, scorer_kw=scorer_kw, inputs=inputs, keep=keep), str(out.root),
-                        bars.partition_done, verify=lambda rec: _check_components(out, rec))
+            run_pending(
+                client,
+                need,
+                cols,
+                "cpu",
+                _components_partition,
+                dict(cfg=cfg, scorer_kw=scorer_kw, inputs=inputs, keep=keep),
+                str(out.root),
+                bars.partition_done,
+                verify=lambda rec: _check_components(out, rec),
+            )
     if have_stats:
         raw = json.loads(stats_file.read_text())
         stats = {c: ColumnStats.from_dict(d) for c, d in raw["stats"].items()}
@@ -209,8 +251,9 @@ def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inpu
         files = [str(comp_dir / f"{s.name}.parquet") for s in stage_plan.splits]
         with client.as_current():
             try:
-                stats = compute_stats(dd.read_parquet(files, columns=weighted, storage_options=options() or None),
-                                      weighted)
+                stats = compute_stats(
+                    dd.read_parquet(files, columns=weighted, storage_options=options() or None), weighted
+                )
             except ValueError as e:
                 raise DataError(str(e)) from None
         write_json_atomic({"weights": weighted, "stats": {c: v.to_dict() for c, v in stats.items()}}, stats_file)
@@ -243,13 +286,24 @@ def plan_score(cfg) -> StageRun:
     plan = plan_splits(cfg, cols)
     scorer = fasttext_scorer(cfg)
     if cfg.tokenizer and not Path(cfg.tokenizer).exists():
-        raise ConfigError(f"tokenizer {cfg.tokenizer!r} does not exist; pass a tokenizer.json file or a "
-                          "folder holding one")
+        raise ConfigError(
+            f"tokenizer {cfg.tokenizer!r} does not exist; pass a tokenizer.json file or a folder holding one"
+        )
     scorer_kw = dict(heuristics=bool(cfg.heuristics), fasttext=scorer, tokenizer=cfg.tokenizer, n_tokens=True)
 
     def setup(client, pending, out):
-        return _score_setup(client, pending, out, stage_plan=plan, cols=cols, cfg=cfg, scorer_kw=scorer_kw,
-                            inputs=inputs, generated=generated, weighted=weighted)
+        return _score_setup(
+            client,
+            pending,
+            out,
+            stage_plan=plan,
+            cols=cols,
+            cfg=cfg,
+            scorer_kw=scorer_kw,
+            inputs=inputs,
+            generated=generated,
+            weighted=weighted,
+        )
 
     def extra(out):
         try:
@@ -258,11 +312,21 @@ def plan_score(cfg) -> StageRun:
             pass
         raw = json.loads((out.state / STATS_FILE).read_text())
         keep = ("count", "min", "max", "mean", "std")
-        return {"score": {"weights": weights, "domain_weights": domain_weights, "normalize": cfg.normalize,
-                          "bins": cfg.bins, "stats": {c: {k: d[k] for k in keep} for c, d in raw["stats"].items()}}}
+        return {
+            "score": {
+                "weights": weights,
+                "domain_weights": domain_weights,
+                "normalize": cfg.normalize,
+                "bins": cfg.bins,
+                "stats": {c: {k: d[k] for k in keep} for c, d in raw["stats"].items()},
+            }
+        }
 
     return StageRun(
-        "score", plan, cols, _score_partition,
+        "score",
+        plan,
+        cols,
+        _score_partition,
         kwargs=dict(cfg=cfg, generated=generated, weights=weights, domain_weights=domain_weights, stats=None),
         setup=setup,
         totals=lambda parts: {"unusable_texts": int(sum(r.get("unusable_texts", 0) for r in parts))},
@@ -279,14 +343,17 @@ class ScoreStage(Stage):
         "(--normalize); components are existing score columns (--scores NAME:WEIGHT,...), built-in "
         "heuristics (--heuristics) and a fastText classifier (--fasttext MODEL.bin). Corpus statistics are "
         "stored in the output, so a resumed run uses the same ones. Null or empty texts score 0 and are "
-        "counted in the manifest.")
+        "counted in the manifest."
+    )
 
     plan = staticmethod(plan_score)
 
     def summary(self, manifest, out):
         t = manifest["totals"]
-        return (f"datamask: scored {t['rows_out']:,} rows ({t['unusable_texts']:,} empty texts scored 0) "
-                f"{split_runs(t, out)}")
+        return (
+            f"datamask: scored {t['rows_out']:,} rows ({t['unusable_texts']:,} empty texts scored 0) "
+            f"{split_runs(t, out)}"
+        )
 
 
 # ---------------------------------------------------------------------- train-quality

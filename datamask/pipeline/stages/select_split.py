@@ -103,7 +103,15 @@ def _score_all(E, q, cfg, seed):
 
 
 def select_split(
-    table: pa.Table, cfg, seed: int, where: str, first_row: int = 0, *, level=CPU, d=None, callback=None,
+    table: pa.Table,
+    cfg,
+    seed: int,
+    where: str,
+    first_row: int = 0,
+    *,
+    level=CPU,
+    d=None,
+    callback=None,
     tokens=None,
 ) -> SplitSelection:
     """Validate one split (host), select on the level's arrays, score before and after.
@@ -156,8 +164,16 @@ def _token_record(lengths, mask, source, tokens):
 
 def _nothing_kept(n, lengths, source, tokens):
     mask = np.zeros(n, dtype=bool)
-    rec = {"rows_in": n, "rows_out": 0, "budget": 0, "before": None, "after": None, "n_steps": 0,
-           "select_seconds": 0.0, **_token_record(lengths, mask, source, tokens)}
+    rec = {
+        "rows_in": n,
+        "rows_out": 0,
+        "budget": 0,
+        "before": None,
+        "after": None,
+        "n_steps": 0,
+        "select_seconds": 0.0,
+        **_token_record(lengths, mask, source, tokens),
+    }
     return SplitSelection(mask, np.full(n, np.nan), rec)
 
 
