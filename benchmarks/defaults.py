@@ -10,7 +10,7 @@ process (so the ratios compare like with like on a shared machine):
 * greedy (up to ``--greedy-max`` rows) and relaxed: seconds; the reference is greedy where
   it ran, else relaxed (1M rows: greedy takes hours), and relaxed's % of greedy's gain;
 * each candidate start (``logit_range``) as a user runs it: ``DataMask(logit_range=...)``
-  with the default step budget (5,000) and early stopping: % of the reference gain at the
+  with the default step budget (``steps=None``) and early stopping: % of the reference gain at the
   end, steps run, and the steps and seconds (from the start of ``fit``, pilot included) to
   99% of the reference gain, and that time over greedy's.
 
@@ -127,8 +127,9 @@ def write(path, rows, argv, wall, jobs):
     with open(path, "w") as f:
         f.write("# Default-selection suite: pg's initial logit range\n\n")
         f.write(f"`python benchmarks/defaults.py {' '.join(argv)}`: pairwise diversity, pruning 0.5, G = 128, "
-                "default lr, batch 5% capped at 512 rows, the default step budget (5,000) and early stopping "
-                "(patience 10 evaluations, every 100 steps), seed 0, 1 BLAS thread, CPU. Gain: objective minus "
+                "default lr, batch 5% capped at 512 rows, the default step budget (`steps=None`: 5,000 to 50,000 "
+                "by the draws per candidate row) and early stopping (`patience` 10: two windows of 10 "
+                "evaluations, every 100 steps), seed 0, 1 BLAS thread, CPU. Gain: objective minus "
                 "that of a random selection of the same size, in % of the reference's gain (greedy, or relaxed "
                 "where greedy was not run). Times: seconds from the start of `fit` (the auto pilot included) to "
                 "the first evaluation point at 99% of the reference gain; *pg / greedy* divides it by greedy's "

@@ -133,12 +133,13 @@ class DataMask(BaseEstimator):
         Steps between evaluations of the top-S mask on the exact objective (history,
         best-mask tracking, early stopping).
     patience : int or None, default 10
-        Stop when ``patience`` evaluations in a row raise the best objective by no more than
-        ``tol`` times its gain over the start (the objective at step 0). Progress is
-        measured against the gain, not the objective's size, because that size says nothing
-        about how far a run has come: with small masks per batch the gain per evaluation is
-        tiny next to the objective but steady. The same rule for every diversity. None
-        never stops early.
+        Stop when the mean objective of the last ``patience`` evaluations is no more than
+        ``tol`` times the gain over the start (the objective at step 0) above the mean of
+        the ``patience`` before them. Window means, not the best so far, because a top-S mask
+        that dipped early and is climbing back is still improving; the gain, not the
+        objective's size, because with few selected rows per batch the rise per evaluation
+        is tiny next to the objective yet steady. One rule for every diversity. None never
+        stops early.
     tol : float, default 1e-5
     lr_schedule : {"constant", "cosine"}, default "constant"
     relaxed_iter : int, default 100

@@ -352,7 +352,7 @@ class _BestMask:
     def __init__(self, est, S, xp):
         self.est, self.S, self.xp = est, S, xp
         self.owner = est  # the estimator the callback is given
-        self.best_val, self.best_rows, self.stale, self.first = -math.inf, None, 0, None
+        self.best_val, self.best_rows, self.values = -math.inf, None, []
 
     def top(self, L):
         """The top-S rows of the logits (the longest prefix that fits, under a token budget)."""
@@ -366,16 +366,27 @@ class _BestMask:
         est = self.est
         rows = self.top(L)
         rec = est._record(step, rows)
-        if self.first is None:
-            self.first = rec["objective"]
-        # progress is measured against the gain over the start, not the objective's size
-        if rec["objective"] > self.best_val + est.tol * max(0.0, self.best_val - self.first):
-            self.stale = 0
-        else:
-            self.stale += 1
+        self.values.append(rec["objective"])
         if rec["objective"] > self.best_val:
             self.best_val, self.best_rows = rec["objective"], rows
         if bar is not None:
             bar.set_postfix(objective=f"{rec['objective']:.5f}")
         stop = est.callback is not None and bool(est.callback(self.owner, rec))
-        return stop or (est.patience is not None and self.stale >= int(est.patience))
+        return stop or (est.patience is not None and self.stalled(int(est.patience), est.tol))
+
+    def stalled(self, p, tol):
+        """True when the mean of the last ``p`` evaluations is no more than ``tol`` times the
+        gain over the start above the mean of the ``p`` before them.
+
+        Window means, not the best so far: a run whose top-S mask dipped and is climbing
+        back is still improving. The gain, not the objective's size: with few selected rows
+        per batch the rise per evaluation is tiny next to the objective, yet steady.
+        """
+        v = self.values
+        if p == 0:
+            return True
+        if len(v) < 2 * p:  # two full windows: an early peak and dip are no plateau
+            return False
+        gain = max(0.0, max(v) - v[0])
+        recent, before = v[-p:], v[-2 * p:-p]
+        return sum(recent) / len(recent) <= sum(before) / len(before) + tol * gain
