@@ -18,6 +18,7 @@ Gains are over a random selection of the same size (as in ``benchmarks/optimizer
 whose helpers this reuses). The summary gives each candidate's worst case over the suite:
 the defaults are chosen by it (docs/defaults.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,11 +48,23 @@ CASES = [
     ("clusters, issue shape", "clusters", ISSUE, 50_000, 0.5, 0.1),
     ("clusters, quality independent", "clusters", dict(quality="independent"), 20_000, 0.2, 0.1),
     ("clusters, quality anti-correlated with size", "clusters", dict(quality="anti"), 20_000, 0.8, 0.3),
-    ("heavy-tailed cluster sizes, quality rises with size", "clusters", dict(sizes="heavy", quality="size"),
-     50_000, 0.5, 0.01),
+    (
+        "heavy-tailed cluster sizes, quality rises with size",
+        "clusters",
+        dict(sizes="heavy", quality="size"),
+        50_000,
+        0.5,
+        0.01,
+    ),
     ("low intrinsic dimension (8)", "clusters", dict(intrinsic_dim=8), 20_000, 0.5, 0.1),
-    ("high intrinsic dimension (1,000 diffuse clusters)", "clusters", dict(n_clusters=1000, spread=2.0),
-     20_000, 0.5, 0.3),
+    (
+        "high intrinsic dimension (1,000 diffuse clusters)",
+        "clusters",
+        dict(n_clusters=1000, spread=2.0),
+        20_000,
+        0.5,
+        0.3,
+    ),
     ("MiniLM, man pages", "man", {}, 50_000, 0.5, 0.1),
     ("MiniLM, man pages", "man", {}, 20_000, 0.2, 0.01),
     ("MiniLM, Python docstrings + /usr/share/doc", "pydoc", {}, 20_000, 0.5, 0.1),
@@ -110,11 +123,19 @@ def run_case(args):
         secs = time.perf_counter() - t
         s99, t99 = first_reach(tr.points, rand + 0.99 * gain)
         row["cands"][label] = dict(
-            pct=100 * (m.objective_["objective"] - rand) / gain, steps=m.n_steps_, s=secs, s99=s99, t99=t99,
+            pct=100 * (m.objective_["objective"] - rand) / gain,
+            steps=m.n_steps_,
+            s=secs,
+            s99=s99,
+            t99=t99,
             ratio=None if t99 is None or row["greedy_s"] is None else t99 / row["greedy_s"],
-            chosen=m.logit_range_ if lr_range == "auto" else None)
-    print(f"{name} N={N} lam={lam} ratio={ratio}: " + ", ".join(
-        f"{k} {v['pct']:.3f}% ({v['steps']} steps, {v['s']:.1f} s)" for k, v in row["cands"].items()), flush=True)
+            chosen=m.logit_range_ if lr_range == "auto" else None,
+        )
+    print(
+        f"{name} N={N} lam={lam} ratio={ratio}: "
+        + ", ".join(f"{k} {v['pct']:.3f}% ({v['steps']} steps, {v['s']:.1f} s)" for k, v in row["cands"].items()),
+        flush=True,
+    )
     return row
 
 
@@ -126,45 +147,60 @@ def write(path, rows, argv, wall, jobs):
     labels = [c[0] for c in CANDIDATES if c[0] in rows[0]["cands"]]
     with open(path, "w") as f:
         f.write("# Default-selection suite: pg's initial logit range\n\n")
-        f.write(f"`python benchmarks/defaults.py {' '.join(argv)}`: pairwise diversity, pruning 0.5, G = 128, "
-                "default lr, batch 5% capped at 512 rows, the default step budget (`steps=None`: 5,000 to 50,000 "
-                "by the draws per candidate row) and early stopping (`patience` 10: two windows of 10 "
-                "evaluations, every 100 steps), seed 0, 1 BLAS thread, CPU. Gain: objective minus "
-                "that of a random selection of the same size, in % of the reference's gain (greedy, or relaxed "
-                "where greedy was not run). Times: seconds from the start of `fit` (the auto pilot included) to "
-                "the first evaluation point at 99% of the reference gain; *pg / greedy* divides it by greedy's "
-                "seconds in the same process. Machine: "
-                f"{platform.machine()}, {os.cpu_count()} cores shared with other users' jobs "
-                f"({jobs} cases at a time); whole run {wall:.0f} s, so seconds are noisy: compare steps and "
-                "the ratios measured side by side.\n\n")
+        f.write(
+            f"`python benchmarks/defaults.py {' '.join(argv)}`: pairwise diversity, pruning 0.5, G = 128, "
+            "default lr, batch 5% capped at 512 rows, the default step budget (`steps=None`: 5,000 to 50,000 "
+            "by the draws per candidate row) and early stopping (`patience` 10: two windows of 10 "
+            "evaluations, every 100 steps), seed 0, 1 BLAS thread, CPU. Gain: objective minus "
+            "that of a random selection of the same size, in % of the reference's gain (greedy, or relaxed "
+            "where greedy was not run). Times: seconds from the start of `fit` (the auto pilot included) to "
+            "the first evaluation point at 99% of the reference gain; *pg / greedy* divides it by greedy's "
+            "seconds in the same process. Machine: "
+            f"{platform.machine()}, {os.cpu_count()} cores shared with other users' jobs "
+            f"({jobs} cases at a time); whole run {wall:.0f} s, so seconds are noisy: compare steps and "
+            "the ratios measured side by side.\n\n"
+        )
         f.write("## Worst case over the suite (the defaults are chosen by this table)\n\n")
-        f.write("| candidate | lowest % of reference gain at the end (case) | cases below 99.5% | "
-                "cases not at 99% within the budget | largest pg / greedy time to 99% at N >= 50k (case) |\n")
+        f.write(
+            "| candidate | lowest % of reference gain at the end (case) | cases below 99.5% | "
+            "cases not at 99% within the budget | largest pg / greedy time to 99% at N >= 50k (case) |\n"
+        )
         f.write("|---|---|---|---|---|\n")
         for lab in labels:
             cs = [(r["cands"][lab], r) for r in rows]
             worst_c, worst_r = min(cs, key=lambda cr: cr[0]["pct"])
             below = sum(c["pct"] < 99.5 for c, _ in cs)
             miss = sum(c["s99"] is None for c, _ in cs)
-            big = [(c["ratio"] if c["ratio"] is not None else float("inf"), r) for c, r in cs
-                   if r["N"] >= 50_000 and r["greedy_s"] is not None]
+            big = [
+                (c["ratio"] if c["ratio"] is not None else float("inf"), r)
+                for c, r in cs
+                if r["N"] >= 50_000 and r["greedy_s"] is not None
+            ]
             wr = max(big, key=lambda x: x[0]) if big else None
-            wr_s = "—" if wr is None else (f"{'not reached' if wr[0] == float('inf') else format(wr[0], '.3f')} "
-                                           f"({case_id(wr[1])})")
-            f.write(f"| {lab} | {worst_c['pct']:.3f} ({case_id(worst_r)}) | {below} of {len(rows)} | "
-                    f"{miss} | {wr_s} |\n")
+            wr_s = (
+                "—"
+                if wr is None
+                else (f"{'not reached' if wr[0] == float('inf') else format(wr[0], '.3f')} ({case_id(wr[1])})")
+            )
+            f.write(
+                f"| {lab} | {worst_c['pct']:.3f} ({case_id(worst_r)}) | {below} of {len(rows)} | {miss} | {wr_s} |\n"
+            )
         f.write("\n## Per case\n\n")
-        f.write("| case | N | lam | ratio | greedy s | relaxed s | relaxed % | reference | candidate | % at the end "
-                "| steps run | s | steps to 99% | s to 99% | pg / greedy time (99%) |\n")
+        f.write(
+            "| case | N | lam | ratio | greedy s | relaxed s | relaxed % | reference | candidate | % at the end "
+            "| steps run | s | steps to 99% | s to 99% | pg / greedy time (99%) |\n"
+        )
         f.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
             for lab in labels:
                 c = r["cands"][lab]
                 cl = lab if c["chosen"] is None else f"auto → ({c['chosen'][0]:g}, {c['chosen'][1]:g})"
-                f.write(f"| {r['name']} | {r['N']:,} | {r['lam']} | {r['ratio']} | {fmt(r['greedy_s'], '.1f')} | "
-                        f"{r['relaxed_s']:.2f} | {r['relaxed_pct']:.4f} | {r['ref']} | {cl} | {c['pct']:.3f} | "
-                        f"{c['steps']} | {c['s']:.1f} | {fmt(c['s99'], 'd')} | {fmt(c['t99'])} | "
-                        f"{fmt(c['ratio'], '.3f')} |\n")
+                f.write(
+                    f"| {r['name']} | {r['N']:,} | {r['lam']} | {r['ratio']} | {fmt(r['greedy_s'], '.1f')} | "
+                    f"{r['relaxed_s']:.2f} | {r['relaxed_pct']:.4f} | {r['ref']} | {cl} | {c['pct']:.3f} | "
+                    f"{c['steps']} | {c['s']:.1f} | {fmt(c['s99'], 'd')} | {fmt(c['t99'])} | "
+                    f"{fmt(c['ratio'], '.3f')} |\n"
+                )
 
 
 def case_id(r):
@@ -177,8 +213,12 @@ def main():
     ap.add_argument("--jobs", type=int, default=3, help="cases run at a time (separate processes)")
     ap.add_argument("--greedy-max", type=int, default=100_000, help="largest N where greedy runs")
     ap.add_argument("--only", type=int, nargs="*", help="indices into the case list")
-    ap.add_argument("--candidates", nargs="*", default=[c[0] for c in CANDIDATES],
-                    help="labels of the candidate starts to run (default: all)")
+    ap.add_argument(
+        "--candidates",
+        nargs="*",
+        default=[c[0] for c in CANDIDATES],
+        help="labels of the candidate starts to run (default: all)",
+    )
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = ap.parse_args()
     cases = QUICK if args.quick else CASES

@@ -4,6 +4,7 @@
 ``"greedy"`` and ``"relaxed"`` solve the same objective another way. All three share the
 paper's quality-aware pruning, and report the chosen mask on the same exact objective.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,7 +54,6 @@ def check_params(params: dict) -> None:
     if params.get("solver") == "relaxed":
         get_diversity(params.get("diversity", "pairwise")).check_relaxed()
     check_logit_range(params.get("logit_range"))
-
 
 
 class DataMask(BaseEstimator):
@@ -276,9 +276,7 @@ class DataMask(BaseEstimator):
         else:
             S = int(round(float(self.ratio) * n_rows))
             if S < 1:
-                raise ValueError(
-                    f"ratio={self.ratio} of {n_rows} rows rounds to 0 rows; raise ratio or give budget"
-                )
+                raise ValueError(f"ratio={self.ratio} of {n_rows} rows rounds to 0 rows; raise ratio or give budget")
         n_keep = rows_after_pruning(n_rows, self.prune)
         if S > n_keep:
             raise ValueError(
@@ -365,8 +363,11 @@ class DataMask(BaseEstimator):
         self.mask_ = mask
         self.budget_ = int(rows.shape[0])
         self.tokens_ = None if t is None else int(t[mask].sum())
-        self.objective_ = (self._full.evaluate_rows(xp.nonzero(mask)[0]) if rows.shape[0]
-                           else dict.fromkeys(("objective", "quality", "diversity"), math.nan))
+        self.objective_ = (
+            self._full.evaluate_rows(xp.nonzero(mask)[0])
+            if rows.shape[0]
+            else dict.fromkeys(("objective", "quality", "diversity"), math.nan)
+        )
         self.fit_seconds_ = time.perf_counter() - t0
         del self._full, self._cand, self._lengths, self._div
         return self
@@ -379,8 +380,11 @@ class DataMask(BaseEstimator):
 
     def _fit_greedy(self, Ec, qc, S, xp):
         # under a token budget, the knapsack rule: the better of plain gain and gain per token
-        kws = [{}] if self._lengths is None else [
-            {"cost": self._lengths, "tokens": self._token_budget, "per_token": p} for p in (False, True)]
+        kws = (
+            [{}]
+            if self._lengths is None
+            else [{"cost": self._lengths, "tokens": self._token_budget, "per_token": p} for p in (False, True)]
+        )
         R = self._full.rows(self._full.reference) if self._div.uses_reference else None
         runs = [self._div.greedy(Ec, qc, S, self.lam, R, self.progress, **kw) for kw in kws]
         order = max(runs, key=lambda o: self._full.evaluate_rows(self._cand[o])["objective"])
@@ -395,8 +399,9 @@ class DataMask(BaseEstimator):
             x, vertex, it = frank_wolfe(Ec, qc, S, self.lam, self._div.relaxed_terms, max_iter=int(self.relaxed_iter))
             top, last = xp.argpartition(-x, S - 1)[:S], xp.nonzero(vertex)[0]
         else:  # the roundings fill the budget
-            x, top, last, it = frank_wolfe_tokens(Ec, qc, t, T, self.lam, self._div.relaxed_token_terms,
-                                                  int(self.relaxed_iter))
+            x, top, last, it = frank_wolfe_tokens(
+                Ec, qc, t, T, self.lam, self._div.relaxed_token_terms, int(self.relaxed_iter)
+            )
         self.n_steps_ = it
         self.x_ = xp.full(self._full.E.shape[0], 0.0)
         self.x_[self._cand] = x

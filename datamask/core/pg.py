@@ -14,6 +14,7 @@ array operations, not ``if`` on a value read back. Only the evaluation points, e
 as a CUDA graph and replayed (:mod:`datamask.graph`), and a run draws the same masks with
 or without the graph.
 """
+
 from __future__ import annotations
 
 import math
@@ -89,8 +90,9 @@ class Step:
     besides device arrays is fixed when it is built (shapes, S_b, G, lam, lr).
     """
 
-    def __init__(self, *, xp, L, rows, qc, S_b, G, lam, lr, rng, diversity,
-                 passes=None, fac=None, cosine_steps=None, tokens=None):
+    def __init__(
+        self, *, xp, L, rows, qc, S_b, G, lam, lr, rng, diversity, passes=None, fac=None, cosine_steps=None, tokens=None
+    ):
         self.xp, self.L, self.rows, self.qc = xp, L, rows, qc
         self.S_b, self.G, self.lam, self.lr, self.rng = int(S_b), int(G), float(lam), float(lr), rng
         self.div, self.passes, self.fac = get_diversity(diversity), passes, fac
@@ -239,9 +241,22 @@ class PolicyGradient:
             passes.refresh()
         self.steps = step_budget(est.steps, n, S_b, int(est.group_size))
         cosine = self.steps if est.lr_schedule == "cosine" else None
-        return Step(xp=xp, L=L, rows=rows, qc=qc, S_b=S_b, G=int(est.group_size), lam=float(est.lam),
-                    lr=est.lr_, rng=rng, diversity=div, passes=passes, fac=fac,
-                    cosine_steps=cosine, tokens=tok)
+        return Step(
+            xp=xp,
+            L=L,
+            rows=rows,
+            qc=qc,
+            S_b=S_b,
+            G=int(est.group_size),
+            lam=float(est.lam),
+            lr=est.lr_,
+            rng=rng,
+            diversity=div,
+            passes=passes,
+            fac=fac,
+            cosine_steps=cosine,
+            tokens=tok,
+        )
 
     # ----------------------------------------------------------------- loop
     def run(self, E, cand, norms, qc, S, xp):
@@ -329,7 +344,7 @@ class TokenBudget:
         n = int(t.shape[0])
         cap = self.T
         if n_b is not None:  # the largest share any batch can get
-            top = xp.sort(t)[n - n_b:]
+            top = xp.sort(t)[n - n_b :]
             cap = min(self.T, self.T * float(top.sum()) / max(self.total, 1.0))
         rows = n if n_b is None else n_b
         self.M = max(1, min(rows, max_rows(t, cap) + 1))
@@ -359,7 +374,7 @@ class _BestMask:
         est = self.est
         if est._lengths is not None:
             return fill(self.xp.argsort(-L), est._lengths, est._token_budget)
-        return self.xp.argpartition(-L, self.S - 1)[:self.S]
+        return self.xp.argpartition(-L, self.S - 1)[: self.S]
 
     def evaluate(self, step, L, bar):
         """Record one point; True when the run should stop (callback or patience)."""
@@ -388,5 +403,5 @@ class _BestMask:
         if len(v) < 2 * p:  # two full windows: an early peak and dip are no plateau
             return False
         gain = max(0.0, max(v) - v[0])
-        recent, before = v[-p:], v[-2 * p:-p]
+        recent, before = v[-p:], v[-2 * p : -p]
         return sum(recent) / len(recent) <= sum(before) / len(before) + tol * gain

@@ -10,6 +10,7 @@ the exact objective; the fit then *continues* that pilot's run (no step is repea
 run is deterministic for a seed, so an ``"auto"`` fit is the chosen fixed range's fit, plus
 the losing pilot's steps.
 """
+
 from __future__ import annotations
 
 import copy

@@ -1,9 +1,12 @@
 """``SelectConfig``: the one place every pipeline parameter is named, defaulted and checked.
 
+The text stages' configs (embed, score, dedup) build on the same base in :mod:`.text_config`.
+
 YAML workflow keys and command-line flags fill the same fields under the same names
 (``--split-size`` is ``split_size``). The estimator's defaults are read from
 ``DataMask.__init__`` itself, so they cannot drift apart.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,8 +21,14 @@ from ..core.estimator import DataMask, check_params
 from ..errors import ConfigError, warn_deprecated
 from ..methods import REGISTRY
 
-__all__ = ["StageConfig", "SelectConfig", "TextStageConfig", "EmbedConfig", "ScoreConfig", "DedupConfig",
-           "METHODS", "SOLVER_OF", "RESULT_FIELDS", "parse_value"]
+__all__ = [
+    "StageConfig",
+    "SelectConfig",
+    "METHODS",
+    "SOLVER_OF",
+    "RESULT_FIELDS",
+    "parse_value",
+]
 
 _DM = {k: p.default for k, p in inspect.signature(DataMask.__init__).parameters.items() if k != "self"}
 # DataMask parameters that are not pipeline settings (set per split or by the runner;
@@ -69,24 +78,32 @@ class StageConfig:
     # --- data
     input: str | None = _f(None, "input directory, file or glob of Parquet / JSONL / JSONL.gz", group="data")
     output: str | None = _f(None, "output directory", group="data", result=False)
-    storage_options: str | None = _f(None, "JSON object of fsspec options for s3://, gs://, az://, hf:// URLs "
-                                     "(e.g. '{\"anon\": true}'); without it each backend reads its standard "
-                                     "environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID...)", group="data",
-                                     result=False)
+    storage_options: str | None = _f(
+        None,
+        "JSON object of fsspec options for s3://, gs://, az://, hf:// URLs "
+        "(e.g. '{\"anon\": true}'); without it each backend reads its standard "
+        "environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID...)",
+        group="data",
+        result=False,
+    )
     id_column: str = _f("id", "name of the unique document id column", group="data")
     split_size: int = _f(1_000_000, "maximum rows per split (the paper's split; one Dask partition)", group="data")
     # --- output
-    overwrite: bool = _f(False, "delete an existing output directory's results and start over",
-                         group="output", result=False)
+    overwrite: bool = _f(
+        False, "delete an existing output directory's results and start over", group="output", result=False
+    )
     # --- dask (the Dask scheduler and workers that run the splits)
     device: str = _f("auto", "where the splits run", choices=("auto", "cpu", "gpu"), group="dask")
-    scheduler: str | None = _f(None, "address of an existing Dask scheduler (tcp://host:8786)",
-                               group="dask", result=False)
+    scheduler: str | None = _f(
+        None, "address of an existing Dask scheduler (tcp://host:8786)", group="dask", result=False
+    )
     scheduler_file: str | None = _f(None, "scheduler file of an existing Dask cluster", group="dask", result=False)
-    n_workers: int | None = _f(None, "workers of the embedded local cluster (default: cores)",
-                               group="dask", result=False)
-    memory_limit: str = _f("auto", "memory limit per local worker (e.g. 4GiB; auto shares RAM)",
-                           group="dask", result=False)
+    n_workers: int | None = _f(
+        None, "workers of the embedded local cluster (default: cores)", group="dask", result=False
+    )
+    memory_limit: str = _f(
+        "auto", "memory limit per local worker (e.g. 4GiB; auto shares RAM)", group="dask", result=False
+    )
     connect_timeout: float = _f(10.0, "seconds to wait for a scheduler and a worker", group="dask", result=False)
     quiet: bool = _f(False, "no progress bars", group="dask", result=False)
 
@@ -153,33 +170,55 @@ class SelectConfig(StageConfig):
     dedupe_ids: bool = _f(False, "keep the first row of each duplicated id instead of failing", group="data")
     # --- selection
     method: str = _f("datamask", "selection method", choices=METHODS)
-    ratio: float | None = _f(_DM["ratio"], "fraction of each split to keep, in (0, 1) (null: unset, e.g. to "
-                                           "give a workflow's select a token budget instead)")
+    ratio: float | None = _f(
+        _DM["ratio"],
+        "fraction of each split to keep, in (0, 1) (null: unset, e.g. to "
+        "give a workflow's select a token budget instead)",
+    )
     budget: int | None = _f(_DM["budget"], "rows to keep per split (overrides ratio)")
-    tokens: int | None = _f(None, "token budget for the whole corpus instead of rows (200000, 2e5, 200k, 1.5B, "
-                                  "1.5T), shared out to the splits by their tokens (docs/tokens.md)", parse=parse_tokens)
+    tokens: int | None = _f(
+        None,
+        "token budget for the whole corpus instead of rows (200000, 2e5, 200k, 1.5B, "
+        "1.5T), shared out to the splits by their tokens (docs/tokens.md)",
+        parse=parse_tokens,
+    )
     token_ratio: float | None = _f(None, "token budget as a fraction of the corpus's tokens, in (0, 1]")
-    tokens_column: str | None = _f(None, "token-count column; unset: token_count when the input has it (as "
-                                         "FineWeb does), else n_tokens (datamask score), else counted from the text")
-    tokenizer: str | None = _f(None, "tokenizer.json (or folder) that counts tokens when no token-count column "
-                                     "is present; unset: whitespace words")
-    text_column: str = _f("text", "text column, read only to count tokens when no token-count column is present",
-                          group="data")
+    tokens_column: str | None = _f(
+        None,
+        "token-count column; unset: token_count when the input has it (as "
+        "FineWeb does), else n_tokens (datamask score), else counted from the text",
+    )
+    tokenizer: str | None = _f(
+        None,
+        "tokenizer.json (or folder) that counts tokens when no token-count column is present; unset: whitespace words",
+    )
+    text_column: str = _f(
+        "text", "text column, read only to count tokens when no token-count column is present", group="data"
+    )
     lam: float = _f(_DM["lam"], "weight of quality against diversity, in [0, 1]")
     diversity: str = _f(_DM["diversity"], "diversity metric", choices=tuple(DIVERSITIES))
-    solver: str = _f(_DM["solver"], "deprecated: --method greedy or --method relaxed", choices=("pg", "greedy", "relaxed"),
-                     hidden=True)
+    solver: str = _f(
+        _DM["solver"],
+        "deprecated: --method greedy or --method relaxed",
+        choices=("pg", "greedy", "relaxed"),
+        hidden=True,
+    )
     group_size: int = _f(_DM["group_size"], "masks sampled per policy-gradient step")
     lr: float | None = _f(_DM["lr"], "policy-gradient step size (default: 3, or 1 for facility location)")
-    steps: int | None = _f(_DM["steps"], "maximum policy-gradient steps (null: scaled with the split and "
-                                          "the ratio, 5000 to 50000; docs/defaults.md)")
+    steps: int | None = _f(
+        _DM["steps"],
+        "maximum policy-gradient steps (null: scaled with the split and the ratio, 5000 to 50000; docs/defaults.md)",
+    )
     batch_ratio: float | None = _f(_DM["batch_ratio"], "fraction of rows per step (batch updating)")
-    batch_max: int | None = _f(_DM["batch_max"], "most rows per step (caps batch_ratio; null: no cap, "
-                                                   "the paper's recipe)")
+    batch_max: int | None = _f(
+        _DM["batch_max"], "most rows per step (caps batch_ratio; null: no cap, the paper's recipe)"
+    )
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
     init: str = _f(_DM["init"], "initial logits", choices=("quality", "uniform"))
-    logit_range: tuple | None = _f(_DM["logit_range"], "l_min,l_max for quality-aware initialisation (null: a short "
-                                                       "pilot picks 0,2 or 0,16; 0,2 for facility)")
+    logit_range: tuple | None = _f(
+        _DM["logit_range"],
+        "l_min,l_max for quality-aware initialisation (null: a short pilot picks 0,2 or 0,16; 0,2 for facility)",
+    )
     final: str = _f(_DM["final"], "final mask", choices=("topk", "sample"))
     reference_size: int | None = _f(_DM["reference_size"], "facility location reference sample size")
     eval_every: int = _f(_DM["eval_every"], "steps between exact evaluations")
@@ -190,19 +229,34 @@ class SelectConfig(StageConfig):
     n_threads: int | None = _f(_DM["n_threads"], "BLAS threads per split", result=False)
     seed: int = _f(0, "base seed; each split's seed derives from it and the split's identity")
     # --- baselines (datamask.methods: --method semdedup / quadmix)
-    eps: float | None = _f(None, "SemDeDup: drop a row whose cosine to an earlier kept row of its cluster "
-                                 "exceeds 1 - eps (default: eps tuned so the budget is kept)", group="baselines")
-    domain_column: str = _f("cluster", "SemDeDup clusters / QuaDMix domains (k-means per split when the "
-                                       "column is absent)", group="baselines")
-    n_clusters: int | None = _f(None, "k-means clusters when the domain column is absent (default sqrt(rows/10))",
-                                group="baselines")
-    quadmix_params: str | None = _f(None, "QuaDMix parameters, a YAML file {default: {lam, omega, eta, eps}, "
-                                          "domains: {ID: {...}}}", group="baselines")
+    eps: float | None = _f(
+        None,
+        "SemDeDup: drop a row whose cosine to an earlier kept row of its cluster "
+        "exceeds 1 - eps (default: eps tuned so the budget is kept)",
+        group="baselines",
+    )
+    domain_column: str = _f(
+        "cluster",
+        "SemDeDup clusters / QuaDMix domains (k-means per split when the column is absent)",
+        group="baselines",
+    )
+    n_clusters: int | None = _f(
+        None, "k-means clusters when the domain column is absent (default sqrt(rows/10))", group="baselines"
+    )
+    quadmix_params: str | None = _f(
+        None,
+        "QuaDMix parameters, a YAML file {default: {lam, omega, eta, eps}, domains: {ID: {...}}}",
+        group="baselines",
+    )
     # --- output
     partition_on: str | None = _f(None, "write hive directories COLUMN=value/ for this column", group="output")
     keep_all: bool = _f(False, "write every row with `selected` and `datamask_logit` columns", group="output")
-    holdout: float = _f(0.0, "fraction of every split set aside (seeded) before any method sees it, written to "
-                             "OUTPUT/holdout/: an evaluation set for datamask proxy-lm", group="output")
+    holdout: float = _f(
+        0.0,
+        "fraction of every split set aside (seeded) before any method sees it, written to "
+        "OUTPUT/holdout/: an evaluation set for datamask proxy-lm",
+        group="output",
+    )
 
     # ------------------------------------------------------------------ validation
     def validated(self) -> SelectConfig:
@@ -239,8 +293,10 @@ class SelectConfig(StageConfig):
             raise ConfigError("give --tokens or --token-ratio, not both")
         if self.budget is not None or (self.ratio is not None and float(self.ratio) != _DM["ratio"]):
             given = f"budget={self.budget}" if self.budget is not None else f"ratio={self.ratio}"
-            raise ConfigError(f"give a row budget (--ratio/--budget) or a token budget (--tokens/--token-ratio), "
-                              f"not both ({given}; a workflow's can be cleared with --set select.ratio=null)")
+            raise ConfigError(
+                f"give a row budget (--ratio/--budget) or a token budget (--tokens/--token-ratio), "
+                f"not both ({given}; a workflow's can be cleared with --set select.ratio=null)"
+            )
         if self.tokens is not None and int(self.tokens) < 1:
             raise ConfigError(f"tokens must be a positive number of tokens, got {self.tokens}; e.g. --tokens 200k")
         if self.token_ratio is not None and not 0.0 < float(self.token_ratio) <= 1.0:
@@ -266,119 +322,6 @@ def _same(cls, name: str):
     """The field ``name`` of ``cls`` again (same default, help and checks) for another stage."""
     f = next(f for f in fields(cls) if f.name == name)
     return field(default=f.default, metadata=f.metadata)
-
-
-@dataclass
-class TextStageConfig(StageConfig):
-    """The stages that read raw text (embed, score)."""
-
-    text_column: str = _f("text", "name of the text column", group="data")
-
-
-@dataclass
-class EmbedConfig(TextStageConfig):
-    """``datamask embed``: text in, an L2-normalised ``embedding`` column added."""
-
-    embedding_column: str = _same(SelectConfig, "embedding_column")
-    model: str | None = _f(None, "local sentence-transformers folder (default: offline all-MiniLM-L6-v2, 384-d), never "
-                           "downloaded; static[:PATH]: a fast static model distilled from it (docs/embedding.md)", group="embed")
-    backend: str = _f("torch", "CPU runtime (onnx/openvino: datamask[fast-embed]; GPU: torch)", choices=("torch", "onnx", "openvino"), group="embed")
-    cache_dir: str | None = _f(None, "exported/static model cache; unset: $DATAMASK_CACHE_DIR, else ~/.cache/datamask", group="embed", result=False)
-    batch_size: int | None = _f(None, "texts per forward pass (default: 32 on CPU; on CUDA the most that fits in "
-                                "half the free GPU memory, up to 4096)", group="embed", result=False)
-    max_length: int | None = _f(None, "token window (default: the model's own, 256 for MiniLM); longer texts "
-                                "are truncated unless --chunk", group="embed")
-    prefix: str = _f("", "prepended to every text (E5 models: 'passage: ')", group="embed")
-    chunk: bool = _f(False, "embed long texts window by window and mean-pool instead of truncating",
-                     group="embed")
-    dtype: str = _f("float32", "element type of the stored vectors", choices=("float32", "float16"),
-                    group="embed")
-    compute: str = _f("auto", "precision the model runs in (auto: float16 on CUDA, bfloat16 on CPUs with "
-                      "AMX, else float32)", choices=("auto", "float32", "float16", "bfloat16"), group="embed")
-
-    def validated(self) -> EmbedConfig:
-        super().validated()
-        if self.batch_size is not None and int(self.batch_size) < 1:
-            raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
-        if self.max_length is not None and int(self.max_length) < 8:
-            raise ConfigError(f"max_length must be >= 8 tokens, got {self.max_length}")
-        return self
-
-
-@dataclass
-class ScoreConfig(TextStageConfig):
-    """``datamask score``: component scores normalised over the corpus and summed into ``quality``."""
-
-    quality_column: str = _same(SelectConfig, "quality_column")
-    scores: str | None = _f(None, "existing score columns and weights, NAME:WEIGHT,NAME:WEIGHT "
-                            "(e.g. fineweb_edu:1,dclm:1)", group="score")
-    normalize: str = _f("minmax", "normalisation of each component over the corpus",
-                        choices=("minmax", "rank", "zscore"), group="score")
-    heuristics: bool = _f(False, "add the built-in heuristic score quality_heuristics (weight 1 unless "
-                          "named in --scores)", group="score")
-    fasttext: str | None = _f(None, "fastText classifier .bin; adds quality_fasttext = P(positive) (weight 1 "
-                              "unless named in --scores)", group="score")
-    fasttext_label: str | None = _f(None, "the fastText label that means high quality (default: "
-                                    "__label__pos or __label__hq)", group="score")
-    domain_column: str | None = _f(None, "column whose value picks per-domain weights", group="score")
-    domain_weights: str | None = _f(None, "per-domain weights, DOMAIN=NAME:W,NAME:W;DOMAIN=... (QuaDMix); "
-                                    "other domains use --scores", group="score")
-    bins: int | None = _f(None, "bin each normalised component into 0..K-1 before summing", group="score")
-    tokenizer: str | None = _f(None, "tokenizer.json (or folder) for n_tokens (default: whitespace words)",
-                               group="score")
-
-    def validated(self) -> ScoreConfig:
-        super().validated()
-        if not (self.scores or self.heuristics or self.fasttext):
-            raise ConfigError("nothing to score: pass --scores NAME:WEIGHT,..., --heuristics or --fasttext MODEL.bin")
-        if self.domain_weights and not self.domain_column:
-            raise ConfigError("--domain-weights need --domain-column")
-        if self.bins is not None:
-            if int(self.bins) < 2:
-                raise ConfigError(f"bins must be >= 2, got {self.bins}")
-            if self.normalize == "zscore":
-                raise ConfigError("--bins need a bounded normalisation: use --normalize minmax or rank")
-        return self
-
-
-@dataclass
-class DedupConfig(TextStageConfig):
-    """``datamask dedup``: duplicate groups found across the whole corpus, one row kept per group."""
-
-    quality_column: str = _same(SelectConfig, "quality_column")
-    embedding_column: str = _same(SelectConfig, "embedding_column")
-    kind: str = _f("exact,fuzzy", "duplicate kinds, comma-separated: exact (normalised text), fuzzy "
-                   "(MinHash-LSH on word n-grams), semantic (SemDeDup within clusters)", group="dedup")
-    ngram: int = _f(5, "fuzzy: words per shingle", group="dedup")
-    num_perm: int = _f(128, "fuzzy: MinHash permutations (signature length)", group="dedup")
-    bands: int | None = _f(None, "fuzzy: LSH bands, dividing num_perm (default: chosen from the threshold, "
-                           "bands x rows <= num_perm, so a few permutations may go unused: at --threshold 0.5, "
-                           "42 bands x 3 rows use 126 of 128)", group="dedup")
-    threshold: float = _f(0.7, "fuzzy: Jaccard similarity (estimated from the signatures) from which two "
-                          "documents are duplicates; 0: no candidate check, every pair that shares a band is "
-                          "a duplicate", group="dedup")
-    eps: float = _f(0.05, "semantic: remove a document whose cosine to a kept one of its cluster exceeds 1 - eps",
-                    group="dedup")
-    domain_column: str = _f("cluster", "semantic: the cluster column (k-means on a sample of the corpus when "
-                            "it is absent)", group="dedup")
-    n_clusters: int | None = _f(None, "semantic: k-means clusters when the cluster column is absent (default "
-                                "sqrt(rows/10))", group="dedup")
-    seed: int = _f(0, "k-means seed (semantic without a cluster column)", group="dedup")
-    keep_all: bool = _f(False, "write every row with a duplicate_of column (the kept row's id, null for kept "
-                        "rows) instead of the kept rows only", group="output")
-
-    def validated(self) -> DedupConfig:
-        from ..dedup.deduplicator import parse_kinds
-        from ..dedup.minhash import lsh_params
-
-        super().validated()
-        self.kind = ",".join(parse_kinds(self.kind))
-        lsh_params(self.ngram, self.num_perm, self.bands, self.threshold)
-        if not 0.0 <= float(self.eps) < 1.0:
-            raise ConfigError(f"--eps must be in [0, 1), got {self.eps}")
-        if self.n_clusters is not None and int(self.n_clusters) < 1:
-            raise ConfigError(f"n_clusters must be >= 1, got {self.n_clusters}")
-        return self
 
 
 RESULT_FIELDS = tuple(f.name for f in fields(SelectConfig) if f.metadata.get("result", True))

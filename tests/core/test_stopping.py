@@ -7,6 +7,7 @@ top-S mask dipped early and was climbing back, and runs whose masks hold few sel
 per batch, whose rise per evaluation is tiny next to the objective yet steady
 (benchmarks/results/defaults.md, ratio 0.01).
 """
+
 import math
 import types
 
@@ -22,8 +23,9 @@ from datamask.core.synthetic import make_corpus
 def tracker(objectives, patience=10, tol=1e-5):
     """A _BestMask fed the given objectives, one per evaluation; the index where it stops."""
     it = iter(objectives)
-    est = types.SimpleNamespace(_lengths=None, tol=tol, patience=patience, callback=None,
-                                _record=lambda step, rows: {"objective": next(it)})
+    est = types.SimpleNamespace(
+        _lengths=None, tol=tol, patience=patience, callback=None, _record=lambda step, rows: {"objective": next(it)}
+    )
     t = pg._BestMask(est, 2, np)
     L = np.arange(4.0)
     for i in range(len(objectives)):

@@ -19,9 +19,9 @@ import pyarrow as pa
 
 from ...dedup.deduplicator import parse_kinds
 from ...dedup.minhash import lsh_params
-from ..config import DedupConfig
 from ..io import read_parquet_table
 from ..runner import StageRun, finish_split, plan_splits, resolve_io, split_record
+from ..text_config import DedupConfig
 from .base import Stage, split_runs
 from .dedup_groups import DEDUP_DIR, GROUPS_FILE, REMOVED_FILE, SUMMARY_FILE, find_groups
 from .dedup_read import DedupColumns, doc_range, file_ranks
@@ -74,7 +74,7 @@ def _totals(parts):
 
 
 def plan_dedup(cfg) -> StageRun:
-    """``datamask dedup`` of ``cfg`` (a :class:`~datamask.pipeline.config.DedupConfig`) as a :class:`StageRun`."""
+    """``datamask dedup`` of ``cfg`` (a :class:`~datamask.pipeline.text_config.DedupConfig`) as a :class:`StageRun`."""
     cfg = resolve_io(cfg, "dedup")
     kinds = parse_kinds(cfg.kind)
     params = lsh_params(cfg.ngram, cfg.num_perm, cfg.bands, cfg.threshold)
@@ -133,5 +133,5 @@ class DedupStage(Stage):
         )
 
 
-# ``datamask dedup``: ``cfg`` is a :class:`~datamask.pipeline.config.DedupConfig`; returns the manifest.
+# ``datamask dedup``: ``cfg`` is a :class:`~datamask.pipeline.text_config.DedupConfig`; returns the manifest.
 run_dedup = DedupStage().run

@@ -17,12 +17,12 @@ import time
 from dataclasses import replace
 
 from ...errors import ConfigError, DataError
-from ..config import EmbedConfig
 from ..frames import pandas_table, text_frame
 from ..gpu import CPU
 from ..gpu_worker import DeviceWork
 from ..runner import StageRun, finish_split, plan_splits, resolve_io, split_record
 from ..schema import TextColumns
+from ..text_config import EmbedConfig
 from .base import Stage, split_runs
 
 __all__ = ["EmbedStage", "run_embed", "plan_embed", "embed_split", "make_embedder"]
@@ -105,7 +105,7 @@ def make_embedder(cfg, device):
 
 
 def plan_embed(cfg) -> StageRun:
-    """``datamask embed`` of ``cfg`` (an :class:`~datamask.pipeline.config.EmbedConfig`) as a :class:`StageRun`."""
+    """``datamask embed`` of ``cfg`` (an :class:`~datamask.pipeline.text_config.EmbedConfig`) as a :class:`StageRun`."""
     cfg = resolve_io(cfg, "embed")
     cols = TextColumns.from_config(cfg)
     plan = plan_splits(cfg, cols, needs=("torch",))  # the model runs on CUDA with torch
@@ -156,5 +156,5 @@ class EmbedStage(Stage):
         )
 
 
-# ``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.config.EmbedConfig`; returns the manifest.
+# ``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.text_config.EmbedConfig`; returns the manifest.
 run_embed = EmbedStage().run

@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ConfigError, DataError, OutputError
-from ..config import ScoreConfig
 from ..frames import pandas_table, text_frame
 from ..io import read_parquet_table, write_json_atomic, write_parquet_atomic
 from ..runner import (
@@ -38,6 +37,7 @@ from ..runner import (
 )
 from ..schema import TextColumns
 from ..storage import options
+from ..text_config import ScoreConfig
 from .base import Stage, split_runs
 
 __all__ = [
@@ -276,7 +276,7 @@ def fasttext_scorer(cfg):
 
 
 def plan_score(cfg) -> StageRun:
-    """``datamask score`` of ``cfg`` (a :class:`~datamask.pipeline.config.ScoreConfig`) as a :class:`StageRun`."""
+    """``datamask score`` of ``cfg`` (a :class:`~datamask.pipeline.text_config.ScoreConfig`) as a :class:`StageRun`."""
     cfg = resolve_io(cfg, "score")
     weights, domain_weights, generated = score_weights(cfg)
     weighted = weighted_columns(weights, domain_weights)
@@ -373,5 +373,5 @@ def run_train_quality(positive, negative, output, *, text_column="text", epoch=1
 # ---------------------------------------------------------------------- workflows
 
 
-# ``datamask score``: ``cfg`` is a :class:`~datamask.pipeline.config.ScoreConfig`; returns the manifest.
+# ``datamask score``: ``cfg`` is a :class:`~datamask.pipeline.text_config.ScoreConfig`; returns the manifest.
 run_score = ScoreStage().run

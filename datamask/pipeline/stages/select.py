@@ -10,6 +10,7 @@
    split's record (with its device seconds and peak GPU memory);
 4. the runner (:func:`~datamask.pipeline.runner.run_stage`) resumes, writes the manifest.
 """
+
 from __future__ import annotations
 
 import json
@@ -68,8 +69,9 @@ def _read_ids(s: Split, order: int, cols: Columns) -> pd.DataFrame:
         ids = read_parquet_table(s.path, columns=[cols.id]).column(0).slice(s.start, s.rows)
     else:
         ids = read_split(s, cols).column(cols.id)
-    return pd.DataFrame({"id": ids.to_pandas(), "order": np.int32(order),
-                         "row": np.arange(s.start, s.stop, dtype=np.int64)})
+    return pd.DataFrame(
+        {"id": ids.to_pandas(), "order": np.int32(order), "row": np.arange(s.start, s.stop, dtype=np.int64)}
+    )
 
 
 def find_duplicates(client, plan: Plan, cols: Columns, dedupe: bool) -> dict:
@@ -78,8 +80,9 @@ def find_duplicates(client, plan: Plan, cols: Columns, dedupe: bool) -> dict:
 
     first = plan.splits[0]
     meta = _read_ids(Split(first.path, first.rel, first.fmt, first.start, first.start), 0, cols)
-    ids = dd.from_map(_read_ids, plan.splits, list(range(len(plan.splits))), cols=cols, meta=meta,
-                      enforce_metadata=False)
+    ids = dd.from_map(
+        _read_ids, plan.splits, list(range(len(plan.splits))), cols=cols, meta=meta, enforce_metadata=False
+    )
     counts = ids["id"].value_counts()
     dup = client.compute(counts[counts > 1]).result()
     if len(dup) == 0:
@@ -108,8 +111,7 @@ def _progress_callback(name):
     return cb
 
 
-def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_root, drops, in_type,
-                      token_budgets=None):
+def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_root, drops, in_type, token_budgets=None):
     """One partition: drop the corpus-wide duplicate ids and the holdout, run
     :func:`~.select_split.select_split` (the same per-split function as
     :func:`datamask.dask.select`), write the data file(s), then the record."""
@@ -121,8 +123,9 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
     if level.frames == "cudf":  # cudf holds no fixed-size lists and no float16
         table = normalize_embedding(table, cols, s.where(), s.start)
         if in_type is not None:
-            table = table.set_column(table.schema.get_field_index(cols.embedding), cols.embedding,
-                                     table.column(cols.embedding).cast(in_type))
+            table = table.set_column(
+                table.schema.get_field_index(cols.embedding), cols.embedding, table.column(cols.embedding).cast(in_type)
+            )
     n_dupes = 0
     if s.name in drops:
         keep = np.ones(table.num_rows, dtype=bool)
@@ -135,17 +138,37 @@ def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_roo
         table, held = split_off_holdout(table, cfg.holdout, s.seed(cfg.seed))
         held_files = [f"{s.name}.parquet"]
         write_parquet_atomic(held, out.holdout / held_files[0])
-    rec = {"name": s.name, "identity": s.identity, "source": s.rel, "start": s.start, "stop": s.stop,
-           "seed": s.seed(cfg.seed), "rows_in": table.num_rows, "duplicates_dropped": n_dupes,
-           "holdout_rows": s.rows - n_dupes - table.num_rows, "holdout_files": held_files}
-    res = select_split(table, cfg, rec["seed"], s.where(), s.start, level=level, d=d,
-                       callback=_progress_callback(s.name),
-                       tokens=None if token_budgets is None else token_budgets[s.name])
+    rec = {
+        "name": s.name,
+        "identity": s.identity,
+        "source": s.rel,
+        "start": s.start,
+        "stop": s.stop,
+        "seed": s.seed(cfg.seed),
+        "rows_in": table.num_rows,
+        "duplicates_dropped": n_dupes,
+        "holdout_rows": s.rows - n_dupes - table.num_rows,
+        "holdout_files": held_files,
+    }
+    res = select_split(
+        table,
+        cfg,
+        rec["seed"],
+        s.where(),
+        s.start,
+        level=level,
+        d=d,
+        callback=_progress_callback(s.name),
+        tokens=None if token_budgets is None else token_budgets[s.name],
+    )
     rec.update(res.record)
     result = None if table.num_rows == 0 else selected_table(table, res, cfg.keep_all)
     files = [] if result is None else write_split_files(result, out.data, s.name, cfg.partition_on)
-    rec.update(files=files, rows_written=0 if result is None else result.num_rows,
-               wall_seconds=round(time.perf_counter() - t0, 3))
+    rec.update(
+        files=files,
+        rows_written=0 if result is None else result.num_rows,
+        wall_seconds=round(time.perf_counter() - t0, 3),
+    )
     write_json_atomic(rec, out.parts / f"{s.name}.json")
     return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
 
@@ -158,8 +181,11 @@ def plan_select(cfg) -> StageRun:
     in_type = None
     if plan.level.frames == "cudf":
         first = plan.splits[0]
-        in_type = read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols)\
-            .schema.field(cols.embedding).type
+        in_type = (
+            read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols)
+            .schema.field(cols.embedding)
+            .type
+        )
     token_info = {}
 
     def check(client, pending):
@@ -177,7 +203,10 @@ def plan_select(cfg) -> StageRun:
         return out
 
     return StageRun(
-        "select", plan, cols, _select_partition,
+        "select",
+        plan,
+        cols,
+        _select_partition,
         kwargs=dict(cfg=cfg, level=plan.level, d=plan.d, drops={}, in_type=in_type),
         frame_device=plan.device,
         check=check,
@@ -200,8 +229,10 @@ class SelectStage(Stage):
         line = f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows {split_runs(t, out)}"
         tok = t.get("tokens")
         if tok:
-            line += (f"\ndatamask: kept {tok['tokens_out']:,} of {tok['corpus_tokens']:,} tokens (budget "
-                     f"{tok['budget']:,}; counts from {tok['source'] or 'no split'})")
+            line += (
+                f"\ndatamask: kept {tok['tokens_out']:,} of {tok['corpus_tokens']:,} tokens (budget "
+                f"{tok['budget']:,}; counts from {tok['source'] or 'no split'})"
+            )
             if tok["covers_corpus"]:
                 line += "\ndatamask: the token budget is at least the corpus's tokens: every row is kept"
         return line
