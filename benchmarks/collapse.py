@@ -108,6 +108,7 @@ def main():
         patience=None,
         batch_max=None,
         seed=0,
+        init="quality",
         logit_range=(0.0, 2.0),
         callback=callback,
     ).fit(E, q)

@@ -1,4 +1,4 @@
-"""Default-selection suite: pg's start settings on corpora of many shapes, worst case first.
+"""Default-selection suite: pg's start settings (init, logit_range) on corpora of many shapes, worst case first.
 
 Run:  python benchmarks/defaults.py [--quick] [--jobs 3] [--out benchmarks/results]
 
@@ -9,7 +9,7 @@ process (so the ratios compare like with like on a shared machine):
 
 * greedy (up to ``--greedy-max`` rows) and relaxed: seconds; the reference is greedy where
   it ran, else relaxed (1M rows: greedy takes hours), and relaxed's % of greedy's gain;
-* each candidate start (``logit_range``) as a user runs it: ``DataMask(logit_range=...)``
+* each candidate start as a user runs it: ``DataMask(init=..., logit_range=...)``
   with the default step budget (``steps=None``) and early stopping: % of the reference gain at the
   end, steps run, and the steps and seconds (from the start of ``fit``, pilot included) to
   99% of the reference gain, and that time over greedy's.
@@ -38,7 +38,18 @@ from optimizer import Tracker, first_reach, pin_allocator  # noqa: E402
 from datamask import DataMask, evaluate  # noqa: E402
 from datamask.core.synthetic import make_clusters, make_corpus  # noqa: E402
 
-CANDIDATES = (("(0, 2)", (0.0, 2.0)), ("(0, 8)", (0.0, 8.0)), ("(0, 16)", (0.0, 16.0)), ("auto", "auto"))
+# (label, init, logit_range): quality-aware starts (the paper's; round 1 and 2) and
+# starts from the relaxed solution (round 3)
+CANDIDATES = (
+    ("(0, 2)", "quality", (0.0, 2.0)),
+    ("(0, 8)", "quality", (0.0, 8.0)),
+    ("(0, 16)", "quality", (0.0, 16.0)),
+    ("auto", "quality", "auto"),
+    ("relaxed (0, 2)", "relaxed", (0.0, 2.0)),
+    ("relaxed (0, 4)", "relaxed", (0.0, 4.0)),
+    ("relaxed (0, 8)", "relaxed", (0.0, 8.0)),
+    ("relaxed (0, 16)", "relaxed", (0.0, 16.0)),
+)
 # The issue's shape: quality set by the cluster, tight clusters, high-quality near-duplicates.
 ISSUE = dict(n_clusters=50, spread=0.5, noise=0.1, n_dup_groups=10, dup_fraction=0.05)
 # (name, generator, generator kwargs, N, lam, ratio)
@@ -70,6 +81,7 @@ CASES = [
     ("MiniLM, Python docstrings + /usr/share/doc", "pydoc", {}, 20_000, 0.5, 0.1),
     ("MiniLM, Python docstrings + /usr/share/doc", "pydoc", {}, 20_000, 0.8, 0.3),
     ("make_corpus", "corpus", {}, 1_000_000, 0.5, 0.1),
+    ("make_corpus", "corpus", {}, 100_000, 0.5, 0.1),  # round 3: the size of the optimizer floors
 ]
 QUICK = [
     ("make_corpus", "corpus", {}, 5_000, 0.5, 0.1),
@@ -97,13 +109,13 @@ def load(gen, kw, N):
 
 
 def run_case(args):
-    name, gen, kw, N, lam, ratio, greedy_max, steps, cands = args
+    name, gen, kw, N, lam, ratio, greedy_max, steps, cands, diversity = args
     pin_allocator()
     E, q = load(gen, kw, N)
     N = len(q)
     S = round(ratio * N)
-    base = dict(lam=lam, ratio=ratio)
-    rand = evaluate(E, q, np.random.default_rng(0).permutation(N)[:S], lam=lam)["objective"]
+    base = dict(lam=lam, ratio=ratio, diversity=diversity)
+    rand = evaluate(E, q, np.random.default_rng(0).permutation(N)[:S], lam=lam, diversity=diversity)["objective"]
     row = dict(name=name, N=N, lam=lam, ratio=ratio, greedy_s=None, cands={})
     t = time.perf_counter()
     relaxed = DataMask(solver="relaxed", **base).fit(E, q).objective_["objective"]
@@ -116,10 +128,10 @@ def run_case(args):
     gain = ref - rand
     row["relaxed_pct"] = 100 * (relaxed - rand) / gain
     row["ref"] = "greedy" if row["greedy_s"] is not None else "relaxed"
-    for label, lr_range in [c for c in CANDIDATES if c[0] in cands]:
+    for label, init, lr_range in [c for c in CANDIDATES if c[0] in cands]:
         tr = Tracker(float("inf"))
         t = time.perf_counter()
-        m = DataMask(logit_range=lr_range, steps=steps, callback=tr, **base).fit(E, q)
+        m = DataMask(init=init, logit_range=lr_range, steps=steps, callback=tr, **base).fit(E, q)
         secs = time.perf_counter() - t
         s99, t99 = first_reach(tr.points, rand + 0.99 * gain)
         row["cands"][label] = dict(
@@ -143,17 +155,19 @@ def fmt(x, spec=".2f"):
     return "—" if x is None else format(x, spec)
 
 
-def write(path, rows, argv, wall, jobs):
+def write(path, rows, argv, wall, jobs, diversity="pairwise"):
     labels = [c[0] for c in CANDIDATES if c[0] in rows[0]["cands"]]
     with open(path, "w") as f:
-        f.write("# Default-selection suite: pg's initial logit range\n\n")
+        f.write("# Default-selection suite: pg's start (init, logit_range)\n\n")
         f.write(
-            f"`python benchmarks/defaults.py {' '.join(argv)}`: pairwise diversity, pruning 0.5, G = 128, "
+            f"`python benchmarks/defaults.py {' '.join(argv)}`: {diversity} diversity, pruning 0.5, G = 128, "
             "default lr, batch 5% capped at 512 rows, the default step budget (`steps=None`: 5,000 to 50,000 "
             "by the draws per candidate row) and early stopping (`patience` 10: two windows of 10 "
             "evaluations, every 100 steps), seed 0, 1 BLAS thread, CPU. Gain: objective minus "
             "that of a random selection of the same size, in % of the reference's gain (greedy, or relaxed "
-            "where greedy was not run). Times: seconds from the start of `fit` (the auto pilot included) to "
+            "where greedy was not run). Candidates: `(lo, hi)` and `auto` map quality onto the range "
+            '(`init="quality"`), `relaxed (lo, hi)` maps the relaxed start (`init="relaxed"`). '
+            "Times: seconds from the start of `fit` (the auto pilot and the relaxed solve included) to "
             "the first evaluation point at 99% of the reference gain; *pg / greedy* divides it by greedy's "
             "seconds in the same process. Machine: "
             f"{platform.machine()}, {os.cpu_count()} cores shared with other users' jobs "
@@ -219,6 +233,12 @@ def main():
         default=[c[0] for c in CANDIDATES],
         help="labels of the candidate starts to run (default: all)",
     )
+    ap.add_argument(
+        "--diversity",
+        default="pairwise",
+        choices=("pairwise", "disf"),
+        help="the objective of every case (disf: writes defaults_disf.md)",
+    )
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     args = ap.parse_args()
     cases = QUICK if args.quick else CASES
@@ -226,7 +246,7 @@ def main():
         cases = [cases[i] for i in args.only]
     steps = 1000 if args.quick else None  # None: the default step budget
     t0 = time.time()
-    jobs = [(*c, args.greedy_max, steps, args.candidates) for c in cases]
+    jobs = [(*c, args.greedy_max, steps, args.candidates, args.diversity) for c in cases]
     # the largest cases first, so the pool's last minutes are not one long case alone
     order = sorted(range(len(jobs)), key=lambda i: -jobs[i][3])
     with mp.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
@@ -235,8 +255,9 @@ def main():
     for i, r in zip(order, done):
         rows[i] = r
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "defaults_quick.md" if args.quick else "defaults.md")
-    write(path, rows, sys.argv[1:], time.time() - t0, args.jobs)
+    name = ("defaults_quick" if args.quick else "defaults") + ("" if args.diversity == "pairwise" else "_disf")
+    path = os.path.join(args.out, name + ".md")
+    write(path, rows, sys.argv[1:], time.time() - t0, args.jobs, args.diversity)
     print(path)
 
 

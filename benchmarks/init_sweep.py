@@ -64,7 +64,9 @@ def run(E, q, rand, gain, cap, every, **kw):
         pts.append((rec["step"], rec["seconds"], 100 * (rec["objective"] - rand) / gain))
         return pts[-1][2] >= 99.9
 
-    m = DataMask(solver="pg", steps=cap, eval_every=every, patience=None, callback=cb, **kw).fit(E, q)
+    # the quality-aware start's ranges (pairwise's default start is now init="relaxed")
+    m = DataMask(solver="pg", init="quality", steps=cap, eval_every=every, patience=None, callback=cb, **kw)
+    m.fit(E, q)
     falls = [(a - b, s) for (_, _, a), (s, _, b) in zip(pts, pts[1:])]
     fall, at = max(falls) if falls else (0.0, 0)
 

@@ -46,6 +46,10 @@ from datamask import DataMask, evaluate  # noqa: E402
 from datamask.core.synthetic import make_corpus  # noqa: E402
 
 RATIO, LAM = 0.1, 0.5
+# The policy-gradient engine is measured from the paper's quality-aware start: pairwise's
+# default start from the relaxed solution (init="relaxed") would reach 99% at step 0 and say
+# nothing about the engine. The defaults as a user runs them: benchmarks/defaults.py.
+PG = dict(solver="pg", init="quality")
 GRAPH_NOTES: set = set()  # warnings the library gave during pg runs (e.g. a failed capture)
 _CORPORA: dict = {}
 
@@ -126,8 +130,8 @@ def step_ms(E, q, steps, **kw):
     A 20-step fit with the same parameters runs first, so one-off costs (imports, kernel
     set-up, first touch of memory) stay out of the figure.
     """
-    DataMask(solver="pg", steps=20, eval_every=20, patience=None, **kw).fit(E, q)
-    m = DataMask(solver="pg", steps=steps, eval_every=steps, patience=None, **kw).fit(E, q)
+    DataMask(**PG, steps=20, eval_every=20, patience=None, **kw).fit(E, q)
+    m = DataMask(**PG, steps=steps, eval_every=steps, patience=None, **kw).fit(E, q)
     h = m.history_
     return 1000 * (h[-1]["seconds"] - h[0]["seconds"]) / max(1, h[-1]["step"])
 
@@ -137,7 +141,7 @@ def pg_run(E, q, rand, gain, cap_s, stop=0.999, eval_every=50, **kw):
     tr = Tracker(cap_s, stop_at=rand + stop * gain)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = DataMask(solver="pg", steps=10**7, eval_every=eval_every, patience=None, callback=tr, **kw).fit(E, q)
+        m = DataMask(**PG, steps=10**7, eval_every=eval_every, patience=None, callback=tr, **kw).fit(E, q)
     for w in caught:
         GRAPH_NOTES.add(str(w.message))
     s99, t99 = first_reach(tr.points, rand + 0.99 * gain)
@@ -229,7 +233,7 @@ def run_size(N, metrics, pg_caps, lines, traj, lr_sweep, device="cpu", extras=No
         out = []
         for lr in (0.3, 1.0, 3.0, 10.0):
             tr = Tracker(90.0, stop_at=rand + 0.999 * (g - rand))
-            m = DataMask(lr=lr, steps=20_000, eval_every=50, patience=None, callback=tr).fit(E, q)
+            m = DataMask(**PG, lr=lr, steps=20_000, eval_every=50, patience=None, callback=tr).fit(E, q)
             s99, t99 = first_reach(tr.points, rand + 0.99 * (g - rand))
             s995, _ = first_reach(tr.points, rand + 0.995 * (g - rand))
             fall, _ = largest_fall(tr.points, rand, g - rand)

@@ -39,7 +39,9 @@ class Diversity:
     name: str = ""
     label: str = ""  # what reports call it
     lr: float = 3.0  # pg step size when DataMask(lr=None)
-    logit_range: tuple | str = (0.0, 16.0)  # pg initial logits when DataMask(logit_range=None); "auto": a pilot
+    init: str = "quality"  # pg initial logits when DataMask(init=None): "quality" or "relaxed"
+    logit_range: tuple | str = (0.0, 16.0)  # init="quality"'s range when DataMask(logit_range=None); "auto": a pilot
+    relaxed_logit_range: tuple | str = (0.0, 4.0)  # init="relaxed"'s range when logit_range=None
     uses_reference = False  # scored against reference rows (pg batches those, not candidates)
     row_sums_only = False  # a pg group needs only row sums (the int8 kernel can compute them)
     whole_split_known = False  # its value on the whole split is known without computing it
@@ -64,13 +66,15 @@ class Diversity:
         """Greedy picks (row indices in pick order); ``R``: reference rows when it uses them."""
         raise NotImplementedError
 
-    def check_relaxed(self):
-        """A ValueError when it has no relaxation (``solver="relaxed"``)."""
+    def default_logit_range(self, init):
+        """pg's initial logit range for ``init`` when ``DataMask(logit_range=None)``."""
+        return self.relaxed_logit_range if init == "relaxed" else self.logit_range
+
+    def check_relaxed(self, what="solver='relaxed'"):
+        """A ValueError when it has no relaxation (``solver="relaxed"`` or ``init="relaxed"``)."""
         if self.relaxed_terms is None:
-            raise ValueError(
-                f"solver='relaxed' is not defined for diversity={self.name!r} ({self.no_relaxed}); "
-                "use solver='pg' or solver='greedy'"
-            )
+            fix = "use init='quality'" if what.startswith("init") else "use solver='pg' or solver='greedy'"
+            raise ValueError(f"{what} is not defined for diversity={self.name!r} ({self.no_relaxed}); {fix}")
 
     no_relaxed = ""  # why there is no relaxation
 
@@ -81,7 +85,8 @@ class Diversity:
 class Pairwise(Diversity):
     name = "pairwise"
     label = "pairwise diversity"
-    logit_range = "auto"  # the default-selection suite's choice (benchmarks/results/defaults.md)
+    init = "relaxed"  # the default-selection suite's choice (benchmarks/results/defaults.md)
+    logit_range = "auto"  # the suite's choice for init="quality"
     row_sums_only = True
     relaxed_terms = staticmethod(pairwise_terms)
     relaxed_token_terms = staticmethod(pairwise_token_terms)

@@ -53,6 +53,8 @@ def check_params(params: dict) -> None:
         raise ValueError(f"{m[1]} must be {m[2]}, got {m[3]}" if m else str(e)) from None
     if params.get("solver") == "relaxed":
         get_diversity(params.get("diversity", "pairwise")).check_relaxed()
+    if params.get("init") == "relaxed" and params.get("solver", "pg") == "pg":
+        get_diversity(params.get("diversity", "pairwise")).check_relaxed("init='relaxed'")
     check_logit_range(params.get("logit_range"))
 
 
@@ -106,20 +108,29 @@ class DataMask(BaseEstimator):
     prune : float, default 0.5
         Quality-aware pruning: drop this fraction of rows with the lowest quality before
         optimising (every solver). 0 keeps all.
-    init : {"quality", "uniform"}, default "quality"
-        Initial logits: equal, or quality mapped linearly onto ``logit_range``.
+    init : {"relaxed", "quality", "uniform"} or None, default None
+        Initial logits, mapped linearly onto ``logit_range``: ``"quality"`` (the paper's),
+        ``"relaxed"`` (beyond the paper: the relaxed solution, averaged with its best
+        rounding, so pg starts where ``solver="relaxed"`` ends and searches around it on
+        the exact objective; pairwise and DiSF only; :mod:`datamask.core.start`), or
+        ``"uniform"`` (equal). None picks ``"relaxed"`` for pairwise, the choice of the
+        default-selection suite by its worst case (docs/defaults.md), and ``"quality"`` for
+        DiSF and facility location.
+
+        .. versionchanged:: 0.3
+           None (pairwise: ``"relaxed"``) replaces the default ``"quality"``.
     logit_range : (float, float), "auto" or None, default None
-        ``(l_min, l_max)`` for quality-aware initialisation, or ``"auto"``: a short pilot
+        ``(l_min, l_max)`` the initial scores are mapped onto, or ``"auto"``: a short pilot
         (:mod:`datamask.core.start`) runs pg from (0, 2) and from (0, 16) and starts from
         the one whose top-S scores higher, then continues that run (the cost: the other
         range's pilot, at most 500 steps).
-        None picks ``"auto"`` for pairwise, (0, 16) for DiSF and (0, 2) for facility
-        location. A wide range starts the policy near the quality top-S (fast where the
-        optimum is near it, no early dip with large batches), a narrow one leaves pg free to
-        reach rows far below it; neither fixed range held on every corpus of the
-        default-selection suite, which chose the pairwise default by its worst case
-        (benchmarks/results/defaults.md, docs/defaults.md; DiSF and facility location were
-        not in that suite: benchmarks/results/init_sweep.md).
+        None picks (0, 4) for ``init="relaxed"``; for ``init="quality"``, ``"auto"`` for
+        pairwise, (0, 16) for DiSF and (0, 2) for facility location. A wide quality range
+        starts the policy near the quality top-S (fast where the optimum is near it, no
+        early dip with large batches), a narrow one leaves pg free to reach rows far below
+        it; neither fixed range held on every corpus of the default-selection suite
+        (benchmarks/results/defaults.md; DiSF and facility location were not in that
+        suite: benchmarks/results/init_sweep.md).
     final : {"topk", "sample"}, default "topk"
         Final mask: the S largest logits (the best top-S mask seen at the evaluation
         points is kept), or one Plackett-Luce draw from the final logits.
@@ -173,9 +184,12 @@ class DataMask(BaseEstimator):
         Steps run (pg) or iterations (relaxed) or picks (greedy).
     steps_ : int
         pg's step budget (``steps``, or the one ``steps=None`` chose).
-    lr_, logit_range_ : float, (float, float)
-        The step size and initial logit range pg used (``lr`` and ``logit_range``, or
-        their per-diversity defaults when None; the pilot's choice for ``"auto"``); pg only.
+    lr_, init_, logit_range_ : float, str, (float, float)
+        The step size, start and initial logit range pg used (``lr``, ``init`` and
+        ``logit_range``, or their per-diversity defaults when None; the pilot's choice for
+        ``"auto"``); pg only.
+    relaxed_iter_ : int
+        ``init="relaxed"``: the Frank-Wolfe iterations of the start.
     pilot_ : dict or None
         ``"auto"`` only: each candidate range's top-S objective at the end of its pilot.
     fit_seconds_ : float
@@ -194,7 +208,7 @@ class DataMask(BaseEstimator):
         "batch_ratio": [Interval(Real, 0, 1, closed="right"), None],
         "batch_max": [Interval(Integral, 2, None, closed="left"), None],
         "prune": [Interval(Real, 0, 1, closed="left")],
-        "init": [StrOptions({"quality", "uniform"})],
+        "init": [StrOptions({"quality", "uniform", "relaxed"}), None],
         "logit_range": "no_validation",  # check_logit_range: "auto", (l_min, l_max) or None
         "final": [StrOptions({"topk", "sample"})],
         "reference_size": [Interval(Integral, 1, None, closed="left"), None],
@@ -224,7 +238,7 @@ class DataMask(BaseEstimator):
         batch_ratio=0.05,
         batch_max=BATCH_MAX,
         prune=0.5,
-        init="quality",
+        init=None,
         logit_range=None,
         final="topk",
         reference_size=2048,
@@ -393,27 +407,33 @@ class DataMask(BaseEstimator):
         self._record(S, order)
         return order
 
-    def _fit_relaxed(self, Ec, qc, S, xp):
+    def _solve_relaxed(self, Ec, qc, S, xp):
+        """``(x, rows, n_iter)``: Frank-Wolfe's relaxed mask over the candidates, and the
+        better on the exact objective of its two roundings (filled to the token budget
+        under one)."""
         t, T = self._lengths, self._token_budget
         if t is None:
-            x, vertex, it = frank_wolfe(Ec, qc, S, self.lam, self._div.relaxed_terms, max_iter=int(self.relaxed_iter))
-            top, last = xp.argpartition(-x, S - 1)[:S], xp.nonzero(vertex)[0]
-        else:  # the roundings fill the budget
+            x, best, it = frank_wolfe(Ec, qc, S, self.lam, self._div.relaxed_terms, max_iter=int(self.relaxed_iter))
+            picks = (best, xp.argpartition(-x, S - 1)[:S])
+        else:
             x, top, last, it = frank_wolfe_tokens(
                 Ec, qc, t, T, self.lam, self._div.relaxed_token_terms, int(self.relaxed_iter)
             )
-        self.n_steps_ = it
+            picks = (top, last)
+        rows = max(picks, key=lambda r: self._full.evaluate_rows(self._cand[r])["objective"])
+        return x, rows, it
+
+    def _fit_relaxed(self, Ec, qc, S, xp):
+        x, rows, self.n_steps_ = self._solve_relaxed(Ec, qc, S, xp)
         self.x_ = xp.full(self._full.E.shape[0], 0.0)
         self.x_[self._cand] = x
-        a = self._record(it, top)
-        b = self._full.evaluate_rows(self._cand[last])
-        if b["objective"] > a["objective"]:
-            return last
-        return top
+        self._record(self.n_steps_, rows)
+        return rows
 
     def _fit_pg(self, E, cand, scale, qc, S, xp):
         self.lr_ = float(self.lr) if self.lr is not None else self._div.lr
-        solver, self.pilot_ = start_solver(self, self._div.logit_range, E, cand, scale, qc, S, xp)
+        self.init_ = self.init if self.init is not None else self._div.init
+        solver, self.pilot_ = start_solver(self, E, cand, scale, qc, S, xp)
         solver.advance(solver.steps)
         rows = solver.finish()
         self.steps_ = solver.steps

@@ -199,13 +199,14 @@ class PolicyGradient:
     def init_logits(self, qc, xp):
         est = self.est
         n = qc.shape[0]
-        if est.init == "uniform":
+        if est.init_ == "uniform":
             return xp.zeros(n, dtype=xp.float64)
         lo, hi = est.logit_range_
-        qmin, qmax = float(qc.min()), float(qc.max())
-        if qmax <= qmin:
+        v = est._start_scores  # quality, or the relaxed start (datamask.core.start)
+        vmin, vmax = float(v.min()), float(v.max())
+        if vmax <= vmin:
             return xp.full(n, lo, dtype=xp.float64)
-        return (qc - qmin) / (qmax - qmin) * (hi - lo) + lo
+        return (v - vmin) / (vmax - vmin) * (hi - lo) + lo
 
     def build(self, E, cand, norms, qc, S, xp):
         """The :class:`Step` of this fit (its arrays allocated once, before any step)."""

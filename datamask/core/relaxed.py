@@ -9,8 +9,9 @@ is concave in x, and so is DiSF once the standardisation is fixed over the candi
 (a sum of squares of linear functions of x, negated). Frank-Wolfe solves it: the linear
 step over the capped simplex is the indicator of the top S entries of the gradient, and F is
 quadratic along the step, so the line search has a closed form. Each iteration costs a few
-O(n d) products (O(n d^2) for DiSF). The selection is the top S of x, or the last vertex,
-whichever scores better on the exact objective (picked by the caller).
+O(n d) products (O(n d^2) for DiSF). The selection is the best 0/1 point met on the way
+(each iterate's top S, each vertex), or the top S of the last x where that scores better
+on the exact objective (picked by the caller; DiSF's relaxation fixes the standardisation).
 
 Facility location is submodular, not concave: it has no such relaxation here.
 """
@@ -21,7 +22,11 @@ from .backend import get_namespace
 from .greedy import standardize
 from .validate import BLOCK_ROWS
 
-__all__ = ["frank_wolfe", "pairwise_terms", "disf_terms"]
+__all__ = ["frank_wolfe", "pairwise_terms", "disf_terms", "STABLE_ITER"]
+
+# Frank-Wolfe stops once its rounding has not changed for this many iterations: 5 stopped
+# too soon on one corpus of the default-selection suite (benchmarks/results/defaults.md).
+STABLE_ITER = 10
 
 
 def pairwise_terms(E, q, S, lam):
@@ -75,8 +80,13 @@ def disf_terms(E, q, S, lam):
     return rows_sum, grad, quad, value
 
 
-def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_iter=5):
-    """Maximise the relaxed objective; return ``(x, last_vertex, n_iter)``.
+def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_iter=None):
+    """Maximise the relaxed objective; return ``(x, rows, n_iter)``.
+
+    ``rows`` is the best 0/1 selection seen on the way, by the relaxed objective (exact for
+    pairwise on unit rows): each iterate's top S and each vertex. The top S of the *last*
+    iterate is not always the best rounding (it can fall while x converges), so tracking
+    them makes more iterations never worse.
 
     Parameters
     ----------
@@ -87,9 +97,10 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
     tol : stop when the Frank-Wolfe gap (an upper bound on F* - F(x)) falls below
         ``tol * max(1, |F(x)|)``
     x0 : optional start; default: the top S rows by quality (a vertex)
-    stable_iter : also stop once the top S entries of x (the selection the caller takes)
-        have not changed for this many iterations
+    stable_iter : also stop once the top S entries of x (the rounding) have not changed for
+        this many iterations (None: :data:`STABLE_ITER`, chosen on the default-selection suite)
     """
+    stable_iter = STABLE_ITER if stable_iter is None else int(stable_iter)
     xp = get_namespace(E)
     n = E.shape[0]
     q = q.astype(xp.float64)
@@ -98,21 +109,7 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
     # same way, and a vertex's state is a sum over its S rows, so each iteration costs one
     # pass over the n rows (the gradient) instead of three.
     rows_sum, grad, quad, value = terms(E, q, S, lam)
-
-    # Consecutive vertices share most rows: a vertex's state is the previous vertex's plus
-    # the rows that entered minus the rows that left.
-    vertex = {"member": None, "state": None}
-
-    def state_of(rows):
-        member = xp.zeros(n, dtype=bool)
-        member[rows] = True
-        prev = vertex["member"]
-        if prev is None:
-            st = rows_sum(rows)
-        else:
-            st = vertex["state"] + rows_sum(xp.nonzero(member & ~prev)[0]) - rows_sum(xp.nonzero(prev & ~member)[0])
-        vertex["member"], vertex["state"] = member, st
-        return st
+    vertices, roundings = _VertexStates(n, rows_sum, xp), _VertexStates(n, rows_sum, xp)
 
     def top_rows(v):
         return xp.arange(n) if S >= n else xp.argpartition(-v, S - 1)[:S]
@@ -122,15 +119,23 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
         s[rows] = 1.0
         return s
 
+    best = {"value": -float("inf"), "rows": None}
+
+    def offer(rows, s, state):  # a 0/1 selection: keep the best
+        v = value(s, state)
+        if v > best["value"]:
+            best["value"], best["rows"] = v, rows
+
     if x0 is None:
         rows = top_rows(q)
-        x, state = indicator(rows), state_of(rows)
+        x, state = indicator(rows), vertices.state(rows)
     else:
         x = x0.astype(xp.float64)
-        state = state_of(xp.nonzero(x > 0)[0]) if bool(((x == 0) | (x == 1)).all()) else None
-        if state is None:
+        if not bool(((x == 0) | (x == 1)).all()):
             raise ValueError("x0 must be a 0/1 vertex of the capped simplex")
-    s = x
+        rows = xp.nonzero(x > 0)[0]
+        state = vertices.state(rows)
+    offer(rows, x, state)
     it, stable, top = 0, 0, None
     for it in range(1, max_iter + 1):  # noqa: B007 (returned: the iterations run)
         g = grad(state)
@@ -139,14 +144,43 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
         gap = float(g @ (s - x))
         if gap <= tol * max(1.0, abs(value(x, state))):
             break
-        dstate = state_of(rows) - state
+        vstate = vertices.state(rows)
+        offer(rows, s, vstate)
+        dstate = vstate - state
         c = quad(dstate, dstate)
         gamma = 1.0 if c <= 0 else min(1.0, gap / (2.0 * c))
         x = (1.0 - gamma) * x + gamma * s
         state = state + gamma * dstate
-        new_top = xp.sort(top_rows(x)) if S < n else None
-        stable = stable + 1 if top is not None and new_top is not None and bool((new_top == top).all()) else 0
+        if S >= n:
+            continue
+        new_top = xp.sort(top_rows(x))
+        if top is None or not bool((new_top == top).all()):
+            offer(new_top, indicator(new_top), roundings.state(new_top))
+            stable = 0
+        else:
+            stable += 1
         top = new_top
         if stable >= stable_iter:
             break
-    return x, s, it
+    return x, best["rows"], it
+
+
+class _VertexStates:
+    """The state of 0/1 selections, each from the previous one's: consecutive selections
+    share most rows, so the update sums only the rows that entered and left."""
+
+    def __init__(self, n, rows_sum, xp):
+        self.n, self.rows_sum, self.xp = n, rows_sum, xp
+        self.member, self.last = None, None
+
+    def state(self, rows):
+        xp = self.xp
+        member = xp.zeros(self.n, dtype=bool)
+        member[rows] = True
+        if self.member is None:
+            st = self.rows_sum(rows)
+        else:
+            entered, left = xp.nonzero(member & ~self.member)[0], xp.nonzero(self.member & ~member)[0]
+            st = self.last + self.rows_sum(entered) - self.rows_sum(left)
+        self.member, self.last = member, st
+        return st

@@ -137,7 +137,7 @@ class StageConfig:
         for f in fields(self):
             ch = f.metadata.get("choices")
             v = getattr(self, f.name)
-            if ch and v not in ch:
+            if ch and v not in ch and not (v is None and f.default is None):
                 raise ConfigError(f"{f.name} must be one of {', '.join(ch)}; got {v!r}")
         if int(self.split_size) < 2:
             raise ConfigError(f"split_size must be >= 2 rows, got {self.split_size}")
@@ -214,10 +214,16 @@ class SelectConfig(StageConfig):
         _DM["batch_max"], "most rows per step (caps batch_ratio; null: no cap, the paper's recipe)"
     )
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
-    init: str = _f(_DM["init"], "initial logits", choices=("quality", "uniform"))
+    init: str | None = _f(
+        _DM["init"],
+        "pg's initial logits: from the relaxed solution, quality (the paper's) or uniform "
+        "(null: relaxed for pairwise, quality otherwise; docs/defaults.md)",
+        choices=("relaxed", "quality", "uniform"),
+    )
     logit_range: tuple | None = _f(
         _DM["logit_range"],
-        "l_min,l_max for quality-aware initialisation (null: a short pilot picks 0,2 or 0,16; 0,2 for facility)",
+        "l_min,l_max the initial scores are mapped onto (null: 0,4 for init relaxed; for quality a short "
+        "pilot picks 0,2 or 0,16, and 0,2 for facility)",
     )
     final: str = _f(_DM["final"], "final mask", choices=("topk", "sample"))
     reference_size: int | None = _f(_DM["reference_size"], "facility location reference sample size")

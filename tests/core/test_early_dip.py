@@ -4,8 +4,9 @@ With ``batch_max=None`` each step scores masks of thousands of rows, so one row'
 mask's score is small and its first updates are mostly noise. With a narrow initial range
 (quality mapped onto logits 0..2) that noise reordered the rows near the top-S boundary
 before the signal built up, and the objective dipped (``benchmarks/results/init_sweep.md``).
-The default ``logit_range`` starts the policy close to the quality top-S; the noise then
-moves only rows whose order hardly matters.
+The quality-aware default ``logit_range`` starts the policy close to the quality top-S; the
+noise then moves only rows whose order hardly matters. pairwise's default start
+(``init="relaxed"``) begins at the relaxed solution and has no dip either.
 """
 
 import numpy as np
@@ -40,37 +41,38 @@ def largest_fall(E, q, rand, gain, **kw):
 
 
 def test_paper_batch_has_no_early_dip_with_the_default_initialisation(corpus_100k):
-    fall, pct = largest_fall(*corpus_100k)
+    fall, pct = largest_fall(*corpus_100k, init="quality")
     assert fall < 1.0, pct  # no fall > 1% of the gain between two evaluation points
     assert pct[-1] > pct[0]  # and it has already improved on the quality top-S
     # the old flat initialisation, same run: the dip this test guards against
-    old_fall, old = largest_fall(*corpus_100k, logit_range=(0.0, 2.0))
+    old_fall, old = largest_fall(*corpus_100k, init="quality", logit_range=(0.0, 2.0))
     assert old_fall > 1.0, old
+    # the relaxed start (pairwise's default) begins at the relaxed rounding and keeps it
+    fall, pct = largest_fall(*corpus_100k)
+    assert fall < 1.0 and pct[0] > 99.99, pct
 
 
 @pytest.mark.parametrize(
-    "diversity, given, used",
+    "diversity, init, given, used",
     [
-        ("pairwise", None, "auto"),  # a pilot picks 0..2 or 0..16 (tests/core/test_auto_start.py)
-        ("disf", None, (0.0, 16.0)),
-        ("facility", None, (0.0, 2.0)),  # coverage is far from the quality top-S: a flat start
-        ("pairwise", (1.0, 3.0), (1.0, 3.0)),
+        ("pairwise", None, None, (0.0, 4.0)),  # the relaxed start (tests/core/test_relaxed_start.py)
+        ("pairwise", "quality", None, "auto"),  # a pilot picks 0..2 or 0..16 (tests/core/test_auto_start.py)
+        ("disf", None, None, (0.0, 16.0)),
+        ("facility", None, None, (0.0, 2.0)),  # coverage is far from the quality top-S: a flat start
+        ("pairwise", None, (1.0, 3.0), (1.0, 3.0)),
     ],
 )
-def test_logit_range_default_depends_on_the_diversity(diversity, given, used):
+def test_logit_range_default_depends_on_the_diversity(diversity, init, given, used):
     c = make_corpus(600, dim=16, seed=1)
-    m = DataMask(diversity=diversity, logit_range=given, steps=2, eval_every=1, reference_size=64, seed=0)
+    kw = dict(diversity=diversity, init=init, logit_range=given, reference_size=64)
+    m = DataMask(**kw, steps=2, eval_every=1, seed=0)
     m.fit(c["embedding"], c["quality"])
     if used == "auto":
         used = m.logit_range_
         assert used == max(m.pilot_, key=m.pilot_.get)
     assert m.logit_range_ == used
     # step 0 is the initialisation: candidates' logits span exactly the range
-    L0 = (
-        DataMask(diversity=diversity, logit_range=given, steps=0, reference_size=64)
-        .fit(c["embedding"], c["quality"])
-        .logits_
-    )
+    L0 = DataMask(**kw, steps=0).fit(c["embedding"], c["quality"]).logits_
     L0 = L0[np.isfinite(L0)]
     assert (L0.min(), L0.max()) == pytest.approx(used)
 

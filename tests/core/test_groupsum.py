@@ -85,12 +85,12 @@ def kernels_used(monkeypatch):
 def test_pg_reaches_the_same_objective_with_either_kernel(monkeypatch, kernels_used):
     c = make_corpus(4000, dim=32, seed=3)
     E, q = c["embedding"], c["quality"]
-    start = DataMask(steps=0).fit(E, q).objective_["objective"]
+    start = DataMask(steps=0, init="quality").fit(E, q).objective_["objective"]
     out = {}
     for name in ["float32"] + (["int8"] if groupsum.kernel() == "int8" else []):
         monkeypatch.setattr(groupsum, "kernel", lambda name=name: name)
         # 1,000-row batches: large enough for the int8 kernel to be chosen
-        m = DataMask(steps=400, seed=0, patience=None, batch_ratio=0.5).fit(E, q)
+        m = DataMask(steps=400, seed=0, patience=None, batch_ratio=0.5, init="quality").fit(E, q)
         assert kernels_used[-1] == name
         out[name] = m.objective_["objective"]
     assert out["float32"] > start

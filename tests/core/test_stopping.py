@@ -75,7 +75,7 @@ def count_steps(monkeypatch):
 def test_auto_continues_its_pilot_instead_of_rerunning_it(monkeypatch):
     c = make_corpus(n_rows=2000, dim=16, seed=0)
     E, q = c["embedding"], c["quality"]
-    kw = dict(steps=400, eval_every=50, patience=None)
+    kw = dict(steps=400, eval_every=50, patience=None, init="quality")
     calls = count_steps(monkeypatch)
     auto = DataMask(**kw).fit(E, q)
     n_auto = calls[0]
@@ -96,6 +96,7 @@ def test_auto_callback_sees_the_winners_points_and_can_stop(stop_at):
         seen.append(rec["step"])
         return rec["step"] >= stop_at
 
-    m = DataMask(steps=400, eval_every=50, patience=None, callback=cb).fit(c["embedding"], c["quality"])
+    m = DataMask(steps=400, eval_every=50, patience=None, init="quality", callback=cb)
+    m.fit(c["embedding"], c["quality"])
     assert seen == list(range(0, stop_at + 1, 50))  # in order, once each, the loser's never
     assert m.n_steps_ == max(stop_at, 100)  # a stop inside the pilot takes effect when it ends

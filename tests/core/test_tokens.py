@@ -121,9 +121,10 @@ def test_prefix_objectives_are_the_exact_objective_of_each_prefix(corpus, divers
     t = t.astype(np.float64)
     T = int(0.1 * t.sum())
     est = DataMask(tokens=T, prune=0.0, diversity=diversity, reference_size=None)
-    est.lr_, est.logit_range_ = 3.0, (0.0, 16.0)
+    est.lr_, est.logit_range_, est.init_ = 3.0, (0.0, 16.0), "quality"
     est._lengths, est._token_budget = t, T
     qn = normalize_quality(q)
+    est._start_scores = qn
     est._full = Objective(E, qn, 0.5, diversity)
     step = PolicyGradient(est).build(E, np.arange(800), None, qn, 50, np)
     B = None if diversity == "facility" else step.passes.batches[0]

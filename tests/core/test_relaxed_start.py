@@ -1,0 +1,96 @@
+"""pg's start from the relaxed solution (``init="relaxed"``, pairwise's default) and the
+Frank-Wolfe rounding it starts from (datamask.core.start, datamask.core.relaxed).
+
+The crowded corpus is the shape where the quality-aware wide start fails
+(tests/core/test_auto_start.py): the relaxed start needs no pilot there.
+"""
+
+import numpy as np
+import pytest
+
+from datamask import DataMask, evaluate
+from datamask.core.synthetic import make_clusters, make_corpus
+from datamask.errors import ConfigError
+
+ISSUE = dict(n_clusters=50, spread=0.5, noise=0.1, n_dup_groups=10, dup_fraction=0.05)
+
+
+@pytest.fixture(scope="module")
+def crowded():
+    c = make_clusters(2000, dim=32, seed=0, **ISSUE)
+    E, q = c["embedding"], c["quality"]
+    rand = evaluate(E, q, np.random.default_rng(0).permutation(2000)[:200], lam=0.2)["objective"]
+    best = DataMask(solver="greedy", lam=0.2).fit(E, q).objective_["objective"]
+    return E, q, rand, best - rand
+
+
+def top_rows(L, S):
+    return set(np.argsort(-L)[:S].tolist())
+
+
+def test_default_pg_starts_at_the_relaxed_rounding_and_keeps_the_best(crowded):
+    E, q, rand, gain = crowded
+    relaxed = DataMask(solver="relaxed", lam=0.2).fit(E, q)
+    start = DataMask(lam=0.2, steps=0).fit(E, q)
+    assert start.init_ == "relaxed" and start.logit_range_ == (0.0, 4.0) and start.pilot_ is None
+    # step 0's top S is exactly the rows solver="relaxed" returns
+    assert top_rows(start.logits_, 200) == set(np.flatnonzero(relaxed.mask_).tolist())
+    m = DataMask(lam=0.2).fit(E, q)
+    # the same rows summed in another order: float64 rounding only
+    assert m.history_[0]["objective"] == pytest.approx(relaxed.objective_["objective"], rel=1e-12)
+    assert m.objective_["objective"] >= m.history_[0]["objective"]  # the best mask is kept
+    assert 100 * (m.objective_["objective"] - rand) / gain >= 99.5
+    # pg moves the logits: the run is more than the relaxed solver's answer
+    assert not np.array_equal(m.logits_, start.logits_)
+
+
+def test_logits_span_the_range_and_keep_the_relaxed_order_below_the_rounding(crowded):
+    E, q, _, _ = crowded
+    relaxed = DataMask(solver="relaxed", lam=0.2).fit(E, q)
+    L = DataMask(lam=0.2, steps=0, logit_range=(1.0, 5.0)).fit(E, q).logits_
+    live = np.isfinite(L)
+    assert (L[live].min(), L[live].max()) == pytest.approx((1.0, 5.0))
+    # rows outside the rounding are ordered by the relaxed x (a monotone map of it)
+    out = live & ~relaxed.mask_
+    x = relaxed.x_[out]
+    order = np.argsort(x, kind="stable")
+    assert np.all(np.diff(L[out][order]) >= -1e-12)
+
+
+def test_relaxed_start_is_defined_where_a_relaxation_is():
+    c = make_corpus(800, dim=16, seed=2)
+    E, q = c["embedding"], c["quality"]
+    disf = DataMask(diversity="disf", init="relaxed", steps=0).fit(E, q)
+    ref = DataMask(diversity="disf", solver="relaxed").fit(E, q)
+    assert top_rows(disf.logits_, 80) == set(np.flatnonzero(ref.mask_).tolist())
+    assert DataMask(diversity="disf", steps=0).fit(E, q).init_ == "quality"  # DiSF's default: not in the suite
+    with pytest.raises(ValueError, match=r"init='relaxed' is not defined for diversity='facility'.*init='quality'"):
+        DataMask(diversity="facility", init="relaxed").fit(E, q)
+    from datamask.pipeline.config import SelectConfig
+
+    with pytest.raises(ConfigError, match="init='relaxed' is not defined"):
+        SelectConfig(diversity="facility", init="relaxed").validated()
+    assert DataMask(diversity="facility", steps=0).fit(E, q).init_ == "quality"
+
+
+def test_relaxed_start_under_a_token_budget_fills_it_and_keeps_the_relaxed_rows():
+    c = make_corpus(1500, dim=16, seed=4)
+    E, q = c["embedding"], c["quality"]
+    t = np.random.default_rng(0).integers(20, 400, size=1500)
+    T = int(0.1 * t.sum())
+    relaxed = DataMask(tokens=T, solver="relaxed").fit(E, q, lengths=t)
+    m = DataMask(tokens=T, steps=300).fit(E, q, lengths=t)
+    assert m.init_ == "relaxed" and m.tokens_ <= T
+    assert m.history_[0]["objective"] == pytest.approx(relaxed.objective_["objective"], rel=1e-12)
+    assert m.objective_["objective"] >= relaxed.objective_["objective"] - 1e-12
+
+
+def test_frank_wolfe_keeps_its_best_rounding_so_more_iterations_never_lose(crowded):
+    E, q, _, _ = crowded
+    values = [
+        DataMask(solver="relaxed", lam=0.2, relaxed_iter=it).fit(E, q).objective_["objective"] for it in (2, 5, 20, 80)
+    ]
+    assert values == sorted(values)
+    m = DataMask(solver="relaxed", lam=0.2).fit(E, q)
+    last_top = np.argsort(-m.x_)[:200]
+    assert m.objective_["objective"] >= evaluate(E, q, last_top, lam=0.2)["objective"] - 1e-12
