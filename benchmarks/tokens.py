@@ -161,7 +161,8 @@ def main():
         f"Command: `nice -n 5 python benchmarks/tokens.py --rows {a.rows} --small {a.small}` "
         f"({platform.machine()}, {os.cpu_count()} cores shared with other jobs, "
         f"{time.perf_counter() - t0:.0f} s in all). Every method keeps at most 10% of the corpus's tokens; "
-        "lam 0.5; the DataMask solvers with their defaults (pruning 0.5, pg up to 5,000 steps). "
+        "lam 0.5; the DataMask solvers with their defaults (pruning 0.5; pg: its default start, from the "
+        "relaxed solution for pairwise and from quality otherwise, and its default step budget). "
         "`% of greedy's gain`: (f - f_random) / (f_greedy - f_random). See docs/tokens.md.",
         "",
     ]

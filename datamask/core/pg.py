@@ -208,12 +208,13 @@ class PolicyGradient:
             return xp.full(n, lo, dtype=xp.float64)
         return (v - vmin) / (vmax - vmin) * (hi - lo) + lo
 
-    def build(self, E, cand, norms, qc, S, xp):
-        """The :class:`Step` of this fit (its arrays allocated once, before any step)."""
+    def build(self, E, cand, norms, qc, S, xp, L=None):
+        """The :class:`Step` of this fit (its arrays allocated once, before any step) from
+        the initial logits ``L`` (None: :meth:`init_logits`)."""
         est = self.est
         n = int(cand.shape[0])
         rng = CounterRNG(xp, [int(est.seed), 1])
-        L = xp.array(self.init_logits(qc, xp), dtype=xp.float64)
+        L = xp.array(self.init_logits(qc, xp), dtype=xp.float64) if L is None else L
         fac = None
         tok = None
         div = get_diversity(est.diversity)
@@ -270,18 +271,21 @@ class PolicyGradient:
         """Build the step and evaluate step 0 (a run that can be advanced in pieces)."""
         est = self.est
         self.xp, self.S = xp, S
-        self.step = self.build(E, cand, norms, qc, S, xp)
+        # step 0 is the initial logits' top S: evaluated before the step's arrays are built,
+        # so a callback (or a user watching the history) has the start's mask that much sooner
+        L = xp.array(self.init_logits(qc, xp), dtype=xp.float64)
+        self.tracker = _BestMask(est, S, xp)
+        self.stopped = self.tracker.evaluate(0, L, None)
+        self.step = self.build(E, cand, norms, qc, S, xp, L=L)
         capturer = CupyGraphs() if xp is not np and capture_enabled() and _is_real_cupy(xp) else None
         self.runner = StepRunner(self.step, capturer)
-        self.tracker = _BestMask(est, S, xp)
         self.bar = None
         if est.progress:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=self.steps, desc="datamask", unit="step", leave=False)
+            self.bar.set_postfix(objective=f"{self.tracker.values[0]:.5f}")
         self.t, self.j = 0, 0  # steps run; host copy of the batch index (when to draw the next pass)
-        with self.runner.scope():
-            self.stopped = self.tracker.evaluate(0, self.step.L, self.bar)
 
     def advance(self, until):
         """Run steps up to step ``until`` (at most the budget) unless stopped; True once stopped."""

@@ -42,8 +42,10 @@ def pairwise_terms(E, q, S, lam):
             u += X[rows[i0 : i0 + BLOCK_ROWS]].sum(axis=0, dtype=xp.float64)
         return u
 
+    lin = lam * q / S  # the quality part of the gradient, fixed
+
     def grad(u):
-        return lam * q / S - 2.0 * cpair * (X @ u.astype(xp.float32)).astype(xp.float64)
+        return lin - 2.0 * cpair * (X @ u.astype(xp.float32)).astype(xp.float64)
 
     def quad(a, b):
         return cpair * float(a @ b)
@@ -140,16 +142,17 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
     for it in range(1, max_iter + 1):  # noqa: B007 (returned: the iterations run)
         g = grad(state)
         rows = top_rows(g)
-        s = indicator(rows)
-        gap = float(g @ (s - x))
+        gap = float(g[rows].sum()) - float(g @ x)  # g . (s - x), s the vertex's indicator
         if gap <= tol * max(1.0, abs(value(x, state))):
             break
+        s = indicator(rows)
         vstate = vertices.state(rows)
         offer(rows, s, vstate)
         dstate = vstate - state
         c = quad(dstate, dstate)
         gamma = 1.0 if c <= 0 else min(1.0, gap / (2.0 * c))
-        x = (1.0 - gamma) * x + gamma * s
+        x *= 1.0 - gamma
+        x[rows] += gamma
         state = state + gamma * dstate
         if S >= n:
             continue
