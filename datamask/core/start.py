@@ -5,13 +5,13 @@
 relaxed mask instead: Frank-Wolfe's fractional x (:mod:`datamask.core.relaxed`) averaged
 with its best 0/1 rounding, so the step-0 top-S mask *is* that rounding and pg starts where
 ``solver="relaxed"`` ends, then searches around it on the exact objective. On every corpus
-of the default-selection suite this was at least as good as the best quality-aware range,
-in a fraction of the steps (docs/defaults.md).
+of the default-selection suite it ended at or above the best quality-aware start, which
+fell short at small ratios (docs/defaults.md).
 
-``logit_range="auto"`` picks the range by a pilot. A quality-aware start maps quality linearly onto ``(0, hi)`` nats. A wide range starts the
-policy near the quality top-S, which is fast where the optimum is near it and slow where it
-is not (the rows the optimum needs start far below the top and are rarely drawn); a narrow
-range is the other way round. No fixed ``hi`` was best on every corpus of the
+``logit_range="auto"`` picks the range by a pilot. A quality-aware start maps quality onto
+``(0, hi)`` nats. A wide range starts the policy near the quality top-S, which is fast where
+the optimum is near it and slow where it is not (the rows the optimum needs start far below
+the top and are rarely drawn); a narrow range is the other way round. No fixed ``hi`` was best on every corpus of the
 default-selection suite (benchmarks/results/defaults.md), so ``"auto"`` runs a short pilot
 from each candidate range and keeps the one whose best top-S mask so far scores higher on
 the exact objective; the fit then *continues* that pilot's run (no step is repeated). Each
