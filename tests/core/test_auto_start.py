@@ -11,20 +11,14 @@ finds this on its own. Shape of a case in benchmarks/results/defaults.md, shrunk
 import numpy as np
 import pytest
 
-from datamask import DataMask, evaluate
+from datamask import DataMask
 from datamask.core.start import AUTO_RANGES
-from datamask.core.synthetic import make_clusters
-
-ISSUE = dict(n_clusters=50, spread=0.5, noise=0.1, n_dup_groups=10, dup_fraction=0.05)
+from tests.helpers.crowded import crowded_corpus
 
 
 @pytest.fixture(scope="module")
 def crowded():
-    c = make_clusters(2000, dim=32, seed=0, **ISSUE)
-    E, q = c["embedding"], c["quality"]
-    rand = evaluate(E, q, np.random.default_rng(0).permutation(2000)[:200], lam=0.2)["objective"]
-    best = DataMask(solver="greedy", lam=0.2).fit(E, q).objective_["objective"]
-    return E, q, rand, best - rand
+    return crowded_corpus()
 
 
 def pct(m, rand, gain):

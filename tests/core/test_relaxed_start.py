@@ -9,19 +9,14 @@ import numpy as np
 import pytest
 
 from datamask import DataMask, evaluate
-from datamask.core.synthetic import make_clusters, make_corpus
+from datamask.core.synthetic import make_corpus
 from datamask.errors import ConfigError
-
-ISSUE = dict(n_clusters=50, spread=0.5, noise=0.1, n_dup_groups=10, dup_fraction=0.05)
+from tests.helpers.crowded import crowded_corpus
 
 
 @pytest.fixture(scope="module")
 def crowded():
-    c = make_clusters(2000, dim=32, seed=0, **ISSUE)
-    E, q = c["embedding"], c["quality"]
-    rand = evaluate(E, q, np.random.default_rng(0).permutation(2000)[:200], lam=0.2)["objective"]
-    best = DataMask(solver="greedy", lam=0.2).fit(E, q).objective_["objective"]
-    return E, q, rand, best - rand
+    return crowded_corpus()
 
 
 def top_rows(L, S):
