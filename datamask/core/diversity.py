@@ -138,6 +138,7 @@ class Facility(Diversity):
 class DiSF(Diversity):
     name = "disf"
     label = "DiSF"
+    init = "relaxed"  # the suite under DiSF (benchmarks/results/defaults_disf.md)
     relaxed_terms = staticmethod(disf_terms)
     relaxed_token_terms = staticmethod(disf_token_terms)
 

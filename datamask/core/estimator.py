@@ -113,12 +113,12 @@ class DataMask(BaseEstimator):
         ``"relaxed"`` (beyond the paper: the relaxed solution, averaged with its best
         rounding, so pg starts where ``solver="relaxed"`` ends and searches around it on
         the exact objective; pairwise and DiSF only; :mod:`datamask.core.start`), or
-        ``"uniform"`` (equal). None picks ``"relaxed"`` for pairwise, the choice of the
-        default-selection suite by its worst case (docs/defaults.md), and ``"quality"`` for
-        DiSF and facility location.
+        ``"uniform"`` (equal). None picks ``"relaxed"`` for pairwise and DiSF, the choice of
+        the default-selection suite by its worst case (docs/defaults.md), and ``"quality"``
+        for facility location.
 
         .. versionchanged:: 0.3
-           None (pairwise: ``"relaxed"``) replaces the default ``"quality"``.
+           None (pairwise and DiSF: ``"relaxed"``) replaces the default ``"quality"``.
     logit_range : (float, float), "auto" or None, default None
         ``(l_min, l_max)`` the initial scores are mapped onto, or ``"auto"``: a short pilot
         (:mod:`datamask.core.start`) runs pg from (0, 2) and from (0, 16) and starts from

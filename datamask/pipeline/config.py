@@ -217,7 +217,7 @@ class SelectConfig(StageConfig):
     init: str | None = _f(
         _DM["init"],
         "pg's initial logits: from the relaxed solution, quality (the paper's) or uniform "
-        "(null: relaxed for pairwise, quality otherwise; docs/defaults.md)",
+        "(null: relaxed for pairwise and disf, quality for facility; docs/defaults.md)",
         choices=("relaxed", "quality", "uniform"),
     )
     logit_range: tuple | None = _f(

@@ -58,7 +58,7 @@ def test_relaxed_start_is_defined_where_a_relaxation_is():
     disf = DataMask(diversity="disf", init="relaxed", steps=0).fit(E, q)
     ref = DataMask(diversity="disf", solver="relaxed").fit(E, q)
     assert top_rows(disf.logits_, 80) == set(np.flatnonzero(ref.mask_).tolist())
-    assert DataMask(diversity="disf", steps=0).fit(E, q).init_ == "quality"  # DiSF's default: not in the suite
+    assert DataMask(diversity="disf", steps=0).fit(E, q).init_ == "relaxed"  # defaults_disf.md
     with pytest.raises(ValueError, match=r"init='relaxed' is not defined for diversity='facility'.*init='quality'"):
         DataMask(diversity="facility", init="relaxed").fit(E, q)
     from datamask.pipeline.config import SelectConfig
