@@ -162,7 +162,8 @@ def main():
         f"({platform.machine()}, {os.cpu_count()} cores shared with other jobs, "
         f"{time.perf_counter() - t0:.0f} s in all). Every method keeps at most 10% of the corpus's tokens; "
         "lam 0.5; the DataMask solvers with their defaults (pruning 0.5; pg: its default start, from the "
-        "relaxed solution for pairwise and from quality otherwise, and its default step budget). "
+        "relaxed solution for pairwise and DiSF and from quality for facility location, and its default "
+        "step budget). "
         "`% of greedy's gain`: (f - f_random) / (f_greedy - f_random). See docs/tokens.md.",
         "",
     ]
