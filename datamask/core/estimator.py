@@ -154,7 +154,7 @@ class DataMask(BaseEstimator):
     tol : float, default 1e-5
     lr_schedule : {"constant", "cosine"}, default "constant"
     relaxed_iter : int, default 100
-        Frank-Wolfe iteration cap for ``solver="relaxed"``.
+        Frank-Wolfe iteration cap for ``solver="relaxed"`` and for ``init="relaxed"``'s start.
     n_threads : int or None, default 1
         BLAS threads during ``fit``. One, because a Dask worker runs one partition per core;
         a single fit on an idle machine can use more for greedy and relaxed (a pg step gains

@@ -89,7 +89,9 @@ def frank_wolfe_tokens(E, q, lengths, T, lam, terms, max_iter=100, tol=1e-9, sta
     T : token budget, below ``lengths.sum()``; lam : quality weight
     terms : the diversity's relaxation, ``terms(E, q, lam) -> (linear, value, grad)``
         (:func:`pairwise_token_terms`, :func:`disf_token_terms`; ``Diversity.relaxed_token_terms``)
-    max_iter, tol, stable_iter : as :func:`datamask.core.relaxed.frank_wolfe`
+    max_iter, tol, stable_iter : as :func:`datamask.core.relaxed.frank_wolfe`, except that
+        ``stable_iter`` stays 5 and only the last x and vertex are rounded (the token-budget
+        form was not in the suite that chose ``STABLE_ITER`` and best-rounding tracking)
     """
     xp = get_namespace(E)
     n = E.shape[0]

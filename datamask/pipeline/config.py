@@ -231,7 +231,7 @@ class SelectConfig(StageConfig):
     patience: int | None = _f(_DM["patience"], "evaluations without improvement before stopping")
     tol: float = _f(_DM["tol"], "relative improvement counted as progress")
     lr_schedule: str = _f(_DM["lr_schedule"], "step-size schedule", choices=("constant", "cosine"))
-    relaxed_iter: int = _f(_DM["relaxed_iter"], "Frank-Wolfe iterations (solver relaxed)")
+    relaxed_iter: int = _f(_DM["relaxed_iter"], "Frank-Wolfe iteration cap (method relaxed, and pg's relaxed start)")
     n_threads: int | None = _f(_DM["n_threads"], "BLAS threads per split", result=False)
     seed: int = _f(0, "base seed; each split's seed derives from it and the split's identity")
     # --- baselines (datamask.methods: --method semdedup / quadmix)
