@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -172,153 +173,124 @@ def run_compare(
     if unknown:
         raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(ALL_METHODS)}")
     from ..pipeline.holdout import HOLDOUT_DIR
-    from ..pipeline.storage import Remote, location, rmtree
+    from ..pipeline.storage import location, rmtree
 
     dest = location(output)
     dest.mkdir(parents=True, exist_ok=True)
     holdout_dir = dest / HOLDOUT_DIR  # the workers write the held-out slices there
     if holdout_dir.exists():  # a rerun writes the slice again
         rmtree(holdout_dir)
-    # the client's files: written in place, or (object store) in a local folder uploaded at the end
-    staging = tempfile.TemporaryDirectory(prefix="datamask-compare-") if isinstance(dest, Remote) else None
-    out = Path(staging.name) if staging else dest
-    try:
-        return _run_compare(
-            input,
-            out,
-            dest,
-            holdout_dir,
-            methods,
-            cfg,
-            k,
-            sample_fraction,
-            quadmix_params,
-            semdedup_eps,
-            sample_rows,
-            tokens_column,
-            cluster_column,
-            client,
-            report,
-            t0,
+    # the client's files: written in place, or (object store) in a local folder uploaded at
+    # the end (compare.json last)
+    with _client_folder(dest) as out:
+        import dask
+
+        from ..core.kmeans import check_k
+        from ..pipeline.io import discover, inspect_file, make_splits, write_json_atomic
+        from ..pipeline.schema import Columns
+        from .clusters import fit_kmeans_dask, read_corpus
+
+        cols = Columns.from_config(cfg)
+        splits = []
+        for f in discover(str(input)):
+            n, _ = inspect_file(f, cols)
+            splits.extend(make_splits(f, n, int(cfg.split_size)))
+        n_rows = sum(s.rows for s in splits)
+        ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
+        with ctx, dask.config.set({"dataframe.convert-string": False}):
+            centroids = None
+            ddf = read_corpus(input, split_size=cfg.split_size)
+            has_cluster = cluster_column in ddf.columns
+            if {"semdedup", "quadmix"} & set(methods) and not has_cluster:
+                k = int(k or max(1, round(math.sqrt(n_rows / 10))))
+                check_k(k, n_rows)
+                centroids, _ = fit_kmeans_dask(ddf, k, sample_fraction, cfg.embedding_column, seed=cfg.seed)
+            budgets, token_info = {}, None
+            if cfg.token_budget:  # every split's share of the corpus's tokens, counted first
+                from ..pipeline.tokens import _split_tokens, apportion
+
+                counts = dask.compute(*[dask.delayed(_split_tokens)(s, cfg, {}, cols) for s in splits])
+                budgets, token_info = apportion({c["name"][0]: int(c["tokens"][0]) for c in counts}, cfg)
+                token_info["source"] = ", ".join(sorted({c["source"][0] for c in counts}))
+            tasks = [
+                dask.delayed(_compare_split)(
+                    s,
+                    (cols.id, cols.embedding, cols.quality),
+                    methods,
+                    cfg,
+                    centroids,
+                    k,
+                    quadmix_params,
+                    semdedup_eps,
+                    max(1, sample_rows // len(splits)),
+                    tokens_column,
+                    cluster_column,
+                    str(holdout_dir),
+                    budgets.get(s.name),
+                )
+                for s in splits
+            ]
+            results = dask.compute(*tasks)
+        per = pd.concat([r["table"] for r in results], ignore_index=True)
+        table = summarise(per)
+        per.to_csv(out / "compare_partitions.csv", index=False)
+        table.to_csv(out / "compare.csv")
+        pd.concat([r["selections"] for r in results], ignore_index=True).to_parquet(out / "selections.parquet")
+        hist = [r["history"] for r in results if len(r["history"])]
+        if hist:
+            pd.concat(hist, ignore_index=True).to_parquet(out / "history.parquet")
+        pd.concat([r["sample"] for r in results], ignore_index=True).to_parquet(out / "sample.parquet")
+        np.save(out / "sample_embedding.npy", np.concatenate([r["sample_embedding"] for r in results]))
+        pd.concat([r["corpus"] for r in results], ignore_index=True).to_parquet(out / "corpus_stats.parquet")
+        sums = [r["cluster_sums"] for r in results if r["cluster_sums"] is not None]
+        if sums:
+            from .clusters import combine_stats, stats_frame
+
+            stats_frame(combine_stats(sums)).to_parquet(out / "cluster_stats.parquet")
+        from .report.figures import pareto_plot
+
+        pareto_plot(table, out / "pareto.png")
+        write_json_atomic(
+            {
+                "kind": "compare",
+                "input": str(input),
+                "methods": methods,
+                "rows": int(n_rows),
+                "splits": len(splits),
+                "holdout": float(cfg.holdout),
+                "holdout_rows": int(per.groupby("partition")["holdout_rows"].first().sum()),
+                "n_clusters": k,
+                "clusters_from": "input" if has_cluster else "k-means",
+                "config": cfg.to_dict(),
+                "quadmix_params": quadmix_params,
+                "semdedup_eps": semdedup_eps,
+                "tokens": token_info,
+                "tokens_kept": {
+                    m: int(v) for m, v in table.get("tokens", pd.Series(dtype=float)).items() if pd.notna(v)
+                },
+                "wall_seconds": round(time.perf_counter() - t0, 3),
+            },
+            out / "compare.json",
         )
-    finally:
-        if staging:
-            staging.cleanup()
+        if report:
+            from .report import build_report
+
+            build_report(out)
+        if out != dest:
+            from ..pipeline.files import upload_tree
+
+            upload_tree(out, dest, last=("compare.json",))
+        return table
 
 
-def _run_compare(
-    input,
-    out,
-    dest,
-    holdout_dir,
-    methods,
-    cfg,
-    k,
-    sample_fraction,
-    quadmix_params,
-    semdedup_eps,
-    sample_rows,
-    tokens_column,
-    cluster_column,
-    client,
-    report,
-    t0,
-):
-    """:func:`run_compare` once the output is ready: the client's files under the local
-    folder ``out``, copied to ``dest`` when that is an object store (compare.json last)."""
-    import dask
+@contextmanager
+def _client_folder(dest):
+    """The local folder the client writes its files into: ``dest`` itself, or a temporary
+    one (removed on exit) when ``dest`` is an object store."""
+    from ..pipeline.storage import Remote
 
-    from ..core.kmeans import check_k
-    from ..pipeline.io import discover, inspect_file, make_splits, write_json_atomic
-    from ..pipeline.schema import Columns
-    from .clusters import fit_kmeans_dask, read_corpus
-
-    cols = Columns.from_config(cfg)
-    splits = []
-    for f in discover(str(input)):
-        n, _ = inspect_file(f, cols)
-        splits.extend(make_splits(f, n, int(cfg.split_size)))
-    n_rows = sum(s.rows for s in splits)
-    ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
-    with ctx, dask.config.set({"dataframe.convert-string": False}):
-        centroids = None
-        ddf = read_corpus(input, split_size=cfg.split_size)
-        has_cluster = cluster_column in ddf.columns
-        if {"semdedup", "quadmix"} & set(methods) and not has_cluster:
-            k = int(k or max(1, round(math.sqrt(n_rows / 10))))
-            check_k(k, n_rows)
-            centroids, _ = fit_kmeans_dask(ddf, k, sample_fraction, cfg.embedding_column, seed=cfg.seed)
-        budgets, token_info = {}, None
-        if cfg.token_budget:  # every split's share of the corpus's tokens, counted first
-            from ..pipeline.tokens import _split_tokens, apportion
-
-            counts = dask.compute(*[dask.delayed(_split_tokens)(s, cfg, {}, cols) for s in splits])
-            budgets, token_info = apportion({c["name"][0]: int(c["tokens"][0]) for c in counts}, cfg)
-            token_info["source"] = ", ".join(sorted({c["source"][0] for c in counts}))
-        tasks = [
-            dask.delayed(_compare_split)(
-                s,
-                (cols.id, cols.embedding, cols.quality),
-                methods,
-                cfg,
-                centroids,
-                k,
-                quadmix_params,
-                semdedup_eps,
-                max(1, sample_rows // len(splits)),
-                tokens_column,
-                cluster_column,
-                str(holdout_dir),
-                budgets.get(s.name),
-            )
-            for s in splits
-        ]
-        results = dask.compute(*tasks)
-    per = pd.concat([r["table"] for r in results], ignore_index=True)
-    table = summarise(per)
-    per.to_csv(out / "compare_partitions.csv", index=False)
-    table.to_csv(out / "compare.csv")
-    pd.concat([r["selections"] for r in results], ignore_index=True).to_parquet(out / "selections.parquet")
-    hist = [r["history"] for r in results if len(r["history"])]
-    if hist:
-        pd.concat(hist, ignore_index=True).to_parquet(out / "history.parquet")
-    pd.concat([r["sample"] for r in results], ignore_index=True).to_parquet(out / "sample.parquet")
-    np.save(out / "sample_embedding.npy", np.concatenate([r["sample_embedding"] for r in results]))
-    pd.concat([r["corpus"] for r in results], ignore_index=True).to_parquet(out / "corpus_stats.parquet")
-    sums = [r["cluster_sums"] for r in results if r["cluster_sums"] is not None]
-    if sums:
-        from .clusters import combine_stats, stats_frame
-
-        stats_frame(combine_stats(sums)).to_parquet(out / "cluster_stats.parquet")
-    from .report.figures import pareto_plot
-
-    pareto_plot(table, out / "pareto.png")
-    write_json_atomic(
-        {
-            "kind": "compare",
-            "input": str(input),
-            "methods": methods,
-            "rows": int(n_rows),
-            "splits": len(splits),
-            "holdout": float(cfg.holdout),
-            "holdout_rows": int(per.groupby("partition")["holdout_rows"].first().sum()),
-            "n_clusters": k,
-            "clusters_from": "input" if has_cluster else "k-means",
-            "config": cfg.to_dict(),
-            "quadmix_params": quadmix_params,
-            "semdedup_eps": semdedup_eps,
-            "tokens": token_info,
-            "tokens_kept": {m: int(v) for m, v in table.get("tokens", pd.Series(dtype=float)).items() if pd.notna(v)},
-            "wall_seconds": round(time.perf_counter() - t0, 3),
-        },
-        out / "compare.json",
-    )
-    if report:
-        from .report import build_report
-
-        build_report(out)
-    if out != dest:
-        from ..pipeline.files import upload_tree
-
-        upload_tree(out, dest, last=("compare.json",))
-    return table
+    if not isinstance(dest, Remote):
+        yield dest
+        return
+    with tempfile.TemporaryDirectory(prefix="datamask-compare-") as tmp:
+        yield Path(tmp)
