@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from optimizer import Tracker, first_reach, pin_allocator  # noqa: E402
+from optimizer import Tracker, first_reach, fmt, pin_allocator  # noqa: E402
 
 from datamask import DataMask, evaluate  # noqa: E402
 from datamask.core.synthetic import make_clusters, make_corpus  # noqa: E402
@@ -149,10 +149,6 @@ def run_case(args):
         flush=True,
     )
     return row
-
-
-def fmt(x, spec=".2f"):
-    return "—" if x is None else format(x, spec)
 
 
 def write(path, rows, argv, wall, jobs, diversity="pairwise"):

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from datamask import DataMask, evaluate
-from datamask.core.estimator import DEFAULT_LOGIT_RANGE, DEFAULT_LOGIT_RANGE_FACILITY
+from datamask.core.diversity import get_diversity
 from datamask.core.synthetic import make_corpus
 
 OLD = (0.0, 2.0)
@@ -134,7 +134,7 @@ def main():
             batch = "paper 5%" if bmax is None else f"{bmax} rows"
             flag = " **>1%**" if r["fall"] > 1 else ""
             fall = f"{r['fall']:.2f} ({r['at']}){flag}" if r["fall"] > 0 else "none (never fell)"
-            default = DEFAULT_LOGIT_RANGE_FACILITY if div == "facility" else DEFAULT_LOGIT_RANGE
+            default = get_diversity(div).default_logit_range("quality")
             rng = f"({r['range'][0]:g}, {r['range'][1]:g})" + (" default" if r["range"] == default else "")
             f.write(
                 f"| {n:,} | {div} | {lam} | {batch} | {other} | {every} | {rng} | {r['start']:.2f} | "

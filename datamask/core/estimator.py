@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
 from .backend import default_rng, get_namespace
-from .diversity import DIVERSITIES, DiSF, Diversity, Facility, Pairwise, get_diversity
+from .diversity import DIVERSITIES, Diversity, get_diversity
 from .objectives import Objective, normalize_quality
 from .relaxed import frank_wolfe
 from .relaxed_tokens import frank_wolfe_tokens
@@ -30,11 +30,11 @@ __all__ = ["DataMask", "SOLVERS", "rows_after_pruning", "check_params"]
 SOLVERS = ("pg", "greedy", "relaxed")
 # Default cap on the rows of one batch-updating step (the batch_max parameter).
 BATCH_MAX = 512
-# Step sizes and initial logits used when lr=None / logit_range=None: each diversity's own
-# (datamask.core.diversity); these names are kept for code written against 0.2.
-DEFAULT_LR, DEFAULT_LR_FACILITY = Pairwise.lr, Facility.lr
-DEFAULT_LOGIT_RANGE, DEFAULT_LOGIT_RANGE_DISF = Pairwise.logit_range, DiSF.logit_range
-DEFAULT_LOGIT_RANGE_FACILITY = Facility.logit_range
+# Step sizes and initial logit ranges used when lr=None / logit_range=None are each
+# diversity's own (datamask.core.diversity: lr, default_logit_range(init)). These names are
+# kept, with their 0.2 values, for code written against 0.2.
+DEFAULT_LR, DEFAULT_LR_FACILITY = 3.0, 1.0
+DEFAULT_LOGIT_RANGE, DEFAULT_LOGIT_RANGE_FACILITY = (0.0, 16.0), (0.0, 2.0)
 
 
 def rows_after_pruning(n_rows: int, prune: float) -> int:
@@ -384,6 +384,7 @@ class DataMask(BaseEstimator):
         )
         self.fit_seconds_ = time.perf_counter() - t0
         del self._full, self._cand, self._lengths, self._div
+        self.__dict__.pop("_start_scores", None)  # pg's initial scores (datamask.core.start)
         return self
 
     def _record(self, step, rows):

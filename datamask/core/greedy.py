@@ -21,6 +21,7 @@ part is kept stale (it only shrinks) while the quality part is recomputed every 
 from __future__ import annotations
 
 from .backend import get_namespace
+from .metrics import pairwise_from_sums
 
 __all__ = ["greedy_pairwise", "greedy_facility", "greedy_disf", "standardize"]
 
@@ -73,11 +74,6 @@ def _mean_gain(lam, Q, q, k, div_now, div_new):
     return lam * (Q + q) / (k + 1) + (1.0 - lam) * div_new - now
 
 
-def _pairwise_of(sq, m):
-    """Pairwise diversity of m unit rows whose sum has squared norm ``sq``."""
-    return -(sq - m) / (m * (m - 1.0)) if m >= 2 else sq * 0.0
-
-
 def greedy_pairwise(E, q, S, lam, progress=False, cost=None, tokens=None, per_token=False):
     """Greedy picks for quality + pairwise diversity. Returns row indices in pick order."""
     xp = get_namespace(E)
@@ -95,7 +91,7 @@ def greedy_pairwise(E, q, S, lam, progress=False, cost=None, tokens=None, per_to
         if cost is None:
             return lin - scale * dots
         k = len(order)
-        return _mean_gain(lam, Q, q, k, _pairwise_of(sq, k), _pairwise_of(sq + 2.0 * dots + 1.0, k + 1))
+        return _mean_gain(lam, Q, q, k, pairwise_from_sums(sq, k), pairwise_from_sums(sq + 2.0 * dots + 1.0, k + 1))
 
     while (i := picks.next(gains(), picked, len(order), xp)) is not None:
         picks.take(i)

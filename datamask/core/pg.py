@@ -172,7 +172,7 @@ class Step:
 class PolicyGradient:
     """One ``pg`` fit for a :class:`datamask.DataMask` estimator (its parameters and hooks).
 
-    ``run(E, cand, norms, qc, S, xp)`` copies the candidate rows ``E[cand]`` once, as unit
+    :meth:`start` (with :meth:`advance` and :meth:`finish`) copies the candidate rows ``E[cand]`` once, as unit
     rows in the form the step needs (:class:`datamask.core.groupsum.GroupSums`), returns the
     chosen candidate rows and sets ``L`` (the logits over the candidates) and ``n_steps``.
     """
@@ -261,12 +261,6 @@ class PolicyGradient:
         )
 
     # ----------------------------------------------------------------- loop
-    def run(self, E, cand, norms, qc, S, xp):
-        """The whole fit: :meth:`start`, :meth:`advance` to the step budget, :meth:`finish`."""
-        self.start(E, cand, norms, qc, S, xp)
-        self.advance(self.steps)
-        return self.finish()
-
     def start(self, E, cand, norms, qc, S, xp):
         """Build the step and evaluate step 0 (a run that can be advanced in pieces)."""
         est = self.est
@@ -279,13 +273,18 @@ class PolicyGradient:
         self.step = self.build(E, cand, norms, qc, S, xp, L=L)
         capturer = CupyGraphs() if xp is not np and capture_enabled() and _is_real_cupy(xp) else None
         self.runner = StepRunner(self.step, capturer)
-        self.bar = None
-        if est.progress:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=self.steps, desc="datamask", unit="step", leave=False)
-            self.bar.set_postfix(objective=f"{self.tracker.values[0]:.5f}")
         self.t, self.j = 0, 0  # steps run; host copy of the batch index (when to draw the next pass)
+        self.bar = None
+        self.open_bar()
+
+    def open_bar(self):
+        """The progress bar over steps when the estimator asks for one (from the steps run)."""
+        if not self.est.progress or self.bar is not None:
+            return
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=self.steps, initial=self.t, desc="datamask", unit="step", leave=False)
+        self.bar.set_postfix(objective=f"{self.tracker.values[-1]:.5f}")
 
     def advance(self, until):
         """Run steps up to step ``until`` (at most the budget) unless stopped; True once stopped."""

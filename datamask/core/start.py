@@ -63,6 +63,8 @@ def pilot(est, E, cand, scale, qc, S, xp, ranges=AUTO_RANGES):
     for rec in est.history_:
         rec["seconds"] = max(rec["seconds"], now)
     run.est.callback, run.tracker.owner, est.logit_range_ = est.callback, est, best
+    run.est.progress = est.progress  # the pilots ran without a bar; the fit goes on with one
+    run.open_bar()
     if est.callback is not None:
         run.stopped = run.stopped or any(bool(est.callback(est, rec)) for rec in list(est.history_))
     return run, scores

@@ -100,3 +100,10 @@ def test_auto_callback_sees_the_winners_points_and_can_stop(stop_at):
     m.fit(c["embedding"], c["quality"])
     assert seen == list(range(0, stop_at + 1, 50))  # in order, once each, the loser's never
     assert m.n_steps_ == max(stop_at, 100)  # a stop inside the pilot takes effect when it ends
+
+
+def test_auto_shows_its_progress_bar_after_the_pilot(capsys):
+    c = make_corpus(n_rows=2000, dim=16, seed=0)
+    DataMask(steps=400, eval_every=50, patience=None, init="quality", progress=True).fit(c["embedding"], c["quality"])
+    err = capsys.readouterr().err
+    assert "datamask" in err and "400/400" in err  # the bar continues from the pilot's end
