@@ -75,14 +75,13 @@ def check_written(out, done):
     exists here with its rows; otherwise one line saying the output must be shared storage."""
     from ..errors import OutputError
     from ..pipeline.files import parquet_rows
+    from ..pipeline.output import SHARED_STORAGE
 
     for name, rows in zip(done["name"], done["rows"]):
         f = out / "data" / f"{name}.parquet"
         if parquet_rows(f) != int(rows):
             raise OutputError(
-                f"split {name} was labelled on a worker, but {f} is missing or short here on the "
-                "client: the output must be on storage every node shares (a shared mount or an "
-                "object store such as s3://); see cluster/README.md"
+                f"split {name} was labelled on a worker, but {f} is missing or short here on the client: {SHARED_STORAGE}"
             )
 
 

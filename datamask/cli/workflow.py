@@ -68,7 +68,9 @@ def run_workflow_command(args) -> int:
         st = get_stage(stage)
         if not cfg.quiet:
             print(st.summary(manifest, cfg.output))
-        if st.report and stage == "select" and not args.no_report:  # the same report as `datamask select` writes
+        # the workflow's result gets the report `datamask select` writes; the stages before
+        # it (dedup's included) leave theirs to their own commands
+        if stage == "select" and not args.no_report:
             write_report_after(cfg.output, cfg.quiet)
 
     run_workflow(raw, source=args.workflow, on_stage=report)

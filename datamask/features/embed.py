@@ -232,8 +232,8 @@ class Embedder:
         if backend == "static":
             from .static import StaticEncoder, static_folder
 
-            window = self.max_length or _window(self._path)
-            return StaticEncoder(static_folder(self._path, self.cache_dir, log), window)
+            # the source model's window; encode() applies max_length per call (the cache key has none)
+            return StaticEncoder(static_folder(self._path, self.cache_dir, log), _window(self._path))
         if backend == "torch":
             return _load(*self._key())
         from .backends import ExportedModel, onnx_file, require

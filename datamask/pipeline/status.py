@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..errors import DataError
 from .io import InputFile, discover, make_splits
-from .output import MANIFEST, STATE_DIR, Output
+from .output import MANIFEST, STATE_DIR, Output, split_records
 
 __all__ = ["OutputStatus", "output_status", "count_rows"]
 
@@ -112,10 +112,7 @@ def output_status(path) -> OutputStatus:
     if has_manifest:
         try:
             m = json.loads((p / MANIFEST).read_text())
-            plan = [
-                (r["name"], _label(r["source"], r["start"], r["stop"]))
-                for r in m.get("splits", m.get("partitions", []))
-            ]
+            plan = [(r["name"], _label(r["source"], r["start"], r["stop"])) for r in split_records(m)]
         except (OSError, ValueError, KeyError):
             plan = None
     if plan is None:

@@ -83,7 +83,7 @@ def load_compare(directory) -> ReportData:
         notes={
             "input": meta["input"],
             "rows": f"{meta['rows']:,}",
-            "splits": meta["splits"] if "splits" in meta else meta["partitions"],
+            "splits": n_splits(meta),
             "methods": ", ".join(meta["methods"]),
             "clusters": meta.get("clusters_from"),
             "budget rule": f"ratio {meta['config']['ratio']}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["STAGES", "get_stage", "stage_names"]
+__all__ = ["STAGES", "get_stage"]
 
 # name -> "module:Class", in the order ``datamask --help`` lists them
 STAGES = {
@@ -34,7 +34,3 @@ def get_stage(name: str):
         module, _, cls = STAGES[name].partition(":")
         _LOADED[name] = getattr(importlib.import_module(module), cls)()
     return _LOADED[name]
-
-
-def stage_names() -> tuple:
-    return tuple(STAGES)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..output import MANIFEST
+from ..output import MANIFEST, n_splits
 
 __all__ = ["Stage", "INPUT_HELP", "split_runs"]
 
@@ -62,7 +62,7 @@ class Stage:
 
 def split_runs(totals: dict, out) -> str:
     """``in N splits (C computed, R resumed) -> OUT``, the tail of a per-split stage's summary."""
-    n = totals.get("splits", totals.get("partitions"))
+    n = n_splits(totals)
     return (
         f"in {n} split{'' if n == 1 else 's'} ({totals['computed_this_run']} computed, {totals['resumed']} "
         f"resumed) -> {out}"

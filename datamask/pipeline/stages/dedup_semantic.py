@@ -99,7 +99,7 @@ def semantic_groups(client, plan, cols, ranks, cfg, removed, device):
     first = plan.splits[0]
     centroids = None
     if cfg.domain_column not in column_names(plan, cols):
-        per = max(1, KMEANS_SAMPLE * 1.0 / plan.n_rows)
+        per = min(1.0, KMEANS_SAMPLE * 1.0 / plan.n_rows)  # a sample, never more than every row
         counts = [min(s.rows, max(1, int(round(per * s.rows)))) for s in plan.splits]
         with dask.config.set({"dataframe.convert-string": False}):
             sample = dd.from_map(

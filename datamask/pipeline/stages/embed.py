@@ -82,6 +82,7 @@ def _embed_partition(df, partition_info=None, *, splits, out_root, cfg, embedder
 
 def make_embedder(cfg, device):
     from ...features.embed import Embedder
+    from ...features.model_cache import cache_root
 
     try:
         emb = Embedder(
@@ -94,7 +95,9 @@ def make_embedder(cfg, device):
             dtype=cfg.dtype,
             compute=cfg.compute,
             backend=cfg.backend,
-            cache_dir=cfg.cache_dir,
+            # resolved here: a relative --cache-dir or a $DATAMASK_CACHE_DIR set on the client
+            # names the folder the client prepares, not one in each worker's own directory
+            cache_dir=str(cache_root(cfg.cache_dir).absolute()),
         )
         if emb.resolved_backend() != "torch":  # export or distil once, here, before any worker starts
             emb.prepare(log=None if cfg.quiet else lambda line: print(line, file=sys.stderr, flush=True))
@@ -108,7 +111,7 @@ def plan_embed(cfg) -> StageRun:
     """``datamask embed`` of ``cfg`` (an :class:`~datamask.pipeline.text_config.EmbedConfig`) as a :class:`StageRun`."""
     cfg = resolve_io(cfg, "embed")
     cols = TextColumns.from_config(cfg)
-    plan = plan_splits(cfg, cols, needs=("torch",))  # the model runs on CUDA with torch
+    plan = plan_splits(cfg, cols, needs=EmbedStage.needs)  # the model runs on CUDA with torch
     embedder, dim = make_embedder(cfg, plan.device)
     info = {
         "model": embedder.path,
