@@ -155,12 +155,11 @@ def run_cluster(
         level = CPU if device == "cpu" else select_level(device)
     out = location(output)
     ddf = read_corpus(input, split_size=split_size)
-    names = []
-    for f in discover(str(input)):
-        names.extend(s.name for s in make_splits(f, count_rows(f), int(split_size)))
+    counts = {f: count_rows(f) for f in discover(str(input))}  # one listing, one footer read a file
+    names = [s.name for f, n in counts.items() for s in make_splits(f, n, int(split_size))]
     if column_missing := [c for c in (embedding_column,) if c not in ddf.columns]:
         raise ValueError(f"input has no column {column_missing[0]!r} (columns: {', '.join(ddf.columns)})")
-    n_rows = int(sum(count_rows(f) for f in discover(str(input))))
+    n_rows = int(sum(counts.values()))
     check_k(k, n_rows)
     ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
     warn = []

@@ -179,19 +179,7 @@ class ProxyLMConfig:
             if ch and getattr(self, f.name) not in ch:
                 raise ConfigError(f"{f.name} must be one of {', '.join(ch)}; got {getattr(self, f.name)!r}")
         r = self.resolved()
-        for name in (
-            "vocab_size",
-            "d_model",
-            "n_layers",
-            "n_heads",
-            "d_ff",
-            "seq_len",
-            "tokens",
-            "batch_size",
-            "eval_tokens",
-            "curve_tokens",
-            "tokenizer_sample_chars",
-        ):
+        for name in (f for f in SIZE_FIELDS if f != "lr"):  # every size knob of a preset but the step size
             if int(getattr(r, name)) < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {getattr(r, name)}")
         if int(r.vocab_size) < 260:
