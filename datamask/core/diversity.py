@@ -27,6 +27,7 @@ from .greedy import greedy_disf, greedy_facility, greedy_pairwise
 from .metrics import disf_from_moments, disf_groups, disf_one, facility_value, pairwise_from_sums
 from .relaxed import disf_terms, pairwise_terms
 from .relaxed_tokens import disf_token_terms, pairwise_token_terms
+from .stochastic import stochastic_greedy_facility
 from .tokens import disf_prefix
 from .validate import BLOCK_ROWS
 
@@ -47,6 +48,7 @@ class Diversity:
     whole_split_known = False  # its value on the whole split is known without computing it
     relaxed_terms = None  # relaxed.frank_wolfe's terms, or None: no relaxation
     relaxed_token_terms = None  # relaxed_tokens.frank_wolfe_tokens's terms
+    stochastic_greedy = None  # init="stochastic_greedy"'s picks (datamask.core.stochastic), or None
 
     def value(self, obj, rows) -> float:
         """The diversity of one selection ``rows`` of ``obj`` (an :class:`~.objectives.Objective`)."""
@@ -75,9 +77,26 @@ class Diversity:
         return (self.relaxed_token_terms if tokens else self.relaxed_terms) is not None
 
     def default_init(self, tokens=False) -> str:
-        """pg's start when ``DataMask(init=None)``: :attr:`init`, or ``"quality"`` where that is
-        ``"relaxed"`` and there is no relaxation (a subclass that drops it keeps a working default)."""
-        return "quality" if self.init == "relaxed" and not self.has_relaxation(tokens) else self.init
+        """pg's start when ``DataMask(init=None)``: :attr:`init`, or ``"quality"`` where this
+        objective cannot start from it (:meth:`has_start`: a subclass that drops its relaxation
+        keeps a working default; a token budget has no stochastic greedy)."""
+        return self.init if self.has_start(self.init, tokens) else "quality"
+
+    def has_start(self, init, tokens=False) -> bool:
+        """Whether pg can start from ``init`` on this objective (under a token budget if ``tokens``)."""
+        if init == "relaxed":
+            return self.has_relaxation(tokens)
+        if init == "stochastic_greedy":
+            return self.stochastic_greedy is not None and not tokens
+        return True
+
+    def check_start(self, init, tokens=False):
+        """A one-line ValueError when pg cannot start from ``init`` here."""
+        if init == "relaxed":
+            self.check_relaxed("init='relaxed'", tokens)
+        elif not self.has_start(init, tokens):
+            where = " under a token budget" if tokens and self.stochastic_greedy is not None else ""
+            raise ValueError(f"init={init!r} is not defined for diversity={self.name!r}{where}; use init='quality'")
 
     def check_relaxed(self, what="solver='relaxed'", tokens=False):
         """A ValueError when it has no relaxation (``solver="relaxed"`` or ``init="relaxed"``)."""
@@ -129,6 +148,7 @@ class Facility(Diversity):
     logit_range = (0.0, 2.0)
     uses_reference = True
     whole_split_known = True  # every row is its own nearest neighbour: 1
+    stochastic_greedy = staticmethod(stochastic_greedy_facility)
     no_relaxed = "facility location is submodular, not concave"
 
     def value(self, obj, rows):

@@ -112,42 +112,19 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
     # pass over the n rows (the gradient) instead of three.
     rows_sum, grad, quad, value = terms(E, q, S, lam)
     vertices, roundings = _VertexStates(n, rows_sum, xp), _VertexStates(n, rows_sum, xp)
-
-    def top_rows(v):
-        return xp.arange(n) if S >= n else xp.argpartition(-v, S - 1)[:S]
-
-    def indicator(rows):
-        s = xp.zeros(n, dtype=xp.float64)
-        s[rows] = 1.0
-        return s
-
-    best = {"value": -float("inf"), "rows": None}
-
-    def offer(rows, s, state):  # a 0/1 selection: keep the best
-        v = value(s, state)
-        if v > best["value"]:
-            best["value"], best["rows"] = v, rows
-
-    if x0 is None:
-        rows = top_rows(q)
-        x, state = indicator(rows), vertices.state(rows)
-    else:
-        x = x0.astype(xp.float64)
-        if not bool(((x == 0) | (x == 1)).all()):
-            raise ValueError("x0 must be a 0/1 vertex of the capped simplex")
-        rows = xp.nonzero(x > 0)[0]
-        state = vertices.state(rows)
-    offer(rows, x, state)
+    best = _Best(n, S, value, xp)
+    x, rows = _start(x0, q, best, xp)
+    state = vertices.state(rows)
+    best.offer(rows, x, state)
     it, stable, top = 0, 0, None
     for it in range(1, max_iter + 1):  # noqa: B007 (returned: the iterations run)
         g = grad(state)
-        rows = top_rows(g)
+        rows = best.top(g)
         gap = float(g[rows].sum()) - float(g @ x)  # g . (s - x), s the vertex's indicator
         if gap <= tol * max(1.0, abs(value(x, state))):
             break
-        s = indicator(rows)
         vstate = vertices.state(rows)
-        offer(rows, s, vstate)
+        best.offer(rows, best.indicator(rows), vstate)
         dstate = vstate - state
         c = quad(dstate, dstate)
         gamma = 1.0 if c <= 0 else min(1.0, gap / (2.0 * c))
@@ -156,16 +133,49 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
         state = state + gamma * dstate
         if S >= n:
             continue
-        new_top = xp.sort(top_rows(x))
+        new_top = xp.sort(best.top(x))
         if top is None or not bool((new_top == top).all()):
-            offer(new_top, indicator(new_top), roundings.state(new_top))
+            best.offer(new_top, best.indicator(new_top), roundings.state(new_top))
             stable = 0
         else:
             stable += 1
         top = new_top
         if stable >= stable_iter:
             break
-    return x, best["rows"], it
+    return x, best.rows, it
+
+
+def _start(x0, q, best, xp):
+    """``(x, rows)``: the start vertex, ``x0`` or the top S rows by quality."""
+    if x0 is None:
+        rows = best.top(q)
+        return best.indicator(rows), rows
+    x = x0.astype(xp.float64)
+    if not bool(((x == 0) | (x == 1)).all()):
+        raise ValueError("x0 must be a 0/1 vertex of the capped simplex")
+    return x, xp.nonzero(x > 0)[0]
+
+
+class _Best:
+    """The best 0/1 selection offered so far, by the relaxed objective ``value``."""
+
+    def __init__(self, n, S, value, xp):
+        self.n, self.S, self.value_of, self.xp = n, S, value, xp
+        self.value, self.rows = -float("inf"), None
+
+    def top(self, v):
+        xp = self.xp
+        return xp.arange(self.n) if self.S >= self.n else xp.argpartition(-v, self.S - 1)[: self.S]
+
+    def indicator(self, rows):
+        s = self.xp.zeros(self.n, dtype=self.xp.float64)
+        s[rows] = 1.0
+        return s
+
+    def offer(self, rows, s, state):
+        v = self.value_of(s, state)
+        if v > self.value:
+            self.value, self.rows = v, rows
 
 
 class _VertexStates:
