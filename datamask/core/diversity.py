@@ -42,7 +42,10 @@ class Diversity:
     lr: float = 3.0  # pg step size when DataMask(lr=None)
     init: str = "quality"  # pg's start when DataMask(init=None) (see default_init): "quality" or "relaxed"
     logit_range: tuple | str = (0.0, 16.0)  # init="quality"'s range when DataMask(logit_range=None); "auto": a pilot
-    relaxed_logit_range: tuple | str = (0.0, 4.0)  # init="relaxed"'s range when logit_range=None
+    # steps pg gets to improve on a solver's start when DataMask(start_patience=None)
+    start_patience: int = 100
+    # a solver's start's range (init="relaxed" or "stochastic_greedy") when logit_range=None
+    solved_logit_range: tuple | str = (0.0, 4.0)
     uses_reference = False  # scored against reference rows (pg batches those, not candidates)
     row_sums_only = False  # a pg group needs only row sums (the int8 kernel can compute them)
     whole_split_known = False  # its value on the whole split is known without computing it
@@ -70,7 +73,7 @@ class Diversity:
 
     def default_logit_range(self, init):
         """pg's initial logit range for ``init`` when ``DataMask(logit_range=None)``."""
-        return self.relaxed_logit_range if init == "relaxed" else self.logit_range
+        return self.solved_logit_range if init in ("relaxed", "stochastic_greedy") else self.logit_range
 
     def has_relaxation(self, tokens=False) -> bool:
         """Whether Frank-Wolfe can solve its relaxation (under a token budget: the token form)."""
@@ -145,7 +148,8 @@ class Facility(Diversity):
     name = "facility"
     label = "facility-location coverage"
     lr = 1.0
-    logit_range = (0.0, 2.0)
+    init = "stochastic_greedy"  # the suite under facility location (benchmarks/results/defaults_fit_facility.md)
+    logit_range = (0.0, 2.0)  # init="quality"'s range
     uses_reference = True
     whole_split_known = True  # every row is its own nearest neighbour: 1
     stochastic_greedy = staticmethod(stochastic_greedy_facility)

@@ -117,24 +117,28 @@ class DataMask(BaseEstimator):
     prune : float, default 0.5
         Quality-aware pruning: drop this fraction of rows with the lowest quality before
         optimising (every solver). 0 keeps all.
-    init : {"relaxed", "quality", "uniform"} or None, default None
+    init : {"relaxed", "stochastic_greedy", "quality", "uniform"} or None, default None
         Initial logits, mapped linearly onto ``logit_range``: ``"quality"`` (the paper's),
         ``"relaxed"`` (beyond the paper: the relaxed solution, averaged with its best
         rounding, so pg starts where ``solver="relaxed"`` ends and searches around it on
-        the exact objective; pairwise and DiSF only; :mod:`datamask.core.start`), or
-        ``"uniform"`` (equal). None picks ``"relaxed"`` for pairwise and DiSF, the choice of
-        the default-selection suite by its worst case (docs/defaults.md), and ``"quality"``
-        for facility location and any objective without a relaxation
-        (:meth:`~datamask.core.diversity.Diversity.default_init`).
+        the exact objective; pairwise and DiSF only; :mod:`datamask.core.start`),
+        ``"stochastic_greedy"`` (facility location, row budgets: stochastic greedy's picks,
+        :mod:`datamask.core.stochastic`), or ``"uniform"`` (equal). None picks
+        ``"relaxed"`` for pairwise and DiSF and ``"stochastic_greedy"`` for facility
+        location, the choices of the default-selection suite by its worst case
+        (docs/defaults.md), and ``"quality"`` where the objective cannot start from its
+        choice (no relaxation; facility location under a token budget;
+        :meth:`~datamask.core.diversity.Diversity.default_init`).
 
         .. versionchanged:: 0.3
-           None (pairwise and DiSF: ``"relaxed"``) replaces the default ``"quality"``.
+           None (pairwise and DiSF: ``"relaxed"``; facility location:
+           ``"stochastic_greedy"``) replaces the default ``"quality"``.
     logit_range : (float, float), "auto" or None, default None
         ``(l_min, l_max)`` the initial scores are mapped onto, or ``"auto"``: a short pilot
         (:mod:`datamask.core.start`) runs pg from (0, 2) and from (0, 16) and starts from
         the one whose top-S scores higher, then continues that run (the cost: the other
         range's pilot, at most 500 steps).
-        None picks (0, 4) for ``init="relaxed"``; for ``init="quality"``, ``"auto"`` for
+        None picks (0, 4) for ``init="relaxed"`` and ``"stochastic_greedy"``; for ``init="quality"``, ``"auto"`` for
         pairwise, (0, 16) for DiSF and (0, 2) for facility location. A wide quality range
         starts the policy near the quality top-S (fast where the optimum is near it, no
         early dip with large batches), a narrow one leaves pg free to reach rows far below

@@ -32,7 +32,7 @@ from .stopping import BestMask as _BestMask
 from .stopping import start_patience
 from .tokens import fill, masked_mean, max_rows, prefix_lengths
 
-__all__ = ["PolicyGradient", "Passes", "Step", "step_budget", "batch_rows"]
+__all__ = ["PolicyGradient", "Passes", "Step", "step_budget", "batch_rows", "candidate_rows", "facility_scorer"]
 
 # Smallest candidate batch for batch updating: keeps S_b >= 2 on small partitions.
 MIN_BATCH = 256
@@ -53,6 +53,24 @@ def step_budget(steps, n, S_b, G):
     if steps is not None:
         return int(steps)
     return int(min(MAX_STEPS, max(MIN_STEPS, math.ceil(DRAWS_PER_ROW * n / (G * max(1, S_b))))))
+
+
+def candidate_rows(state, E, norms, use):
+    """The fit's candidate rows in the form the step needs (:class:`GroupSums`), built once
+    per fit and kept in ``state.cache`` (a pilot's runs and the start share them)."""
+    key = ("rows", use)
+    if key not in state.cache:
+        state.cache[key] = GroupSums(E, state.cand, norms, use=use)
+    return state.cache[key]
+
+
+def facility_scorer(state, E, norms):
+    """The fit's :class:`FacilityGroups` (built once: its pass over the similarities also
+    gives stochastic greedy's first gains)."""
+    if "facility" not in state.cache:
+        rows = candidate_rows(state, E, norms, "float32").take()
+        state.cache["facility"] = FacilityGroups(rows, state.objective.rows(state.objective.reference))
+    return state.cache["facility"]
 
 
 def batch_rows(n, minimum, batch_ratio, batch_max):
@@ -190,15 +208,8 @@ class PolicyGradient:
     rows and sets ``L`` (the logits over the candidates), ``n_steps`` and ``stopped_by``.
     """
 
-    def __init__(self, state, shared=None):
+    def __init__(self, state):
         self.state, self.est = state, state.est
-        self.shared = {} if shared is None else shared  # candidate rows, kept for a second run
-
-    def _rows(self, E, cand, norms, use):
-        key = ("rows", use)
-        if key not in self.shared:
-            self.shared[key] = GroupSums(E, cand, norms, use=use)
-        return self.shared[key]
 
     # ----------------------------------------------------------------- set-up
     def batch_rows(self, n, minimum):
@@ -231,8 +242,8 @@ class PolicyGradient:
         if div.uses_reference:
             # Batch updating samples reference rows, not candidates (sampling candidates
             # pushes up near-duplicates).
-            rows = self._rows(E, cand, norms, "float32")
-            fac = FacilityGroups(rows.take(), state.objective.rows(state.objective.reference))
+            rows = candidate_rows(state, E, norms, "float32")
+            fac = facility_scorer(state, E, norms)
             k = self.batch_rows(fac.n_reference, MIN_REFERENCE_BATCH)
             passes = Passes(fac.n_reference, k, CounterRNG(xp, [int(est.seed), 2]))
             S_b = S
@@ -248,7 +259,7 @@ class PolicyGradient:
                 S_b = tok.M
             # pairwise steps only need row sums: the int8 kernel where it pays (large batches)
             use = "auto" if div.row_sums_only and n_b >= INT8_MIN_ROWS else "float32"
-            rows = self._rows(E, cand, norms, use)
+            rows = candidate_rows(state, E, norms, use)
         if passes.per_pass:
             passes.refresh()
         self.steps = step_budget(est.steps, n, S_b, int(est.group_size))
@@ -278,7 +289,7 @@ class PolicyGradient:
         # so a callback (or a user watching the history) has the start's mask that much sooner
         L = xp.array(self.init_logits(qc, xp), dtype=xp.float64)
         self.tracker = _BestMask(self.state, self.S, xp)
-        self.tracker.start_patience = start_patience(self.est, self.state.init)
+        self.tracker.start_patience = start_patience(self.est, self.state.init, self.state.div)
         self.stopped = self.tracker.evaluate(0, L, None)
         self.step = self.build(E, norms, qc, xp, L=L)
         capturer = CupyGraphs() if xp is not np and capture_enabled() and _is_real_cupy(xp) else None

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 
-from .pg import PolicyGradient
+from .pg import PolicyGradient, facility_scorer
 from .relaxed import frank_wolfe
 from .relaxed_tokens import frank_wolfe_tokens
 from .validate import unit_rows
@@ -57,11 +57,11 @@ def pilot(state, E, scale, qc, xp, ranges=AUTO_RANGES):
     are given to the callback (their ``seconds``: no earlier than the end of the pilot,
     when the choice is known).
     """
-    runs, scores, shared = {}, {}, {}
+    runs, scores = {}, {}
     for r in ranges:
-        probe = state.probe()  # shares the objective and candidates; own history
+        probe = state.probe()  # shares the objective, candidates and cache; own history
         probe.logit_range = tuple(float(v) for v in r)
-        run = PolicyGradient(probe, shared)  # one copy of the candidate rows for both
+        run = PolicyGradient(probe)  # one copy of the candidate rows for both
         run.start(E, scale, qc, xp)
         run.advance(max(1, min(PILOT_STEPS, run.steps // 4)))
         score = run.tracker.best_val
@@ -121,9 +121,9 @@ def greedy_scores(state, E, scale, qc, xp):
     """``init="stochastic_greedy"``'s scores over the candidates: 1 for the rows stochastic
     greedy picked (:mod:`datamask.core.stochastic`), so they are the top S, and for the
     others their last gain scaled onto [0, 1/2] (a bound on what each would add)."""
-    est, obj = state.est, state.objective
-    R = obj.rows(obj.reference)
-    order, bounds = state.div.stochastic_greedy(unit_rows(E, state.cand, scale), qc, state.S, est.lam, R, est.seed)
+    est = state.est
+    fac = facility_scorer(state, E, scale)  # pg's scorer: its pass gives the first gains
+    order, bounds = state.div.stochastic_greedy(fac, qc, state.S, est.lam, est.seed)
     b = xp.asarray(bounds, dtype=xp.float64)
     lo, hi = float(b.min()), float(b.max())
     v = (b - lo) / (hi - lo) / 2.0 if hi > lo else b * 0.0

@@ -57,6 +57,7 @@ class FitState:
         self.callback, self.progress = est.callback, bool(est.progress)
         self.history = []
         self.fitted = {}  # name (without the trailing "_") -> value
+        self.cache = {}  # what the start and pg's runs share: the candidate rows, facility's scorer
         self.start_scores = self.lr = self.init = self.logit_range = None
 
     def evaluate(self, rows) -> dict:

@@ -18,13 +18,13 @@ __all__ = ["BestMask", "start_patience", "SOLVED_STARTS"]
 SOLVED_STARTS = ("relaxed", "stochastic_greedy")
 
 
-def start_patience(est, init):
-    """``start_patience``, or for None: ``eval_every`` steps from a solved start (relaxed,
-    stochastic greedy), never from quality or uniform (a start pg is meant to leave), and
-    never with ``patience=None`` (no early stopping at all)."""
+def start_patience(est, init, div):
+    """``start_patience``, or for None the objective's (``div.start_patience`` steps) from a
+    solver's start (relaxed, stochastic greedy); never from quality or uniform (a start pg
+    is meant to leave), nor with ``patience=None`` (no early stopping at all)."""
     if est.start_patience is not None:
         return int(est.start_patience)
-    return int(est.eval_every) if init in SOLVED_STARTS and est.patience is not None else None
+    return int(div.start_patience) if init in SOLVED_STARTS and est.patience is not None else None
 
 
 class BestMask:

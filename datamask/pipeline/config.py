@@ -216,8 +216,8 @@ class SelectConfig(StageConfig):
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
     init: str | None = _f(
         _DM["init"],
-        "pg's initial logits: from the relaxed solution, quality (the paper's) or uniform "
-        "(null: relaxed for pairwise and disf, quality for facility; docs/defaults.md)",
+        "pg's initial logits: from the relaxed solution, stochastic greedy (facility), quality (the paper's) "
+        "or uniform (null: relaxed for pairwise and disf, stochastic_greedy for facility; docs/defaults.md)",
         choices=("relaxed", "quality", "uniform", "stochastic_greedy"),
     )
     logit_range: tuple | None = _f(

@@ -66,7 +66,7 @@ def test_relaxed_start_is_defined_where_a_relaxation_is():
 
     with pytest.raises(ConfigError, match="init='relaxed' is not defined"):
         SelectConfig(diversity="facility", init="relaxed").validated()
-    assert DataMask(diversity="facility", steps=0).fit(E, q).init_ == "quality"
+    assert DataMask(diversity="facility", steps=0).fit(E, q).init_ == "stochastic_greedy"
 
 
 def test_relaxed_start_under_a_token_budget_fills_it_and_keeps_the_relaxed_rows():
