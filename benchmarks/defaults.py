@@ -210,7 +210,7 @@ def write(path, rows, argv, wall, jobs, diversity="pairwise"):
             "`steps=None`, `patience` 10, `start_patience` None), seed 0, 1 BLAS thread, CPU. Gain: objective "
             "minus that of a random selection of the same size, in % of the reference's gain (greedy; relaxed "
             "where greedy was not run; none for facility location at 1M rows). *whole fit / greedy*: the fit's "
-            "seconds over `solver=\"greedy\"`'s in the same process (greedy ran before and after the "
+            'seconds over `solver="greedy"`\'s in the same process (greedy ran before and after the '
             "candidates and the default twice; the faster of each). *to 99%*: seconds from the start of `fit` "
             "to the first evaluation point at 99% of the reference gain. Machine: "
             f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs ({jobs} case(s) at a time, "
