@@ -58,6 +58,7 @@ CANDIDATES = {
     "start_patience 20": (dict(start_patience=20), None),
     "start_patience 50": (dict(start_patience=50), None),
     "start_patience 100": (dict(start_patience=100), None),
+    "relaxed_iter 100": (dict(relaxed_iter=100), None),  # Frank-Wolfe's cap before round 4
     "stochastic x20": (dict(init="stochastic_greedy"), 20),
     "stochastic x40": (dict(init="stochastic_greedy"), 40),
     "stochastic x80": (dict(init="stochastic_greedy"), 80),
@@ -66,9 +67,9 @@ CANDIDATES = {
 DEFAULT_FACTOR = stochastic.SAMPLE_FACTOR
 # What a plain run measures, per objective (the default first).
 DEFAULT_CANDIDATES = {
-    "pairwise": ["default", "no start rule"],
-    "disf": ["default", "no start rule"],
-    "facility": ["default", "stochastic x20", "stochastic x40", "stochastic x160", "start_patience 0"],
+    "pairwise": ["default", "start_patience 0", "start_patience 20", "no start rule"],
+    "disf": ["default", "start_patience 0", "start_patience 20", "relaxed_iter 100"],
+    "facility": ["default", "start_patience 0", "start_patience 20", "stochastic x40", "stochastic x160"],
 }
 # The issue's shape: quality set by the cluster, tight clusters, high-quality near-duplicates.
 ISSUE = dict(n_clusters=50, spread=0.5, noise=0.1, n_dup_groups=10, dup_fraction=0.05)

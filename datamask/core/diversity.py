@@ -42,6 +42,7 @@ class Diversity:
     lr: float = 3.0  # pg step size when DataMask(lr=None)
     init: str = "quality"  # pg's start when DataMask(init=None) (see default_init): "quality" or "relaxed"
     logit_range: tuple | str = (0.0, 16.0)  # init="quality"'s range when DataMask(logit_range=None); "auto": a pilot
+    relaxed_iter: int = 100  # Frank-Wolfe's iteration cap when DataMask(relaxed_iter=None)
     # steps pg gets to improve on a solver's start when DataMask(start_patience=None)
     start_patience: int = 100
     # a solver's start's range (init="relaxed" or "stochastic_greedy") when logit_range=None
@@ -172,6 +173,7 @@ class DiSF(Diversity):
     name = "disf"
     label = "DiSF"
     init = "relaxed"  # the suite under DiSF (benchmarks/results/defaults_disf.md)
+    relaxed_iter = 20  # an iteration costs n d^2 (benchmarks/results/defaults_fit_disf.md)
     relaxed_terms = staticmethod(disf_terms)
     relaxed_token_terms = staticmethod(disf_token_terms)
 

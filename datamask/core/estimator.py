@@ -174,8 +174,14 @@ class DataMask(BaseEstimator):
         rarely improves on (docs/defaults.md); never from quality or uniform, nor with
         ``patience=None`` (which keeps meaning no early stop).
     lr_schedule : {"constant", "cosine"}, default "constant"
-    relaxed_iter : int, default 100
+    relaxed_iter : int or None, default None
         Frank-Wolfe iteration cap for ``solver="relaxed"`` and for ``init="relaxed"``'s start.
+        None: the objective's (100 for pairwise, 20 for DiSF: a DiSF iteration costs
+        ``n d^2``, and at ratio 0.01 a hundred of them cost more than greedy's S picks;
+        docs/defaults.md).
+
+        .. versionchanged:: 0.3
+           None (the objective's cap) replaces 100.
     n_threads : int or None, default 1
         BLAS threads during ``fit``. One, because a Dask worker runs one partition per core;
         a single fit on an idle machine can use more for greedy and relaxed (a pg step gains
@@ -251,7 +257,7 @@ class DataMask(BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "start_patience": [Interval(Integral, 0, None, closed="left"), None],
         "lr_schedule": [StrOptions({"constant", "cosine"})],
-        "relaxed_iter": [Interval(Integral, 1, None, closed="left")],
+        "relaxed_iter": [Interval(Integral, 1, None, closed="left"), None],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
         "progress": ["boolean"],
     }
@@ -282,7 +288,7 @@ class DataMask(BaseEstimator):
         tol=1e-5,
         start_patience=None,
         lr_schedule="constant",
-        relaxed_iter=100,
+        relaxed_iter=None,
         n_threads=1,
         progress=False,
     ):

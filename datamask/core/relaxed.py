@@ -72,8 +72,10 @@ def disf_terms(E, q, S, lam):
         return cd * float((A * B).sum() - (xp.diagonal(A) * xp.diagonal(B)).sum())
 
     def grad(C):
-        C32 = C.astype(xp.float32)
-        zc = ((Z @ C32) * Z).sum(axis=1) - ((Z * Z) @ xp.diagonal(C32))
+        # z^T C z - sum_a z_a^2 C_aa = z^T (C - diag C) z: one product, no (n, d) square
+        off = C.astype(xp.float32)
+        off[xp.diag_indices(d)] = 0.0
+        zc = xp.einsum("ij,ij->i", Z @ off, Z)
         return lam * q / S - cd * 2.0 / S * zc.astype(xp.float64)
 
     def value(x, C):

@@ -95,13 +95,12 @@ def solve_relaxed(state, Ec, qc, xp):
     """``(x, rows, n_iter)``: Frank-Wolfe's relaxed mask over the candidates, and the better
     on the exact objective of its two roundings (filled to the token budget under one)."""
     est, t, T, S = state.est, state.lengths, state.token_budget, state.S
+    cap = int(est.relaxed_iter if est.relaxed_iter is not None else state.div.relaxed_iter)
     if t is None:
-        x, best, it = frank_wolfe(Ec, qc, S, est.lam, state.div.relaxed_terms, max_iter=int(est.relaxed_iter))
+        x, best, it = frank_wolfe(Ec, qc, S, est.lam, state.div.relaxed_terms, max_iter=cap)
         picks = (best, xp.argpartition(-x, S - 1)[:S])
     else:
-        x, top, last, it = frank_wolfe_tokens(
-            Ec, qc, t, T, est.lam, state.div.relaxed_token_terms, int(est.relaxed_iter)
-        )
+        x, top, last, it = frank_wolfe_tokens(Ec, qc, t, T, est.lam, state.div.relaxed_token_terms, cap)
         picks = (top, last)
     rows = max(picks, key=lambda r: state.evaluate(r)["objective"])
     return x, rows, it

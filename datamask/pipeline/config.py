@@ -235,7 +235,10 @@ class SelectConfig(StageConfig):
         "steps pg gets to improve on a solver's start before it returns it (null: eval_every; docs/defaults.md)",
     )
     lr_schedule: str = _f(_DM["lr_schedule"], "step-size schedule", choices=("constant", "cosine"))
-    relaxed_iter: int = _f(_DM["relaxed_iter"], "Frank-Wolfe iteration cap (method relaxed, and pg's relaxed start)")
+    relaxed_iter: int | None = _f(
+        _DM["relaxed_iter"],
+        "Frank-Wolfe iteration cap (method relaxed, and pg's relaxed start; null: 100, 20 for disf)",
+    )
     n_threads: int | None = _f(_DM["n_threads"], "BLAS threads per split", result=False)
     seed: int = _f(0, "base seed; each split's seed derives from it and the split's identity")
     # --- baselines (datamask.methods: --method semdedup / quadmix)

@@ -127,3 +127,12 @@ def test_default_start_of_an_objective_without_a_relaxation_is_quality():
     assert DataMask(diversity=div, tokens=int(0.1 * t.sum()), steps=200).fit(E, q, lengths=t).init_ == "quality"
     with pytest.raises(ValueError, match=r"^init='relaxed' is not defined for diversity='no_relaxation'"):
         DataMask(diversity=div, init="relaxed").fit(E, q)
+
+
+def test_frank_wolfe_cap_is_the_objectives_when_relaxed_iter_is_none():
+    # a DiSF iteration costs n d^2: its cap is 20 (pairwise keeps 100); the old default was 100
+    c = make_clusters(3000, dim=32, seed=1)
+    E, q = c["embedding"], c["quality"]
+    assert DataMask(solver="relaxed", diversity="disf", relaxed_iter=100).fit(E, q).n_steps_ > 20  # 31 here
+    assert DataMask(solver="relaxed", diversity="disf").fit(E, q).n_steps_ == 20
+    assert DataMask(diversity="disf", steps=0).fit(E, q).relaxed_iter_ == 20
