@@ -81,7 +81,18 @@ def disf_terms(E, q, S, lam):
     def value(x, C):
         return lam * float(q @ x) / S - quad(C, C)
 
-    return rows_sum, grad, quad, value
+    if S >= d:
+        return rows_sum, grad, quad, value
+    Z2 = Z * Z
+
+    def vertex_grad(rows):
+        # the gradient at a vertex's state, through its S rows: n S d, not n d^2
+        Zs = Z[rows]
+        K = Z @ Zs.T  # (n, S)
+        zc = xp.einsum("ij,ij->i", K, K) - Z2 @ (Zs * Zs).sum(axis=0)
+        return lam * q / S - cd * 2.0 / S**2 * zc.astype(xp.float64)
+
+    return rows_sum, grad, quad, value, vertex_grad
 
 
 def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_iter=None):
@@ -96,7 +107,8 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
     ----------
     E : (n, d) unit rows; q : (n,) quality in [0, 1]; S : budget; lam : quality weight
     terms : the diversity's relaxation, ``terms(E, q, S, lam) -> (rows_sum, grad, quad, value)``
-        (:func:`pairwise_terms`, :func:`disf_terms`; ``Diversity.relaxed_terms``)
+        (:func:`pairwise_terms`, :func:`disf_terms`; ``Diversity.relaxed_terms``), and
+        optionally a fifth, ``vertex_grad(rows)``: the gradient at a vertex's state
     max_iter : iteration cap
     tol : stop when the Frank-Wolfe gap (an upper bound on F* - F(x)) falls below
         ``tol * max(1, |F(x)|)``
@@ -112,15 +124,19 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
     # C = Z^T diag(x) Z / S). A Frank-Wolfe step x <- (1 - g) x + g s moves the state the
     # same way, and a vertex's state is a sum over its S rows, so each iteration costs one
     # pass over the n rows (the gradient) instead of three.
-    rows_sum, grad, quad, value = terms(E, q, S, lam)
+    # The gradient is affine in the state, so it moves the same way too: where the terms
+    # give a vertex's gradient more cheaply than the state's (DiSF with S < d), it is kept
+    # as (1 - g) grad + g grad(vertex) instead of recomputed.
+    rows_sum, grad, quad, value, *vertex_grad = terms(E, q, S, lam)
+    vertex_grad = vertex_grad[0] if vertex_grad else None
     vertices, roundings = _VertexStates(n, rows_sum, xp), _VertexStates(n, rows_sum, xp)
     best = _Best(n, S, value, xp)
     x, rows = _start(x0, q, best, xp)
     state = vertices.state(rows)
     best.offer(rows, x, state)
+    g = grad(state)
     it, stable, top = 0, 0, None
     for it in range(1, max_iter + 1):  # noqa: B007 (returned: the iterations run)
-        g = grad(state)
         rows = best.top(g)
         gap = float(g[rows].sum()) - float(g @ x)  # g . (s - x), s the vertex's indicator
         if gap <= tol * max(1.0, abs(value(x, state))):
@@ -133,6 +149,7 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
         x *= 1.0 - gamma
         x[rows] += gamma
         state = state + gamma * dstate
+        g = grad(state) if vertex_grad is None else (1.0 - gamma) * g + gamma * vertex_grad(rows)
         if S >= n:
             continue
         new_top = xp.sort(best.top(x))
