@@ -42,7 +42,8 @@ from datamask.core.synthetic import make_clusters, make_corpus  # noqa: E402
 
 # label -> (DataMask keyword arguments, stochastic greedy's sample factor or None).
 # Rounds 1-3: quality-aware starts (the paper's) and starts from the relaxed solution;
-# round 4: the start rule and facility location's stochastic greedy start.
+# round 4: the start rule, the polish budget from a solver's start, DiSF's Frank-Wolfe cap
+# and facility location's stochastic greedy start.
 CANDIDATES = {
     "(0, 2)": (dict(init="quality", logit_range=(0.0, 2.0)), None),
     "(0, 8)": (dict(init="quality", logit_range=(0.0, 8.0)), None),
@@ -53,11 +54,10 @@ CANDIDATES = {
     "relaxed (0, 8)": (dict(init="relaxed", logit_range=(0.0, 8.0)), None),
     "relaxed (0, 16)": (dict(init="relaxed", logit_range=(0.0, 16.0)), None),
     "default": ({}, None),
-    "no start rule": (dict(start_patience=10**9), None),  # round 3's default: patience alone
-    "start_patience 0": (dict(start_patience=0), None),
+    "round 3": (dict(steps=5000, start_patience=10**9), None),  # 5,000 steps (ratio >= 0.1), patience alone
+    "polish 300": (dict(steps=300), None),  # a longer polish from the start
+    "start_patience 0": (dict(start_patience=0), None),  # the start as it is
     "start_patience 20": (dict(start_patience=20), None),
-    "start_patience 50": (dict(start_patience=50), None),
-    "start_patience 100": (dict(start_patience=100), None),
     "relaxed_iter 100": (dict(relaxed_iter=100), None),  # Frank-Wolfe's cap before round 4
     "stochastic x20": (dict(init="stochastic_greedy"), 20),
     "stochastic x40": (dict(init="stochastic_greedy"), 40),
@@ -67,9 +67,9 @@ CANDIDATES = {
 DEFAULT_FACTOR = stochastic.SAMPLE_FACTOR
 # What a plain run measures, per objective (the default first).
 DEFAULT_CANDIDATES = {
-    "pairwise": ["default", "start_patience 0", "start_patience 20", "no start rule"],
+    "pairwise": ["default", "start_patience 0", "start_patience 20", "polish 300", "round 3"],
     "disf": ["default", "start_patience 0", "start_patience 20", "relaxed_iter 100"],
-    "facility": ["default", "start_patience 0", "start_patience 20", "stochastic x40", "stochastic x160"],
+    "facility": ["default", "start_patience 0", "stochastic x40", "stochastic x160"],
 }
 # The issue's shape: quality set by the cluster, tight clusters, high-quality near-duplicates.
 ISSUE = dict(n_clusters=50, spread=0.5, noise=0.1, n_dup_groups=10, dup_fraction=0.05)

@@ -43,7 +43,9 @@ class Diversity:
     init: str = "quality"  # pg's start when DataMask(init=None) (see default_init): "quality" or "relaxed"
     logit_range: tuple | str = (0.0, 16.0)  # init="quality"'s range when DataMask(logit_range=None); "auto": a pilot
     relaxed_iter: int = 100  # Frank-Wolfe's iteration cap when DataMask(relaxed_iter=None)
-    # steps pg gets to improve on a solver's start when DataMask(start_patience=None)
+    # from a solver's start (relaxed, stochastic greedy): pg's step budget when DataMask(steps=None),
+    # and the steps it gets to improve on the start when DataMask(start_patience=None)
+    start_steps: int = 100
     start_patience: int = 100
     # a solver's start's range (init="relaxed" or "stochastic_greedy") when logit_range=None
     solved_logit_range: tuple | str = (0.0, 4.0)

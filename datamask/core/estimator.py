@@ -97,11 +97,13 @@ class DataMask(BaseEstimator):
         each step (no batch updating) and takes the smaller step.
     steps : int or None, default None
         Maximum policy-gradient steps (``patience`` usually stops a run sooner). None
-        scales the budget with the problem: enough steps for every candidate row to be
-        drawn about 2,000 times (``steps * group_size * S_b / n_candidates``, S_b the rows
-        of one batch's masks), at least 5,000 and at most 50,000. Small ratios (few
-        selected rows per batch) and large splits need more steps than the 5,000 that
-        suffice elsewhere (benchmarks/results/defaults.md); a step costs the same either way.
+        scales the budget with the problem: from quality or uniform, enough steps for every
+        candidate row to be drawn about 2,000 times (``steps * group_size * S_b /
+        n_candidates``, S_b the rows of one batch's masks), at least 5,000 and at most
+        50,000 (small ratios and large splits need more than the 5,000 that suffice
+        elsewhere; benchmarks/results/defaults.md); from a solver's start (``init="relaxed"``
+        or ``"stochastic_greedy"``), the objective's short polish (100 steps), since pg
+        rarely improves on those starts and greedy's time is the bar (docs/defaults.md).
     batch_ratio : float or None, default 0.05
         Batch updating: each step samples masks from this fraction of the candidate rows,
         with the budget scaled to match (for facility location the fraction applies to the

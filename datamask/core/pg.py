@@ -28,8 +28,8 @@ from .facility import FacilityGroups
 from .groupsum import GroupSums
 from .policy import LOGIT_SPAN, policy_gradient, sample_masks
 from .rng import CounterRNG
+from .stopping import SOLVED_STARTS, start_patience
 from .stopping import BestMask as _BestMask
-from .stopping import start_patience
 from .tokens import fill, masked_mean, max_rows, prefix_lengths
 
 __all__ = ["PolicyGradient", "Passes", "Step", "step_budget", "batch_rows", "candidate_rows", "facility_scorer"]
@@ -262,7 +262,10 @@ class PolicyGradient:
             rows = candidate_rows(state, E, norms, use)
         if passes.per_pass:
             passes.refresh()
-        self.steps = step_budget(est.steps, n, S_b, int(est.group_size))
+        if est.steps is None and state.init in SOLVED_STARTS:  # a solver's answer: a short polish
+            self.steps = int(div.start_steps)
+        else:
+            self.steps = step_budget(est.steps, n, S_b, int(est.group_size))
         cosine = self.steps if est.lr_schedule == "cosine" else None
         return Step(
             xp=xp,

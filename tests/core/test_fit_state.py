@@ -67,3 +67,13 @@ def test_parameter_errors_name_the_parameter_and_what_it_allows(corpus):
         DataMask(start_patience=-1).fit(E, q)
     with pytest.raises(ValueError, match=r"^init='stochastic_greedy' is not defined for diversity='pairwise'"):
         DataMask(init="stochastic_greedy").fit(E, q)
+
+
+def test_from_a_solvers_start_the_default_budget_is_a_short_polish(corpus):
+    # pg rarely improves on a relaxed or stochastic greedy start; with steps=None it gets the
+    # objective's start_steps (100) there, the 5,000-50,000 of a quality start elsewhere
+    E, q = corpus
+    for kw in (dict(), dict(diversity="facility"), dict(diversity="disf")):
+        m = DataMask(**kw).fit(E, q)
+        assert m.steps_ == 100 and m.n_steps_ <= 100 and m.stopped_by_ in ("start", "steps"), kw
+    assert DataMask(init="quality", logit_range=(0.0, 2.0), steps=None).fit(E, q).steps_ >= 5000
