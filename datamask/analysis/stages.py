@@ -212,8 +212,7 @@ class CompareStage(CorpusStage):
     output_help = "output directory (compare.csv, pareto.png, report/, manifest.json)"
     writes = (
         "compare.csv",
-        "compare_partitions.csv",  # 0.3's name of compare_splits.csv, removed by a rerun
-        "compare_splits.csv",
+        "compare_partitions.csv",
         "selections.parquet",
         "history.parquet",
         "sample.parquet",
