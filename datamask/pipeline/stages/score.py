@@ -120,11 +120,11 @@ def _check_scores(pdf, columns, where):
 def components_split(pdf, where, *, text_column, scorer_kw, inputs):
     """One split's text components and ``n_tokens`` (the input score columns checked first);
     the per-split function of pass 1, shared with :func:`datamask.dask.score`."""
-    from ...features.score import score_components_split
+    from ...features.score import score_components_frame
 
     _check_scores(pdf, inputs, where)
     try:
-        return score_components_split(pdf, text_column, **scorer_kw)
+        return score_components_frame(pdf, text_column, **scorer_kw)
     except ValueError as e:
         raise DataError(f"{where}: {e}") from None
 
