@@ -136,7 +136,7 @@ class CompareConfig(SelectConfig):
 
 
 def _totals(rows, splits):
-    return {"rows_in": rows, "rows_out": rows, "splits": splits, "computed_this_run": splits, "resumed": 0}
+    return {"rows_in": rows, "rows_out": rows, "splits": splits}
 
 
 def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
