@@ -1,9 +1,10 @@
 """``datamask dedup``: exact, fuzzy (MinHash-LSH) and semantic duplicates across the corpus.
 
 Runs on :func:`~datamask.pipeline.runner.run_stage`. Duplicates span splits and files, so
-the groups are found once for the whole corpus, in the stage's setup
-(:mod:`.dedup_groups`), and stored in ``_datamask/dedup/``; a resumed run filters every
-split with the same groups. Then, per split (the runner's resumable pass): the kept rows,
+the groups are found once for the whole corpus, in the stage's setup, by resumable passes
+of Dask tasks (:mod:`.dedup_groups`) that keep everything in ``_datamask/dedup/``; a
+resumed run filters every split with the same groups. Then, per split (the runner's
+resumable pass, which reads the split's ``removed/<split>.parquet``): the kept rows,
 or with ``keep_all`` every row and a ``duplicate_of`` column (the kept row's id; null for
 kept rows). The manifest's ``dedup`` key holds, per kind, the groups found and the rows
 removed, and a few example groups with their texts (shown by ``datamask report``).
@@ -23,7 +24,7 @@ from ..io import read_parquet_table
 from ..runner import StageRun, finish_split, plan_splits, resolve_io, split_record
 from ..text_config import DedupConfig
 from .base import Stage, split_runs
-from .dedup_groups import DEDUP_DIR, GROUPS_FILE, REMOVED_FILE, SUMMARY_FILE, find_groups
+from .dedup_groups import DEDUP_DIR, REMOVED_DIR, SUMMARY_FILE, find_groups
 from .dedup_read import DedupColumns, doc_range, file_ranks
 
 __all__ = ["DedupStage", "run_dedup", "plan_dedup", "DUPLICATE_OF"]
@@ -32,26 +33,24 @@ DUPLICATE_OF = "duplicate_of"
 
 
 # ---------------------------------------------------------------------- per split
-def _dedup_partition(df, partition_info=None, *, splits, out_root, cfg, ranks, groups_file):
+def _dedup_partition(df, partition_info=None, *, splits, out_root, cfg, ranks, removed_dir):
     from ..frames import to_table
 
     t0 = time.perf_counter()
     s = splits[partition_info["number"]]
     table = to_table(df)
     del df
-    lo, hi = doc_range(s, ranks)
-    g = read_parquet_table(groups_file, filters=[("doc", ">=", int(lo)), ("doc", "<", int(hi))])
-    rows = (g.column("doc").to_numpy() - lo).astype(np.int64)
+    g = read_parquet_table(f"{removed_dir}/{s.name}.parquet")
+    rows = (g.column("doc").to_numpy() - doc_range(s, ranks)[0]).astype(np.int64)
     kinds = g.column("kind").to_pylist()
     n = table.num_rows
     if cfg.keep_all:
+        id_type = table.schema.field(cfg.id_column).type
         vals = np.full(n, None, dtype=object)
         vals[rows] = g.column("kept_id").to_pylist()
-        id_type = table.schema.field(cfg.id_column).type
-        col = pa.array(vals.tolist(), type=id_type)
         if DUPLICATE_OF in table.schema.names:
             table = table.drop_columns([DUPLICATE_OF])
-        table = table.append_column(DUPLICATE_OF, col)
+        table = table.append_column(DUPLICATE_OF, pa.array(vals.tolist(), type=id_type))
     else:
         keep = np.ones(n, dtype=bool)
         keep[rows] = False
@@ -84,16 +83,16 @@ def plan_dedup(cfg) -> StageRun:
 
     def setup(client, pending, out):
         where = out.state / DEDUP_DIR
-        if not ((where / GROUPS_FILE).exists() and (where / REMOVED_FILE).exists()):
+        if not (where / SUMMARY_FILE).exists():
             find_groups(client, plan, cols, ranks, kinds, params, cfg, plan.device, where)
-        return {"groups_file": str(where / REMOVED_FILE)}
+        return {"removed_dir": str(where / REMOVED_DIR)}
 
     return StageRun(
         "dedup",
         plan,
         cols,
         _dedup_partition,
-        kwargs=dict(cfg=cfg, ranks=ranks, groups_file=None),
+        kwargs=dict(cfg=cfg, ranks=ranks, removed_dir=None),
         setup=setup,
         totals=_totals,
         extra=lambda out: {"dedup": json.loads((out.state / DEDUP_DIR / SUMMARY_FILE).read_text())},
