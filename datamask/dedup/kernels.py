@@ -107,7 +107,7 @@ def _scratch(offsets):
 
 
 @njit(cache=True, nogil=True)
-def _signatures(data, offsets, ngram, A, B, ring, keys, out):
+def _signatures(data, offsets, ngram, A, B, bands, rows, ring, keys, out, bkeys):
     n = offsets.shape[0] - 1
     P = A.shape[0]
     m = np.empty(P, np.uint64)
@@ -122,16 +122,26 @@ def _signatures(data, offsets, ngram, A, B, ring, keys, out):
                 m[i] = min(m[i], A[i] * x + B[i])
         for i in range(P):
             out[d, i] = np.uint32(m[i] >> np.uint64(32))
+        for j in range(bands):  # the LSH band keys, as minhash.band_keys64 computes them
+            acc = np.uint64(j) * _C2 + np.uint64(rows)
+            for r in range(rows):
+                acc = fmix64(acc * _C1 + np.uint64(out[d, j * rows + r]))
+            bkeys[d, j] = acc
     return count
 
 
-def signature_kernel(data, offsets, ngram: int, A, B):
-    """``(N, P)`` uint32 MinHash signatures and ``(N,)`` shingle counts of lower-cased
-    documents given as UTF-8 ``data`` bytes and ``offsets``; ``A`` (odd) and ``B``: the
-    ``P`` permutations' uint64 multipliers and increments."""
-    out = np.empty((offsets.shape[0] - 1, A.shape[0]), np.uint32)
-    count = _signatures(data, offsets, int(ngram), A, B, _ring(ngram), _scratch(offsets), out)
-    return out, count
+def signature_kernel(data, offsets, ngram: int, A, B, bands: int = 0, rows: int = 0):
+    """``(N, P)`` uint32 MinHash signatures, ``(N,)`` shingle counts and ``(N, bands)``
+    uint64 LSH band keys (:func:`~.minhash.band_keys64`'s) of lower-cased documents given as
+    UTF-8 ``data`` bytes and ``offsets``; ``A`` (odd) and ``B``: the ``P`` permutations'
+    uint64 multipliers and increments."""
+    n = offsets.shape[0] - 1
+    out = np.empty((n, A.shape[0]), np.uint32)
+    bkeys = np.empty((n, int(bands)), np.uint64)
+    count = _signatures(
+        data, offsets, int(ngram), A, B, int(bands), int(rows), _ring(ngram), _scratch(offsets), out, bkeys
+    )
+    return out, count, bkeys
 
 
 @njit(cache=True, nogil=True)

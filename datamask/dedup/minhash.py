@@ -184,7 +184,7 @@ def shingle_keys(texts, ngram: int):
     return shingle_kernel(data, offsets, int(ngram))
 
 
-def signatures(texts, ngram: int = 5, num_perm: int = 128, seed: int = SEED):
+def signatures(texts, ngram: int = 5, num_perm: int = 128, seed: int = SEED, bands: int = 0, rows: int = 0):
     """MinHash signatures of the texts' word n-grams.
 
     Parameters
@@ -193,6 +193,9 @@ def signatures(texts, ngram: int = 5, num_perm: int = 128, seed: int = SEED):
     ngram, num_perm : int
     seed : int
         The permutations' seed; equal seeds give comparable signatures.
+    bands, rows : int
+        With ``bands``: also return the LSH band keys (:func:`band_keys64`), computed in
+        the same pass.
 
     Returns
     -------
@@ -200,14 +203,18 @@ def signatures(texts, ngram: int = 5, num_perm: int = 128, seed: int = SEED):
     has_shingles : (N,) bool ndarray
         False for a null text or one with no word (its signature is meaningless and it
         must not be grouped).
+    band_keys : (N, bands) uint64 ndarray
+        Only with ``bands``.
     """
     low, valid = _lowered(texts)
     data, offsets = utf8_buffers(low)
     A, B = permutations(int(num_perm), int(seed))
-    sig, count = signature_kernel(data, offsets, int(ngram), A, B)
+    if bands and bands * rows > num_perm:
+        raise ConfigError(f"bands x rows = {bands * rows} exceeds the signature length {num_perm}")
+    sig, count, bkeys = signature_kernel(data, offsets, int(ngram), A, B, int(bands), int(rows))
     has = valid & (count > 0)
     sig[~has] = EMPTY
-    return sig, has
+    return (sig, has, bkeys) if bands else (sig, has)
 
 
 def band_keys(sig, bands: int, rows: int):

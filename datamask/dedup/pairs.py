@@ -208,7 +208,20 @@ def exact_stars(key, key2, doc, quality=None):
 def band_pairs(key, doc):
     """Star pairs ``(smallest, other)`` of the documents that share a 64-bit band key, each
     pair once (the LSH candidates of one partition)."""
-    return bucket_pairs(np.zeros(len(doc), np.int8), key, np.zeros(len(doc), np.uint8), doc)
+    key, doc = np.asarray(key), np.asarray(doc, dtype=np.int64)
+    if doc.shape[0] < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.lexsort((doc, key))
+    key = key[order]
+    new = np.ones(key.shape[0], dtype=bool)
+    new[1:] = key[1:] != key[:-1]
+    member = ~new
+    if not member.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    doc = doc[order]
+    first = doc[new][np.cumsum(new) - 1]
+    member &= doc != first
+    return unique_pairs(first[member], doc[member])
 
 
 def star_edges(u, v):

@@ -116,3 +116,13 @@ def test_impossible_settings_are_one_line_config_errors(kw, word):
 def test_explicit_bands_divide_num_perm():
     p = lsh_params(5, 112, 14)
     assert (p.bands, p.rows) == (14, 8)
+
+
+def test_band_keys_of_the_signature_pass_are_band_keys64():
+    from datamask.dedup.minhash import band_keys64
+
+    texts, _, _ = planted(n_unrelated=6, n_exact=1, n_near=2)
+    sig, has, bk = signatures(texts + [None, ""], 5, 128, bands=32, rows=4)
+    np.testing.assert_array_equal(bk[has], band_keys64(sig[has], 32, 4))
+    assert (bk[0] == bk[6]).all()  # the exact copy of text 0 shares every band
+    assert bk.shape == (len(texts) + 2, 32) and has.tolist()[-2:] == [False, False]

@@ -221,6 +221,13 @@ class Passes:
         write_json_atomic({"results": results, "seconds": self.timings[name]}, self.folder(name) / DONE)
         return results
 
+    def free(self, name: str):
+        """Delete the files of a pass whose readers are all done, keeping its record (so a
+        rerun still starts after it)."""
+        for path in self.folder(name).iterdir():
+            if path.name != DONE:
+                rmtree(path) if path.is_dir() else path.unlink()
+
     def scatter(self, ctx):
         """``ctx`` sent to every worker once (each task receives it by reference)."""
         return self.client.scatter([ctx], broadcast=True, hash=False)[0]  # a list: a dict is one object

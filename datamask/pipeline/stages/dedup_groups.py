@@ -29,9 +29,10 @@ import pyarrow as pa
 
 from ..files import write_json_atomic, write_parquet_atomic
 from ..storage import location, rmtree
+from . import dedup_cc
 from .dedup_cc import KIND_NAMES, N_EXAMPLES, REMOVED_SCHEMA, CCCtx, components
 from .dedup_exchange import Passes, read_part, split_of, take_rows, write_routed
-from .dedup_read import column_names, doc_range, iter_batches
+from .dedup_read import column_names, doc_range, iter_batches, read_texts
 from .dedup_semantic import SemCtx, semantic_groups
 from .dedup_text import TextCtx, pair_files, parts_for, text_pairs
 
@@ -134,13 +135,14 @@ def _texts_task(item, ctx) -> dict:
     """Ids and (cut) texts of a few documents of one split, for the report."""
     i, docs = item
     s, lo = ctx["splits"][i], int(ctx["bounds"][i])
-    want, out, pos = set(int(d) - lo for d in docs), {}, 0
-    for batch in iter_batches(s, [ctx["id"], ctx["text"]], 65_536):
-        for r in [r for r in want if pos <= r < pos + batch.num_rows]:
-            t = batch.column(ctx["text"])[r - pos].as_py()
-            out[r + lo] = (batch.column(ctx["id"])[r - pos].as_py(), t[:EXAMPLE_CHARS] if isinstance(t, str) else None)
-        pos += batch.num_rows
-    return {"rows": [[d, v[0], v[1]] for d, v in out.items()]}
+    rows = np.asarray(docs, np.int64) - lo
+    if s.fmt == "parquet":  # only the row groups that hold them
+        t = take_rows(s.path, rows + s.start, [ctx["id"], ctx["text"]])
+    else:
+        t = pa.concat_tables(list(iter_batches(s, [ctx["id"], ctx["text"]], 1 << 30))).take(pa.array(rows))
+    ids, texts = t.column(ctx["id"]).to_pylist(), read_texts(t, ctx["text"], s.where()).to_pylist()
+    cut = [x[:EXAMPLE_CHARS] if isinstance(x, str) else None for x in texts]
+    return {"rows": [[int(d), i, x] for d, i, x in zip(docs, ids, cut)]}
 
 
 def _examples(client, tctx, examples):
@@ -194,7 +196,7 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
     text = text_pairs(passes, tctx)
     text_kinds = [k for k in kinds if k != "semantic"]
     cctx = CCCtx(str(where), pair_files(tctx), 1, tctx.bounds, by_doc="semantic" in kinds)
-    cctx.n_parts = max(1, -(-(text["exact_pairs"] + text["fuzzy_pairs"]) * 2 // 8_000_000))
+    cctx.n_parts = max(1, -(-(text["exact_pairs"] + text["fuzzy_pairs"]) * 2 // dedup_cc.EDGES_PER_PART))
     cc = (
         components(passes, cctx)
         if text_kinds

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...dedup.minhash import band_keys64, signatures
+from ...dedup.minhash import signatures
 from ...dedup.normalize import exact_keys
 from ...dedup.pairs import band_pairs, exact_stars, unique_pairs
 from ..io import write_parquet_atomic
@@ -114,8 +114,8 @@ def _batch_records(batch, s, doc, ctx, writers):
         rec = pa.table({"key": keys[ok, 0], "key2": keys[ok, 1], "doc": doc[ok], "quality": q[ok]})
         writers["exact"].add(rec, _mod(keys[ok, 0], ctx.n_exact))
     if "fuzzy" in ctx.kinds:
-        sig, has = signatures(texts, p.ngram, p.num_perm)
-        bk = band_keys64(sig[has], p.bands, p.rows).reshape(-1)
+        sig, has, bk = signatures(texts, p.ngram, p.num_perm, bands=p.bands, rows=p.rows)
+        bk = bk[has].reshape(-1)
         writers["fuzzy"].add(pa.table({"key": bk, "doc": np.repeat(doc[has], p.bands)}), _mod(bk, ctx.n_fuzzy))
         docs["sig"] = sig_column(sig)
     return pa.table(docs), texts.null_count
@@ -236,7 +236,7 @@ def text_pairs(passes, ctx: TextCtx) -> dict:
     if "fuzzy" in ctx.kinds:
         passes.run("candidates", candidates_task, range(ctx.n_splits), ref, desc="dedup candidates")
         verified = passes.run("pairs", pairs_task, range(ctx.n_splits), ref, desc="dedup verify")
-        rmtree(location(ctx.root) / "candidates")
+        passes.free("candidates")
         stats["fuzzy_pairs"] = sum(r["pairs"] for r in verified)
     return stats
 
