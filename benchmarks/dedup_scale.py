@@ -96,6 +96,111 @@ def run_once(code: Path, corpus: str, out: Path, workers: int, split_size: int, 
     return res
 
 
+def _split_records(path, lo, n, batch=65_536):
+    """(key, doc) LSH band records of ``n`` rows of one corpus file from row ``lo``."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from datamask.dedup.minhash import lsh_params, signatures
+
+    p = lsh_params()
+    t = pq.read_table(path, columns=["text"]).slice(lo, n)
+    keys, docs = [], []
+    for s in range(0, t.num_rows, batch):
+        texts = t.column("text").slice(s, batch)
+        _, has, bk = signatures(texts, p.ngram, p.num_perm, bands=p.bands, rows=p.rows)
+        keys.append(bk[has].reshape(-1))
+        docs.append(np.repeat(lo + s + np.flatnonzero(has), p.bands))
+    return np.concatenate(keys), np.concatenate(docs).astype(np.int64)
+
+
+def _routed_map(item, ctx):
+    import pyarrow as pa
+
+    from datamask.pipeline.stages.dedup_exchange import write_routed
+
+    i, path, lo, n = item
+    key, doc = _split_records(path, lo, n)
+    part = (key % ctx["P"]).astype("int64")
+    write_routed(f"{ctx['dir']}/{i:06d}.parquet", pa.table({"key": key, "doc": doc}), part, ctx["P"])
+    return int(key.shape[0])
+
+
+def _routed_reduce(p, ctx):
+    import pyarrow as pa
+
+    from datamask.dedup.pairs import band_pairs
+    from datamask.pipeline.stages.dedup_exchange import read_part
+
+    schema = pa.schema([("key", pa.uint64()), ("doc", pa.int64())])
+    t = read_part([f"{ctx['dir']}/{i:06d}.parquet" for i in range(ctx["S"])], p, ctx["P"], schema)
+    return int(band_pairs(t.column("key").to_numpy(), t.column("doc").to_numpy())[0].shape[0])
+
+
+def _p2p_part(item):
+    import pandas as pd
+
+    _, path, lo, n = item
+    key, doc = _split_records(path, lo, n)
+    return pd.DataFrame({"key": key, "doc": doc})
+
+
+def _pairs_count(df):
+    import pandas as pd
+
+    from datamask.dedup.pairs import band_pairs
+
+    return pd.DataFrame({"n": [band_pairs(df["key"].to_numpy(), df["doc"].to_numpy())[0].shape[0]]})
+
+
+def exchange_compare(n: int, workers: int, split_size: int) -> list:
+    """The LSH bucket exchange of ``n`` documents (records computed per split, then equal
+    band keys brought together and turned into candidate pairs) through the routed files
+    the stage uses and through Dask's p2p shuffle, on one local cluster: wall, peak memory of
+    the process tree, candidate pairs (equal in both)."""
+    import tempfile
+
+    import dask.dataframe as dd
+    import pandas as pd
+    from distributed import Client, LocalCluster
+
+    from datamask.pipeline.stages.dedup_text import RECORDS_PER_PART
+
+    corpus = write_corpus(n)
+    files = sorted(Path(corpus).glob("*.parquet"))
+    import pyarrow.parquet as pq
+
+    items = []
+    for f in files:
+        rows = pq.ParquetFile(f).metadata.num_rows
+        items += [(str(f), lo, min(split_size, rows - lo)) for lo in range(0, rows, split_size)]
+    items = [(i, *it) for i, it in enumerate(items)]
+    P = max(1, -(-n * 32 // RECORDS_PER_PART))
+    out = []
+    with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as lc, Client(lc) as c:
+        c.run(lambda: __import__("datamask.dedup.minhash"))
+        for name in ("routed files", "Dask p2p shuffle"):
+            peak = Peak(os.getpid())
+            t0 = time.perf_counter()
+            with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+                if name == "routed files":
+                    ctx = {"dir": tmp, "P": P, "S": len(items)}
+                    c.gather(c.map(_routed_map, items, ctx=ctx, pure=False))
+                    pairs = sum(c.gather(c.map(_routed_reduce, range(P), ctx=ctx, pure=False)))
+                else:
+                    meta = pd.DataFrame({"key": pd.Series([], dtype="uint64"), "doc": pd.Series([], dtype="int64")})
+                    recs = dd.from_map(_p2p_part, items, meta=meta, enforce_metadata=False)
+                    sh = recs.shuffle(on="key", npartitions=P, shuffle_method="p2p")
+                    pairs = int(sh.map_partitions(_pairs_count, meta=pd.DataFrame({"n": [0]})).compute()["n"].sum())
+            wall = time.perf_counter() - t0
+            peak.stop()
+            out.append(
+                {"name": name, "wall": wall, "tree_gb": peak.tree / 2**30, "pairs": pairs, "load": os.getloadavg()[0]}
+            )
+            print(out[-1], flush=True)
+    return out
+
+
 def table(rows) -> list:
     lines = [
         "| code | documents | wall | docs/s | CPU seconds (all processes) | docs per CPU-second | peak memory, client "
@@ -135,6 +240,7 @@ def main(argv=None):
     ap.add_argument("--kind", default="exact,fuzzy")
     ap.add_argument("--old", type=Path, help="another checkout to run side by side (the previous version)")
     ap.add_argument("--old-sizes", type=int, nargs="*", default=[200_000])
+    ap.add_argument("--exchange", type=int, default=0, help="also compare the bucket exchange with p2p on N docs")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dedup_scale.md"))
     ap.add_argument("--work", default=os.path.join(CACHE, "dedup_scale_out"))
     args = ap.parse_args(argv)
@@ -150,6 +256,7 @@ def main(argv=None):
             r.update(code=label, load=load)
             rows.append(r)
             print(table([r])[-1], flush=True)
+    ex = exchange_compare(args.exchange, args.workers, args.split_size) if args.exchange else []
     text = [
         "# Dedup at corpus scale (CPU)",
         "",
@@ -167,6 +274,24 @@ def main(argv=None):
         "",
         *passes_table([r for r in rows if r["code"] == "new"]),
     ]
+    if ex:
+        text += [
+            "",
+            f"## The bucket exchange: routed files against Dask's p2p shuffle ({args.exchange:,} documents)",
+            "",
+            f"The LSH band records of {args.exchange:,} documents (32 per document; computed per split of "
+            f"{args.split_size:,}), brought together by key into partitions of the same count and turned into "
+            f"candidate pairs, on one local cluster of {args.workers} workers: through the routed Parquet files "
+            "the stage writes (`dedup_exchange.py`) and through `DataFrame.shuffle(shuffle_method='p2p')`. "
+            "Peak memory: the whole process tree (this process, its scheduler and workers).",
+            "",
+            "| exchange | wall | peak memory, whole process tree | candidate pairs | load average |",
+            "| --- | ---: | ---: | ---: | ---: |",
+            *[
+                f"| {e['name']} | {e['wall']:.1f} s | {e['tree_gb']:.2f} GB | {e['pairs']:,} | {e['load']:.2f} |"
+                for e in ex
+            ],
+        ]
     Path(args.out).write_text("\n".join(text) + "\n")
     print("\n".join(text))
 

@@ -206,12 +206,13 @@ def exact_stars(key, key2, doc, quality=None):
 
 
 def band_pairs(key, doc):
-    """Star pairs ``(smallest, other)`` of the documents that share a 64-bit band key, each
-    pair once (the LSH candidates of one partition)."""
+    """Pairs ``(first, other)`` of the documents that share a 64-bit band key (a star per key
+    around its first document in input order), each once as ``(min, max)``: the LSH
+    candidates of one partition."""
     key, doc = np.asarray(key), np.asarray(doc, dtype=np.int64)
     if doc.shape[0] < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    order = np.lexsort((doc, key))
+    order = np.argsort(key, kind="stable")  # equal keys keep their order: a star around the first
     key = key[order]
     new = np.ones(key.shape[0], dtype=bool)
     new[1:] = key[1:] != key[:-1]
