@@ -508,24 +508,7 @@ def stage_throughput(n_docs: int, kinds=("exact", "fuzzy")):
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dedup.md"))
-    ap.add_argument("--old", type=Path, help="a checkout of the previous version, for the old-vs-new recall table")
-    args = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    load = os.getloadavg()
-    q = args.quick
-    rows, exact = library_comparison(*((2000, 200) if q else (8000, 400)))
-    n_kind = 4000 if q else 20000
-    kinds, n_texts = kind_throughput(n_kind, repeat=1 if q else 2)
-    breakdown = fuzzy_breakdown(4000 if q else 20000)
-    sem = semantic_throughput(4000 if q else 20000, repeat=1 if q else 2)
-    rp, params = recall_precision(*((2000, 200) if q else (10000, 1000)))
-    n_stage = 4000 if q else 20000
-    stage = stage_throughput(n_stage)
-    bins = old_vs_new(args.old, 2000 if q else 10000)
+def _throughput_text(q, args, load, kinds, n_texts, sem, params, breakdown, n_stage, stage):
     text = [
         "# Deduplication benchmark (CPU)",
         "",
@@ -580,6 +563,11 @@ def main(argv=None):
         "| words changed | exact 5-gram Jaccard: mean (min-max) | documents | removed | recall | precision |",
         "| ---: | --- | ---: | ---: | ---: | ---: |",
     ]
+    return text
+
+
+def _quality_text(rp, params, bins, rows, exact):
+    text = []
     for r in rp:
         text.append(
             f"| {r['changes']} | {r['jaccard']:.3f} ({r['jmin']:.3f}-{r['jmax']:.3f}) | {r['n']:,} | "
@@ -609,6 +597,29 @@ def main(argv=None):
         "",
         library_table(rows, exact),
     ]
+    return text
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dedup.md"))
+    ap.add_argument("--old", type=Path, help="a checkout of the previous version, for the old-vs-new recall table")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    load = os.getloadavg()
+    q = args.quick
+    rows, exact = library_comparison(*((2000, 200) if q else (8000, 400)))
+    n_kind = 4000 if q else 20000
+    kinds, n_texts = kind_throughput(n_kind, repeat=1 if q else 2)
+    breakdown = fuzzy_breakdown(4000 if q else 20000)
+    sem = semantic_throughput(4000 if q else 20000, repeat=1 if q else 2)
+    rp, params = recall_precision(*((2000, 200) if q else (10000, 1000)))
+    n_stage = 4000 if q else 20000
+    stage = stage_throughput(n_stage)
+    bins = old_vs_new(args.old, 2000 if q else 10000)
+    text = _throughput_text(q, args, load, kinds, n_texts, sem, params, breakdown, n_stage, stage)
+    text += _quality_text(rp, params, bins, rows, exact)
     out = "\n".join(text).replace("{wall}", f"{time.perf_counter() - t0:.0f}")
     Path(args.out).write_text(out + "\n")
     print(out)

@@ -22,6 +22,7 @@ by their numbers (:mod:`.dedup_read`).
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -180,7 +181,7 @@ def _check_plan(where, plan, kinds):
     """Passes made for other splits (the input changed since) are discarded."""
     record = {"splits": [s.identity for s in plan.splits], "kinds": list(kinds)}
     path = location(where) / PLAN_FILE
-    if path.exists() and __import__("json").loads(path.read_text()) != record:
+    if path.exists() and json.loads(path.read_text()) != record:
         rmtree(where)
     if not path.exists():
         write_json_atomic(record, path)
