@@ -118,7 +118,7 @@ def test_chains_settle_over_several_rounds_of_many_partitions(tmp_path, address,
     ids = [f"t{i:03d}" for i in range(len(texts))]
     pq.write_table(pa.table({"id": ids, "text": [texts[i] for i in order]}), tmp_path / "in.parquet")
     runs = {}
-    for label, per in (("one", dedup_cc.EDGES_PER_PART), ("many", 1)):
+    for label, per in (("one", dedup_cc.EDGES_PER_PART), ("many", 40)):
         monkeypatch.setattr(dedup_cc, "EDGES_PER_PART", per)
         out = tmp_path / label
         assert main(_args(tmp_path / "in.parquet", out, "--kind", "fuzzy", "--scheduler", address)) == 0
