@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["fmix64", "signature_kernel", "shingle_kernel", "exact_kernel", "EMPTY"]
+__all__ = ["fmix64", "signature_kernel", "shingle_kernel", "exact_kernel", "repeated_keys", "EMPTY"]
 
 EMPTY = np.uint32(0xFFFFFFFF)  # every position of the signature of a set with no shingle
 _C1 = np.uint64(0x9E3779B97F4A7C15)
@@ -199,4 +199,32 @@ def exact_kernel(data, offsets, seeds):
     whitespace ``[\\t\\n\\f\\r ]`` into one space (two 64-bit lanes seeded by ``seeds``)."""
     out = np.empty((offsets.shape[0] - 1, 2), np.uint64)
     _exact(data, offsets, np.asarray(seeds, np.uint64), out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _repeated(keys, bits, slot_key, slot_count, out):
+    n = keys.shape[0]
+    mask = (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
+    for phase in range(2):  # count each key (up to 2), then look every record's key up
+        for i in range(n):
+            k = keys[i]
+            h = (k * _C1) >> np.uint64(64 - bits)
+            while slot_count[h] != 0 and slot_key[h] != k:
+                h = (h + np.uint64(1)) & mask
+            if phase == 0:
+                slot_key[h] = k
+                if slot_count[h] < 2:
+                    slot_count[h] += 1
+            else:
+                out[i] = slot_count[h] >= 2
+
+
+def repeated_keys(keys) -> np.ndarray:
+    """``(N,)`` bool: whether each uint64 key occurs more than once (a hash table, no sort:
+    most LSH band keys are a single document's)."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    bits = max(4, int(2 * max(keys.shape[0], 1) - 1).bit_length())
+    out = np.zeros(keys.shape[0], np.bool_)
+    _repeated(keys, bits, np.zeros(1 << bits, np.uint64), np.zeros(1 << bits, np.uint8), out)
     return out

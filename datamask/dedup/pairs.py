@@ -209,9 +209,13 @@ def band_pairs(key, doc):
     """Pairs ``(first, other)`` of the documents that share a 64-bit band key (a star per key
     around its first document in input order), each once as ``(min, max)``: the LSH
     candidates of one partition."""
+    from .kernels import repeated_keys
+
     key, doc = np.asarray(key), np.asarray(doc, dtype=np.int64)
     if doc.shape[0] < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    shared = repeated_keys(key)  # the few keys of two or more documents, found without a sort
+    key, doc = key[shared], doc[shared]
     order = np.argsort(key, kind="stable")  # equal keys keep their order: a star around the first
     key = key[order]
     new = np.ones(key.shape[0], dtype=bool)

@@ -229,6 +229,10 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
         "seconds": round(time.perf_counter() - t0, 3),
     }
     write_json_atomic(summary, location(where) / SUMMARY_FILE)  # last: its presence marks the groups complete
+    for name in [*passes.reused, *passes.timings]:  # the exchanged files; the pairs, labels, removed, groups stay
+        if name not in ("buckets", "pairs", "labels", "removed") and (location(where) / name).exists():
+            passes.free(name)
+    rmtree(location(where) / "buckets" / "cand")
     return summary
 
 
