@@ -101,6 +101,7 @@ def _compare_split(split, task: CompareTask, token_budget=None) -> dict:
         semdedup_eps=task.semdedup_eps,
         seed=seed,
         tokens=token_budget,
+        where=split.where(),
     )
     tab = tab.reset_index()
     tab[SPLIT_COLUMN], tab["rows"], tab["holdout_rows"] = split.name, E.shape[0], n_held
