@@ -187,7 +187,9 @@ def run_candidate(E, q, base, steps, label, rand, gain):
     kw, factor = CANDIDATES[label]
     stochastic.SAMPLE_FACTOR = DEFAULT_FACTOR if factor is None else factor  # read at call time
     tr = Tracker(float("inf"))
-    m, secs = timed(lambda: DataMask(steps=steps, callback=tr, **kw, **base).fit(E, q))
+    params = dict(base, steps=steps, callback=tr)
+    params.update(kw)  # a candidate's own steps win over --quick's
+    m, secs = timed(lambda: DataMask(**params).fit(E, q))
     s99, t99 = (None, None) if gain is None else first_reach(tr.points, rand + 0.99 * gain)
     return dict(
         pct=None if gain is None else 100 * (m.objective_["objective"] - rand) / gain,
