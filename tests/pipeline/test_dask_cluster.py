@@ -6,17 +6,13 @@ see stops the run."""
 from __future__ import annotations
 
 import json
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from datamask.cli import main
+from tests.helpers.dask_procs import dask_processes
 from tests.helpers.pipeline_data import assert_fails, write_files
 
 pytestmark = pytest.mark.slow
@@ -25,73 +21,11 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
 SELECT = ["--split-size", "600", "--ratio", "0.2", "--steps", "30", "--quiet", "--no-report"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def real_cluster(tmp_path_factory):
     """``dask scheduler`` + two ``dask worker`` subprocesses, each worker in its own directory."""
-    from distributed import Client
-
-    dask = shutil.which("dask") or str(Path(sys.executable).with_name("dask"))
-    port = _free_port()
-    addr = f"tcp://127.0.0.1:{port}"
-    root = tmp_path_factory.mktemp("nodes")
-    procs = [
-        subprocess.Popen(
-            [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-            cwd=root,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    ]
-    dirs = []
-    for i in range(2):
-        d = root / f"worker{i}"
-        d.mkdir()
-        dirs.append(d)
-        procs.append(
-            subprocess.Popen(
-                [
-                    dask,
-                    "worker",
-                    addr,
-                    "--nthreads",
-                    "1",
-                    "--host",
-                    "127.0.0.1",
-                    "--no-dashboard",
-                    "--local-directory",
-                    str(d / "dask-scratch"),
-                ],
-                cwd=d,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-    try:
-        t0 = time.time()
-        while True:
-            try:
-                with Client(addr, timeout=5, set_as_default=False) as c:
-                    c.wait_for_workers(2, timeout=60)
-                break
-            except OSError:
-                if time.time() - t0 > 60:
-                    raise
-                time.sleep(0.5)
-        yield addr, dirs
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+    with dask_processes(tmp_path_factory.mktemp("nodes"), 2) as got:
+        yield got
 
 
 @pytest.fixture

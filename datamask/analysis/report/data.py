@@ -13,7 +13,7 @@ import pandas as pd
 from ...pipeline.output import n_splits, split_records
 from ...pipeline.storage import is_url, location, open_file
 
-__all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load_proxy_lm", "load"]
+__all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load_proxy_lm", "load_search", "load"]
 
 
 @dataclass
@@ -44,6 +44,7 @@ class ReportData:
     notes: dict = field(default_factory=dict)
     dedup_examples: list | None = None
     proxy: dict | None = None  # a proxy-LM run: {"dir", "table" (proxy.csv), "manifest"}
+    search: dict | None = None  # a search: {"dir", "summary" (search.json)}
 
     @property
     def methods(self):
@@ -287,8 +288,30 @@ def load_dedup(directory) -> ReportData:
     )
 
 
+def load_search(directory) -> ReportData:
+    """A ``datamask search`` output: ``search.json`` and the figures beside it."""
+    d = _dir(directory)
+    s = json.loads((d / "search.json").read_text())
+    return ReportData(
+        corpus=pd.DataFrame(),
+        selections=pd.DataFrame({"method": []}),
+        title="datamask search",
+        notes={
+            "input": s["input"],
+            "evaluation sets": ", ".join(s["eval"]),
+            "method and space": f"{s['method']}: {s['space']}",
+            "trials": f"{s['trials']} x {s['seeds']} seed(s)",
+            "proxy": f"{s['proxy']['preset']}, {s['proxy']['params']:,} parameters, {s['proxy']['tokens']:,} tokens",
+            "evaluation texts found in the input (removed)": s["leaks"],
+        },
+        search={"dir": d, "summary": s},
+    )
+
+
 def load(directory, **kw) -> ReportData:
     d = _dir(directory)
+    if (d / "search.json").exists():
+        return load_search(d)
     if (d / "compare.json").exists():
         return load_compare(d)
     if _proxy_part(d) is not None:

@@ -1,0 +1,63 @@
+"""A Dask cluster started the ordinary way, as on separate nodes: ``dask scheduler`` and
+``dask worker`` subprocesses on 127.0.0.1, each worker in its own working directory."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["free_port", "dask_processes"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def dask_processes(root: Path, n_workers: int = 2):
+    """Yield ``(address, worker directories)``; every process is stopped on exit."""
+    from distributed import Client
+
+    dask = shutil.which("dask") or str(Path(sys.executable).with_name("dask"))
+    port = free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs = [
+        subprocess.Popen(
+            [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], cwd=root, **quiet
+        )
+    ]
+    dirs = []
+    for i in range(n_workers):
+        d = Path(root) / f"worker{i}"
+        d.mkdir()
+        dirs.append(d)
+        cmd = [dask, "worker", addr, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"]
+        procs.append(subprocess.Popen(cmd + ["--local-directory", str(d / "dask-scratch")], cwd=d, **quiet))
+    try:
+        t0 = time.time()
+        while True:
+            try:
+                with Client(addr, timeout=5, set_as_default=False) as c:
+                    c.wait_for_workers(n_workers, timeout=60)
+                break
+            except OSError:
+                if time.time() - t0 > 60:
+                    raise
+                time.sleep(0.5)
+        yield addr, dirs
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
