@@ -68,7 +68,14 @@ def test_spread_separates_the_seed_effect_from_the_noise():
 
 def test_noise_table_per_evaluation_set():
     rows = [
-        {"name": n, "seed": k, "loss.a": 5 + 0.1 * k + 0.01 * i, "bits_per_byte.a": 2 + 0.05 * k, "loss.b": 4.0 + 0.2 * k, "bits_per_byte.b": 1.0}
+        {
+            "name": n,
+            "seed": k,
+            "loss.a": 5 + 0.1 * k + 0.01 * i,
+            "bits_per_byte.a": 2 + 0.05 * k,
+            "loss.b": 4.0 + 0.2 * k,
+            "bits_per_byte.b": 1.0,
+        }
         for i, n in enumerate("xyz")
         for k in range(3)
     ]

@@ -121,7 +121,9 @@ class SearchConfig(SelectConfig):
 
     def items(self):
         """The parsed ``--space`` (its default for the method when unset)."""
-        return parse_space(DEFAULT_SPACE[self.method] if self.space is None else self.space, self.method, self._check_value)
+        return parse_space(
+            DEFAULT_SPACE[self.method] if self.space is None else self.space, self.method, self._check_value
+        )
 
     def _check_value(self, name, value):
         from ...methods.quadmix import QuadMixParams
