@@ -30,7 +30,16 @@ import numpy as np
 from ...pipeline.files import write_json_atomic
 from ...pipeline.storage import Remote, location
 
-__all__ = ["PREP_DIR", "prepare", "load_prep", "read_prep", "write_bytes_atomic", "quality_components", "Prep"]
+__all__ = [
+    "PREP_DIR",
+    "prepare",
+    "load_prep",
+    "read_prep",
+    "write_bytes_atomic",
+    "quality_components",
+    "Prep",
+    "split_of",
+]
 
 PREP_DIR = "_search/prep"
 _CACHE: dict = {}
@@ -63,13 +72,19 @@ def _texts(df, column: str, where: str) -> list:
     return ["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in df[column].tolist()]
 
 
+def split_of(df, i: int) -> tuple:
+    """(identity, where, first row) of the ``i``-th split, from the attrs its reader set."""
+    from ...pipeline.frames import SPLIT_ATTR
+
+    info = getattr(df, "attrs", {}).get(SPLIT_ATTR) or {}
+    return info.get("identity", f"partition-{i}"), info.get("where", f"partition {i}"), int(info.get("start", 0))
+
+
 def _corpus(parts, cfg):
     """Texts, quality components' min/max and domains of the whole input (the splits in order)."""
-    from ...dask.partitions import part_split
-
     texts, offsets, comps, lo, hi, doms = [], [0], None, {}, {}, set()
     for i, df in enumerate(parts):
-        where = part_split(df, {"number": i}).where
+        where = split_of(df, i)[1]
         texts += _texts(df, cfg.text_column, where)
         offsets.append(len(texts))
         names = [str(c) for c in df.columns]

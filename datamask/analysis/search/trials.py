@@ -21,7 +21,7 @@ import numpy as np
 
 from ...pipeline.files import write_json_atomic
 from ...pipeline.storage import location
-from .prepare import load_prep
+from .prepare import load_prep, split_of
 
 __all__ = ["recipe_select_config", "quadmix_spec", "select_recipe", "train_recipe", "selection_stats", "RECORD_DIR"]
 
@@ -108,20 +108,19 @@ def selection_stats(E_all, masks, quality, groups) -> dict:
 
 def _split_selection(df, i, scfg, cfg, weights, comp_range):
     """(mask, unit embeddings, input quality, texts, token count) of split ``i`` under ``scfg``."""
-    from ...dask.partitions import part_split, part_table
+    from ...pipeline.frames import to_table
     from ...pipeline.io import split_seed
-    from ...pipeline.schema import Columns
+    from ...pipeline.schema import embedding_matrix
     from ...pipeline.stages.select_split import select_split
 
-    ps = part_split(df, {"number": i})
-    table = part_table(df, Columns.from_config(cfg), ps.where, ps.first_row)
+    identity, where, first = split_of(df, i)
+    table = to_table(df)
     q_in = table.column(cfg.quality_column).to_numpy().astype(np.float64)
     if weights:
         table = _merged(table, weights, comp_range, cfg)
-    res = select_split(table, scfg, split_seed(cfg.seed, ps.identity), ps.where, ps.first_row)
-    E = np.asarray(table.column(cfg.embedding_column).combine_chunks().flatten().to_numpy(zero_copy_only=False))
-    E = E.reshape(table.num_rows, -1).astype(np.float32)
-    E /= np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)
+    res = select_split(table, scfg, split_seed(cfg.seed, identity), where, first)
+    E = np.array(embedding_matrix(table.column(cfg.embedding_column), where, cfg.embedding_column, first), np.float32)
+    E /= np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)  # a copy: the matrix is the table's buffer
     texts = df[cfg.text_column].tolist()
     return res.mask, E, q_in, texts, res.record.get("tokens_out")
 
