@@ -231,20 +231,27 @@ def test_the_report_renders_in_headless_chromium(searched, chromium, tmp_path): 
         assert needle in page, needle
 
 
-def test_quadmix_search_with_merge_weights_and_its_recipe(corpus, address, tmp_path):
+def test_quadmix_search_from_python_with_merge_weights_and_its_recipe(corpus, address, tmp_path):
+    """``datamask.dask.search`` on the user's client: QuaDMix's per-domain parameters and the merge
+    weights of the two quality components; its recipe.yaml scores, then selects."""
+    from distributed import Client
+
+    import datamask.dask as dmd
+
     out = tmp_path / "qm"
-    argv = ["search", str(corpus["in"]), str(out), "--eval", str(corpus["eval"]), "--method", "quadmix"]
-    argv += ["--trials", "4", "--verify", "0", "--ratio", "0.3", "--split-size", "200", "--proxy-tokens", "4096"]
-    argv += ["--proxy-options", PROXY, "--candidates", "500", "--regressor", "quadratic", "--quiet", "--no-report"]
-    argv += ["--scheduler", address]
-    assert main(argv) == 0
-    s = json.loads((out / "search.json").read_text())
-    assert set(s["chosen"]["omega"]) == {"0", "1", "2"} and s["chosen"]["weights"].keys() == {"quality_a", "quality_b"}
-    assert sum(s["chosen"]["weights"].values()) == pytest.approx(1.0)
+    with Client(address, set_as_default=False) as client:
+        m = dmd.search(
+            corpus["in"], out, corpus["eval"], client=client, method="quadmix", trials=4, verify=0, ratio=0.3,
+            split_size=200, proxy_tokens=4096, proxy_options=PROXY, candidates=500, regressor="quadratic",
+            no_report=True,
+        )  # fmt: skip
+    assert set(m["chosen"]["omega"]) == {"0", "1", "2"} and m["chosen"]["weights"].keys() == {"quality_a", "quality_b"}
+    assert sum(m["chosen"]["weights"].values()) == pytest.approx(1.0)
+    assert m["chosen"] == json.loads((out / "search.json").read_text())["chosen"]
     assert "weights.quality_a" in pd.read_parquet(out / "trials.parquet").columns
     applied = tmp_path / "applied"
     assert main(["run", str(out / "recipe.yaml"), "--set", f"output={applied}", "--quiet", "--no-report"]) == 0
-    assert (applied / "select" / "manifest.json").exists()
+    assert (applied / "score" / "manifest.json").exists() and (applied / "select" / "manifest.json").exists()
 
 
 def test_one_line_errors(searched, corpus, tmp_path, capsys):

@@ -57,6 +57,11 @@ class SearchConfig(SelectConfig):
     """``datamask search INPUT OUTPUT --eval EVAL``: recipes sampled, proxy LMs trained, a
     regressor fitted, the best recipe chosen and verified (docs/search.md)."""
 
+    steps: int | None = _f(
+        300,
+        "maximum policy-gradient steps of every trial's selection (select's default scales to 5000-50000; a "
+        "trial must select in seconds, and recipe.yaml keeps this value so it selects as the trial did)",
+    )
     eval: list | None = _f(
         None,
         "evaluation sets (Parquet/JSONL directories or files) every proxy model is judged on; their "
