@@ -3,20 +3,22 @@
 ``ClusterConfig`` and ``CompareConfig`` extend the pipeline's configs, so ``--split-size``,
 ``--scheduler`` or ``--ratio`` mean the same in every command and the YAML keys of a
 workflow are the flag names. Both are stages (:data:`datamask.pipeline.stages.STAGES` names
-them) of the whole-corpus kind: k-means and the comparison read every split at once, so
-each has a ``run`` of its own instead of a per-split plan, and writes ``cluster.json`` or
-``compare.json`` in place of a manifest. In a workflow (``stages: [cluster, compare]``, see
+them) of the whole-corpus kind (:class:`~datamask.pipeline.stages.base.CorpusStage`): k-means
+and the comparison read every split at once, so each writes a ``compute`` instead of a
+per-split ``process``, and the output contract (config refused or ``--overwrite``,
+``manifest.json`` last, ``datamask status``) is the one of every stage. In a workflow (``stages: [cluster, compare]``, see
 ``workflows/baselines.yaml``) each reads the previous stage's ``OUTPUT/<stage>/data``.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, DataError
 from ..pipeline.config import METHODS, SelectConfig, StageConfig, _f
-from ..pipeline.stages.base import Stage
+from ..pipeline.stages.base import CorpusStage, reused
 
 __all__ = [
     "ClusterConfig",
@@ -113,6 +115,13 @@ class CompareConfig(SelectConfig):
                     "--proxy-lm needs --holdout FRACTION (e.g. 0.05): the proxy models are judged on "
                     "rows that no method saw"
                 )
+            from ..pipeline.storage import is_url
+
+            if self.output and is_url(self.output):
+                raise ConfigError(
+                    f"--proxy-lm trains on local files: give compare a local OUTPUT, not {self.output} "
+                    "(or run datamask proxy-lm on a local copy; docs/storage.md)"
+                )
         return self
 
     def _dedup_config(self, output):
@@ -126,171 +135,18 @@ class CompareConfig(SelectConfig):
         return DedupConfig(**dict(kw, kind=self.dedup, output=output))
 
 
-def _client(cfg, client, level=None):
-    """(client, whether this call started it); the run's storage options on every worker."""
-    from ..pipeline.runner import share_storage_options
-
-    if client is None:
-        from ..pipeline.client import get_client
-        from ..pipeline.gpu import select_level
-
-        level = level or select_level(cfg.device)
-        client, own = get_client(cfg, level.device, level=level), True
-    else:
-        own = False
-    share_storage_options(client)
-    return client, own
-
-
-def _prepare_output(path, marker, overwrite, input=None, own=()):
-    """The output directory, created; refused when it holds something else (entries named
-    in ``own`` aside). The input is checked first (``discover``), so a bad INPUT leaves no
-    empty OUTPUT behind."""
-    if input is not None:
-        from ..pipeline.io import discover
-
-        discover(input)
-    from ..pipeline.storage import location
-
-    out = location(path)
-    if out.exists() and any(p.name not in own for p in out.iterdir()) and not (out / marker).exists():
-        raise ConfigError(
-            f"output directory {out} is not empty and was not written by this command "
-            f"(no {marker}); choose a new or empty OUTPUT"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
 def _totals(rows, splits):
     return {"rows_in": rows, "rows_out": rows, "splits": splits, "computed_this_run": splits, "resumed": 0}
 
 
-def _resolved(cfg, command):
-    """``cfg`` with every path as every node reads it (an absolute local path or a URL),
-    resolved on the client before any worker sees it, and its storage options set; an output
-    inside its input (or the reverse) is refused in one line (as for every stage)."""
-    from ..pipeline.runner import resolve_io
-
-    return resolve_io(cfg, command)
-
-
 def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
-    """``datamask cluster INPUT OUTPUT --n-clusters K``; returns the summary (with ``totals``)."""
-    from ..pipeline.client import close_client
-    from ..pipeline.gpu import select_level
-    from .cluster_run import run_cluster
-
-    if not cfg.input or not cfg.output:
-        raise ConfigError("both input and output are required (datamask cluster INPUT OUTPUT --n-clusters K)")
-    from ..pipeline.storage import rmtree
-
-    cfg = _resolved(cfg, "cluster")
-    level = select_level(cfg.device)  # before the output exists: a device error leaves nothing behind
-    out = _prepare_output(cfg.output, "cluster.json", cfg.overwrite, cfg.input)
-    for old in ("data", "by_cluster"):  # a rerun replaces the previous labels
-        if (out / old).exists():
-            rmtree(out / old)
-    client, own = _client(cfg, client, level)
-    try:
-        summary = run_cluster(
-            cfg.input,
-            out,
-            int(cfg.n_clusters),
-            sample_fraction=float(cfg.sample_fraction),
-            seed=cfg.seed,
-            split_size=int(cfg.split_size),
-            by_cluster=cfg.by_cluster,
-            backend=cfg.kmeans_backend,
-            device=level.device,
-            embedding_column=cfg.embedding_column,
-            quality_column=cfg.quality_column,
-            tokens_column=cfg.tokens_column,
-            client=client,
-            level=level,
-        )
-    except ValueError as e:
-        raise DataError(str(e)) from None
-    finally:
-        if own:
-            close_client(client)
-    summary["totals"] = _totals(summary["rows"], summary["splits"])
-    return summary
+    """``datamask cluster INPUT OUTPUT --n-clusters K``; returns the manifest."""
+    return ClusterStage().run(cfg, client)
 
 
 def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
-    """``datamask compare INPUT OUTPUT --methods ...``; returns a summary with the table."""
-    import json
-
-    from ..pipeline.client import close_client
-    from .compare_run import run_compare
-
-    if not cfg.input or not cfg.output:
-        raise ConfigError("both input and output are required (datamask compare INPUT OUTPUT)")
-    from ..pipeline.files import write_json_atomic
-    from ..pipeline.storage import is_url, location
-
-    cfg = _resolved(cfg, "compare")
-    if cfg.proxy_lm and is_url(cfg.output):
-        raise ConfigError(
-            f"--proxy-lm trains on local files: give compare a local OUTPUT, not {cfg.output} "
-            "(or run datamask proxy-lm on a local copy; docs/storage.md)"
-        )
-    out = _prepare_output(cfg.output, "compare.json", cfg.overwrite, cfg.input, own=("dedup",))
-    qm = cfg.quadmix_params
-    client, own = _client(cfg, client)
-    dedup = None
-    try:
-        if cfg.dedup:  # every method then runs on the deduplicated corpus (resumable, like the stage)
-            from ..pipeline.stages.dedup import run_dedup
-
-            dcfg = cfg._dedup_config(str(out / "dedup"))
-            dedup = run_dedup(dcfg, client=client)
-            cfg = cfg.replace(input=str(location(dcfg.output) / "data"))
-        table = run_compare(
-            cfg.input,
-            cfg.output,
-            methods=cfg.method_list,
-            cfg=cfg,
-            k=cfg.n_clusters,
-            sample_fraction=cfg.sample_fraction,
-            quadmix_params=qm,
-            semdedup_eps=cfg.eps,
-            sample_rows=cfg.sample_rows,
-            tokens_column=cfg.tokens_column,
-            cluster_column=cfg.domain_column,
-            client=client,
-            report=not cfg.no_report and not cfg.proxy_lm,
-        )
-    except ValueError as e:
-        raise DataError(str(e)) from None
-    finally:
-        if own:
-            close_client(client)
-    meta = json.loads((out / "compare.json").read_text())
-    if dedup is not None:
-        meta["dedup"] = {
-            "output": str(out / "dedup"),
-            "rows_in": dedup["totals"]["rows_in"],
-            "rows_out": dedup["totals"]["rows_out"],
-            "kinds": dedup["dedup"]["kinds"],
-        }
-        write_json_atomic(meta, out / "compare.json")
-    if cfg.proxy_lm:  # after the cluster is closed: torch takes the cores
-        from .proxy_lm.with_compare import add_proxy_lm
-        from .report import build_report
-
-        table = add_proxy_lm(
-            cfg.output, table, cfg.proxy_lm, seed=cfg.seed, text_column=cfg.text_column, quiet=cfg.quiet
-        )
-        if not cfg.no_report:
-            build_report(cfg.output)
-    return {
-        "table": table,
-        "methods": cfg.method_list,
-        "totals": _totals(meta["rows"], meta["splits"]),
-        "report": None if cfg.no_report else str(out / "report" / "index.html"),
-    }
+    """``datamask compare INPUT OUTPUT --methods ...``; returns the manifest (and ``table``)."""
+    return CompareStage().run(cfg, client)
 
 
 def run_report(directory, out=None, storage_options=None) -> Path:
@@ -307,42 +163,132 @@ def run_report(directory, out=None, storage_options=None) -> Path:
 
 
 # ---------------------------------------------------------------------- the stages
-class ClusterStage(Stage):
+class ClusterStage(CorpusStage):
     name = "cluster"
     config = ClusterConfig
     help = "k-means on the embeddings: a cluster column, centroids and per-cluster statistics (INPUT -> OUTPUT)"
-    output_help = "output directory (data/, centroids.parquet, cluster_stats.parquet, cluster.json, by_cluster/)"
-    marker = "cluster.json"
+    output_help = (
+        "output directory (data/, centroids.parquet, cluster_stats.parquet, cluster.json, by_cluster/, manifest.json)"
+    )
+    writes = ("data", "by_cluster", "centroids.parquet", "cluster_stats.parquet", "cluster.json")
 
-    def run(self, cfg, client=None) -> dict:
-        return run_cluster_stage(cfg, client)
+    def compute(self, cfg, out, client, level) -> dict:
+        from .cluster_run import run_cluster
+
+        summary = run_cluster(
+            cfg.input,
+            out,
+            int(cfg.n_clusters),
+            sample_fraction=float(cfg.sample_fraction),
+            seed=cfg.seed,
+            split_size=int(cfg.split_size),
+            by_cluster=cfg.by_cluster,
+            backend=cfg.kmeans_backend,
+            device=level.device,
+            embedding_column=cfg.embedding_column,
+            quality_column=cfg.quality_column,
+            tokens_column=cfg.tokens_column,
+            client=client,
+            level=level,
+        )
+        return dict(summary, totals=_totals(summary["rows"], summary["splits"]))
 
     def summary(self, s, out) -> str:
         lines = [f"datamask: warning: {w}" for w in s.get("warnings", ())]
         lines.append(
             f"datamask: {s['rows']:,} rows in {s['n_clusters']} clusters (fitted on {s['sample_rows']:,} "
-            f"sampled rows, largest cluster {s['largest_cluster']:,}) -> {out}"
+            f"sampled rows, largest cluster {s['largest_cluster']:,}) -> {out}{reused(s)}"
         )
         return "\n".join(lines)
 
 
-class CompareStage(Stage):
+class CompareStage(CorpusStage):
     name = "compare"
     config = CompareConfig
     help = (
         "run DATAMASK and the baselines on the same corpus and budget, score them alike, write a table, "
         "a Pareto plot and the HTML report"
     )
-    output_help = "output directory (compare.csv, pareto.png, report/)"
-    marker = "compare.json"
+    output_help = "output directory (compare.csv, pareto.png, report/, manifest.json)"
+    writes = (
+        "compare.csv",
+        "compare_partitions.csv",  # 0.3's name of compare_splits.csv, removed by a rerun
+        "compare_splits.csv",
+        "selections.parquet",
+        "history.parquet",
+        "sample.parquet",
+        "sample_embedding.npy",
+        "corpus_stats.parquet",
+        "cluster_stats.parquet",
+        "compare.json",
+        "pareto.png",
+        "report",
+        "holdout",
+        "dedup",
+        "proxy_lm",
+    )
+    keeps = ("dedup",)  # --dedup's own output resumes like the dedup stage
 
-    def run(self, cfg, client=None) -> dict:
-        return run_compare_stage(cfg, client)
+    def compute(self, cfg, out, client, level) -> dict:
+        from ..pipeline.files import write_json_atomic
+        from .compare_run import run_compare
+
+        dedup = None
+        if cfg.dedup:  # every method then runs on the deduplicated corpus (resumable, like the stage)
+            from ..pipeline.stages.dedup import run_dedup
+
+            dcfg = cfg._dedup_config(str(out / "dedup"))
+            dedup = run_dedup(dcfg, client=client)
+            cfg = cfg.replace(input=str(out / "dedup" / "data"))
+        run_compare(cfg.input, out, methods=cfg.method_list, cfg=cfg, client=client, report=self._report_now(cfg))
+        meta = json.loads((out / "compare.json").read_text())
+        if dedup is not None:
+            meta["dedup"] = {
+                "output": str(out / "dedup"),
+                "rows_in": dedup["totals"]["rows_in"],
+                "rows_out": dedup["totals"]["rows_out"],
+                "kinds": dedup["dedup"]["kinds"],
+            }
+            write_json_atomic(meta, out / "compare.json")
+        return {
+            "methods": cfg.method_list,
+            "totals": _totals(meta["rows"], meta["splits"]),
+            "report": None if cfg.no_report else str(out / "report" / "index.html"),
+        }
+
+    @staticmethod
+    def _report_now(cfg):  # with --proxy-lm the report waits for the proxy models (finish)
+        return not cfg.no_report and not cfg.proxy_lm
+
+    def finish(self, cfg, out, result) -> dict:
+        if cfg.proxy_lm:  # after the Dask cluster is closed: torch takes the cores
+            from .proxy_lm.with_compare import add_proxy_lm
+            from .report import build_report
+
+            add_proxy_lm(
+                out, read_table(out), cfg.proxy_lm, seed=cfg.seed, text_column=cfg.text_column, quiet=cfg.quiet
+            )
+            if not cfg.no_report:
+                build_report(out)
+        return result
 
     def summary(self, res, out) -> str:
         from .compare import format_table
 
         return (
-            format_table(res["table"]) + f"\ndatamask: compared {', '.join(res['methods'])} on "
-            f"{res['totals']['rows_in']:,} rows -> {out}" + (f"; report {res['report']}" if res["report"] else "")
+            format_table(read_table(out)) + f"\ndatamask: compared {', '.join(res['methods'])} on "
+            f"{res['totals']['rows_in']:,} rows -> {out}"
+            + (f"; report {res['report']}" if res["report"] else "")
+            + reused(res)
         )
+
+
+def read_table(out):
+    """The comparison table of a compare output (``compare.csv``), indexed by method."""
+    import io
+
+    import pandas as pd
+
+    from ..pipeline.storage import location
+
+    return pd.read_csv(io.StringIO((location(out) / "compare.csv").read_text()), index_col="method")

@@ -25,7 +25,7 @@ def add_parsers(sub):
         "--no-report",
         dest="no_report",
         action="store_true",
-        help="do not write the HTML report at the end of a select workflow",
+        help="do not write the HTML report at the end of the workflow (its last stage that writes one)",
     )
 
     st = sub.add_parser(
@@ -46,7 +46,7 @@ def add_parsers(sub):
 
 
 def run_workflow_command(args) -> int:
-    from ..pipeline.workflow import load_workflow, run_workflow
+    from ..pipeline.workflow import load_workflow, run_workflow, stage_list
 
     raw = load_workflow(args.workflow, args.overrides)
     if args.quiet:
@@ -63,14 +63,15 @@ def run_workflow_command(args) -> int:
             write_report_after(cfg.output, cfg.quiet)
         return 0
 
-    # a chain such as embed -> score -> dedup -> select (workflows/raw_jsonl.yaml)
+    # a chain such as embed -> score -> dedup -> select (workflows/raw_jsonl.yaml): the last
+    # stage that writes a report after its command (Stage.report) writes it here too; the
+    # stages before it leave theirs to their own commands
+    with_report = [n for n in stage_list(raw, args.workflow) if get_stage(n).report]
+
     def report(stage, cfg, manifest):
-        st = get_stage(stage)
         if not cfg.quiet:
-            print(st.summary(manifest, cfg.output))
-        # the workflow's result gets the report `datamask select` writes; the stages before
-        # it (dedup's included) leave theirs to their own commands
-        if stage == "select" and not args.no_report:
+            print(get_stage(stage).summary(manifest, cfg.output))
+        if with_report and stage == with_report[-1] and not args.no_report:
             write_report_after(cfg.output, cfg.quiet)
 
     run_workflow(raw, source=args.workflow, on_stage=report)

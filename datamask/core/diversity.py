@@ -39,7 +39,7 @@ class Diversity:
     name: str = ""
     label: str = ""  # what reports call it
     lr: float = 3.0  # pg step size when DataMask(lr=None)
-    init: str = "quality"  # pg initial logits when DataMask(init=None): "quality" or "relaxed"
+    init: str = "quality"  # pg's start when DataMask(init=None) (see default_init): "quality" or "relaxed"
     logit_range: tuple | str = (0.0, 16.0)  # init="quality"'s range when DataMask(logit_range=None); "auto": a pilot
     relaxed_logit_range: tuple | str = (0.0, 4.0)  # init="relaxed"'s range when logit_range=None
     uses_reference = False  # scored against reference rows (pg batches those, not candidates)
@@ -70,9 +70,18 @@ class Diversity:
         """pg's initial logit range for ``init`` when ``DataMask(logit_range=None)``."""
         return self.relaxed_logit_range if init == "relaxed" else self.logit_range
 
-    def check_relaxed(self, what="solver='relaxed'"):
+    def has_relaxation(self, tokens=False) -> bool:
+        """Whether Frank-Wolfe can solve its relaxation (under a token budget: the token form)."""
+        return (self.relaxed_token_terms if tokens else self.relaxed_terms) is not None
+
+    def default_init(self, tokens=False) -> str:
+        """pg's start when ``DataMask(init=None)``: :attr:`init`, or ``"quality"`` where that is
+        ``"relaxed"`` and there is no relaxation (a subclass that drops it keeps a working default)."""
+        return "quality" if self.init == "relaxed" and not self.has_relaxation(tokens) else self.init
+
+    def check_relaxed(self, what="solver='relaxed'", tokens=False):
         """A ValueError when it has no relaxation (``solver="relaxed"`` or ``init="relaxed"``)."""
-        if self.relaxed_terms is None:
+        if not self.has_relaxation(tokens):
             fix = "use init='quality'" if what.startswith("init") else "use solver='pg' or solver='greedy'"
             raise ValueError(f"{what} is not defined for diversity={self.name!r} ({self.no_relaxed}); {fix}")
 

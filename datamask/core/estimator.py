@@ -51,10 +51,11 @@ def check_params(params: dict) -> None:
     except InvalidParameterError as e:
         m = re.fullmatch(r"The '(\w+)' parameter of DataMask must be (.*)\. Got (.*) instead\.", str(e), flags=re.S)
         raise ValueError(f"{m[1]} must be {m[2]}, got {m[3]}" if m else str(e)) from None
+    div, tokens = get_diversity(params.get("diversity", "pairwise")), params.get("tokens") is not None
     if params.get("solver") == "relaxed":
-        get_diversity(params.get("diversity", "pairwise")).check_relaxed()
+        div.check_relaxed(tokens=tokens)
     if params.get("init") == "relaxed" and params.get("solver", "pg") == "pg":
-        get_diversity(params.get("diversity", "pairwise")).check_relaxed("init='relaxed'")
+        div.check_relaxed("init='relaxed'", tokens=tokens)
     check_logit_range(params.get("logit_range"))
 
 
@@ -115,7 +116,8 @@ class DataMask(BaseEstimator):
         the exact objective; pairwise and DiSF only; :mod:`datamask.core.start`), or
         ``"uniform"`` (equal). None picks ``"relaxed"`` for pairwise and DiSF, the choice of
         the default-selection suite by its worst case (docs/defaults.md), and ``"quality"``
-        for facility location.
+        for facility location and any objective without a relaxation
+        (:meth:`~datamask.core.diversity.Diversity.default_init`).
 
         .. versionchanged:: 0.3
            None (pairwise and DiSF: ``"relaxed"``) replaces the default ``"quality"``.
@@ -433,7 +435,9 @@ class DataMask(BaseEstimator):
 
     def _fit_pg(self, E, cand, scale, qc, S, xp):
         self.lr_ = float(self.lr) if self.lr is not None else self._div.lr
-        self.init_ = self.init if self.init is not None else self._div.init
+        self.init_ = self.init if self.init is not None else self._div.default_init(self._lengths is not None)
+        if self.init_ == "relaxed":  # the resolved start, checked against the objective
+            self._div.check_relaxed("init='relaxed'", tokens=self._lengths is not None)
         solver, self.pilot_ = start_solver(self, E, cand, scale, qc, S, xp)
         solver.advance(solver.steps)
         rows = solver.finish()

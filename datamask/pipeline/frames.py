@@ -107,11 +107,12 @@ def read_splits(
 
 
 def text_frame(df, s, text_column):
-    """The partition as pandas, indexed by file row (so messages name the file's row). A binary
-    text column becomes Python bytes, which the text reader decodes as UTF-8 row by row."""
+    """The split (an Arrow table, or a pandas / cudf frame) as pandas, indexed by file row (so
+    messages name the file's row). A binary text column becomes Python bytes, which the text
+    reader decodes as UTF-8 row by row."""
     from ..features.text import to_pandas
 
-    pdf = to_pandas(df)
+    pdf = df.to_pandas(types_mapper=pd.ArrowDtype) if isinstance(df, pa.Table) else to_pandas(df)
     pdf.index = pd.RangeIndex(s.start, s.start + len(pdf))
     t = pdf[text_column].dtype
     if isinstance(t, pd.ArrowDtype) and (

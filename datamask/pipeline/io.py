@@ -49,6 +49,9 @@ __all__ = [
     "hive_path",
     "parquet_rows",
     "read_parquet_table",
+    "finished_stage",
+    "stage_output_data",
+    "LEGACY_MARKERS",
 ]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -141,28 +144,39 @@ def _hidden(rel_parts) -> bool:
     return any(p.startswith((".", "_")) for p in rel_parts)
 
 
-# Files a datamask stage leaves in its output directory, and the stage each names: the
-# directory's rows are in ``data/``, and the file is written last, when the stage finished.
-STAGE_MARKERS = (("manifest.json", None), ("cluster.json", "cluster"), ("compare.json", "compare"))
+# What a finished output of datamask 0.3's whole-corpus stages held in place of
+# ``manifest.json`` (read for one release): the file, and the stage that wrote it.
+LEGACY_MARKERS = {"cluster.json": "cluster", "compare.json": "compare"}
+
+
+def finished_stage(p) -> str | None:
+    """The stage whose finished output ``p`` is (``manifest.json``'s ``stage``, or a 0.3
+    marker), or None when it holds no finished output."""
+    if (p / "manifest.json").exists():
+        try:
+            return json.loads((p / "manifest.json").read_text()).get("stage") or "select"
+        except (OSError, ValueError):
+            return None
+    return next((stage for m, stage in LEGACY_MARKERS.items() if (p / m).exists()), None)
 
 
 def stage_output_data(path) -> Path | None:
     """``path/data`` when ``path`` is the output directory of a datamask stage, else None.
 
-    An output that a stage started but did not finish (no ``manifest.json``, or for
-    ``cluster`` no ``cluster.json``) is refused: its ``data/`` holds only some splits.
+    An output that a stage started but did not finish (no ``manifest.json``) is refused:
+    its ``data/`` holds only some splits.
     """
     p = location(path)
     state = p / "_datamask"
-    marker = next(((m, stage) for m, stage in STAGE_MARKERS if (p / m).exists()), None)
-    if marker is None and not state.is_dir():
+    stage = finished_stage(p)
+    if stage is None and not state.is_dir():
         return None
-    if marker is not None and marker[1] == "compare":
+    if stage == "compare":
         raise DataError(
             f"{p} is a datamask compare output: it holds scores, not corpus rows; pass the corpus "
             "it compared, or a select output"
         )
-    if marker is None:
+    if stage is None:
         stage = "the stage that wrote it"
         try:
             stage = f"datamask {json.loads((state / 'config.json').read_text())['stage']}"

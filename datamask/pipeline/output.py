@@ -43,7 +43,8 @@ class Output:
 
     OWN = (DATA_DIR, STATE_DIR, MANIFEST, "report", HOLDOUT_DIR)  # report/: datamask report
 
-    def __init__(self, path):
+    def __init__(self, path, own=None):
+        self.own = self.OWN if own is None else (STATE_DIR, MANIFEST, *own)  # what a stage writes there
         self.root = location(path)
         self.data = self.root / DATA_DIR
         self.state = self.root / STATE_DIR
@@ -87,20 +88,38 @@ class Output:
             out[rec["name"]] = rec
         return out
 
-    def inspect(self, cfg, fingerprint, splits):
-        """Names of finished splits; refuses a directory holding another run."""
-        cfg_file = self.state / "config.json"
+    def check_owner(self, stage=None, legacy=None) -> bool:
+        """False for a new or empty directory; True for one ``stage`` wrote (its config record
+        there, nothing foreign). Refuses anything else in one line. ``legacy``: the file a stage
+        wrote in place of a config record before 0.4 (read for one release)."""
         children = self._children()
         if not children:
-            return {}
-        foreign = [p.name for p in children if p.name not in self.OWN]
-        if not cfg_file.exists() or foreign:
+            return False
+        cfg_file = self.state / "config.json"
+        old = json.loads(cfg_file.read_text()).get("stage") if cfg_file.exists() else None
+        if stage is not None and old not in (None, stage):
+            raise ConfigError(
+                f"output directory {self.root} holds the output of datamask {old}; choose another OUTPUT for {stage}"
+            )
+        foreign = [p.name for p in children if p.name not in self.own]
+        if not foreign and not (self.state / "config.json").exists() and legacy and (self.root / legacy).exists():
+            return True
+        if not (self.state / "config.json").exists() or foreign:
             raise ConfigError(
                 f"output directory {self.root} is not empty and was not written by datamask "
                 f"(holds {', '.join(sorted(foreign)[:3]) or 'no config record'}); choose a new or empty OUTPUT"
             )
-        if cfg.overwrite:
-            return {}
+        return True
+
+    def check_config(self, cfg, fingerprint, stage=None):
+        """Refuses, in one line naming ``--overwrite``, a directory whose run had another config
+        (or recorded none: an output of datamask 0.3)."""
+        cfg_file = self.state / "config.json"
+        if not cfg_file.exists():
+            raise ConfigError(
+                f"output directory {self.root} holds a {stage or 'datamask'} run without a config record (written "
+                "by datamask 0.3); use another OUTPUT or --overwrite to replace it"
+            )
         old = json.loads(cfg_file.read_text())
         if old.get("fingerprint") != fingerprint:
             new = dict(cfg.result_dict(), device=None)
@@ -116,6 +135,12 @@ class Output:
                 f"output directory {self.root} holds a run with a different config ({shown}); "
                 "use another OUTPUT, the same settings, or --overwrite to start over"
             )
+
+    def inspect(self, cfg, fingerprint, splits, stage=None):
+        """Names of finished splits; refuses a directory holding another run."""
+        if not self.check_owner(stage) or cfg.overwrite:
+            return {}
+        self.check_config(cfg, fingerprint)
         done, wanted = {}, {s.name for s in splits}
         for name, rec in self.records().items():
             if name not in wanted:
@@ -166,9 +191,14 @@ class Output:
                 f"{what} here on the client: {SHARED_STORAGE}"
             )
 
-    def prepare(self, cfg, fingerprint, device, stage=None):
-        if cfg.overwrite and self.root.exists():
-            for name in self.OWN:
+    def prepare(self, cfg, fingerprint, device, stage=None, remove=None, dirs=None):
+        """Remove ``remove`` (default: everything the stage writes, with ``--overwrite``), create
+        ``dirs`` (default: ``data/`` and the split records' folder), write the config record;
+        ``manifest.json`` goes until the run writes it again, last."""
+        if remove is None:
+            remove = self.own if cfg.overwrite else ()
+        if self.root.exists():
+            for name in remove:
                 p = self.root / name
                 if p.is_dir():
                     rmtree(p)
@@ -176,8 +206,8 @@ class Output:
                     p.unlink()
         try:
             self.created = not self.root.exists()
-            self.parts.mkdir(parents=True, exist_ok=True)
-            self.data.mkdir(parents=True, exist_ok=True)
+            for d in (self.parts, self.data) if dirs is None else dirs:
+                d.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise OutputError(
                 f"output directory {self.root} is not writable ({e.strerror or e}); choose another OUTPUT"

@@ -52,7 +52,7 @@ from .storage import StorageOptionsPlugin, inside, is_url, parse_options, resolv
 __all__ = [
     "run_stage",
     "StageRun",
-    "Stage",
+    "process_split",
     "plan_splits",
     "resolve_io",
     "finish_split",
@@ -198,15 +198,21 @@ class StageRun:
     per_split: Callable
     kwargs: dict = field(default_factory=dict)  # passed to ``per_split`` (must pickle)
     frame_device: str = "cpu"  # "gpu": partitions are cudf frames on the RAPIDS level, pandas otherwise
-    check: Callable | None = None  # (client, pending) -> kwargs; before the output dir is touched
-    setup: Callable | None = None  # (client, pending, out) -> kwargs; after it is prepared
+    check: Callable | None = None  # (client, pending) -> kwargs or None; before the output dir is touched
+    setup: Callable | None = None  # (client, pending, out) -> kwargs or None; after it is prepared
     steps_per: int = 0  # progress steps each split reports (select's policy gradient)
     totals: Callable | None = None  # (records) -> extra manifest totals
     extra: Callable | None = None  # (out) -> extra manifest keys
 
 
-# The 0.2 name of StageRun, for code written against it; dropped in 0.4.
-Stage = StageRun
+def __getattr__(name):
+    if name == "Stage":  # StageRun's 0.2 name, read for one release
+        from ..errors import warn_deprecated
+
+        warn_deprecated("datamask.pipeline.runner.Stage", "StageRun (or stages.base.SplitStage for a new stage)")
+        return StageRun
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # config fields that name a local file or folder a worker opens (resolved with input and output)
 PATH_FIELDS = ("model", "tokenizer", "fasttext", "quadmix_params")
@@ -284,6 +290,24 @@ def finish_split(table: pa.Table, out_root, rec: dict, partition_on=None, t0=Non
     return pd.DataFrame({"name": [s_name], "record": [json.dumps(rec)]})
 
 
+def process_split(df, partition_info=None, *, splits, out_root, stage):
+    """One split of a :class:`~datamask.pipeline.stages.base.SplitStage` on a worker: its
+    table to ``stage.process``, the record started here and completed with what it returns,
+    the table and then the record written (:func:`finish_split`), timed."""
+    from .frames import to_table
+
+    t0 = time.perf_counter()
+    s = splits[partition_info["number"]]
+    table = to_table(df)
+    del df
+    rec = split_record(s, table.num_rows)
+    out, own = stage.process(table, s)
+    del table
+    rec["rows_out"] = 0 if out is None else out.num_rows
+    rec.update(own)
+    return finish_split(out, out_root, rec, partition_on=getattr(stage.cfg, "partition_on", None), t0=t0)
+
+
 def split_record(s: Split, n_rows: int) -> dict:
     """The fields every split record starts with."""
     return {
@@ -321,7 +345,7 @@ def run_stage(stage: StageRun, client=None) -> dict:
     fingerprint = cfg.fingerprint(plan.device)
     out = Output(cfg.output)
     out.check_writable()
-    done = out.inspect(cfg, fingerprint, plan.splits)
+    done = out.inspect(cfg, fingerprint, plan.splits, stage.name)
     pending = [s for s in plan.splits if s.name not in done]
     if not pending and (out.root / MANIFEST).exists():  # nothing to do: report, start nothing
         manifest = json.loads((out.root / MANIFEST).read_text())
@@ -335,10 +359,10 @@ def run_stage(stage: StageRun, client=None) -> dict:
         share_storage_options(client)
         kwargs = dict(stage.kwargs)
         if stage.check is not None and pending:
-            kwargs.update(stage.check(client, pending))
+            kwargs.update(stage.check(client, pending) or {})
         out.prepare(cfg, fingerprint, plan.device, stage=stage.name)
         if stage.setup is not None and pending:
-            kwargs.update(stage.setup(client, pending, out))
+            kwargs.update(stage.setup(client, pending, out) or {})
         rate = None
         if pending:
             frames = "cudf" if stage.frame_device == "gpu" and plan.level.frames == "cudf" else "pandas"

@@ -14,8 +14,9 @@ import json
 from dataclasses import dataclass, field
 
 from ..errors import DataError
-from .io import InputFile, discover, make_splits
-from .output import MANIFEST, STATE_DIR, Output, split_records
+from .io import LEGACY_MARKERS, InputFile, discover, make_splits
+from .output import MANIFEST, STATE_DIR, Output, n_splits, split_records
+from .stages import STAGES, get_stage
 
 __all__ = ["OutputStatus", "output_status", "count_rows"]
 
@@ -33,10 +34,14 @@ class OutputStatus:
     manifest: bool = False
     input: str | None = None
     note: str = ""
+    whole_corpus: bool = False  # a whole-corpus stage (cluster, compare): no split records
+    splits: int | None = None  # how many splits it read (whole-corpus stages)
 
     def lines(self) -> list[str]:
         what = f"datamask {self.stage} output" if self.stage else "datamask output"
         total = len(self.done) + len(self.missing)
+        if self.whole_corpus:
+            return self._corpus_lines(what)
         if self.complete:
             return [f"{self.path}: {what}, complete ({_n(len(self.done), 'split')}; manifest.json written)"]
         why = "manifest.json written, but files are missing" if self.manifest else "no manifest.json"
@@ -53,6 +58,15 @@ class OutputStatus:
             "finished splits are kept"
         )
         return out
+
+    def _corpus_lines(self, what) -> list[str]:
+        if self.complete:
+            read = f"{_n(self.splits, 'split')} read at once; " if self.splits is not None else ""
+            return [f"{self.path}: {what}, complete ({read}manifest.json written)"]
+        return [
+            f"{self.path}: {what}, INCOMPLETE (no manifest.json: the run stopped before it finished)",
+            f"  rerun `datamask {self.stage}` with the same arguments to compute it again",
+        ]
 
 
 def count_rows(f: InputFile) -> int:
@@ -86,19 +100,18 @@ def output_status(path) -> OutputStatus:
         raise DataError(f"output directory {p} does not exist; pass the OUTPUT a datamask stage wrote")
     cfg_file = p / STATE_DIR / "config.json"
     if not cfg_file.exists():
-        from .stages import STAGES, get_stage
-
-        for name in STAGES:  # the whole-corpus stages write their own marker, all at once
-            marker = get_stage(name).marker
-            if marker != MANIFEST and (p / marker).exists():
-                return OutputStatus(str(p), name, True, manifest=True)
+        legacy = next((stage for m, stage in LEGACY_MARKERS.items() if (p / m).exists()), None)
+        if legacy is not None:  # a whole-corpus output of datamask 0.3
+            return OutputStatus(str(p), legacy, True, manifest=True, whole_corpus=True)
         raise DataError(
             f"{p} is not a datamask output (no {STATE_DIR}/config.json); pass the OUTPUT of a "
-            "select, embed, score or dedup run"
+            f"datamask {', '.join(STAGES)} run"
         )
     state = json.loads(cfg_file.read_text())
     cfg = state.get("config", {})
     has_manifest = (p / MANIFEST).exists()
+    if state.get("stage") in STAGES and get_stage(state["stage"]).whole_corpus:
+        return _corpus_status(p, state["stage"], has_manifest)
     records, broken = {}, {}
     for name, rec in out.records().items():
         bad = out.problems(rec)
@@ -134,3 +147,14 @@ def output_status(path) -> OutputStatus:
     st.broken = [f"{name}: {why}" for name, why in broken.items()]
     st.complete = has_manifest and not st.missing
     return st
+
+
+def _corpus_status(p, stage, has_manifest) -> OutputStatus:
+    """A whole-corpus stage's output: complete when its manifest is written (written last)."""
+    splits = None
+    if has_manifest:
+        try:
+            splits = n_splits(json.loads((p / MANIFEST).read_text())["totals"])
+        except (OSError, ValueError, KeyError):
+            has_manifest = False  # unreadable: as if it were not there
+    return OutputStatus(str(p), stage, has_manifest, manifest=has_manifest, whole_corpus=True, splits=splits)

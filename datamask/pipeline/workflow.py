@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 
-__all__ = ["load_workflow", "apply_overrides", "stage_configs", "run_workflow"]
+__all__ = ["load_workflow", "apply_overrides", "stage_list", "stage_configs", "run_workflow"]
 
 
 def apply_overrides(raw: dict, overrides) -> dict:
@@ -43,6 +43,20 @@ def load_workflow(path, overrides=()) -> dict:
     return apply_overrides(raw, overrides)
 
 
+def stage_list(raw: dict, source: str = "workflow") -> list:
+    """The names in a workflow's ``stages`` (a list, or a comma-separated string), checked."""
+    from .stages import STAGES
+
+    names = raw["stages"]
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",")]
+    if not isinstance(names, list) or not names or any(n not in STAGES for n in names):
+        raise ConfigError(f"{source}: stages must be a list of {', '.join(STAGES)}; got {names!r}")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{source}: a stage is listed twice in stages ({names})")
+    return names
+
+
 def stage_configs(raw: dict, source: str = "workflow") -> list:
     """``[(stage, config)]`` of a chaining workflow (``stages: [embed, score, select]``).
 
@@ -53,13 +67,8 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     from .stages import STAGES, get_stage
 
     raw = dict(raw)
-    names = raw.pop("stages")
-    if isinstance(names, str):
-        names = [n.strip() for n in names.split(",")]
-    if not isinstance(names, list) or not names or any(n not in STAGES for n in names):
-        raise ConfigError(f"{source}: stages must be a list of {', '.join(STAGES)}; got {names!r}")
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{source}: a stage is listed twice in stages ({names})")
+    names = stage_list(raw, source)
+    raw.pop("stages")
     for k in [k for k in raw if "." in k]:  # --set select.ratio=0.2
         stage, _, key = k.partition(".")
         if stage in STAGES:

@@ -24,7 +24,7 @@ pytest.importorskip("transformers")
 
 from datamask.cli import main  # noqa: E402
 from tests.analysis.test_report import chromium  # noqa: E402,F401  (the fixture)
-from tests.helpers.dask_procs import dask_processes  # noqa: E402
+from tests.helpers.dask_processes import dask_processes  # noqa: E402
 from tests.helpers.pipeline_data import assert_fails  # noqa: E402
 
 pytestmark = pytest.mark.slow

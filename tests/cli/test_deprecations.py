@@ -58,7 +58,8 @@ def test_old_names_of_classes_and_manifest_keys_still_resolve():
     from datamask.pipeline.output import n_splits, split_records
 
     assert ClusterError is SchedulerError and SchedulerError.exit_code == 3
-    assert runner.Stage is runner.StageRun
+    with pytest.warns(DatamaskDeprecationWarning, match="runner.Stage is deprecated, use StageRun"):
+        assert runner.Stage is runner.StageRun
     old = {"totals": {"partitions": 2}, "partitions": [{"name": "a"}, {"name": "b"}]}
     new = {"totals": {"splits": 2}, "splits": [{"name": "a"}, {"name": "b"}]}
     for m in (old, new):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from datamask import DataMask, evaluate
+from datamask.core.diversity import Pairwise
 from datamask.core.synthetic import make_clusters, make_corpus
 from datamask.errors import ConfigError
 from tests.helpers.crowded import crowded_corpus
@@ -105,3 +106,24 @@ def test_small_ratio_holds_with_the_relaxed_start_not_the_quality_start():
 
     assert pct() >= 99.5
     assert pct(init="quality") < 99.0
+
+
+class _NoRelaxation(Pairwise):
+    """A diversity as docs/design.md's guide defines one: pairwise's kernels, no relaxation."""
+
+    name, label = "no_relaxation", "pairwise without a relaxation"
+    relaxed_terms = relaxed_token_terms = None
+    no_relaxed = "a test objective"
+
+
+def test_default_start_of_an_objective_without_a_relaxation_is_quality():
+    # init=None inherited "relaxed" from Pairwise and died calling relaxed_terms (None)
+    c = make_corpus(600, dim=16, seed=5)
+    E, q = c["embedding"], c["quality"]
+    div = _NoRelaxation()
+    m = DataMask(diversity=div, steps=200).fit(E, q)
+    assert m.init_ == "quality" and m.mask_.sum() == 60
+    t = np.random.default_rng(0).integers(20, 400, size=600)
+    assert DataMask(diversity=div, tokens=int(0.1 * t.sum()), steps=200).fit(E, q, lengths=t).init_ == "quality"
+    with pytest.raises(ValueError, match=r"^init='relaxed' is not defined for diversity='no_relaxation'"):
+        DataMask(diversity=div, init="relaxed").fit(E, q)

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datamask.cli import main
-from tests.helpers.dask_procs import dask_processes
+from tests.helpers.dask_processes import dask_processes
 from tests.helpers.pipeline_data import assert_fails, write_files
 
 pytestmark = pytest.mark.slow
@@ -24,8 +24,8 @@ SELECT = ["--split-size", "600", "--ratio", "0.2", "--steps", "30", "--quiet", "
 @pytest.fixture(scope="module")
 def real_cluster(tmp_path_factory):
     """``dask scheduler`` + two ``dask worker`` subprocesses, each worker in its own directory."""
-    with dask_processes(tmp_path_factory.mktemp("nodes"), 2) as got:
-        yield got
+    with dask_processes(tmp_path_factory.mktemp("nodes"), n_workers=2) as (addr, dirs):
+        yield addr, dirs
 
 
 @pytest.fixture

@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from dataclasses import replace
 
 from ...errors import ConfigError, DataError
 from ..frames import pandas_table, text_frame
 from ..gpu import CPU
 from ..gpu_worker import DeviceWork
-from ..runner import StageRun, finish_split, plan_splits, resolve_io, split_record
-from ..schema import TextColumns
 from ..text_config import EmbedConfig
-from .base import Stage, split_runs
+from .base import SplitStage, split_runs
 
 __all__ = ["EmbedStage", "run_embed", "plan_embed", "embed_split", "make_embedder"]
 
@@ -59,27 +56,6 @@ def embed_split(pdf, where, *, cfg, embedder, level=CPU):
     return out, work.record()
 
 
-def _embed_partition(df, partition_info=None, *, splits, out_root, cfg, embedder, per_host, level=CPU):
-    t0 = time.perf_counter()
-    s = splits[partition_info["number"]]
-    pdf = text_frame(df, s, cfg.text_column)
-    del df
-    if embedder.num_threads is None and embedder.resolved_device() == "cpu":
-        # cores // workers on this host, so worker processes do not oversubscribe the CPU
-        try:
-            from distributed import get_worker
-            from distributed.comm import get_address_host
-
-            k = per_host.get(get_address_host(get_worker().address), 1)
-        except (ImportError, ValueError):
-            k = 1
-        embedder = replace(embedder, num_threads=max(1, _cores() // max(k, 1)))
-    out, device = embed_split(pdf, s.where(), cfg=cfg, embedder=embedder, level=level)
-    rec = split_record(s, len(pdf))
-    rec.update(rows_out=len(out), skipped_texts=int(out.attrs.get("n_skipped", 0)), **device)
-    return finish_split(pandas_table(out), out_root, rec, t0=t0)
-
-
 def make_embedder(cfg, device):
     from ...features.embed import Embedder
     from ...features.model_cache import cache_root
@@ -107,36 +83,7 @@ def make_embedder(cfg, device):
     return emb, dim
 
 
-def plan_embed(cfg) -> StageRun:
-    """``datamask embed`` of ``cfg`` (an :class:`~datamask.pipeline.text_config.EmbedConfig`) as a :class:`StageRun`."""
-    cfg = resolve_io(cfg, "embed")
-    cols = TextColumns.from_config(cfg)
-    plan = plan_splits(cfg, cols, needs=EmbedStage.needs)  # the model runs on CUDA with torch
-    embedder, dim = make_embedder(cfg, plan.device)
-    info = {
-        "model": embedder.path,
-        "dim": dim,
-        "dtype": cfg.dtype,
-        "max_length": cfg.max_length,
-        "chunk": bool(cfg.chunk),
-        "compute": cfg.compute,
-        "batch_size": cfg.batch_size or "auto",
-        "tokenize_threads": embedder.tokenize_threads,
-        "backend": embedder.resolved_backend(),
-    }
-    return StageRun(
-        "embed",
-        plan,
-        cols,
-        _embed_partition,
-        kwargs=dict(cfg=cfg, embedder=embedder, per_host={}, level=plan.level),
-        setup=lambda client, pending, out: {"per_host": _workers_per_host(client)},
-        totals=lambda parts: {"skipped_texts": int(sum(r.get("skipped_texts", 0) for r in parts))},
-        extra=lambda out: {"embed": info},
-    )
-
-
-class EmbedStage(Stage):
+class EmbedStage(SplitStage):
     name = "embed"
     config = EmbedConfig
     help = "add an L2-normalised embedding column: INPUT (text) -> OUTPUT (Parquet)"
@@ -148,8 +95,48 @@ class EmbedStage(Stage):
         "GPU workers use CUDA in float16. Rows with null or empty text are dropped and counted in the manifest."
     )
     needs = ("torch",)  # the model runs on CUDA with torch
+    summed = ("skipped_texts",)
 
-    plan = staticmethod(plan_embed)
+    per_host: dict = {}  # workers per host (setup): the CPU threads each worker's model takes
+
+    def prepare(self, cfg):
+        super().prepare(cfg)
+        self.embedder, self.dim = make_embedder(self.cfg, self.plan_.device)  # built once, on the client
+
+    def setup(self, client, pending, out):
+        self.per_host = _workers_per_host(client)
+
+    def process(self, table, split):
+        embedder = self.embedder
+        if embedder.num_threads is None and embedder.resolved_device() == "cpu":
+            # cores // workers on this host, so worker processes do not oversubscribe the CPU
+            try:
+                from distributed import get_worker
+                from distributed.comm import get_address_host
+
+                k = self.per_host.get(get_address_host(get_worker().address), 1)
+            except (ImportError, ValueError):
+                k = 1
+            embedder = replace(embedder, num_threads=max(1, _cores() // max(k, 1)))
+        pdf = text_frame(table, split, self.cfg.text_column)
+        out, device = embed_split(pdf, split.where(), cfg=self.cfg, embedder=embedder, level=self.plan_.level)
+        return pandas_table(out), dict(skipped_texts=int(out.attrs.get("n_skipped", 0)), **device)
+
+    def extra(self, out):
+        cfg, emb = self.cfg, self.embedder
+        return {
+            "embed": {
+                "model": emb.path,
+                "dim": self.dim,
+                "dtype": cfg.dtype,
+                "max_length": cfg.max_length,
+                "chunk": bool(cfg.chunk),
+                "compute": cfg.compute,
+                "batch_size": cfg.batch_size or "auto",
+                "tokenize_threads": emb.tokenize_threads,
+                "backend": emb.resolved_backend(),
+            }
+        }
 
     def summary(self, manifest, out):
         t = manifest["totals"]
@@ -157,6 +144,12 @@ class EmbedStage(Stage):
             f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts "
             f"skipped) {split_runs(t, out)}"
         )
+
+
+def plan_embed(cfg):
+    """``datamask embed`` of ``cfg`` (an :class:`~datamask.pipeline.text_config.EmbedConfig`) as a
+    :class:`~datamask.pipeline.runner.StageRun`."""
+    return EmbedStage().plan(cfg)
 
 
 # ``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.text_config.EmbedConfig`; returns the manifest.

@@ -16,7 +16,6 @@ Runs on :func:`~datamask.pipeline.runner.run_stage`, in two passes:
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,20 +24,11 @@ import pandas as pd
 from ...errors import ConfigError, DataError, OutputError
 from ..frames import pandas_table, text_frame
 from ..io import read_parquet_table, write_json_atomic, write_parquet_atomic
-from ..runner import (
-    Output,
-    ProgressBars,
-    StageRun,
-    finish_split,
-    plan_splits,
-    resolve_io,
-    run_pending,
-    split_record,
-)
+from ..runner import Output, ProgressBars, run_pending, split_record
 from ..schema import TextColumns
 from ..storage import options
 from ..text_config import ScoreConfig
-from .base import Stage, split_runs
+from .base import SplitStage, split_runs
 
 __all__ = [
     "ScoreStage",
@@ -165,14 +155,7 @@ def _components_partition(df, partition_info=None, *, splits, out_root, cfg, sco
     del df
     comp = components_split(pdf, s.where(), text_column=cfg.text_column, scorer_kw=scorer_kw, inputs=inputs)
     write_parquet_atomic(pandas_table(comp[keep]), Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet")
-    rec = {
-        "name": s.name,
-        "identity": s.identity,
-        "source": s.rel,
-        "start": s.start,
-        "stop": s.stop,
-        "rows_written": len(comp),
-    }
+    rec = dict(split_record(s, len(comp)), rows_written=len(comp))
     return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
 
 
@@ -191,44 +174,18 @@ def _check_components(out, rec):
         )
 
 
-def _score_partition(df, partition_info=None, *, splits, out_root, cfg, generated, weights, domain_weights, stats):
-    from ...features.score import count_unusable
-
-    t0 = time.perf_counter()
-    s = splits[partition_info["number"]]
-    pdf = text_frame(df, s, cfg.text_column)
-    del df
-    comp_file = Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet"
-    comp = read_parquet_table(comp_file, columns=generated + ["n_tokens"])
-    if comp.num_rows != len(pdf):
-        raise DataError(
-            f"{s.where()}: the stored components have {comp.num_rows} rows, the input "
-            f"{len(pdf)}; the input changed: rerun with --overwrite"
-        )
-    for c in generated + ["n_tokens"]:
-        pdf[c] = comp.column(c).to_numpy()
-    try:
-        n_unusable = count_unusable(pdf, cfg.text_column)
-    except ValueError as e:
-        raise DataError(f"{s.where()}: {e}") from None
-    out = aggregate_split(pdf, s.where(), cfg=cfg, weights=weights, domain_weights=domain_weights, stats=stats)
-    rec = split_record(s, len(pdf))
-    rec.update(rows_out=len(out), unusable_texts=n_unusable)
-    res = finish_split(pandas_table(out), out_root, rec, t0=t0)
-    comp_file.unlink(missing_ok=True)  # the split is finished; its components are no longer needed
-    return res
-
-
-def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inputs, generated, weighted):
+def _score_setup(client, pending, out, stage):
     """Pass 1 (components of splits that lack them) and pass 2 (corpus stats, once)."""
     import dask.dataframe as dd
 
     from ...features.aggregate import ColumnStats, compute_stats
 
+    cfg, inputs, generated, weighted = stage.cfg, stage.inputs, stage.generated, stage.weighted
+    splits = stage.plan_.splits
     comp_dir = out.state / COMPONENTS_DIR
     stats_file = out.state / STATS_FILE
     have_stats = stats_file.exists()
-    todo = pending if have_stats else stage_plan.splits
+    todo = pending if have_stats else splits
     need = [s for s in todo if not (comp_dir / f"{s.name}.parquet").exists()]
     if need:
         keep = list(dict.fromkeys(inputs + generated + ["n_tokens"]))
@@ -236,10 +193,10 @@ def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inpu
             run_pending(
                 client,
                 need,
-                cols,
+                stage.cols,
                 "cpu",
                 _components_partition,
-                dict(cfg=cfg, scorer_kw=scorer_kw, inputs=inputs, keep=keep),
+                dict(cfg=cfg, scorer_kw=stage.scorer_kw, inputs=inputs, keep=keep),
                 str(out.root),
                 bars.partition_done,
                 verify=lambda rec: _check_components(out, rec),
@@ -248,7 +205,7 @@ def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inpu
         raw = json.loads(stats_file.read_text())
         stats = {c: ColumnStats.from_dict(d) for c, d in raw["stats"].items()}
     else:
-        files = [str(comp_dir / f"{s.name}.parquet") for s in stage_plan.splits]
+        files = [str(comp_dir / f"{s.name}.parquet") for s in splits]
         with client.as_current():
             try:
                 stats = compute_stats(
@@ -257,7 +214,7 @@ def _score_setup(client, pending, out, *, stage_plan, cols, cfg, scorer_kw, inpu
             except ValueError as e:
                 raise DataError(str(e)) from None
         write_json_atomic({"weights": weighted, "stats": {c: v.to_dict() for c, v in stats.items()}}, stats_file)
-    return {"stats": stats}
+    return stats
 
 
 def fasttext_scorer(cfg):
@@ -275,66 +232,7 @@ def fasttext_scorer(cfg):
     return scorer
 
 
-def plan_score(cfg) -> StageRun:
-    """``datamask score`` of ``cfg`` (a :class:`~datamask.pipeline.text_config.ScoreConfig`) as a :class:`StageRun`."""
-    cfg = resolve_io(cfg, "score")
-    weights, domain_weights, generated = score_weights(cfg)
-    weighted = weighted_columns(weights, domain_weights)
-    inputs = [c for c in weighted if c not in generated]
-    extra_cols = inputs + ([cfg.domain_column] if cfg.domain_column else [])
-    cols = TextColumns.from_config(cfg, extra=extra_cols)
-    plan = plan_splits(cfg, cols)
-    scorer = fasttext_scorer(cfg)
-    if cfg.tokenizer and not Path(cfg.tokenizer).exists():
-        raise ConfigError(
-            f"tokenizer {cfg.tokenizer!r} does not exist; pass a tokenizer.json file or a folder holding one"
-        )
-    scorer_kw = dict(heuristics=bool(cfg.heuristics), fasttext=scorer, tokenizer=cfg.tokenizer, n_tokens=True)
-
-    def setup(client, pending, out):
-        return _score_setup(
-            client,
-            pending,
-            out,
-            stage_plan=plan,
-            cols=cols,
-            cfg=cfg,
-            scorer_kw=scorer_kw,
-            inputs=inputs,
-            generated=generated,
-            weighted=weighted,
-        )
-
-    def extra(out):
-        try:
-            (out.state / COMPONENTS_DIR).rmdir()  # empty once every split is finished
-        except OSError:
-            pass
-        raw = json.loads((out.state / STATS_FILE).read_text())
-        keep = ("count", "min", "max", "mean", "std")
-        return {
-            "score": {
-                "weights": weights,
-                "domain_weights": domain_weights,
-                "normalize": cfg.normalize,
-                "bins": cfg.bins,
-                "stats": {c: {k: d[k] for k in keep} for c, d in raw["stats"].items()},
-            }
-        }
-
-    return StageRun(
-        "score",
-        plan,
-        cols,
-        _score_partition,
-        kwargs=dict(cfg=cfg, generated=generated, weights=weights, domain_weights=domain_weights, stats=None),
-        setup=setup,
-        totals=lambda parts: {"unusable_texts": int(sum(r.get("unusable_texts", 0) for r in parts))},
-        extra=extra,
-    )
-
-
-class ScoreStage(Stage):
+class ScoreStage(SplitStage):
     name = "score"
     config = ScoreConfig
     help = "build the quality column (and n_tokens) from score columns, heuristics, fastText"
@@ -345,8 +243,68 @@ class ScoreStage(Stage):
         "stored in the output, so a resumed run uses the same ones. Null or empty texts score 0 and are "
         "counted in the manifest."
     )
+    summed = ("unusable_texts",)
 
-    plan = staticmethod(plan_score)
+    stats = None  # the corpus statistics of every weighted column (setup)
+
+    def columns(self, cfg):  # the text, the input score columns and the domain column
+        return TextColumns.from_config(cfg, extra=self.inputs + ([cfg.domain_column] if cfg.domain_column else []))
+
+    def prepare(self, cfg):
+        self.weights, self.domain_weights, self.generated = score_weights(cfg.validated())
+        self.weighted = weighted_columns(self.weights, self.domain_weights)
+        self.inputs = [c for c in self.weighted if c not in self.generated]
+        super().prepare(cfg)
+        cfg = self.cfg
+        scorer = fasttext_scorer(cfg)
+        if cfg.tokenizer and not Path(cfg.tokenizer).exists():
+            raise ConfigError(
+                f"tokenizer {cfg.tokenizer!r} does not exist; pass a tokenizer.json file or a folder holding one"
+            )
+        self.scorer_kw = dict(heuristics=bool(cfg.heuristics), fasttext=scorer, tokenizer=cfg.tokenizer, n_tokens=True)
+
+    def setup(self, client, pending, out):
+        self.stats = _score_setup(client, pending, out, self)
+
+    def process(self, table, split):
+        from ...features.score import count_unusable
+
+        cfg, where = self.cfg, split.where()
+        pdf = text_frame(table, split, cfg.text_column)
+        del table
+        columns = self.generated + ["n_tokens"]
+        comp = read_parquet_table(self.output.state / COMPONENTS_DIR / f"{split.name}.parquet", columns=columns)
+        if comp.num_rows != len(pdf):
+            raise DataError(
+                f"{where}: the stored components have {comp.num_rows} rows, the input "
+                f"{len(pdf)}; the input changed: rerun with --overwrite"
+            )
+        for c in columns:
+            pdf[c] = comp.column(c).to_numpy()
+        try:
+            n_unusable = count_unusable(pdf, cfg.text_column)
+        except ValueError as e:
+            raise DataError(f"{where}: {e}") from None
+        kw = dict(weights=self.weights, domain_weights=self.domain_weights, stats=self.stats)
+        out = aggregate_split(pdf, where, cfg=cfg, **kw)
+        return pandas_table(out), {"unusable_texts": n_unusable}
+
+    def extra(self, out):
+        from ..storage import rmtree
+
+        if (out.state / COMPONENTS_DIR).exists():  # every split is finished: its components are not needed
+            rmtree(out.state / COMPONENTS_DIR)
+        raw = json.loads((out.state / STATS_FILE).read_text())
+        keep = ("count", "min", "max", "mean", "std")
+        return {
+            "score": {
+                "weights": self.weights,
+                "domain_weights": self.domain_weights,
+                "normalize": self.cfg.normalize,
+                "bins": self.cfg.bins,
+                "stats": {c: {k: d[k] for k in keep} for c, d in raw["stats"].items()},
+            }
+        }
 
     def summary(self, manifest, out):
         t = manifest["totals"]
@@ -354,6 +312,12 @@ class ScoreStage(Stage):
             f"datamask: scored {t['rows_out']:,} rows ({t['unusable_texts']:,} empty texts scored 0) "
             f"{split_runs(t, out)}"
         )
+
+
+def plan_score(cfg):
+    """``datamask score`` of ``cfg`` (a :class:`~datamask.pipeline.text_config.ScoreConfig`) as a
+    :class:`~datamask.pipeline.runner.StageRun`."""
+    return ScoreStage().plan(cfg)
 
 
 # ---------------------------------------------------------------------- train-quality

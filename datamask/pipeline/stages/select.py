@@ -13,9 +13,6 @@
 
 from __future__ import annotations
 
-import json
-import time
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -23,13 +20,12 @@ import pyarrow as pa
 from ...core.pg import MIN_STEPS
 from ...errors import DataError
 from ..config import SelectConfig
-from ..frames import to_table
 from ..holdout import split_off_holdout
-from ..io import Split, normalize_embedding, read_split, write_json_atomic, write_parquet_atomic
-from ..runner import PROGRESS_TOPIC, Output, Plan, StageRun, plan_splits, resolve_io, write_split_files
+from ..io import Split, normalize_embedding, read_split, write_parquet_atomic
+from ..runner import PROGRESS_TOPIC, Plan, plan_splits
 from ..schema import Columns
 from ..tokens import apportion, count_corpus_tokens, token_totals
-from .base import Stage, split_runs
+from .base import SplitStage, split_runs
 from .select_split import check_budget, duplicate_ids_message, select_split, selected_table
 
 __all__ = ["SelectStage", "run_select", "plan_select", "plan_run", "find_duplicates"]
@@ -111,118 +107,100 @@ def _progress_callback(name):
     return cb
 
 
-def _select_partition(df, partition_info=None, *, splits, cfg, level, d, out_root, drops, in_type, token_budgets=None):
-    """One partition: drop the corpus-wide duplicate ids and the holdout, run
-    :func:`~.select_split.select_split` (the same per-split function as
-    :func:`datamask.dask.select`), write the data file(s), then the record."""
-    t0 = time.perf_counter()
-    s = splits[partition_info["number"]]
-    cols = Columns.from_config(cfg)
-    table = to_table(df)
-    del df
-    if level.frames == "cudf":  # cudf holds no fixed-size lists and no float16
-        table = normalize_embedding(table, cols, s.where(), s.start)
-        if in_type is not None:
-            table = table.set_column(
-                table.schema.get_field_index(cols.embedding), cols.embedding, table.column(cols.embedding).cast(in_type)
-            )
-    n_dupes = 0
-    if s.name in drops:
-        keep = np.ones(table.num_rows, dtype=bool)
-        keep[np.asarray(drops[s.name]) - s.start] = False
-        n_dupes = int((~keep).sum())
-        table = table.filter(pa.array(keep))
-    out = Output(out_root)
-    held_files = []
-    if cfg.holdout:  # set aside before the method sees the split (datamask.pipeline.holdout)
-        table, held = split_off_holdout(table, cfg.holdout, s.seed(cfg.seed))
-        held_files = [f"{s.name}.parquet"]
-        write_parquet_atomic(held, out.holdout / held_files[0])
-    rec = {
-        "name": s.name,
-        "identity": s.identity,
-        "source": s.rel,
-        "start": s.start,
-        "stop": s.stop,
-        "seed": s.seed(cfg.seed),
-        "rows_in": table.num_rows,
-        "duplicates_dropped": n_dupes,
-        "holdout_rows": s.rows - n_dupes - table.num_rows,
-        "holdout_files": held_files,
-    }
-    res = select_split(
-        table,
-        cfg,
-        rec["seed"],
-        s.where(),
-        s.start,
-        level=level,
-        d=d,
-        callback=_progress_callback(s.name),
-        tokens=None if token_budgets is None else token_budgets[s.name],
-    )
-    rec.update(res.record)
-    result = None if table.num_rows == 0 else selected_table(table, res, cfg.keep_all)
-    files = [] if result is None else write_split_files(result, out.data, s.name, cfg.partition_on)
-    rec.update(
-        files=files,
-        rows_written=0 if result is None else result.num_rows,
-        wall_seconds=round(time.perf_counter() - t0, 3),
-    )
-    write_json_atomic(rec, out.parts / f"{s.name}.json")
-    return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
-
-
-def plan_select(cfg) -> StageRun:
-    """The selection of ``cfg`` (a ``SelectConfig``) as a :class:`StageRun`."""
-    cfg = resolve_io(cfg, "select")
-    plan = plan_run(cfg)
-    cols = Columns.from_config(cfg)
-    in_type = None
-    if plan.level.frames == "cudf":
-        first = plan.splits[0]
-        in_type = (
-            read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols)
-            .schema.field(cols.embedding)
-            .type
-        )
-    token_info = {}
-
-    def check(client, pending):
-        kw = {"drops": find_duplicates(client, plan, cols, cfg.dedupe_ids)}
-        if cfg.token_budget:  # every split's share, from the whole corpus's tokens
-            counts = count_corpus_tokens(client, plan.splits, cfg, kw["drops"], cols)
-            kw["token_budgets"], info = apportion(dict(zip(counts["name"], counts["tokens"])), cfg)
-            token_info.update(info)
-        return kw
-
-    def totals(parts):
-        out = {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in parts))} if cfg.holdout else {}
-        if cfg.token_budget:
-            out.update(token_totals(parts, token_info))
-        return out
-
-    return StageRun(
-        "select",
-        plan,
-        cols,
-        _select_partition,
-        kwargs=dict(cfg=cfg, level=plan.level, d=plan.d, drops={}, in_type=in_type),
-        frame_device=plan.device,
-        check=check,
-        steps_per=int(cfg.steps or MIN_STEPS) if cfg.method == "datamask" else 0,  # None: at least MIN_STEPS
-        totals=totals,
-    )
-
-
-class SelectStage(Stage):
+class SelectStage(SplitStage):
     name = "select"
     config = SelectConfig
     help = "select rows of a corpus: INPUT (Parquet/JSONL) -> OUTPUT (Parquet)"
     output_help = "output directory (data/, manifest.json, report/)"
     report = True
+    gpu_frames = True
 
-    plan = staticmethod(plan_select)
+    drops: dict = {}  # split name -> rows of ids repeated across the corpus (check)
+    token_budgets = token_info = None  # every split's token share, and how it was shared (check)
+
+    def columns(self, cfg):
+        return Columns.from_config(cfg)
+
+    def prepare(self, cfg):
+        from ..runner import resolve_io
+
+        self.cfg = resolve_io(cfg, "select")
+        self.cols = self.columns(self.cfg)
+        self.plan_ = plan_run(self.cfg)
+        self.in_type = None  # the embedding's type, restored after a cudf frame (no fixed-size lists)
+        if self.plan_.level.frames == "cudf":
+            first = self.plan_.splits[0]
+            empty = Split(first.path, first.rel, first.fmt, first.start, first.start)
+            self.in_type = read_split(empty, self.cols).schema.field(self.cols.embedding).type
+
+    def check(self, client, pending):
+        self.drops = find_duplicates(client, self.plan_, self.cols, self.cfg.dedupe_ids)
+        if self.cfg.token_budget:  # every split's share, from the whole corpus's tokens
+            counts = count_corpus_tokens(client, self.plan_.splits, self.cfg, self.drops, self.cols)
+            self.token_budgets, self.token_info = apportion(dict(zip(counts["name"], counts["tokens"])), self.cfg)
+
+    def steps_per_split(self):
+        return int(self.cfg.steps or MIN_STEPS) if self.cfg.method == "datamask" else 0  # None: at least MIN_STEPS
+
+    def process(self, table, split):
+        """Drop the corpus-wide duplicate ids and the holdout, run
+        :func:`~.select_split.select_split` (the same per-split function as
+        :func:`datamask.dask.select`); the selected rows and the split's record."""
+        cfg, s = self.cfg, split
+        table, rec = self._set_aside(self._restore_types(table, s), s)
+        res = select_split(
+            table,
+            cfg,
+            rec["seed"],
+            s.where(),
+            s.start,
+            level=self.plan_.level,
+            d=self.plan_.d,
+            callback=_progress_callback(s.name),
+            tokens=None if self.token_budgets is None else self.token_budgets[s.name],
+        )
+        rec.update(res.record)
+        return (None if table.num_rows == 0 else selected_table(table, res, cfg.keep_all)), rec
+
+    def _restore_types(self, table, s):
+        """On the RAPIDS level: the embedding back to a fixed-size list of its input type."""
+        if self.plan_.level.frames != "cudf":
+            return table
+        cols = self.cols
+        table = normalize_embedding(table, cols, s.where(), s.start)
+        if self.in_type is not None:
+            i = table.schema.get_field_index(cols.embedding)
+            table = table.set_column(i, cols.embedding, table.column(cols.embedding).cast(self.in_type))
+        return table
+
+    def _set_aside(self, table, s):
+        """The split without its repeated ids and its holdout (written here); the record's start."""
+        cfg = self.cfg
+        n_dupes = 0
+        if s.name in self.drops:
+            keep = np.ones(table.num_rows, dtype=bool)
+            keep[np.asarray(self.drops[s.name]) - s.start] = False
+            n_dupes = int((~keep).sum())
+            table = table.filter(pa.array(keep))
+        held_files = []
+        if cfg.holdout:  # set aside before the method sees the split (datamask.pipeline.holdout)
+            table, held = split_off_holdout(table, cfg.holdout, s.seed(cfg.seed))
+            held_files = [f"{s.name}.parquet"]
+            write_parquet_atomic(held, self.output.holdout / held_files[0])
+        rec = {
+            "seed": s.seed(cfg.seed),
+            "rows_in": table.num_rows,
+            "duplicates_dropped": n_dupes,
+            "holdout_rows": s.rows - n_dupes - table.num_rows,
+            "holdout_files": held_files,
+        }
+        return table, rec
+
+    def totals(self, records):
+        out = {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in records))} if self.cfg.holdout else {}
+        if self.cfg.token_budget:
+            out.update(token_totals(records, self.token_info))
+        return out
 
     def summary(self, manifest, out):
         t = manifest["totals"]
@@ -236,6 +214,11 @@ class SelectStage(Stage):
             if tok["covers_corpus"]:
                 line += "\ndatamask: the token budget is at least the corpus's tokens: every row is kept"
         return line
+
+
+def plan_select(cfg):
+    """The selection of ``cfg`` (a ``SelectConfig``) as a :class:`~datamask.pipeline.runner.StageRun`."""
+    return SelectStage().plan(cfg)
 
 
 # Run the whole selection for ``cfg`` (a ``SelectConfig``); returns the manifest.

@@ -1,46 +1,43 @@
 """A Dask cluster started the ordinary way, as on separate nodes: ``dask scheduler`` and
-``dask worker`` subprocesses on 127.0.0.1, each worker in its own working directory."""
+``dask worker`` processes on 127.0.0.1, each worker in its own working directory."""
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["free_port", "dask_processes"]
 
-
-def free_port() -> int:
+def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-@contextlib.contextmanager
-def dask_processes(root: Path, n_workers: int = 2):
-    """Yield ``(address, worker directories)``; every process is stopped on exit."""
+@contextmanager
+def dask_processes(root: Path, n_workers: int = 2, env=None):
+    """Yields ``(scheduler address, [worker directories])`` of a scheduler and ``n_workers``
+    one-thread workers started under ``root`` (with ``env``, e.g. another ``PYTHONPATH``);
+    every process is stopped on exit."""
     from distributed import Client
 
     dask = shutil.which("dask") or str(Path(sys.executable).with_name("dask"))
-    port = free_port()
+    port = _free_port()
     addr = f"tcp://127.0.0.1:{port}"
-    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    procs = [
-        subprocess.Popen(
-            [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], cwd=root, **quiet
-        )
-    ]
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              cwd=root, **quiet)]  # fmt: skip
     dirs = []
     for i in range(n_workers):
-        d = Path(root) / f"worker{i}"
+        d = root / f"worker{i}"
         d.mkdir()
         dirs.append(d)
-        cmd = [dask, "worker", addr, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard"]
-        procs.append(subprocess.Popen(cmd + ["--local-directory", str(d / "dask-scratch")], cwd=d, **quiet))
+        args = ["--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard", "--local-directory", str(d / "scratch")]
+        procs.append(subprocess.Popen([dask, "worker", addr, *args], cwd=d, **quiet))
     try:
         t0 = time.time()
         while True:
