@@ -197,8 +197,8 @@ def test_a_killed_search_resumes_only_the_missing_trials(searched, corpus, addre
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    with Client(address, set_as_default=False) as c:  # the tasks already running end
-        _wait(lambda: not any(c.processing().values()))
+    with Client(address, set_as_default=False) as c:  # the tasks already running end (on the workers)
+        _wait(lambda: not any(c.run(lambda dask_worker: len(dask_worker.active_threads)).values()))
     done = {p.name: p.stat().st_mtime_ns for p in records.glob("*.json")}
     assert 3 <= len(done) < MODELS and not (out / "search.json").exists()
     assert _search(corpus, out, scheduler=address) == 0
@@ -265,4 +265,4 @@ def test_one_line_errors(searched, corpus, tmp_path, capsys):
     assert_fails(capsys, [*base, *ev, "--method", "semdedup"], "search takes --method")
     assert not (tmp_path / "o").exists()
     again = ["search", str(corpus["in"]), str(searched), *ev, *ARGS, "--trials", "8"]
-    assert_fails(capsys, again, "holds a search of another config (trials: 4 -> 8)", "--overwrite")
+    assert_fails(capsys, again, "holds a run with a different config (trials: 4 -> 8)", "--overwrite")

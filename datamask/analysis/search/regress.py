@@ -110,7 +110,7 @@ def cross_validated(name: str, X, y, seed: int = 0, repeats: int = 3) -> dict:
     }
 
 
-def fit_best(kind: str, X, y, seed: int = 0) -> tuple:
+def fit_best(kind: str, X, y, seed: int = 0, repeats: int = 3) -> tuple:
     """``(name, fitted model, {name: cross-validation})``: ``kind``, or for ``auto`` the model
     of the highest cross-validated Spearman among those :func:`available` here."""
     from ...errors import ConfigError
@@ -121,7 +121,7 @@ def fit_best(kind: str, X, y, seed: int = 0) -> tuple:
             f"regressor {kind} is not installed here; pip install 'datamask[search]' or use --regressor gp"
         )
     names = have if kind == "auto" else [kind]
-    cv = {m: cross_validated(m, X, y, seed) for m in names}
+    cv = {m: cross_validated(m, X, y, seed, repeats) for m in names}
     best = max(names, key=lambda m: (cv[m]["spearman"], -MODELS.index(m)))
     model = _fit(make_model(best, len(y), np.asarray(X).shape[1], seed), np.asarray(X, float), np.asarray(y, float))
     return best, model, cv

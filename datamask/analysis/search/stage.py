@@ -2,93 +2,33 @@
 
 from __future__ import annotations
 
-import json
-import time
+import os
 
-from ...errors import ConfigError
-from ...pipeline.stages.base import Stage
+from ...pipeline.runner import resolve_io
+from ...pipeline.stages.base import CorpusStage, reused
 from .config import SearchConfig
+from .run import KEEPS, WRITES, compute_search, resolve_eval
 
 __all__ = ["SearchStage", "run_search"]
 
-_CONFIG = "_search/config.json"
-
-
-def _output(cfg, fingerprint: str):
-    """The output directory, checked: foreign files or another config refused (``--overwrite``
-    starts over); the config record written. Returns (location, finished manifest or None)."""
-    from ...pipeline.files import write_json_atomic
-    from ...pipeline.storage import location, rmtree
-    from .run import KEEPS, WRITES
-
-    out = location(cfg.output)
-    if out.exists() and any(out.iterdir()):
-        rec = out / _CONFIG
-        if not rec.exists():
-            raise ConfigError(
-                f"output directory {out} is not empty and was not written by datamask search; choose a new or empty OUTPUT"
-            )
-        old = json.loads(rec.read_text())
-        if cfg.overwrite:
-            for name in (*WRITES, *KEEPS, "manifest.json"):
-                p = out / name
-                if p.exists():
-                    rmtree(p) if p.is_dir() else p.unlink()
-        elif old.get("fingerprint") != fingerprint:
-            new = json.loads(json.dumps(cfg.result_dict(), default=str))
-            k = next((k for k in sorted(set(old["config"]) | set(new)) if old["config"].get(k) != new.get(k)), "device")
-            raise ConfigError(
-                f"output directory {out} holds a search of another config ({k}: {old['config'].get(k)!r} -> "
-                f"{new.get(k)!r}); pass --overwrite to start over or choose a new OUTPUT"
-            )
-        elif (out / "manifest.json").exists():
-            return out, json.loads((out / "manifest.json").read_text())
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic({"fingerprint": fingerprint, "config": cfg.result_dict()}, out / _CONFIG)
-    return out, None
-
 
 def run_search(cfg: SearchConfig, client=None) -> dict:
-    """``datamask search``: the checked config's search on ``client`` (a local cluster of its own
-    when None); returns the manifest (``search.json``'s keys, ``totals``)."""
-    from ...pipeline.client import close_client, get_client
-    from ...pipeline.files import write_json_atomic
-    from ...pipeline.manifest import public_config, versions
-    from ...pipeline.runner import resolve_io, share_storage_options, stage_level
-    from .run import compute_search, resolve_eval
+    """``datamask search`` from Python: the stage's run of ``cfg`` on ``client`` (a local cluster
+    of its own, one worker per core, when None); returns the manifest."""
+    return SearchStage().run(cfg, client)
 
-    t0 = time.perf_counter()
-    cfg = resolve_eval(resolve_io(cfg, "search"))
-    level = stage_level(cfg, ())
-    fingerprint = cfg.fingerprint(level.device)
-    out, done = _output(cfg, fingerprint)
-    if done is not None:
-        done["totals"].update(computed_this_run=0, resumed=done["totals"].get("trained", 0))
-        return done
-    own = client is None
+
+def _cores() -> int:
     try:
-        if own:
-            client = get_client(cfg, level.device, n_tasks=int(cfg.trials), level=level)
-        share_storage_options(client)
-        result = compute_search(cfg, out, client, level)
-    finally:
-        if own and client is not None:
-            close_client(client)
-    manifest = {
-        "status": "complete",
-        "stage": "search",
-        "fingerprint": fingerprint,
-        "config": public_config(cfg),
-        "device": level.device,
-        "versions": versions(),
-        **result,
-        "wall_seconds": round(time.perf_counter() - t0, 3),
-    }
-    write_json_atomic(manifest, out / "manifest.json")
-    return manifest
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
-class SearchStage(Stage):
+class SearchStage(CorpusStage):
+    """A whole-corpus stage (the output contract of :func:`~datamask.pipeline.corpus.run_corpus_stage`):
+    its trial records (``_search/``) survive a rerun of the same config, so a killed search resumes."""
+
     name = "search"
     config = SearchConfig
     help = "choose a recipe (lam, diversity, QuaDMix's parameters) with proxy LMs and a regressor"
@@ -101,9 +41,17 @@ class SearchStage(Stage):
     )
     output_help = "output directory (trials.parquet, verify.parquet, search.json, recipe.yaml, figures/, report/)"
     needs = ()
+    writes = WRITES + KEEPS
+    keeps = KEEPS
 
     def run(self, cfg, client=None) -> dict:
-        return run_search(cfg, client)
+        cfg = resolve_eval(resolve_io(cfg, self.name))  # evaluation sets checked before OUTPUT is touched
+        if client is None and not (cfg.scheduler or cfg.scheduler_file) and cfg.n_workers is None:
+            cfg = cfg.replace(n_workers=_cores())  # the trials run in parallel, one torch thread each
+        return super().run(cfg, client)
+
+    def compute(self, cfg, out, client, level) -> dict:
+        return compute_search(cfg, out, client, level)
 
     def summary(self, m, out) -> str:
         return "\n".join(summary_lines(m, out))
@@ -122,10 +70,11 @@ def _fmt(v) -> str:
 
 def summary_lines(m: dict, out) -> list:
     """What ``datamask search`` prints when it ends."""
-    t = m["totals"]
+    t = m["models"]
     lines = [
         f"datamask: search: {m['trials']} trials x {m['seeds']} seed(s) of a {m['proxy']['params']:,}-parameter proxy "
-        f"on {m['proxy']['tokens']:,} tokens ({t['computed_this_run']} models trained now, {t['resumed']} resumed)",
+        f"on {m['proxy']['tokens']:,} tokens ({t['computed_this_run']} models trained now, {t['resumed']} resumed)"
+        + reused(m),
         f"datamask: search: regressor {m['regressor']}, cross-validated Spearman {m['cv_spearman']:.3f} ("
         + ", ".join(f"{k} {v['spearman']:.3f}" for k, v in m["cv"].items())
         + ")",
