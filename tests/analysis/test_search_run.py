@@ -26,6 +26,7 @@ from datamask.cli import main  # noqa: E402
 from tests.analysis.test_report import chromium  # noqa: E402,F401  (the fixture)
 from tests.helpers.dask_processes import dask_processes  # noqa: E402
 from tests.helpers.pipeline_data import assert_fails  # noqa: E402
+from tests.helpers.text_embed import hashed_embeddings  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -43,14 +44,6 @@ TIME = ["select_seconds", "train_seconds", "seconds"]
 N_LEAKS = 5
 
 
-def _embed(texts, d=32):
-    from sklearn.feature_extraction.text import HashingVectorizer
-
-    X = HashingVectorizer(n_features=512, alternate_sign=False).transform(texts).toarray()
-    E = X @ np.random.default_rng(0).normal(size=(512, d))
-    return (E / np.linalg.norm(E, axis=1, keepdims=True)).astype(np.float32)
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """The input (two quality components, three domains) and an evaluation set of 30 prose rows,
@@ -64,7 +57,7 @@ def corpus(tmp_path_factory):
     df.loc[held, ["id", "text", "kind"]].to_parquet(root / "eval" / "eval.parquet")
     keep = np.ones(len(df), dtype=bool)
     keep[held[N_LEAKS:]] = False
-    E = _embed(df.text.tolist())[keep]
+    E = hashed_embeddings(df.text.tolist())[keep]
     t = pa.table(
         {
             "id": df.id.to_numpy()[keep],
