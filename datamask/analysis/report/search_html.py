@@ -76,6 +76,7 @@ def search_html(search: dict) -> str:
     """The HTML of a search output's section (``search``: ``{"dir", "summary"}``)."""
     s, d = search["summary"], search["dir"]
     parts = [
+        *(f"<p class='missing'><b>Warning:</b> {html.escape(w)}.</p>" for w in s.get("warnings", ())),
         "<h2>Chosen recipe</h2>",
         _table([[k, _value(v)] for k, v in s["chosen"].items()], ["parameter", "value"]),
         f"<p>Predicted loss {s['predicted_loss']:.4f}: the mean of the best {s['top']} of {s['candidates']:,} "

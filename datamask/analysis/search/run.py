@@ -208,7 +208,22 @@ def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files) -
         "eval_sets": prep["eval_sets"],
         "models": counts,
         "files": files,
+        "warnings": _warnings(fit),
     }
+
+
+#: below this cross-validated Spearman the regressor is said not to rank the trials
+WEAK_SPEARMAN = 0.3
+
+
+def _warnings(fit) -> list:
+    rho = fit["cv"][fit["regressor"]]["spearman"]
+    if rho >= WEAK_SPEARMAN:
+        return []
+    return [
+        f"the regressor ranks the trials poorly (cross-validated Spearman {rho:.2f} < {WEAK_SPEARMAN}): the chosen "
+        "recipe is weakly informed; add --trials or --proxy-tokens, or keep the default recipe"
+    ]
 
 
 def compute_search(cfg, out, client, level=None) -> dict:

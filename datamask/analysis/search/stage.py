@@ -91,6 +91,7 @@ def summary_lines(m: dict, out) -> list:
             )
         )
         lines += [f"datamask: search: {d['words']}" for d in v["differences"].values()]
+    lines += [f"datamask: search: warning: {w}" for w in m.get("warnings", ())]
     if m.get("leaks"):
         lines.append(
             f"datamask: search: {m['leaks']} input row(s) hold an evaluation text; removed from every selection"
