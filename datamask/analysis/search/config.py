@@ -67,6 +67,7 @@ class SearchConfig(SelectConfig):
         "evaluation sets (Parquet/JSONL directories or files) every proxy model is judged on; their "
         "texts are removed from every selection",
         group="search",
+        parse=lambda v, name: [str(x) for x in ([v] if isinstance(v, str) else v)],
     )
     space: str | None = _f(
         None,
