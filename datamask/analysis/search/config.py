@@ -39,8 +39,9 @@ PROXY_KEYS = (
     "precision",
     "threads",
 )
-#: proxy repeats per trial: from benchmarks/results/proxy_noise.md (common random numbers make
-#: one seed per trial enough; docs/search.md)
+#: proxy repeats per trial, from benchmarks/results/proxy_noise.md: a difference between two recipes
+#: on one seed is as noisy as on two (common random numbers cut it 0.9-1.5x at 50k-200k tokens), so a
+#: second seed buys what a second trial does, and a trial is a new point of the space (docs/search.md)
 DEFAULT_SEEDS = 1
 DEFAULT_PROXY_TOKENS = 100_000
 
