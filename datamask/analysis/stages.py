@@ -136,7 +136,7 @@ class CompareConfig(SelectConfig):
 
 
 def _totals(rows, splits):
-    return {"rows_in": rows, "rows_out": rows, "splits": splits, "computed_this_run": splits, "resumed": 0}
+    return {"rows_in": rows, "rows_out": rows, "splits": splits}
 
 
 def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
@@ -212,8 +212,7 @@ class CompareStage(CorpusStage):
     output_help = "output directory (compare.csv, pareto.png, report/, manifest.json)"
     writes = (
         "compare.csv",
-        "compare_partitions.csv",  # 0.3's name of compare_splits.csv, removed by a rerun
-        "compare_splits.csv",
+        "compare_partitions.csv",
         "selections.parquet",
         "history.parquet",
         "sample.parquet",

@@ -1,13 +1,14 @@
 """``dedup`` on a Dask DataFrame: exact and fuzzy duplicate groups across every partition.
 
-One lazy graph of the pieces ``datamask dedup`` runs: per partition the bucket records
-(:func:`~datamask.pipeline.stages.dedup_groups.split_records`) and each document's quality
-and MinHash signature; a shuffle on the bucket keys into candidate pairs; one task that
-verifies them and takes connected components
-(:func:`~datamask.pipeline.stages.dedup_groups.groups_from_pairs`, highest quality kept);
-then a ``map_partitions`` that drops (or, ``keep_all``, marks) the duplicates. A document is
-numbered by its partition and row, so groups span partitions. The ``semantic`` kind is the
-CLI's only (it clusters the whole corpus first).
+One lazy graph: per partition the bucket records (:func:`~datamask.dedup.buckets.text_records`)
+and each document's quality and MinHash signature; a shuffle on the bucket keys into
+candidate pairs; one task that verifies them and takes connected components
+(:func:`~datamask.dedup.deduplicator.groups_from_pairs`, highest quality kept); then a
+``map_partitions`` that drops (or, ``keep_all``, marks) the duplicates. A document is
+numbered by its partition and row, so groups span partitions. That one task holds every
+candidate pair and every document's signature (512 bytes each): for a corpus beyond one
+worker's memory, ``datamask dedup`` on files runs the same groups out of core. The
+``semantic`` kind is the CLI's only (it clusters the whole corpus first).
 """
 
 from __future__ import annotations
@@ -49,21 +50,19 @@ def _texts(df, cfg, where):
 
 def _keys_part(df, partition_info, cfg, kinds, params):
     """(bucket records, per-document info: doc, id, quality, signature) of one partition."""
-    from ..dedup.minhash import signatures
-    from ..pipeline.stages.dedup_groups import split_records
+    from ..dedup.buckets import text_records
 
     p = part_split(df, partition_info)
     texts = _texts(df, cfg, p.where)
     doc = (np.int64(p.number) << ROW_BITS) + np.arange(len(df), dtype=np.int64)
-    recs = split_records(texts, doc, kinds, params)
+    recs, sig = text_records(texts, doc, kinds, params)
     q = (
         pd.to_numeric(df[cfg.quality_column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         if cfg.quality_column in df.columns
         else np.full(len(df), np.nan)
     )
     info = pd.DataFrame({"doc": doc, "id": df[cfg.id_column].to_numpy(dtype=object), "quality": q})
-    if "fuzzy" in kinds:
-        sig, _ = signatures(texts, params.ngram, params.num_perm)
+    if sig is not None:
         info["sig"] = list(sig)
     return recs, info
 
@@ -71,8 +70,7 @@ def _keys_part(df, partition_info, cfg, kinds, params):
 def _groups(pair_parts, info_parts, kinds, params):
     """``{partition: (rows removed, kept ids)}`` and the groups table, from every pair and
     every document's info (one task)."""
-    from ..dedup.deduplicator import resolve_kept
-    from ..pipeline.stages.dedup_groups import groups_from_pairs
+    from ..dedup.deduplicator import groups_from_pairs, resolve_kept
 
     pairs = pd.concat(pair_parts, ignore_index=True)
     info = pd.concat(info_parts, ignore_index=True).sort_values("doc", kind="stable")
@@ -97,9 +95,9 @@ def _plan(ddf, cfg):
     import dask
     import dask.dataframe as dd
 
+    from ..dedup.buckets import pairs_meta, records_meta, records_pairs
     from ..dedup.deduplicator import parse_kinds
     from ..dedup.minhash import lsh_params
-    from ..pipeline.stages.dedup_groups import pairs_meta, pairs_partition, records_meta
 
     kinds = [k for k in parse_kinds(cfg.kind)]
     if "semantic" in kinds:
@@ -115,7 +113,7 @@ def _plan(ddf, cfg):
     with dask.config.set({"dataframe.convert-string": False}):
         recs = dd.from_delayed([k[0] for k in keys], meta=records_meta(), verify_meta=False)
         pairs = recs.shuffle(on=["kind", "band", "key", "key2"], npartitions=recs.npartitions, shuffle_method="tasks")
-        pairs = pairs.map_partitions(pairs_partition, meta=pairs_meta(), enforce_metadata=False)
+        pairs = pairs.map_partitions(records_pairs, meta=pairs_meta(), enforce_metadata=False)
     return dask.delayed(_groups, pure=True, nout=2)(pairs.to_delayed(), [k[1] for k in keys], kinds, params)
 
 

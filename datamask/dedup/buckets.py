@@ -16,13 +16,25 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .minhash import band_keys, jaccard_estimate
+from .minhash import band_keys, jaccard_estimate, signatures
 from .normalize import exact_keys
-from .pairs import unique_pairs
+from .pairs import bucket_pairs, unique_pairs
 
-__all__ = ["RECORD_COLUMNS", "exact_records", "fuzzy_records", "empty_records", "verify_pairs"]
+__all__ = [
+    "RECORD_COLUMNS",
+    "KIND_CODE",
+    "exact_records",
+    "fuzzy_records",
+    "empty_records",
+    "verify_pairs",
+    "text_records",
+    "records_meta",
+    "records_pairs",
+    "pairs_meta",
+]
 
 RECORD_COLUMNS = ("band", "key", "key2", "doc")
+KIND_CODE = {"exact": 0, "fuzzy": 1}
 
 
 def empty_records() -> pd.DataFrame:
@@ -104,3 +116,34 @@ def verify_pairs(a, b, docs, sig, threshold: float):
     for s in range(0, a.shape[0], 65536):  # bound the (chunk, num_perm) comparison
         ok[s : s + 65536] = jaccard_estimate(sig[ia[s : s + 65536]], sig[ib[s : s + 65536]]) >= threshold
     return a[ok], b[ok]
+
+
+def records_meta() -> pd.DataFrame:
+    """An empty frame of :func:`text_records` (the Dask meta)."""
+    return empty_records().assign(kind=np.zeros(0, np.int8))[["kind", *RECORD_COLUMNS]]
+
+
+def text_records(texts, doc, kinds, params):
+    """The bucket records (``kind, band, key, key2, doc``) of the exact and fuzzy kinds of
+    ``texts`` (numbered ``doc``), and their signatures (None without the fuzzy kind)."""
+    frames, sig = [], None
+    if "exact" in kinds:
+        frames.append(exact_records(texts, doc).assign(kind=np.int8(KIND_CODE["exact"])))
+    if "fuzzy" in kinds:
+        sig, has = signatures(texts, params.ngram, params.num_perm)
+        frames.append(fuzzy_records(sig, has, doc, params.bands, params.rows).assign(kind=np.int8(KIND_CODE["fuzzy"])))
+    out = pd.concat(frames, ignore_index=True) if frames else records_meta()
+    return out[list(records_meta().columns)], sig
+
+
+def pairs_meta() -> pd.DataFrame:
+    return pd.DataFrame({"kind": np.zeros(0, np.int8), "a": np.zeros(0, np.int64), "b": np.zeros(0, np.int64)})
+
+
+def records_pairs(df: pd.DataFrame) -> pd.DataFrame:
+    """The candidate pairs (``kind, a, b``) of records that share a bucket."""
+    out = []
+    for code, g in df.groupby("kind", sort=True):
+        a, b = bucket_pairs(g["band"].to_numpy(), g["key"].to_numpy(), g["key2"].to_numpy(), g["doc"].to_numpy())
+        out.append(pd.DataFrame({"kind": np.full(a.shape[0], code, np.int8), "a": a, "b": b}))
+    return pd.concat(out, ignore_index=True) if out else pairs_meta()

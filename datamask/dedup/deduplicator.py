@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from .buckets import exact_records, fuzzy_records, verify_pairs
-from .minhash import lsh_params, signatures
-from .pairs import bucket_pairs, duplicate_of, unique_pairs
+from .buckets import KIND_CODE, records_pairs, text_records, verify_pairs
+from .minhash import lsh_params
+from .pairs import duplicate_of, unique_pairs
 
-__all__ = ["KINDS", "parse_kinds", "Deduplicator", "resolve_kept", "represent"]
+__all__ = ["KINDS", "parse_kinds", "Deduplicator", "resolve_kept", "represent", "groups_from_pairs"]
 
 KINDS = ("exact", "fuzzy", "semantic")
 
@@ -59,6 +59,31 @@ def resolve_kept(removed, kept):
             break
         kept = np.where(hit, kept[i], kept)
     return removed, kept
+
+
+def groups_from_pairs(pairs, docs, qual, sig, kinds, params):
+    """``(removed, kept, kind, stats)`` of the exact and fuzzy kinds from their candidate
+    pairs (``kind, a, b``), in memory: fuzzy pairs verified on their signatures, connected
+    components per kind (exact first, then fuzzy on what exact kept), the highest-quality
+    member kept. ``docs`` (sorted) are the documents with their quality ``qual`` (or None)
+    and signatures ``sig`` (rows of ``docs``)."""
+    removed, kept = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    stats, by = {}, []
+
+    def quality_of(x):
+        return qual[np.searchsorted(docs, x)]
+
+    for kind in kinds:
+        sel = pairs["kind"].to_numpy() == KIND_CODE[kind]
+        a, b = pairs["a"].to_numpy()[sel], pairs["b"].to_numpy()[sel]
+        if kind == "fuzzy" and a.shape[0]:
+            a, b = verify_pairs(a, b, docs, sig, params.threshold)
+        a, b = represent(a, b, removed, kept)
+        r, k, g = duplicate_of(a, b, None if qual is None else quality_of)
+        stats[kind] = {"groups": int(g), "removed": int(r.shape[0])}
+        removed, kept = np.concatenate([removed, r]), np.concatenate([kept, k])
+        by.extend([kind] * r.shape[0])
+    return removed, kept, np.array(by, dtype=object), stats
 
 
 class Deduplicator:
@@ -116,8 +141,7 @@ class Deduplicator:
         n = len(texts) if texts is not None else len(embeddings)
         doc = np.arange(n, dtype=np.int64)
         q = None if quality is None else np.asarray(quality, dtype=np.float64)
-        removed = np.zeros(0, np.int64)
-        kept = np.zeros(0, np.int64)
+        removed, kept = np.zeros(0, np.int64), np.zeros(0, np.int64)
         by = np.full(n, None, dtype=object)
         self.stats_ = {}
         null = np.zeros(0, np.int64)
@@ -126,28 +150,18 @@ class Deduplicator:
 
             null = np.flatnonzero(np.asarray(as_string_array(texts).is_null().to_numpy(zero_copy_only=False)))
         self.n_null_ = int(null.shape[0])
-        for kind in kinds:
-            if kind == "semantic":  # null texts are never grouped, by any kind
-                r, k, groups = self._semantic(embeddings, cluster, q, np.union1d(removed, null))
-            else:
-                if texts is None:
-                    raise ConfigError(f"--kind {kind} needs a text column")
-                if kind == "exact":
-                    rec = exact_records(texts, doc)
-                    a, b = bucket_pairs(
-                        rec["band"].to_numpy(), rec["key"].to_numpy(), rec["key2"].to_numpy(), rec["doc"].to_numpy()
-                    )
-                else:
-                    sig, has = signatures(texts, params.ngram, params.num_perm)
-                    rec = fuzzy_records(sig, has, doc, params.bands, params.rows)
-                    a, b = bucket_pairs(
-                        rec["band"].to_numpy(), rec["key"].to_numpy(), rec["key2"].to_numpy(), rec["doc"].to_numpy()
-                    )
-                    a, b = verify_pairs(a, b, doc, sig, params.threshold)
-                a, b = represent(a, b, removed, kept)
-                r, k, groups = duplicate_of(a, b, None if q is None else (lambda nodes: q[nodes]))
-            by[r] = kind
-            self.stats_[kind] = {"groups": int(groups), "removed": int(r.shape[0])}
+        text_kinds = [k for k in kinds if k != "semantic"]
+        if text_kinds:
+            if texts is None:
+                raise ConfigError(f"--kind {text_kinds[0]} needs a text column")
+            rec, sig = text_records(texts, doc, text_kinds, params)
+            removed, kept, kind_of, stats = groups_from_pairs(records_pairs(rec), doc, q, sig, text_kinds, params)
+            by[removed] = kind_of
+            self.stats_.update(stats)
+        if "semantic" in kinds:  # null texts are never grouped, by any kind
+            r, k, groups = self._semantic(embeddings, cluster, q, np.union1d(removed, null))
+            by[r] = "semantic"
+            self.stats_["semantic"] = {"groups": int(groups), "removed": int(r.shape[0])}
             removed, kept = np.concatenate([removed, r]), np.concatenate([kept, k])
         removed, kept = resolve_kept(removed, kept)
         self.duplicate_of_ = np.full(n, -1, dtype=np.int64)

@@ -1,13 +1,13 @@
 """MinHash signatures of word n-grams and LSH band keys (docs/design.md, "Deduplication").
 
-A document's shingles are its word n-grams (``ngram`` consecutive words after
-:func:`~datamask.dedup.normalize.word_tokens`; a document with fewer words than
-``ngram`` has one shingle, all its words). Each shingle gets a 64-bit key from its
-words' hashes, and the MinHash signature of the set of keys, ``num_perm`` 32-bit
-minima, is computed by `rensa <https://pypi.org/project/rensa/>`_'s ``RMinHash``
-(chosen over datasketch by the measured comparison in ``benchmarks/dedup.py``). The
-fraction of equal positions of two signatures estimates the Jaccard similarity of the
-two shingle sets.
+A document's shingles are its word n-grams (``ngram`` consecutive words after lower-casing;
+a word is a run of ASCII word characters ``[0-9a-z_]``, everything else separates words;
+a document with fewer words than ``ngram`` has one shingle, all its words). Each shingle
+gets a 64-bit key from its words' hashes, and the MinHash signature of the set of keys,
+``num_perm`` 32-bit minima of one multiply-shift hash per permutation, is computed in one
+compiled pass over the text's bytes (:mod:`.kernels`; chosen over rensa, datasketch and
+vectorised numpy by the measured comparison in ``benchmarks/dedup.py``). The fraction of
+equal positions of two signatures estimates the Jaccard similarity of the two shingle sets.
 
 LSH splits the first ``bands * rows`` positions into ``bands`` bands of ``rows``; two
 documents become a candidate pair when all ``rows`` values of some band agree, which
@@ -25,11 +25,14 @@ reaches the threshold (:func:`jaccard_estimate`), so the threshold means what it
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+import pyarrow.compute as pc
 
 from ..errors import ConfigError
-from .normalize import word_tokens
+from .kernels import EMPTY, shingle_kernel, signature_kernel
+from .normalize import as_string_array, utf8_buffers
 
 __all__ = [
     "CANDIDATE_RECALL",
@@ -37,15 +40,16 @@ __all__ = [
     "LSHParams",
     "lsh_params",
     "candidate_probability",
+    "permutations",
     "shingle_keys",
     "signatures",
     "band_keys",
+    "band_keys64",
     "jaccard_estimate",
 ]
 
 CANDIDATE_RECALL = 0.99
-SEED = 42  # rensa's permutation seed: every worker and every split hashes alike
-_EMPTY = np.uint32(0xFFFFFFFF)  # rensa's value for a set with no shingle
+SEED = 42  # the permutations' seed: every worker and every split hashes alike
 _C1 = np.uint64(0x9E3779B97F4A7C15)
 _C2 = np.uint64(0xC2B2AE3D27D4EB4F)
 
@@ -143,15 +147,28 @@ def lsh_params(ngram: int = 5, num_perm: int = 128, bands: int | None = None, th
     return LSHParams(ngram, num_perm, num_perm // rows, rows, threshold)
 
 
-def shingle_keys(hashes, offsets, ngram: int):
-    """64-bit key of every word n-gram.
+@lru_cache(maxsize=8)
+def permutations(num_perm: int, seed: int = SEED):
+    """The ``num_perm`` hash permutations ``(A, B)`` (uint64; ``A`` odd) of ``seed``."""
+    rng = np.random.default_rng(int(seed))
+    A = rng.integers(0, np.iinfo(np.uint64).max, size=int(num_perm), dtype=np.uint64, endpoint=True) | np.uint64(1)
+    B = rng.integers(0, np.iinfo(np.uint64).max, size=int(num_perm), dtype=np.uint64, endpoint=True)
+    A.flags.writeable = B.flags.writeable = False
+    return A, B
+
+
+def _lowered(texts):
+    arr = as_string_array(texts)
+    valid = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    return pc.utf8_lower(pc.fill_null(arr, "") if arr.null_count else arr), valid
+
+
+def shingle_keys(texts, ngram: int):
+    """64-bit key of every word n-gram of each text (the sets the signatures sample).
 
     Parameters
     ----------
-    hashes : (W,) uint64 ndarray
-        Word hashes of all documents, concatenated.
-    offsets : (N + 1,) int64 ndarray
-        Document boundaries in ``hashes``.
+    texts : array-like of str or None
     ngram : int
 
     Returns
@@ -159,35 +176,15 @@ def shingle_keys(hashes, offsets, ngram: int):
     keys : (K,) uint64 ndarray
         The n-gram keys, documents concatenated in order: ``max(words - ngram + 1, 1)``
         per document with at least one word (a shorter document's one shingle holds all
-        its words), none for a document without words.
+        its words), none for a document without words (or a null one).
     key_offsets : (N + 1,) int64 ndarray
     """
-    hashes = np.asarray(hashes, dtype=np.uint64)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    counts = np.diff(offsets)
-    per_doc = np.where(counts > 0, np.maximum(counts - ngram + 1, 1), 0)
-    key_offsets = np.concatenate([[0], np.cumsum(per_doc)]).astype(np.int64)
-    if hashes.shape[0] == 0:
-        return np.zeros(0, dtype=np.uint64), key_offsets
-    # start position of every shingle: doc start + 0..per_doc-1
-    doc = np.repeat(np.arange(counts.shape[0]), per_doc)
-    starts = np.arange(key_offsets[-1], dtype=np.int64) - key_offsets[:-1][doc] + offsets[:-1][doc]
-    padded = np.concatenate([hashes, np.zeros(ngram, dtype=np.uint64)])
-    short = counts[doc] < ngram  # the one shingle of a document shorter than ngram
-    length = np.where(short, counts[doc], ngram) if short.any() else None
-    acc = np.zeros(starts.shape[0], dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for k in range(ngram):
-            word = padded[starts + k]
-            if length is None:
-                acc = acc * _C1 + word
-            else:
-                acc = np.where(k < length, acc * _C1 + word, acc)
-        acc = _fmix64(acc)
-    return acc, key_offsets
+    low, _ = _lowered(texts)
+    data, offsets = utf8_buffers(low)
+    return shingle_kernel(data, offsets, int(ngram))
 
 
-def signatures(texts, ngram: int = 5, num_perm: int = 128, seed: int = SEED):
+def signatures(texts, ngram: int = 5, num_perm: int = 128, seed: int = SEED, bands: int = 0, rows: int = 0):
     """MinHash signatures of the texts' word n-grams.
 
     Parameters
@@ -195,7 +192,10 @@ def signatures(texts, ngram: int = 5, num_perm: int = 128, seed: int = SEED):
     texts : array-like of str or None
     ngram, num_perm : int
     seed : int
-        rensa's permutation seed; equal seeds give comparable signatures.
+        The permutations' seed; equal seeds give comparable signatures.
+    bands, rows : int
+        With ``bands``: also return the LSH band keys (:func:`band_keys64`), computed in
+        the same pass.
 
     Returns
     -------
@@ -203,21 +203,18 @@ def signatures(texts, ngram: int = 5, num_perm: int = 128, seed: int = SEED):
     has_shingles : (N,) bool ndarray
         False for a null text or one with no word (its signature is meaningless and it
         must not be grouped).
+    band_keys : (N, bands) uint64 ndarray
+        Only with ``bands``.
     """
-    import rensa
-
-    hashes, offsets, valid = word_tokens(texts)
-    keys, key_offsets = shingle_keys(hashes, offsets, ngram)
-    n = offsets.shape[0] - 1
-    has = valid & (np.diff(key_offsets) > 0)
-    if n == 0:
-        return np.zeros((0, num_perm), dtype=np.uint32), has
-    mat = rensa.RMinHash.digest_matrix_from_flat_token_hashes(
-        keys, key_offsets.astype(np.uint64), int(num_perm), int(seed)
-    )
-    sig = np.array(mat.to_rows(), dtype=np.uint32).reshape(n, num_perm)
-    sig[~has] = _EMPTY
-    return sig, has
+    low, valid = _lowered(texts)
+    data, offsets = utf8_buffers(low)
+    A, B = permutations(int(num_perm), int(seed))
+    if bands and bands * rows > num_perm:
+        raise ConfigError(f"bands x rows = {bands * rows} exceeds the signature length {num_perm}")
+    sig, count, bkeys = signature_kernel(data, offsets, int(ngram), A, B, int(bands), int(rows))
+    has = valid & (count > 0)
+    sig[~has] = EMPTY
+    return (sig, has, bkeys) if bands else (sig, has)
 
 
 def band_keys(sig, bands: int, rows: int):
@@ -247,6 +244,22 @@ def band_keys(sig, bands: int, rows: int):
                 acc = _fmix64(acc * mult + B[:, :, j])
             out[:, :, c] = acc
     return out
+
+
+def band_keys64(sig, bands: int, rows: int):
+    """``(N, bands)`` uint64: one 64-bit key per band of each signature, the band's number
+    mixed in, so that equal keys mean equal bands of the same number (different bands
+    collide with probability ~2**-64, and a candidate pair is verified on its signatures)."""
+    sig = np.asarray(sig, dtype=np.uint32)
+    n = sig.shape[0]
+    if bands * rows > sig.shape[1]:
+        raise ConfigError(f"bands x rows = {bands * rows} exceeds the signature length {sig.shape[1]}")
+    B = sig[:, : bands * rows].reshape(n, bands, rows).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        acc = np.broadcast_to(np.arange(bands, dtype=np.uint64) * _C2 + np.uint64(rows), (n, bands)).copy()
+        for j in range(rows):
+            acc = _fmix64(acc * _C1 + B[:, :, j])
+    return acc
 
 
 def jaccard_estimate(sig_a, sig_b):

@@ -1,17 +1,10 @@
-"""Text normalisation, exact-duplicate keys and word tokens, vectorised with Arrow.
+"""Text normalisation and exact-duplicate keys.
 
-Two normalisations, one per kind of duplicate:
-
-``normalize_exact``
-    Case folded (Unicode lower case) and whitespace folded (every run of whitespace is one
-    space, none at either end). Punctuation and everything else is kept, so two texts
-    are exact duplicates when they differ only in case and spacing.
-``word_tokens``
-    For MinHash: lower case, punctuation removed (every run of characters that are
-    neither word characters nor whitespace becomes a space), split on whitespace. Each
-    word is hashed once per distinct word (pandas' SipHash, ``pd.util.hash_array``), so
-    the result is a flat ``uint64`` array plus row offsets, which the MinHash step turns
-    into n-gram keys without building a Python string per n-gram.
+``normalize_exact`` defines when two texts are exact duplicates: after case folding
+(Unicode lower case) and whitespace folding (every run of whitespace is one space, none at
+either end) they are equal. Punctuation and everything else is kept. :func:`exact_keys`
+hashes that normal form in one compiled pass (:mod:`.kernels`); the word tokens of the
+fuzzy kind are :mod:`.minhash`'s.
 
 Null texts are reported in a mask and never get a key: the dedup stage keeps and counts
 them and never puts them in a group.
@@ -24,13 +17,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["as_string_array", "normalize_exact", "exact_keys", "word_tokens"]
+__all__ = ["as_string_array", "normalize_exact", "utf8_buffers", "exact_keys"]
 
-# Two fixed 16-character SipHash keys: a 128-bit exact key is two independent 64-bit
-# hashes of the same normalised text (a 64-bit key would expect one false collision per
-# ~4 billion documents squared / 2**64, i.e. a few at corpus scale).
-_KEY_A = "datamask-dedup-a"
-_KEY_B = "datamask-dedup-b"
+# The seeds of the two 64-bit lanes of an exact key: a 128-bit key, because a 64-bit one
+# would expect a false collision per ~4 billion documents (n**2 / 2**65 at corpus scale).
+_SEEDS = np.array([0x6461746D61736B61, 0x2D64656475702D62], dtype=np.uint64)
 
 
 def as_string_array(texts) -> pa.Array:
@@ -61,6 +52,15 @@ def normalize_exact(texts) -> pa.Array:
     return pc.utf8_trim_whitespace(spaced)
 
 
+def utf8_buffers(arr: pa.Array):
+    """``(data, offsets)``: zero-copy uint8 and int64 views of a ``large_string`` array
+    without nulls (offsets index ``data`` and need not start at 0)."""
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
+    return data, offsets
+
+
 def exact_keys(texts):
     """128-bit key of each normalised text.
 
@@ -71,58 +71,19 @@ def exact_keys(texts):
     Returns
     -------
     keys : (N, 2) uint64 ndarray
-        Two independent SipHash values of :func:`normalize_exact`'s output; rows of null
-        texts are 0.
+        A 128-bit hash of :func:`normalize_exact`'s output (computed by
+        :func:`~.kernels.exact_kernel` on the lower-cased, trimmed bytes, which folds the
+        whitespace runs itself); rows of null texts are 0.
     valid : (N,) bool ndarray
         False for null texts.
     """
-    norm = normalize_exact(texts)
-    valid = ~np.asarray(norm.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    keys = np.zeros((len(norm), 2), dtype=np.uint64)
-    if valid.any():
-        vals = np.asarray(norm.filter(pa.array(valid)).to_numpy(zero_copy_only=False), dtype=object)
-        keys[valid, 0] = pd.util.hash_array(vals, hash_key=_KEY_A, categorize=False)
-        keys[valid, 1] = pd.util.hash_array(vals, hash_key=_KEY_B, categorize=False)
-    return keys, valid
+    from .kernels import exact_kernel
 
-
-def word_tokens(texts):
-    """Hashed words of each text, for MinHash shingles.
-
-    Parameters
-    ----------
-    texts : array-like of str or None
-
-    Returns
-    -------
-    hashes : (W,) uint64 ndarray
-        One SipHash per word, all texts concatenated in order.
-    offsets : (N + 1,) int64 ndarray
-        Text ``i``'s words are ``hashes[offsets[i]:offsets[i + 1]]`` (none for a null or
-        punctuation-only text).
-    valid : (N,) bool ndarray
-        False for null texts.
-    """
     arr = as_string_array(texts)
     valid = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-    low = pc.utf8_lower(pc.fill_null(arr, ""))
-    # every run of non-word characters (punctuation and any whitespace) becomes one ASCII
-    # space, so the cheaper ASCII whitespace split is exact; Arrow's split leaves an empty
-    # string at a leading or trailing space (and for an empty text): those are dropped
-    clean = pc.replace_substring_regex(low, r"[^\w]+", " ")
-    lists = pc.ascii_split_whitespace(clean)
-    offsets = lists.offsets.to_numpy().astype(np.int64)
-    offsets = offsets - offsets[0]
-    words = lists.flatten()
-    nonempty = np.asarray(pc.binary_length(words).to_numpy(zero_copy_only=False)) > 0
-    if not nonempty.all():
-        doc = np.repeat(np.arange(len(arr)), np.diff(offsets))
-        counts = np.bincount(doc[nonempty], minlength=len(arr))
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        words = words.filter(pa.array(nonempty))
-    if len(words) == 0:
-        return np.zeros(0, dtype=np.uint64), offsets, valid
-    enc = pc.dictionary_encode(words)
-    vocab = np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object)
-    vocab_hash = pd.util.hash_array(vocab, hash_key=_KEY_A, categorize=False)
-    return vocab_hash[enc.indices.to_numpy()], offsets, valid
+    if arr.null_count:
+        arr = pc.fill_null(arr, "")
+    data, offsets = utf8_buffers(pc.utf8_trim_whitespace(pc.utf8_lower(arr)))
+    keys = exact_kernel(data, offsets, _SEEDS)
+    keys[~valid] = 0
+    return keys, valid

@@ -14,13 +14,29 @@ on a shuffled Dask partition, or on the gathered pair list:
 ``choose_kept``
     One kept document per group: the highest quality, ties (and no quality) to the
     smallest document number; every other member points to it.
+
+For the corpus-wide (out-of-core) path of the ``dedup`` stage: :func:`exact_stars` (the
+exact groups of one shuffled partition, each a star around its kept member),
+:func:`band_pairs` (candidate pairs of equal 64-bit band keys) and :func:`star_edges` (one
+round of the partition-wise connected components: every local component becomes a star
+around its smallest node; repeated over re-partitioned stars until nothing changes).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bucket_pairs", "unique_pairs", "connected_components", "choose_kept", "duplicate_of"]
+__all__ = [
+    "bucket_pairs",
+    "unique_pairs",
+    "connected_components",
+    "choose_kept",
+    "duplicate_of",
+    "order_quality",
+    "exact_stars",
+    "band_pairs",
+    "star_edges",
+]
 
 
 def bucket_pairs(band, key, key2, doc):
@@ -154,3 +170,92 @@ def duplicate_of(a, b, doc_quality=None):
     kept = choose_kept(labels, nodes, q)
     gone = kept != nodes
     return nodes[gone], kept[gone], int(labels.max()) + 1
+
+
+def order_quality(quality, n: int):
+    """Quality as a sort key (higher is better, NaN lowest); zeros without quality."""
+    if quality is None:
+        return np.zeros(n)
+    q = np.asarray(quality, dtype=np.float64)
+    return np.where(np.isnan(q), -np.inf, q)
+
+
+def exact_stars(key, key2, doc, quality=None):
+    """Exact groups of records with equal 128-bit keys ``(key, key2)``, as stars around
+    each group's kept member (highest quality, then smallest number).
+
+    Returns
+    -------
+    kept, other : (P,) int64 ndarrays
+        One pair per removed member: ``other`` is an exact duplicate of ``kept``.
+    q_kept, q_other : (P,) float64 ndarrays
+        Their quality (NaN without one).
+    n_groups : int
+        Groups of two or more members.
+    """
+    key, key2, doc = np.asarray(key), np.asarray(key2), np.asarray(doc, dtype=np.int64)
+    q = np.full(doc.shape[0], np.nan) if quality is None else np.asarray(quality, dtype=np.float64)
+    order = np.lexsort((doc, -order_quality(q, doc.shape[0]), key2, key))
+    key, key2, doc, q = key[order], key2[order], doc[order], q[order]
+    new = np.ones(doc.shape[0], dtype=bool)
+    new[1:] = (key[1:] != key[:-1]) | (key2[1:] != key2[:-1])
+    head = np.flatnonzero(new)[np.cumsum(new) - 1]  # each record's group head (its kept member)
+    member = ~new
+    n_groups = int(np.unique(head[member]).shape[0])
+    return doc[head[member]], doc[member], q[head[member]], q[member], n_groups
+
+
+def band_pairs(key, doc):
+    """Pairs ``(first, other)`` of the documents that share a 64-bit band key (a star per key
+    around its first document in input order), each once as ``(min, max)``: the LSH
+    candidates of one partition."""
+    from .kernels import repeated_keys
+
+    key, doc = np.asarray(key), np.asarray(doc, dtype=np.int64)
+    if doc.shape[0] < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    shared = repeated_keys(key)  # the few keys of two or more documents, found without a sort
+    key, doc = key[shared], doc[shared]
+    order = np.argsort(key, kind="stable")  # equal keys keep their order: a star around the first
+    key = key[order]
+    new = np.ones(key.shape[0], dtype=bool)
+    new[1:] = key[1:] != key[:-1]
+    member = ~new
+    if not member.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    doc = doc[order]
+    first = doc[new][np.cumsum(new) - 1]
+    member &= doc != first
+    return unique_pairs(first[member], doc[member])
+
+
+def star_edges(u, v):
+    """One round of partition-wise connected components.
+
+    Parameters
+    ----------
+    u, v : (E,) int64 arrays
+        Edges (both directions may be given).
+
+    Returns
+    -------
+    center, node : int64 ndarrays
+        For each local component, an edge from its smallest node to every other node,
+        sorted by ``(center, node)``.
+    changed : bool
+        Whether these edges differ from the input edges (as a set): when no partition
+        changes anything, the graph is a forest of stars around each component's smallest
+        node, i.e. the connected components are found.
+    """
+    a, b = unique_pairs(u, v)
+    nodes, labels = connected_components(a, b)
+    if nodes.shape[0] == 0:
+        return a, b, False
+    _, first = np.unique(labels, return_index=True)  # nodes are sorted: the first is the smallest
+    center = nodes[first][labels]
+    keep = center != nodes
+    c, n = center[keep], nodes[keep]
+    order = np.lexsort((n, c))
+    c, n = c[order], n[order]
+    changed = c.shape[0] != a.shape[0] or not (np.array_equal(c, a) and np.array_equal(n, b))
+    return c, n, changed

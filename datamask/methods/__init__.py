@@ -3,11 +3,17 @@
 :mod:`.registry` holds the registry and the helpers every method shares; each method is a
 module of its own that registers itself on import: :mod:`.datamask` (DATAMASK, and its
 ``greedy`` / ``relaxed`` solvers as methods), :mod:`.topk`, :mod:`.random`,
-:mod:`.semdedup`, :mod:`.quadmix`. Importing this package registers them all; the
-registry never imports a method, so there is no import cycle.
+:mod:`.semdedup`, :mod:`.quadmix`. Importing this package imports every module of it, in
+name order, so a new method is one module and nothing else; the registry never imports a
+method, so there is no import cycle.
 """
 
-from . import datamask, quadmix, random, semdedup, topk  # noqa: F401  (register the methods)
-from .registry import REGISTRY, Selection, budget_for, prunes, register, score, select
+import importlib
+import pkgutil
 
-__all__ = ["REGISTRY", "Selection", "budget_for", "prunes", "register", "score", "select"]
+from .registry import REGISTRY, Budget, Selection, budget_for, prunes, register, score, select
+
+for _m in pkgutil.iter_modules(__path__):  # register the methods
+    importlib.import_module(f"{__name__}.{_m.name}")
+
+__all__ = ["REGISTRY", "Budget", "Selection", "budget_for", "prunes", "register", "score", "select"]

@@ -13,11 +13,11 @@ __all__ = ["select_datamask", "select_greedy", "select_relaxed"]
 
 
 @register("datamask")
-def select_datamask(E, q, cfg, seed, callback=None, lengths=None, tokens=None, solver="pg") -> Selection:
+def select_datamask(E, q, cfg, seed, budget, callback=None, solver="pg") -> Selection:
+    """DATAMASK's estimator on the split (its own pruning and budget rule, the config's)."""
     t0 = time.perf_counter()
-    est = DataMask(**cfg.estimator_params(seed, solver=solver), callback=callback, tokens=tokens)
-    if tokens is not None:
-        lengths = get_namespace(E).asarray(lengths)
+    est = DataMask(**cfg.estimator_params(seed, solver=solver), callback=callback, tokens=budget.tokens)
+    lengths = None if budget.tokens is None else get_namespace(E).asarray(budget.lengths)
     est.fit(E, q, lengths=lengths)
     return Selection(
         mask=to_numpy(est.mask_).astype(bool),
@@ -34,8 +34,8 @@ select_datamask.prunes = True
 
 
 def _solver_method(solver):
-    def fn(E, q, cfg, seed, callback=None, lengths=None, tokens=None):
-        return select_datamask(E, q, cfg, seed, callback, lengths, tokens, solver=solver)
+    def fn(E, q, cfg, seed, budget, callback=None):
+        return select_datamask(E, q, cfg, seed, budget, callback, solver=solver)
 
     fn.__name__ = f"select_{solver}"
     fn.prunes = True  # runs DataMask, which prunes

@@ -31,12 +31,10 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ..core.backend import to_numpy
-from .registry import check_budget, fill_tokens, method_budget, partition_clusters, register, selection_of, token_counts
+from .registry import check_rows, fill_tokens, register, split_clusters, token_counts
 
 __all__ = [
     "QuadMixParams",
@@ -207,7 +205,7 @@ def quadmix_select(quality, domain, params: QuadMixParams, S: int, n_tokens=None
     q = np.asarray(quality, dtype=np.float64)
     n = q.shape[0]
     if tokens is None:
-        check_budget(S, n)
+        check_rows(S, n)
     r = quadmix_percentile(q, domain, n_tokens)
     i = params.index(domain)
     s = quadmix_sampling(r, params.lam[i], params.omega[i], params.eta[i], params.eps[i])
@@ -224,21 +222,17 @@ def quadmix_select(quality, domain, params: QuadMixParams, S: int, n_tokens=None
 
 
 @register("quadmix")
-def select_quadmix(E, q, cfg, seed, callback=None, table=None, lengths=None, tokens=None):
+def select_quadmix(E, q, cfg, seed, budget, table=None):
     """QuaDMix as a set of S rows (or rows within a token budget: QuaDMix's token-weighted
     percentiles and sampling order, filled to the budget); domains from the config's domain
-    column (its raw values key the YAML parameters) or per-partition k-means."""
-    t0 = time.perf_counter()
-    S = None if tokens is not None else method_budget(E, cfg)
+    column (its raw values key the YAML parameters) or per-split k-means."""
     col = getattr(cfg, "domain_column", None)
     if table is not None and col and col in table.schema.names:
         domain = table.column(col).to_numpy(zero_copy_only=False)
     else:
-        domain, _ = partition_clusters(E, cfg, seed)
+        domain, _ = split_clusters(E, cfg, seed)
     params = quadmix_params(np.unique(domain).tolist(), getattr(cfg, "quadmix_params", None))
-    n_tokens = token_counts(cfg, table) if tokens is None else np.asarray(lengths, dtype=np.float64)
-    mask = quadmix_select(to_numpy(q), domain, params, S, n_tokens=n_tokens, seed=seed % 2**63, tokens=tokens)
-    return selection_of(mask, E, q, cfg, seed, t0)
-
-
-select_quadmix.wants_table = True
+    n_tokens = token_counts(cfg, table) if budget.tokens is None else budget.lengths.astype(np.float64)
+    return quadmix_select(
+        to_numpy(q), domain, params, budget.rows, n_tokens=n_tokens, seed=seed % 2**63, tokens=budget.tokens
+    )

@@ -1,40 +1,49 @@
 """The registry of selection methods, dispatched on ``config.method``, and the helpers
 every method shares.
 
-A method is a function ``fn(E, q, config, seed, callback) -> Selection`` registered with
-``@register("name")``; the pipeline calls :func:`select` and never looks at the method.
-A method that needs more columns of the partition (clusters, token counts) sets
-``fn.wants_table = True`` and receives the partition's Arrow table as ``table=``.
-The methods live in the modules beside this one and register themselves when
-:mod:`datamask.methods` is imported; this module imports none of them.
+A method is a function registered with ``@register("name")``::
+
+    fn(E, q, cfg, seed, budget) -> mask or Selection
+
+``budget`` is the split's :class:`Budget`: S rows, or T tokens with the rows' token counts;
+``budget.take(order)`` turns a ranking of the rows into a mask under either. A method that
+returns a plain bool mask is timed and scored by :func:`select`; one that has more to say
+(logits, steps, a trajectory) returns a :class:`Selection`. A method that needs more names
+them as parameters and gets them: ``table`` (the split's Arrow table: clusters, token
+counts), ``callback`` (the progress callback). Every caller (``datamask select``,
+``datamask compare``, :func:`datamask.dask.select`) goes through :func:`select` and never
+looks at the method. The methods live in the modules beside this one and register
+themselves when :mod:`datamask.methods` imports them (every module of the package); this
+module imports none of them.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..core.backend import to_numpy
 from ..core.kmeans import assign, fit_kmeans
 from ..core.objectives import evaluate
-from ..errors import DataError
+from ..errors import DataError, renamed
 
 __all__ = [
     "Selection",
+    "Budget",
     "register",
     "select",
     "score",
     "budget_for",
     "prunes",
     "REGISTRY",
-    "check_budget",
-    "partition_clusters",
+    "check_rows",
+    "split_budget",
+    "split_clusters",
     "token_counts",
     "selection_of",
-    "method_budget",
     "AUTO_TOKEN_COLUMNS",
     "tokens_column_of",
     "fill_tokens",
@@ -56,9 +65,32 @@ class Selection:
     n_steps: int
     seconds: float
     history: list | None = None  # the estimator's evaluation records (step, objective, ...)
+    info: dict = field(default_factory=dict)  # what else the method chose (SemDeDup's eps)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One split's budget: ``rows`` (S) of its ``n`` rows, or ``tokens`` (T) with the rows'
+    token counts ``lengths`` (then ``rows`` is None)."""
+
+    n: int
+    rows: int | None = None
+    tokens: int | None = None
+    lengths: np.ndarray | None = None
+
+    def take(self, order) -> np.ndarray:
+        """Bool mask of the first S rows of ``order``, or of its rows while they fit T tokens."""
+        order = np.asarray(to_numpy(order))
+        if self.tokens is not None:
+            return fill_tokens(order, self.lengths, self.tokens)
+        mask = np.zeros(self.n, dtype=bool)
+        mask[order[: self.rows]] = True
+        return mask
 
 
 def register(name):
+    """Register ``fn`` as the method ``name`` (see the module doc for its signature)."""
+
     def deco(fn):
         REGISTRY[name] = fn
         return fn
@@ -72,45 +104,70 @@ def prunes(method: str) -> bool:
 
 
 def budget_for(n_rows: int, cfg) -> int:
-    """S for a partition of ``n_rows`` (the estimator's own rule)."""
+    """S for a split of ``n_rows`` (the estimator's own rule)."""
     if cfg.budget is not None:
         return int(cfg.budget)
     return int(round(float(cfg.ratio) * n_rows))
 
 
 def score(E, q, mask, cfg, seed=0):
-    """The partition objective of any selection (dict of floats)."""
+    """The split's objective of any selection (dict of floats)."""
     rec = evaluate(E, q, mask, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.reference_size, seed=seed)
     return {k: float(v) for k, v in rec.items()}
 
 
 def select(E, q, cfg, seed: int, where: str = "", callback=None, table=None, lengths=None, tokens=None) -> Selection:
-    """Run ``cfg.method`` on one partition; ``tokens``: its token budget, with ``lengths``
-    (the rows' token counts, numpy) instead of the config's row budget."""
+    """Run ``cfg.method`` on one split; ``tokens``: its token budget, with ``lengths`` (the
+    rows' token counts, numpy) instead of the config's row budget. A method's ValueError (its
+    checks against this split) becomes a DataError naming ``where``."""
     try:
         fn = REGISTRY[cfg.method]
     except KeyError:
         raise DataError(f"unknown method {cfg.method!r}; known: {', '.join(sorted(REGISTRY))}") from None
-    kw = {"table": table} if table is not None and getattr(fn, "wants_table", False) else {}
-    if tokens is not None:
-        kw.update(lengths=np.asarray(lengths, dtype=np.int64), tokens=int(tokens))
+    t0 = time.perf_counter()
+    wants = _parameters(fn)
+    kw = {k: v for k, v in (("table", table), ("callback", callback)) if k in wants}
     try:
-        return fn(E, q, cfg, seed, callback, **kw)
-    except ValueError as e:  # the estimator's parameter checks against this partition
+        budget = split_budget(E.shape[0], cfg, lengths, tokens)
+        out = fn(E, q, cfg, seed, budget, **kw)
+    except ValueError as e:  # the estimator's parameter checks against this split
         raise DataError(f"{where}: {e}") from None
+    if isinstance(out, Selection):
+        return out
+    return selection_of(out, E, q, cfg, seed, t0)
+
+
+def split_budget(n: int, cfg, lengths=None, tokens=None) -> Budget:
+    """The :class:`Budget` of a split of ``n`` rows: ``tokens`` with ``lengths``, else the
+    config's row budget (checked: ``1 <= S <= n``)."""
+    if tokens is not None:
+        return Budget(n, tokens=int(tokens), lengths=np.asarray(to_numpy(lengths), dtype=np.int64))
+    S = budget_for(n, cfg)
+    check_rows(S, n)
+    return Budget(n, rows=S)
+
+
+def _parameters(fn) -> set:
+    import inspect
+
+    return set(inspect.signature(fn).parameters)
 
 
 # ---------------------------------------------------------------------- helpers for methods
-def check_budget(S, n):
+def check_rows(S, n):
     """``1 <= S <= n`` or a ValueError that says so."""
     if int(S) != S or not 1 <= int(S) <= n:
         raise ValueError(f"budget must be an integer in [1, {n}] (the number of rows), got {S}")
 
 
-def partition_clusters(E, cfg, seed, table=None):
-    """(labels, centroids) for a partition: the config's domain column when the table has
-    it (centroids are the members' normalised means), else k-means with ``n_clusters``
-    (default ``sqrt(rows / 10)``) fitted on the partition."""
+# the 0.3 names, read for one release
+__getattr__ = renamed(globals(), {"check_budget": "check_rows", "partition_clusters": "split_clusters"})
+
+
+def split_clusters(E, cfg, seed, table=None):
+    """(labels, centroids) for a split: the config's domain column when the table has it
+    (centroids are the members' normalised means), else k-means with ``n_clusters``
+    (default ``sqrt(rows / 10)``) fitted on the split."""
     col = getattr(cfg, "domain_column", None)
     if table is not None and col and col in table.schema.names:
         raw = table.column(col).to_numpy(zero_copy_only=False)
@@ -136,7 +193,7 @@ def tokens_column_of(cfg, names):
 
 
 def token_counts(cfg, table):
-    """The partition's token counts (float64) from its token-count column, or None."""
+    """The split's token counts (float64) from its token-count column, or None."""
     col = None if table is None else tokens_column_of(cfg, table.schema.names)
     if col is not None:
         return table.column(col).to_numpy(zero_copy_only=False).astype(np.float64)
@@ -153,8 +210,8 @@ def fill_tokens(order, lengths, tokens):
     return mask
 
 
-def selection_of(mask, E, q, cfg, seed, t0, n_steps=0):
-    """A :class:`Selection` of a plain mask, scored on the partition objective."""
+def selection_of(mask, E, q, cfg, seed, t0, n_steps=0, info=None):
+    """A :class:`Selection` of a plain mask, scored on the split's objective."""
     mask = np.asarray(to_numpy(mask), dtype=bool)
     return Selection(
         mask=mask,
@@ -163,11 +220,5 @@ def selection_of(mask, E, q, cfg, seed, t0, n_steps=0):
         budget=int(mask.sum()),
         n_steps=n_steps,
         seconds=time.perf_counter() - t0,
+        info=dict(info or {}),
     )
-
-
-def method_budget(E, cfg):
-    """The budget S of a partition, checked against its rows."""
-    S = budget_for(E.shape[0], cfg)
-    check_budget(S, E.shape[0])
-    return S

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from ..core.backend import get_namespace, to_numpy
-from .registry import check_budget, fill_tokens, method_budget, partition_clusters, register, selection_of
+from .registry import check_rows, register, selection_of, split_clusters
 
 __all__ = ["COS_TOL", "nearest_kept", "semdedup", "semdedup_eps_for_budget", "select_semdedup"]
 
@@ -200,7 +200,7 @@ def semdedup_eps_for_budget(E, cluster, centroids, budget: int, order="far", tol
     ``eps_max`` keeps at least ``budget`` rows, that is returned.
     """
     n = E.shape[0]
-    check_budget(budget, n)
+    check_rows(budget, n)
     tol = max(1, int(round(0.01 * budget))) if tol is None else int(tol)
     lo, hi = 0.0, float(eps_max)
     k_lo, k_hi = n, None
@@ -242,28 +242,28 @@ def semdedup_eps_for_budget(E, cluster, centroids, budget: int, order="far", tol
 
 
 @register("semdedup")
-def select_semdedup(E, q, cfg, seed, callback=None, table=None, lengths=None, tokens=None):
+def select_semdedup(E, q, cfg, seed, budget, table=None):
     """SemDeDup with ``eps`` from the config, or tuned to the budget when it is None;
     a surplus over the budget is trimmed at random (seeded). Under a token budget, eps is
     tuned to the rows a random fill of the budget takes, the kept rows are filled to the
     budget in random order and, if they fall short, topped up from the dropped ones."""
     t0 = time.perf_counter()
-    if tokens is not None:
-        rng = np.random.default_rng(seed % 2**63)
-        S = max(1, int(fill_tokens(rng.permutation(E.shape[0]), lengths, tokens).sum()))
+    rng = np.random.default_rng(seed % 2**63)
+    if budget.tokens is not None:
+        S = max(1, int(budget.take(rng.permutation(E.shape[0])).sum()))
     else:
-        S = method_budget(E, cfg)
-    cluster, centroids = partition_clusters(E, cfg, seed, table)
+        S = budget.rows
+    cluster, centroids = split_clusters(E, cfg, seed, table)
     eps = getattr(cfg, "eps", None)
     if eps is None:
         eps, keep = semdedup_eps_for_budget(E, cluster, centroids, S)
     else:
         keep = semdedup(E, cluster, centroids, float(eps))
     rows = np.flatnonzero(keep)
-    if tokens is not None:
+    if budget.tokens is not None:
         order = rng.permutation(E.shape[0])
         order = np.concatenate([order[keep[order]], order[~keep[order]]])  # kept rows first
-        return selection_of(fill_tokens(order, lengths, tokens), E, q, cfg, seed, t0)
+        return selection_of(budget.take(order), E, q, cfg, seed, t0, info={"eps": float(eps)})
     if rows.shape[0] < S:
         raise ValueError(
             f"SemDeDup with eps={eps:g} keeps {rows.shape[0]} rows, fewer than the budget {S}; "
@@ -273,7 +273,4 @@ def select_semdedup(E, q, cfg, seed, callback=None, table=None, lengths=None, to
         rows = np.random.default_rng(seed % 2**63).choice(rows, size=S, replace=False)
     mask = np.zeros(E.shape[0], dtype=bool)
     mask[rows] = True
-    return selection_of(mask, E, q, cfg, seed, t0)
-
-
-select_semdedup.wants_table = True
+    return selection_of(mask, E, q, cfg, seed, t0, info={"eps": float(eps)})

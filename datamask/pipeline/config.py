@@ -285,7 +285,7 @@ class SelectConfig(StageConfig):
             raise ConfigError(f"eps must be >= 0, got {self.eps}")
         if self.n_clusters is not None and int(self.n_clusters) < 1:
             raise ConfigError(f"n_clusters must be >= 1, got {self.n_clusters}")
-        if self.quadmix_params is not None:
+        if isinstance(self.quadmix_params, str):  # (from Python, also the mapping such a file holds)
             import os
 
             if not os.path.isfile(self.quadmix_params):

@@ -12,7 +12,7 @@ from datamask.dedup.minhash import (
     shingle_keys,
     signatures,
 )
-from datamask.dedup.normalize import exact_keys, normalize_exact, word_tokens
+from datamask.dedup.normalize import exact_keys, normalize_exact
 from datamask.errors import ConfigError
 from tests.helpers.dedup_data import jaccard, near_copy, planted, text, vocab
 
@@ -30,24 +30,32 @@ def test_exact_keys_equal_for_case_and_spacing_variants_and_skip_nulls():
     assert (keys[3] == 0).all()
 
 
-def test_word_tokens_drop_punctuation_and_empty_words():
-    h, off, valid = word_tokens(["Hello, world!", "  hello world ", "", "...", None, "x"])
-    assert off.tolist() == [0, 2, 4, 4, 4, 4, 5]
-    assert (h[0:2] == h[2:4]).all()
-    assert valid.tolist() == [True, True, True, True, False, True]
+def test_exact_keys_are_equal_exactly_when_the_normal_forms_are():
+    """The compiled key folds what normalize_exact folds (ASCII whitespace runs inside, any
+    Unicode whitespace at the ends, Unicode case) and nothing else (a vertical tab, a
+    non-breaking space inside, punctuation)."""
+    texts = ["  Hello\n  WORLD ", "hello world", "hello\tworld", "Hello World!", "", " \n ", "x\vy", "x y"]
+    texts += ["\u00a0x y\u2003", "x\u00a0y", "x  y", "STRASSE", "strasse", "Ærø", "ærø", "x" * 17, "x" * 16]
+    keys, valid = exact_keys(texts)
+    norm = normalize_exact(texts).to_pylist()
+    for i in range(len(texts)):
+        for j in range(len(texts)):
+            assert (norm[i] == norm[j]) == bool((keys[i] == keys[j]).all()), (texts[i], texts[j])
 
 
-def test_shingle_keys_count_and_order():
-    h = np.array([1, 2, 3, 4, 5, 6, 7, 1, 2], dtype=np.uint64)
-    off = np.array([0, 6, 6, 8, 9])  # 6 words, none, 2 words, 1 word
-    keys, ko = shingle_keys(h, off, 3)
-    assert np.diff(ko).tolist() == [4, 0, 1, 1]
+def test_shingle_keys_count_order_and_words():
+    keys, ko = shingle_keys(["one two three four five six", "", "Seven, ONE!", "x", None, "...", "uno"], 3)
+    assert np.diff(ko).tolist() == [4, 0, 1, 1, 0, 0, 1]
     assert len(set(keys[:4].tolist())) == 4
-    # the 2-word document's one shingle "7 1" differs from the 1-word one and from "1 2 3"
+    # the 2-word document's one shingle "seven one" differs from the 1-word one and from "one two three"
     assert keys[4] != keys[5] and keys[4] not in keys[:4]
-    # the same words in the same order give the same key wherever they stand
-    k2, _ = shingle_keys(np.array([9, 1, 2, 3], dtype=np.uint64), np.array([0, 4]), 3)
-    assert k2[1] == keys[0]
+    # the same words in the same order give the same key wherever they stand, whatever the
+    # case and the punctuation around them; a word is a run of [0-9a-z_], so é separates
+    k2, _ = shingle_keys(["nine One; two THREE", "caf\u00e9 x y", "caf x y"], 3)
+    assert k2[1] == keys[0] and k2[2] == k2[3]
+    # a word longer than 8 bytes is hashed whole (the 9th byte counts)
+    k3, _ = shingle_keys(["abcdefgh1 b c", "abcdefgh2 b c", "abcdefgh1 b c"], 3)
+    assert k3[0] != k3[1] and k3[0] == k3[2]
 
 
 def test_signature_estimate_tracks_exact_jaccard():
@@ -108,3 +116,13 @@ def test_impossible_settings_are_one_line_config_errors(kw, word):
 def test_explicit_bands_divide_num_perm():
     p = lsh_params(5, 112, 14)
     assert (p.bands, p.rows) == (14, 8)
+
+
+def test_band_keys_of_the_signature_pass_are_band_keys64():
+    from datamask.dedup.minhash import band_keys64
+
+    texts, _, _ = planted(n_unrelated=6, n_exact=1, n_near=2)
+    sig, has, bk = signatures(texts + [None, ""], 5, 128, bands=32, rows=4)
+    np.testing.assert_array_equal(bk[has], band_keys64(sig[has], 32, 4))
+    assert (bk[0] == bk[6]).all()  # the exact copy of text 0 shares every band
+    assert bk.shape == (len(texts) + 2, 32) and has.tolist()[-2:] == [False, False]

@@ -38,7 +38,7 @@ def test_dedup_finds_the_cli_groups_across_partitions(planted, address, tmp_path
         )
         == 0
     )
-    cli = pq.read_table(tmp_path / "out" / "_datamask" / "dedup" / "groups.parquet").to_pandas()
+    cli = pq.read_table(tmp_path / "out" / "_datamask" / "dedup" / "groups").to_pandas()
     ddf = dmd.read(d, split_size=30)
     with Count() as c, dask.config.set(scheduler="sync"):
         kept = dmd.dedup(ddf)

@@ -190,17 +190,18 @@ def test_quadmix_params_yaml(tmp_path):
 
 
 def test_baselines_are_selection_methods(dup_corpus):
-    from datamask.methods import REGISTRY
+    from datamask.methods import REGISTRY, select
     from datamask.pipeline.config import SelectConfig
 
     E, _, _, _ = dup_corpus
     q = np.random.default_rng(0).normal(size=len(E))
     cfg = SelectConfig(ratio=0.1, steps=20, prune=0.5)
     for name in ("topk", "random", "semdedup", "quadmix", "greedy", "relaxed"):
-        sel = REGISTRY[name](E, q, cfg, 7, None)
+        assert name in REGISTRY
+        sel = select(E, q, cfg.replace(method=name), 7)
         assert sel.mask.dtype == bool and sel.mask.sum() == 60, name
         assert set(sel.objective) == {"objective", "quality", "diversity"}
-    assert REGISTRY["topk"](E, q, cfg, 7).mask[np.argmax(q)]
+    assert select(E, q, cfg.replace(method="topk"), 7).mask[np.argmax(q)]
 
 
 def test_max_cos_to_earlier_bounds_semdedup(dup_corpus):

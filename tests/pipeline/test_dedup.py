@@ -55,8 +55,8 @@ def test_groups_across_files_and_splits_keep_the_highest_quality_row(corpus, tmp
     assert m["dedup"]["kinds"] == {"exact": {"groups": 7, "removed": 7}, "fuzzy": {"groups": 2, "removed": 2}}
     assert m["dedup"]["quality_column_used"] is True
     assert m["totals"]["rows_out"] == m["totals"]["rows_in"] - 9
-    # groups.parquet names rows by id: a removal can be traced without decoding row numbers
-    g = pq.read_table(tmp_path / "out" / "_datamask" / "dedup" / "groups.parquet").to_pandas()
+    # groups/ names rows by id: a removal can be traced without decoding row numbers
+    g = pq.read_table(tmp_path / "out" / "_datamask" / "dedup" / "groups").to_pandas()
     assert list(g.columns) == ["id", "kept_id", "kind", "group"]
     assert dict(zip(g["id"], g["kept_id"])) == {i: k for i, k in expected.items() if k is not None}
     assert sorted(g["kind"].value_counts().items()) == [("exact", 7), ("fuzzy", 2)]
@@ -133,12 +133,10 @@ def test_impossible_settings_fail_before_any_output(corpus, tmp_path, address, c
     assert not out.exists()
 
 
-def test_semantic_partition_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one_line(fake_cp, monkeypatch):
+def test_semantic_cluster_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one_line(fake_cp, monkeypatch):
     """The GPU branch (numpy standing in for cupy) finds what the CPU branch finds, holding the
     per-GPU lock; an out-of-memory there is one line with the fix for this step."""
     import numpy as np
-    import pandas as pd
-    import pyarrow as pa
 
     from datamask.errors import ConfigError
     from datamask.pipeline import gpu_worker
@@ -147,17 +145,8 @@ def test_semantic_partition_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one
     rng = np.random.default_rng(0)
     E = rng.normal(size=(40, 16)).astype(np.float32)
     E[20:] = E[:20] + 1e-4  # 20 near-copies
-    df = pd.DataFrame(
-        {
-            "doc": np.arange(40),
-            "cluster": np.zeros(40, np.int64),
-            "quality": rng.random(40),
-            "emb": pd.Series(
-                pa.array(list(E), type=pa.list_(pa.float32(), 16)), dtype=pd.ArrowDtype(pa.list_(pa.float32(), 16))
-            ),
-        }
-    )
-    cpu = dedup_semantic._semantic_partition(df, eps=0.01, device="cpu")
+    q, doc = rng.random(40), np.arange(40) * 7
+    cpu = dedup_semantic.cluster_duplicates(E, q, doc, 0.01, "cpu")
     taken = []
     lock = gpu_worker._LOCK
 
@@ -170,11 +159,10 @@ def test_semantic_partition_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one
             return lock.release()
 
     monkeypatch.setattr(gpu_worker, "_LOCK", Spy())
-    gpu = dedup_semantic._semantic_partition(df, eps=0.01, device="gpu")
-    assert taken == ["lock"] and len(cpu) == 20
-    pd.testing.assert_frame_equal(
-        gpu.sort_values("doc").reset_index(drop=True), cpu.sort_values("doc").reset_index(drop=True)
-    )
+    gpu = dedup_semantic.cluster_duplicates(E, q, doc, 0.01, "gpu")
+    assert taken == ["lock"] and len(cpu[0]) == 20
+    np.testing.assert_array_equal(gpu[0], cpu[0])
+    np.testing.assert_array_equal(gpu[1], cpu[1])
 
     class OutOfMemoryError(MemoryError):
         pass
@@ -184,7 +172,7 @@ def test_semantic_partition_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one
 
     monkeypatch.setattr("datamask.dedup.semantic.semantic_duplicates", oom)
     with pytest.raises(ConfigError) as e:
-        dedup_semantic._semantic_partition(df, eps=0.01, device="gpu")
+        dedup_semantic.cluster_duplicates(E, q, doc, 0.01, "gpu")
     msg = str(e.value)
     assert "semantic dedup of 40 rows: the GPU ran out of memory" in msg and "raise --n-clusters" in msg
     assert "\n" not in msg

@@ -1,18 +1,18 @@
 """``datamask dedup``: exact, fuzzy (MinHash-LSH) and semantic duplicates across the corpus.
 
-Runs on :func:`~datamask.pipeline.runner.run_stage`. Duplicates span splits and files, so
-the groups are found once for the whole corpus, in the stage's setup
-(:mod:`.dedup_groups`), and stored in ``_datamask/dedup/``; a resumed run filters every
-split with the same groups. Then, per split (the runner's resumable pass): the kept rows,
-or with ``keep_all`` every row and a ``duplicate_of`` column (the kept row's id; null for
-kept rows). The manifest's ``dedup`` key holds, per kind, the groups found and the rows
-removed, and a few example groups with their texts (shown by ``datamask report``).
+A :class:`~datamask.pipeline.stages.base.SplitStage`. Duplicates span splits and files, so
+the groups are found once for the whole corpus, in :meth:`DedupStage.setup`, by resumable
+passes of Dask tasks (:mod:`.dedup_groups`) that keep everything in ``_datamask/dedup/``; a
+resumed run filters every split with the same groups. Then, per split (:meth:`DedupStage.process`,
+which reads the split's ``removed/<split>.parquet``): the kept rows, or with ``keep_all``
+every row and a ``duplicate_of`` column (the kept row's id; null for kept rows). The
+manifest's ``dedup`` key holds, per kind, the groups found and the rows removed, what each
+pass took, and a few example groups with their texts (shown by ``datamask report``).
 """
 
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pyarrow as pa
@@ -20,87 +20,17 @@ import pyarrow as pa
 from ...dedup.deduplicator import parse_kinds
 from ...dedup.minhash import lsh_params
 from ..io import read_parquet_table
-from ..runner import StageRun, finish_split, plan_splits, resolve_io, split_record
 from ..text_config import DedupConfig
-from .base import Stage, split_runs
-from .dedup_groups import DEDUP_DIR, GROUPS_FILE, REMOVED_FILE, SUMMARY_FILE, find_groups
+from .base import SplitStage, split_runs
+from .dedup_groups import DEDUP_DIR, REMOVED_DIR, SUMMARY_FILE, find_groups
 from .dedup_read import DedupColumns, doc_range, file_ranks
 
-__all__ = ["DedupStage", "run_dedup", "plan_dedup", "DUPLICATE_OF"]
+__all__ = ["DedupStage", "run_dedup", "DUPLICATE_OF"]
 
 DUPLICATE_OF = "duplicate_of"
 
 
-# ---------------------------------------------------------------------- per split
-def _dedup_partition(df, partition_info=None, *, splits, out_root, cfg, ranks, groups_file):
-    from ..frames import to_table
-
-    t0 = time.perf_counter()
-    s = splits[partition_info["number"]]
-    table = to_table(df)
-    del df
-    lo, hi = doc_range(s, ranks)
-    g = read_parquet_table(groups_file, filters=[("doc", ">=", int(lo)), ("doc", "<", int(hi))])
-    rows = (g.column("doc").to_numpy() - lo).astype(np.int64)
-    kinds = g.column("kind").to_pylist()
-    n = table.num_rows
-    if cfg.keep_all:
-        vals = np.full(n, None, dtype=object)
-        vals[rows] = g.column("kept_id").to_pylist()
-        id_type = table.schema.field(cfg.id_column).type
-        col = pa.array(vals.tolist(), type=id_type)
-        if DUPLICATE_OF in table.schema.names:
-            table = table.drop_columns([DUPLICATE_OF])
-        table = table.append_column(DUPLICATE_OF, col)
-    else:
-        keep = np.ones(n, dtype=bool)
-        keep[rows] = False
-        table = table.filter(pa.array(keep))
-    rec = split_record(s, n)
-    rec.update(
-        rows_out=table.num_rows if not cfg.keep_all else n - len(rows),
-        removed={k: kinds.count(k) for k in sorted(set(kinds))},
-        null_texts=int(table.column(cfg.text_column).null_count),
-    )
-    return finish_split(table, out_root, rec, t0=t0)
-
-
-def _totals(parts):
-    removed = {}
-    for r in parts:
-        for k, v in r.get("removed", {}).items():
-            removed[k] = removed.get(k, 0) + v
-    return {"removed": removed, "null_texts": int(sum(r.get("null_texts", 0) for r in parts))}
-
-
-def plan_dedup(cfg) -> StageRun:
-    """``datamask dedup`` of ``cfg`` (a :class:`~datamask.pipeline.text_config.DedupConfig`) as a :class:`StageRun`."""
-    cfg = resolve_io(cfg, "dedup")
-    kinds = parse_kinds(cfg.kind)
-    params = lsh_params(cfg.ngram, cfg.num_perm, cfg.bands, cfg.threshold)
-    cols = DedupColumns(cfg.id_column, cfg.text_column, cfg.embedding_column if "semantic" in kinds else None)
-    plan = plan_splits(cfg, cols)
-    ranks = file_ranks(plan)
-
-    def setup(client, pending, out):
-        where = out.state / DEDUP_DIR
-        if not ((where / GROUPS_FILE).exists() and (where / REMOVED_FILE).exists()):
-            find_groups(client, plan, cols, ranks, kinds, params, cfg, plan.device, where)
-        return {"groups_file": str(where / REMOVED_FILE)}
-
-    return StageRun(
-        "dedup",
-        plan,
-        cols,
-        _dedup_partition,
-        kwargs=dict(cfg=cfg, ranks=ranks, groups_file=None),
-        setup=setup,
-        totals=_totals,
-        extra=lambda out: {"dedup": json.loads((out.state / DEDUP_DIR / SUMMARY_FILE).read_text())},
-    )
-
-
-class DedupStage(Stage):
+class DedupStage(SplitStage):
     name = "dedup"
     config = DedupConfig
     help = "remove exact, fuzzy (MinHash-LSH) and semantic duplicates across the whole corpus"
@@ -120,7 +50,56 @@ class DedupStage(Stage):
     output_help = "output directory (data/, manifest.json, report/)"
     report = True
 
-    plan = staticmethod(plan_dedup)
+    summed = ("null_texts",)
+
+    removed_dir = None  # _datamask/dedup/removed (setup)
+
+    def columns(self, cfg):  # id and text, and the embeddings for the semantic kind
+        semantic = "semantic" in parse_kinds(cfg.kind)
+        return DedupColumns(cfg.id_column, cfg.text_column, cfg.embedding_column if semantic else None)
+
+    def prepare(self, cfg):
+        super().prepare(cfg)
+        self.kinds = parse_kinds(self.cfg.kind)
+        self.params = lsh_params(self.cfg.ngram, self.cfg.num_perm, self.cfg.bands, self.cfg.threshold)
+        self.ranks = file_ranks(self.plan_)
+
+    def setup(self, client, pending, out):
+        where = out.state / DEDUP_DIR
+        if not (where / SUMMARY_FILE).exists():
+            find_groups(
+                client, self.plan_, self.cols, self.ranks, self.kinds, self.params, self.cfg, self.plan_.device, where
+            )
+        self.removed_dir = str(where / REMOVED_DIR)
+
+    def process(self, table, split):
+        cfg, n = self.cfg, table.num_rows
+        g = read_parquet_table(f"{self.removed_dir}/{split.name}.parquet")
+        rows = (g.column("doc").to_numpy() - doc_range(split, self.ranks)[0]).astype(np.int64)
+        kinds = g.column("kind").to_pylist()
+        own = {"removed": {k: kinds.count(k) for k in sorted(set(kinds))}}
+        own["null_texts"] = int(table.column(cfg.text_column).null_count)
+        if cfg.keep_all:
+            vals = np.full(n, None, dtype=object)
+            vals[rows] = g.column("kept_id").to_pylist()
+            if DUPLICATE_OF in table.schema.names:
+                table = table.drop_columns([DUPLICATE_OF])
+            id_type = table.schema.field(cfg.id_column).type
+            own["rows_out"] = n - len(rows)
+            return table.append_column(DUPLICATE_OF, pa.array(vals.tolist(), type=id_type)), own
+        keep = np.ones(n, dtype=bool)
+        keep[rows] = False
+        return table.filter(pa.array(keep)), own
+
+    def totals(self, records):
+        removed = {}
+        for r in records:
+            for k, v in r.get("removed", {}).items():
+                removed[k] = removed.get(k, 0) + v
+        return {**super().totals(records), "removed": removed}
+
+    def extra(self, out):
+        return {"dedup": json.loads((out.state / DEDUP_DIR / SUMMARY_FILE).read_text())}
 
     def summary(self, manifest, out):
         t = manifest["totals"]

@@ -17,6 +17,7 @@ from ...errors import DataError
 from ..io import Split, read_split
 from ..runner import ProgressBars
 from ..schema import TextColumns
+from ..storage import open_file
 
 __all__ = [
     "ROW_BITS",
@@ -30,6 +31,7 @@ __all__ = [
     "docs_in_split",
     "per_split",
     "gather",
+    "iter_batches",
 ]
 
 ROW_BITS = 40  # document number = file rank << 40 | row
@@ -121,10 +123,47 @@ def gather(client, frames, desc, quiet, n):
             if fut.status == "error":
                 raise fut.exception()
             parts.append(fut.result())
-            bars.partition_done(None)
+            bars.split_done(None)
     except BaseException:
         client.cancel(futures)
         raise
     finally:
         bars.close()
     return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def iter_batches(s: Split, columns, batch_rows: int):
+    """The split's rows ``batch_rows`` at a time, only ``columns`` (those present): a Parquet
+    file is read row group by row group, so memory is one batch, whatever the split size."""
+    import pyarrow.parquet as pq
+
+    if s.fmt != "parquet":
+        table = read_split(s, TextColumns(columns[0], columns[1]))
+        table = table.select([c for c in columns if c in table.schema.names])
+        for lo in range(0, table.num_rows, batch_rows):
+            yield table.slice(lo, batch_rows)
+        return
+    try:
+        with open_file(s.path, "rb") as fh:
+            pf = pq.ParquetFile(fh)
+            groups, first, offset = [], None, 0
+            for i in range(pf.metadata.num_row_groups):
+                n = pf.metadata.row_group(i).num_rows
+                if offset < s.stop and offset + n > s.start:
+                    groups.append(i)
+                    first = offset if first is None else first
+                offset += n
+            names = [c for c in columns if c in pf.schema_arrow.names]
+            pos, seen = first or 0, 0
+            for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups, columns=names):
+                lo, hi = max(s.start - pos, 0), min(s.stop - pos, batch.num_rows)
+                pos += batch.num_rows
+                if hi > lo:
+                    seen += hi - lo
+                    yield pa.Table.from_batches([batch.slice(lo, hi - lo)])
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(
+            f"{s.where()}: cannot read ({str(e).strip().splitlines()[0][:200]}); replace or remove the file"
+        ) from None
+    if seen != s.rows:
+        raise DataError(f"{s.where()}: file has changed during the run (read {seen + s.start} rows of {s.stop})")

@@ -1,22 +1,61 @@
-"""Semantic duplicates for ``datamask dedup --kind semantic`` (step 4 of :mod:`.dedup_groups`).
+"""Semantic duplicates for ``datamask dedup --kind semantic``: SemDeDup one cluster at a time.
 
-Per split, the embeddings of the rows the exact and fuzzy steps kept, with their cluster (the
-domain column, or k-means fitted on a sample of the corpus); a Dask shuffle on the cluster;
-the SemDeDup kernel per cluster, highest quality kept.
+Passes (:mod:`.dedup_exchange`), after the exact and fuzzy ones:
+
+* clusters: the cluster column's values (``clusters``, per split: the distinct values; the
+  client numbers them, O(clusters)), or k-means fitted on a sample of the corpus
+  (``KMEANS_SAMPLE`` rows gathered to the client);
+* ``semantic-rows`` (per split): the embeddings of the rows the exact and fuzzy kinds kept
+  (null texts left out), each with its quality, routed by cluster: one partition per cluster;
+* ``semantic`` (per cluster): the SemDeDup kernel, highest quality kept
+  (:func:`~datamask.dedup.semantic.semantic_duplicates`); the removed documents routed by
+  their split.
+
+A task of the last pass holds one cluster's embeddings: the memory of a worker is bounded by
+the largest cluster (rows x dimension x 4 bytes, plus the kernel's ``block x chunk`` tile),
+whatever the corpus size; raise ``--n-clusters`` to shrink it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from ..io import Split, read_split
-from .dedup_read import column_names, document_numbers, gather, per_split, read_quality
+from ..storage import location
+from .dedup_cc import REMOVED_SCHEMA
+from .dedup_exchange import read_part, split_of, write_routed
+from .dedup_read import column_names, document_numbers, gather, read_quality
 
-__all__ = ["semantic_groups"]
+__all__ = ["SemCtx", "semantic_groups", "cluster_duplicates", "KMEANS_SAMPLE"]
 
-KMEANS_SAMPLE = 50_000  # rows of the corpus sampled to fit k-means when there is no domain column
+KMEANS_SAMPLE = 50_000  # rows of the corpus sampled to fit k-means when there is no cluster column
+
+
+@dataclass
+class SemCtx:
+    root: str
+    splits: list
+    bounds: np.ndarray
+    ranks: dict
+    cols: object  # DedupColumns (with the embedding column)
+    quality_column: str
+    domain_column: str
+    eps: float = 0.05
+    device: str = "cpu"
+    text_removed: list = None  # files of the documents the text kinds removed, routed by their split
+    centroids: object = None  # (k, d) k-means centroids, or None with a cluster column
+    codes: object = None  # sorted hash codes of the cluster values (with a cluster column)
+
+    def file(self, folder: str, i: int) -> str:
+        return str(location(self.root) / folder / f"{i:06d}.parquet")
+
+    @property
+    def n_clusters(self) -> int:
+        return len(self.codes) if self.centroids is None else len(self.centroids)
 
 
 def _cluster_codes(values) -> np.ndarray:
@@ -24,58 +63,70 @@ def _cluster_codes(values) -> np.ndarray:
     return pd.util.hash_array(np.asarray(values, dtype=object), categorize=True).view(np.int64)
 
 
-def _semantic_rows(s: Split, removed, *, cols, ranks, quality_column, domain_column, centroids):
+def _values_task(i: int, ctx: SemCtx) -> dict:
+    table = read_split(ctx.splits[i], ctx.cols)
+    return {"codes": np.unique(_cluster_codes(table.column(ctx.domain_column).to_pylist())).tolist()}
+
+
+def _rows_task(i: int, ctx: SemCtx) -> dict:
+    """``semantic-rows`` for split ``i``."""
     from ...core.kmeans import assign
     from ..schema import embedding_matrix
 
-    table = read_split(s, cols)
-    doc = document_numbers(s, ranks)
-    live = ~np.isin(doc, removed) & ~np.asarray(table.column(cols.text).is_null().to_numpy(zero_copy_only=False))
+    s = ctx.splits[i]
+    table = read_split(s, ctx.cols)
+    doc = document_numbers(s, ctx.ranks)
+    gone = read_part(ctx.text_removed, i, len(ctx.splits), REMOVED_SCHEMA, columns=["doc"]).column("doc")
+    live = ~np.isin(doc, gone.to_numpy()) & ~np.asarray(table.column(ctx.cols.text).is_null().to_numpy(False))
     table = table.filter(pa.array(live))
-    E = embedding_matrix(table.column(cols.embedding), s.where(), cols.embedding, s.start)
-    if centroids is None:
-        cl = _cluster_codes(table.column(domain_column).to_pylist())
+    E = embedding_matrix(table.column(ctx.cols.embedding), s.where(), ctx.cols.embedding, s.start)
+    if ctx.centroids is None:
+        cl = np.searchsorted(ctx.codes, _cluster_codes(table.column(ctx.domain_column).to_pylist()))
     else:
-        cl = np.asarray(assign(E, centroids)[0]).astype(np.int64)
-    q = read_quality(table, quality_column)
-    n = table.num_rows
-    return pd.DataFrame(
+        cl = np.asarray(assign(E, ctx.centroids)[0]).astype(np.int64)
+    q = read_quality(table, ctx.quality_column)
+    rows = pa.table(
         {
             "doc": doc[live],
-            "cluster": cl,
-            "quality": q if q is not None else np.full(n, np.nan),
-            "emb": pd.Series(
-                table.column(cols.embedding).combine_chunks(),
-                dtype=pd.ArrowDtype(table.schema.field(cols.embedding).type),
-            )
-            if n
-            else pd.Series([], dtype=pd.ArrowDtype(table.schema.field(cols.embedding).type)),
+            "quality": q if q is not None else np.full(table.num_rows, np.nan),
+            "emb": pa.FixedSizeListArray.from_arrays(
+                pa.array(np.ascontiguousarray(E, np.float32).reshape(-1)), E.shape[1]
+            ),
         }
     )
+    write_routed(ctx.file("semantic-rows", i), rows, cl, ctx.n_clusters)
+    return {"rows": int(table.num_rows)}
 
 
-def _semantic_partition(df, *, eps, device):
+def cluster_duplicates(E, quality, doc, eps: float, device: str):
+    """SemDeDup of one cluster's rows: ``(removed, kept)`` document numbers. On a GPU: the
+    per-GPU lock (one cluster on the device at a time) and a one-line out-of-memory."""
     from ...dedup.semantic import semantic_duplicates
     from ..gpu import CPU, Level
     from ..gpu_worker import DeviceWork, device_array
-    from ..schema import embedding_matrix
 
-    if len(df) == 0:
-        return pd.DataFrame({"doc": np.zeros(0, np.int64), "kept": np.zeros(0, np.int64)})
-    E = embedding_matrix(pa.array(df["emb"]), "semantic dedup", "embedding")
-    # on a GPU: the per-GPU lock (one partition on the device at a time) and a one-line OOM
+    n = E.shape[0]
     level = Level("cuda", arrays="cupy") if device == "gpu" else CPU
-    with DeviceWork(
-        level,
-        f"semantic dedup of {len(df):,} rows",
-        len(df),
-        data_bytes=E.nbytes,
-        flag="raise --n-clusters (smaller clusters per split)",
-    ):
-        r, k, _ = semantic_duplicates(
-            device_array(E, level), df["cluster"].to_numpy(), df["quality"].to_numpy(), eps, doc=df["doc"].to_numpy()
-        )
-    return pd.DataFrame({"doc": r, "kept": k})
+    with DeviceWork(level, f"semantic dedup of {n:,} rows", n, data_bytes=E.nbytes, flag="raise --n-clusters"):
+        r, k, _ = semantic_duplicates(device_array(E, level), np.zeros(n, np.int64), quality, eps, doc=doc)
+    return r, k
+
+
+def _cluster_task(c: int, ctx: SemCtx) -> dict:
+    """``semantic`` for cluster ``c``: its removed documents, routed by split."""
+    from ..schema import embedding_matrix
+    from .dedup_cc import _examples
+
+    files = [ctx.file("semantic-rows", i) for i in range(len(ctx.splits))]
+    t = read_part(files, c, ctx.n_clusters, None)
+    r = k = np.zeros(0, np.int64)
+    if t.num_rows:
+        E = embedding_matrix(t.column("emb"), "semantic dedup", "embedding")
+        r, k = cluster_duplicates(E, t.column("quality").to_numpy(), t.column("doc").to_numpy(), ctx.eps, ctx.device)
+    kind = np.full(r.shape[0], 2, np.int8)
+    out = pa.table({"doc": r, "kept": k, "kind": kind}, schema=REMOVED_SCHEMA)
+    write_routed(ctx.file("semantic", c), out, split_of(r, ctx.bounds), len(ctx.splits))
+    return {"removed": int(r.shape[0]), "groups": int(np.unique(k).shape[0]), "examples": _examples(k, r, kind)}
 
 
 def _sample_rows(s: Split, n, *, cols):
@@ -88,62 +139,45 @@ def _sample_rows(s: Split, n, *, cols):
     return pd.DataFrame({"i": np.arange(E.shape[0]), "emb": list(E)})
 
 
-def semantic_groups(client, plan, cols, ranks, cfg, removed, device):
-    """Removed documents and their kept ones, by SemDeDup within clusters."""
+def _centroids(client, plan, cols, cfg):
+    """k-means on a sample of at most ``KMEANS_SAMPLE`` rows of the corpus."""
     import dask
     import dask.dataframe as dd
 
     from ...core.kmeans import fit_kmeans
     from ...dedup.semantic import default_n_clusters
 
-    first = plan.splits[0]
-    centroids = None
-    if cfg.domain_column not in column_names(plan, cols):
-        per = min(1.0, KMEANS_SAMPLE * 1.0 / plan.n_rows)  # a sample, never more than every row
-        counts = [min(s.rows, max(1, int(round(per * s.rows)))) for s in plan.splits]
-        with dask.config.set({"dataframe.convert-string": False}):
-            sample = dd.from_map(
-                _sample_rows,
-                plan.splits,
-                counts,
-                cols=cols,
-                meta=pd.DataFrame({"i": np.zeros(0, np.int64), "emb": pd.Series([], dtype=object)}),
-                enforce_metadata=False,
-            )
-        got = gather(client, sample, "dedup k-means sample", cfg.quiet, len(plan.splits))
-        E = np.stack(got["emb"].to_list()).astype(np.float32)
-        k = min(int(cfg.n_clusters or default_n_clusters(plan.n_rows)), E.shape[0])
-        centroids = np.asarray(fit_kmeans(E, k, seed=int(cfg.seed)))
-    first_rows = _semantic_rows(
-        Split(first.path, first.rel, first.fmt, first.start, first.start),
-        removed[:0],
-        cols=cols,
-        ranks=ranks,
-        quality_column=cfg.quality_column,
-        domain_column=cfg.domain_column,
-        centroids=centroids,
-    )
-    rows = per_split(
-        _semantic_rows,
-        plan,
-        ranks,
-        removed,
-        first_rows.iloc[:0],
-        cols=cols,
-        quality_column=cfg.quality_column,
-        domain_column=cfg.domain_column,
-        centroids=centroids,
-    )
-    n = rows.npartitions
+    per = min(1.0, KMEANS_SAMPLE * 1.0 / plan.n_rows)  # a sample, never more than every row
+    counts = [min(s.rows, max(1, int(round(per * s.rows)))) for s in plan.splits]
     with dask.config.set({"dataframe.convert-string": False}):
-        # tasks: the p2p shuffle cannot carry a fixed-size-list column
-        groups = rows.shuffle(on="cluster", npartitions=n, shuffle_method="tasks").map_partitions(
-            _semantic_partition,
-            eps=float(cfg.eps),
-            device=device,
-            meta=pd.DataFrame({"doc": np.zeros(0, np.int64), "kept": np.zeros(0, np.int64)}),
+        sample = dd.from_map(
+            _sample_rows,
+            plan.splits,
+            counts,
+            cols=cols,
+            meta=pd.DataFrame({"i": np.zeros(0, np.int64), "emb": pd.Series([], dtype=object)}),
             enforce_metadata=False,
         )
-    out = gather(client, groups, "dedup semantic", cfg.quiet, n)
-    r, k = out["doc"].to_numpy(np.int64), out["kept"].to_numpy(np.int64)
-    return r, k, int(np.unique(k).shape[0])
+    got = gather(client, sample, "dedup k-means sample", cfg.quiet, len(plan.splits))
+    E = np.stack(got["emb"].to_list()).astype(np.float32)
+    k = min(int(cfg.n_clusters or default_n_clusters(plan.n_rows)), E.shape[0])
+    return np.asarray(fit_kmeans(E, k, seed=int(cfg.seed)))
+
+
+def semantic_groups(passes, ctx: SemCtx, plan, cfg) -> dict:
+    """Run the semantic passes (module doc); the removed documents are in ``semantic/``."""
+    n = len(ctx.splits)
+    if cfg.domain_column in column_names(plan, ctx.cols):
+        got = passes.run("clusters", _values_task, range(n), passes.scatter(ctx), desc="dedup clusters")
+        ctx.codes = np.unique(np.array([c for r in got for c in r["codes"]], dtype=np.int64))
+    else:
+        ctx.centroids = _centroids(passes.client, plan, ctx.cols, cfg)
+    ref = passes.scatter(ctx)
+    passes.run("semantic-rows", _rows_task, range(n), ref, desc="dedup semantic rows")
+    res = passes.run("semantic", _cluster_task, range(ctx.n_clusters), ref, desc="dedup semantic")
+    return {
+        "removed": sum(r["removed"] for r in res),
+        "groups": sum(r["groups"] for r in res),
+        "examples": [e for r in res for e in r["examples"]],
+        "n_clusters": ctx.n_clusters,
+    }

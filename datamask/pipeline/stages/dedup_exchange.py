@@ -1,0 +1,233 @@
+"""The files ``datamask dedup`` exchanges between its corpus-wide passes, and the passes themselves.
+
+Every corpus-wide step of the stage is a *pass*: one Dask task per split or per partition,
+each reading its inputs from Parquet under ``_datamask/dedup/`` and writing its outputs
+there, and returning a small dict (counts) to the client. A pass that completed writes
+``<pass>/_done.json`` with those dicts, so a rerun starts at the first pass without one
+(:class:`Passes`); the client holds O(tasks), never a row.
+
+Rows move between passes through *routed files* (a shuffle through the disk, as datatrove
+does): a task writes one Parquet file whose row groups come in rounds of ``n_parts``, row
+group ``r * n_parts + p`` holding the rows bound for partition ``p``
+(:class:`RoutedWriter`); task ``p`` of the next pass reads those row groups of every file
+(:func:`read_part`). Memory per task is one partition's rows, whatever the corpus size.
+Measured against Dask's p2p shuffle in ``benchmarks/dedup_scale.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import uuid
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ...errors import OutputError
+from ..files import write_json_atomic
+from ..storage import Remote, location, open_file, rmtree
+
+__all__ = [
+    "RoutedWriter",
+    "write_routed",
+    "read_part",
+    "take_rows",
+    "hash_part",
+    "split_of",
+    "Passes",
+    "FLUSH_ROWS",
+]
+
+FLUSH_ROWS = 4_000_000  # rows a RoutedWriter buffers before writing a round of row groups
+DONE = "_done.json"
+
+
+def hash_part(x, n_parts: int) -> np.ndarray:
+    """Partition of each int64 value: a mix of its bits modulo ``n_parts``."""
+    x = np.asarray(x).view(np.uint64) if np.asarray(x).dtype == np.int64 else np.asarray(x, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        h = (x ^ (x >> np.uint64(31))) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    return (h % np.uint64(n_parts)).astype(np.int64)
+
+
+def split_of(doc, bounds) -> np.ndarray:
+    """Index of the split holding each document (``bounds``: each split's first number, sorted)."""
+    return np.searchsorted(bounds, np.asarray(doc, dtype=np.int64), side="right") - 1
+
+
+@contextlib.contextmanager
+def _atomic(path):
+    """A binary file object whose contents appear at ``path`` whole, or not at all."""
+    loc = location(path)
+    if isinstance(loc, Remote):
+        with loc.open("wb") as fh:  # an object store shows an upload only when it completes
+            yield fh
+        return
+    loc.parent.mkdir(parents=True, exist_ok=True)
+    tmp = loc.with_name(f".{loc.name}.tmp-{uuid.uuid4().hex[:12]}")
+    try:
+        with open(tmp, "wb") as fh:
+            yield fh
+        os.replace(tmp, loc)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class RoutedWriter:
+    """A routed file (module doc) written whole or not at all: ``add(table, part)`` buffers
+    rows with their partition; every ``flush_rows`` rows, and at ``close``, a round of
+    ``n_parts`` row groups is written (empty ones included)."""
+
+    def __init__(self, path, schema: pa.Schema, n_parts: int, flush_rows: int = FLUSH_ROWS):
+        self.path, self.schema, self.n_parts, self.flush_rows = path, schema, int(n_parts), flush_rows
+        self._tables, self._parts, self._rows = [], [], 0
+        self._cm = self._fh = self._writer = None
+
+    def __enter__(self):
+        self._cm = _atomic(self.path)
+        self._fh = self._cm.__enter__()
+        self._writer = pq.ParquetWriter(self._fh, self.schema, compression="none", use_dictionary=False)
+        return self
+
+    def add(self, table: pa.Table, part):
+        self._tables.append(table.select(self.schema.names).cast(self.schema))
+        self._parts.append(np.asarray(part, dtype=np.int64))
+        self._rows += table.num_rows
+        if self._rows >= self.flush_rows:
+            self._flush()
+
+    def _flush(self):
+        table = pa.concat_tables(self._tables) if self._tables else self.schema.empty_table()
+        part = np.concatenate(self._parts) if self._parts else np.zeros(0, np.int64)
+        order = np.argsort(part, kind="stable")
+        table = table.take(pa.array(order))
+        ends = np.cumsum(np.bincount(part, minlength=self.n_parts))
+        start = 0
+        for p in range(self.n_parts):
+            n = int(ends[p]) - start
+            self._writer.write_table(table.slice(start, n), row_group_size=max(n, 1))
+            start += n
+        self._tables, self._parts, self._rows = [], [], 0
+
+    def __exit__(self, kind, exc, tb):
+        try:
+            if kind is None:
+                self._flush()
+            self._writer.close()
+        finally:
+            try:
+                self._cm.__exit__(kind, exc, tb)
+            except OSError as e:
+                raise OutputError(f"cannot write {self.path} ({e}); check space and permissions") from None
+        return False
+
+
+def write_routed(path, table: pa.Table, part, n_parts: int):
+    """``table`` as a routed file of one round (``part``: each row's partition)."""
+    with RoutedWriter(path, table.schema, n_parts, flush_rows=1 << 62) as w:
+        w.add(table, part)
+
+
+def read_part(paths, p: int, n_parts: int, schema: pa.Schema, columns=None) -> pa.Table:
+    """The rows of partition ``p`` in the routed files ``paths``, in file order."""
+    parts = []
+    for path in paths:
+        with open_file(path, "rb") as fh:
+            pf = pq.ParquetFile(fh)
+            groups = list(range(p, pf.metadata.num_row_groups, n_parts))
+            if groups:
+                parts.append(pf.read_row_groups(groups, columns=columns))
+    if not parts:
+        return pa.schema([schema.field(c) for c in (columns or schema.names)]).empty_table()
+    return pa.concat_tables(parts)
+
+
+def take_rows(path, rows, columns) -> pa.Table:
+    """Rows ``rows`` (sorted, unique, 0-based) of a Parquet file, reading only the row groups
+    that hold one."""
+    rows = np.asarray(rows, dtype=np.int64)
+    out = []
+    with open_file(path, "rb") as fh:
+        pf = pq.ParquetFile(fh)
+        start = 0
+        for g in range(pf.metadata.num_row_groups):
+            n = pf.metadata.row_group(g).num_rows
+            lo, hi = np.searchsorted(rows, [start, start + n])
+            if hi > lo:
+                out.append(pf.read_row_group(g, columns=columns).take(pa.array(rows[lo:hi] - start)))
+            start += n
+        schema = pf.schema_arrow
+    if not out:
+        return pa.schema([schema.field(c) for c in columns]).empty_table()
+    return pa.concat_tables(out)
+
+
+class Passes:
+    """The corpus-wide passes of one run, resumable at the first one not done.
+
+    ``root``: ``_datamask/dedup``. :meth:`run` runs a pass (or, when its ``_done.json``
+    exists and every earlier pass was reused, returns what it recorded); ``timings`` and
+    ``reused`` say what this run did, for the manifest."""
+
+    def __init__(self, client, root, quiet: bool):
+        self.client, self.root, self.quiet = client, location(root), quiet
+        self.reuse = True  # until a pass has to run: then every later pass runs too
+        self.timings, self.reused = {}, []
+
+    def folder(self, name):
+        return self.root / name
+
+    def done(self, name):
+        path = self.folder(name) / DONE
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def run(self, name: str, fn, items, ctx, desc: str | None = None) -> list:
+        """``fn(item, ctx)`` for every item, as Dask tasks; their dicts, in item order."""
+        from distributed import as_completed
+
+        from ..runner import ProgressBars
+
+        got = self.done(name) if self.reuse else None
+        if got is not None:
+            self.reused.append(name)
+            return got["results"]
+        self.reuse = False
+        rmtree(self.folder(name))
+        t0 = time.perf_counter()
+        items = list(items)
+        token = uuid.uuid4().hex[:8]
+        futures = self.client.map(fn, items, ctx=ctx, key=[f"dedup-{name}-{i}-{token}" for i in range(len(items))])
+        index = {f.key: i for i, f in enumerate(futures)}
+        results = [None] * len(items)
+        bars = ProgressBars(self.client, len(items), 0, len(items), self.quiet, desc=desc or f"dedup {name}")
+        try:
+            for fut in as_completed(futures, loop=self.client.loop):
+                if fut.status == "error":
+                    raise fut.exception()
+                results[index[fut.key]] = fut.result()
+                bars.split_done(None)
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+        finally:
+            bars.close()
+        self.timings[name] = round(time.perf_counter() - t0, 3)
+        write_json_atomic({"results": results, "seconds": self.timings[name]}, self.folder(name) / DONE)
+        return results
+
+    def free(self, name: str):
+        """Delete the files of a pass whose readers are all done, keeping its record (so a
+        rerun still starts after it)."""
+        for path in self.folder(name).iterdir():
+            if path.name != DONE:
+                rmtree(path) if path.is_dir() else path.unlink()
+
+    def scatter(self, ctx):
+        """``ctx`` sent to every worker once (each task receives it by reference)."""
+        return self.client.scatter([ctx], broadcast=True, hash=False)[0]  # a list: a dict is one object
