@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...pipeline.output import n_splits, split_records
+from ...pipeline.output import n_splits, split_named, split_records
 from ...pipeline.storage import is_url, location, open_file
 
 __all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load_proxy_lm", "load_search", "load"]
@@ -23,7 +23,7 @@ class ReportData:
     corpus : DataFrame with ``quality`` and, when known, ``n_tokens`` and ``cluster``
         (one row per corpus document, or a large sample)
     selections : DataFrame with ``method`` and the same columns, one row per selected doc
-    history : DataFrame ``method, partition, step, objective, quality, diversity`` or None
+    history : DataFrame ``method, split, step, objective, quality, diversity`` or None
     table : DataFrame indexed by method (comparison metrics) or None
     cluster_stats : DataFrame from :func:`datamask.analysis.cluster_stats.cluster_stats` or None
     sample : DataFrame with ``selected_<method>`` bool columns, rows of ``sample_embedding``
@@ -74,8 +74,8 @@ def load_compare(directory) -> ReportData:
     table = _read(d / "compare.csv", pd.read_csv, index_col="method")
     return ReportData(
         corpus=_read(d / "corpus_stats.parquet", pd.read_parquet),
-        selections=_read(d / "selections.parquet", pd.read_parquet),
-        history=opt("history.parquet"),
+        selections=split_named(_read(d / "selections.parquet", pd.read_parquet)),
+        history=None if (h := opt("history.parquet")) is None else split_named(h),
         table=table,
         cluster_stats=opt("cluster_stats.parquet"),
         sample=opt("sample.parquet"),
@@ -177,7 +177,7 @@ def load_select(directory, sample_rows=2000) -> ReportData:
     hist = []
     for p in split_records(man):
         for h in p.get("history") or []:
-            hist.append(dict(h, method=method, partition=p["name"]))
+            hist.append(dict(h, method=method, split=p["name"]))
     history = pd.DataFrame(hist) if hist else None
     table = None
     parts = [p for p in split_records(man) if p.get("after")]
