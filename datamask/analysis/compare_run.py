@@ -21,8 +21,8 @@ from .compare import ALL_METHODS, compare_arrays, summarise
 
 __all__ = ["run_compare", "SPLITS_FILE", "SPLIT_COLUMN"]
 
-SPLITS_FILE = "compare_partitions.csv"  # one row per method and split
-SPLIT_COLUMN = "partition"  # the column naming the split in the files compare writes
+SPLITS_FILE = "compare_splits.csv"  # one row per method and split (0.3: compare_partitions.csv)
+SPLIT_COLUMN = "split"  # the column naming the split in the files compare writes (0.3: partition)
 
 
 @dataclass
@@ -172,7 +172,7 @@ def run_compare(
     are read from ``cfg`` (a ``CompareConfig``; a ``SelectConfig`` takes compare's defaults);
     ``k`` and ``cluster_column``, their 0.3 names, warn.
 
-    Writes ``compare.csv`` (the summary table), ``compare_partitions.csv`` (per split),
+    Writes ``compare.csv`` (the summary table), ``compare_splits.csv`` (per split),
     ``selections.parquet`` (id, quality, n_tokens, cluster of each selected row per method),
     ``history.parquet`` (DATAMASK's trajectory), ``sample.parquet`` and
     ``sample_embedding.npy`` (rows for the projection plot), ``corpus_stats.parquet``

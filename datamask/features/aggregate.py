@@ -308,6 +308,9 @@ def aggregate_frame(
         total += w * comps[c]
     if domain_weights:
         dom = pdf[domain_column]
+        as_text = all(isinstance(d, str) for d in domain_weights) and not pd.api.types.is_string_dtype(dom)
+        if as_text:  # keys from the command line or YAML are text; an integer cluster column matches them as text
+            dom = dom.astype("string")
         for d, dw in domain_weights.items():
             rows = (dom == d).fillna(False).to_numpy(dtype=bool)
             if rows.any():

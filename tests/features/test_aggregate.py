@@ -104,6 +104,17 @@ def test_per_domain_weights(corpus, stats):
     assert np.allclose(out.loc[news, "quality"], normalize(corpus.loc[news, "dclm"], stats["dclm"]), atol=1e-6)
 
 
+def test_per_domain_weights_match_an_integer_domain_column(corpus, stats):
+    """Keys from the command line or YAML are text (``--domain-weights 3=dclm:1``); a cluster column
+    is int32: the rows of cluster 3 still take its weights."""
+    df = corpus.assign(cluster=(np.arange(len(corpus)) % 4).astype(np.int32))
+    out = aggregate_frame(df, {"edu": 1.0}, stats, domain_column="cluster", domain_weights={"3": {"dclm": 1.0}})
+    three = (df["cluster"] == 3).to_numpy()
+    assert three.any() and not three.all()
+    assert np.allclose(out.loc[three, "quality"], normalize(df.loc[three, "dclm"], stats["dclm"]), atol=1e-6)
+    assert np.allclose(out.loc[~three, "quality"], df.loc[~three, "edu"] / 5, atol=1e-6)
+
+
 def test_nan_scores_and_absent_columns_are_clear_errors(corpus, stats):
     bad = corpus.copy()
     bad.loc[17, "dclm"] = np.nan

@@ -184,7 +184,7 @@ def test_compare_at_equal_tokens(skewed, address, tmp_path, capsys):
     table = pd.read_csv(out / "compare.csv", index_col="method")
     assert (table["token_budget"] <= T).all() and (table["tokens"] <= table["token_budget"]).all()
     assert (table["token_budget"] - table["tokens"] < 5 * 50_000).all()  # within one document per split
-    per = pd.read_csv(out / "compare_partitions.csv")
+    per = pd.read_csv(out / "compare_splits.csv")
     assert (per["tokens"] <= per["token_budget"]).all()
     info = json.loads((out / "compare.json").read_text())
     assert info["tokens"]["budget"] == T and set(info["tokens_kept"]) == set(table.index)
