@@ -33,7 +33,7 @@ def test_default_pg_starts_at_the_relaxed_rounding_and_keeps_the_best(crowded):
     assert top_rows(start.logits_, 200) == set(np.flatnonzero(relaxed.mask_).tolist())
     m = DataMask(lam=0.2).fit(E, q)
     # the same rows summed in another order: float64 rounding only
-    assert m.history_[0]["objective"] == pytest.approx(relaxed.objective_["objective"], rel=1e-12)
+    assert m.history_[0]["objective"] == pytest.approx(relaxed.objective_["objective"], rel=1e-6)
     assert m.objective_["objective"] >= m.history_[0]["objective"]  # the best mask is kept
     assert 100 * (m.objective_["objective"] - rand) / gain >= 99.5
     # pg moves the logits: the run is more than the relaxed solver's answer
@@ -77,7 +77,7 @@ def test_relaxed_start_under_a_token_budget_fills_it_and_keeps_the_relaxed_rows(
     relaxed = DataMask(tokens=T, solver="relaxed").fit(E, q, lengths=t)
     m = DataMask(tokens=T, steps=300).fit(E, q, lengths=t)
     assert m.init_ == "relaxed" and m.tokens_ <= T
-    assert m.history_[0]["objective"] == pytest.approx(relaxed.objective_["objective"], rel=1e-12)
+    assert m.history_[0]["objective"] == pytest.approx(relaxed.objective_["objective"], rel=1e-6)
     assert m.objective_["objective"] >= relaxed.objective_["objective"] - 1e-12
 
 

@@ -39,7 +39,8 @@ def test_default_facility_fit_starts_from_stochastic_greedy_near_greedy(corpus):
     assert m.init_ == "stochastic_greedy" and m.logit_range_ == (0.0, 4.0)
     # 99.78% of greedy's gain over a random selection on this corpus (99.2-99.8% on the others tried)
     assert (m.objective_["objective"] - rand) / (greedy - rand) >= 0.99
-    assert m.history_[0]["objective"] == m.objective_["objective"]  # pg did not improve on it here
+    # pg did not improve on it here: the same mask, its objective summed in another order (float32 cosines)
+    assert m.history_[0]["objective"] == pytest.approx(m.objective_["objective"], rel=1e-6)
     t = np.random.default_rng(1).integers(20, 400, size=2000)
     tok = DataMask(diversity="facility", tokens=int(0.1 * t.sum()), steps=100).fit(E, q, lengths=t)
     assert tok.init_ == "quality"  # no stochastic greedy under a token budget
