@@ -134,7 +134,7 @@ def main(argv=None):
     walls = {"search": _cli(*cmd)}
     walls["run"] = _cli("run", out / "recipe.yaml", "--set", f"output={applied}", "--quiet")
     s = json.loads((out / "search.json").read_text())
-    rows = pq.read_metadata(next((applied / "data").glob("*.parquet"))).num_rows
+    rows = sum(pq.read_metadata(f).num_rows for f in sorted((applied / "data").glob("*.parquet")))
     write_markdown(Path(args.out), s, cmd, walls, load, rows, corpus)
 
 
