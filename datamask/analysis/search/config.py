@@ -63,6 +63,11 @@ class SearchConfig(SelectConfig):
         "maximum policy-gradient steps of every trial's selection (select's default scales to 5000-50000; a "
         "trial must select in seconds, and recipe.yaml keeps this value so it selects as the trial did)",
     )
+    text_column: str = _f(
+        "text",
+        "text column: what every proxy model trains on (and counts tokens when no token-count column is present)",
+        group="data",
+    )
     eval: list | None = _f(
         None,
         "evaluation sets (Parquet/JSONL directories or files) every proxy model is judged on; their "
@@ -116,6 +121,11 @@ class SearchConfig(SelectConfig):
         for name in ("trials", "seeds", "candidates", "top"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if float(self.holdout):
+            raise ConfigError(
+                "search sets no holdout aside (its trials select every row); make the evaluation set first, e.g. "
+                "datamask select INPUT SEL --holdout 0.05, and pass --eval SEL/holdout"
+            )
         if int(self.trials) < 4:
             raise ConfigError(f"trials must be >= 4 (the regressor is cross-validated), got {self.trials}")
         if int(self.top) > int(self.candidates):
