@@ -90,6 +90,8 @@ def run_once(code: Path, corpus: str, out: Path, workers: int, split_size: int, 
         "tree_gb": peak.tree / 2**30,
         "kinds": info.get("kinds", {}),
         "passes": info.get("passes", {}).get("seconds", {}),
+        "pass_cpu": info.get("passes", {}).get("cpu_seconds", {}),
+        "split_pass": sum(r.get("wall_seconds", 0) for r in m.get("splits", [])),
         "disk_gb": sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 2**30,
     }
     shutil.rmtree(out, ignore_errors=True)
@@ -225,10 +227,11 @@ def passes_table(rows) -> list:
         names += [n for n in r["passes"] if n not in names]
     if not names:
         return []
-    lines = ["| documents | " + " | ".join(names) + " |", "| ---: |" + " ---: |" * len(names)]
+    lines = ["| documents | " + " | ".join(names) + " | per-split pass |", "| ---: |" + " ---: |" * (len(names) + 1)]
     for r in rows:
         if r["passes"]:
-            lines.append(f"| {r['rows']:,} | " + " | ".join(f"{r['passes'].get(n, 0):.1f}" for n in names) + " |")
+            cells = [f"{r['passes'].get(n, 0):.1f} / {r['pass_cpu'].get(n, 0):.0f}" for n in names]
+            lines.append(f"| {r['rows']:,} | " + " | ".join(cells) + f" | {r['split_pass']:.0f} |")
     return lines
 
 
@@ -270,7 +273,9 @@ def main(argv=None):
         "",
         *table(rows),
         "",
-        "Seconds in each pass of the corpus-wide part (new code; `manifest.json` -> `dedup.passes`):",
+        "Each pass of the corpus-wide part, wall seconds / CPU seconds of the worker processes during its tasks "
+        "(new code; `manifest.json` -> `dedup.passes`), and the per-split pass (filter and write; the splits' "
+        "wall seconds summed over both workers):",
         "",
         *passes_table([r for r in rows if r["code"] == "new"]),
     ]
