@@ -166,3 +166,21 @@ def test_killed_during_components_resumes_from_the_pairs(planted, reference, tmp
     assert _result(out) == _result(reference)
     # the exchanged files are gone once the groups are written; the pairs, labels and groups stay
     assert not list((state / "signatures").rglob("*.parquet")) and list((state / "labels").glob("*.parquet"))
+
+
+def test_semantic_with_a_cluster_column_finds_what_kmeans_finds(planted, tmp_path, address):
+    """One cluster per value of the cluster column (strings here), one task per cluster; the
+    near-identical embeddings are the same pairs whatever the clustering."""
+    import pyarrow as pa
+
+    inp = tmp_path / "in"
+    inp.mkdir()
+    for f in ("a.parquet", "b.parquet"):
+        t = pq.read_table(planted[0] / f)
+        pq.write_table(t.append_column("cluster", pa.array(["all"] * t.num_rows)), inp / f)
+    sem = ("--kind", "semantic", "--eps", "0.01", "--keep-all")
+    assert main(_args(inp, tmp_path / "col", *sem, "--scheduler", address)) == 0
+    assert main(_args(planted[0], tmp_path / "km", *sem, "--n-clusters", "3", "--scheduler", address)) == 0
+    col, km = _result(tmp_path / "col"), _result(tmp_path / "km")
+    assert [{k: v for k, v in r.items() if k != "cluster"} for r in col[0]] == km[0]
+    assert col[1] == km[1] and len(km[1]) == 13  # 9 text copies (their original's vector) and 4 pairs
