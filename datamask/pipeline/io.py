@@ -43,6 +43,7 @@ __all__ = [
     "inspect_file",
     "make_splits",
     "read_split",
+    "split_row_groups",
     "normalize_embedding",
     "write_parquet_atomic",
     "write_json_atomic",
@@ -366,6 +367,19 @@ def make_splits(f: InputFile, n_rows: int, split_size: int) -> list[Split]:
     return [Split(f.path, f.rel, f.fmt, bounds[i], bounds[i + 1], whole=k == 1) for i in range(k)]
 
 
+def split_row_groups(pf, s: Split):
+    """The row groups of Parquet file ``pf`` that hold rows of split ``s``, and the file row
+    where the first of them starts (None without one)."""
+    groups, offset, first = [], 0, None
+    for i in range(pf.metadata.num_row_groups):
+        n = pf.metadata.row_group(i).num_rows
+        if offset < s.stop and offset + n > s.start:
+            groups.append(i)
+            first = offset if first is None else first
+        offset += n
+    return groups, first
+
+
 def read_split(s: Split, cols: Columns) -> pa.Table:
     """Rows ``[start, stop)`` of the split's file as an Arrow table, with the embedding
     column as ``fixed_size_list<float>[d]``."""
@@ -373,13 +387,7 @@ def read_split(s: Split, cols: Columns) -> pa.Table:
         if s.fmt == "parquet":
             with open_file(s.path, "rb") as fh:
                 pf = pq.ParquetFile(fh)
-                groups, offset, first = [], 0, None
-                for i in range(pf.metadata.num_row_groups):
-                    n = pf.metadata.row_group(i).num_rows
-                    if offset < s.stop and offset + n > s.start:
-                        groups.append(i)
-                        first = offset if first is None else first
-                    offset += n
+                groups, first = split_row_groups(pf, s)
                 table = _read_row_groups(pf, groups, cols) if groups else pf.schema_arrow.empty_table()
             table = table.slice(s.start - (first or 0), s.rows)
         else:

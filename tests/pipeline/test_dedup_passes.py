@@ -13,6 +13,7 @@ import pytest
 
 from datamask.cli import main
 from tests.helpers.dedup_data import write_planted
+from tests.helpers.pipeline_data import wait_until
 
 ALL = ("--kind", "exact,fuzzy,semantic", "--eps", "0.01", "--n-clusters", "3", "--keep-all")
 
@@ -132,14 +133,6 @@ def test_chains_settle_over_several_rounds_of_many_partitions(tmp_path, address,
     assert sorted(sorted(by_id[i] for i in g) for g in groups.values()) == [[c] * 8 for c in range(5)]
 
 
-def _wait(cond, timeout=180, what=""):
-    t0 = time.time()
-    while not cond():
-        if time.time() - t0 > timeout:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def test_killed_during_components_resumes_from_the_pairs(planted, reference, tmp_path, address):
     """The whole command (client, scheduler, workers) is killed while a round of connected
     components runs (its workers preload tests/helpers/slow_cc.py, which makes each round
@@ -150,7 +143,7 @@ def test_killed_during_components_resumes_from_the_pairs(planted, reference, tmp
     cmd = [sys.executable, "-m", "datamask.cli", *_args(planted[0], out, *ALL, "--n-workers", "2")]
     proc = subprocess.Popen(cmd, cwd=os.getcwd(), env=env, start_new_session=True, stderr=subprocess.PIPE)
     try:
-        _wait(lambda: (state / "cc-0" / "_done.json").exists() or proc.poll() is not None, what="the first rounds")
+        wait_until(lambda: (state / "cc-0" / "_done.json").exists() or proc.poll() is not None, what="the first rounds")
         time.sleep(0.5)
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
     finally:
