@@ -252,7 +252,7 @@ def main(argv=None):
     for n in sorted(set(args.sizes) | set(args.old_sizes if args.old else [])):
         corpus = write_corpus(n)
         runs = [("new", ROOT)] if n in args.sizes else []
-        runs += [("old", args.old)] if args.old and n in args.old_sizes else []
+        runs += [("old", args.old.resolve())] if args.old and n in args.old_sizes else []
         for label, code in runs:
             load = os.getloadavg()[0]
             r = run_once(code, corpus, Path(args.work), args.workers, args.split_size, args.kind)
