@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip setuptools wheel
-	$(PIP) install -q "$(TORCH)" -e ".[embed,fast-embed,quality,s3,dev]"
+	$(PIP) install -q "$(TORCH)" -e ".[embed,fast-embed,quality,s3,search,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)

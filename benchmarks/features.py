@@ -35,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from datamask.features.embed import Embedder, embed_partition, embedding_meta  # noqa: E402
+from datamask.features.embed import Embedder, embed_frame, embedding_meta  # noqa: E402
 from datamask.features.fasttext_quality import FastTextScorer, train_quality  # noqa: E402
-from datamask.features.score import components_meta, score_components_partition  # noqa: E402
+from datamask.features.score import components_meta, score_components_frame  # noqa: E402
 
 
 def _corpus_module():
@@ -77,7 +77,7 @@ def embed_in_process(texts, threads: int, compute: str) -> float:
     e = Embedder(device="cpu", batch_size=32, num_threads=threads, compute=compute)
     e.encode(texts[:32])  # warm-up (load + first batch)
     df = pd.DataFrame({"text": texts})
-    return len(texts) / timed(lambda: embed_partition(df, "text", e))
+    return len(texts) / timed(lambda: embed_frame(df, "text", e))
 
 
 def _warm(threads: int):
@@ -147,7 +147,7 @@ def main() -> None:
         (
             "embed long, --chunk (all ~450 tokens)",
             f"1 process, 2 torch threads, {auto}",
-            len(long) / timed(lambda: embed_partition(df_long, "text", e_chunk)),
+            len(long) / timed(lambda: embed_frame(df_long, "text", e_chunk)),
         )
     )
 
@@ -156,7 +156,7 @@ def main() -> None:
         (
             "score: heuristics + n_tokens",
             "1 process",
-            len(df_score) / timed(lambda: score_components_partition(df_score), repeat=2),
+            len(df_score) / timed(lambda: score_components_frame(df_score), repeat=2),
         )
     )
     mc_rows = _corpus_module().make(0)
@@ -188,16 +188,16 @@ def main() -> None:
             dlong = dd.from_pandas(pd.DataFrame({"text": long}), npartitions=4)
             dscore = dd.from_pandas(df_score, npartitions=8)
             jobs = {
-                "embed short (40-120 chars)": (dshort, embed_partition, ("text", e1), embedding_meta(dshort._meta, e1)),
+                "embed short (40-120 chars)": (dshort, embed_frame, ("text", e1), embedding_meta(dshort._meta, e1)),
                 "embed long (~2,000 chars, truncated to 256 tokens)": (
                     dlong,
-                    embed_partition,
+                    embed_frame,
                     ("text", e1),
                     embedding_meta(dlong._meta, e1),
                 ),
                 "score: heuristics + n_tokens": (
                     dscore,
-                    score_components_partition,
+                    score_components_frame,
                     ("text",),
                     components_meta(dscore._meta),
                 ),
@@ -256,7 +256,7 @@ def _default_cache():
 NOTES = """## What bounds it
 
 - **Embedding is compute-bound in the transformer** (MiniLM-L6: 6 layers, 22M parameters). Our
-  wrapper adds nothing measurable: `embed_partition` ran at the same docs/s as a bare
+  wrapper adds nothing measurable: `embed_frame` ran at the same docs/s as a bare
   `SentenceTransformer.encode` on the same texts (152 vs 150 and 169 vs 166 docs/s, 1 thread).
   A ~2,000-character document is truncated at 256 tokens, about 12x the tokens of a short text,
   so it costs 10-20x as much; `--chunk` embeds all ~450 tokens and costs about 2x truncation.

@@ -17,6 +17,7 @@ __all__ = [
     "OutputError",
     "DatamaskDeprecationWarning",
     "warn_deprecated",
+    "renamed",
 ]
 
 
@@ -52,6 +53,19 @@ class OutputError(DatamaskError):
 class DatamaskDeprecationWarning(DeprecationWarning):
     """An old flag, YAML key or name that still works for one release; the command line
     prints it as one line ``datamask: warning: ...``."""
+
+
+def renamed(namespace: dict, names: dict):
+    """A module ``__getattr__`` serving each old name of ``names`` (old -> new) as the new
+    one, with a warning, for one release: ``__getattr__ = renamed(globals(), {...})``."""
+
+    def __getattr__(name):
+        if name in names:
+            warn_deprecated(f"{namespace['__name__']}.{name}", names[name])
+            return namespace[names[name]]
+        raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
 def warn_deprecated(old: str, new: str, until: str = "0.4") -> None:

@@ -6,8 +6,10 @@ statistics it uses).
 
 from __future__ import annotations
 
+import time
 import warnings
 
+import dask
 import numpy as np
 import pandas as pd
 
@@ -20,7 +22,7 @@ from .clusters import _has_faiss, embeddings_of, read_corpus, sample_embeddings
 __all__ = ["run_cluster", "check_written"]
 
 
-def _write_partition(
+def _write_split(
     df,
     partition_info=None,
     *,
@@ -33,7 +35,7 @@ def _write_partition(
     quality_column=None,
     tokens_column=None,
 ):
-    """Label one partition (on the level's arrays: one matrix product per block against the
+    """Label one split (on the level's arrays: one matrix product per block against the
     centroids, on the GPU for cuda/rapids), write it and its per-cluster pieces; return its
     row count and its per-cluster sums (:func:`partial_stats`, taken while the embeddings are
     in memory, so the statistics need no second read of the output)."""
@@ -130,109 +132,41 @@ def run_cluster(
     ``cluster`` column, one file per split), ``centroids.parquet`` (``cluster``,
     ``centroid``), ``cluster_stats.parquet`` (see module doc), ``cluster.json`` (summary)
     and, with ``by_cluster``, ``by_cluster/cluster-NNNNN.parquet``: the corpus rewritten
-    with one file, hence one pipeline partition, per cluster (while a cluster fits in
+    with one file, hence one pipeline split, per cluster (while a cluster fits in
     ``split_size``; a larger one is warned about and split by ``datamask select``).
-    Everything runs per partition, so the corpus need not fit in memory.
+    Everything runs split by split, so the corpus need not fit in memory.
 
     ``level`` (a :class:`~datamask.pipeline.gpu.Level`; default: from ``device``) says
     where: ``auto`` fits with cuML on the RAPIDS level, else on the host sample (faiss when
     installed, else scikit-learn; every core on a GPU machine), and labels every row on the
-    level's arrays (cupy on cuda/rapids).
-
-    Returns the summary dict (also in ``cluster.json``).
+    level's arrays (cupy on cuda/rapids). Returns the summary (also in ``cluster.json``).
     """
-    import time
-
-    import dask
-    import pyarrow as pa
-
     from ..pipeline.gpu import CPU, select_level
-    from ..pipeline.io import discover, make_splits, write_json_atomic, write_parquet_atomic
-    from ..pipeline.storage import location, rmtree
+    from ..pipeline.io import discover, make_splits, write_json_atomic
+    from ..pipeline.storage import location
 
     t0 = time.perf_counter()
-    if level is None:
-        level = CPU if device == "cpu" else select_level(device)
+    level = level or (CPU if device == "cpu" else select_level(device))
     out = location(output)
     ddf = read_corpus(input, split_size=split_size)
     counts = {f: count_rows(f) for f in discover(str(input))}  # one listing, one footer read a file
     names = [s.name for f, n in counts.items() for s in make_splits(f, n, int(split_size))]
-    if column_missing := [c for c in (embedding_column,) if c not in ddf.columns]:
-        raise ValueError(f"input has no column {column_missing[0]!r} (columns: {', '.join(ddf.columns)})")
-    n_rows = int(sum(counts.values()))
-    check_k(k, n_rows)
+    if embedding_column not in ddf.columns:
+        raise ValueError(f"input has no column {embedding_column!r} (columns: {', '.join(ddf.columns)})")
+    check_k(k, int(sum(counts.values())))
     ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
-    warn = []
     with ctx, dask.config.set({"dataframe.convert-string": False}):
         if backend == "auto":
             backend = level.kmeans if level.kmeans != "faiss" or _has_faiss() else "sklearn"
         X = sample_embeddings(ddf, sample_fraction, embedding_column, seed, max_rows=max_sample_rows)
-        check_k(k, X.shape[0], "sampled rows")
-        t_fit = time.perf_counter()
-        if backend == "cuml":  # the RAPIDS adapter: cuML fits on the GPU
-            import cupy
-
-            cent = to_numpy(fit_kmeans(cupy.asarray(X), k, seed=seed, backend="cuml"))
-        elif backend == "lloyd":  # on the level's arrays: the sample moved to the GPU once
-            from ..pipeline.gpu_worker import DeviceWork, device_array
-
-            with DeviceWork(level, "the k-means fit", X.shape[0], data_bytes=X.nbytes, flag="--sample-fraction"):
-                cent = to_numpy(fit_kmeans(device_array(X, level), k, seed=seed, backend="lloyd", n_init=LLOYD_INITS))
-        else:  # on the host sample; a GPU machine's cores are the run's own
-            cent = fit_kmeans(X, k, seed=seed, backend=backend, n_threads=None if level.device == "gpu" else 1)
-        fit_seconds = time.perf_counter() - t_fit
-        sample_inertia = inertia(X, cent) / X.shape[0]
-        meta = pd.DataFrame(
-            {
-                "name": pd.Series([], dtype=object),
-                "rows": pd.Series([], dtype=np.int64),
-                "sums": pd.Series([], dtype=object),
-            }
-        )
-        qcol = quality_column if quality_column in ddf.columns else None
-        tcol = tokens_column if tokens_column and tokens_column in ddf.columns else None
+        cent, fit_seconds = _fit(X, k, seed, backend, level)
+        present = [c if c and c in ddf.columns else None for c in (quality_column, tokens_column)]
+        columns = dict(column=embedding_column, quality_column=present[0], tokens_column=present[1])
         t_label = time.perf_counter()
-        done = ddf.map_partitions(
-            _write_partition,
-            names=names,
-            out_root=str(out),
-            centroids=cent,
-            column=embedding_column,
-            by_cluster=by_cluster,
-            level=level,
-            quality_column=qcol,
-            tokens_column=tcol,
-            meta=meta,
-            enforce_metadata=False,
-        ).compute()
+        done, stats = _label(ddf, names, out, cent, by_cluster, level, columns)
         label_seconds = time.perf_counter() - t_label
-        check_written(out, done)
-        stats = stats_frame(combine_stats(done["sums"]))
-        if qcol is None:
-            stats["mean_quality"] = np.nan
-        if by_cluster:
-            present = stats.loc[stats["size"] > 0, "cluster"].tolist()
-            dask.compute(*[dask.delayed(_merge_cluster)(str(out), int(c)) for c in present])
-            rmtree(out / "by_cluster" / "_pieces")
-    big = stats[stats["size"] > int(split_size)]
-    for _, r in big.iterrows():
-        msg = (
-            f"cluster {int(r['cluster'])} has {int(r['size']):,} rows, more than the split size "
-            f"{int(split_size):,}: per-cluster selection will cut it into several splits"
-        )
-        warnings.warn(msg, stacklevel=2)
-        warn.append(msg)
-    C = np.ascontiguousarray(cent, dtype=np.float32)
-    write_parquet_atomic(
-        pa.table(
-            {
-                "cluster": pa.array(np.arange(k, dtype=np.int32)),
-                "centroid": pa.FixedSizeListArray.from_arrays(pa.array(C.reshape(-1)), C.shape[1]),
-            }
-        ),
-        out / "centroids.parquet",
-    )
-    write_parquet_atomic(pa.Table.from_pandas(stats, preserve_index=False), out / "cluster_stats.parquet")
+    warn = _warn_big(stats, split_size)
+    _write_centroids(out, cent, stats)
     summary = {
         "n_clusters": int(k),
         "rows": int(done["rows"].sum()),
@@ -245,9 +179,7 @@ def run_cluster(
         "seed": int(seed),
         "fit_seconds": round(fit_seconds, 3),
         "label_seconds": round(label_seconds, 3),
-        "sample_inertia_per_row": round(sample_inertia, 6),
-        "empty_clusters": int((stats["size"] == 0).sum()),
-        "largest_cluster": int(stats["size"].max()),
+        **_sizes(stats, X, cent),
         "split_size": int(split_size),
         "by_cluster": bool(by_cluster),
         "warnings": warn,
@@ -255,3 +187,91 @@ def run_cluster(
     }
     write_json_atomic(summary, out / "cluster.json")
     return summary
+
+
+def _sizes(stats, X, cent) -> dict:
+    """The summary's fit quality and cluster sizes."""
+    return {
+        "sample_inertia_per_row": round(inertia(X, cent) / X.shape[0], 6),
+        "empty_clusters": int((stats["size"] == 0).sum()),
+        "largest_cluster": int(stats["size"].max()),
+    }
+
+
+def _fit(X, k, seed, backend, level):
+    """(centroids (k, d) numpy, seconds) of k-means on the sample ``X`` with ``backend``."""
+    check_k(k, X.shape[0], "sampled rows")
+    t = time.perf_counter()
+    if backend == "cuml":  # the RAPIDS adapter: cuML fits on the GPU
+        import cupy
+
+        cent = to_numpy(fit_kmeans(cupy.asarray(X), k, seed=seed, backend="cuml"))
+    elif backend == "lloyd":  # on the level's arrays: the sample moved to the GPU once
+        from ..pipeline.gpu_worker import DeviceWork, device_array
+
+        with DeviceWork(level, "the k-means fit", X.shape[0], data_bytes=X.nbytes, flag="--sample-fraction"):
+            cent = to_numpy(fit_kmeans(device_array(X, level), k, seed=seed, backend="lloyd", n_init=LLOYD_INITS))
+    else:  # on the host sample; a GPU machine's cores are the run's own
+        cent = fit_kmeans(X, k, seed=seed, backend=backend, n_threads=None if level.device == "gpu" else 1)
+    return cent, time.perf_counter() - t
+
+
+_DONE_META = {"name": object, "rows": np.int64, "sums": object}
+
+
+def _label(ddf, names, out, cent, by_cluster, level, columns):
+    """Label and write every split (``map_partitions``, explicit meta), check the files from
+    here, merge the per-cluster pieces; (per-split rows frame, statistics frame)."""
+    from ..pipeline.storage import rmtree
+
+    meta = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in _DONE_META.items()})
+    done = ddf.map_partitions(
+        _write_split,
+        names=names,
+        out_root=str(out),
+        centroids=cent,
+        by_cluster=by_cluster,
+        level=level,
+        **columns,
+        meta=meta,
+        enforce_metadata=False,
+    ).compute()
+    check_written(out, done)
+    stats = stats_frame(combine_stats(done["sums"]))
+    if columns["quality_column"] is None:
+        stats["mean_quality"] = np.nan
+    if by_cluster:
+        present = stats.loc[stats["size"] > 0, "cluster"].tolist()
+        dask.compute(*[dask.delayed(_merge_cluster)(str(out), int(c)) for c in present])
+        rmtree(out / "by_cluster" / "_pieces")
+    return done, stats
+
+
+def _warn_big(stats, split_size) -> list:
+    """A warning for every cluster larger than a split (per-cluster selection cuts it)."""
+    out = []
+    for _, r in stats[stats["size"] > int(split_size)].iterrows():
+        msg = (
+            f"cluster {int(r['cluster'])} has {int(r['size']):,} rows, more than the split size "
+            f"{int(split_size):,}: per-cluster selection will cut it into several splits"
+        )
+        warnings.warn(msg, stacklevel=3)
+        out.append(msg)
+    return out
+
+
+def _write_centroids(out, cent, stats):
+    """``centroids.parquet`` and ``cluster_stats.parquet``."""
+    import pyarrow as pa
+
+    from ..pipeline.io import write_parquet_atomic
+
+    C = np.ascontiguousarray(cent, dtype=np.float32)
+    table = pa.table(
+        {
+            "cluster": pa.array(np.arange(C.shape[0], dtype=np.int32)),
+            "centroid": pa.FixedSizeListArray.from_arrays(pa.array(C.reshape(-1)), C.shape[1]),
+        }
+    )
+    write_parquet_atomic(table, out / "centroids.parquet")
+    write_parquet_atomic(pa.Table.from_pandas(stats, preserve_index=False), out / "cluster_stats.parquet")

@@ -59,7 +59,7 @@ def embeddings_of(series) -> np.ndarray:
         return np.zeros((0, 0), dtype=np.float32)
     if isinstance(series.dtype, pd.ArrowDtype):
         arr = series.array.__arrow_array__()
-        return embedding_matrix(arr, "partition", str(series.name))
+        return embedding_matrix(arr, "split", str(series.name))
     return np.stack([np.asarray(v, dtype=np.float32) for v in series.to_numpy()])
 
 
@@ -182,7 +182,7 @@ def _embeddings32(df, column):
     return unit32(E, xp)
 
 
-def _predict_partition(df, centroids, column, out_column):
+def _predict_split(df, centroids, column, out_column):
     df = df.copy()
     if len(df) == 0:
         df[out_column] = np.zeros(0, dtype=np.int32)
@@ -199,7 +199,7 @@ def predict_dask(ddf, centroids, column="embedding", out_column="cluster"):
     meta = ddf._meta.copy()
     meta[out_column] = np.zeros(0, dtype=np.int32)
     return ddf.map_partitions(
-        _predict_partition,
+        _predict_split,
         np.asarray(centroids, dtype=np.float32),
         column,
         out_column,
@@ -208,7 +208,7 @@ def predict_dask(ddf, centroids, column="embedding", out_column="cluster"):
     )
 
 
-def _partial_partition(df, k, label_col, quality_col, emb_col, tokens_col):
+def _partial_split(df, k, label_col, quality_col, emb_col, tokens_col):
     E = embeddings_of(df[emb_col]) if (emb_col and len(df)) else None
     q = df[quality_col].to_numpy(dtype=np.float64) if quality_col else np.zeros(len(df))
     t = df[tokens_col].to_numpy(dtype=np.float64) if tokens_col else None
@@ -234,7 +234,7 @@ def cluster_stats_dask(
     ecol = embedding_column if embedding_column and embedding_column in names else None
     wanted = [c for c in (cluster_column, qcol, tcol, ecol) if c]
     parts = ddf[wanted].to_delayed()
-    sums = dask.compute(*[dask.delayed(_partial_partition)(p, int(k), cluster_column, qcol, ecol, tcol) for p in parts])
+    sums = dask.compute(*[dask.delayed(_partial_split)(p, int(k), cluster_column, qcol, ecol, tcol) for p in parts])
     table = stats_frame(combine_stats(sums))
     if qcol is None:
         table["mean_quality"] = np.nan

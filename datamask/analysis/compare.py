@@ -58,7 +58,7 @@ def compare_arrays(
     budget=None,
     cluster=None,
     n_tokens=None,
-    k=None,
+    n_clusters=None,
     quadmix_params=None,
     semdedup_eps=None,
     seed=0,
@@ -75,7 +75,7 @@ def compare_arrays(
         ``reference_size`` and the budget rule (``ratio``/``budget``); defaults otherwise
     budget : int, optional — overrides the config's budget rule
     cluster : (N,) int, optional — cluster ids (SemDeDup's clusters, QuaDMix's domains);
-        fitted with k-means (``k`` clusters) when absent
+        fitted with k-means (``n_clusters`` clusters) when absent
     n_tokens : (N,) optional — token counts (QuaDMix weighting, mean length)
     quadmix_params : dict or YAML path for :func:`datamask.methods.quadmix.quadmix_params`
     semdedup_eps : float, optional — fixed eps; default tunes eps to the budget
@@ -90,7 +90,7 @@ def compare_arrays(
     """
     from ..methods import select
 
-    cfg = _method_config(cfg, budget, k, quadmix_params, semdedup_eps)
+    cfg = _method_config(cfg, budget, n_clusters, quadmix_params, semdedup_eps)
     E = np.asarray(to_numpy(E))
     q = np.asarray(to_numpy(q), dtype=np.float64)
     unknown = [m for m in methods if m not in ALL_METHODS]
@@ -116,14 +116,14 @@ def compare_arrays(
     return pd.DataFrame(rows).set_index("method"), masks, hist, extra
 
 
-def _method_config(cfg, budget, k, quadmix_params, semdedup_eps):
+def _method_config(cfg, budget, n_clusters, quadmix_params, semdedup_eps):
     """``cfg`` (default ``SelectConfig()``) with the arguments that override it."""
     import dataclasses
 
     from ..pipeline.config import SelectConfig
 
     cfg = cfg or SelectConfig()
-    changes = {"budget": None if budget is None else int(budget), "n_clusters": k, "eps": semdedup_eps}
+    changes = {"budget": None if budget is None else int(budget), "n_clusters": n_clusters, "eps": semdedup_eps}
     changes = {f: v for f, v in changes.items() if v is not None}
     if quadmix_params is not None:
         changes["quadmix_params"] = quadmix_params
@@ -147,9 +147,9 @@ def _side_table(E, cfg, seed, methods, cluster, n_tokens):
     return pa.table(cols) if cols else None
 
 
-def summarise(per_partition: pd.DataFrame) -> pd.DataFrame:
-    """Row-weighted means over partitions (times summed), one row per method."""
-    df = per_partition.copy()
+def summarise(per_split: pd.DataFrame) -> pd.DataFrame:
+    """Row-weighted means over splits (times summed), one row per method."""
+    df = per_split.copy()
     w = df["rows"].astype(float)
     out = {}
     for m, g in df.groupby("method", sort=False):

@@ -21,8 +21,8 @@ from .compare import ALL_METHODS, compare_arrays, summarise
 
 __all__ = ["run_compare", "SPLITS_FILE", "SPLIT_COLUMN"]
 
-SPLITS_FILE = "compare_partitions.csv"  # one row per method and split
-SPLIT_COLUMN = "partition"  # the column naming the split in the files compare writes
+SPLITS_FILE = "compare_splits.csv"  # one row per method and split (0.3: compare_partitions.csv)
+SPLIT_COLUMN = "split"  # the column naming the split in the files compare writes (0.3: partition)
 
 
 @dataclass
@@ -33,12 +33,12 @@ class CompareTask:
     methods: list
     cfg: object
     centroids: np.ndarray | None
-    k: int | None
+    n_clusters: int | None
     quadmix_params: object
     semdedup_eps: float | None
     sample_rows: int
     tokens_column: str | None
-    cluster_column: str | None
+    domain_column: str | None  # the input's cluster column (SemDeDup's clusters, QuaDMix's domains)
     holdout_dir: str
 
 
@@ -74,8 +74,8 @@ def _arrays(table, split, task: CompareTask, token_budget):
         from ..pipeline.tokens import split_lengths
 
         tok = split_lengths(table, task.cfg, split.where(), split.start)[0].astype(np.float64)
-    if task.cluster_column in names:
-        lab = table.column(task.cluster_column).to_numpy().astype(np.int64)
+    if task.domain_column in names:
+        lab = table.column(task.domain_column).to_numpy().astype(np.int64)
     elif task.centroids is not None:
         lab = to_numpy(assign(E, task.centroids)[0]).astype(np.int64)
     else:
@@ -96,7 +96,7 @@ def _compare_split(split, task: CompareTask, token_budget=None) -> dict:
         task.cfg,
         cluster=lab,
         n_tokens=tok,
-        k=task.k,
+        n_clusters=task.n_clusters,
         quadmix_params=task.quadmix_params,
         semdedup_eps=task.semdedup_eps,
         seed=seed,
@@ -153,24 +153,26 @@ def run_compare(
     output,
     methods=("datamask", "topk", "random", "semdedup", "quadmix", "greedy"),
     cfg=None,
-    k=None,
+    n_clusters=None,
     sample_fraction=None,
     quadmix_params=None,
     semdedup_eps=None,
     sample_rows=None,
     tokens_column=None,
-    cluster_column=None,
+    domain_column=None,
     client=None,
     report=True,
+    **old,
 ) -> pd.DataFrame:
     """``datamask compare``: every method on every split of ``input``; results in ``output``.
 
-    Clusters (SemDeDup's clusters, QuaDMix's domains) come from the input's ``cluster``
-    column or from k-means with ``k`` clusters (default ``sqrt(rows / 10)``) fitted on a
+    Clusters (SemDeDup's clusters, QuaDMix's domains) come from the input's ``domain_column``
+    or from k-means with ``n_clusters`` clusters (default ``sqrt(rows / 10)``) fitted on a
     ``sample_fraction`` of the rows and shared by all splits. The keyword arguments left None
-    are read from ``cfg`` (a ``CompareConfig``; a ``SelectConfig`` takes compare's defaults).
+    are read from ``cfg`` (a ``CompareConfig``; a ``SelectConfig`` takes compare's defaults);
+    ``k`` and ``cluster_column``, their 0.3 names, warn.
 
-    Writes ``compare.csv`` (the summary table), ``compare_partitions.csv`` (per split),
+    Writes ``compare.csv`` (the summary table), ``compare_splits.csv`` (per split),
     ``selections.parquet`` (id, quality, n_tokens, cluster of each selected row per method),
     ``history.parquet`` (DATAMASK's trajectory), ``sample.parquet`` and
     ``sample_embedding.npy`` (rows for the projection plot), ``corpus_stats.parquet``
@@ -188,15 +190,16 @@ def run_compare(
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(ALL_METHODS)}")
+    n_clusters, domain_column = _old_names(old, n_clusters, domain_column)
     pick = lambda v, name, default: v if v is not None else getattr(cfg, name, default)  # noqa: E731
     opts = dict(
-        k=k if k is not None else cfg.n_clusters,
+        n_clusters=n_clusters if n_clusters is not None else cfg.n_clusters,
         sample_fraction=pick(sample_fraction, "sample_fraction", 0.1),
         quadmix_params=pick(quadmix_params, "quadmix_params", None),
         semdedup_eps=pick(semdedup_eps, "eps", None),
         sample_rows=pick(sample_rows, "sample_rows", 2000),
         tokens_column=pick(tokens_column, "tokens_column", "n_tokens"),
-        cluster_column=pick(cluster_column, "domain_column", "cluster"),
+        domain_column=pick(domain_column, "domain_column", "cluster"),
     )
     dest = location(output)
     dest.mkdir(parents=True, exist_ok=True)
@@ -212,6 +215,19 @@ def run_compare(
 
             upload_tree(out, dest, last=("compare.json",))
         return table
+
+
+def _old_names(old: dict, n_clusters, domain_column):
+    """``run_compare``'s 0.3 keywords ``k`` and ``cluster_column``, with a warning."""
+    from ..errors import warn_deprecated
+
+    for name, new in (("k", "n_clusters"), ("cluster_column", "domain_column")):
+        if name in old:
+            warn_deprecated(f"run_compare({name}=)", f"{new}=")
+    unknown = set(old) - {"k", "cluster_column"}
+    if unknown:
+        raise TypeError(f"run_compare() got unexpected keyword arguments {sorted(unknown)}")
+    return (old.get("k") if n_clusters is None else n_clusters), (old.get("cluster_column") or domain_column)
 
 
 def _splits(input, cfg):
@@ -235,17 +251,17 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
 
     cols, splits = _splits(input, cfg)
     n_rows = sum(s.rows for s in splits)
-    k = opts["k"]
+    k = opts["n_clusters"]
     ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
     with ctx, dask.config.set({"dataframe.convert-string": False}):
+        budgets, token_info = _token_budgets(splits, cfg, cols) if cfg.token_budget else ({}, None)
         centroids = None
         ddf = read_corpus(input, split_size=cfg.split_size)
-        has_cluster = opts["cluster_column"] in ddf.columns
+        has_cluster = opts["domain_column"] in ddf.columns
         if {"semdedup", "quadmix"} & set(methods) and not has_cluster:
             k = int(k or max(1, round(math.sqrt(n_rows / 10))))
             check_k(k, n_rows)
             centroids, _ = fit_kmeans_dask(ddf, k, opts["sample_fraction"], cfg.embedding_column, seed=cfg.seed)
-        budgets, token_info = _token_budgets(splits, cfg, cols) if cfg.token_budget else ({}, None)
         task = CompareTask(
             (cols.id, cols.embedding, cols.quality),
             methods,
@@ -256,7 +272,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
             opts["semdedup_eps"],
             max(1, opts["sample_rows"] // len(splits)),
             opts["tokens_column"],
-            opts["cluster_column"],
+            opts["domain_column"],
             holdout_dir,
         )
         results = dask.compute(*[dask.delayed(_compare_split)(s, task, budgets.get(s.name)) for s in splits])
@@ -284,9 +300,9 @@ def _token_budgets(splits, cfg, cols):
     from ..pipeline.tokens import _split_tokens, apportion
 
     counts = dask.compute(*[dask.delayed(_split_tokens)(s, cfg, {}, cols) for s in splits])
-    budgets, info = apportion({c["name"][0]: int(c["tokens"][0]) for c in counts}, cfg)
-    info["source"] = ", ".join(sorted({c["source"][0] for c in counts}))
-    return budgets, info
+    source = ", ".join(sorted({c["source"][0] for c in counts}))
+    budgets, info = apportion({c["name"][0]: int(c["tokens"][0]) for c in counts}, cfg, source)
+    return budgets, dict(info, source=source)
 
 
 def _write_results(out, results, meta, t0, report) -> pd.DataFrame:

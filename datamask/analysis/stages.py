@@ -136,7 +136,7 @@ class CompareConfig(SelectConfig):
 
 
 def _totals(rows, splits):
-    return {"rows_in": rows, "rows_out": rows, "splits": splits, "computed_this_run": splits, "resumed": 0}
+    return {"rows_in": rows, "rows_out": rows, "splits": splits}
 
 
 def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
@@ -173,24 +173,28 @@ class ClusterStage(CorpusStage):
     writes = ("data", "by_cluster", "centroids.parquet", "cluster_stats.parquet", "cluster.json")
 
     def compute(self, cfg, out, client, level) -> dict:
+        import warnings
+
         from .cluster_run import run_cluster
 
-        summary = run_cluster(
-            cfg.input,
-            out,
-            int(cfg.n_clusters),
-            sample_fraction=float(cfg.sample_fraction),
-            seed=cfg.seed,
-            split_size=int(cfg.split_size),
-            by_cluster=cfg.by_cluster,
-            backend=cfg.kmeans_backend,
-            device=level.device,
-            embedding_column=cfg.embedding_column,
-            quality_column=cfg.quality_column,
-            tokens_column=cfg.tokens_column,
-            client=client,
-            level=level,
-        )
+        with warnings.catch_warnings():  # the large-cluster ones are in summary["warnings"], printed by summary()
+            warnings.filterwarnings("ignore", message=r"cluster \d+ has .* more than the split size")
+            summary = run_cluster(
+                cfg.input,
+                out,
+                int(cfg.n_clusters),
+                sample_fraction=float(cfg.sample_fraction),
+                seed=cfg.seed,
+                split_size=int(cfg.split_size),
+                by_cluster=cfg.by_cluster,
+                backend=cfg.kmeans_backend,
+                device=level.device,
+                embedding_column=cfg.embedding_column,
+                quality_column=cfg.quality_column,
+                tokens_column=cfg.tokens_column,
+                client=client,
+                level=level,
+            )
         return dict(summary, totals=_totals(summary["rows"], summary["splits"]))
 
     def summary(self, s, out) -> str:
@@ -212,8 +216,8 @@ class CompareStage(CorpusStage):
     output_help = "output directory (compare.csv, pareto.png, report/, manifest.json)"
     writes = (
         "compare.csv",
-        "compare_partitions.csv",  # 0.3's name of compare_splits.csv, removed by a rerun
         "compare_splits.csv",
+        "compare_partitions.csv",  # 0.3's name, replaced by --overwrite
         "selections.parquet",
         "history.parquet",
         "sample.parquet",

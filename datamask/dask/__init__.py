@@ -18,6 +18,7 @@ from __future__ import annotations
 from .clustering import ClusterModel, cluster
 from .dedup import dedup, dedup_groups
 from .features import embed, score
+from .search import search
 from .selection import evaluate, records, select
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "records",
     "compute",
     "evaluate",
+    "search",
 ]
 
 

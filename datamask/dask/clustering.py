@@ -36,9 +36,9 @@ def _fit(mats, k, fraction, seed, backend, level):
 
 
 def _label_part(df, centroids, column, out_column):
-    from ..analysis.clusters import _predict_partition
+    from ..analysis.clusters import _predict_split
 
-    return keep_attrs(_predict_partition(df, centroids, column, out_column), df)
+    return keep_attrs(_predict_split(df, centroids, column, out_column), df)
 
 
 class ClusterModel:

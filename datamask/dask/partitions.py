@@ -49,8 +49,8 @@ def part_split(df, partition_info) -> PartSplit:
     info = getattr(df, "attrs", {}).get(SPLIT_ATTR) if not is_cudf(df) else None
     if info:
         whole = len(df) == int(info["rows"])  # rows filtered out: row numbers are the partition's own
-        return PartSplit(i, info["identity"], f"partition {i} ({info['where']})", int(info["start"]) if whole else 0)
-    return PartSplit(i, f"partition-{i}", f"partition {i}", 0)
+        return PartSplit(i, info["identity"], f"split {i} ({info['where']})", int(info["start"]) if whole else 0)
+    return PartSplit(i, f"partition-{i}", f"split {i}", 0)  # (the identity seeds it: unchanged since 0.2)
 
 
 def part_table(df, cols, where: str, first_row: int = 0):

@@ -26,7 +26,9 @@ from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, ke
 
 __all__ = ["select", "records", "evaluate", "RECORD_META", "EVALUATE_META"]
 
+# "partition" repeats "split", the column's 0.3 name, for one release (dropped in 0.4)
 RECORD_COLUMNS = {
+    "split": "int64",
     "partition": "int64",
     "identity": object,
     "seed": "int64",
@@ -53,7 +55,8 @@ def _nan(d, key):
 
 def _record_row(rec: dict) -> dict:
     return {
-        "partition": rec["partition"],
+        "split": rec["split"],
+        "partition": rec["split"],
         "identity": rec["identity"],
         "seed": rec["seed"],
         "rows_in": rec["rows_in"],
@@ -81,15 +84,15 @@ def _count_tokens_part(df, partition_info=None, *, cfg):
         if len(df)
         else 0
     )
-    return pd.DataFrame({"partition": [p.number], "tokens": [n]})
+    return pd.DataFrame({"split": [p.number], "tokens": [n]})
 
 
 def _apportion(counts, cfg):
-    """``{partition: T_s}``: the frame's token budget shared out by the partitions' tokens."""
+    """``{split: T_s}``: the frame's token budget shared out by its splits' (partitions') tokens."""
     from ..pipeline.tokens import apportion
 
     counts = pd.concat(counts)
-    return apportion(dict(zip(counts["partition"].tolist(), counts["tokens"].tolist())), cfg)[0]
+    return apportion(dict(zip(counts["split"].tolist(), counts["tokens"].tolist())), cfg)[0]
 
 
 def _select_part(df, partition_info=None, *, cfg, level, d, token_budgets=None):
@@ -114,7 +117,7 @@ def _select_part(df, partition_info=None, *, cfg, level, d, token_budgets=None):
         out = df.assign(**{SELECTED: res.mask, LOGIT: res.logits})
     else:
         out = df.iloc[np.flatnonzero(res.mask)] if not is_cudf(df) else df[res.mask]
-    rec = {"partition": p.number, "identity": p.identity, "seed": seed, "duplicates_dropped": n_dupes, **res.record}
+    rec = {"split": p.number, "identity": p.identity, "seed": seed, "duplicates_dropped": n_dupes, **res.record}
     return keep_attrs(out, df, **{RECORD_ATTR: rec})
 
 
@@ -142,7 +145,7 @@ def select(ddf, cfg=None):
         counts = ddf.map_partitions(
             _count_tokens_part,
             cfg=cfg,
-            meta=pd.DataFrame({"partition": pd.Series([], dtype="int64"), "tokens": pd.Series([], dtype="int64")}),
+            meta=pd.DataFrame({"split": pd.Series([], dtype="int64"), "tokens": pd.Series([], dtype="int64")}),
             enforce_metadata=False,
         )
         kw["token_budgets"] = dask.delayed(_apportion, pure=True)(counts.to_delayed(), cfg)
@@ -161,14 +164,15 @@ def _records_part(df):
     rec = getattr(df, "attrs", {}).get(RECORD_ATTR)
     if rec is None:
         raise DataError(
-            "records(): this partition holds no datamask record; call records() on what "
+            "records(): this split holds no datamask record; call records() on what "
             "datamask.dask.select returned (before a merge or concat)"
         )
     return pd.DataFrame([_record_row(rec)]).astype(RECORD_COLUMNS)
 
 
 def records(selected):
-    """The per-split records of a ``select`` result (lazy; one row per partition):
+    """The per-split records of a ``select`` result (lazy; one row per split, ``split`` its
+    partition number):
     objective before and after, budget, steps, seconds, and the full record as JSON.
     Computed together with the result (``dask.compute(sel, records(sel))``), the selection
     runs once."""
@@ -177,7 +181,8 @@ def records(selected):
 
 # ---------------------------------------------------------------------- evaluate
 EVALUATE_COLUMNS = {
-    "partition": "int64",
+    "split": "int64",
+    "partition": "int64",  # "split"'s 0.3 name, for one release
     "identity": object,
     "rows": "int64",
     "selected": "int64",
@@ -205,7 +210,7 @@ def _evaluate_part(df, partition_info=None, *, cfg, selected):
     from ..pipeline.schema import check_table
 
     p = part_split(df, partition_info)
-    row = {"partition": p.number, "identity": p.identity, "rows": len(df), "selected": 0}
+    row = {"split": p.number, "partition": p.number, "identity": p.identity, "rows": len(df), "selected": 0}
     if len(df) == 0:
         return pd.DataFrame([row]).reindex(columns=list(EVALUATE_COLUMNS)).astype(EVALUATE_COLUMNS)
     cols = Columns.from_config(cfg)
@@ -231,7 +236,7 @@ def _evaluate_part(df, partition_info=None, *, cfg, selected):
 
 @takes_config(SelectConfig, only=_EVALUATE_FIELDS)
 def evaluate(ddf, selected: str = SELECTED, cfg=None):
-    """Score each partition's selection on every metric (lazy; one row per partition).
+    """Score each split's selection on every metric (lazy; one row per split, a partition).
 
     The selection is the ``selected`` column where the frame has it (``select(...,
     keep_all=True)``), else every row of the frame. Quality is normalised over the rows

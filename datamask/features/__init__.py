@@ -3,7 +3,7 @@
 Modules (one concern each; GPU and model imports are lazy):
 
 - :mod:`.text` - reading and validating the text column, ``n_tokens``;
-- :mod:`.embed` - sentence-transformers embeddings (:class:`Embedder`, :func:`embed_partition`);
+- :mod:`.embed` - sentence-transformers embeddings (:class:`Embedder`, :func:`embed_frame`);
 - :mod:`.backends` - the same model's forward pass in ONNX Runtime or OpenVINO (exported once);
 - :mod:`.static` - a static model distilled with model2vec (``model="static"``);
 - :mod:`.model_cache`, :mod:`.model_files` - where exports are cached; what a model folder says;
@@ -16,32 +16,51 @@ Importing this package is light: torch, sentence-transformers and fastText load 
 a model is first used.
 """
 
-from .aggregate import ColumnStats, aggregate_partition, check_score_columns, compute_stats, parse_weights
-from .embed import Embedder, embed_partition, embedding_meta, embedding_type
+from ..errors import renamed
+from .aggregate import (
+    ColumnStats,
+    aggregate_frame,
+    aggregate_partition,  # noqa: F401  (0.3's name, warns)
+    check_score_columns,
+    compute_stats,
+    parse_weights,
+)
+from .embed import Embedder, embed_frame, embedding_meta, embedding_type
 from .fasttext_quality import FastTextScorer, train_quality
-from .heuristics import HEURISTICS, heuristic_scores, score_heuristics_partition
-from .score import components_meta, count_unusable, score_components_partition
+from .heuristics import HEURISTICS, heuristic_scores, score_heuristics_frame
+from .score import components_meta, count_unusable, score_components_frame
 from .text import add_n_tokens, count_tokens, get_texts
 
 __all__ = [
     "ColumnStats",
-    "aggregate_partition",
+    "aggregate_frame",
     "check_score_columns",
     "compute_stats",
     "parse_weights",
     "Embedder",
-    "embed_partition",
+    "embed_frame",
     "embedding_meta",
     "embedding_type",
     "FastTextScorer",
     "train_quality",
     "HEURISTICS",
     "heuristic_scores",
-    "score_heuristics_partition",
+    "score_heuristics_frame",
     "components_meta",
     "count_unusable",
-    "score_components_partition",
+    "score_components_frame",
     "add_n_tokens",
     "count_tokens",
     "get_texts",
 ]
+
+
+# 0.3's names, for one release
+__getattr__ = renamed(
+    globals(),
+    {
+        "embed_partition": "embed_frame",
+        "score_components_partition": "score_components_frame",
+        "score_heuristics_partition": "score_heuristics_frame",
+    },
+)

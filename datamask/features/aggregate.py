@@ -7,11 +7,11 @@ Two passes, both out-of-core:
    DataFrame; pandas works too) and returns small :class:`ColumnStats`: min, max, mean, std
    and approximate quantiles (Dask's per-partition percentiles merged into one sketch, so no
    partition is ever sorted against another). A NaN or infinite value is an error here.
-2. :func:`aggregate_partition` maps each partition independently: normalise every component
+2. :func:`aggregate_frame` maps each split independently: normalise every component
    with the corpus statistics, optionally bin it, and write
    ``quality = sum_c w_c * component_c`` (float32).
 
-Normalisations (``method``):
+Normalisations (:data:`NORMALIZATIONS`, ``--normalize``):
 
 - ``"minmax"``: ``(x - min) / (max - min)`` in [0, 1];
 - ``"rank"``: the approximate corpus percentile of ``x`` in [0, 1] (interpolated between the
@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..errors import renamed, warn_deprecated
 from .text import like_input, to_pandas
 
 __all__ = [
@@ -46,13 +47,13 @@ __all__ = [
     "check_score_columns",
     "compute_stats",
     "normalize",
-    "aggregate_partition",
-    "METHODS",
+    "aggregate_frame",
+    "NORMALIZATIONS",
     "stats_parts",
     "finish_stats",
 ]
 
-METHODS = ("minmax", "rank", "zscore")
+NORMALIZATIONS = ("minmax", "rank", "zscore")  # ``--normalize``
 
 
 @dataclass
@@ -253,32 +254,32 @@ def normalize(values, stats: ColumnStats, method: str = "minmax") -> np.ndarray:
             return np.full_like(x, 0.5)
         lev = np.bincount(inv, weights=ql) / np.bincount(inv)  # tied quantiles -> mean level
         return np.interp(x, uniq, lev)
-    raise ValueError(f"normalize must be one of {METHODS}, got {method!r}")
+    raise ValueError(f"normalize must be one of {NORMALIZATIONS}, got {method!r}")
 
 
-def aggregate_partition(
+def aggregate_frame(
     df,
     weights: Mapping[str, float],
     stats: Mapping[str, ColumnStats],
     *,
-    method: str = "minmax",
+    normalize: str = "minmax",
     domain_column: str | None = None,
     domain_weights: Mapping[object, Mapping[str, float]] | None = None,
     bins: int | None = None,
     output: str = "quality",
 ):
-    """Write the aggregated ``quality`` column of one partition.
+    """Write the aggregated ``quality`` column of one frame (a split).
 
     Parameters
     ----------
     df : pandas.DataFrame or cudf.DataFrame
-        The partition, holding every column named in the weights.
+        The split, holding every column named in the weights.
     weights : mapping of str to float
         Global component weights.
     stats : mapping of str to ColumnStats
         From :func:`compute_stats` over the whole corpus (every weighted column needed).
-    method : {"minmax", "rank", "zscore"}
-        Normalisation of each component.
+    normalize : {"minmax", "rank", "zscore"}
+        Normalisation of each component (``--normalize``).
     domain_column : str, optional
         Column whose value picks the weights from ``domain_weights``.
     domain_weights : mapping of domain to mapping of str to float, optional
@@ -296,40 +297,20 @@ def aggregate_partition(
     Raises
     ------
     ValueError
-        Absent columns, missing statistics, NaN values, bad method or bins.
+        Absent columns, missing statistics, NaN values, bad normalisation or bins.
     """
-    if method not in METHODS:
-        raise ValueError(f"normalize must be one of {METHODS}, got {method!r}")
-    if bins is not None:
-        if int(bins) != bins or bins < 2:
-            raise ValueError(f"bins must be an integer >= 2, got {bins!r}")
-        if method == "zscore":
-            raise ValueError("bins need a bounded normalisation: use --normalize minmax or rank")
+    _check_normalization(normalize, bins)
     pdf = to_pandas(df)
     check_score_columns(pdf.columns, weights, domain_weights, domain_column)
-    cols = _weight_columns(weights, domain_weights)
-    absent = [c for c in cols if c not in stats]
-    if absent:
-        raise ValueError(f"no corpus statistics for score columns {absent}; run compute_stats over them first")
-    comps = {}
-    for c in cols:
-        raw = pd.to_numeric(pdf[c], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        n_bad = int((~np.isfinite(raw)).sum())
-        if n_bad:
-            raise ValueError(
-                f"score column {c!r} has {n_bad} NaN, null or infinite values in this "
-                "partition; fill or drop those rows before scoring"
-            )
-        v = normalize(raw, stats[c], method)
-        if bins is not None:
-            v = np.minimum(np.floor(v * bins), bins - 1)
-        comps[c] = v
-    n = len(pdf)
-    total = np.zeros(n, dtype=np.float64)
+    comps = _components(pdf, _weight_columns(weights, domain_weights), stats, normalize, bins)
+    total = np.zeros(len(pdf), dtype=np.float64)
     for c, w in weights.items():
         total += w * comps[c]
     if domain_weights:
         dom = pdf[domain_column]
+        as_text = all(isinstance(d, str) for d in domain_weights) and not pd.api.types.is_string_dtype(dom)
+        if as_text:  # keys from the command line or YAML are text; an integer cluster column matches them as text
+            dom = dom.astype("string")
         for d, dw in domain_weights.items():
             rows = (dom == d).fillna(False).to_numpy(dtype=bool)
             if rows.any():
@@ -340,3 +321,43 @@ def aggregate_partition(
     out = pdf.copy()
     out[output] = total.astype(np.float32)
     return like_input(out, df)
+
+
+def _check_normalization(how, bins):
+    if how not in NORMALIZATIONS:
+        raise ValueError(f"normalize must be one of {NORMALIZATIONS}, got {how!r}")
+    if bins is not None:
+        if int(bins) != bins or bins < 2:
+            raise ValueError(f"bins must be an integer >= 2, got {bins!r}")
+        if how == "zscore":
+            raise ValueError("bins need a bounded normalisation: use --normalize minmax or rank")
+
+
+def _components(pdf, cols, stats, how, bins) -> dict:
+    """Every weighted column normalised with the corpus statistics (and binned)."""
+    absent = [c for c in cols if c not in stats]
+    if absent:
+        raise ValueError(f"no corpus statistics for score columns {absent}; run compute_stats over them first")
+    comps = {}
+    for c in cols:
+        raw = pd.to_numeric(pdf[c], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        n_bad = int((~np.isfinite(raw)).sum())
+        if n_bad:
+            raise ValueError(
+                f"score column {c!r} has {n_bad} NaN, null or infinite values in this "
+                "split; fill or drop those rows before scoring"
+            )
+        v = normalize(raw, stats[c], how)
+        if bins is not None:
+            v = np.minimum(np.floor(v * bins), bins - 1)
+        comps[c] = v
+    return comps
+
+
+def aggregate_partition(df, weights, stats, *, method: str = "minmax", **kw):
+    """0.3's name of :func:`aggregate_frame` (``method`` is now ``normalize``); for one release."""
+    warn_deprecated("datamask.features.aggregate.aggregate_partition(method=)", "aggregate_frame(normalize=)")
+    return aggregate_frame(df, weights, stats, normalize=method, **kw)
+
+
+__getattr__ = renamed(globals(), {"METHODS": "NORMALIZATIONS"})  # 0.3's name, for one release

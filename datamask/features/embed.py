@@ -33,7 +33,7 @@ token-count-weighted mean of the window vectors, re-normalised to unit length.
 Null and empty texts
 --------------------
 Rows whose text is null, empty or whitespace-only are **dropped** from the output of
-:func:`embed_partition`; their number is ``out.attrs["n_skipped"]``.
+:func:`embed_frame`; their number is ``out.attrs["n_skipped"]``.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..errors import renamed
 from .model_files import check_model_dir as _check_model_dir
 from .model_files import cpu_has_amx_bf16 as _cpu_has_amx_bf16
 from .model_files import default_model_path
@@ -55,7 +56,7 @@ from .model_files import dim_from_files as _dim_from_files
 from .model_files import window as _window
 from .text import get_texts, like_input, to_pandas
 
-__all__ = ["Embedder", "embed_partition", "embedding_type", "embedding_meta", "default_model_path", "clear_model_cache"]
+__all__ = ["Embedder", "embed_frame", "embedding_type", "embedding_meta", "default_model_path", "clear_model_cache"]
 
 _MODELS: dict[tuple, Any] = {}
 _LOCKS: dict[tuple, threading.Lock] = {}
@@ -375,7 +376,7 @@ def _vectors_series(v: np.ndarray, dtype: str, index) -> pd.Series:
 
 
 def embedding_meta(meta: pd.DataFrame, embedder: Embedder, column: str = "embedding") -> pd.DataFrame:
-    """Empty frame with the columns :func:`embed_partition` returns (for Dask ``meta=``)."""
+    """Empty frame with the columns :func:`embed_frame` returns (for Dask ``meta=``)."""
     out = to_pandas(meta).iloc[:0].copy()
     out[column] = pd.Series(
         pd.arrays.ArrowExtensionArray(pa.array([], type=embedding_type(embedder.dim, embedder.dtype))), index=out.index
@@ -383,7 +384,7 @@ def embedding_meta(meta: pd.DataFrame, embedder: Embedder, column: str = "embedd
     return out
 
 
-def embed_partition(
+def embed_frame(
     df,
     text_column: str = "text",
     embedder: Embedder | None = None,
@@ -427,3 +428,6 @@ def embed_partition(
     out[column] = _vectors_series(vectors, embedder.dtype, out.index)
     out.attrs["n_skipped"] = int((~usable).sum())
     return like_input(out, df)
+
+
+__getattr__ = renamed(globals(), {"embed_partition": "embed_frame"})  # 0.3's name, for one release

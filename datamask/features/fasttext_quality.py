@@ -28,12 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import renamed
 from .text import get_texts, like_input, to_pandas
 
 __all__ = [
     "train_quality",
     "FastTextScorer",
-    "score_fasttext_partition",
+    "score_fasttext_frame",
     "iter_texts",
     "check_fasttext_model",
     "one_line",
@@ -164,34 +165,34 @@ def train_quality(
     np.random.default_rng(seed).shuffle(lines)
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
+    params = dict(epoch=epoch, lr=lr, wordNgrams=word_ngrams, dim=dim, bucket=bucket, minCount=min_count)
     with tempfile.TemporaryDirectory() as tmp:
         train_file = Path(tmp) / "train.txt"
         train_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        for attempt in range(3):  # belt and braces against fastText's NaN (see ``threads``)
-            try:
-                model = ft.train_supervised(
-                    input=str(train_file),
-                    epoch=epoch,
-                    lr=lr,
-                    wordNgrams=word_ngrams,
-                    dim=dim,
-                    bucket=bucket,
-                    minCount=min_count,
-                    thread=max(int(threads), 10),
-                    verbose=0,
-                    loss="softmax",
-                    seed=seed + attempt,
-                )
-                break
-            except RuntimeError as e:
-                if "NaN" not in str(e) or attempt == 2:
-                    raise ValueError(f"fastText training failed: {e} (try a lower lr)") from None
+        model = _train(ft, train_file, params, threads, seed)
         partial = out.with_name(out.name + ".partial")
         model.save_model(str(partial))
         os.replace(partial, out)
     with _LOCK:
         _MODELS.pop(str(out.resolve()), None)
     return {"path": str(out), "n_positive": n_pos, "n_negative": n_neg, "labels": list(model.labels)}
+
+
+def _train(ft, train_file, params, threads, seed):
+    """fastText's supervised training on ``train_file``, retried on its NaN (see ``threads``)."""
+    for attempt in range(3):  # belt and braces against fastText's NaN
+        try:
+            return ft.train_supervised(
+                input=str(train_file),
+                **params,
+                thread=max(int(threads), 10),
+                verbose=0,
+                loss="softmax",
+                seed=seed + attempt,
+            )
+        except RuntimeError as e:
+            if "NaN" not in str(e) or attempt == 2:
+                raise ValueError(f"fastText training failed: {e} (try a lower lr)") from None
 
 
 def check_fasttext_model(path) -> str:
@@ -284,7 +285,7 @@ class FastTextScorer:
         return out
 
 
-def score_fasttext_partition(
+def score_fasttext_frame(
     df, scorer: FastTextScorer, text_column: str = "text", *, column: str = "quality_fasttext", errors: str = "strict"
 ):
     """Add ``column`` (float32, P(positive)) to one partition; null/empty texts score 0."""
@@ -293,3 +294,6 @@ def score_fasttext_partition(
     out = pdf.copy()
     out[column] = scorer.score([t if u else "" for t, u in zip(texts, usable)])
     return like_input(out, df)
+
+
+__getattr__ = renamed(globals(), {"score_fasttext_partition": "score_fasttext_frame"})  # 0.3's name, for one release

@@ -48,9 +48,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import renamed
 from .text import get_texts, like_input, to_pandas
 
-__all__ = ["HEURISTICS", "heuristic_scores", "score_heuristics_partition", "heuristics_columns"]
+__all__ = ["HEURISTICS", "heuristic_scores", "score_heuristics_frame", "heuristics_columns"]
 
 HEURISTICS = (
     "word_count",
@@ -315,12 +316,12 @@ def heuristic_scores(
 
 
 def heuristics_columns(names: Sequence[str] | None = None, prefix: str = "quality_") -> list[str]:
-    """Output column names of :func:`score_heuristics_partition` (combined score last)."""
+    """Output column names of :func:`score_heuristics_frame` (combined score last)."""
     names = tuple(HEURISTICS if names is None else names)
     return [f"{prefix}heuristic_{n}" for n in names] + [f"{prefix}heuristics"]
 
 
-def score_heuristics_partition(
+def score_heuristics_frame(
     df,
     text_column: str = "text",
     *,
@@ -345,3 +346,8 @@ def score_heuristics_partition(
         if components or src == "heuristics":
             out[dst] = scores[src].to_numpy()
     return like_input(out, df)
+
+
+__getattr__ = renamed(
+    globals(), {"score_heuristics_partition": "score_heuristics_frame"}
+)  # 0.3's name, for one release

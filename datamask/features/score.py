@@ -3,9 +3,9 @@
 The score stage is three steps; this module is the first, and :mod:`.aggregate` holds the
 other two::
 
-    parts = ddf.map_partitions(score_components_partition, ..., meta=components_meta(...))
+    parts = ddf.map_partitions(score_components_frame, ..., meta=components_meta(...))
     stats = compute_stats(parts, list(weights))          # one out-of-core pass
-    out   = parts.map_partitions(aggregate_partition, weights, stats, ..., meta=...)
+    out   = parts.map_partitions(aggregate_frame, weights, stats, ..., meta=...)
 
 Component columns written here (all float32 in [0, 1] unless said otherwise):
 
@@ -25,14 +25,15 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..errors import renamed
 from .fasttext_quality import FastTextScorer
 from .heuristics import heuristic_scores, heuristics_columns
 from .text import count_tokens, get_texts, like_input, to_pandas
 
-__all__ = ["score_components_partition", "components_meta", "count_unusable"]
+__all__ = ["score_components_frame", "components_meta", "count_unusable"]
 
 
-def score_components_partition(
+def score_components_frame(
     df,
     text_column: str = "text",
     *,
@@ -67,9 +68,9 @@ def score_components_partition(
 
 
 def components_meta(meta, **kwargs) -> pd.DataFrame:
-    """Empty frame with the columns :func:`score_components_partition` returns (Dask ``meta=``).
+    """Empty frame with the columns :func:`score_components_frame` returns (Dask ``meta=``).
 
-    Takes the same keyword arguments as :func:`score_components_partition` (the fastText
+    Takes the same keyword arguments as :func:`score_components_frame` (the fastText
     model is not loaded).
     """
     out = to_pandas(meta).iloc[:0].copy()
@@ -90,3 +91,8 @@ def count_unusable(df, text_column: str = "text") -> int:
     """Number of rows whose text is null, empty or whitespace-only (for the manifest)."""
     _, usable = get_texts(to_pandas(df), text_column, errors="replace")
     return int((~usable).sum())
+
+
+__getattr__ = renamed(
+    globals(), {"score_components_partition": "score_components_frame"}
+)  # 0.3's name, for one release

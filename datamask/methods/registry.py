@@ -28,7 +28,7 @@ import numpy as np
 from ..core.backend import to_numpy
 from ..core.kmeans import assign, fit_kmeans
 from ..core.objectives import evaluate
-from ..errors import DataError
+from ..errors import DataError, renamed
 
 __all__ = [
     "Selection",
@@ -160,16 +160,8 @@ def check_rows(S, n):
         raise ValueError(f"budget must be an integer in [1, {n}] (the number of rows), got {S}")
 
 
-def __getattr__(name):  # the 0.3 names, read for one release
-    from ..errors import warn_deprecated
-
-    if name in _OLD_NAMES:
-        warn_deprecated(f"datamask.methods.registry.{name}", _OLD_NAMES[name])
-        return globals()[_OLD_NAMES[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-_OLD_NAMES = {"check_budget": "check_rows", "partition_clusters": "split_clusters"}
+# the 0.3 names, read for one release
+__getattr__ = renamed(globals(), {"check_budget": "check_rows", "partition_clusters": "split_clusters"})
 
 
 def split_clusters(E, cfg, seed, table=None):

@@ -70,7 +70,8 @@ def worker_log() -> Path | None:
 
 
 class _WorkerLogToFile(WorkerPlugin):
-    """Worker plugin: the ``distributed.worker`` logger writes to ``path`` instead of stderr."""
+    """Worker plugin: the ``distributed.worker`` logger writes its warnings and errors to
+    ``path`` instead of stderr (an error line names the file only when something is in it)."""
 
     name = "datamask-worker-log"
 
@@ -80,6 +81,7 @@ class _WorkerLogToFile(WorkerPlugin):
     def setup(self, worker):
         log = logging.getLogger("distributed.worker")
         handler = logging.FileHandler(self.path, delay=True)
+        handler.setLevel(logging.WARNING)  # what went wrong, not the workers' routine start and stop
         handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
         log.addHandler(handler)
         log.propagate = False  # the "distributed" logger's stderr handler no longer sees it

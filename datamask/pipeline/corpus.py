@@ -84,6 +84,9 @@ def run_corpus_stage(stage, cfg, client=None) -> dict:
     except BaseException:
         _remove_if_new(out, stage.keeps)
         raise
+    totals = result.setdefault("totals", {})
+    totals.setdefault("computed_this_run", totals.get("splits", 0))
+    totals.setdefault("resumed", 0)
     manifest = {
         "status": "complete",
         "stage": stage.name,

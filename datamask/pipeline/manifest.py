@@ -56,7 +56,6 @@ def build_manifest(
         "input": {"files": plan.n_files, "rows": plan.n_rows, "empty_files": plan.skipped_files},
         "totals": {
             "splits": len(parts),
-            "partitions": len(parts),  # its 0.2 name, read by older tools; dropped in 0.4
             "rows_in": int(sum(r["rows_in"] for r in parts)),
             "rows_out": int(sum(r["rows_out"] for r in parts)),
             "computed_this_run": len(computed),

@@ -17,7 +17,7 @@ from .holdout import HOLDOUT_DIR
 from .io import parquet_rows, write_json_atomic
 from .storage import Remote, location, rmtree
 
-__all__ = ["Output", "DATA_DIR", "STATE_DIR", "MANIFEST", "SHARED_STORAGE", "split_records", "n_splits"]
+__all__ = ["Output", "DATA_DIR", "STATE_DIR", "MANIFEST", "SHARED_STORAGE", "split_records", "n_splits", "split_named"]
 
 DATA_DIR = "data"
 STATE_DIR = "_datamask"
@@ -36,6 +36,14 @@ def split_records(manifest: dict) -> list:
 def n_splits(totals: dict) -> int:
     """The number of splits in a manifest's totals (``partitions`` in manifests of 0.2)."""
     return int(totals["splits"] if "splits" in totals else totals["partitions"])
+
+
+def split_named(frame):
+    """``frame`` (a table a stage wrote) with its split column named ``split``; files of 0.3
+    named it ``partition`` (read for one release, dropped in 0.4)."""
+    if "partition" in frame.columns and "split" not in frame.columns:
+        return frame.rename(columns={"partition": "split"})
+    return frame
 
 
 class Output:

@@ -34,7 +34,7 @@ class ProgressBars:
             self.steps.update(step - last)
             self.seen[name] = step
 
-    def partition_done(self, name):
+    def split_done(self, name):
         if self.quiet:
             return
         if self.steps is not None:

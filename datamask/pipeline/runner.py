@@ -40,7 +40,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, renamed
 from .frames import read_frame
 from .gpu import CPU, Level, select_level
 from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
@@ -205,13 +205,8 @@ class StageRun:
     extra: Callable | None = None  # (out) -> extra manifest keys
 
 
-def __getattr__(name):
-    if name == "Stage":  # StageRun's 0.2 name, read for one release
-        from ..errors import warn_deprecated
-
-        warn_deprecated("datamask.pipeline.runner.Stage", "StageRun (or stages.base.SplitStage for a new stage)")
-        return StageRun
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# StageRun's 0.2 name, read for one release (a new stage subclasses stages.base.SplitStage)
+__getattr__ = renamed(globals(), {"Stage": "StageRun"})
 
 
 # config fields that name a local file or folder a worker opens (resolved with input and output)
@@ -329,6 +324,20 @@ def share_storage_options(client):
         client.register_plugin(StorageOptionsPlugin(opts))
 
 
+def _run_splits(stage: StageRun, client, pending, kwargs, out: Output, records: dict, n_done: int):
+    """The pending splits on the workers (progress bars; each checked from here as it
+    lands, into ``records``); the run's throughput."""
+    plan = stage.plan
+    frames = "cudf" if stage.frame_device == "gpu" and plan.level.frames == "cudf" else "pandas"
+    t_run = time.perf_counter()
+    n_all = len(plan.splits)
+    with ProgressBars(client, n_all, n_done, len(pending), plan.cfg.quiet, steps_per=stage.steps_per) as bars:
+        fn, root = stage.per_split, str(out.root)
+        records.update(run_pending(client, pending, stage.cols, frames, fn, kwargs, root, bars.split_done, out.verify))
+    n_workers = len(client.scheduler_info().get("workers", {}))
+    return throughput(records, [s.name for s in pending], time.perf_counter() - t_run, n_workers, plan.level)
+
+
 def run_stage(stage: StageRun, client=None) -> dict:
     """Run ``stage`` over every split not finished yet; returns the manifest.
 
@@ -363,33 +372,7 @@ def run_stage(stage: StageRun, client=None) -> dict:
         out.prepare(cfg, fingerprint, plan.device, stage=stage.name)
         if stage.setup is not None and pending:
             kwargs.update(stage.setup(client, pending, out) or {})
-        rate = None
-        if pending:
-            frames = "cudf" if stage.frame_device == "gpu" and plan.level.frames == "cudf" else "pandas"
-            t_run = time.perf_counter()
-            with ProgressBars(
-                client, len(plan.splits), len(done), len(pending), cfg.quiet, steps_per=stage.steps_per
-            ) as bars:
-                records.update(
-                    run_pending(
-                        client,
-                        pending,
-                        stage.cols,
-                        frames,
-                        stage.per_split,
-                        kwargs,
-                        str(out.root),
-                        bars.partition_done,
-                        verify=out.verify,
-                    )
-                )
-            rate = throughput(
-                records,
-                [s.name for s in pending],
-                time.perf_counter() - t_run,
-                len(client.scheduler_info().get("workers", {})),
-                plan.level,
-            )
+        rate = _run_splits(stage, client, pending, kwargs, out, records, len(done)) if pending else None
         out.clean_temps()
         manifest = build_manifest(
             plan,

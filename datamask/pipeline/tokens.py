@@ -90,11 +90,20 @@ def count_corpus_tokens(client, splits, cfg, drops, cols) -> pd.DataFrame:
     return client.compute(frames).result()
 
 
-def apportion(per_split: dict, cfg) -> tuple[dict, dict]:
-    """``({split: T_s}, summary)`` for the config's ``tokens`` or ``token_ratio``."""
+def apportion(per_split: dict, cfg, source: str | None = None) -> tuple[dict, dict]:
+    """``({split: T_s}, summary)`` for the config's ``tokens`` or ``token_ratio``.
+
+    A budget larger than the corpus's tokens is refused, as a row budget larger than a
+    split's rows is (``source`` says where the counts came from, for the message)."""
     total = int(sum(per_split.values()))
     T = int(cfg.tokens) if cfg.tokens is not None else int(np.floor(float(cfg.token_ratio) * total))
-    covers = T >= total
+    if T > total:
+        counted = f" (counted from {source})" if source else ""
+        raise DataError(
+            f"token budget {T:,} is larger than the corpus's {total:,} tokens{counted}; lower --tokens or "
+            "use --token-ratio"
+        )
+    covers = T == total
     budgets = {}
     for name, tok in per_split.items():
         budgets[name] = int(tok) if covers else (T * int(tok)) // max(total, 1)

@@ -18,6 +18,7 @@ pytest.importorskip("transformers")
 
 from datamask.cli import main  # noqa: E402
 from tests.helpers.pipeline_data import assert_fails  # noqa: E402
+from tests.helpers.text_embed import hashed_embeddings  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
 SIZES = dict(
@@ -35,20 +36,11 @@ SIZES = dict(
 )
 
 
-def _embed(texts, d=32):
-    """A stand-in embedding (hashed words, randomly projected, unit norm): fast and deterministic."""
-    from sklearn.feature_extraction.text import HashingVectorizer
-
-    X = HashingVectorizer(n_features=512, alternate_sign=False).transform(texts).toarray()
-    E = X @ np.random.default_rng(0).normal(size=(512, d))
-    return (E / np.linalg.norm(E, axis=1, keepdims=True)).astype(np.float32)
-
-
 @pytest.fixture(scope="module")
 def text_corpus(tmp_path_factory):
     d = tmp_path_factory.mktemp("textcorpus")
     df = pd.DataFrame([json.loads(line) for line in CORPUS.read_text().splitlines()])
-    E = _embed(df.text.tolist())
+    E = hashed_embeddings(df.text.tolist())
     q = df.good.to_numpy() + np.random.default_rng(1).uniform(0, 0.5, len(df))
     t = pa.table(
         {

@@ -44,7 +44,7 @@ def test_compare_table_on_demo_corpus(compared):
     assert t.loc["datamask", "quality"] > t.loc["random", "quality"]
     assert t.loc["datamask", "quality"] > t.loc["semdedup", "quality"]
     assert t.loc["datamask", "objective"] > max(t.loc[m, "objective"] for m in ("topk", "random", "semdedup"))
-    per = pd.read_csv(out / "compare_partitions.csv")
+    per = pd.read_csv(out / "compare_splits.csv")
     assert len(per) == 4 * 6 and per.loc[per["method"] == "semdedup", "eps"].gt(0).all()
     assert pd.read_csv(out / "compare.csv", index_col="method").shape[0] == 6
     sel = pd.read_parquet(out / "selections.parquet")

@@ -54,6 +54,19 @@ def test_cluster_command(clustered):
     assert len(list((clustered / "by_cluster").glob("cluster-*.parquet"))) == (stats["size"] > 0).sum()
 
 
+def test_a_cluster_larger_than_a_split_is_one_warning_line(corpus, address, tmp_path, capsys):
+    """Printed once, as ``datamask: warning: ...`` with the summary, not also as a raw UserWarning."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _run("cluster", corpus, tmp_path / "c", "--n-clusters", 2, "--sample-fraction", 0.5, "--split-size", 1000)
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if "more than the split size" in ln]
+    assert lines and all(ln.startswith("datamask: warning: cluster ") for ln in lines)
+    assert not [w for w in caught if "more than the split size" in str(w.message)]
+
+
 @pytest.mark.parametrize("method", ["semdedup", "quadmix", "topk"])
 def test_select_baseline_per_cluster(clustered, address, tmp_path, method):
     out = tmp_path / method

@@ -1,6 +1,7 @@
 """Old names keep working for one release, each with one warning: the --k flag and k key
 (now n_clusters), --solver greedy/relaxed (now --method), ClusterError (now SchedulerError),
-runner.Stage (now StageRun), and manifests that say partitions (now splits)."""
+runner.Stage (now StageRun), manifests that say partitions (now splits), and the 0.3 function
+names of the methods and features."""
 
 from __future__ import annotations
 
@@ -64,3 +65,32 @@ def test_old_names_of_classes_and_manifest_keys_still_resolve():
     new = {"totals": {"splits": 2}, "splits": [{"name": "a"}, {"name": "b"}]}
     for m in (old, new):
         assert n_splits(m["totals"]) == 2 and [r["name"] for r in split_records(m)] == ["a", "b"]
+
+
+def test_the_03_function_names_warn_and_resolve():
+    """*split* (or *frame*, for the features' functions on any frame) replaced *partition*;
+    the normalisations are NORMALIZATIONS (METHODS names the selection methods)."""
+    import pandas as pd
+
+    from datamask import features
+    from datamask.features import aggregate
+    from datamask.methods import registry
+
+    old_new = [
+        (registry, "check_budget", "check_rows"),
+        (registry, "partition_clusters", "split_clusters"),
+        (features, "embed_partition", "embed_frame"),
+        (features, "score_components_partition", "score_components_frame"),
+        (features, "score_heuristics_partition", "score_heuristics_frame"),
+        (aggregate, "METHODS", "NORMALIZATIONS"),
+    ]
+    for module, old, new in old_new:
+        with pytest.warns(DatamaskDeprecationWarning, match=f"{old} is deprecated, use {new}"):
+            assert getattr(module, old) is getattr(module, new)
+    df = pd.DataFrame({"a": [0.0, 1.0, 3.0]})
+    stats = aggregate.compute_stats(df, ["a"])
+    with pytest.warns(DatamaskDeprecationWarning, match=r"aggregate_frame\(normalize=\)"):
+        old = aggregate.aggregate_partition(df, {"a": 1}, stats, method="rank")
+    assert (
+        old["quality"].tolist() == aggregate.aggregate_frame(df, {"a": 1}, stats, normalize="rank")["quality"].tolist()
+    )

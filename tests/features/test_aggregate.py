@@ -8,7 +8,7 @@ from scipy.stats import rankdata
 
 from datamask.features.aggregate import (
     ColumnStats,
-    aggregate_partition,
+    aggregate_frame,
     check_score_columns,
     compute_stats,
     normalize,
@@ -74,10 +74,10 @@ def test_minmax_and_zscore(corpus, stats):
 
 def test_weighted_sum_is_partition_independent(corpus, stats):
     w = {"edu": 1.0, "dclm": 2.0}
-    whole = aggregate_partition(corpus, w, stats, method="minmax")["quality"].to_numpy()
+    whole = aggregate_frame(corpus, w, stats, normalize="minmax")["quality"].to_numpy()
     parts = np.concatenate(
         [
-            aggregate_partition(p, w, stats, method="minmax")["quality"].to_numpy()
+            aggregate_frame(p, w, stats, normalize="minmax")["quality"].to_numpy()
             for p in (corpus.iloc[i : i + 900] for i in range(0, len(corpus), 900))
         ]
     )
@@ -87,23 +87,32 @@ def test_weighted_sum_is_partition_independent(corpus, stats):
 
 
 def test_bins_reproduce_the_paper_integer_scale(corpus, stats):
-    out = aggregate_partition(corpus, {"edu": 1, "dclm": 1}, stats, method="rank", bins=6)["quality"]
+    out = aggregate_frame(corpus, {"edu": 1, "dclm": 1}, stats, normalize="rank", bins=6)["quality"]
     assert np.all(out == np.round(out)) and out.min() >= 0 and out.max() <= 10
-    single = aggregate_partition(corpus, {"dclm": 1}, stats, method="rank", bins=6)["quality"]
+    single = aggregate_frame(corpus, {"dclm": 1}, stats, normalize="rank", bins=6)["quality"]
     counts = single.value_counts()
     assert sorted(counts.index) == [0, 1, 2, 3, 4, 5]
     assert counts.min() > 0.8 * len(corpus) / 6  # equal-frequency bins under rank
     with pytest.raises(ValueError, match="bounded"):
-        aggregate_partition(corpus, {"dclm": 1}, stats, method="zscore", bins=4)
+        aggregate_frame(corpus, {"dclm": 1}, stats, normalize="zscore", bins=4)
 
 
 def test_per_domain_weights(corpus, stats):
-    out = aggregate_partition(
-        corpus, {"edu": 1.0}, stats, domain_column="domain", domain_weights={"news": {"dclm": 1.0}}
-    )
+    out = aggregate_frame(corpus, {"edu": 1.0}, stats, domain_column="domain", domain_weights={"news": {"dclm": 1.0}})
     news = out["domain"] == "news"
     assert np.allclose(out.loc[~news, "quality"], corpus.loc[~news, "edu"] / 5, atol=1e-6)
     assert np.allclose(out.loc[news, "quality"], normalize(corpus.loc[news, "dclm"], stats["dclm"]), atol=1e-6)
+
+
+def test_per_domain_weights_match_an_integer_domain_column(corpus, stats):
+    """Keys from the command line or YAML are text (``--domain-weights 3=dclm:1``); a cluster column
+    is int32: the rows of cluster 3 still take its weights."""
+    df = corpus.assign(cluster=(np.arange(len(corpus)) % 4).astype(np.int32))
+    out = aggregate_frame(df, {"edu": 1.0}, stats, domain_column="cluster", domain_weights={"3": {"dclm": 1.0}})
+    three = (df["cluster"] == 3).to_numpy()
+    assert three.any() and not three.all()
+    assert np.allclose(out.loc[three, "quality"], normalize(df.loc[three, "dclm"], stats["dclm"]), atol=1e-6)
+    assert np.allclose(out.loc[~three, "quality"], df.loc[~three, "edu"] / 5, atol=1e-6)
 
 
 def test_nan_scores_and_absent_columns_are_clear_errors(corpus, stats):
@@ -112,7 +121,7 @@ def test_nan_scores_and_absent_columns_are_clear_errors(corpus, stats):
     with pytest.raises(ValueError, match=r"'dclm' has 1 NaN"):
         compute_stats(dd.from_pandas(bad, npartitions=3), ["dclm"])
     with pytest.raises(ValueError, match=r"'dclm' has 1 NaN"):
-        aggregate_partition(bad, {"dclm": 1}, stats)
+        aggregate_frame(bad, {"dclm": 1}, stats)
     with pytest.raises(ValueError, match=r"\['fineweb'\].*absent"):
         check_score_columns(corpus.columns, {"fineweb": 1, "edu": 1})
     with pytest.raises(ValueError, match="absent"):
@@ -120,4 +129,4 @@ def test_nan_scores_and_absent_columns_are_clear_errors(corpus, stats):
     with pytest.raises(ValueError, match="not a number"):
         compute_stats(corpus, ["domain"])
     with pytest.raises(ValueError, match="domain column"):
-        aggregate_partition(corpus, {"edu": 1}, stats, domain_weights={"news": {"edu": 1}})
+        aggregate_frame(corpus, {"edu": 1}, stats, domain_weights={"news": {"edu": 1}})

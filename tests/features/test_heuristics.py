@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from datamask.features.heuristics import HEURISTICS, heuristic_scores, score_heuristics_partition
+from datamask.features.heuristics import HEURISTICS, heuristic_scores, score_heuristics_frame
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
 
@@ -15,7 +15,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
 @pytest.fixture(scope="module")
 def scored():
     df = pd.read_json(CORPUS, lines=True)
-    return score_heuristics_partition(df, "text")
+    return score_heuristics_frame(df, "text")
 
 
 def test_all_columns_in_unit_interval(scored):
@@ -71,7 +71,7 @@ def test_more_duplicated_lines_score_lower():
 
 def test_null_and_empty_texts_score_zero_and_are_kept():
     df = pd.DataFrame({"id": [1, 2, 3], "text": ["A short but honest sentence about gardens.", None, "  "]})
-    out = score_heuristics_partition(df, components=False)
+    out = score_heuristics_frame(df, components=False)
     assert len(out) == 3 and list(out.columns) == ["id", "text", "quality_heuristics"]
     assert out["quality_heuristics"].tolist()[1:] == [0.0, 0.0]
 
@@ -83,4 +83,4 @@ def test_combine_modes_order_and_unknown_names():
     with pytest.raises(ValueError, match="unknown heuristics"):
         heuristic_scores([doc], names=["word_count", "vibes"])
     with pytest.raises(ValueError, match="missing"):
-        score_heuristics_partition(pd.DataFrame({"body": ["x"]}))
+        score_heuristics_frame(pd.DataFrame({"body": ["x"]}))

@@ -61,11 +61,11 @@ def test_score_errors_name_the_partition(tmp_path):
         import dask.dataframe as dd
 
         ddf = dd.from_pandas(pdf, npartitions=2, sort=False)
-    with pytest.raises(DataError, match=r"^partition 1: score column 'dclm' is nan at row 30"):
+    with pytest.raises(DataError, match=r"^split 1: score column 'dclm' is nan at row 30"):
         dmd.score(ddf, scores="dclm:1").compute(scheduler="sync")
     with pytest.raises(DataError, match="missing score column 'fineweb'"):
         dmd.score(ddf, scores="fineweb:1")  # the statistics cannot be planned: refused at once
-    with pytest.raises(DataError, match=r"^partition [01]: missing column 'body' .*--text-column"):
+    with pytest.raises(DataError, match=r"^split [01]: missing column 'body' .*--text-column"):
         dmd.score(ddf, heuristics=True, text_column="body").compute(scheduler="sync")
 
 

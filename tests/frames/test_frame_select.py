@@ -159,6 +159,7 @@ def test_more_partitions_than_workers(corpus, cluster):
     local = sel.compute(scheduler="sync")
     assert sorted(frame["id"]) == sorted(local["id"]) and len(recs) == 10
     assert recs["identity"].str.contains("shard-").all()  # the split identity travelled with the partition
+    assert sorted(recs["split"]) == list(range(10)) and (recs["partition"] == recs["split"]).all()  # 0.3's name
 
 
 # ---------------------------------------------------------------------- bad input
@@ -197,7 +198,7 @@ def test_bad_input_fails_at_compute_like_the_cli(tmp_path, capsys, address, chan
     with pytest.raises(DataError) as e:
         sel.compute(scheduler="sync")
     msg = str(e.value)
-    assert needle in msg and "partition 1 (shard-0.parquet (rows 500-1000))" in msg and "\n" not in msg
+    assert needle in msg and "split 1 (shard-0.parquet (rows 500-1000))" in msg and "\n" not in msg
     rc = main(
         [
             "select",
@@ -227,7 +228,7 @@ def test_wrong_width(tmp_path):
     sel = dmd.select(dmd.read(tmp_path / "a", split_size=400), **KW)
     with pytest.raises(
         DataError,
-        match=r"^partition 1 \(shard-1.parquet \(rows 0-400\)\): column 'embedding' "
+        match=r"^split 1 \(shard-1.parquet \(rows 0-400\)\): column 'embedding' "
         r"has width 6 but other inputs have 8; embed every file with the same model",
     ):
         sel.compute(scheduler="sync")
@@ -237,7 +238,7 @@ def test_wrong_width(tmp_path):
     pdf["embedding"] = [rng.normal(size=8 if i != 25 else 7).astype(np.float32) for i in range(40)]
     with dask.config.set({"dataframe.convert-string": False}):
         ddf = dd.from_pandas(pdf, npartitions=2, sort=False)
-    with pytest.raises(DataError, match=r"^partition 1: column 'embedding' width differs between rows: row 5"):
+    with pytest.raises(DataError, match=r"^split 1: column 'embedding' width differs between rows: row 5"):
         dmd.select(ddf, ratio=0.2, steps=5).compute(scheduler="sync")
 
 

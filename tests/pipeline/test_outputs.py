@@ -199,3 +199,15 @@ def test_an_output_beside_a_glob_input_is_not_inside_it():
     assert not inside("/a/sel", "/a/*.parquet")  # the glob never reads /a/sel/data/*.parquet
     assert inside("/a/sel", "/a/*/*/*.parquet") and inside("/a/sel", "/a/**/*.parquet")
     assert inside("s3://b/in/sel", "s3://b/in") and not inside("s3://b/in2", "s3://b/in")
+
+
+def test_a_03_compare_file_reads_with_its_split_column_named_split():
+    """compare's files of 0.3 named the split column ``partition``; readers see ``split``."""
+    import pandas as pd
+
+    from datamask.pipeline.output import split_named
+
+    old = pd.DataFrame({"method": ["topk"], "partition": ["a.parquet:0-10"], "id": [1]})
+    assert list(split_named(old).columns) == ["method", "split", "id"]
+    new = old.rename(columns={"partition": "split"})
+    assert split_named(new) is new

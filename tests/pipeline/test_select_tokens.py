@@ -86,14 +86,24 @@ def test_token_budget_per_split_fills_and_resumes(skewed, address, tmp_path):
     assert m2["totals"]["tokens"]["tokens_out"] == m["totals"]["tokens"]["tokens_out"]
 
 
-def test_budget_over_the_corpus_keeps_everything_and_says_so(skewed, address, tmp_path, capsys):
+def test_a_budget_over_the_corpus_follows_the_row_budget_rule(skewed, address, tmp_path, capsys):
+    """Above the corpus's tokens: refused in one line, as a row budget above a split's rows
+    is, for select and compare alike, nothing written; exactly the corpus's tokens: every row."""
     inp, t = skewed
+    total = int(t.sum())
+    for cmd in ("select", "compare"):
+        out = tmp_path / f"over-{cmd}"
+        a = [cmd, inp, out, "--split-size", 1000, "--tokens", total + 1, "--scheduler", address, "--quiet"]
+        if cmd == "compare":
+            a += ["--methods", "topk", "--no-report"]
+        assert_fails(capsys, a, f"token budget {total + 1:,} is larger than the corpus's {total:,} tokens",
+                     "(counted from column token_count)", "lower --tokens")  # fmt: skip
+        assert not out.exists()
     out = tmp_path / "all"
-    a = args(inp, out, "--split-size", "1000", "--tokens", "1.5T", scheduler=address)
+    a = args(inp, out, "--split-size", "1000", "--tokens", str(total), scheduler=address)
     a.remove("--quiet")
     assert main(a) == 0
-    said = capsys.readouterr().out
-    assert "every row is kept" in said
+    assert "every row is kept" in capsys.readouterr().out
     assert manifest(out)["totals"]["rows_out"] == sum(ROWS)
     assert manifest(out)["totals"]["tokens"]["covers_corpus"]
 
@@ -174,7 +184,7 @@ def test_compare_at_equal_tokens(skewed, address, tmp_path, capsys):
     table = pd.read_csv(out / "compare.csv", index_col="method")
     assert (table["token_budget"] <= T).all() and (table["tokens"] <= table["token_budget"]).all()
     assert (table["token_budget"] - table["tokens"] < 5 * 50_000).all()  # within one document per split
-    per = pd.read_csv(out / "compare_partitions.csv")
+    per = pd.read_csv(out / "compare_splits.csv")
     assert (per["tokens"] <= per["token_budget"]).all()
     info = json.loads((out / "compare.json").read_text())
     assert info["tokens"]["budget"] == T and set(info["tokens_kept"]) == set(table.index)

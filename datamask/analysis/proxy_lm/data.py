@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from ...errors import DataError
 from ...pipeline.io import discover, make_splits, stage_output_data
+from ...pipeline.output import split_named
 from ...pipeline.schema import SELECTED
 
 __all__ = ["TextSet", "load_selections", "load_eval_sets", "exclude_texts", "text_key"]
@@ -121,7 +122,7 @@ def _compare_selections(d: Path, text_column: str) -> list[TextSet]:
     import pandas as pd
 
     meta = json.loads((d / "compare.json").read_text())
-    sel = pd.read_parquet(d / "selections.parquet", columns=["method", "partition", "id"])
+    sel = split_named(pd.read_parquet(d / "selections.parquet"))[["method", "split", "id"]]
     cfg = meta.get("config", {})
     id_col, split_size = cfg.get("id_column", "id"), int(cfg.get("split_size", 1_000_000))
     src = meta["input"]
@@ -131,7 +132,7 @@ def _compare_selections(d: Path, text_column: str) -> list[TextSet]:
         raise DataError(
             f"selection {d}: the compared input {src} cannot be read ({e}); the text of the selections comes from it"
         ) from None
-    wanted = {(p, i) for p, i in zip(sel["partition"], sel["id"].tolist())}
+    wanted = {(p, i) for p, i in zip(sel["split"], sel["id"].tolist())}
     text_of = {}
     for f in files:
         where = f"selection {d}: compared input {f.rel}"
@@ -151,7 +152,7 @@ def _compare_selections(d: Path, text_column: str) -> list[TextSet]:
     out = []
     for m in meta["methods"]:
         rows = sel[sel["method"] == m]
-        keys = list(zip(rows["partition"], rows["id"].tolist()))
+        keys = list(zip(rows["split"], rows["id"].tolist()))
         missing = [k for k in keys if k not in text_of]
         if missing:
             raise DataError(

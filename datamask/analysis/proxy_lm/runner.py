@@ -39,7 +39,7 @@ from .model import build_model, count_params
 from .tokenizer import load_tokenizer, sample_for_tokenizer, train_bpe
 from .train import deterministic, evaluate, initial_state, prepare_eval, subset, train_selection
 
-__all__ = ["run_proxy_lm", "CSV_COLUMNS", "UNTRAINED"]
+__all__ = ["run_proxy_lm", "CSV_COLUMNS", "UNTRAINED", "proxy_device", "proxy_threads", "eval_windows", "versions"]
 
 CSV_COLUMNS = (
     "selection",
@@ -58,7 +58,7 @@ UNTRAINED = "untrained"
 _OURS = ("config.json", "tokenizer.json", "runs", "proxy.csv", "loss_curve.png", "final_loss.png", "manifest.json")
 
 
-def _versions() -> dict:
+def versions() -> dict:
     import tokenizers
     import torch
     import transformers
@@ -76,7 +76,7 @@ def _versions() -> dict:
     }
 
 
-def _device(cfg) -> tuple[str, str]:
+def proxy_device(cfg) -> tuple[str, str]:
     import torch
 
     dev = cfg.device
@@ -90,7 +90,7 @@ def _device(cfg) -> tuple[str, str]:
     return dev, prec
 
 
-def _threads(cfg) -> int:
+def proxy_threads(cfg) -> int:
     if cfg.threads is not None:
         return int(cfg.threads)
     try:
@@ -188,98 +188,125 @@ def _refuse_urls(cfg):
             )
 
 
-def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
-    """Run the proxy-LM evaluation of ``cfg``; returns the manifest (with ``table``, a DataFrame)."""
-    t0 = time.perf_counter()
-    cfg = cfg.validated()
+def _inputs(cfg):
+    """Every input read and checked before anything is written: (evaluation sets, selections,
+    the given tokenizer or None)."""
     if not cfg.selections or not cfg.eval or not cfg.output:
         raise ConfigError(
             "proxy-lm needs selections, eval and output (datamask proxy-lm SELECTION... --eval EVAL_DIR OUTPUT_DIR)"
         )
     _refuse_urls(cfg)
-    r = cfg.resolved()
-    # ---- every input is read and checked before anything is written
     evals = load_eval_sets(cfg.eval, cfg.text_column, cfg.domain_column)
     sels = load_selections(cfg.selections, cfg.text_column)
     exclude_texts(sels, evals)
     given = load_tokenizer(cfg.tokenizer) if cfg.tokenizer else None
-    device, precision = _device(cfg)
-    threads = _threads(cfg)
-    out = _prepare_output(cfg)
-    # ---- tokenizer: given, reused from an earlier run, or trained now on the selections
+    return evals, sels, given
+
+
+def _tokenizer(given, out: Path, sels, r):
+    """The given tokenizer, the one an earlier run trained (reused), or one trained now on the selections."""
     if given is not None:
-        tok = given
-    elif (out / "tokenizer.json").exists():
+        return given
+    if (out / "tokenizer.json").exists():
         tok = load_tokenizer(out / "tokenizer.json")
         tok.source = "trained (reused)"
-    else:
-        tok = train_bpe(
-            sample_for_tokenizer([s.texts for s in sels], r.tokenizer_sample_chars, r.sample_seed), r.vocab_size
-        )
-        tok.save(out / "tokenizer.json")
+        return tok
+    tok = train_bpe(
+        sample_for_tokenizer([s.texts for s in sels], r.tokenizer_sample_chars, r.sample_seed), r.vocab_size
+    )
+    tok.save(out / "tokenizer.json")
+    return tok
+
+
+def eval_windows(evals, tok, r):
+    """(full, curve) windows of every evaluation set, and their fingerprint."""
     data = []
     for e in evals:
         full = prepare_eval(e.name, e.texts, e.domains, tok, r.seq_len, r.eval_tokens, r.sample_seed)
         data.append((full, subset(full, r.curve_tokens)))
-    eval_fp = hashlib.blake2b(
+    fp = hashlib.blake2b(
         b"".join(
             f.name.encode() + f.windows.tobytes() + "|".join(f.doc_domain).encode() + c.windows.tobytes()
             for f, c in data
         ),
         digest_size=12,
     ).hexdigest()
-    runs, rows = {}, []
-    with deterministic(threads):
-        init = initial_state(r, tok.vocab_size)
-        m0 = build_model(r, tok.vocab_size)
-        m0.load_state_dict(init)
-        m0.to(device)
-        params = count_params(m0)
-        untrained = {f.name: evaluate(m0, f, device, precision, 2 * r.batch_size) for f, _ in data}
-        untrained_curve = {}
-        for f, c in data:
-            nats, ntok, _ = evaluate(m0, c, device, precision, 2 * r.batch_size)["all"]
-            untrained_curve[f.name] = nats / ntok
-        del m0
-        rows += _rows(UNTRAINED, untrained, params, 0, 0.0, 0.0)
-        for s in sels:
-            fp = hashlib.sha256(
-                json.dumps([cfg.fingerprint(), tok.sha256, eval_fp, _hash_texts(s.texts), device, precision]).encode()
-            ).hexdigest()[:16]
-            path = out / "runs" / f"{s.name}.json"
-            res = json.loads(path.read_text()) if path.exists() else None
-            if res is None or res.get("fingerprint") != fp:
-                docs = tok.encode(s.texts)
-                res = train_selection(s.name, docs, tok, r, init, data, device, precision, quiet=cfg.quiet)
-                res.update(
-                    name=s.name,
-                    source=s.source,
-                    fingerprint=fp,
-                    excluded_eval_rows=s.excluded,
-                    skipped_texts=s.skipped,
-                    device=device,
-                    precision=precision,
-                    threads=threads,
-                )
-                write_json_atomic(res, path)
-                res = json.loads(path.read_text())  # the same types whether computed now or resumed
-                res["resumed"] = False
-            else:
-                res["resumed"] = True
-            runs[s.name] = res
-            rows += _rows(s.name, res["evals"], res["params"], res["tokens"], res["epochs"], res["seconds"])
+    return data, fp
+
+
+def _untrained(r, tok, data, device, precision):
+    """The initial weights, their size, and the untrained model's losses (table and curve start)."""
+    init = initial_state(r, tok.vocab_size)
+    m0 = build_model(r, tok.vocab_size)
+    m0.load_state_dict(init)
+    m0.to(device)
+    params = count_params(m0)
+    untrained = {f.name: evaluate(m0, f, device, precision, 2 * r.batch_size) for f, _ in data}
+    curve = {}
+    for f, c in data:
+        nats, ntok, _ = evaluate(m0, c, device, precision, 2 * r.batch_size)["all"]
+        curve[f.name] = nats / ntok
+    return init, params, untrained, curve
+
+
+def _selection_run(s, cfg, r, tok, init, data, env, out: Path) -> dict:
+    """One selection's result: reused when its fingerprint matches a finished run, else trained now."""
+    device, precision, threads, eval_fp = env
+    fp = hashlib.sha256(
+        json.dumps([cfg.fingerprint(), tok.sha256, eval_fp, _hash_texts(s.texts), device, precision]).encode()
+    ).hexdigest()[:16]
+    path = out / "runs" / f"{s.name}.json"
+    res = json.loads(path.read_text()) if path.exists() else None
+    if res is not None and res.get("fingerprint") == fp:
+        res["resumed"] = True
+        return res
+    res = train_selection(s.name, tok.encode(s.texts), tok, r, init, data, device, precision, quiet=cfg.quiet)
+    res.update(
+        name=s.name,
+        source=s.source,
+        fingerprint=fp,
+        excluded_eval_rows=s.excluded,
+        skipped_texts=s.skipped,
+        device=device,
+        precision=precision,
+        threads=threads,
+    )
+    write_json_atomic(res, path)
+    res = json.loads(path.read_text())  # the same types whether computed now or resumed
+    res["resumed"] = False
+    return res
+
+
+def _write_results(out: Path, runs: dict, rows: list, untrained_curve: dict) -> pd.DataFrame:
     table = pd.DataFrame(rows, columns=list(CSV_COLUMNS))
     tmp = out / f".proxy.csv.tmp-{os.getpid()}"
     table.to_csv(tmp, index=False)
     os.replace(tmp, out / "proxy.csv")
     save_atomic(loss_curve_figure(runs, untrained_curve), out / "loss_curve.png")
     save_atomic(final_loss_figure(table), out / "final_loss.png")
-    manifest = {
+    return table
+
+
+def _selection_entry(s, run: dict) -> dict:
+    keys = ("tokens", "selection_tokens", "epochs", "resumed", "seconds", "tokens_per_second")
+    return {
+        "name": s.name,
+        "source": s.source,
+        "docs": len(s.texts),
+        "skipped_texts": s.skipped,
+        "excluded_eval_rows": s.excluded,
+        **{k: run[k] for k in keys},
+    }
+
+
+def _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0) -> dict:
+    device, precision, threads, _ = env
+    return {
         "kind": "proxy-lm",
         "status": "complete",
         "config": r.to_dict(),
         "fingerprint": cfg.fingerprint(),
-        "versions": _versions(),
+        "versions": versions(),
         "device": device,
         "precision": precision,
         "threads": threads,
@@ -299,22 +326,7 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
             }
             for e, (f, _) in zip(evals, data)
         ],
-        "selections": [
-            {
-                "name": s.name,
-                "source": s.source,
-                "docs": len(s.texts),
-                "skipped_texts": s.skipped,
-                "excluded_eval_rows": s.excluded,
-                "tokens": runs[s.name]["tokens"],
-                "selection_tokens": runs[s.name]["selection_tokens"],
-                "epochs": runs[s.name]["epochs"],
-                "resumed": runs[s.name]["resumed"],
-                "seconds": runs[s.name]["seconds"],
-                "tokens_per_second": runs[s.name]["tokens_per_second"],
-            }
-            for s in sels
-        ],
+        "selections": [_selection_entry(s, runs[s.name]) for s in sels],
         "totals": {
             "selections": len(sels),
             "computed_this_run": sum(not v["resumed"] for v in runs.values()),
@@ -322,6 +334,29 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
         },
         "wall_seconds": round(time.perf_counter() - t0, 3),
     }
+
+
+def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
+    """Run the proxy-LM evaluation of ``cfg``; returns the manifest (with ``table``, a DataFrame)."""
+    t0 = time.perf_counter()
+    cfg = cfg.validated()
+    evals, sels, given = _inputs(cfg)
+    r = cfg.resolved()
+    device, precision = proxy_device(cfg)
+    threads = proxy_threads(cfg)
+    out = _prepare_output(cfg)
+    tok = _tokenizer(given, out, sels, r)
+    data, eval_fp = eval_windows(evals, tok, r)
+    env = (device, precision, threads, eval_fp)
+    runs, rows = {}, []
+    with deterministic(threads):
+        init, params, untrained, untrained_curve = _untrained(r, tok, data, device, precision)
+        rows += _rows(UNTRAINED, untrained, params, 0, 0.0, 0.0)
+        for s in sels:
+            runs[s.name] = res = _selection_run(s, cfg, r, tok, init, data, env, out)
+            rows += _rows(s.name, res["evals"], res["params"], res["tokens"], res["epochs"], res["seconds"])
+    table = _write_results(out, runs, rows, untrained_curve)
+    manifest = _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0)
     write_json_atomic(manifest, out / "manifest.json")
     manifest["table"] = table
     manifest["output"] = str(out)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import ConfigError
 
-__all__ = ["ProxyTokenizer", "load_tokenizer", "train_bpe", "sample_for_tokenizer"]
+__all__ = ["ProxyTokenizer", "load_tokenizer", "tokenizer_from_json", "train_bpe", "sample_for_tokenizer"]
 
 EOS = "<|endoftext|>"
 _EOS_CANDIDATES = (EOS, "</s>", "<eos>", "<|end_of_text|>", "[SEP]", "<sep>")
@@ -94,6 +94,13 @@ def load_tokenizer(path) -> ProxyTokenizer:
     if tok.get_vocab_size(with_added_tokens=True) < 2:
         raise ConfigError(f"tokenizer {str(f)!r} has an empty vocabulary; pass a trained tokenizer.json")
     return _wrap(tok, str(f))
+
+
+def tokenizer_from_json(text: str, source: str = "saved") -> ProxyTokenizer:
+    """A tokenizer from the JSON text :meth:`ProxyTokenizer.to_json` wrote (no file needed)."""
+    from tokenizers import Tokenizer
+
+    return _wrap(Tokenizer.from_str(text), source)
 
 
 def sample_for_tokenizer(collections, chars: int, seed: int) -> list[str]:

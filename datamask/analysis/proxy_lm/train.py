@@ -166,6 +166,70 @@ def _optimizer(model, cfg):
     )
 
 
+def _step(model, opt, chunk, step: int, steps: int, cfg, device: str, precision: str):
+    """One AdamW step on ``chunk`` (B*T+1 tokens): the schedule's rate, the loss, the clip."""
+    import torch
+
+    B, T = int(cfg.batch_size), int(cfg.seq_len)
+    x = torch.from_numpy(chunk[:-1].reshape(B, T)).to(device)
+    y = torch.from_numpy(chunk[1:].reshape(B, T).copy()).to(device)
+    for g in opt.param_groups:
+        g["lr"] = lr_at(step, steps, float(cfg.lr), float(cfg.warmup), float(cfg.min_lr_ratio))
+    with _autocast(device, precision):
+        loss = forward_loss(model, x, y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if cfg.grad_clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), float(cfg.grad_clip))
+    opt.step()
+    return loss.detach(), int(y.numel())
+
+
+def _curve_steps(cfg) -> set:
+    steps, k = cfg.steps, int(cfg.curve_points)
+    return {int(round(i * steps / k)) for i in range(1, k + 1)} if k else set()
+
+
+def _train_loop(model, opt, stream, cfg, evals, device, precision, bar):
+    """``cfg.steps`` steps; the held-out loss at the curve points. Returns (trained tokens,
+    losses, curve, seconds of optimiser steps)."""
+    import torch
+
+    B, T, steps = int(cfg.batch_size), int(cfg.seq_len), cfg.steps
+    carry, curve_at = stream.take(1), _curve_steps(cfg)
+    trained, losses, curve, eval_s = 0, [], [], 0.0
+    t_loop = time.perf_counter()
+    for step in range(steps):
+        chunk = np.concatenate([carry, stream.take(B * T)])
+        carry = chunk[-1:]
+        loss, n = _step(model, opt, chunk, step, steps, cfg, device, precision)
+        trained += n
+        losses.append(loss)  # read back in bulk: no device sync per step
+        bar.update(B * T)
+        if step % 20 == 0 or step + 1 == steps:
+            bar.set_postfix(loss=f"{float(losses[-1]):.3f}", refresh=False)
+        if step + 1 in curve_at:
+            te = time.perf_counter()
+            point = {"tokens": trained, "losses": {}}
+            for full, cur in evals:
+                r = evaluate(model, cur, device, precision, max(1, B * 2))["all"]
+                point["losses"][full.name] = r[0] / r[1]
+            curve.append(point)
+            eval_s += time.perf_counter() - te
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return trained, losses, curve, time.perf_counter() - t_loop - eval_s
+
+
+def _train_curve(losses, steps: int, tokens_per_step: int) -> list:
+    """[[tokens, mean training loss]] at about 200 points."""
+    every = max(1, steps // 200)
+    return [
+        [(i + 1) * tokens_per_step, float(np.mean(losses[max(0, i + 1 - every) : i + 1]))]
+        for i in range(every - 1, steps, every)
+    ]
+
+
 def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: str, quiet=False) -> dict:
     """Train from ``init`` on ``docs`` (token arrays) for ``cfg.steps`` steps; score on ``evals``.
 
@@ -189,18 +253,10 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     model.to(device)
     model.train()
     opt = _optimizer(model, cfg)
-    B, T, steps = int(cfg.batch_size), int(cfg.seq_len), cfg.steps
     stream = TokenStream(docs, tok.eos_id, cfg.seed)
-    carry = stream.take(1)
-    curve_at = (
-        {int(round(k * steps / cfg.curve_points)) for k in range(1, int(cfg.curve_points) + 1)}
-        if cfg.curve_points
-        else set()
-    )
-    trained, losses, curve, eval_s = 0, [], [], 0.0
-    eval_bs = max(1, B * 2)
+    BT = int(cfg.batch_size) * int(cfg.seq_len)
     bar = tqdm(
-        total=steps * B * T,
+        total=cfg.steps * BT,
         unit="tok",
         unit_scale=True,
         desc=f"proxy-lm {name}",
@@ -209,52 +265,18 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
         leave=False,
     )
     try:
-        t_loop = time.perf_counter()
-        for step in range(steps):
-            chunk = np.concatenate([carry, stream.take(B * T)])
-            carry = chunk[-1:]
-            x = torch.from_numpy(chunk[:-1].reshape(B, T)).to(device)
-            y = torch.from_numpy(chunk[1:].reshape(B, T).copy()).to(device)
-            for g in opt.param_groups:
-                g["lr"] = lr_at(step, steps, float(cfg.lr), float(cfg.warmup), float(cfg.min_lr_ratio))
-            with _autocast(device, precision):
-                loss = forward_loss(model, x, y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.grad_clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), float(cfg.grad_clip))
-            opt.step()
-            trained += int(y.numel())
-            losses.append(loss.detach())  # read back in bulk: no device sync per step
-            bar.update(B * T)
-            if step % 20 == 0 or step + 1 == steps:
-                bar.set_postfix(loss=f"{float(losses[-1]):.3f}", refresh=False)
-            if step + 1 in curve_at:
-                te = time.perf_counter()
-                point = {"tokens": trained, "losses": {}}
-                for full, cur in evals:
-                    r = evaluate(model, cur, device, precision, eval_bs)["all"]
-                    point["losses"][full.name] = r[0] / r[1]
-                curve.append(point)
-                eval_s += time.perf_counter() - te
-        if device == "cuda":
-            torch.cuda.synchronize()
-        train_s = time.perf_counter() - t_loop - eval_s  # optimiser steps only
+        trained, losses, curve, train_s = _train_loop(model, opt, stream, cfg, evals, device, precision, bar)
     finally:
         bar.close()
-    final = {full.name: evaluate(model, full, device, precision, eval_bs) for full, _ in evals}
+    final = {full.name: evaluate(model, full, device, precision, max(1, 2 * int(cfg.batch_size))) for full, _ in evals}
     losses = torch.stack(losses).float().cpu().numpy()
-    every = max(1, steps // 200)
-    train_curve = [
-        [(i + 1) * B * T, float(np.mean(losses[max(0, i + 1 - every) : i + 1]))] for i in range(every - 1, steps, every)
-    ]
     return {
         "tokens": trained,
         "epochs": trained / stream.n_tokens,
         "selection_tokens": stream.n_tokens,
         "docs": len(docs),
         "params": count_params(model),
-        "train_curve": train_curve,
+        "train_curve": _train_curve(losses, cfg.steps, BT),
         "curve": curve,
         "evals": final,
         "train_seconds": train_s,

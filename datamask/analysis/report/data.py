@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...pipeline.output import n_splits, split_records
+from ...pipeline.output import n_splits, split_named, split_records
 from ...pipeline.storage import is_url, location, open_file
 
-__all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load_proxy_lm", "load"]
+__all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load_proxy_lm", "load_search", "load"]
 
 
 @dataclass
@@ -23,7 +23,7 @@ class ReportData:
     corpus : DataFrame with ``quality`` and, when known, ``n_tokens`` and ``cluster``
         (one row per corpus document, or a large sample)
     selections : DataFrame with ``method`` and the same columns, one row per selected doc
-    history : DataFrame ``method, partition, step, objective, quality, diversity`` or None
+    history : DataFrame ``method, split, step, objective, quality, diversity`` or None
     table : DataFrame indexed by method (comparison metrics) or None
     cluster_stats : DataFrame from :func:`datamask.analysis.cluster_stats.cluster_stats` or None
     sample : DataFrame with ``selected_<method>`` bool columns, rows of ``sample_embedding``
@@ -44,6 +44,7 @@ class ReportData:
     notes: dict = field(default_factory=dict)
     dedup_examples: list | None = None
     proxy: dict | None = None  # a proxy-LM run: {"dir", "table" (proxy.csv), "manifest"}
+    search: dict | None = None  # a search: {"dir", "summary" (search.json)}
 
     @property
     def methods(self):
@@ -73,8 +74,8 @@ def load_compare(directory) -> ReportData:
     table = _read(d / "compare.csv", pd.read_csv, index_col="method")
     return ReportData(
         corpus=_read(d / "corpus_stats.parquet", pd.read_parquet),
-        selections=_read(d / "selections.parquet", pd.read_parquet),
-        history=opt("history.parquet"),
+        selections=split_named(_read(d / "selections.parquet", pd.read_parquet)),
+        history=None if (h := opt("history.parquet")) is None else split_named(h),
         table=table,
         cluster_stats=opt("cluster_stats.parquet"),
         sample=opt("sample.parquet"),
@@ -176,7 +177,7 @@ def load_select(directory, sample_rows=2000) -> ReportData:
     hist = []
     for p in split_records(man):
         for h in p.get("history") or []:
-            hist.append(dict(h, method=method, partition=p["name"]))
+            hist.append(dict(h, method=method, split=p["name"]))
     history = pd.DataFrame(hist) if hist else None
     table = None
     parts = [p for p in split_records(man) if p.get("after")]
@@ -287,8 +288,30 @@ def load_dedup(directory) -> ReportData:
     )
 
 
+def load_search(directory) -> ReportData:
+    """A ``datamask search`` output: ``search.json`` and the figures beside it."""
+    d = _dir(directory)
+    s = json.loads((d / "search.json").read_text())
+    return ReportData(
+        corpus=pd.DataFrame(),
+        selections=pd.DataFrame({"method": []}),
+        title="datamask search",
+        notes={
+            "input": s["input"],
+            "evaluation sets": ", ".join(s["eval"]),
+            "method and space": f"{s['method']}: {s['space']}",
+            "trials": f"{s['trials']} x {s['seeds']} seed(s)",
+            "proxy": f"{s['proxy']['preset']}, {s['proxy']['params']:,} parameters, {s['proxy']['tokens']:,} tokens",
+            "evaluation texts found in the input (removed)": s["leaks"],
+        },
+        search={"dir": d, "summary": s},
+    )
+
+
 def load(directory, **kw) -> ReportData:
     d = _dir(directory)
+    if (d / "search.json").exists():
+        return load_search(d)
     if (d / "compare.json").exists():
         return load_compare(d)
     if _proxy_part(d) is not None:

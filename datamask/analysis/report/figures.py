@@ -76,7 +76,7 @@ def fig_trajectory(data: ReportData):
         "diversity": "diversity",
     }
     for ax, key in zip(axes, ("objective", "quality", "diversity")):
-        for (m, _split), g in h.groupby(["method", "partition"], sort=False):
+        for (m, _split), g in h.groupby(["method", "split"], sort=False):
             g = g.sort_values("step")
             first = not any(line.get_label() == m for line in ax.get_lines())
             ax.plot(g["step"], g[key], "-o", ms=2.5, lw=1.2, alpha=0.8, color=colors[m], label=m if first else None)

@@ -137,7 +137,7 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
     plt = pyplot()
     d = location(directory)  # a URL: each PNG one object, index.html last
     d.mkdir(parents=True, exist_ok=True)
-    if data.proxy is not None and data.corpus.empty:  # a proxy-lm output: no corpus figures to draw
+    if (data.proxy is not None or data.search is not None) and data.corpus.empty:  # no corpus figures to draw
         figures = ()
     figs, missing = make_figures(data, figures)
     parts = [
@@ -163,6 +163,10 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
         )
     if data.proxy is not None:
         parts.append(_proxy_html(data.proxy, d))
+    if data.search is not None:
+        from .search_html import search_html
+
+        parts.append(search_html(data.search))
     for name in figures:
         if name in figs:
             png = _png_bytes(figs[name])

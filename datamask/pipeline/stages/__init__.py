@@ -23,6 +23,7 @@ STAGES = {
     "dedup": "datamask.pipeline.stages.dedup:DedupStage",
     "cluster": "datamask.analysis.stages:ClusterStage",
     "compare": "datamask.analysis.stages:CompareStage",
+    "search": "datamask.analysis.search.stage:SearchStage",
 }
 
 _LOADED: dict = {}

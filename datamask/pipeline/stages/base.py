@@ -41,13 +41,28 @@ The hooks, all optional, in the order they run:
 
 **A whole-corpus stage** (cluster, compare: k-means and the comparison read every split at
 once) subclasses :class:`CorpusStage` and writes :meth:`CorpusStage.compute`, which writes
-the stage's files under OUTPUT and returns the manifest's keys of its own (``totals``
-among them). It lists the entries it writes in :attr:`CorpusStage.writes`. The output
-contract is the per-split stages' one, from one place
-(:func:`~datamask.pipeline.corpus.run_corpus_stage`): a directory that holds another
-config is refused in one line naming ``--overwrite``, ``--overwrite`` replaces it, a rerun
-with the same config of a finished output returns its manifest, ``manifest.json`` is
-written last and ``datamask status`` reads it.
+the stage's files under OUTPUT and returns the manifest's keys of its own, ``totals``
+among them (``{"rows_in", "rows_out", "splits"}``; the runner adds ``computed_this_run``
+and ``resumed``). It lists the entries it writes in :attr:`CorpusStage.writes`::
+
+    class CountStage(CorpusStage):
+        name, config, help = "count", CountConfig, "count the corpus's rows"
+        writes = ("count.json",)
+
+        def compute(self, cfg, out, client, level):
+            plan = plan_splits(cfg, TextColumns.from_config(cfg))
+            write_json_atomic({"rows": plan.n_rows}, out / "count.json")
+            return {"totals": {"rows_in": plan.n_rows, "rows_out": plan.n_rows, "splits": len(plan.splits)}}
+
+``cfg`` arrives checked, with every path resolved. The output contract is the per-split
+stages' one, from one place (:func:`~datamask.pipeline.corpus.run_corpus_stage`): a
+directory that holds another config is refused in one line naming ``--overwrite``,
+``--overwrite`` replaces it (everything in ``writes`` goes first; entries in
+:attr:`CorpusStage.keeps` survive a rerun of the same config), a rerun with the same config
+of a finished output returns its manifest, ``manifest.json`` is written last and ``datamask
+status`` reads it. A ``ValueError`` from ``compute`` is a one-line DataError; work that
+wants the machine's cores once the run's own Dask cluster is closed goes in
+:meth:`CorpusStage.finish`.
 """
 
 from __future__ import annotations

@@ -222,7 +222,7 @@ class Passes:
                 if fut.status == "error":
                     raise fut.exception()
                 results[index[fut.key]] = fut.result()
-                bars.partition_done(None)
+                bars.split_done(None)
         except BaseException:
             self.client.cancel(futures)
             raise

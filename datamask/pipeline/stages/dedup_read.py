@@ -123,7 +123,7 @@ def gather(client, frames, desc, quiet, n):
             if fut.status == "error":
                 raise fut.exception()
             parts.append(fut.result())
-            bars.partition_done(None)
+            bars.split_done(None)
     except BaseException:
         client.cancel(futures)
         raise

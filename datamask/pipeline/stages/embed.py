@@ -46,11 +46,11 @@ def embed_split(pdf, where, *, cfg, embedder, level=CPU):
     """One split's embeddings (rows with null/empty text dropped, counted in
     ``attrs["n_skipped"]``) and the device record: the per-split function of ``datamask
     embed``, shared with :func:`datamask.dask.embed`."""
-    from ...features.embed import embed_partition
+    from ...features.embed import embed_frame
 
     try:  # the texts are read and decoded outside: on a GPU worker, while another split embeds
         with DeviceWork(level, where, cfg.split_size, flag="--batch-size or --split-size") as work:
-            out = embed_partition(pdf, cfg.text_column, embedder, column=cfg.embedding_column)
+            out = embed_frame(pdf, cfg.text_column, embedder, column=cfg.embedding_column)
     except ValueError as e:
         raise DataError(f"{where}: {e}") from None
     return out, work.record()

@@ -120,11 +120,11 @@ def _check_scores(pdf, columns, where):
 def components_split(pdf, where, *, text_column, scorer_kw, inputs):
     """One split's text components and ``n_tokens`` (the input score columns checked first);
     the per-split function of pass 1, shared with :func:`datamask.dask.score`."""
-    from ...features.score import score_components_partition
+    from ...features.score import score_components_frame
 
     _check_scores(pdf, inputs, where)
     try:
-        return score_components_partition(pdf, text_column, **scorer_kw)
+        return score_components_frame(pdf, text_column, **scorer_kw)
     except ValueError as e:
         raise DataError(f"{where}: {e}") from None
 
@@ -132,14 +132,14 @@ def components_split(pdf, where, *, text_column, scorer_kw, inputs):
 def aggregate_split(pdf, where, *, cfg, weights, domain_weights, stats):
     """One split's ``quality`` from its components and the corpus statistics: the per-split
     function of pass 3, shared with :func:`datamask.dask.score`."""
-    from ...features.aggregate import aggregate_partition
+    from ...features.aggregate import aggregate_frame
 
     try:
-        return aggregate_partition(
+        return aggregate_frame(
             pdf,
             weights,
             stats,
-            method=cfg.normalize,
+            normalize=cfg.normalize,
             domain_column=cfg.domain_column,
             domain_weights=domain_weights,
             bins=cfg.bins,
@@ -149,7 +149,7 @@ def aggregate_split(pdf, where, *, cfg, weights, domain_weights, stats):
         raise DataError(f"{where}: {e}") from None
 
 
-def _components_partition(df, partition_info=None, *, splits, out_root, cfg, scorer_kw, inputs, keep):
+def _components_split(df, partition_info=None, *, splits, out_root, cfg, scorer_kw, inputs, keep):
     s = splits[partition_info["number"]]
     pdf = text_frame(df, s, cfg.text_column)
     del df
@@ -195,10 +195,10 @@ def _score_setup(client, pending, out, stage):
                 need,
                 stage.cols,
                 "cpu",
-                _components_partition,
+                _components_split,
                 dict(cfg=cfg, scorer_kw=stage.scorer_kw, inputs=inputs, keep=keep),
                 str(out.root),
-                bars.partition_done,
+                bars.split_done,
                 verify=lambda rec: _check_components(out, rec),
             )
     if have_stats:

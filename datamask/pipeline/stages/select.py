@@ -137,7 +137,10 @@ class SelectStage(SplitStage):
         self.drops = find_duplicates(client, self.plan_, self.cols, self.cfg.dedupe_ids)
         if self.cfg.token_budget:  # every split's share, from the whole corpus's tokens
             counts = count_corpus_tokens(client, self.plan_.splits, self.cfg, self.drops, self.cols)
-            self.token_budgets, self.token_info = apportion(dict(zip(counts["name"], counts["tokens"])), self.cfg)
+            source = ", ".join(sorted(set(counts["source"])))
+            self.token_budgets, self.token_info = apportion(
+                dict(zip(counts["name"], counts["tokens"])), self.cfg, source
+            )
 
     def steps_per_split(self):
         return int(self.cfg.steps or MIN_STEPS) if self.cfg.method == "datamask" else 0  # None: at least MIN_STEPS
@@ -212,7 +215,7 @@ class SelectStage(SplitStage):
                 f"{tok['budget']:,}; counts from {tok['source'] or 'no split'})"
             )
             if tok["covers_corpus"]:
-                line += "\ndatamask: the token budget is at least the corpus's tokens: every row is kept"
+                line += "\ndatamask: the token budget is the corpus's tokens: every row is kept"
         return line
 
 

@@ -45,9 +45,7 @@ def check_budget(n_rows: int, where: str, cfg):
         return
     S = budget_for(n_rows, cfg)
     if S > n_rows:
-        raise DataError(
-            f"{where}: budget {S} is larger than the partition's {n_rows} rows; lower --budget or use --ratio"
-        )
+        raise DataError(f"{where}: budget {S} is larger than the split's {n_rows} rows; lower --budget or use --ratio")
     if S < 1:
         raise DataError(f"{where}: ratio {cfg.ratio} of {n_rows} rows rounds to 0; raise --ratio or --split-size")
     n_keep = rows_after_pruning(n_rows, cfg.prune)
@@ -59,7 +57,7 @@ def check_budget(n_rows: int, where: str, cfg):
 
 
 def duplicate_ids_message(column: str, n_values: int, example, at: list) -> str:
-    """The one-line duplicate-id error, for the corpus-wide check and the per-partition one."""
+    """The one-line duplicate-id error, for the corpus-wide check and the per-split one."""
     return (
         f"column {column!r} has duplicate ids ({n_values} values repeat, e.g. {example!r} at "
         f"{' and '.join(at)}); deduplicate the input or pass --dedupe-ids to keep the first"

@@ -1,0 +1,142 @@
+"""``datamask search`` as a new user runs it, on real text -> benchmarks/results/search_real.md
+
+The corpus of ``search_corpus.py`` (this machine's Python documentation: MiniLM embeddings,
+heuristic quality, 20 k-means clusters, 300 held-out evaluation documents, 10 of them also
+left in the input), then the commands a user would type, with the defaults (32 trials, one
+seed each, the ``tiny`` proxy on 100k tokens, 3 verification seeds) and a 30% budget::
+
+    datamask search clustered/ search/ --eval eval/ --ratio 0.3
+    datamask run search/recipe.yaml --set output=applied/
+
+It reports the wall time, the regressor's cross-validated Spearman, the chosen recipe, the
+verification (chosen, default, top-k, random on fresh seeds) and whether the chosen recipe is
+within two seed-to-seed spreads of the default or better, and the rows ``recipe.yaml`` kept.
+
+    python benchmarks/search_real.py                 # about 10-30 min on 2 shared cores
+    python benchmarks/search_real.py --trials 16 --extra --proxy-tokens 200k
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _cli(*args) -> float:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "datamask.cli", *map(str, args)]
+    print("$ datamask", " ".join(map(str, args)), flush=True)
+    t0 = time.time()
+    subprocess.run(cmd, check=True, env=env)
+    return time.time() - t0
+
+
+def _f(v, p=4):
+    return "–" if v is None else f"{v:.{p}f}"
+
+
+def _verified_lines(v: dict) -> list:
+    lines = ["| recipe | mean loss | sd over seeds | seeds |", "| --- | --- | --- | --- |"]
+    for n in ("chosen", "default", "topk", "random"):
+        if n in v:
+            lines.append(f"| {n} | {_f(v[n]['mean'])} | {_f(v[n]['sd'])} | {v[n]['seeds']} |")
+    lines += ["", *[f"- {d['words']}" for d in v["differences"].values()]]
+    return lines
+
+
+def write_markdown(path: Path, s: dict, argv: list, walls: dict, load, rows_applied: int, corpus: dict):
+    v = s["verified"]
+    spread = v["pooled_sd"]
+    gap = v["chosen"]["mean"] - v["default"]["mean"]
+    ok = spread is not None and gap <= 2 * spread
+    cv = ", ".join(f"{k} {x['spearman']:.3f} (sd {x['spearman_sd']:.3f})" for k, x in s["cv"].items())
+    noise = s["noise"]["verification"] or {}
+    evals = ", ".join(
+        f"{e['name']} ({e['docs']} documents, {e['scored_tokens']:,} scored tokens)" for e in s["eval_sets"]
+    )
+    lines = [
+        "# Recipe search on real text",
+        "",
+        f"Host: {platform.machine()}, {os.cpu_count()} cores shared with other jobs, load average at start "
+        f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}. Command: `python benchmarks/search_real.py {' '.join(sys.argv[1:])}`, "
+        "which runs:",
+        "",
+        "```",
+        "datamask " + " ".join(map(str, argv)),
+        "datamask run SEARCH/recipe.yaml --set output=APPLIED --quiet",
+        "```",
+        "",
+        f"Corpus (benchmarks/search_corpus.py): {s['rows']:,} input documents "
+        f"({', '.join(f'{k} {n:,}' for k, n in corpus['kinds'].items())}; {s['domains']} k-means domains), "
+        f"evaluation set {evals}; "
+        f"{s['leaks']} input rows hold an evaluation text and were removed from every selection.",
+        "",
+        f"- wall time of the search: **{walls['search'] / 60:.1f} min** ({s['models']['trained']} proxy models: "
+        f"{s['trials']} trials x {s['seeds']} seed + {s['models']['trained'] - s['trials'] * s['seeds']} verification runs; "
+        f"{s['proxy']['params']:,}-parameter `{s['proxy']['preset']}` proxy on {s['proxy']['tokens']:,} tokens each)",
+        f"- space: `{s['space']}`",
+        f"- regressor: **{s['regressor']}**, cross-validated Spearman **{s['cv_spearman']:.3f}** (all: {cv})",
+        f"- chosen: `{json.dumps(s['chosen'])}`, predicted loss {s['predicted_loss']:.4f}",
+        "- what the loss tracks (Spearman with trial loss): "
+        + ", ".join(f"{k} {_f(x, 2)}" for k, x in s["tracks"].items()),
+        "- seed-to-seed noise of the verification: "
+        + "; ".join(
+            f"{n}: loss sd {_f(e['loss_sd'])}, paired {_f(e['loss_sd_paired'])}; bits/byte sd {_f(e['bits_per_byte_sd'])}, "
+            f"paired {_f(e['bits_per_byte_sd_paired'])}"
+            for n, e in noise.items()
+        ),
+        f"- `recipe.yaml` through `datamask run`: {rows_applied:,} rows selected in {walls['run']:.0f} s",
+        "",
+        "Verification on fresh seeds (loss in nats/token, lower is better):",
+        "",
+        *_verified_lines(v),
+        "",
+        f"Chosen minus default: {gap:+.4f} nats/token; two seed-to-seed spreads (pooled sd x 2): "
+        f"{_f(2 * spread if spread else None)}. The chosen recipe is "
+        + (
+            "**within two spreads of the default or better**."
+            if ok
+            else "**worse than the default by more than two spreads**."
+        ),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    print(path.read_text())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--work", default=str(ROOT / "benchmarks" / ".cache" / "search"))
+    ap.add_argument("--trials", type=int, default=None, help="(default: the command's)")
+    ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more datamask search flags")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "search_real.md"))
+    args = ap.parse_args(argv)
+    import pyarrow.parquet as pq
+
+    from benchmarks.search_corpus import prepare
+
+    load = os.getloadavg()
+    corpus = prepare(Path(args.work))
+    out, applied = Path(args.work) / "search-real", Path(args.work) / "search-real-applied"
+    for d in (out, applied):
+        shutil.rmtree(d, ignore_errors=True)
+    cmd = ["search", corpus["input"], out, "--eval", corpus["eval"], "--ratio", "0.3"]
+    cmd += (["--trials", args.trials] if args.trials else []) + args.extra
+    walls = {"search": _cli(*cmd)}
+    walls["run"] = _cli("run", out / "recipe.yaml", "--set", f"output={applied}", "--quiet")
+    s = json.loads((out / "search.json").read_text())
+    rows = pq.read_metadata(next((applied / "data").glob("*.parquet"))).num_rows
+    write_markdown(Path(args.out), s, cmd, walls, load, rows, corpus)
+
+
+if __name__ == "__main__":
+    main()

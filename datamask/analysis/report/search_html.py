@@ -1,0 +1,103 @@
+"""The search section of the report: the chosen recipe, the regressor, the noise, the
+verification and the search's figures (drawn by the search into ``OUTPUT/figures``)."""
+
+from __future__ import annotations
+
+import base64
+import html
+
+import pandas as pd
+
+__all__ = ["search_html"]
+
+_FIGURES = {
+    "loss_by_parameter": "Each trial's held-out loss (mean over its seeds) against each searched parameter; the "
+    "curve is the regressor's prediction along it with the other parameters at the chosen recipe, the dashed line "
+    "the chosen value.",
+    "verification": "The chosen recipe, the default one, top-k and random retrained on fresh seeds: mean loss, "
+    "seed-to-seed sd (error bars) and every seed (dots). Lower is better.",
+    "loss_tracks": "What the proxy loss follows: each trial's loss against its selection's mean quality, pairwise "
+    "diversity, coverage (mean best cosine of every input row to the selection) and near-duplicate share.",
+}
+
+
+def _value(v) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {_value(x)}" for k, x in v.items())
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _table(rows: list, columns: list) -> str:
+    return pd.DataFrame(rows, columns=columns).to_html(
+        float_format=lambda v: f"{v:.4g}", border=0, na_rep="–", index=False
+    )
+
+
+def _noise_rows(noise: dict) -> list:
+    rows = []
+    for source, sets in noise.items():
+        for name, e in (sets or {}).items():
+            rows.append(
+                [
+                    source,
+                    name,
+                    e["seeds"],
+                    e["loss_sd"],
+                    e["loss_sd_paired"],
+                    e["bits_per_byte_sd"],
+                    e["bits_per_byte_sd_paired"],
+                ]
+            )
+    return rows
+
+
+def _verified_parts(v: dict) -> list:
+    names = [n for n in ("chosen", "default", "topk", "random") if n in v]
+    parts = [
+        "<h2>Verification</h2>",
+        _table([[n, v[n]["mean"], v[n]["sd"], v[n]["seeds"]] for n in names], ["recipe", "mean loss", "sd", "seeds"]),
+        "<ul>" + "".join(f"<li>{html.escape(d['words'])}</li>" for d in v["differences"].values()) + "</ul>",
+    ]
+    return parts
+
+
+def _figure(d, name: str, caption: str) -> str:
+    src = d / "figures" / f"{name}.png"
+    if not src.exists():
+        return ""
+    b64 = base64.b64encode(src.read_bytes()).decode()
+    return (
+        f"<figure><img src='data:image/png;base64,{b64}' alt='{name}' data-file='../figures/{name}.png'>"
+        f"<figcaption>{html.escape(caption)} (<a href='../figures/{name}.png'>figures/{name}.png</a>)</figcaption></figure>"
+    )
+
+
+def search_html(search: dict) -> str:
+    """The HTML of a search output's section (``search``: ``{"dir", "summary"}``)."""
+    s, d = search["summary"], search["dir"]
+    parts = [
+        *(f"<p class='missing'><b>Warning:</b> {html.escape(w)}.</p>" for w in s.get("warnings", ())),
+        "<h2>Chosen recipe</h2>",
+        _table([[k, _value(v)] for k, v in s["chosen"].items()], ["parameter", "value"]),
+        f"<p>Predicted loss {s['predicted_loss']:.4f}: the mean of the best {s['top']} of {s['candidates']:,} "
+        f"sampled recipes under the {html.escape(s['regressor'])} regressor. Apply it with "
+        f"<code>datamask run {html.escape(str(s['recipe']))}</code>.</p>",
+        "<h2>Regressor</h2>",
+        _table(
+            [[k, v["spearman"], v["spearman_sd"], k == s["regressor"]] for k, v in s["cv"].items()],
+            ["model", "cross-validated Spearman", "sd over repeats", "used"],
+        ),
+        "<h2>Noise</h2><p>Seed-to-seed sd of one recipe's loss, and what is left once the shared seed's effect is "
+        "removed (paired: every recipe trained on the same seeds, the common random numbers).</p>",
+        _table(
+            _noise_rows(s["noise"]),
+            ["from", "evaluation set", "seeds", "loss sd", "loss sd (paired)", "bits/byte sd", "bits/byte sd (paired)"],
+        ),
+    ]
+    if s.get("verified"):
+        parts += _verified_parts(s["verified"])
+    parts.append("<h2>What the loss tracks</h2>")
+    parts.append(_table([[k, v] for k, v in s["tracks"].items()], ["selection statistic", "Spearman with trial loss"]))
+    for name, caption in _FIGURES.items():
+        parts.append(_figure(d, name, caption))
+    return "\n".join(p for p in parts if p)

@@ -1,0 +1,175 @@
+"""``SearchConfig``: ``datamask search``'s settings, one dataclass for flags and YAML keys.
+
+It extends :class:`~datamask.pipeline.config.SelectConfig`: every ``select`` flag is the base
+recipe (``--ratio``, ``--steps``, ``--split-size``, columns, cluster), and each trial replaces
+the values its point of ``--space`` names. Every setting that changes a result is in the
+config fingerprint (a rerun with another one is refused unless ``--overwrite``); each trial's
+record carries its own fingerprint (the base recipe, the proxy, the evaluation windows and
+its point), so a killed search resumes from the records it finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from ...errors import ConfigError
+from ...pipeline.config import SelectConfig, _f, parse_tokens
+from .space import DEFAULT_SPACE, NAMES, parse_space
+
+__all__ = ["SearchConfig", "REGRESSORS", "PROXY_KEYS", "DEFAULT_SEEDS", "DEFAULT_PROXY_TOKENS"]
+
+REGRESSORS = ("auto", "lightgbm", "gp", "quadratic")
+#: proxy-LM settings ``--proxy-options`` may change (the others have flags of their own here)
+PROXY_KEYS = (
+    "vocab_size",
+    "d_model",
+    "n_layers",
+    "n_heads",
+    "d_ff",
+    "seq_len",
+    "batch_size",
+    "lr",
+    "min_lr_ratio",
+    "warmup",
+    "weight_decay",
+    "grad_clip",
+    "eval_tokens",
+    "tokenizer_sample_chars",
+    "device",
+    "precision",
+    "threads",
+)
+#: proxy repeats per trial, from benchmarks/results/proxy_noise.md: a difference between two recipes
+#: on one seed is as noisy as on two (common random numbers cut it 0.9-1.5x at 50k-200k tokens), so a
+#: second seed buys what a second trial does, and a trial is a new point of the space (docs/search.md)
+DEFAULT_SEEDS = 1
+DEFAULT_PROXY_TOKENS = 100_000
+
+
+def _options(v, name="proxy_options") -> str:
+    """``d_model=32,n_layers=2`` (or a YAML mapping) as the canonical ``k=v,k=v`` text."""
+    if isinstance(v, dict):
+        return ",".join(f"{k}={v[k]}" for k in v)
+    return str(v)
+
+
+@dataclass
+class SearchConfig(SelectConfig):
+    """``datamask search INPUT OUTPUT --eval EVAL``: recipes sampled, proxy LMs trained, a
+    regressor fitted, the best recipe chosen and verified (docs/search.md)."""
+
+    steps: int | None = _f(
+        300,
+        "maximum policy-gradient steps of every trial's selection (select's default scales to 5000-50000; a "
+        "trial must select in seconds, and recipe.yaml keeps this value so it selects as the trial did)",
+    )
+    eval: list | None = _f(
+        None,
+        "evaluation sets (Parquet/JSONL directories or files) every proxy model is judged on; their "
+        "texts are removed from every selection",
+        group="search",
+        parse=lambda v, name: [str(x) for x in ([v] if isinstance(v, str) else v)],
+    )
+    space: str | None = _f(
+        None,
+        "the recipes to sample, e.g. 'lam=0:1,diversity=pairwise|facility' (default per method: "
+        + "; ".join(f"{m}: {s}" for m, s in DEFAULT_SPACE.items() if m in ("datamask", "quadmix"))
+        + ")",
+        group="search",
+    )
+    trials: int = _f(32, "recipes sampled (scrambled Sobol points of the space)", group="search")
+    seeds: int = _f(
+        DEFAULT_SEEDS,
+        "proxy models per trial (seeds of initial weights and data order, shared by every trial)",
+        group="search",
+    )
+    proxy_preset: str = _f("tiny", "proxy-LM size (datamask proxy-lm's presets)", group="search")
+    proxy_tokens: int = _f(
+        DEFAULT_PROXY_TOKENS, "training tokens of every proxy model (200k, 1M...)", group="search", parse=parse_tokens
+    )
+    proxy_options: str | None = _f(
+        None,
+        "other proxy-LM settings, KEY=VALUE,... under proxy-lm's flag names (d_model=64,n_layers=2)",
+        group="search",
+        parse=lambda v, name: _options(v, name),
+    )
+    regressor: str = _f(
+        "auto",
+        "model of loss against the recipe (auto: the best cross-validated Spearman of the three)",
+        choices=REGRESSORS,
+        group="search",
+    )
+    candidates: int = _f(100_000, "recipes the regressor predicts to choose from", group="search")
+    top: int = _f(10, "best predicted candidates averaged into the chosen recipe", group="search")
+    verify: int = _f(
+        3,
+        "fresh proxy seeds that retrain the chosen, default (lam 0.5, pairwise), top-k and random recipes "
+        "(0: no verification)",
+        group="search",
+    )
+    no_report: bool = _f(False, "do not write the HTML report", group="output", result=False)
+
+    def validated(self) -> SearchConfig:
+        super().validated()
+        if self.method not in NAMES:
+            raise ConfigError(f"search takes --method {', '.join(NAMES)}; got {self.method!r}")
+        for name in ("trials", "seeds", "candidates", "top"):
+            if int(getattr(self, name)) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if int(self.trials) < 4:
+            raise ConfigError(f"trials must be >= 4 (the regressor is cross-validated), got {self.trials}")
+        if int(self.top) > int(self.candidates):
+            raise ConfigError(f"top ({self.top}) must not exceed candidates ({self.candidates})")
+        if int(self.verify) < 0:
+            raise ConfigError(f"verify must be >= 0, got {self.verify}")
+        self.proxy_config()  # the proxy settings' own checks
+        self.items()  # the space's
+        return self
+
+    def items(self):
+        """The parsed ``--space`` (its default for the method when unset)."""
+        return parse_space(
+            DEFAULT_SPACE[self.method] if self.space is None else self.space, self.method, self._check_value
+        )
+
+    def _check_value(self, name, value):
+        from ...methods.quadmix import QuadMixParams
+
+        if name == "ratio":
+            if self.budget is not None or self.token_budget:
+                raise ConfigError("ratio is searched only with a row budget by ratio (drop --budget/--tokens)")
+            self.replace_unchecked(ratio=value)
+        elif self.method == "quadmix" and name != "diversity":
+            p = dict(QuadMixParams.DEFAULT, **{name: value})
+            QuadMixParams(["d"], *([p[k]] for k in QuadMixParams.FIELDS))
+        else:
+            self.replace_unchecked(**{name: value})
+
+    def replace_unchecked(self, **changes) -> SelectConfig:
+        """A :class:`SelectConfig` of this base recipe with ``changes`` (checked as select checks them)."""
+        base = {f.name: getattr(self, f.name) for f in fields(SelectConfig)}
+        return SelectConfig(**dict(base, **changes)).validated()
+
+    def proxy_config(self, seed: int = 0):
+        """The proxy-LM config of every trial (seed ``seed``), validated."""
+        from ..proxy_lm.config import PRESETS, ProxyLMConfig
+
+        if self.proxy_preset not in PRESETS:
+            raise ConfigError(f"proxy_preset must be one of {', '.join(PRESETS)}; got {self.proxy_preset!r}")
+        opts = {}
+        for part in [p for p in str(self.proxy_options or "").split(",") if p.strip()]:
+            k, sep, v = part.partition("=")
+            k = k.strip().replace("-", "_")
+            if not sep or k not in PROXY_KEYS:
+                raise ConfigError(
+                    f"proxy_options {part.strip()!r}: write KEY=VALUE with KEY one of {', '.join(PROXY_KEYS)}"
+                )
+            opts[k] = v.strip()
+        base = {"preset": self.proxy_preset, "tokens": int(self.proxy_tokens), "seed": int(seed)}
+        d = dict(base, sample_seed=int(self.seed), curve_points=0, quiet=True, threads=1, no_report=True)
+        d.update(opts)
+        return ProxyLMConfig.from_dict(d, source="proxy_options")
+
+    def select_config(self) -> SelectConfig:
+        """The base recipe as a plain :class:`SelectConfig` (what ``datamask select`` would run)."""
+        return self.replace_unchecked()

@@ -1,0 +1,217 @@
+"""What every trial of a search shares (common random numbers), made once by one Dask task.
+
+:func:`prepare` reads the corpus's text (the splits, in order) and the evaluation sets, and
+writes under ``OUTPUT/_search/prep/``:
+
+``tokenizer.json``  the byte-level BPE every proxy model uses, trained on a seeded sample of the
+                    input's text (evaluation texts excluded), so no trial's selection shapes it
+``eval.npz``        every evaluation set cut into the scored windows (the same documents and
+                    windows judge every trial)
+``rows.npz``        per input row: its near-duplicate group (exact and MinHash fuzzy dedup of the
+                    whole input, :class:`datamask.dedup.Deduplicator`) and whether its exact text
+                    is in an evaluation set (a leak, removed from every selection)
+``prep.json``       the summary the client reads (written last): domains, quality components and
+                    their min/max, leaks, tokenizer hash, evaluation sets
+
+The initial weights and the data order are the proxy's seed's, the same in every trial.
+:func:`load_prep` reads them back once per worker process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import uuid
+
+import numpy as np
+
+from ...pipeline.files import write_json_atomic
+from ...pipeline.storage import Remote, location
+
+__all__ = [
+    "PREP_DIR",
+    "prepare",
+    "load_prep",
+    "read_prep",
+    "write_bytes_atomic",
+    "quality_components",
+    "Prep",
+    "split_of",
+]
+
+PREP_DIR = "_search/prep"
+_CACHE: dict = {}
+
+
+def write_bytes_atomic(data: bytes, path) -> None:
+    """``path`` holds ``data`` whole or not at all (a rename locally; one object remotely)."""
+    path = location(path)
+    if isinstance(path, Remote):
+        path.write_bytes(data)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:12]}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def quality_components(names, quality_column: str = "quality") -> list:
+    """The input's quality component columns: ``quality_<name>``, in column order."""
+    return [c for c in names if c.startswith(f"{quality_column}_")]
+
+
+def _texts(df, column: str, where: str) -> list:
+    from ...errors import DataError
+
+    if column not in df.columns:
+        raise DataError(
+            f"{where}: no text column {column!r} (columns: {', '.join(map(str, df.columns))}); pass --text-column NAME"
+        )
+    return ["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in df[column].tolist()]
+
+
+def split_of(df, i: int) -> tuple:
+    """(identity, where, first row) of the ``i``-th split, from the attrs its reader set."""
+    from ...pipeline.frames import SPLIT_ATTR
+
+    info = getattr(df, "attrs", {}).get(SPLIT_ATTR) or {}
+    return info.get("identity", f"partition-{i}"), info.get("where", f"partition {i}"), int(info.get("start", 0))
+
+
+def _corpus(parts, cfg):
+    """Texts, quality components' min/max and domains of the whole input (the splits in order)."""
+    texts, offsets, comps, lo, hi, doms = [], [0], None, {}, {}, set()
+    for i, df in enumerate(parts):
+        where = split_of(df, i)[1]
+        texts += _texts(df, cfg.text_column, where)
+        offsets.append(len(texts))
+        names = [str(c) for c in df.columns]
+        comps = quality_components(names, cfg.quality_column) if comps is None else comps
+        for c in comps:
+            v = df[c].to_numpy(dtype=np.float64, na_value=np.nan)
+            lo[c] = float(np.nanmin(v) if i == 0 else min(lo[c], np.nanmin(v)))
+            hi[c] = float(np.nanmax(v) if i == 0 else max(hi[c], np.nanmax(v)))
+        if cfg.domain_column in names:
+            doms.update(str(v) for v in df[cfg.domain_column].tolist())
+    stats = {c: [lo[c], hi[c]] for c in comps or []}
+    return texts, offsets, stats, sorted(doms, key=_domain_key)
+
+
+def _domain_key(d: str):
+    try:
+        return (0, float(d), d)
+    except ValueError:
+        return (1, 0.0, d)
+
+
+def _eval_npz(data) -> bytes:
+    arrs = {}
+    for i, ev in enumerate(data):
+        arrs.update(
+            {
+                f"windows_{i}": ev.windows,
+                f"doc_{i}": ev.doc,
+                f"domain_{i}": np.asarray(ev.doc_domain, dtype=str),
+                f"tokens_{i}": ev.doc_tokens,
+                f"bytes_{i}": ev.doc_bytes,
+            }
+        )
+    buf = io.BytesIO()
+    np.savez(buf, **arrs)
+    return buf.getvalue()
+
+
+def prepare(*parts, out: str, cfg, fingerprint: str) -> dict:
+    """(a Dask task) Build and write what every trial shares; returns the summary (``prep.json``)."""
+    from ...dedup import Deduplicator
+    from ..proxy_lm.data import load_eval_sets, text_key
+    from ..proxy_lm.tokenizer import sample_for_tokenizer, train_bpe
+    from ..proxy_lm.train import prepare_eval
+
+    root = location(out) / PREP_DIR
+    r = cfg.proxy_config().resolved()
+    texts, offsets, stats, domains = _corpus(parts, cfg)
+    evals = load_eval_sets(cfg.eval, cfg.text_column, None)
+    held = {text_key(t) for e in evals for t in e.texts}
+    leak = np.fromiter((bool(t) and text_key(t) in held for t in texts), dtype=bool, count=len(texts))
+    dd = Deduplicator(kind="exact,fuzzy").fit(np.asarray(texts, dtype=object))
+    groups = np.where(dd.duplicate_of_ >= 0, dd.duplicate_of_, np.arange(len(texts)))
+    train_texts = [t for t, k in zip(texts, leak) if t.strip() and not k]
+    tok = train_bpe(sample_for_tokenizer([train_texts], r.tokenizer_sample_chars, r.sample_seed), r.vocab_size)
+    data = [prepare_eval(e.name, e.texts, e.domains, tok, r.seq_len, r.eval_tokens, r.sample_seed) for e in evals]
+    buf = io.BytesIO()
+    np.savez(buf, groups=groups.astype(np.int64), leak=leak, offsets=np.asarray(offsets, dtype=np.int64))
+    write_bytes_atomic(buf.getvalue(), root / "rows.npz")
+    write_bytes_atomic(tok.to_json().encode(), root / "tokenizer.json")
+    write_bytes_atomic(_eval_npz(data), root / "eval.npz")
+    summary = {
+        "fingerprint": fingerprint,
+        "rows": len(texts),
+        "leaks": int(leak.sum()),
+        "near_duplicate_rows": int((dd.duplicate_of_ >= 0).sum()),
+        "domains": domains,
+        "components": list(stats),
+        "component_range": stats,
+        "tokenizer": {"sha256": tok.sha256, "vocab_size": tok.vocab_size, "eos_id": tok.eos_id},
+        "eval_sets": [
+            {
+                "name": e.name,
+                "source": e.source,
+                "docs": len(e.texts),
+                "scored_docs": int(len(d.doc_tokens)),
+                "scored_tokens": d.tokens,
+            }
+            for e, d in zip(evals, data)
+        ],
+    }
+    summary["eval_fingerprint"] = hashlib.blake2b(_eval_npz(data), digest_size=12).hexdigest()
+    write_json_atomic(summary, root / "prep.json")
+    return summary
+
+
+def read_prep(out, fingerprint: str) -> dict | None:
+    """The summary of a finished preparation of this config, or None."""
+    p = location(out) / PREP_DIR / "prep.json"
+    if not p.exists():
+        return None
+    s = json.loads(p.read_text())
+    return s if s.get("fingerprint") == fingerprint else None
+
+
+class Prep:
+    """The shared pieces, loaded: tokenizer, evaluation windows, row groups and leaks."""
+
+    def __init__(self, out):
+        from ..proxy_lm.tokenizer import tokenizer_from_json
+        from ..proxy_lm.train import EvalData
+
+        root = location(out) / PREP_DIR
+        self.summary = json.loads((root / "prep.json").read_text())
+
+        self.tok = tokenizer_from_json((root / "tokenizer.json").read_text(), "search")
+        z = np.load(io.BytesIO((root / "eval.npz").read_bytes()), allow_pickle=False)
+        self.evals = [
+            EvalData(
+                s["name"],
+                z[f"windows_{i}"],
+                z[f"doc_{i}"],
+                z[f"domain_{i}"].astype(object),
+                z[f"tokens_{i}"],
+                z[f"bytes_{i}"],
+            )
+            for i, s in enumerate(self.summary["eval_sets"])
+        ]
+        rows = np.load(io.BytesIO((root / "rows.npz").read_bytes()), allow_pickle=False)
+        self.groups, self.leak, self.offsets = rows["groups"], rows["leak"], rows["offsets"]
+
+
+def load_prep(out) -> Prep:
+    """:class:`Prep` of ``out``, loaded once per process (keyed by the summary's fingerprint)."""
+    key = str(out)
+    p = location(out) / PREP_DIR / "prep.json"
+    fp = json.loads(p.read_text())["fingerprint"]
+    if _CACHE.get(key) is None or _CACHE[key].summary["fingerprint"] != fp:
+        _CACHE[key] = Prep(out)
+    return _CACHE[key]

@@ -1,0 +1,260 @@
+"""The search, start to end: prepare, trials, regressor, choice, verification, outputs.
+
+:func:`compute_search` is what the ``search`` stage computes once its output is checked:
+
+1. one Dask task prepares what every trial shares (:mod:`.prepare`);
+2. ``trials`` points of the space (scrambled Sobol, seeded), each selected and trained on
+   ``seeds`` proxy seeds as Dask tasks, every record written as it finishes (:mod:`.schedule`);
+3. the regressors cross-validated on the trials' mean loss, the best (or the one asked for)
+   fitted on all of them (:mod:`.regress`);
+4. ``candidates`` points predicted and the ``top`` best averaged into the chosen recipe (:mod:`.choose`);
+5. the chosen recipe, the default one, top-k and random retrained on ``verify`` fresh seeds (:mod:`.verify`);
+6. ``trials.parquet``, ``verify.parquet``, ``recipe.yaml``, the figures and ``search.json`` (:mod:`.outputs`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+from ...errors import ConfigError, DataError
+from ...pipeline.files import write_json_atomic
+from ...pipeline.storage import location
+from . import figures as figs
+from .choose import choose, curves
+from .noise import noise_table
+from .outputs import records_frame, trials_frame, write_parquet, write_recipe
+from .prepare import prepare, read_prep
+from .regress import fit_best
+from .schedule import Job, fingerprint_of, run_jobs
+from .space import Space, parse_space
+from .verify import summarize, verification_recipes, verification_seeds
+
+__all__ = ["compute_search", "resolve_eval", "WRITES", "KEEPS", "corpus_parts", "build_space"]
+
+#: what a search writes under OUTPUT; ``_search`` (the records) survives a rerun of the same config
+WRITES = ("trials.parquet", "verify.parquet", "search.json", "recipe.yaml", "quadmix_params.yaml", "figures", "report")
+KEEPS = ("_search",)
+
+
+def resolve_eval(cfg):
+    """``cfg`` with its evaluation sets resolved on the client and checked to exist (one line each)."""
+    from ...pipeline.io import discover
+    from ...pipeline.storage import inside, resolve
+
+    if not cfg.eval:
+        raise ConfigError("search needs an evaluation set: --eval EVAL (Parquet/JSONL text the proxies are judged on)")
+    evals = [resolve(e) for e in cfg.eval]
+    for e in evals:
+        if cfg.output and inside(e, resolve(cfg.output)):
+            raise ConfigError(f"evaluation set {e} is inside the output {cfg.output}; keep it outside")
+        try:
+            discover(e)
+        except DataError as err:
+            raise DataError(f"evaluation set {e}: {err}") from None
+    return cfg.replace(eval=evals)
+
+
+def corpus_parts(cfg):
+    """The input's splits as delayed partitions (read on the workers) and their identities."""
+    import dask
+    import dask.dataframe as dd
+
+    from ...pipeline.frames import read_frame
+    from ...pipeline.io import Split
+    from ...pipeline.runner import plan_splits
+    from ...pipeline.schema import Columns
+
+    cols = Columns.from_config(cfg)
+    plan = plan_splits(cfg, cols, device="cpu")
+    first = plan.splits[0]
+    with dask.config.set({"dataframe.convert-string": False}):
+        meta = read_frame(Split(first.path, first.rel, first.fmt, first.start, first.start), cols, "cpu")
+        ddf = dd.from_map(read_frame, plan.splits, cols=cols, device="cpu", meta=meta, enforce_metadata=False)
+        return ddf.to_delayed(), [s.identity for s in plan.splits]
+
+
+def _prepared(client, parts, cfg, out, fp) -> dict:
+    import dask
+
+    got = read_prep(out, fp)
+    if got is None:
+        task = dask.delayed(prepare, pure=True)(
+            *parts, out=str(out), cfg=cfg, fingerprint=fp, dask_key_name=f"search-prepare-{fp}"
+        )
+        got = client.compute(task).result()
+    return got
+
+
+def build_space(cfg, prep: dict) -> Space:
+    """The expanded space: the config's items, the input's domains and quality components
+    (QuaDMix's default space merges every component when the input has two or more)."""
+    items = cfg.items()
+    if cfg.method == "quadmix" and cfg.space is None and len(prep["components"]) >= 2:
+        items += parse_space("weights=auto", "quadmix")
+    return Space.build(items, cfg.method, prep["domains"], prep["components"])
+
+
+def _trial_jobs(cfg, space, base_fp) -> list:
+    U = space.design(int(cfg.trials), int(cfg.seed))
+    seeds = [int(cfg.seed) + k for k in range(int(cfg.seeds))]
+    jobs = []
+    for i, u in enumerate(U):
+        recipe = space.recipe(u)
+        fp = fingerprint_of(base_fp, "trial", recipe)
+        extra = {"kind": "trial", "trial": i, "u": [float(x) for x in u], "fingerprint": fp}
+        jobs.append(Job(f"trial-{i:04d}", recipe, seeds, extra))
+    return jobs
+
+
+def _fit(space, frame, cfg) -> dict:
+    means = frame.groupby("trial", sort=True).mean(numeric_only=True)
+    by_trial = frame.drop_duplicates("trial").set_index("trial")
+    X = np.stack([space.recipe_features(json.loads(r)) for r in by_trial.loc[means.index, "recipe"]])
+    y = means["loss"].to_numpy()
+    name, model, cv = fit_best(cfg.regressor, X, y, int(cfg.seed))
+    choice = choose(space, model, int(cfg.candidates), int(cfg.top), int(cfg.seed))
+    return {"regressor": name, "model": model, "cv": cv, **choice}
+
+
+def _tracks(means) -> dict:
+    from scipy.stats import spearmanr
+
+    out = {}
+    for col in figs.TRACKS:
+        x, y = means[col].to_numpy(dtype=float), means["loss"].to_numpy(dtype=float)
+        ok = np.isfinite(x)
+        out[col] = float(spearmanr(x[ok], y[ok]).statistic) if ok.sum() > 2 and np.ptp(x[ok]) > 0 else None
+    return out
+
+
+def _verify(client, parts, cfg, out, chosen, base_fp):
+    if int(cfg.verify) < 1:
+        return None, None, 0
+    seeds = verification_seeds(cfg.seed, cfg.verify)
+    jobs = [
+        Job(f"verify-{name}", r, seeds, {"kind": "verify", "fingerprint": fingerprint_of(base_fp, "verify", r)})
+        for name, r in verification_recipes(cfg.method, chosen).items()
+    ]
+    recs, n = run_jobs(client, parts, jobs, cfg, str(out), desc="verification")
+    frame = records_frame(recs)
+    frame["name"] = frame["name"].str.replace("verify-", "", regex=False)
+    return frame, summarize(frame), n
+
+
+def _figures(out, space, frame, fit, vframe, vsum) -> list:
+    means = frame.groupby("trial", sort=True).mean(numeric_only=True)
+    firsts = frame.drop_duplicates("trial").set_index("trial").loc[means.index]
+    for c in space.columns:  # choices are text: the first seed's row holds them
+        if c not in means.columns:
+            means[c] = firsts[c].to_numpy()
+    drawn = {
+        "loss_by_parameter": figs.loss_by_parameter(
+            space, means, curves(space, fit["model"], fit["recipe"]), fit["recipe"]
+        ),
+        "loss_tracks": figs.loss_tracks(means),
+    }
+    if vframe is not None:
+        drawn["verification"] = figs.verification_bars(vframe, vsum)
+    for name, fig in drawn.items():
+        figs.save_png(fig, location(out) / "figures" / f"{name}.png")
+    return [f"figures/{n}.png" for n in drawn], means
+
+
+def _verified(vsum) -> dict | None:
+    if vsum is None:
+        return None
+    v = {n: {"mean": r["mean"], "sd": r["sd"], "seeds": r["seeds"]} for n, r in vsum["recipes"].items()}
+    v["differences"] = vsum["differences"]
+    v["pooled_sd"] = vsum["pooled_sd"]
+    return v
+
+
+def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files) -> dict:
+    pc = cfg.proxy_config().resolved()
+    return {
+        "kind": "search",
+        "input": cfg.input,
+        "eval": list(cfg.eval),
+        "method": cfg.method,
+        "space": space.describe(),
+        "trials": int(frame["trial"].nunique()),
+        "seeds": int(cfg.seeds),
+        "proxy": {
+            "preset": cfg.proxy_preset,
+            "tokens": int(frame["tokens"].iloc[0]),
+            "params": int(frame["params"].iloc[0]),
+            "config": pc.to_dict(),
+        },
+        "chosen": fit["recipe"],
+        "predicted_loss": fit["predicted"],
+        "regressor": fit["regressor"],
+        "cv_spearman": fit["cv"][fit["regressor"]]["spearman"],
+        "cv": fit["cv"],
+        "candidates": fit["candidates"],
+        "top": fit["top"],
+        "noise": {
+            "trials": noise_table(frame, by="trial") or None,
+            "verification": noise_table(vframe) or None if vframe is not None else None,
+        },
+        "verified": _verified(vsum),
+        "tracks": _tracks(means),
+        "rows": prep["rows"],
+        "leaks": prep["leaks"],
+        "near_duplicate_rows": prep["near_duplicate_rows"],
+        "domains": len(prep["domains"]),
+        "eval_sets": prep["eval_sets"],
+        "models": counts,
+        "files": files,
+        "warnings": _warnings(fit),
+    }
+
+
+#: below this cross-validated Spearman the regressor is said not to rank the trials
+WEAK_SPEARMAN = 0.3
+
+
+def _warnings(fit) -> list:
+    rho = fit["cv"][fit["regressor"]]["spearman"]
+    if rho >= WEAK_SPEARMAN:
+        return []
+    return [
+        f"the regressor ranks the trials poorly (cross-validated Spearman {rho:.2f} < {WEAK_SPEARMAN}): the chosen "
+        "recipe is weakly informed; add --trials or --proxy-tokens, or keep the default recipe"
+    ]
+
+
+def compute_search(cfg, out, client, level=None) -> dict:
+    """Run the search of ``cfg`` (checked, paths resolved) into ``out`` on ``client``; returns the
+    manifest's keys of its own (``search.json``'s content, with ``totals``)."""
+    t0 = time.perf_counter()
+    parts, identities = corpus_parts(cfg)
+    fp = fingerprint_of(cfg.fingerprint("cpu"), identities)
+    prep = _prepared(client, parts, cfg, out, fp)
+    base_fp = fingerprint_of(fp, prep["tokenizer"]["sha256"], prep["eval_fingerprint"])
+    space = build_space(cfg, prep)
+    recs, n_trials = run_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out))
+    frame = trials_frame(recs, space)
+    fit = _fit(space, frame, cfg)
+    vframe, vsum, n_verify = _verify(client, parts, cfg, out, fit["recipe"], base_fp)
+    write_parquet(frame, location(out) / "trials.parquet")
+    files = ["trials.parquet"]
+    if vframe is not None:
+        write_parquet(vframe, location(out) / "verify.parquet")
+        files.append("verify.parquet")
+    drawn, means = _figures(out, space, frame, fit, vframe, vsum)
+    total = len(recs) + (0 if vframe is None else len(vframe))
+    counts = {"trained": total, "computed_this_run": n_trials + n_verify, "resumed": total - n_trials - n_verify}
+    summary = _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files + drawn)
+    summary["recipe"] = write_recipe(cfg, out, summary)
+    summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
+    write_json_atomic(summary, location(out) / "search.json")
+    if not cfg.no_report:
+        from ..report import build_report
+
+        summary["report"] = str(build_report(out))
+    rows = int(prep["rows"])
+    summary["totals"] = {"rows_in": rows, "rows_out": rows, "splits": len(identities), **counts}
+    return summary

@@ -1,0 +1,118 @@
+"""Trials as Dask tasks: one selection task per recipe, one training task per (recipe, seed).
+
+:func:`run_jobs` builds the graph for the (recipe, seed) pairs that have no finished record
+yet — a record is finished when ``OUTPUT/_search/records/NAME-sSEED.json`` exists with the
+job's fingerprint — submits it to the client and collects each record as its task ends (the
+task itself has written it). A killed search therefore reruns only the missing pairs. The
+input's splits are the graph's partitions (:func:`datamask.dask.read`'s), read on the workers;
+the client handles one small record per task, never a document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, field
+
+from ...pipeline.storage import location
+from .trials import RECORD_DIR, select_recipe, train_recipe
+
+__all__ = ["Job", "run_jobs", "read_record", "fingerprint_of"]
+
+
+@dataclass
+class Job:
+    """A recipe to train on ``seeds``; ``extra`` goes into every record (kind, trial, point, ...)."""
+
+    name: str
+    recipe: dict
+    seeds: list
+    extra: dict = field(default_factory=dict)
+
+
+def fingerprint_of(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def read_record(out, name: str, seed: int, fingerprint: str) -> dict | None:
+    """The finished record of (``name``, ``seed``) made with ``fingerprint``, or None."""
+    p = location(out) / RECORD_DIR / f"{name}-s{int(seed)}.json"
+    if not p.exists():
+        return None
+    try:
+        rec = json.loads(p.read_text())
+    except (ValueError, OSError):  # a record is written whole; anything else is not ours
+        return None
+    return rec if rec.get("fingerprint") == fingerprint else None
+
+
+def _graph(parts, jobs, cfg, out, todo):
+    import dask
+
+    tasks = []
+    for job in jobs:
+        missing = todo[job.name]
+        if not missing:
+            continue
+        tag = job.extra["fingerprint"][:8]
+        sel = dask.delayed(select_recipe, pure=True)(
+            *parts, recipe=job.recipe, cfg=cfg, out=out, dask_key_name=f"search-select-{job.name}-{tag}"
+        )
+        for s in missing:
+            tasks.append(
+                dask.delayed(train_recipe, pure=True)(
+                    sel,
+                    name=job.name,
+                    seed=s,
+                    cfg=cfg,
+                    out=out,
+                    extra=job.extra,
+                    dask_key_name=f"search-train-{job.name}-s{s}-{tag}",
+                )
+            )
+    return tasks
+
+
+def _collect(client, futures, bar) -> list:
+    from distributed import as_completed
+
+    from ...pipeline.client import wait_in_flight
+
+    got = []
+    try:
+        for fut in as_completed(futures, loop=client.loop):
+            if fut.status == "error":
+                raise fut.exception()
+            got.append(fut.result())
+            bar.update(1)
+    except BaseException:
+        client.cancel(futures)
+        if isinstance(sys.exc_info()[1], KeyboardInterrupt):
+            print("datamask: stopping: waiting for the trials still running to end", file=sys.stderr)
+        wait_in_flight(client, futures)
+        raise
+    return got
+
+
+def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials") -> tuple[list, int]:
+    """Every record of ``jobs`` (finished ones read back, the others computed now) and how
+    many were computed in this call."""
+    from tqdm.auto import tqdm
+
+    done, todo = [], {}
+    for job in jobs:
+        todo[job.name] = []
+        for s in job.seeds:
+            rec = read_record(out, job.name, s, job.extra["fingerprint"])
+            if rec is None:
+                todo[job.name].append(s)
+            else:
+                done.append(rec)
+    tasks = _graph(parts, jobs, cfg, out, todo)
+    if not tasks:
+        return done, 0
+    futures = client.compute(tasks)
+    with tqdm(total=len(tasks), desc=f"datamask search: {desc}", unit="model", disable=cfg.quiet, leave=False) as bar:
+        new = _collect(client, futures, bar)
+    return done + new, len(new)

@@ -1,0 +1,100 @@
+"""The ``search`` stage: ``datamask search INPUT OUTPUT --eval EVAL`` and ``stages: [search]``."""
+
+from __future__ import annotations
+
+import os
+
+from ...pipeline.runner import resolve_io
+from ...pipeline.stages.base import CorpusStage, reused
+from .config import SearchConfig
+from .run import KEEPS, WRITES, compute_search, resolve_eval
+
+__all__ = ["SearchStage", "run_search"]
+
+
+def run_search(cfg: SearchConfig, client=None) -> dict:
+    """``datamask search`` from Python: the stage's run of ``cfg`` on ``client`` (a local cluster
+    of its own, one worker per core, when None); returns the manifest."""
+    return SearchStage().run(cfg, client)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class SearchStage(CorpusStage):
+    """A whole-corpus stage (the output contract of :func:`~datamask.pipeline.corpus.run_corpus_stage`):
+    its trial records (``_search/``) survive a rerun of the same config, so a killed search resumes."""
+
+    name = "search"
+    config = SearchConfig
+    help = "choose a recipe (lam, diversity, QuaDMix's parameters) with proxy LMs and a regressor"
+    description = (
+        "Sample recipes from --space (scrambled Sobol), select the input with each and train one small proxy LM "
+        "per seed on the same number of tokens (Dask tasks), fit a regressor from recipe to held-out loss on --eval, "
+        "predict many candidates and average the best into the chosen recipe, then retrain it beside the default "
+        "recipe, top-k and random on fresh seeds. Writes trials.parquet, verify.parquet, search.json, recipe.yaml "
+        "(datamask run applies it to INPUT) and the HTML report. See docs/search.md."
+    )
+    output_help = "output directory (trials.parquet, verify.parquet, search.json, recipe.yaml, figures/, report/)"
+    needs = ()
+    writes = WRITES + KEEPS
+    keeps = KEEPS
+
+    def run(self, cfg, client=None) -> dict:
+        cfg = resolve_eval(resolve_io(cfg, self.name))  # evaluation sets checked before OUTPUT is touched
+        if client is None and not (cfg.scheduler or cfg.scheduler_file) and cfg.n_workers is None:
+            cfg = cfg.replace(n_workers=_cores())  # the trials run in parallel, one torch thread each
+        return super().run(cfg, client)
+
+    def compute(self, cfg, out, client, level) -> dict:
+        return compute_search(cfg, out, client, level)
+
+    def summary(self, m, out) -> str:
+        return "\n".join(summary_lines(m, out))
+
+
+def _fmt(v) -> str:
+    if isinstance(v, dict):
+        vals = list(v.values())
+        if vals and isinstance(vals[0], dict):
+            return f"{len(v)} sets"
+        if len(v) > 4:
+            return f"{len(v)} values, mean {sum(vals) / len(vals):.3g}"
+        return "{" + ", ".join(f"{k}: {x:.3g}" for k, x in v.items()) + "}"
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def summary_lines(m: dict, out) -> list:
+    """What ``datamask search`` prints when it ends."""
+    t = m["models"]
+    lines = [
+        f"datamask: search: {m['trials']} trials x {m['seeds']} seed(s) of a {m['proxy']['params']:,}-parameter proxy "
+        f"on {m['proxy']['tokens']:,} tokens ({t['computed_this_run']} models trained now, {t['resumed']} resumed)"
+        + reused(m),
+        f"datamask: search: regressor {m['regressor']}, cross-validated Spearman {m['cv_spearman']:.3f} ("
+        + ", ".join(f"{k} {v['spearman']:.3f}" for k, v in m["cv"].items())
+        + ")",
+        "datamask: search: chosen " + ", ".join(f"{k}={_fmt(v)}" for k, v in m["chosen"].items()),
+    ]
+    v = m.get("verified")
+    if v:
+        lines.append(
+            "datamask: search: verified loss "
+            + ", ".join(
+                f"{n} {v[n]['mean']:.4f}" + (f" (sd {v[n]['sd']:.4f})" if v[n]["sd"] else "")
+                for n in ("chosen", "default", "topk", "random")
+                if n in v
+            )
+        )
+        lines += [f"datamask: search: {d['words']}" for d in v["differences"].values()]
+    lines += [f"datamask: search: warning: {w}" for w in m.get("warnings", ())]
+    if m.get("leaks"):
+        lines.append(
+            f"datamask: search: {m['leaks']} input row(s) hold an evaluation text; removed from every selection"
+        )
+    lines.append(f"datamask: search: recipe {m['recipe']} (datamask run it) -> {out}")
+    return lines

@@ -1,0 +1,119 @@
+"""The recipe space of ``datamask search``: parsing, one-line errors, the seeded space-filling
+design, decoding, averaging the best candidates (no Dask, no torch)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from datamask.analysis.search import DEFAULT_SPACE, SearchConfig, Space, parse_space
+from datamask.errors import ConfigError
+
+
+def _space(text, method="datamask", domains=(), components=()):
+    cfg = SearchConfig(eval=["x"], method=method)
+    return Space.build(parse_space(text, method, cfg._check_value), method, domains, components)
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("lam=0:1.5", "lam must be a float in the range [0.0, 1.0]"),
+        ("lam=0.8:0.2", "is empty"),
+        ("lam=0.5:0.5", "is empty"),
+        ("temperature=0:1", "unknown name 'temperature' for method datamask; known: lam, diversity, ratio"),
+        ("diversity=pairwise|cosine", "diversity must be one of"),
+        ("diversity=pairwise|", "an empty option"),
+        ("lam=0:1,lam=0.2:0.4", "lam is given twice"),
+        ("ratio=0:0.5", "ratio must be"),
+        ("lam=0|1", "give a range LO:HI or one value"),
+        ("lam=a:b", "is not a number"),
+        ("lam=0:1:sqrt", "LO:HI:log"),
+        ("lam=0:1:log", "a log range needs LO > 0"),
+        ("lam=0.3", "fixes every value"),
+        ("omega[domain]=0:1", "unknown name 'omega' for method datamask"),
+        ("", "space is empty"),
+    ],
+)
+def test_bad_space_is_one_line(text, needle):
+    with pytest.raises(ConfigError) as e:
+        SearchConfig(eval=["x"], space=text).validated()
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("omega=0:1.5", "omega (cut-off percentile) must be in [0, 1]"),
+        ("eta[domain]=-1:2", "must be >= 0"),
+        ("diversity=pairwise", "unknown name 'diversity' for method quadmix"),
+        ("weights=quality_a", "two or more distinct quality columns"),
+        ("ratio[domain]=0.1:0.5", "take [domain]"),
+    ],
+)
+def test_bad_quadmix_space_is_one_line(text, needle):
+    with pytest.raises(ConfigError) as e:
+        SearchConfig(eval=["x"], method="quadmix", space=text).validated()
+    assert needle in str(e.value)
+
+
+def test_relaxed_refuses_facility_as_select_does():
+    with pytest.raises(ConfigError, match="facility"):
+        SearchConfig(eval=["x"], method="relaxed", space="lam=0:1,diversity=pairwise|facility").validated()
+
+
+def test_method_without_a_space_is_refused():
+    with pytest.raises(ConfigError, match="search takes --method"):
+        SearchConfig(eval=["x"], method="semdedup").validated()
+
+
+def test_every_default_space_parses():
+    for method, text in DEFAULT_SPACE.items():
+        items = parse_space(text, method, SearchConfig(eval=["x"], method=method)._check_value)
+        assert items
+
+
+def test_design_is_seeded_space_filling_and_a_prefix():
+    sp = _space("lam=0:1,diversity=pairwise|facility|disf,ratio=0.05:0.5")
+    a, b = sp.design(16, seed=3), sp.design(16, seed=3)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, sp.design(16, seed=4))
+    assert np.array_equal(sp.design(8, seed=3), a[:8])  # more trials later extend the same sequence
+    for j in range(a.shape[1]):  # 16 Sobol points: one in each sixteenth of every coordinate
+        assert sorted(np.floor(a[:, j] * 16).astype(int)) == list(range(16))
+    recipes = [sp.recipe(u) for u in a]
+    assert {r["diversity"] for r in recipes} == {"pairwise", "facility", "disf"}
+    assert all(0 <= r["lam"] <= 1 and 0.05 <= r["ratio"] <= 0.5 for r in recipes)
+
+
+def test_log_range_and_per_domain_values():
+    sp = _space("omega[domain]=0.05:1,lam=1:50:log", "quadmix", domains=["0", "1", "2"])
+    assert sp.width == 4 and sp.columns == ["omega[0]", "omega[1]", "omega[2]", "lam"]
+    U = sp.design(64, 0)
+    lam = sp.frame(U)["lam"].to_numpy()
+    assert lam.min() >= 1 and lam.max() <= 50
+    assert (np.log(lam) < np.log(50) / 2).mean() == pytest.approx(0.5, abs=0.1)  # log-uniform: half below sqrt(50)
+    r = sp.recipe(U[0])
+    assert set(r["omega"]) == {"0", "1", "2"}
+    assert np.allclose(sp.recipe_features(r), sp.features(U[:1])[0])
+
+
+def test_merge_weights_are_on_the_simplex():
+    sp = _space("omega=0.1:1,weights=auto", "quadmix", components=["quality_a", "quality_b", "quality_c"])
+    W = sp.frame(sp.design(128, 0))[["weights.quality_a", "weights.quality_b", "weights.quality_c"]].to_numpy()
+    assert np.allclose(W.sum(axis=1), 1.0) and (W >= 0).all()
+    assert np.allclose(W.mean(axis=0), 1 / 3, atol=0.06)  # uniform on the simplex: every component alike
+    with pytest.raises(ConfigError, match="present: quality_a"):
+        _space("weights=auto", "quadmix", components=["quality_a"])
+    with pytest.raises(ConfigError, match="no domain column"):
+        _space("omega[domain]=0.1:1", "quadmix")
+
+
+def test_average_takes_the_most_frequent_choice_then_the_mean():
+    sp = _space("lam=0:1,diversity=pairwise|facility")
+    # coordinates: lam, diversity (below 0.5: pairwise)
+    best = np.array([[0.9, 0.7], [0.2, 0.1], [0.4, 0.2], [0.3, 0.3]])
+    r = sp.average(best)
+    assert r["diversity"] == "pairwise"
+    assert r["lam"] == pytest.approx(0.3)  # the mean over the three pairwise candidates only
+    assert sp.average(best[:2]) == {"lam": pytest.approx(0.9), "diversity": "facility"}  # a tie: the best's
