@@ -14,6 +14,7 @@ PKG = Path(__file__).resolve().parents[1] / "datamask"
 # lowest first; a module may import its own layer and the layers before it
 LAYERS = ("errors", "core", "methods", "features", "dedup", "pipeline", "analysis", "dask", "cli")
 MAX_LINES = 450  # the limit the codebase keeps (docs/design.md, "Layout and layering")
+MAX_FUNCTION_LINES = 80  # a function longer than this is split by concern
 
 
 def _modules() -> dict:
@@ -107,6 +108,17 @@ def test_imports_only_go_down():
 def test_modules_stay_small():
     big = {m: n for m, p in _modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not big, f"modules over {MAX_LINES} lines: {big}"
+
+
+def test_functions_stay_short():
+    long = {
+        f"{m}.{n.name}": size
+        for m, p in _modules().items()
+        for n in ast.walk(ast.parse(p.read_text()))
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and (size := n.end_lineno - n.lineno + 1) > MAX_FUNCTION_LINES
+    }
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
 
 
 @pytest.mark.parametrize("heavy", ["dask", "distributed", "torch", "sentence_transformers", "cupy"])

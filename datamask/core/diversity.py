@@ -27,6 +27,7 @@ from .greedy import greedy_disf, greedy_facility, greedy_pairwise
 from .metrics import disf_from_moments, disf_groups, disf_one, facility_value, pairwise_from_sums
 from .relaxed import disf_terms, pairwise_terms
 from .relaxed_tokens import disf_token_terms, pairwise_token_terms
+from .stochastic import stochastic_greedy_facility
 from .tokens import disf_prefix
 from .validate import BLOCK_ROWS
 
@@ -41,12 +42,19 @@ class Diversity:
     lr: float = 3.0  # pg step size when DataMask(lr=None)
     init: str = "quality"  # pg's start when DataMask(init=None) (see default_init): "quality" or "relaxed"
     logit_range: tuple | str = (0.0, 16.0)  # init="quality"'s range when DataMask(logit_range=None); "auto": a pilot
-    relaxed_logit_range: tuple | str = (0.0, 4.0)  # init="relaxed"'s range when logit_range=None
+    relaxed_iter: int = 100  # Frank-Wolfe's iteration cap when DataMask(relaxed_iter=None)
+    # from a solver's start (relaxed, stochastic greedy): pg's step budget when DataMask(steps=None),
+    # and the steps it gets to improve on the start when DataMask(start_patience=None)
+    start_steps: int = 100
+    start_patience: int = 100
+    # a solver's start's range (init="relaxed" or "stochastic_greedy") when logit_range=None
+    solved_logit_range: tuple | str = (0.0, 4.0)
     uses_reference = False  # scored against reference rows (pg batches those, not candidates)
     row_sums_only = False  # a pg group needs only row sums (the int8 kernel can compute them)
     whole_split_known = False  # its value on the whole split is known without computing it
     relaxed_terms = None  # relaxed.frank_wolfe's terms, or None: no relaxation
     relaxed_token_terms = None  # relaxed_tokens.frank_wolfe_tokens's terms
+    stochastic_greedy = None  # init="stochastic_greedy"'s picks (datamask.core.stochastic), or None
 
     def value(self, obj, rows) -> float:
         """The diversity of one selection ``rows`` of ``obj`` (an :class:`~.objectives.Objective`)."""
@@ -68,16 +76,33 @@ class Diversity:
 
     def default_logit_range(self, init):
         """pg's initial logit range for ``init`` when ``DataMask(logit_range=None)``."""
-        return self.relaxed_logit_range if init == "relaxed" else self.logit_range
+        return self.solved_logit_range if init in ("relaxed", "stochastic_greedy") else self.logit_range
 
     def has_relaxation(self, tokens=False) -> bool:
         """Whether Frank-Wolfe can solve its relaxation (under a token budget: the token form)."""
         return (self.relaxed_token_terms if tokens else self.relaxed_terms) is not None
 
     def default_init(self, tokens=False) -> str:
-        """pg's start when ``DataMask(init=None)``: :attr:`init`, or ``"quality"`` where that is
-        ``"relaxed"`` and there is no relaxation (a subclass that drops it keeps a working default)."""
-        return "quality" if self.init == "relaxed" and not self.has_relaxation(tokens) else self.init
+        """pg's start when ``DataMask(init=None)``: :attr:`init`, or ``"quality"`` where this
+        objective cannot start from it (:meth:`has_start`: a subclass that drops its relaxation
+        keeps a working default; a token budget has no stochastic greedy)."""
+        return self.init if self.has_start(self.init, tokens) else "quality"
+
+    def has_start(self, init, tokens=False) -> bool:
+        """Whether pg can start from ``init`` on this objective (under a token budget if ``tokens``)."""
+        if init == "relaxed":
+            return self.has_relaxation(tokens)
+        if init == "stochastic_greedy":
+            return self.stochastic_greedy is not None and not tokens
+        return True
+
+    def check_start(self, init, tokens=False):
+        """A one-line ValueError when pg cannot start from ``init`` here."""
+        if init == "relaxed":
+            self.check_relaxed("init='relaxed'", tokens)
+        elif not self.has_start(init, tokens):
+            where = " under a token budget" if tokens and self.stochastic_greedy is not None else ""
+            raise ValueError(f"init={init!r} is not defined for diversity={self.name!r}{where}; use init='quality'")
 
     def check_relaxed(self, what="solver='relaxed'", tokens=False):
         """A ValueError when it has no relaxation (``solver="relaxed"`` or ``init="relaxed"``)."""
@@ -126,9 +151,11 @@ class Facility(Diversity):
     name = "facility"
     label = "facility-location coverage"
     lr = 1.0
-    logit_range = (0.0, 2.0)
+    init = "stochastic_greedy"  # the suite under facility location (benchmarks/results/defaults_fit_facility.md)
+    logit_range = (0.0, 2.0)  # init="quality"'s range
     uses_reference = True
     whole_split_known = True  # every row is its own nearest neighbour: 1
+    stochastic_greedy = staticmethod(stochastic_greedy_facility)
     no_relaxed = "facility location is submodular, not concave"
 
     def value(self, obj, rows):
@@ -148,6 +175,7 @@ class DiSF(Diversity):
     name = "disf"
     label = "DiSF"
     init = "relaxed"  # the suite under DiSF (benchmarks/results/defaults_disf.md)
+    relaxed_iter = 20  # an iteration costs n d^2 (benchmarks/results/defaults_fit_disf.md)
     relaxed_terms = staticmethod(disf_terms)
     relaxed_token_terms = staticmethod(disf_token_terms)
 

@@ -8,22 +8,21 @@ paper's quality-aware pruning, and report the chosen mask on the same exact obje
 from __future__ import annotations
 
 import math
-import re
 import time
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
+from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
 
 from .backend import default_rng, get_namespace
 from .diversity import DIVERSITIES, Diversity, get_diversity
 from .objectives import Objective, normalize_quality
-from .relaxed import frank_wolfe
-from .relaxed_tokens import frank_wolfe_tokens
-from .start import check_logit_range, start_solver
+from .solvers import solve
+from .start import check_logit_range
+from .state import FITTED, FitState
 from .tokens import candidate_tokens, check_lengths, check_token_budget
-from .validate import check_inputs, needs_rescale, unit_rows
+from .validate import check_inputs, needs_rescale
 
 __all__ = ["DataMask", "SOLVERS", "rows_after_pruning", "check_params"]
 
@@ -46,17 +45,26 @@ def check_params(params: dict) -> None:
     """The one check of ``DataMask``'s parameters (also :class:`~datamask.pipeline.config.SelectConfig`'s):
     each against :attr:`DataMask._parameter_constraints`, then the ones that depend on each
     other. A ValueError names the parameter (``ratio must be ...``)."""
-    try:
-        validate_parameter_constraints(DataMask._parameter_constraints, params, caller_name="DataMask")
-    except InvalidParameterError as e:
-        m = re.fullmatch(r"The '(\w+)' parameter of DataMask must be (.*)\. Got (.*) instead\.", str(e), flags=re.S)
-        raise ValueError(f"{m[1]} must be {m[2]}, got {m[3]}" if m else str(e)) from None
+    for name, value in params.items():
+        _check_one(name, value, DataMask._parameter_constraints.get(name, "no_validation"))
     div, tokens = get_diversity(params.get("diversity", "pairwise")), params.get("tokens") is not None
     if params.get("solver") == "relaxed":
         div.check_relaxed(tokens=tokens)
-    if params.get("init") == "relaxed" and params.get("solver", "pg") == "pg":
-        div.check_relaxed("init='relaxed'", tokens=tokens)
+    if params.get("init") is not None and params.get("solver", "pg") == "pg":
+        div.check_start(params["init"], tokens)
     check_logit_range(params.get("logit_range"))
+
+
+def _check_one(name, value, constraints):
+    """A ValueError ``name must be <what the constraints allow>, got <value>``."""
+    if constraints == "no_validation":
+        return
+    cs = [make_constraint(c) for c in constraints]
+    if any(c.is_satisfied_by(value) for c in cs):
+        return
+    allowed = [str(c) for c in cs if not getattr(c, "hidden", False)]
+    what = allowed[0] if len(allowed) == 1 else ", ".join(allowed[:-1]) + " or " + allowed[-1]
+    raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
 class DataMask(BaseEstimator):
@@ -89,11 +97,13 @@ class DataMask(BaseEstimator):
         each step (no batch updating) and takes the smaller step.
     steps : int or None, default None
         Maximum policy-gradient steps (``patience`` usually stops a run sooner). None
-        scales the budget with the problem: enough steps for every candidate row to be
-        drawn about 2,000 times (``steps * group_size * S_b / n_candidates``, S_b the rows
-        of one batch's masks), at least 5,000 and at most 50,000. Small ratios (few
-        selected rows per batch) and large splits need more steps than the 5,000 that
-        suffice elsewhere (benchmarks/results/defaults.md); a step costs the same either way.
+        scales the budget with the problem: from quality or uniform, enough steps for every
+        candidate row to be drawn about 2,000 times (``steps * group_size * S_b /
+        n_candidates``, S_b the rows of one batch's masks), at least 5,000 and at most
+        50,000 (small ratios and large splits need more than the 5,000 that suffice
+        elsewhere; benchmarks/results/defaults.md); from a solver's start (``init="relaxed"``
+        or ``"stochastic_greedy"``), the objective's short polish (100 steps), since pg
+        rarely improves on those starts and greedy's time is the bar (docs/defaults.md).
     batch_ratio : float or None, default 0.05
         Batch updating: each step samples masks from this fraction of the candidate rows,
         with the budget scaled to match (for facility location the fraction applies to the
@@ -109,24 +119,28 @@ class DataMask(BaseEstimator):
     prune : float, default 0.5
         Quality-aware pruning: drop this fraction of rows with the lowest quality before
         optimising (every solver). 0 keeps all.
-    init : {"relaxed", "quality", "uniform"} or None, default None
+    init : {"relaxed", "stochastic_greedy", "quality", "uniform"} or None, default None
         Initial logits, mapped linearly onto ``logit_range``: ``"quality"`` (the paper's),
         ``"relaxed"`` (beyond the paper: the relaxed solution, averaged with its best
         rounding, so pg starts where ``solver="relaxed"`` ends and searches around it on
-        the exact objective; pairwise and DiSF only; :mod:`datamask.core.start`), or
-        ``"uniform"`` (equal). None picks ``"relaxed"`` for pairwise and DiSF, the choice of
-        the default-selection suite by its worst case (docs/defaults.md), and ``"quality"``
-        for facility location and any objective without a relaxation
-        (:meth:`~datamask.core.diversity.Diversity.default_init`).
+        the exact objective; pairwise and DiSF only; :mod:`datamask.core.start`),
+        ``"stochastic_greedy"`` (facility location, row budgets: stochastic greedy's picks,
+        :mod:`datamask.core.stochastic`), or ``"uniform"`` (equal). None picks
+        ``"relaxed"`` for pairwise and DiSF and ``"stochastic_greedy"`` for facility
+        location, the choices of the default-selection suite by its worst case
+        (docs/defaults.md), and ``"quality"`` where the objective cannot start from its
+        choice (no relaxation; facility location under a token budget;
+        :meth:`~datamask.core.diversity.Diversity.default_init`).
 
         .. versionchanged:: 0.3
-           None (pairwise and DiSF: ``"relaxed"``) replaces the default ``"quality"``.
+           None (pairwise and DiSF: ``"relaxed"``; facility location:
+           ``"stochastic_greedy"``) replaces the default ``"quality"``.
     logit_range : (float, float), "auto" or None, default None
         ``(l_min, l_max)`` the initial scores are mapped onto, or ``"auto"``: a short pilot
         (:mod:`datamask.core.start`) runs pg from (0, 2) and from (0, 16) and starts from
         the one whose top-S scores higher, then continues that run (the cost: the other
         range's pilot, at most 500 steps).
-        None picks (0, 4) for ``init="relaxed"``; for ``init="quality"``, ``"auto"`` for
+        None picks (0, 4) for ``init="relaxed"`` and ``"stochastic_greedy"``; for ``init="quality"``, ``"auto"`` for
         pairwise, (0, 16) for DiSF and (0, 2) for facility location. A wide quality range
         starts the policy near the quality top-S (fast where the optimum is near it, no
         early dip with large batches), a narrow one leaves pg free to reach rows far below
@@ -154,9 +168,22 @@ class DataMask(BaseEstimator):
         is tiny next to the objective yet steady. One rule for every diversity. None never
         stops early.
     tol : float, default 1e-5
+    start_patience : int or None, default None
+        Steps pg is given to improve on its start: at the first evaluation point this many
+        steps in (one is added there), a run whose best top-S mask is no more than ``tol``
+        times its size above step 0's stops and returns the start. None: the objective's
+        (100 steps) from a solver's start (``init="relaxed"``, ``"stochastic_greedy"``),
+        which pg rarely improves on (docs/defaults.md); never from quality or uniform, nor
+        with ``patience=None`` (which keeps meaning no early stop).
     lr_schedule : {"constant", "cosine"}, default "constant"
-    relaxed_iter : int, default 100
+    relaxed_iter : int or None, default None
         Frank-Wolfe iteration cap for ``solver="relaxed"`` and for ``init="relaxed"``'s start.
+        None: the objective's (100 for pairwise, 20 for DiSF: a DiSF iteration costs
+        ``n d^2``, and at ratio 0.01 a hundred of them cost more than greedy's S picks;
+        docs/defaults.md).
+
+        .. versionchanged:: 0.3
+           None (the objective's cap) replaces 100.
     n_threads : int or None, default 1
         BLAS threads during ``fit``. One, because a Dask worker runs one partition per core;
         a single fit on an idle machine can use more for greedy and relaxed (a pg step gains
@@ -167,9 +194,10 @@ class DataMask(BaseEstimator):
 
     Attributes
     ----------
+    Every fit sets every one of them (:data:`datamask.core.state.FITTED`); one that does not
+    apply to the solver or start that ran is ``None``, so a refit leaves nothing stale.
+
     mask_ : (N,) bool ndarray (numpy or cupy, like the input)
-    logits_ : (N,) float array or None
-        Learned logits (pg only); pruned rows are ``-inf``.
     objective_ : dict
         ``objective``, ``quality``, ``diversity`` of the final mask (see
         :func:`datamask.core.objectives.evaluate`).
@@ -183,18 +211,28 @@ class DataMask(BaseEstimator):
     n_candidates_ : int
         Rows left after pruning.
     n_steps_ : int
-        Steps run (pg) or iterations (relaxed) or picks (greedy).
-    steps_ : int
+        Steps run (pg) or iterations (relaxed) or picks (greedy); 0 when there was nothing
+        to choose.
+    fit_seconds_ : float
+    order_ : (S,) int array or None
+        ``solver="greedy"``: the rows in pick order.
+    x_ : (N,) float array or None
+        ``solver="relaxed"``: the relaxed mask (0 on pruned rows).
+    logits_ : (N,) float array or None
+        pg: the learned logits; pruned rows are ``-inf``.
+    steps_ : int or None
         pg's step budget (``steps``, or the one ``steps=None`` chose).
-    lr_, init_, logit_range_ : float, str, (float, float)
+    lr_, init_, logit_range_ : float, str, (float, float) or None
         The step size, start and initial logit range pg used (``lr``, ``init`` and
         ``logit_range``, or their per-diversity defaults when None; the pilot's choice for
         ``"auto"``); pg only.
-    relaxed_iter_ : int
+    relaxed_iter_ : int or None
         ``init="relaxed"``: the Frank-Wolfe iterations of the start.
     pilot_ : dict or None
         ``"auto"`` only: each candidate range's top-S objective at the end of its pilot.
-    fit_seconds_ : float
+    stopped_by_ : str or None
+        Why pg stopped: ``"steps"`` (the budget), ``"patience"``, ``"start"`` (no gain on
+        its start, ``start_patience``) or ``"callback"``.
     """
 
     _parameter_constraints: dict = {
@@ -210,7 +248,7 @@ class DataMask(BaseEstimator):
         "batch_ratio": [Interval(Real, 0, 1, closed="right"), None],
         "batch_max": [Interval(Integral, 2, None, closed="left"), None],
         "prune": [Interval(Real, 0, 1, closed="left")],
-        "init": [StrOptions({"quality", "uniform", "relaxed"}), None],
+        "init": [StrOptions({"quality", "uniform", "relaxed", "stochastic_greedy"}), None],
         "logit_range": "no_validation",  # check_logit_range: "auto", (l_min, l_max) or None
         "final": [StrOptions({"topk", "sample"})],
         "reference_size": [Interval(Integral, 1, None, closed="left"), None],
@@ -219,8 +257,9 @@ class DataMask(BaseEstimator):
         "eval_every": [Interval(Integral, 1, None, closed="left")],
         "patience": [Interval(Integral, 0, None, closed="left"), None],
         "tol": [Interval(Real, 0, None, closed="left")],
+        "start_patience": [Interval(Integral, 0, None, closed="left"), None],
         "lr_schedule": [StrOptions({"constant", "cosine"})],
-        "relaxed_iter": [Interval(Integral, 1, None, closed="left")],
+        "relaxed_iter": [Interval(Integral, 1, None, closed="left"), None],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
         "progress": ["boolean"],
     }
@@ -249,8 +288,9 @@ class DataMask(BaseEstimator):
         eval_every=100,
         patience=10,
         tol=1e-5,
+        start_patience=None,
         lr_schedule="constant",
-        relaxed_iter=100,
+        relaxed_iter=None,
         n_threads=1,
         progress=False,
     ):
@@ -275,6 +315,7 @@ class DataMask(BaseEstimator):
         self.eval_every = eval_every
         self.patience = patience
         self.tol = tol
+        self.start_patience = start_patience
         self.lr_schedule = lr_schedule
         self.relaxed_iter = relaxed_iter
         self.n_threads = n_threads
@@ -333,117 +374,57 @@ class DataMask(BaseEstimator):
         S, n_keep = self._check_params(N)
         t = None if self.tokens is None and lengths is None else check_lengths(lengths, N, xp)
         T = None if self.tokens is None else int(self.tokens)
-        self.covers_all_ = T is not None and T >= float(t.sum())
-        n_keep = N if self.covers_all_ else n_keep
+        covers_all = T is not None and T >= float(t.sum())
+        n_keep = N if covers_all else n_keep
         # Memory: the input stays as given (float16 storage is fine); the only copy is the
-        # candidate rows below, float32 (or int8 planes, 3/4 of that, for a pairwise pg
-        # step), half the partition with the default pruning.
-        E = embeddings
+        # candidate rows, float32 (or int8 planes, 3/4 of that, for a pairwise pg step),
+        # half the partition with the default pruning.
         scale = norms if needs_rescale(norms) else None
         qn = normalize_quality(quality)
-
-        # Quality-aware pruning: keep the n_keep best rows (ties broken by row order).
-        if n_keep < N:
-            # cupy's argsort is always stable and rejects numpy's `kind` names
-            order = xp.argsort(-qn, kind="stable") if xp is np else xp.argsort(-qn)
-            cand = xp.sort(order[:n_keep])
-        else:
-            cand = xp.arange(N)
+        cand = _candidates(qn, n_keep, xp)
+        div = get_diversity(self.diversity)
         reference = None
-        self._div = div = get_diversity(self.diversity)
         if div.uses_reference and self.reference_size is not None and self.reference_size < N:
             reference = default_rng(xp, self.seed).subset(N, int(self.reference_size))
-        self._full = Objective(E, qn, self.lam, div, reference, norms=scale)
-        self._cand = cand
-        self.n_candidates_ = int(n_keep)
-        self.history_ = []
-        self.logits_ = None
-        self._t0 = t0
-
+        objective = Objective(embeddings, qn, self.lam, div, reference, norms=scale)
         qc = qn[cand]
-        self._lengths, self._token_budget = None, T
-        if T is not None and not self.covers_all_:
-            self._lengths, S = candidate_tokens(t, cand, qc, T, self.prune)
+        lengths_c = None
+        if T is not None and not covers_all:
+            lengths_c, S = candidate_tokens(t, cand, qc, T, self.prune)
+        state = FitState(self, objective, cand, S, lengths=lengths_c, token_budget=T, t0=t0)
         if not S or S == n_keep:  # nothing to choose (S 0: no candidate fits the token budget)
-            rows, self.n_steps_ = xp.arange(0 if S == 0 else n_keep), 0
-        elif self.solver == "greedy":
-            rows = self._fit_greedy(unit_rows(E, cand, scale), qc, S, xp)
-        elif self.solver == "relaxed":
-            rows = self._fit_relaxed(unit_rows(E, cand, scale), qc, S, xp)
+            rows = xp.arange(0 if S == 0 else n_keep)
+            state.fitted["n_steps"] = 0
         else:
-            rows = self._fit_pg(E, cand, scale, qc, S, xp)
-
-        chosen = cand[rows]
+            rows = solve(state, embeddings, scale, qc, xp)
         mask = xp.zeros(N, dtype=bool)
-        mask[chosen] = True
-        self.mask_ = mask
-        self.budget_ = int(rows.shape[0])
-        self.tokens_ = None if t is None else int(t[mask].sum())
-        self.objective_ = (
-            self._full.evaluate_rows(xp.nonzero(mask)[0])
-            if rows.shape[0]
-            else dict.fromkeys(("objective", "quality", "diversity"), math.nan)
+        mask[cand[rows]] = True
+        fitted = dict.fromkeys(FITTED)  # every fitted attribute, on every fit
+        fitted.update(state.fitted)
+        fitted.update(
+            mask=mask,
+            budget=int(rows.shape[0]),
+            tokens=None if t is None else int(t[mask].sum()),
+            covers_all=covers_all,
+            objective=(
+                objective.evaluate_rows(xp.nonzero(mask)[0])
+                if rows.shape[0]
+                else dict.fromkeys(("objective", "quality", "diversity"), math.nan)
+            ),
+            history=state.history,
+            n_candidates=int(n_keep),
+            fit_seconds=time.perf_counter() - t0,
         )
-        self.fit_seconds_ = time.perf_counter() - t0
-        del self._full, self._cand, self._lengths, self._div
-        self.__dict__.pop("_start_scores", None)  # pg's initial scores (datamask.core.start)
+        for name, value in fitted.items():
+            setattr(self, name + "_", value)
         return self
 
-    def _record(self, step, rows):
-        rec = {"step": int(step), "seconds": time.perf_counter() - self._t0}
-        rec.update(self._full.evaluate_rows(self._cand[rows]))
-        self.history_.append(rec)
-        return rec
 
-    def _fit_greedy(self, Ec, qc, S, xp):
-        # under a token budget, the knapsack rule: the better of plain gain and gain per token
-        kws = (
-            [{}]
-            if self._lengths is None
-            else [{"cost": self._lengths, "tokens": self._token_budget, "per_token": p} for p in (False, True)]
-        )
-        R = self._full.rows(self._full.reference) if self._div.uses_reference else None
-        runs = [self._div.greedy(Ec, qc, S, self.lam, R, self.progress, **kw) for kw in kws]
-        order = max(runs, key=lambda o: self._full.evaluate_rows(self._cand[o])["objective"])
-        self.n_steps_ = S = int(order.shape[0])
-        self.order_ = self._cand[order]
-        self._record(S, order)
-        return order
-
-    def _solve_relaxed(self, Ec, qc, S, xp):
-        """``(x, rows, n_iter)``: Frank-Wolfe's relaxed mask over the candidates, and the
-        better on the exact objective of its two roundings (filled to the token budget
-        under one)."""
-        t, T = self._lengths, self._token_budget
-        if t is None:
-            x, best, it = frank_wolfe(Ec, qc, S, self.lam, self._div.relaxed_terms, max_iter=int(self.relaxed_iter))
-            picks = (best, xp.argpartition(-x, S - 1)[:S])
-        else:
-            x, top, last, it = frank_wolfe_tokens(
-                Ec, qc, t, T, self.lam, self._div.relaxed_token_terms, int(self.relaxed_iter)
-            )
-            picks = (top, last)
-        rows = max(picks, key=lambda r: self._full.evaluate_rows(self._cand[r])["objective"])
-        return x, rows, it
-
-    def _fit_relaxed(self, Ec, qc, S, xp):
-        x, rows, self.n_steps_ = self._solve_relaxed(Ec, qc, S, xp)
-        self.x_ = xp.full(self._full.E.shape[0], 0.0)
-        self.x_[self._cand] = x
-        self._record(self.n_steps_, rows)
-        return rows
-
-    def _fit_pg(self, E, cand, scale, qc, S, xp):
-        self.lr_ = float(self.lr) if self.lr is not None else self._div.lr
-        self.init_ = self.init if self.init is not None else self._div.default_init(self._lengths is not None)
-        if self.init_ == "relaxed":  # the resolved start, checked against the objective
-            self._div.check_relaxed("init='relaxed'", tokens=self._lengths is not None)
-        solver, self.pilot_ = start_solver(self, E, cand, scale, qc, S, xp)
-        solver.advance(solver.steps)
-        rows = solver.finish()
-        self.steps_ = solver.steps
-        self.n_steps_ = solver.n_steps
-        logits = xp.full(self._full.E.shape[0], -xp.inf)
-        logits[self._cand] = solver.L
-        self.logits_ = logits
-        return rows
+def _candidates(qn, n_keep, xp):
+    """Quality-aware pruning: the ``n_keep`` best rows by quality (ties by row order), sorted."""
+    N = qn.shape[0]
+    if n_keep >= N:
+        return xp.arange(N)
+    # cupy's argsort is always stable and rejects numpy's `kind` names
+    order = xp.argsort(-qn, kind="stable") if xp is np else xp.argsort(-qn)
+    return xp.sort(order[:n_keep])

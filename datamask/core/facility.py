@@ -32,6 +32,9 @@ class FacilityGroups:
 
     ``method``: ``"neighbors"`` (the default on numpy), ``"dense"`` (the default elsewhere
     when the (n, r) matrix fits ``DENSE_MAX_BYTES``), or None for that default.
+    ``cover`` (n,) float64: each candidate's ``sum_x (cos(e_x, e_i) + 1)`` over the reference
+    rows, its facility gain over the empty selection, from the same pass over the
+    similarities (greedy starts from it).
     """
 
     def __init__(self, E, R, n_neighbors=128, method=None):
@@ -44,13 +47,16 @@ class FacilityGroups:
         self.method = method
         if method == "dense":
             self.C = (E @ R.T).astype(xp.float32)  # (n, r)
+            self.cover = self.C.sum(axis=1, dtype=xp.float64) + float(r)
             return
+        self.cover = xp.full(n, 0.0, dtype=xp.float64)
         T = min(int(n_neighbors), n)
         self.nbr = xp.empty((r, T), dtype=xp.int64)
         self.sim = xp.empty((r, T), dtype=xp.float32)
         per = max(1, _BLOCK_ELEMENTS // max(1, n))
         for r0 in range(0, r, per):
             C = R[r0 : r0 + per] @ E.T  # (b, n)
+            self.cover += C.sum(axis=0, dtype=xp.float64) + float(C.shape[0])
             top = xp.argpartition(-C, T - 1, axis=1)[:, :T] if T < n else xp.broadcast_to(xp.arange(n), C.shape)
             v = xp.take_along_axis(C, top, axis=1)
             o = xp.argsort(-v, axis=1)

@@ -87,47 +87,64 @@ def fit_kmeans(E, k: int, seed=0, backend="auto", max_iter=100, batch_size=4096,
     if backend == "auto":
         backend = "cuml" if is_cupy(E) else "sklearn"
     if backend == "lloyd":
-        best = None
-        for trial in range(max(1, int(n_init))):
-            C, obj = lloyd(X, k, seed=int(seed) + trial, max_iter=max_iter)
-            if best is None or obj < best[1]:
-                best = (C, obj)
-        return best[0]
+        return _fit_lloyd(X, k, seed, max_iter, n_init)
     if backend == "cuml":
-        from cuml.cluster import KMeans
-
-        km = KMeans(n_clusters=k, random_state=int(seed) % 2**31, max_iter=int(max_iter), n_init=n_init)
-        km.fit(X)
-        return get_namespace(E).asarray(km.cluster_centers_, dtype=xp.float32)
+        return _fit_cuml(X, k, seed, max_iter, n_init)
     Xn = np.ascontiguousarray(to_numpy(X))
     if backend == "faiss":
-        import faiss
+        return _fit_faiss(Xn, k, seed, max_iter, n_init, n_threads)
+    return _fit_sklearn(Xn, k, seed, max_iter, batch_size, n_init, n_threads)
 
-        if n_threads:
-            faiss.omp_set_num_threads(int(n_threads))
-        # k-means++ seeding (on up to 256 rows per centroid), best of max(n_init, 3) starts:
-        # faiss alone starts from random rows, and one start merged planted blobs in our
-        # tests (ARI 0.83 against sklearn's 1.0).
-        from sklearn.cluster import kmeans_plusplus
 
-        rng = np.random.default_rng(seed)
-        sub = Xn[rng.choice(n, size=256 * k, replace=False)] if n > 256 * k else Xn
-        best = None
-        for trial in range(max(int(n_init), 3)):
-            km = faiss.Kmeans(
-                Xn.shape[1],
-                k,
-                niter=int(max_iter),
-                seed=(int(seed) + trial) % 2**31,
-                verbose=False,
-                max_points_per_centroid=max(256, math.ceil(n / k)),
-            )
-            init, _ = kmeans_plusplus(sub, k, random_state=(int(seed) + trial) % 2**31)
-            km.train(Xn, init_centroids=np.ascontiguousarray(init, dtype=np.float32))
-            if best is None or km.obj[-1] < best.obj[-1]:
-                best = km
-        km = best
-        return km.centroids.astype(np.float32)
+def _fit_lloyd(X, k, seed, max_iter, n_init):
+    """The best of ``n_init`` :func:`lloyd` runs, on the device of ``X``."""
+    best = None
+    for trial in range(max(1, int(n_init))):
+        C, obj = lloyd(X, k, seed=int(seed) + trial, max_iter=max_iter)
+        if best is None or obj < best[1]:
+            best = (C, obj)
+    return best[0]
+
+
+def _fit_cuml(X, k, seed, max_iter, n_init):
+    from cuml.cluster import KMeans
+
+    xp = get_namespace(X)
+    km = KMeans(n_clusters=k, random_state=int(seed) % 2**31, max_iter=int(max_iter), n_init=n_init)
+    km.fit(X)
+    return xp.asarray(km.cluster_centers_, dtype=xp.float32)
+
+
+def _fit_faiss(Xn, k, seed, max_iter, n_init, n_threads):
+    """faiss k-means from k-means++ seeds (on up to 256 rows per centroid), the best of
+    max(n_init, 3) starts: faiss alone starts from random rows, and one start merged
+    planted blobs in our tests (ARI 0.83 against sklearn's 1.0)."""
+    import faiss
+    from sklearn.cluster import kmeans_plusplus
+
+    if n_threads:
+        faiss.omp_set_num_threads(int(n_threads))
+    n = Xn.shape[0]
+    rng = np.random.default_rng(seed)
+    sub = Xn[rng.choice(n, size=256 * k, replace=False)] if n > 256 * k else Xn
+    best = None
+    for trial in range(max(int(n_init), 3)):
+        km = faiss.Kmeans(
+            Xn.shape[1],
+            k,
+            niter=int(max_iter),
+            seed=(int(seed) + trial) % 2**31,
+            verbose=False,
+            max_points_per_centroid=max(256, math.ceil(n / k)),
+        )
+        init, _ = kmeans_plusplus(sub, k, random_state=(int(seed) + trial) % 2**31)
+        km.train(Xn, init_centroids=np.ascontiguousarray(init, dtype=np.float32))
+        if best is None or km.obj[-1] < best.obj[-1]:
+            best = km
+    return best.centroids.astype(np.float32)
+
+
+def _fit_sklearn(Xn, k, seed, max_iter, batch_size, n_init, n_threads):
     from sklearn.cluster import MiniBatchKMeans
     from threadpoolctl import threadpool_limits
 

@@ -99,9 +99,9 @@ def disf_groups(E, idx):
     out = xp.empty(G, dtype=xp.float64)
     per = max(1, BLOCK_ELEMENTS // max(1, S * d))
     for g0 in range(0, G, per):
-        blk = E[idx[g0 : g0 + per]].astype(xp.float32)  # (g, S, d)
+        blk = E[idx[g0 : g0 + per]].astype(xp.float32, copy=False)  # (g, S, d): the gather's copy
         blk -= blk.mean(axis=1, keepdims=True)
-        sd = xp.sqrt((blk * blk).mean(axis=1, keepdims=True))
+        sd = xp.sqrt(xp.einsum("gsd,gsd->gd", blk, blk) / S)[:, None, :]  # no (g, S, d) square
         live = sd > 1e-6
         blk *= xp.where(live, 1.0 / xp.where(live, sd, 1.0), 0.0).astype(xp.float32)
         if S < d:

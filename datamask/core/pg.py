@@ -28,9 +28,11 @@ from .facility import FacilityGroups
 from .groupsum import GroupSums
 from .policy import LOGIT_SPAN, policy_gradient, sample_masks
 from .rng import CounterRNG
+from .stopping import SOLVED_STARTS, start_patience
+from .stopping import BestMask as _BestMask
 from .tokens import fill, masked_mean, max_rows, prefix_lengths
 
-__all__ = ["PolicyGradient", "Passes", "Step", "step_budget"]
+__all__ = ["PolicyGradient", "Passes", "Step", "step_budget", "batch_rows", "candidate_rows", "facility_scorer"]
 
 # Smallest candidate batch for batch updating: keeps S_b >= 2 on small partitions.
 MIN_BATCH = 256
@@ -51,6 +53,33 @@ def step_budget(steps, n, S_b, G):
     if steps is not None:
         return int(steps)
     return int(min(MAX_STEPS, max(MIN_STEPS, math.ceil(DRAWS_PER_ROW * n / (G * max(1, S_b))))))
+
+
+def candidate_rows(state, E, norms, use):
+    """The fit's candidate rows in the form the step needs (:class:`GroupSums`), built once
+    per fit and kept in ``state.cache`` (a pilot's runs and the start share them)."""
+    key = ("rows", use)
+    if key not in state.cache:
+        state.cache[key] = GroupSums(E, state.cand, norms, use=use)
+    return state.cache[key]
+
+
+def facility_scorer(state, E, norms):
+    """The fit's :class:`FacilityGroups` (built once: its pass over the similarities also
+    gives stochastic greedy's first gains)."""
+    if "facility" not in state.cache:
+        rows = candidate_rows(state, E, norms, "float32").take()
+        state.cache["facility"] = FacilityGroups(rows, state.objective.rows(state.objective.reference))
+    return state.cache["facility"]
+
+
+def batch_rows(n, minimum, batch_ratio, batch_max):
+    """Rows per batch-updating step out of ``n``: ``batch_ratio`` (at least ``minimum``),
+    capped by ``batch_max``; None for either: no batching, no cap."""
+    k = n if batch_ratio is None else max(minimum, math.ceil(float(batch_ratio) * n))
+    if batch_max is not None:
+        k = min(k, int(batch_max))
+    return min(n, k)
 
 
 class Passes:
@@ -170,78 +199,73 @@ class Step:
 
 
 class PolicyGradient:
-    """One ``pg`` fit for a :class:`datamask.DataMask` estimator (its parameters and hooks).
+    """One ``pg`` run over a fit's :class:`~datamask.core.state.FitState` (the estimator's
+    parameters through ``state.est``).
 
-    :meth:`start` (with :meth:`advance` and :meth:`finish`) copies the candidate rows ``E[cand]`` once, as unit
-    rows in the form the step needs (:class:`datamask.core.groupsum.GroupSums`), returns the
-    chosen candidate rows and sets ``L`` (the logits over the candidates) and ``n_steps``.
+    :meth:`start` (with :meth:`advance` and :meth:`finish`) copies the candidate rows
+    ``E[cand]`` once, as unit rows in the form the step needs
+    (:class:`datamask.core.groupsum.GroupSums`); :meth:`finish` returns the chosen candidate
+    rows and sets ``L`` (the logits over the candidates), ``n_steps`` and ``stopped_by``.
     """
 
-    def __init__(self, est, shared=None):
-        self.est = est
-        self.shared = {} if shared is None else shared  # candidate rows, kept for a second run
-
-    def _rows(self, E, cand, norms, use):
-        key = ("rows", use)
-        if key not in self.shared:
-            self.shared[key] = GroupSums(E, cand, norms, use=use)
-        return self.shared[key]
+    def __init__(self, state):
+        self.state, self.est = state, state.est
 
     # ----------------------------------------------------------------- set-up
     def batch_rows(self, n, minimum):
-        """Rows per batch-updating step out of ``n``: ``batch_ratio``, capped by ``batch_max``."""
-        est = self.est
-        k = n if est.batch_ratio is None else max(minimum, math.ceil(float(est.batch_ratio) * n))
-        if est.batch_max is not None:
-            k = min(k, int(est.batch_max))
-        return min(n, k)
+        """Rows per batch-updating step out of ``n`` (:func:`batch_rows` of the parameters)."""
+        return batch_rows(n, minimum, self.est.batch_ratio, self.est.batch_max)
 
     def init_logits(self, qc, xp):
-        est = self.est
+        state = self.state
         n = qc.shape[0]
-        if est.init_ == "uniform":
+        if state.init == "uniform":
             return xp.zeros(n, dtype=xp.float64)
-        lo, hi = est.logit_range_
-        v = est._start_scores  # quality, or the relaxed start (datamask.core.start)
+        lo, hi = state.logit_range
+        v = state.start_scores  # quality, or a solver's start (datamask.core.start)
         vmin, vmax = float(v.min()), float(v.max())
         if vmax <= vmin:
             return xp.full(n, lo, dtype=xp.float64)
         return (v - vmin) / (vmax - vmin) * (hi - lo) + lo
 
-    def build(self, E, cand, norms, qc, S, xp, L=None):
+    def build(self, E, norms, qc, xp, L=None):
         """The :class:`Step` of this fit (its arrays allocated once, before any step) from
         the initial logits ``L`` (None: :meth:`init_logits`)."""
-        est = self.est
+        est, state = self.est, self.state
+        cand, S = state.cand, state.S
         n = int(cand.shape[0])
         rng = CounterRNG(xp, [int(est.seed), 1])
         L = xp.array(self.init_logits(qc, xp), dtype=xp.float64) if L is None else L
         fac = None
         tok = None
-        div = get_diversity(est.diversity)
+        div = state.div
         if div.uses_reference:
             # Batch updating samples reference rows, not candidates (sampling candidates
             # pushes up near-duplicates).
-            rows = self._rows(E, cand, norms, "float32")
-            fac = FacilityGroups(rows.take(), est._full.rows(est._full.reference))
+            rows = candidate_rows(state, E, norms, "float32")
+            fac = facility_scorer(state, E, norms)
             k = self.batch_rows(fac.n_reference, MIN_REFERENCE_BATCH)
             passes = Passes(fac.n_reference, k, CounterRNG(xp, [int(est.seed), 2]))
             S_b = S
-            if est._lengths is not None:
-                tok = TokenBudget(est._lengths, est._token_budget)
+            if state.lengths is not None:
+                tok = TokenBudget(state.lengths, state.token_budget)
                 S_b = tok.M
         else:
             n_b = self.batch_rows(n, MIN_BATCH)
             S_b = min(n_b, max(1, int(round(S * n_b / n))))
             passes = Passes(n, n_b, CounterRNG(xp, [int(est.seed), 2]))
-            if est._lengths is not None:
-                tok = TokenBudget(est._lengths, est._token_budget, n_b if n_b < n else None)
+            if state.lengths is not None:
+                tok = TokenBudget(state.lengths, state.token_budget, n_b if n_b < n else None)
                 S_b = tok.M
             # pairwise steps only need row sums: the int8 kernel where it pays (large batches)
             use = "auto" if div.row_sums_only and n_b >= INT8_MIN_ROWS else "float32"
-            rows = self._rows(E, cand, norms, use)
+            rows = candidate_rows(state, E, norms, use)
         if passes.per_pass:
             passes.refresh()
-        self.steps = step_budget(est.steps, n, S_b, int(est.group_size))
+        if est.steps is None and state.init in SOLVED_STARTS:  # a solver's answer: a short polish
+            self.steps = int(div.start_steps)
+        else:
+            self.steps = step_budget(est.steps, n, S_b, int(est.group_size))
         cosine = self.steps if est.lr_schedule == "cosine" else None
         return Step(
             xp=xp,
@@ -251,7 +275,7 @@ class PolicyGradient:
             S_b=S_b,
             G=int(est.group_size),
             lam=float(est.lam),
-            lr=est.lr_,
+            lr=state.lr,
             rng=rng,
             diversity=div,
             passes=passes,
@@ -261,16 +285,16 @@ class PolicyGradient:
         )
 
     # ----------------------------------------------------------------- loop
-    def start(self, E, cand, norms, qc, S, xp):
+    def start(self, E, norms, qc, xp):
         """Build the step and evaluate step 0 (a run that can be advanced in pieces)."""
-        est = self.est
-        self.xp, self.S = xp, S
+        self.xp, self.S = xp, self.state.S
         # step 0 is the initial logits' top S: evaluated before the step's arrays are built,
         # so a callback (or a user watching the history) has the start's mask that much sooner
         L = xp.array(self.init_logits(qc, xp), dtype=xp.float64)
-        self.tracker = _BestMask(est, S, xp)
+        self.tracker = _BestMask(self.state, self.S, xp)
+        self.tracker.start_patience = start_patience(self.est, self.state.init, self.state.div)
         self.stopped = self.tracker.evaluate(0, L, None)
-        self.step = self.build(E, cand, norms, qc, S, xp, L=L)
+        self.step = self.build(E, norms, qc, xp, L=L)
         capturer = CupyGraphs() if xp is not np and capture_enabled() and _is_real_cupy(xp) else None
         self.runner = StepRunner(self.step, capturer)
         self.t, self.j = 0, 0  # steps run; host copy of the batch index (when to draw the next pass)
@@ -279,7 +303,7 @@ class PolicyGradient:
 
     def open_bar(self):
         """The progress bar over steps when the estimator asks for one (from the steps run)."""
-        if not self.est.progress or self.bar is not None:
+        if not self.state.progress or self.bar is not None:
             return
         from tqdm.auto import tqdm
 
@@ -303,9 +327,10 @@ class PolicyGradient:
                     t = self.t
                     if self.bar is not None:
                         self.bar.update()
-                    if t % int(est.eval_every) == 0 or t == steps:
+                    if t % int(est.eval_every) == 0 or t == steps or t == self.tracker.start_patience:
                         self.stopped = self.tracker.evaluate(t, step.L, self.bar)
-                self.stopped = self.stopped or self.t >= steps
+                if not self.stopped and self.t >= steps:
+                    self.stopped, self.tracker.stopped_by = True, "steps"
         except BaseException:
             self.close()
             raise
@@ -316,9 +341,15 @@ class PolicyGradient:
             self.bar.close()
             self.bar = None
 
+    @property
+    def stopped_by(self):
+        """Why the run stopped: ``"steps"`` (the budget), ``"patience"``, ``"start"`` (it did
+        not improve on its start) or ``"callback"``."""
+        return self.tracker.stopped_by
+
     def finish(self):
         """The chosen candidate rows (sets ``L``, ``n_steps`` and ``graph_mode``)."""
-        est, step, xp, S = self.est, self.step, self.xp, self.S
+        est, state, step, xp, S = self.est, self.state, self.step, self.xp, self.S
         self.close()
         self.n_steps = self.t
         self.L = step.L
@@ -326,9 +357,9 @@ class PolicyGradient:
         if est.final == "sample":
             # step 0 is never a training step: its draw is the final sample's own
             L = xp.maximum(step.L, step.L.max() - LOGIT_SPAN)
-            if est._lengths is not None:
+            if state.lengths is not None:
                 draw = sample_masks(L, L.shape[0], 1, step.rng, step=0, log_keys=False)[0]
-                return fill(draw, est._lengths, est._token_budget)
+                return fill(draw, state.lengths, state.token_budget)
             return sample_masks(L, S, 1, step.rng, step=0, log_keys=False)[0]
         return self.tracker.best_rows
 
@@ -363,49 +394,3 @@ class TokenBudget:
 
 def _is_real_cupy(xp):
     return getattr(xp, "__name__", "") == "cupy" and hasattr(xp, "ElementwiseKernel")
-
-
-class _BestMask:
-    """Evaluation points: the top-S mask of the logits on the exact objective, best kept."""
-
-    def __init__(self, est, S, xp):
-        self.est, self.S, self.xp = est, S, xp
-        self.owner = est  # the estimator the callback is given
-        self.best_val, self.best_rows, self.values = -math.inf, None, []
-
-    def top(self, L):
-        """The top-S rows of the logits (the longest prefix that fits, under a token budget)."""
-        est = self.est
-        if est._lengths is not None:
-            return fill(self.xp.argsort(-L), est._lengths, est._token_budget)
-        return self.xp.argpartition(-L, self.S - 1)[: self.S]
-
-    def evaluate(self, step, L, bar):
-        """Record one point; True when the run should stop (callback or patience)."""
-        est = self.est
-        rows = self.top(L)
-        rec = est._record(step, rows)
-        self.values.append(rec["objective"])
-        if rec["objective"] > self.best_val:
-            self.best_val, self.best_rows = rec["objective"], rows
-        if bar is not None:
-            bar.set_postfix(objective=f"{rec['objective']:.5f}")
-        stop = est.callback is not None and bool(est.callback(self.owner, rec))
-        return stop or (est.patience is not None and self.stalled(int(est.patience), est.tol))
-
-    def stalled(self, p, tol):
-        """True when the mean of the last ``p`` evaluations is no more than ``tol`` times the
-        gain over the start above the mean of the ``p`` before them.
-
-        Window means, not the best so far: a run whose top-S mask dipped and is climbing
-        back is still improving. The gain, not the objective's size: with few selected rows
-        per batch the rise per evaluation is tiny next to the objective, yet steady.
-        """
-        v = self.values
-        if p == 0:
-            return True
-        if len(v) < 2 * p:  # two full windows: an early peak and dip are no plateau
-            return False
-        gain = max(0.0, max(v) - v[0])
-        recent, before = v[-p:], v[-2 * p : -p]
-        return sum(recent) / len(recent) <= sum(before) / len(before) + tol * gain

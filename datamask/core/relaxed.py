@@ -72,14 +72,27 @@ def disf_terms(E, q, S, lam):
         return cd * float((A * B).sum() - (xp.diagonal(A) * xp.diagonal(B)).sum())
 
     def grad(C):
-        C32 = C.astype(xp.float32)
-        zc = ((Z @ C32) * Z).sum(axis=1) - ((Z * Z) @ xp.diagonal(C32))
+        # z^T C z - sum_a z_a^2 C_aa = z^T (C - diag C) z: one product, no (n, d) square
+        off = C.astype(xp.float32)
+        off[xp.diag_indices(d)] = 0.0
+        zc = xp.einsum("ij,ij->i", Z @ off, Z)
         return lam * q / S - cd * 2.0 / S * zc.astype(xp.float64)
 
     def value(x, C):
         return lam * float(q @ x) / S - quad(C, C)
 
-    return rows_sum, grad, quad, value
+    if S >= d:
+        return rows_sum, grad, quad, value
+    Z2 = Z * Z
+
+    def vertex_grad(rows):
+        # the gradient at a vertex's state, through its S rows: n S d, not n d^2
+        Zs = Z[rows]
+        K = Z @ Zs.T  # (n, S)
+        zc = xp.einsum("ij,ij->i", K, K) - Z2 @ (Zs * Zs).sum(axis=0)
+        return lam * q / S - cd * 2.0 / S**2 * zc.astype(xp.float64)
+
+    return rows_sum, grad, quad, value, vertex_grad
 
 
 def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_iter=None):
@@ -94,7 +107,8 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
     ----------
     E : (n, d) unit rows; q : (n,) quality in [0, 1]; S : budget; lam : quality weight
     terms : the diversity's relaxation, ``terms(E, q, S, lam) -> (rows_sum, grad, quad, value)``
-        (:func:`pairwise_terms`, :func:`disf_terms`; ``Diversity.relaxed_terms``)
+        (:func:`pairwise_terms`, :func:`disf_terms`; ``Diversity.relaxed_terms``), and
+        optionally a fifth, ``vertex_grad(rows)``: the gradient at a vertex's state
     max_iter : iteration cap
     tol : stop when the Frank-Wolfe gap (an upper bound on F* - F(x)) falls below
         ``tol * max(1, |F(x)|)``
@@ -110,62 +124,77 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
     # C = Z^T diag(x) Z / S). A Frank-Wolfe step x <- (1 - g) x + g s moves the state the
     # same way, and a vertex's state is a sum over its S rows, so each iteration costs one
     # pass over the n rows (the gradient) instead of three.
-    rows_sum, grad, quad, value = terms(E, q, S, lam)
+    # The gradient is affine in the state, so it moves the same way too: where the terms
+    # give a vertex's gradient more cheaply than the state's (DiSF with S < d), it is kept
+    # as (1 - g) grad + g grad(vertex) instead of recomputed.
+    rows_sum, grad, quad, value, *vertex_grad = terms(E, q, S, lam)
+    vertex_grad = vertex_grad[0] if vertex_grad else None
     vertices, roundings = _VertexStates(n, rows_sum, xp), _VertexStates(n, rows_sum, xp)
-
-    def top_rows(v):
-        return xp.arange(n) if S >= n else xp.argpartition(-v, S - 1)[:S]
-
-    def indicator(rows):
-        s = xp.zeros(n, dtype=xp.float64)
-        s[rows] = 1.0
-        return s
-
-    best = {"value": -float("inf"), "rows": None}
-
-    def offer(rows, s, state):  # a 0/1 selection: keep the best
-        v = value(s, state)
-        if v > best["value"]:
-            best["value"], best["rows"] = v, rows
-
-    if x0 is None:
-        rows = top_rows(q)
-        x, state = indicator(rows), vertices.state(rows)
-    else:
-        x = x0.astype(xp.float64)
-        if not bool(((x == 0) | (x == 1)).all()):
-            raise ValueError("x0 must be a 0/1 vertex of the capped simplex")
-        rows = xp.nonzero(x > 0)[0]
-        state = vertices.state(rows)
-    offer(rows, x, state)
+    best = _Best(n, S, value, xp)
+    x, rows = _start(x0, q, best, xp)
+    state = vertices.state(rows)
+    best.offer(rows, x, state)
+    g = grad(state)
     it, stable, top = 0, 0, None
     for it in range(1, max_iter + 1):  # noqa: B007 (returned: the iterations run)
-        g = grad(state)
-        rows = top_rows(g)
+        rows = best.top(g)
         gap = float(g[rows].sum()) - float(g @ x)  # g . (s - x), s the vertex's indicator
         if gap <= tol * max(1.0, abs(value(x, state))):
             break
-        s = indicator(rows)
         vstate = vertices.state(rows)
-        offer(rows, s, vstate)
+        best.offer(rows, best.indicator(rows), vstate)
         dstate = vstate - state
         c = quad(dstate, dstate)
         gamma = 1.0 if c <= 0 else min(1.0, gap / (2.0 * c))
         x *= 1.0 - gamma
         x[rows] += gamma
         state = state + gamma * dstate
+        g = grad(state) if vertex_grad is None else (1.0 - gamma) * g + gamma * vertex_grad(rows)
         if S >= n:
             continue
-        new_top = xp.sort(top_rows(x))
+        new_top = xp.sort(best.top(x))
         if top is None or not bool((new_top == top).all()):
-            offer(new_top, indicator(new_top), roundings.state(new_top))
+            best.offer(new_top, best.indicator(new_top), roundings.state(new_top))
             stable = 0
         else:
             stable += 1
         top = new_top
         if stable >= stable_iter:
             break
-    return x, best["rows"], it
+    return x, best.rows, it
+
+
+def _start(x0, q, best, xp):
+    """``(x, rows)``: the start vertex, ``x0`` or the top S rows by quality."""
+    if x0 is None:
+        rows = best.top(q)
+        return best.indicator(rows), rows
+    x = x0.astype(xp.float64)
+    if not bool(((x == 0) | (x == 1)).all()):
+        raise ValueError("x0 must be a 0/1 vertex of the capped simplex")
+    return x, xp.nonzero(x > 0)[0]
+
+
+class _Best:
+    """The best 0/1 selection offered so far, by the relaxed objective ``value``."""
+
+    def __init__(self, n, S, value, xp):
+        self.n, self.S, self.value_of, self.xp = n, S, value, xp
+        self.value, self.rows = -float("inf"), None
+
+    def top(self, v):
+        xp = self.xp
+        return xp.arange(self.n) if self.S >= self.n else xp.argpartition(-v, self.S - 1)[: self.S]
+
+    def indicator(self, rows):
+        s = self.xp.zeros(self.n, dtype=self.xp.float64)
+        s[rows] = 1.0
+        return s
+
+    def offer(self, rows, s, state):
+        v = self.value_of(s, state)
+        if v > self.value:
+            self.value, self.rows = v, rows
 
 
 class _VertexStates:

@@ -1,4 +1,4 @@
-"""Where ``pg`` starts: the initial logits, from quality or from the relaxed solution.
+"""Where ``pg`` starts: the initial logits, from quality or from another solver's answer.
 
 ``init="quality"`` (the paper's) maps quality linearly onto ``logit_range``;
 ``init="relaxed"`` (beyond the paper; pairwise and DiSF, which have a relaxation) maps the
@@ -6,7 +6,9 @@ relaxed mask instead: Frank-Wolfe's fractional x (:mod:`datamask.core.relaxed`) 
 with its best 0/1 rounding, so the step-0 top-S mask *is* that rounding and pg starts where
 ``solver="relaxed"`` ends, then searches around it on the exact objective. On every corpus
 of the default-selection suite it ended at or above the best quality-aware start, which
-fell short at small ratios (docs/defaults.md).
+fell short at small ratios (docs/defaults.md). ``init="stochastic_greedy"`` (facility
+location, which has no relaxation) starts from stochastic greedy's picks
+(:mod:`datamask.core.stochastic`) in the same way.
 
 ``logit_range="auto"`` picks the range by a pilot. A quality-aware start maps quality onto
 ``(0, hi)`` nats. A wide range starts the policy near the quality top-S, which is fast where
@@ -21,13 +23,22 @@ the losing pilot's steps.
 
 from __future__ import annotations
 
-import copy
 import time
 
-from .pg import PolicyGradient
+from .pg import PolicyGradient, facility_scorer
+from .relaxed import frank_wolfe
+from .relaxed_tokens import frank_wolfe_tokens
 from .validate import unit_rows
 
-__all__ = ["AUTO_RANGES", "PILOT_STEPS", "pilot", "start_solver", "check_logit_range", "relaxed_scores"]
+__all__ = [
+    "AUTO_RANGES",
+    "PILOT_STEPS",
+    "pilot",
+    "start_solver",
+    "check_logit_range",
+    "relaxed_scores",
+    "solve_relaxed",
+]
 
 # Candidate initial ranges of the pilot: narrow and wide.
 AUTO_RANGES = ((0.0, 2.0), (0.0, 16.0))
@@ -35,38 +46,37 @@ AUTO_RANGES = ((0.0, 2.0), (0.0, 16.0))
 PILOT_STEPS = 500
 
 
-def pilot(est, E, cand, scale, qc, S, xp, ranges=AUTO_RANGES):
+def pilot(state, E, scale, qc, xp, ranges=AUTO_RANGES):
     """Run each range of ``ranges`` for the pilot's steps; ``(run, scores)`` of the best one.
 
     ``run`` is the winner's :class:`~datamask.core.pg.PolicyGradient`, started and advanced
     to the end of its pilot, ready to :meth:`~datamask.core.pg.PolicyGradient.advance`;
     ``scores`` maps each range to its best top-S objective over the pilot. The pilots run
-    without ``est``'s callback; the winner's evaluation points are then given to it (their
-    ``seconds``: no earlier than the end of the pilot, when the choice is known).
+    on :meth:`~datamask.core.state.FitState.probe` copies of ``state`` (no callback, no
+    bar); the winner's then takes ``state``'s callback and bar, and its evaluation points
+    are given to the callback (their ``seconds``: no earlier than the end of the pilot,
+    when the choice is known).
     """
-    runs, scores, shared = {}, {}, {}
+    runs, scores = {}, {}
     for r in ranges:
-        probe = copy.copy(est)  # shares the objective and candidates; own history
-        probe.callback, probe.progress, probe.history_ = None, False, []
-        probe.logit_range_ = tuple(float(v) for v in r)
-        run = PolicyGradient(probe, shared)  # one copy of the candidate rows for both
-        run.start(E, cand, scale, qc, S, xp)
+        probe = state.probe()  # shares the objective, candidates and cache; own history
+        probe.logit_range = tuple(float(v) for v in r)
+        run = PolicyGradient(probe)  # one copy of the candidate rows for both
+        run.start(E, scale, qc, xp)
         run.advance(max(1, min(PILOT_STEPS, run.steps // 4)))
         score = run.tracker.best_val
-        if probe.history_[-1]["step"] != run.t:  # the pilot's last step was no evaluation point
-            score = max(score, est._full.evaluate_rows(est._cand[run.tracker.top(run.step.L)])["objective"])
-        runs[probe.logit_range_], scores[probe.logit_range_] = run, float(score)
-    best = max(scores, key=scores.get)
-    run = runs[best]
-    now = time.perf_counter() - est._t0
-    est.history_ = run.est.history_
-    for rec in est.history_:
+        if probe.history[-1]["step"] != run.t:  # the pilot's last step was no evaluation point
+            score = max(score, state.evaluate(run.tracker.top(run.step.L))["objective"])
+        runs[probe.logit_range], scores[probe.logit_range] = run, float(score)
+    run = runs[max(scores, key=scores.get)]
+    now = time.perf_counter() - state.t0
+    for rec in run.state.history:
         rec["seconds"] = max(rec["seconds"], now)
-    run.est.callback, run.tracker.owner, est.logit_range_ = est.callback, est, best
-    run.est.progress = est.progress  # the pilots ran without a bar; the fit goes on with one
-    run.open_bar()
-    if est.callback is not None:
-        run.stopped = run.stopped or any(bool(est.callback(est, rec)) for rec in list(est.history_))
+    run.state.callback, run.state.progress = state.callback, state.progress
+    run.open_bar()  # the pilots ran without a bar; the fit goes on with one
+    if state.callback is not None and not run.stopped:
+        run.stopped = any(bool(state.callback(state.est, rec)) for rec in list(run.state.history))
+        run.tracker.stopped_by = "callback" if run.stopped else None
     return run, scores
 
 
@@ -81,26 +91,65 @@ def check_logit_range(value):
             raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {value}")
 
 
-def relaxed_scores(est, E, cand, scale, qc, S, xp):
+def solve_relaxed(state, Ec, qc, xp):
+    """``(x, rows, n_iter)``: Frank-Wolfe's relaxed mask over the candidates, and the better
+    on the exact objective of its two roundings (filled to the token budget under one)."""
+    est, t, T, S = state.est, state.lengths, state.token_budget, state.S
+    cap = int(est.relaxed_iter if est.relaxed_iter is not None else state.div.relaxed_iter)
+    if t is None:
+        x, best, it = frank_wolfe(Ec, qc, S, est.lam, state.div.relaxed_terms, max_iter=cap)
+        picks = (best, xp.argpartition(-x, S - 1)[:S])
+    else:
+        x, top, last, it = frank_wolfe_tokens(Ec, qc, t, T, est.lam, state.div.relaxed_token_terms, cap)
+        picks = (top, last)
+    rows = max(picks, key=lambda r: state.evaluate(r)["objective"])
+    return x, rows, it
+
+
+def relaxed_scores(state, E, scale, qc, xp):
     """``init="relaxed"``'s scores over the candidates: ``(x + r) / 2``, x the relaxed mask
     and r the indicator of its chosen rounding (the rows ``solver="relaxed"`` returns), so
-    the rounding is the top S and the other rows keep x's order. Sets ``relaxed_iter_``."""
-    x, rows, est.relaxed_iter_ = est._solve_relaxed(unit_rows(E, cand, scale), qc, S, xp)
+    the rounding is the top S and the other rows keep x's order. Sets ``relaxed_iter``."""
+    x, rows, state.fitted["relaxed_iter"] = solve_relaxed(state, unit_rows(E, state.cand, scale), qc, xp)
     r = xp.zeros(x.shape[0], dtype=xp.float64)
     r[rows] = 1.0
     return (x.astype(xp.float64) + r) / 2.0
 
 
-def start_solver(est, E, cand, scale, qc, S, xp):
-    """``(run, pilot scores or None)``: a started pg run from ``est.init_`` and
-    ``est.logit_range`` (None: the diversity's default for that init), ``"auto"`` resolved by
-    :func:`pilot` (uniform init: no pilot, range unused); sets ``est.logit_range_``."""
-    div = est._div
-    est._start_scores = relaxed_scores(est, E, cand, scale, qc, S, xp) if est.init_ == "relaxed" else qc
-    chosen = est.logit_range if est.logit_range is not None else div.default_logit_range(est.init_)
-    if isinstance(chosen, str) and est.init_ != "uniform":
-        return pilot(est, E, cand, scale, qc, S, xp)
-    est.logit_range_ = tuple(float(v) for v in (AUTO_RANGES[0] if isinstance(chosen, str) else chosen))
-    run = PolicyGradient(est)
-    run.start(E, cand, scale, qc, S, xp)
+def greedy_scores(state, E, scale, qc, xp):
+    """``init="stochastic_greedy"``'s scores over the candidates: 1 for the rows stochastic
+    greedy picked (:mod:`datamask.core.stochastic`), so they are the top S, and for the
+    others their last gain scaled onto [0, 1/2] (a bound on what each would add)."""
+    est = state.est
+    fac = facility_scorer(state, E, scale)  # pg's scorer: its pass gives the first gains
+    order, bounds = state.div.stochastic_greedy(fac, qc, state.S, est.lam, est.seed)
+    b = xp.asarray(bounds, dtype=xp.float64)
+    lo, hi = float(b.min()), float(b.max())
+    v = (b - lo) / (hi - lo) / 2.0 if hi > lo else b * 0.0
+    v[order] = 1.0
+    return v
+
+
+def start_scores(state, E, scale, qc, xp):
+    """The scores pg's initial logits map onto ``logit_range``, for ``state.init``."""
+    if state.init == "relaxed":
+        return relaxed_scores(state, E, scale, qc, xp)
+    if state.init == "stochastic_greedy":
+        return greedy_scores(state, E, scale, qc, xp)
+    return qc
+
+
+def start_solver(state, E, scale, qc, xp):
+    """``(run, pilot scores or None)``: a started pg run from ``state.init`` and the
+    estimator's ``logit_range`` (None: the diversity's default for that init), ``"auto"``
+    resolved by :func:`pilot` (uniform init: no pilot, range unused); sets
+    ``state.start_scores`` and ``state.logit_range``."""
+    state.start_scores = start_scores(state, E, scale, qc, xp)
+    lr = state.est.logit_range
+    chosen = lr if lr is not None else state.div.default_logit_range(state.init)
+    if isinstance(chosen, str) and state.init != "uniform":
+        return pilot(state, E, scale, qc, xp)
+    state.logit_range = tuple(float(v) for v in (AUTO_RANGES[0] if isinstance(chosen, str) else chosen))
+    run = PolicyGradient(state)
+    run.start(E, scale, qc, xp)
     return run, None

@@ -216,9 +216,9 @@ class SelectConfig(StageConfig):
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
     init: str | None = _f(
         _DM["init"],
-        "pg's initial logits: from the relaxed solution, quality (the paper's) or uniform "
-        "(null: relaxed for pairwise and disf, quality for facility; docs/defaults.md)",
-        choices=("relaxed", "quality", "uniform"),
+        "pg's initial logits: from the relaxed solution, stochastic greedy (facility), quality (the paper's) "
+        "or uniform (null: relaxed for pairwise and disf, stochastic_greedy for facility; docs/defaults.md)",
+        choices=("relaxed", "quality", "uniform", "stochastic_greedy"),
     )
     logit_range: tuple | None = _f(
         _DM["logit_range"],
@@ -230,8 +230,15 @@ class SelectConfig(StageConfig):
     eval_every: int = _f(_DM["eval_every"], "steps between exact evaluations")
     patience: int | None = _f(_DM["patience"], "evaluations without improvement before stopping")
     tol: float = _f(_DM["tol"], "relative improvement counted as progress")
+    start_patience: int | None = _f(
+        _DM["start_patience"],
+        "steps pg gets to improve on a solver's start before it returns it (null: 100; docs/defaults.md)",
+    )
     lr_schedule: str = _f(_DM["lr_schedule"], "step-size schedule", choices=("constant", "cosine"))
-    relaxed_iter: int = _f(_DM["relaxed_iter"], "Frank-Wolfe iteration cap (method relaxed, and pg's relaxed start)")
+    relaxed_iter: int | None = _f(
+        _DM["relaxed_iter"],
+        "Frank-Wolfe iteration cap (method relaxed, and pg's relaxed start; null: 100, 20 for disf)",
+    )
     n_threads: int | None = _f(_DM["n_threads"], "BLAS threads per split", result=False)
     seed: int = _f(0, "base seed; each split's seed derives from it and the split's identity")
     # --- baselines (datamask.methods: --method semdedup / quadmix)

@@ -59,7 +59,8 @@ def test_paper_batch_has_no_early_dip_with_the_default_initialisation(corpus_100
         ("pairwise", "quality", None, "auto"),  # a pilot picks 0..2 or 0..16 (tests/core/test_auto_start.py)
         ("disf", None, None, (0.0, 4.0)),  # the relaxed start (benchmarks/results/defaults_disf.md)
         ("disf", "quality", None, (0.0, 16.0)),
-        ("facility", None, None, (0.0, 2.0)),  # coverage is far from the quality top-S: a flat start
+        ("facility", None, None, (0.0, 4.0)),  # the stochastic greedy start (tests/core/test_stochastic_start.py)
+        ("facility", "quality", None, (0.0, 2.0)),  # coverage is far from the quality top-S: a flat start
         ("pairwise", None, (1.0, 3.0), (1.0, 3.0)),
     ],
 )

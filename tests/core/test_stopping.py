@@ -23,10 +23,11 @@ from datamask.core.synthetic import make_corpus
 def tracker(objectives, patience=10, tol=1e-5):
     """A _BestMask fed the given objectives, one per evaluation; the index where it stops."""
     it = iter(objectives)
-    est = types.SimpleNamespace(
-        _lengths=None, tol=tol, patience=patience, callback=None, _record=lambda step, rows: {"objective": next(it)}
+    est = types.SimpleNamespace(tol=tol, patience=patience)
+    state = types.SimpleNamespace(
+        est=est, lengths=None, callback=None, record=lambda step, rows: {"objective": next(it), "step": step}
     )
-    t = pg._BestMask(est, 2, np)
+    t = pg._BestMask(state, 2, np)
     L = np.arange(4.0)
     for i in range(len(objectives)):
         if t.evaluate(i, L, None):

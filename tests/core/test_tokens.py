@@ -9,6 +9,7 @@ from datamask import DataMask
 from datamask.core.objectives import Objective, normalize_quality
 from datamask.core.pg import PolicyGradient, TokenBudget
 from datamask.core.policy import log_prob, policy_gradient, sample_masks
+from datamask.core.state import FitState
 from datamask.core.synthetic import make_corpus
 from datamask.core.tokens import fill, knapsack_vertex, max_rows, prefix_lengths
 
@@ -121,12 +122,11 @@ def test_prefix_objectives_are_the_exact_objective_of_each_prefix(corpus, divers
     t = t.astype(np.float64)
     T = int(0.1 * t.sum())
     est = DataMask(tokens=T, prune=0.0, diversity=diversity, reference_size=None)
-    est.lr_, est.logit_range_, est.init_ = 3.0, (0.0, 16.0), "quality"
-    est._lengths, est._token_budget = t, T
     qn = normalize_quality(q)
-    est._start_scores = qn
-    est._full = Objective(E, qn, 0.5, diversity)
-    step = PolicyGradient(est).build(E, np.arange(800), None, qn, 50, np)
+    obj = Objective(E, qn, 0.5, diversity)
+    state = FitState(est, obj, np.arange(800), 50, lengths=t, token_budget=T)
+    state.lr, state.logit_range, state.init, state.start_scores = 3.0, (0.0, 16.0), "quality", qn
+    step = PolicyGradient(state).build(E, None, qn, np)
     B = None if diversity == "facility" else step.passes.batches[0]
     rows = np.arange(800) if B is None else B
     orders = sample_masks(step.L[rows], step.S_b, 8, step.rng, step=step.t, log_keys=False)
@@ -134,7 +134,7 @@ def test_prefix_objectives_are_the_exact_objective_of_each_prefix(corpus, divers
     K = prefix_lengths(tb[orders], Tb)
     K[0] = 1  # a one-row prefix too
     f = step.objective_prefix(B, orders, None, K)
-    exact = [est._full.evaluate_rows(rows[orders[j, : K[j]]])["objective"] for j in range(8)]
+    exact = [obj.evaluate_rows(rows[orders[j, : K[j]]])["objective"] for j in range(8)]
     np.testing.assert_allclose(f, exact, atol=1e-6)
     K[1] = 0  # an empty prefix scores as the group's worst
     assert step.objective_prefix(B, orders, None, K)[1] == pytest.approx(min(exact[:1] + exact[2:]))
