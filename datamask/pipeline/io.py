@@ -28,6 +28,7 @@ from .files import (
     hive_path,
     parquet_rows,
     read_parquet_table,
+    split_row_groups,
     write_json_atomic,
     write_parquet_atomic,
 )
@@ -365,19 +366,6 @@ def make_splits(f: InputFile, n_rows: int, split_size: int) -> list[Split]:
     k = math.ceil(n_rows / split_size)
     bounds = [round(i * n_rows / k) for i in range(k + 1)]
     return [Split(f.path, f.rel, f.fmt, bounds[i], bounds[i + 1], whole=k == 1) for i in range(k)]
-
-
-def split_row_groups(pf, s: Split):
-    """The row groups of Parquet file ``pf`` that hold rows of split ``s``, and the file row
-    where the first of them starts (None without one)."""
-    groups, offset, first = [], 0, None
-    for i in range(pf.metadata.num_row_groups):
-        n = pf.metadata.row_group(i).num_rows
-        if offset < s.stop and offset + n > s.start:
-            groups.append(i)
-            first = offset if first is None else first
-        offset += n
-    return groups, first
 
 
 def read_split(s: Split, cols: Columns) -> pa.Table:
