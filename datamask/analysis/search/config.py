@@ -91,7 +91,7 @@ class SearchConfig(SelectConfig):
     proxy_preset: str = _f("tiny", "proxy-LM size (datamask proxy-lm's presets)", group="search")
     proxy_tokens: int = _f(
         DEFAULT_PROXY_TOKENS,
-        "training tokens of every proxy model (200k, 1M...), rounded down to whole batches (tiny: 2,048 tokens)",
+        "training tokens of every proxy model (200k, 1M...), rounded up to whole batches (tiny: 2,048 tokens)",
         group="search",
         parse=parse_tokens,
     )
