@@ -63,6 +63,9 @@ CANDIDATES = {
     "stochastic x40": (dict(init="stochastic_greedy"), 40),
     "stochastic x80": (dict(init="stochastic_greedy"), 80),
     "stochastic x160": (dict(init="stochastic_greedy"), 160),
+    # round 4b: facility location's polish never improved on its start (stopped by "start")
+    "start_patience 0 x160": (dict(start_patience=0), 160),
+    "start_patience 0 x320": (dict(start_patience=0), 320),
 }
 DEFAULT_FACTOR = stochastic.SAMPLE_FACTOR
 # What a plain run measures, per objective (the default first).
