@@ -17,21 +17,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datamask.dedup.kernels import fmix64_array
 from datamask.dedup.minhash import SEED, permutations, shingle_keys, signatures
 
 NUM_PERM = 128
 NGRAM = 5
 _WORD = re.compile(r"[0-9a-z_]+")
 _C1 = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _fmix64(x):
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xFF51AFD7ED558CCD)
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xC4CEB9FE1A85EC53)
-    x ^= x >> np.uint64(33)
-    return x
 
 
 def previous_tokens(texts):
@@ -61,7 +53,7 @@ def previous_shingles(hashes, offsets):
     with np.errstate(over="ignore"):
         for k in range(NGRAM):
             acc = acc * _C1 + padded[starts + k]
-        return _fmix64(acc), key_offsets
+        return fmix64_array(acc), key_offsets
 
 
 def numpy_minhash(keys, key_offsets, chunk_docs=500):

@@ -19,9 +19,9 @@ numba afterwards).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, vectorize
 
-__all__ = ["fmix64", "signature_kernel", "shingle_kernel", "exact_kernel", "repeated_keys", "EMPTY"]
+__all__ = ["fmix64", "fmix64_array", "signature_kernel", "shingle_kernel", "exact_kernel", "repeated_keys", "EMPTY"]
 
 EMPTY = np.uint32(0xFFFFFFFF)  # every position of the signature of a set with no shingle
 _C1 = np.uint64(0x9E3779B97F4A7C15)
@@ -50,6 +50,12 @@ def fmix64(x):
     x *= np.uint64(0xC4CEB9FE1A85EC53)
     x ^= x >> np.uint64(33)
     return x
+
+
+@vectorize(["uint64(uint64)"], cache=True)
+def fmix64_array(x):
+    """:func:`fmix64` of every element of a uint64 array (a numpy ufunc)."""
+    return fmix64(x)
 
 
 @njit(inline="always")

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from ..errors import ConfigError
-from .kernels import EMPTY, shingle_kernel, signature_kernel
+from .kernels import EMPTY, fmix64_array, shingle_kernel, signature_kernel
 from .normalize import as_string_array, utf8_buffers
 
 __all__ = [
@@ -52,16 +52,6 @@ CANDIDATE_RECALL = 0.99
 SEED = 42  # the permutations' seed: every worker and every split hashes alike
 _C1 = np.uint64(0x9E3779B97F4A7C15)
 _C2 = np.uint64(0xC2B2AE3D27D4EB4F)
-
-
-def _fmix64(x):
-    """MurmurHash3's 64-bit finaliser (bijective avalanche of each value), in place."""
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xFF51AFD7ED558CCD)
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xC4CEB9FE1A85EC53)
-    x ^= x >> np.uint64(33)
-    return x
 
 
 @dataclass(frozen=True)
@@ -241,7 +231,7 @@ def band_keys(sig, bands: int, rows: int):
         for c, mult in enumerate((_C1, _C2)):
             acc = np.full((n, bands), np.uint64(rows) + np.uint64(c), dtype=np.uint64)
             for j in range(rows):
-                acc = _fmix64(acc * mult + B[:, :, j])
+                acc = fmix64_array(acc * mult + B[:, :, j])
             out[:, :, c] = acc
     return out
 
@@ -258,7 +248,7 @@ def band_keys64(sig, bands: int, rows: int):
     with np.errstate(over="ignore"):
         acc = np.broadcast_to(np.arange(bands, dtype=np.uint64) * _C2 + np.uint64(rows), (n, bands)).copy()
         for j in range(rows):
-            acc = _fmix64(acc * _C1 + B[:, :, j])
+            acc = fmix64_array(acc * _C1 + B[:, :, j])
     return acc
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "read_parquet_table",
     "hive_path",
     "upload_tree",
+    "split_row_groups",
 ]
 
 
@@ -142,3 +143,16 @@ def upload_tree(local: Path, dest, last=()):
                 os.replace(tmp, target)
         except OSError as e:
             raise OutputError(f"cannot write {target} ({_short(e)}); check space and permissions") from None
+
+
+def split_row_groups(pf, s):
+    """The row groups of Parquet file ``pf`` that hold the rows ``[s.start, s.stop)`` of a
+    split, and the file row where the first of them starts (None without one)."""
+    groups, offset, first = [], 0, None
+    for i in range(pf.metadata.num_row_groups):
+        n = pf.metadata.row_group(i).num_rows
+        if offset < s.stop and offset + n > s.start:
+            groups.append(i)
+            first = offset if first is None else first
+        offset += n
+    return groups, first

@@ -28,6 +28,7 @@ from .files import (
     hive_path,
     parquet_rows,
     read_parquet_table,
+    split_row_groups,
     write_json_atomic,
     write_parquet_atomic,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "inspect_file",
     "make_splits",
     "read_split",
+    "split_row_groups",
     "normalize_embedding",
     "write_parquet_atomic",
     "write_json_atomic",
@@ -373,13 +375,7 @@ def read_split(s: Split, cols: Columns) -> pa.Table:
         if s.fmt == "parquet":
             with open_file(s.path, "rb") as fh:
                 pf = pq.ParquetFile(fh)
-                groups, offset, first = [], 0, None
-                for i in range(pf.metadata.num_row_groups):
-                    n = pf.metadata.row_group(i).num_rows
-                    if offset < s.stop and offset + n > s.start:
-                        groups.append(i)
-                        first = offset if first is None else first
-                    offset += n
+                groups, first = split_row_groups(pf, s)
                 table = _read_row_groups(pf, groups, cols) if groups else pf.schema_arrow.empty_table()
             table = table.slice(s.start - (first or 0), s.rows)
         else:

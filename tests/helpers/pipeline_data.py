@@ -46,6 +46,17 @@ def manifest(output: Path) -> dict:
     return json.loads((output / "manifest.json").read_text())
 
 
+def wait_until(cond, timeout=180, what=""):
+    """Poll ``cond()`` every 50 ms until it is true; fail after ``timeout`` seconds."""
+    import time
+
+    t0 = time.time()
+    while not cond():
+        if time.time() - t0 > timeout:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
 def local_cluster(silence_logs=logging.ERROR):
     """A real LocalCluster with 2 single-threaded worker processes on 127.0.0.1."""
     from distributed import LocalCluster

@@ -13,6 +13,7 @@ import pytest
 
 from datamask.cli import main
 from tests.helpers.dedup_data import write_planted
+from tests.helpers.pipeline_data import wait_until
 
 ALL = ("--kind", "exact,fuzzy,semantic", "--eps", "0.01", "--n-clusters", "3", "--keep-all")
 
@@ -132,14 +133,6 @@ def test_chains_settle_over_several_rounds_of_many_partitions(tmp_path, address,
     assert sorted(sorted(by_id[i] for i in g) for g in groups.values()) == [[c] * 8 for c in range(5)]
 
 
-def _wait(cond, timeout=180, what=""):
-    t0 = time.time()
-    while not cond():
-        if time.time() - t0 > timeout:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def test_killed_during_components_resumes_from_the_pairs(planted, reference, tmp_path, address):
     """The whole command (client, scheduler, workers) is killed while a round of connected
     components runs (its workers preload tests/helpers/slow_cc.py, which makes each round
@@ -150,7 +143,7 @@ def test_killed_during_components_resumes_from_the_pairs(planted, reference, tmp
     cmd = [sys.executable, "-m", "datamask.cli", *_args(planted[0], out, *ALL, "--n-workers", "2")]
     proc = subprocess.Popen(cmd, cwd=os.getcwd(), env=env, start_new_session=True, stderr=subprocess.PIPE)
     try:
-        _wait(lambda: (state / "cc-0" / "_done.json").exists() or proc.poll() is not None, what="the first rounds")
+        wait_until(lambda: (state / "cc-0" / "_done.json").exists() or proc.poll() is not None, what="the first rounds")
         time.sleep(0.5)
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
     finally:
@@ -166,3 +159,21 @@ def test_killed_during_components_resumes_from_the_pairs(planted, reference, tmp
     assert _result(out) == _result(reference)
     # the exchanged files are gone once the groups are written; the pairs, labels and groups stay
     assert not list((state / "signatures").rglob("*.parquet")) and list((state / "labels").glob("*.parquet"))
+
+
+def test_semantic_with_a_cluster_column_finds_what_kmeans_finds(planted, tmp_path, address):
+    """One cluster per value of the cluster column (strings here), one task per cluster; the
+    near-identical embeddings are the same pairs whatever the clustering."""
+    import pyarrow as pa
+
+    inp = tmp_path / "in"
+    inp.mkdir()
+    for f in ("a.parquet", "b.parquet"):
+        t = pq.read_table(planted[0] / f)
+        pq.write_table(t.append_column("cluster", pa.array(["all"] * t.num_rows)), inp / f)
+    sem = ("--kind", "semantic", "--eps", "0.01", "--keep-all")
+    assert main(_args(inp, tmp_path / "col", *sem, "--scheduler", address)) == 0
+    assert main(_args(planted[0], tmp_path / "km", *sem, "--n-clusters", "3", "--scheduler", address)) == 0
+    col, km = _result(tmp_path / "col"), _result(tmp_path / "km")
+    assert [{k: v for k, v in r.items() if k != "cluster"} for r in col[0]] == km[0]
+    assert col[1] == km[1] and len(km[1]) == 13  # 9 text copies (their original's vector) and 4 pairs

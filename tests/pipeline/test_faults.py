@@ -13,7 +13,7 @@ import time
 import pytest
 
 from datamask.cli import main
-from tests.helpers.pipeline_data import args, local_cluster, manifest, read_out
+from tests.helpers.pipeline_data import args, local_cluster, manifest, read_out, wait_until
 
 # Enough steps that a partition takes a few seconds (patience off: no early stop).
 SLOW = ("--steps", "500", "--patience", "none")
@@ -33,14 +33,6 @@ def reference(corpus, fault_cluster, tmp_path_factory):
     return read_out(out)
 
 
-def _wait(cond, timeout=120, what=""):
-    t0 = time.time()
-    while not cond():
-        if time.time() - t0 > timeout:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def test_worker_killed_mid_partition(corpus, fault_cluster, reference, tmp_path):
     from distributed import Client
 
@@ -58,7 +50,7 @@ def test_worker_killed_mid_partition(corpus, fault_cluster, reference, tmp_path)
                 if any("select_partition" in str(k) or "read_frame" in str(k) for k in tasks)
             ]
 
-        _wait(lambda: busy(), what="a running partition")
+        wait_until(lambda: busy(), what="a running partition")
         time.sleep(1.0)  # well inside the partition (each takes a few seconds)
         victim = busy()[0]
         pid = client.run(os.getpid, workers=[victim])[victim]
@@ -75,7 +67,7 @@ def test_job_killed_midway_then_resumed(corpus, fault_cluster, reference, tmp_pa
     proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     parts = out / "_datamask" / "parts"
     try:
-        _wait(
+        wait_until(
             lambda: parts.exists() and len(list(parts.glob("*.json"))) >= 2 or proc.poll() is not None,
             what="two finished partitions",
         )

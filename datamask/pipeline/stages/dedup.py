@@ -41,7 +41,9 @@ class DedupStage(SplitStage):
         "--num-perm) and LSH bands (--bands, or chosen from --threshold), candidates verified against "
         "--threshold on their estimated Jaccard, groups as connected components; semantic: SemDeDup within "
         "clusters (the cluster column, or k-means), cosine above 1 - eps. Null texts are kept, counted, never "
-        "grouped. With --keep-all every row is written with a duplicate_of column (the kept row's id)."
+        "grouped. With --keep-all every row is written with a duplicate_of column (the kept row's id). The "
+        "corpus-wide passes work out of core in OUTPUT/_datamask/dedup/ (memory: one split or one partition "
+        "per worker; semantic: the largest cluster), and a rerun resumes at the first pass not finished."
     )
     input_help = (
         "directory, file or glob of Parquet / JSONL / JSONL.gz with id and text columns, or the output "

@@ -168,6 +168,16 @@ def take_rows(path, rows, columns) -> pa.Table:
     return pa.concat_tables(out)
 
 
+def _timed(item, fn, ctx):
+    """``fn(item, ctx)`` and where and how long it ran: wall and CPU seconds of its worker
+    process meanwhile (Arrow reads on threads of their own)."""
+    from distributed import get_worker
+
+    t, c = time.perf_counter(), time.process_time()
+    out = fn(item, ctx)
+    return out, (time.process_time() - c, time.perf_counter() - t, get_worker().address)
+
+
 class Passes:
     """The corpus-wide passes of one run, resumable at the first one not done.
 
@@ -178,7 +188,7 @@ class Passes:
     def __init__(self, client, root, quiet: bool):
         self.client, self.root, self.quiet = client, location(root), quiet
         self.reuse = True  # until a pass has to run: then every later pass runs too
-        self.timings, self.reused = {}, []
+        self.timings, self.cpu, self.reused = {}, {}, []
 
     def folder(self, name):
         return self.root / name
@@ -202,7 +212,8 @@ class Passes:
         t0 = time.perf_counter()
         items = list(items)
         token = uuid.uuid4().hex[:8]
-        futures = self.client.map(fn, items, ctx=ctx, key=[f"dedup-{name}-{i}-{token}" for i in range(len(items))])
+        keys = [f"dedup-{name}-{i}-{token}" for i in range(len(items))]
+        futures = self.client.map(_timed, items, fn=fn, ctx=ctx, key=keys)
         index = {f.key: i for i, f in enumerate(futures)}
         results = [None] * len(items)
         bars = ProgressBars(self.client, len(items), 0, len(items), self.quiet, desc=desc or f"dedup {name}")
@@ -218,7 +229,11 @@ class Passes:
         finally:
             bars.close()
         self.timings[name] = round(time.perf_counter() - t0, 3)
-        write_json_atomic({"results": results, "seconds": self.timings[name]}, self.folder(name) / DONE)
+        self.cpu[name] = round(sum(c[0] for _, c in results), 3)
+        tasks = [[round(c[0], 3), round(c[1], 3), c[2]] for _, c in results]
+        results = [r for r, _ in results]
+        record = {"results": results, "seconds": self.timings[name], "cpu_seconds": self.cpu[name], "tasks": tasks}
+        write_json_atomic(record, self.folder(name) / DONE)
         return results
 
     def free(self, name: str):

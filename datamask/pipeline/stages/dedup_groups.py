@@ -225,7 +225,7 @@ def find_groups(client, plan, cols, ranks, kinds, params, cfg, device, where):
         "examples": _examples(client, tctx, examples),
         "pairs": {"exact": text["exact_pairs"], "fuzzy_candidates": text["candidates"], "fuzzy": text["fuzzy_pairs"]},
         "components": {"partitions": cctx.n_parts, "rounds": cc["rounds"]},
-        "passes": {"seconds": passes.timings, "reused": passes.reused},
+        "passes": {"seconds": passes.timings, "cpu_seconds": passes.cpu, "reused": passes.reused},
         "seconds": round(time.perf_counter() - t0, 3),
     }
     write_json_atomic(summary, location(where) / SUMMARY_FILE)  # last: its presence marks the groups complete

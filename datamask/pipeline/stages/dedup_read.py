@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ...dedup.normalize import as_string_array
 from ...errors import DataError
-from ..io import Split, read_split
+from ..io import Split, read_split, split_row_groups
 from ..runner import ProgressBars
 from ..schema import TextColumns
 from ..storage import open_file
@@ -146,13 +146,7 @@ def iter_batches(s: Split, columns, batch_rows: int):
     try:
         with open_file(s.path, "rb") as fh:
             pf = pq.ParquetFile(fh)
-            groups, first, offset = [], None, 0
-            for i in range(pf.metadata.num_row_groups):
-                n = pf.metadata.row_group(i).num_rows
-                if offset < s.stop and offset + n > s.start:
-                    groups.append(i)
-                    first = offset if first is None else first
-                offset += n
+            groups, first = split_row_groups(pf, s)
             names = [c for c in columns if c in pf.schema_arrow.names]
             pos, seen = first or 0, 0
             for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups, columns=names):

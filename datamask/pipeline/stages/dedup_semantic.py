@@ -64,8 +64,13 @@ def _cluster_codes(values) -> np.ndarray:
 
 
 def _values_task(i: int, ctx: SemCtx) -> dict:
-    table = read_split(ctx.splits[i], ctx.cols)
-    return {"codes": np.unique(_cluster_codes(table.column(ctx.domain_column).to_pylist())).tolist()}
+    """The distinct cluster values of split ``i`` (as codes), read batch by batch."""
+    from .dedup_read import iter_batches
+
+    codes = set()
+    for b in iter_batches(ctx.splits[i], [ctx.cols.id, ctx.cols.text, ctx.domain_column], 65_536):
+        codes.update(np.unique(_cluster_codes(b.column(ctx.domain_column).to_pylist())).tolist())
+    return {"codes": sorted(codes)}
 
 
 def _rows_task(i: int, ctx: SemCtx) -> dict:
