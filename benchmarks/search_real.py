@@ -12,7 +12,7 @@ It reports the wall time, the regressor's cross-validated Spearman, the chosen r
 verification (chosen, default, top-k, random on fresh seeds) and whether the chosen recipe is
 within two seed-to-seed spreads of the default or better, and the rows ``recipe.yaml`` kept.
 
-    python benchmarks/search_real.py                 # about 10-30 min on 2 shared cores
+    python benchmarks/search_real.py                 # 44 proxy models: ~32 CPU-minutes
     python benchmarks/search_real.py --trials 16 --extra --proxy-tokens 200k
 """
 
@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -32,13 +33,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _cli(*args) -> float:
+def _cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _cli(*args) -> tuple:
+    """(wall seconds, CPU seconds of the command and every process it waited for: its Dask workers)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-m", "datamask.cli", *map(str, args)]
     print("$ datamask", " ".join(map(str, args)), flush=True)
-    t0 = time.time()
+    t0, c0 = time.time(), _cpu_children()
     subprocess.run(cmd, check=True, env=env)
-    return time.time() - t0
+    return time.time() - t0, _cpu_children() - c0
 
 
 def _f(v, p=4):
@@ -67,8 +74,10 @@ def write_markdown(path: Path, s: dict, argv: list, walls: dict, load, rows_appl
     lines = [
         "# Recipe search on real text",
         "",
-        f"Host: {platform.machine()}, {os.cpu_count()} cores shared with other jobs, load average at start "
-        f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}. Command: `python benchmarks/search_real.py {' '.join(sys.argv[1:])}`, "
+        f"Host: {platform.machine()}, {os.cpu_count()} cores shared with other jobs, load average (1 / 5 / 15 min) "
+        f"at start {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}, when the search ended {walls['load_end'][0]:.2f} / "
+        f"{walls['load_end'][1]:.2f} / {walls['load_end'][2]:.2f}. "
+        f"Command: `python benchmarks/search_real.py {' '.join(sys.argv[1:])}`, "
         "which runs:",
         "",
         "```",
@@ -81,7 +90,9 @@ def write_markdown(path: Path, s: dict, argv: list, walls: dict, load, rows_appl
         f"evaluation set {evals}; "
         f"{s['leaks']} input rows hold an evaluation text and were removed from every selection.",
         "",
-        f"- wall time of the search: **{walls['search'] / 60:.1f} min** ({s['models']['trained']} proxy models: "
+        f"- wall time of the search: **{walls['search'] / 60:.1f} min**, {walls['search_cpu'] / 60:.1f} CPU-minutes "
+        f"(it had {walls['search_cpu'] / walls['search'] / (os.cpu_count() or 1):.0%} of the {os.cpu_count()} cores; "
+        f"the rest went to other jobs) ({s['models']['trained']} proxy models: "
         f"{s['trials']} trials x {s['seeds']} seed + {s['models']['trained'] - s['trials'] * s['seeds']} verification runs; "
         f"{s['proxy']['params']:,}-parameter `{s['proxy']['preset']}` proxy on {s['proxy']['tokens']:,} tokens each)",
         f"- space: `{s['space']}`",
@@ -96,6 +107,7 @@ def write_markdown(path: Path, s: dict, argv: list, walls: dict, load, rows_appl
             for n, e in noise.items()
         ),
         f"- `recipe.yaml` through `datamask run`: {rows_applied:,} rows selected in {walls['run']:.0f} s",
+        *[f"- the search warned: {w}" for w in s.get("warnings", ())],
         "",
         "Verification on fresh seeds (loss in nats/token, lower is better):",
         "",
@@ -104,7 +116,9 @@ def write_markdown(path: Path, s: dict, argv: list, walls: dict, load, rows_appl
         f"Chosen minus default: {gap:+.4f} nats/token; two seed-to-seed spreads (pooled sd x 2): "
         f"{_f(2 * spread if spread else None)}. The chosen recipe is "
         + (
-            "**within two spreads of the default or better**."
+            "not judged: one verification seed gives no spread."
+            if spread is None
+            else "**within two spreads of the default or better**."
             if ok
             else "**worse than the default by more than two spreads**."
         ),
@@ -131,10 +145,12 @@ def main(argv=None):
         shutil.rmtree(d, ignore_errors=True)
     cmd = ["search", corpus["input"], out, "--eval", corpus["eval"], "--ratio", "0.3"]
     cmd += (["--trials", args.trials] if args.trials else []) + args.extra
-    walls = {"search": _cli(*cmd)}
-    walls["run"] = _cli("run", out / "recipe.yaml", "--set", f"output={applied}", "--quiet")
+    walls = {}
+    walls["search"], walls["search_cpu"] = _cli(*cmd)
+    walls["load_end"] = os.getloadavg()
+    walls["run"], _ = _cli("run", out / "recipe.yaml", "--set", f"output={applied}", "--quiet")
     s = json.loads((out / "search.json").read_text())
-    rows = pq.read_metadata(next((applied / "data").glob("*.parquet"))).num_rows
+    rows = sum(pq.read_metadata(f).num_rows for f in sorted((applied / "data").glob("*.parquet")))
     write_markdown(Path(args.out), s, cmd, walls, load, rows, corpus)
 
 

@@ -15,6 +15,7 @@ def add_parsers(sub):
         st = get_stage(name)
         p = sub.add_parser(name, help=st.help, description=st.description)
         add_stage_arguments(p, st.config, st.output_help, input_help=st.input_help)
+        p.epilog = st.stopped_run or p.epilog
         if st.report:
             p.add_argument(
                 "--no-report",

@@ -63,9 +63,15 @@ class OutputStatus:
         if self.complete:
             read = f"{_n(self.splits, 'split')} read at once; " if self.splits is not None else ""
             return [f"{self.path}: {what}, complete ({read}manifest.json written)"]
+        keeps = getattr(get_stage(self.stage), "keeps", ()) if self.stage in STAGES else ()
+        again = (
+            f"to finish it: what it keeps ({', '.join(f'{k}/' for k in keeps)}) is reused, the rest computed"
+            if keeps
+            else "to compute it again"
+        )
         return [
             f"{self.path}: {what}, INCOMPLETE (no manifest.json: the run stopped before it finished)",
-            f"  rerun `datamask {self.stage}` with the same arguments to compute it again",
+            f"  rerun `datamask {self.stage}` with the same arguments {again}",
         ]
 
 

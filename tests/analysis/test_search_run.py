@@ -175,7 +175,7 @@ def _wait(cond, timeout=240):
         time.sleep(0.1)
 
 
-def test_a_killed_search_resumes_only_the_missing_trials(searched, corpus, address, tmp_path):
+def test_a_killed_search_resumes_only_the_missing_trials(searched, corpus, address, tmp_path, capsys):
     """The search process is killed (SIGKILL) on the shared cluster; the tasks it had started end
     and write their records, the others are dropped with the client; a rerun trains the rest."""
     from distributed import Client
@@ -194,6 +194,7 @@ def test_a_killed_search_resumes_only_the_missing_trials(searched, corpus, addre
         _wait(lambda: not any(c.run(lambda dask_worker: len(dask_worker.active_threads)).values()))
     done = {p.name: p.stat().st_mtime_ns for p in records.glob("*.json")}
     assert 3 <= len(done) < MODELS and not (out / "search.json").exists()
+    assert main(["status", str(out)]) == 1 and "what it keeps (_search/) is reused" in capsys.readouterr().out
     assert _search(corpus, out, scheduler=address) == 0
     m = json.loads((out / "manifest.json").read_text())
     assert m["totals"]["computed_this_run"] == MODELS - len(done) and m["totals"]["resumed"] == len(done)

@@ -67,6 +67,12 @@ def test_method_without_a_space_is_refused():
         SearchConfig(eval=["x"], method="semdedup").validated()
 
 
+def test_a_holdout_is_refused_with_the_way_to_make_one():
+    """Trials select every row, so recipe.yaml holding rows out would select otherwise."""
+    with pytest.raises(ConfigError, match="--holdout 0.05, and pass --eval SEL/holdout"):
+        SearchConfig(eval=["x"], holdout=0.05).validated()
+
+
 def test_every_default_space_parses():
     for method, text in DEFAULT_SPACE.items():
         items = parse_space(text, method, SearchConfig(eval=["x"], method=method)._check_value)

@@ -207,9 +207,10 @@ class ProxyLMConfig:
 
     @property
     def steps(self) -> int:
-        """Optimiser steps: ``tokens`` rounded down to whole batches of ``batch_size x seq_len``."""
+        """Optimiser steps: ``tokens`` rounded up to whole batches of ``batch_size x seq_len``, so
+        a model trains on at least the tokens asked for (and less than one batch more)."""
         r = self.resolved()
-        return int(r.tokens) // (int(r.batch_size) * int(r.seq_len))
+        return -(-int(r.tokens) // (int(r.batch_size) * int(r.seq_len)))
 
     @property
     def train_tokens(self) -> int:

@@ -63,6 +63,11 @@ class SearchConfig(SelectConfig):
         "maximum policy-gradient steps of every trial's selection (select's default scales to 5000-50000; a "
         "trial must select in seconds, and recipe.yaml keeps this value so it selects as the trial did)",
     )
+    text_column: str = _f(
+        "text",
+        "text column: what every proxy model trains on (and counts tokens when no token-count column is present)",
+        group="data",
+    )
     eval: list | None = _f(
         None,
         "evaluation sets (Parquet/JSONL directories or files) every proxy model is judged on; their "
@@ -85,7 +90,10 @@ class SearchConfig(SelectConfig):
     )
     proxy_preset: str = _f("tiny", "proxy-LM size (datamask proxy-lm's presets)", group="search")
     proxy_tokens: int = _f(
-        DEFAULT_PROXY_TOKENS, "training tokens of every proxy model (200k, 1M...)", group="search", parse=parse_tokens
+        DEFAULT_PROXY_TOKENS,
+        "training tokens of every proxy model (200k, 1M...), rounded up to whole batches (tiny: 2,048 tokens)",
+        group="search",
+        parse=parse_tokens,
     )
     proxy_options: str | None = _f(
         None,
@@ -116,6 +124,11 @@ class SearchConfig(SelectConfig):
         for name in ("trials", "seeds", "candidates", "top"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if float(self.holdout):
+            raise ConfigError(
+                "search sets no holdout aside (its trials select every row); make the evaluation set first, e.g. "
+                "datamask select INPUT SEL --holdout 0.05, and pass --eval SEL/holdout"
+            )
         if int(self.trials) < 4:
             raise ConfigError(f"trials must be >= 4 (the regressor is cross-validated), got {self.trials}")
         if int(self.top) > int(self.candidates):

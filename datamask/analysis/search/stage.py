@@ -40,6 +40,11 @@ class SearchStage(CorpusStage):
         "(datamask run applies it to INPUT) and the HTML report. See docs/search.md."
     )
     output_help = "output directory (trials.parquet, verify.parquet, search.json, recipe.yaml, figures/, report/)"
+    stopped_run = (
+        "If the search stops (bad input, a killed job), every proxy model it finished stays in "
+        "OUTPUT/_search/records/ and no manifest.json is written; rerun the same command to train only the "
+        "missing ones (another config is refused unless --overwrite). `datamask status OUTPUT` says whether it finished."
+    )
     needs = ()
     writes = WRITES + KEEPS
     keeps = KEEPS

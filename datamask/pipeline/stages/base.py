@@ -96,6 +96,7 @@ class Stage:
     needs: ClassVar[tuple] = ("cupy",)  # the GPU libraries it computes with on a GPU
     report: ClassVar[bool] = False  # writes the HTML report after a command-line run (--no-report)
     whole_corpus: ClassVar[bool] = False  # no split records: ``datamask status`` reads the manifest alone
+    stopped_run: ClassVar[str | None] = None  # what a stopped run leaves (the help's last lines; None: splits)
 
     def plan(self, cfg):
         """The :class:`~datamask.pipeline.runner.StageRun` of ``cfg`` (checked config; nothing written yet)."""
