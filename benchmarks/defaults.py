@@ -58,18 +58,22 @@ CANDIDATES = {
     "polish 300": (dict(steps=300), None),  # a longer polish from the start
     "start_patience 0": (dict(start_patience=0), None),  # the start as it is
     "start_patience 20": (dict(start_patience=20), None),
+    "start_patience 100": (dict(start_patience=100), None),  # round 4's first default (every objective)
     "relaxed_iter 100": (dict(relaxed_iter=100), None),  # Frank-Wolfe's cap before round 4
     "stochastic x20": (dict(init="stochastic_greedy"), 20),
     "stochastic x40": (dict(init="stochastic_greedy"), 40),
     "stochastic x80": (dict(init="stochastic_greedy"), 80),
     "stochastic x160": (dict(init="stochastic_greedy"), 160),
+    # round 4, second run: the polish never improved on facility's start (stopped by "start")
+    "start_patience 0 x160": (dict(start_patience=0), 160),
+    "start_patience 0 x320": (dict(start_patience=0), 320),
 }
 DEFAULT_FACTOR = stochastic.SAMPLE_FACTOR
 # What a plain run measures, per objective (the default first).
 DEFAULT_CANDIDATES = {
     "pairwise": ["default", "start_patience 0", "start_patience 20", "polish 300", "round 3"],
-    "disf": ["default", "start_patience 0", "start_patience 20", "relaxed_iter 100"],
-    "facility": ["default", "start_patience 0", "stochastic x40", "stochastic x160"],
+    "disf": ["default", "start_patience 100", "relaxed_iter 100"],
+    "facility": ["default", "start_patience 100", "stochastic x80", "start_patience 0 x320"],
 }
 # The issue's shape: quality set by the cluster, tight clusters, high-quality near-duplicates.
 ISSUE = dict(n_clusters=50, spread=0.5, noise=0.1, n_dup_groups=10, dup_fraction=0.05)

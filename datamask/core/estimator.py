@@ -172,9 +172,10 @@ class DataMask(BaseEstimator):
         Steps pg is given to improve on its start: at the first evaluation point this many
         steps in (one is added there), a run whose best top-S mask is no more than ``tol``
         times its size above step 0's stops and returns the start. None: the objective's
-        (100 steps) from a solver's start (``init="relaxed"``, ``"stochastic_greedy"``),
-        which pg rarely improves on (docs/defaults.md); never from quality or uniform, nor
-        with ``patience=None`` (which keeps meaning no early stop).
+        from a solver's start (``init="relaxed"``, ``"stochastic_greedy"``), which pg did
+        not improve on in the defaults suite: 100 steps for pairwise, 0 for facility
+        location and DiSF (the start is returned, no pg step; docs/defaults.md); never from
+        quality or uniform, nor with ``patience=None`` (which keeps meaning no early stop).
     lr_schedule : {"constant", "cosine"}, default "constant"
     relaxed_iter : int or None, default None
         Frank-Wolfe iteration cap for ``solver="relaxed"`` and for ``init="relaxed"``'s start.
