@@ -12,6 +12,12 @@ That exact pass depends on which pairs missed, a value read back to the host. So
 ``DENSE_MAX_BYTES``, the scorer keeps that whole matrix instead and takes, for each mask,
 the maximum over its rows: exact, with no value read back (a step can be captured as a
 CUDA graph), at G * S * r gathers per step.
+
+On numpy the neighbour lists stay the scorer of pg's steps, but when the matrix fits
+``HOST_DENSE_MAX_BYTES`` it is kept too, as one (n, r) product: stochastic greedy's gains
+(:mod:`datamask.core.stochastic`) are then gathers of its rows instead of products with the
+reference rows, and the lists are built only if a step asks for them (a start returned as it
+is never does).
 """
 
 from __future__ import annotations
@@ -21,13 +27,35 @@ import numpy as np
 from .backend import get_namespace
 from .metrics import BLOCK_ELEMENTS as _BLOCK_ELEMENTS
 
-__all__ = ["FacilityGroups", "DENSE_MAX_BYTES", "top_neighbors"]
+__all__ = ["FacilityGroups", "DENSE_MAX_BYTES", "HOST_DENSE_MAX_BYTES", "top_neighbors"]
 
 # Largest candidate-by-reference float32 similarity matrix kept for the dense method.
 DENSE_MAX_BYTES = 1 << 32
+# ... and kept on numpy beside the neighbour lists (1 GiB: 131k candidates against the
+# default 2,048 reference rows; a larger split scores its gains from the lists instead).
+HOST_DENSE_MAX_BYTES = 1 << 30
 # top_neighbors' threshold: the (OVERSAMPLE * T / stride)-th largest of every stride-th column,
 # so about OVERSAMPLE * T entries of a row pass it (a row with fewer than T is redone exactly).
 OVERSAMPLE = 2
+
+
+def host_matrix(n, r):
+    """An uninitialised (n, r) float32 host array in small pages.
+
+    numpy asks the kernel for transparent huge pages on large arrays; where the kernel
+    then compacts memory on the first write (``defrag=madvise``, a common default), filling
+    a 400 MB matrix took 3-4 s of system time after a greedy fit in the same process, not
+    0.6 s (benchmarks/results/defaults.md, round 5). Small pages cost about 0.2 s for it,
+    always. Elsewhere (no ``madvise``): ``numpy.empty``.
+    """
+    import mmap
+
+    size = 4 * n * r
+    if size == 0 or not hasattr(mmap, "MADV_NOHUGEPAGE"):
+        return np.empty((n, r), dtype=np.float32)
+    buf = mmap.mmap(-1, size)
+    buf.madvise(mmap.MADV_NOHUGEPAGE)
+    return np.frombuffer(buf, dtype=np.float32).reshape(n, r)
 
 
 def top_neighbors(C, T, xp):
@@ -95,19 +123,46 @@ class FacilityGroups:
         if method is None:
             method = "dense" if xp is not np and 4 * n * r <= DENSE_MAX_BYTES else "neighbors"
         self.method = method
+        self.C = None  # (n, r) float32 similarities, when kept
+        self._T, self._nbr, self._sim = min(int(n_neighbors), n), None, None
         if method == "dense":
             self.C = (E @ R.T).astype(xp.float32)  # (n, r)
             self.cover = self.C.sum(axis=1, dtype=xp.float64) + float(r)
             return
+        if xp is np and 4 * n * r <= HOST_DENSE_MAX_BYTES:
+            self.C = np.matmul(E, R.T, out=host_matrix(n, r))
+            self.cover = self.C.sum(axis=1, dtype=np.float64) + float(r)
+            return
         self.cover = xp.full(n, 0.0, dtype=xp.float64)
-        T = min(int(n_neighbors), n)
-        self.nbr = xp.empty((r, T), dtype=xp.int64)
-        self.sim = xp.empty((r, T), dtype=xp.float32)
+        self._lists(lambda r0, r1: R[r0:r1] @ E.T, count=True)
+
+    def _lists(self, block, count=False):
+        """Each reference row's neighbour list from ``block(r0, r1)``, its (b, n) similarities
+        (and, with ``count``, the cover from the same pass)."""
+        xp, (n, r), T = self.xp, (self.E.shape[0], self.R.shape[0]), self._T
+        self._nbr = xp.empty((r, T), dtype=xp.int64)
+        self._sim = xp.empty((r, T), dtype=xp.float32)
         per = max(1, _BLOCK_ELEMENTS // max(1, n))
         for r0 in range(0, r, per):
-            C = R[r0 : r0 + per] @ E.T  # (b, n)
-            self.cover += C.sum(axis=0, dtype=xp.float64) + float(C.shape[0])
-            self.nbr[r0 : r0 + per], self.sim[r0 : r0 + per] = top_neighbors(C, T, xp)
+            C = block(r0, r0 + per)  # (b, n)
+            if count:
+                self.cover += C.sum(axis=0, dtype=xp.float64) + float(C.shape[0])
+            self._nbr[r0 : r0 + per], self._sim[r0 : r0 + per] = top_neighbors(C, T, xp)
+
+    @property
+    def nbr(self):
+        """(r, T) int64: each reference row's ``T`` most similar candidates, most similar first."""
+        if self._nbr is None:
+            self._lists(lambda r0, r1: np.ascontiguousarray(self.C[:, r0:r1].T))
+            self.C = None  # pg's steps score from the lists: the matrix's memory goes back
+        return self._nbr
+
+    @property
+    def sim(self):
+        """(r, T) float32: their cosines (``nbr``'s order)."""
+        if self._sim is None:
+            self.nbr  # noqa: B018 (builds both)
+        return self._sim
 
     @property
     def n_reference(self):

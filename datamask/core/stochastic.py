@@ -43,15 +43,19 @@ class _Cover:
     has reached its T-th similarity (*saturated*) gains only from the candidates in its
     list: any other is no closer than that. So a candidate's gain is a sum over the lists it
     is in, for saturated rows, plus one product with the reference rows still unsaturated
-    (all of them at first; few after the first picks). Exact, not an approximation. On
-    the dense scorer (a GPU) every gain is one product with all reference rows.
+    (all of them at first; few after the first picks). Exact, not an approximation. When
+    the scorer kept its (n, r) similarities on the host (``fac.C``) a gain is a sum over one
+    of its rows instead; on the dense scorer (a GPU) every gain is one product with all
+    reference rows.
     """
 
     def __init__(self, fac, xp):
         self.xp, self.E, self.R = xp, fac.E, fac.R
         r = self.R.shape[0]
         self.cur = xp.full(r, -1.0, dtype=xp.float32)  # max over an empty set: cos >= -1
-        self.sparse = fac.method == "neighbors" and xp is np
+        host = fac.method == "neighbors" and xp is np
+        self.C = fac.C if host else None  # host similarities (n, r), when kept beside the lists
+        self.sparse = host and self.C is None
         if not self.sparse:
             return
         T = fac.nbr.shape[1]
@@ -74,6 +78,11 @@ class _Cover:
     def gains(self, rows):
         """(b,) float64: ``sum_x max(0, cos(e_x, e_i) - cur[x])`` for each candidate i of ``rows``."""
         xp = self.xp
+        if self.C is not None:
+            D = self.C[rows]
+            D -= self.cur
+            np.maximum(D, 0.0, out=D)
+            return D.sum(axis=1, dtype=np.float64)
         if not self.sparse:
             D = self.R @ self.E[rows].T
             D -= self.cur[:, None]
@@ -95,6 +104,9 @@ class _Cover:
     def add(self, i):
         """Take candidate ``i``: raise ``cur`` to its cosines."""
         xp = self.xp
+        if self.C is not None:
+            np.maximum(self.cur, self.C[i], out=self.cur)
+            return
         if not self.sparse:
             xp.maximum(self.cur, self.R @ self.E[i], out=self.cur)
             return

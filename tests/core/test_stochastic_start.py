@@ -1,14 +1,15 @@
 """Facility location's default start: stochastic greedy (datamask.core.stochastic).
 
-Its gains come from the scorer's neighbour lists where a reference row is saturated and
-from one product elsewhere: exact, so it picks what the dense scorer's products pick.
+Its gains are gathers from the (n, r) similarities the numpy scorer keeps when they fit, or
+come from the scorer's neighbour lists where a reference row is saturated and from one
+product elsewhere: exact either way, so each picks what the dense scorer's products pick.
 """
 
 import numpy as np
 import pytest
 
 from datamask import DataMask, evaluate
-from datamask.core import stochastic
+from datamask.core import facility, stochastic
 from datamask.core.facility import FacilityGroups
 from datamask.core.synthetic import make_corpus
 
@@ -19,16 +20,33 @@ def corpus():
     return c["embedding"], c["quality"]
 
 
-def test_neighbour_list_gains_pick_what_dense_products_pick(corpus):
+@pytest.mark.parametrize("host_matrix", [True, False], ids=["host matrix", "lists only"])
+def test_host_gains_pick_what_dense_products_pick(corpus, monkeypatch, host_matrix):
     E, q = corpus
     R = E[np.random.default_rng(0).choice(2000, 300, replace=False)]
-    sparse = FacilityGroups(E, R, n_neighbors=16)  # short lists: rows saturate late, both parts run
+    if not host_matrix:  # a split too large to keep its (n, r) similarities
+        monkeypatch.setattr(facility, "HOST_DENSE_MAX_BYTES", 4 * 2000 * 300 - 1)
+    host = FacilityGroups(E, R, n_neighbors=16)  # short lists: rows saturate late, both parts run
+    assert (host.C is not None) == host_matrix and host.method == "neighbors"
     dense = FacilityGroups(E, R, method="dense")
-    np.testing.assert_allclose(sparse.cover, dense.cover, rtol=1e-6)  # float32 sums of 300 cosines
-    a, ub_a = stochastic.stochastic_greedy_facility(sparse, q / q.max(), 200, 0.5, seed=3)
+    np.testing.assert_allclose(host.cover, dense.cover, rtol=1e-6)  # float32 sums of 300 cosines
+    a, ub_a = stochastic.stochastic_greedy_facility(host, q / q.max(), 200, 0.5, seed=3)
     b, ub_b = stochastic.stochastic_greedy_facility(dense, q / q.max(), 200, 0.5, seed=3)
     assert np.array_equal(a, b) and len(set(a.tolist())) == 200
     np.testing.assert_allclose(ub_a, ub_b, rtol=1e-5, atol=1e-9)
+
+
+def test_kept_matrix_builds_the_lists_only_when_a_step_asks(corpus):
+    # a start returned as it is never reads the lists; pg's steps do, and then the matrix goes
+    E, _ = corpus
+    R = E[::5]
+    kept = FacilityGroups(E, R, n_neighbors=16)
+    assert kept._nbr is None and kept.C.shape == (2000, 400)
+    idx = np.stack([np.random.default_rng(s).permutation(2000)[:50] for s in range(4)])
+    want = [(R @ E[r].T).max(axis=1).mean() for r in idx]
+    np.testing.assert_allclose(kept.values(idx), want, rtol=0, atol=1e-6)
+    assert kept.C is None and kept.nbr.shape == (400, 16)
+    np.testing.assert_allclose(kept.sim, -np.sort(-(R @ E.T), axis=1)[:, :16], rtol=0, atol=32 * 2.0**-24)
 
 
 def test_default_facility_fit_starts_from_stochastic_greedy_near_greedy(corpus):
