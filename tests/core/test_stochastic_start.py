@@ -91,3 +91,36 @@ def test_neighbour_lists_from_a_sampled_threshold_are_a_full_selection():
     np.testing.assert_array_equal(np.take_along_axis(C, idx, axis=1), sim)
     assert all(len(set(row.tolist())) == T for row in idx)
     assert idx[4].tolist() == list(range(T))  # ties keep column order
+
+
+@pytest.mark.parametrize("settled", [True, False], ids=["head settles it", "rest needed"])
+def test_best_of_sample_is_the_best_exact_gain(settled):
+    # stale bounds only bound the exact gains from above; the pick is the sampled row of best
+    # exact gain whether the head of the order settles it or the rest has to be scored
+    rng = np.random.default_rng(4)
+    n = 5000
+    exact = rng.random(n)
+
+    class Gains:  # exact gains of a fixed table: the scan's logic alone
+        def gains(self, rows):
+            return exact[rows]
+
+    slack = rng.random(n) * (0.01 if settled else 5.0)  # loose bounds: the head does not decide
+    ub = exact + slack
+    cands = rng.choice(n, 3000, replace=False)
+    pick = stochastic._best_of_sample(cands, ub, np.zeros(n), 1.0, Gains())
+    assert pick == cands[np.argmax(exact[cands])]
+    scored = np.flatnonzero(ub == exact)
+    assert (len(scored) > stochastic.HEAD) == (not settled)  # which path ran
+    assert set(scored) <= set(cands.tolist())
+
+
+def test_pool_samples_the_rows_left_and_all_of_them_when_asked_for_more():
+    pool = stochastic._Pool(10, seed=0)
+    assert sorted(pool.sample(20).tolist()) == list(range(10))
+    pool.remove(3)
+    pool.remove(9)
+    assert sorted(pool.sample(8).tolist()) == [0, 1, 2, 4, 5, 6, 7, 8]  # every row left: no draw
+    draws = [pool.sample(4) for _ in range(50)]
+    assert all(len(set(d.tolist())) == 4 and not {3, 9} & set(d.tolist()) for d in draws)
+    assert len({tuple(sorted(d.tolist())) for d in draws}) > 1  # a draw, not a fixed slice
