@@ -64,6 +64,9 @@ CANDIDATES = {
     "stochastic x40": (dict(init="stochastic_greedy"), 40),
     "stochastic x80": (dict(init="stochastic_greedy"), 80),
     "stochastic x160": (dict(init="stochastic_greedy"), 160),
+    "stochastic x320": (dict(init="stochastic_greedy"), 320),
+    "stochastic x640": (dict(init="stochastic_greedy"), 640),
+    "stochastic x1280": (dict(init="stochastic_greedy"), 1280),
     # round 4, second run: the polish never improved on facility's start (stopped by "start")
     "start_patience 0 x160": (dict(start_patience=0), 160),
     "start_patience 0 x320": (dict(start_patience=0), 320),
@@ -73,7 +76,7 @@ DEFAULT_FACTOR = stochastic.SAMPLE_FACTOR
 DEFAULT_CANDIDATES = {
     "pairwise": ["default", "start_patience 0", "start_patience 20", "polish 300", "round 3"],
     "disf": ["default", "start_patience 100", "relaxed_iter 100"],
-    "facility": ["default", "start_patience 100", "stochastic x80", "start_patience 0 x320"],
+    "facility": ["default", "stochastic x160", "stochastic x320", "stochastic x1280"],
 }
 # The issue's shape: quality set by the cluster, tight clusters, high-quality near-duplicates.
 ISSUE = dict(n_clusters=50, spread=0.5, noise=0.1, n_dup_groups=10, dup_fraction=0.05)
