@@ -173,7 +173,7 @@ class DataMask(BaseEstimator):
         steps in (one is added there), a run whose best top-S mask is no more than ``tol``
         times its size above step 0's stops and returns the start. None: the objective's
         from a solver's start (``init="relaxed"``, ``"stochastic_greedy"``), which pg did
-        not improve on in the defaults suite: 100 steps for pairwise, 0 for facility
+        not improve on in the defaults suite: 20 steps for pairwise, 0 for facility
         location and DiSF (the start is returned, no pg step; docs/defaults.md); never from
         quality or uniform, nor with ``patience=None`` (which keeps meaning no early stop).
     lr_schedule : {"constant", "cosine"}, default "constant"

@@ -233,7 +233,7 @@ class SelectConfig(StageConfig):
     start_patience: int | None = _f(
         _DM["start_patience"],
         "steps pg gets to improve on a solver's start before it returns it (null: the objective's, "
-        "100 for pairwise, 0 for facility and disf; docs/defaults.md)",
+        "20 for pairwise, 0 for facility and disf; docs/defaults.md)",
     )
     lr_schedule: str = _f(_DM["lr_schedule"], "step-size schedule", choices=("constant", "cosine"))
     relaxed_iter: int | None = _f(
