@@ -149,20 +149,23 @@ class FacilityGroups:
                 self.cover += C.sum(axis=0, dtype=xp.float64) + float(C.shape[0])
             self._nbr[r0 : r0 + per], self._sim[r0 : r0 + per] = top_neighbors(C, T, xp)
 
+    def _kept_lists(self):
+        """The neighbour lists, built from the kept matrix on first use (which then goes:
+        pg's steps score from the lists)."""
+        if self._nbr is None:
+            self._lists(lambda r0, r1: np.ascontiguousarray(self.C[:, r0:r1].T))
+            self.C = None
+        return self._nbr, self._sim
+
     @property
     def nbr(self):
         """(r, T) int64: each reference row's ``T`` most similar candidates, most similar first."""
-        if self._nbr is None:
-            self._lists(lambda r0, r1: np.ascontiguousarray(self.C[:, r0:r1].T))
-            self.C = None  # pg's steps score from the lists: the matrix's memory goes back
-        return self._nbr
+        return self._kept_lists()[0]
 
     @property
     def sim(self):
         """(r, T) float32: their cosines (``nbr``'s order)."""
-        if self._sim is None:
-            self.nbr  # noqa: B018 (builds both)
-        return self._sim
+        return self._kept_lists()[1]
 
     @property
     def n_reference(self):

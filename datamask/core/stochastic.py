@@ -177,17 +177,15 @@ def _best_of_sample(cands, ub, lin, w, cover):
     Only the head of the order is sorted (the ``HEAD`` best bounds, by one partition): a pick
     rarely scores more, and a whole sort of a large sample cost more than its gains did."""
     bound = ub[cands]
-    if cands.shape[0] > HEAD:
-        part = np.argpartition(-bound, HEAD - 1)
-        head, rest = part[:HEAD], part[HEAD:]
-        by = head[np.argsort(-bound[head], kind="stable")]
-        best, pick = _scan(cands[by], bound[by], lin, w, cover, ub, -math.inf, None)
-        if float(bound[rest].max()) <= best:
-            return pick
-        by = rest[np.argsort(-bound[rest], kind="stable")]  # rare: the head did not settle it
-        return _scan(cands[by], bound[by], lin, w, cover, ub, best, pick)[1]
-    by = np.argsort(-bound, kind="stable")
-    return _scan(cands[by], bound[by], lin, w, cover, ub, -math.inf, None)[1]
+    k = cands.shape[0]
+    head, rest = (np.arange(k), np.arange(0)) if k <= HEAD else np.split(np.argpartition(-bound, HEAD - 1), [HEAD])
+    best, pick = -math.inf, None
+    for part in (head, rest):  # the rest only when the head did not settle it (rare)
+        if part.shape[0] == 0 or float(bound[part].max()) <= best:
+            break
+        by = part[np.argsort(-bound[part], kind="stable")]
+        best, pick = _scan(cands[by], bound[by], lin, w, cover, ub, best, pick)
+    return pick
 
 
 def _scan(cands, bound, lin, w, cover, ub, best, pick):
