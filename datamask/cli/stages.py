@@ -15,7 +15,7 @@ def add_parsers(sub):
         st = get_stage(name)
         p = sub.add_parser(name, help=st.help, description=st.description)
         add_stage_arguments(p, st.config, st.output_help, input_help=st.input_help)
-        p.epilog = st.stopped_run or p.epilog
+        p.epilog = stopped_run(st) or p.epilog
         if st.report:
             p.add_argument(
                 "--no-report",
@@ -23,6 +23,24 @@ def add_parsers(sub):
                 action="store_true",
                 help="do not write the HTML report (OUTPUT/report/) at the end",
             )
+
+
+def stopped_run(st):
+    """What a stopped run of ``st`` leaves, for its help's last lines: the stage's own words,
+    or for a whole-corpus stage what it keeps (None: a split stage's finished splits)."""
+    if st.stopped_run or not st.whole_corpus:
+        return st.stopped_run
+    kept = getattr(st, "keeps", ())
+    again = (
+        f"what it keeps ({', '.join(f'OUTPUT/{k}/' for k in kept)}) is reused, the rest computed again"
+        if kept
+        else "it is computed again"
+    )
+    return (
+        "If the run stops (bad input, a killed job), no manifest.json is written; fix the cause and rerun "
+        f"the same command: {again} (another config is refused unless --overwrite). "
+        "`datamask status OUTPUT` says whether it finished."
+    )
 
 
 def run_stage_command(args) -> int:

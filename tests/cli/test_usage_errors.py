@@ -34,3 +34,19 @@ def test_a_non_utf8_byte_is_reported_with_its_line(tmp_path, capsys):
         "file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
     ), err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "stage, says",
+    [
+        ("select", "compute only the missing splits"),  # a split stage keeps its finished splits
+        ("cluster", "it is computed again"),  # whole-corpus stages keep no splits
+        ("compare", "what it keeps (OUTPUT/dedup/) is reused"),
+        ("search", "train only the missing ones"),  # the stage's own words
+    ],
+)
+def test_each_stages_help_ends_with_what_its_stopped_run_leaves(stage, says, capsys):
+    assert main([stage, "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert says in out, out[-400:]
+    assert ("missing splits" in out) == (stage == "select")
