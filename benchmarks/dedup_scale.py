@@ -286,7 +286,7 @@ def main(argv=None):
         "",
         "Each pass of the corpus-wide part, wall seconds / CPU seconds of the worker processes during its tasks "
         "(new code; `manifest.json` -> `dedup.passes`), and the per-split pass (filter and write; the splits' "
-        "wall seconds summed over both workers):",
+        f"wall seconds summed over the {args.workers} workers):",
         "",
         *passes_table([r for r in rows if r["code"] == "new"]),
     ]

@@ -91,8 +91,8 @@ def write_markdown(path: Path, s: dict, argv: list, walls: dict, load, rows_appl
         f"{s['leaks']} input rows hold an evaluation text and were removed from every selection.",
         "",
         f"- wall time of the search: **{walls['search'] / 60:.1f} min**, {walls['search_cpu'] / 60:.1f} CPU-minutes "
-        f"(it had {walls['search_cpu'] / walls['search'] / (os.cpu_count() or 1):.0%} of the {os.cpu_count()} cores; "
-        f"the rest went to other jobs) ({s['models']['trained']} proxy models: "
+        f"(it used {walls['search_cpu'] / walls['search'] / (os.cpu_count() or 1):.0%} of the {os.cpu_count()} cores) "
+        f"({s['models']['trained']} proxy models: "
         f"{s['trials']} trials x {s['seeds']} seed + {s['models']['trained'] - s['trials'] * s['seeds']} verification runs; "
         f"{s['proxy']['params']:,}-parameter `{s['proxy']['preset']}` proxy on {s['proxy']['tokens']:,} tokens each)",
         f"- space: `{s['space']}`",

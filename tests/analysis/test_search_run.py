@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,7 @@ pytest.importorskip("transformers")
 from datamask.cli import main  # noqa: E402
 from tests.analysis.test_report import chromium  # noqa: E402,F401  (the fixture)
 from tests.helpers.dask_processes import dask_processes  # noqa: E402
-from tests.helpers.pipeline_data import assert_fails  # noqa: E402
+from tests.helpers.pipeline_data import assert_fails, wait_until  # noqa: E402
 from tests.helpers.text_embed import hashed_embeddings  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -167,14 +166,6 @@ def test_an_external_cluster_gives_the_same_trials(searched, corpus, tmp_path):
     )
 
 
-def _wait(cond, timeout=240):
-    t0 = time.time()
-    while not cond():
-        if time.time() - t0 > timeout:
-            raise AssertionError("timed out")
-        time.sleep(0.1)
-
-
 def test_a_killed_search_resumes_only_the_missing_trials(searched, corpus, address, tmp_path, capsys):
     """The search process is killed (SIGKILL) on the shared cluster; the tasks it had started end
     and write their records, the others are dropped with the client; a rerun trains the rest."""
@@ -185,13 +176,21 @@ def test_a_killed_search_resumes_only_the_missing_trials(searched, corpus, addre
     proc = subprocess.Popen(cmd + ARGS + ["--scheduler", address], start_new_session=True, stderr=subprocess.PIPE)
     records = out / "_search" / "records"
     try:
-        _wait(lambda: len(list(records.glob("trial-*.json"))) >= 3 or proc.poll() is not None)
+        wait_until(
+            lambda: len(list(records.glob("trial-*.json"))) >= 3 or proc.poll() is not None,
+            timeout=240,
+            what="three trial records",
+        )
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     with Client(address, set_as_default=False) as c:  # the tasks already running end (on the workers)
-        _wait(lambda: not any(c.run(lambda dask_worker: len(dask_worker.active_threads)).values()))
+        wait_until(
+            lambda: not any(c.run(lambda dask_worker: len(dask_worker.active_threads)).values()),
+            timeout=240,
+            what="running tasks to end",
+        )
     done = {p.name: p.stat().st_mtime_ns for p in records.glob("*.json")}
     assert 3 <= len(done) < MODELS and not (out / "search.json").exists()
     assert main(["status", str(out)]) == 1 and "what it keeps (_search/) is reused" in capsys.readouterr().out
