@@ -170,7 +170,9 @@ def take_rows(path, rows, columns) -> pa.Table:
 
 def _timed(item, fn, ctx):
     """``fn(item, ctx)`` and where and how long it ran: wall and CPU seconds of its worker
-    process meanwhile (Arrow reads on threads of their own)."""
+    process meanwhile (Arrow reads on threads of their own). On a worker with several threads
+    the tasks running beside it are counted too, so a pass's ``cpu_seconds`` is exact only on
+    single-threaded workers (the local cluster's); the per-task list is there to see that."""
     from distributed import get_worker
 
     t, c = time.perf_counter(), time.process_time()
