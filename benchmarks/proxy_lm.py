@@ -366,7 +366,7 @@ def write_markdown(path: Path, tput: list, sel: dict | None, args, load, e2e: di
         stats = pd.DataFrame({"mean": g.mean(), "std": g.std(ddof=1), "min": g.min(), "max": g.max()})
         stats = stats.sort_values("mean")
         per_seed = allrows.pivot_table(index="selection", columns="seed", values="loss")
-        ep = allrows.groupby("selection")["epochs"].first()
+        ep = allrows.groupby("selection")["passes"].first()
         tps = p[p.selection != "untrained"].groupby("selection")["seconds"].mean()
         untrained = p[(p.selection == "untrained") & (p.domain == "all")]["loss"]
         tokens = int(allrows["tokens"].iloc[0])
@@ -381,11 +381,11 @@ def write_markdown(path: Path, tput: list, sel: dict | None, args, load, e2e: di
             f"(preset tiny, {tokens:,} training tokens per selection, {args.threads} torch thread(s), "
             f"{len(args.seeds)} seeds of initial weights and data order; the selections, the tokenizer and the "
             "scored documents are the same for every seed: `--sample-seed` is left at 0). The budget is in rows (ratio 0.3), so selections differ in tokens: "
-            "the epochs column says how often each was repeated to reach the same training tokens.",
+            "the passes column says how often each was repeated to reach the same training tokens.",
             "",
             f"Untrained model: {untrained.mean():.3f} nats/token.",
             "",
-            "| method | loss mean (nats/token) | std over seeds | min | max | per seed | epochs | mean quality "
+            "| method | loss mean (nats/token) | std over seeds | min | max | per seed | passes | mean quality "
             "| pairwise diversity | seconds per run |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]

@@ -88,11 +88,11 @@ def _proxy_lm(args) -> int:
         for s in m["selections"]:  # what each selection holds, and how often training went through it
             print(
                 f"datamask: proxy-lm: {s['name']}: {s['docs']:,} documents, {s['selection_tokens']:,} tokens "
-                f"({s['epochs']:.2f} epochs)"
+                f"({s['passes']:.2f} passes)"
             )
         tot = m["totals"]
         print(
-            f"datamask: proxy-lm: {tot['selections']} selection(s) x {m['train_tokens']:,} tokens, "
+            f"datamask: proxy-lm: {tot['selections']} selection(s) x {m['regime']}, "
             f"{m['params']:,}-parameter model ({tot['computed_this_run']} trained, {tot['resumed']} resumed) "
             f"-> {cfg.output}"
         )

@@ -150,8 +150,38 @@ def test_equal_tokens_are_counted_and_small_selections_repeat(run, corpus):
         assert (rows.tokens == expected).all()
         info = next(x for x in manifest["selections"] if x["name"] == s)
         assert info["selection_tokens"] < expected  # the selection is smaller than the budget ...
-        assert rows.epochs.iloc[0] == pytest.approx(expected / info["selection_tokens"])  # ... so it is repeated
-        assert rows.epochs.iloc[0] > 1
+        assert rows.passes.iloc[0] == pytest.approx(expected / info["selection_tokens"])  # ... so it is repeated
+        assert rows.passes.iloc[0] > 1
+
+
+def test_a_multiple_trains_each_selection_on_its_own_passes(corpus, tmp_path):
+    """``tokens=1.5x``: each selection trains for 1.5 passes over its own tokens (whole batches),
+    counted at the model's input; the passes are in proxy.csv, the manifest and the CLI's line."""
+    with pytest.MonkeyPatch.context() as mp:
+        spy = Spy(mp)
+        m = run_proxy_lm(_cfg(corpus, tmp_path / "out", tokens="1.5x", curve_points=0))
+    assert m["config"]["tokens"] == "1.5x" and m["regime"] == "1.5 passes over its selection"
+    assert m["train_tokens"] is None and m["steps"] is None  # each selection's own
+    t = m["table"]
+    for s in m["selections"]:
+        n, BT = s["selection_tokens"], 8 * 64
+        want = -(-int(1.5 * n) // BT) * BT  # 1.5 passes rounded up to whole batches
+        assert spy.targets[s["name"]] == s["tokens"] == want
+        assert 1.5 <= s["passes"] < 1.5 + BT / n
+        assert t.loc[t.selection == s["name"], "passes"].iloc[0] == pytest.approx(want / n)
+    assert len({s["tokens"] for s in m["selections"]}) == 2  # not equal tokens: equal passes
+
+
+@pytest.mark.parametrize("bad", ["x", "-2x", "0x", "2.5.1x", "fourx"])
+def test_a_bad_multiple_is_one_line_naming_the_flag(corpus, tmp_path, capsys, bad):
+    from datamask.cli import main
+
+    out = tmp_path / "o"
+    argv = ["proxy-lm", corpus["sel_prose"], "--eval", corpus["eval"], str(out), f"--tokens={bad}", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "tokens" in err[0] and "4x" in err[0] and repr(bad) in err[0]
+    assert not out.exists()
 
 
 def test_held_out_rows_never_reach_training(run, corpus):
@@ -171,7 +201,7 @@ def test_held_out_rows_never_reach_training(run, corpus):
 def test_rerun_reproduces_and_resumes(run, corpus, tmp_path):
     manifest, _ = run
     again = run_proxy_lm(_cfg(corpus, tmp_path / "again"))
-    cols = ["selection", "eval_set", "domain", "loss", "tokens", "epochs"]
+    cols = ["selection", "eval_set", "domain", "loss", "tokens", "passes"]
     pd.testing.assert_frame_equal(manifest["table"][cols], again["table"][cols], check_exact=True)
     assert (tmp_path / "again" / "tokenizer.json").read_text() == (
         Path(manifest["output"]) / "tokenizer.json"
@@ -209,7 +239,7 @@ def test_outputs_written(run):
         "bits_per_byte",
         "eval_tokens",
         "tokens",
-        "epochs",
+        "passes",
         "params",
         "seconds",
     ]

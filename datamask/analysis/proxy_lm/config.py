@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass, fields
 
 from ...errors import ConfigError
-from ...pipeline.config import _f, check_keys, parse_value
+from ...pipeline.config import _f, check_keys, parse_tokens, parse_value
 
-__all__ = ["ProxyLMConfig", "PRESETS", "SIZE_FIELDS"]
+__all__ = ["ProxyLMConfig", "PRESETS", "SIZE_FIELDS", "parse_proxy_tokens", "passes_of"]
 
 #: Model, data and optimiser sizes of each preset. ``tiny`` trains in a few minutes per
 #: selection on 2 CPU cores (≈1.2M parameters, 1M tokens); ``small`` is for a GPU (≈34M
@@ -54,8 +55,32 @@ PRESETS = {
 SIZE_FIELDS = tuple(PRESETS["tiny"])
 
 
-def _size(help, group="model"):
-    return _f(None, f"{help} (default: the preset's)", group=group)
+def _size(help, group="model", parse=None):
+    return _f(None, f"{help} (default: the preset's)", group=group, parse=parse)
+
+
+def parse_proxy_tokens(v, name="tokens"):
+    """Training tokens of every proxy model: a count (``200000``, ``200k``, ``1.5M``) or a multiple
+    of each selection's own tokens, written ``4x`` (four passes over it; ``0.5x``, ``1x``), kept
+    as that text."""
+    s = str(v).strip().lower()
+    if not s.endswith("x"):
+        return parse_tokens(v, name)
+    try:
+        x = float(s[:-1])
+    except ValueError:
+        x = float("nan")
+    if not (x > 0 and x != float("inf")):
+        raise ConfigError(
+            f"{name} must be a token count (200000, 200k, 1.5M) or a positive multiple of each selection's "
+            f"tokens such as 4x or 0.5x; got {v!r}"
+        )
+    return f"{x:g}x"
+
+
+def passes_of(tokens) -> float | None:
+    """The passes a ``tokens`` setting asks for (``"4x"`` -> 4.0), or None for a token count."""
+    return float(str(tokens)[:-1]) if isinstance(tokens, str) and tokens.endswith("x") else None
 
 
 @dataclass
@@ -94,7 +119,12 @@ class ProxyLMConfig:
     d_ff: int | None = _size("feed-forward (SwiGLU) size")
     seq_len: int | None = _size("tokens per training sequence")
     # --- training
-    tokens: int | None = _size("training tokens per selection (a smaller selection is repeated)", "training")
+    tokens: int | str | None = _size(
+        "training tokens per selection: a count (a smaller selection is repeated) or a multiple of each "
+        "selection's own tokens, e.g. 4x (four passes over it, rounded up to whole batches)",
+        "training",
+        parse_proxy_tokens,
+    )
     batch_size: int | None = _size("sequences per optimiser step", "training")
     lr: float | None = _size("peak AdamW learning rate", "training")
     min_lr_ratio: float = _f(0.1, "final learning rate of the cosine schedule, as a fraction of lr", group="training")
@@ -179,14 +209,16 @@ class ProxyLMConfig:
             if ch and getattr(self, f.name) not in ch:
                 raise ConfigError(f"{f.name} must be one of {', '.join(ch)}; got {getattr(self, f.name)!r}")
         r = self.resolved()
-        for name in (f for f in SIZE_FIELDS if f != "lr"):  # every size knob of a preset but the step size
+        if isinstance(r.tokens, str):
+            r = dataclasses.replace(r, tokens=parse_proxy_tokens(r.tokens))
+        for name in (f for f in SIZE_FIELDS if f not in ("lr", "tokens")):  # every size knob but these two
             if int(getattr(r, name)) < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {getattr(r, name)}")
         if int(r.vocab_size) < 260:
             raise ConfigError(f"vocab_size must be >= 260 (the 256 bytes plus merges), got {r.vocab_size}")
         if int(r.d_model) % int(r.n_heads) or (int(r.d_model) // int(r.n_heads)) % 2:
             raise ConfigError(f"d_model ({r.d_model}) must be n_heads ({r.n_heads}) times an even head size")
-        if int(r.tokens) < int(r.batch_size) * int(r.seq_len):
+        if passes_of(r.tokens) is None and int(r.tokens) < int(r.batch_size) * int(r.seq_len):
             raise ConfigError(
                 f"tokens ({r.tokens}) must be at least one step, batch_size x seq_len = "
                 f"{int(r.batch_size) * int(r.seq_len)}"
@@ -206,14 +238,26 @@ class ProxyLMConfig:
         return self
 
     @property
-    def steps(self) -> int:
-        """Optimiser steps: ``tokens`` rounded up to whole batches of ``batch_size x seq_len``, so
-        a model trains on at least the tokens asked for (and less than one batch more)."""
+    def passes(self) -> float | None:
+        """The passes over each selection asked for (``tokens`` written ``4x``), or None."""
+        return passes_of(self.resolved().tokens)
+
+    def steps_for(self, selection_tokens: int) -> int:
+        """Optimiser steps of a selection of ``selection_tokens`` tokens: ``tokens`` (or ``passes x
+        selection_tokens``) rounded up to whole batches of ``batch_size x seq_len``, so a model trains
+        on at least the tokens asked for (and less than one batch more); one step at least."""
         r = self.resolved()
-        return -(-int(r.tokens) // (int(r.batch_size) * int(r.seq_len)))
+        p = passes_of(r.tokens)
+        want = int(r.tokens) if p is None else p * int(selection_tokens)
+        return max(1, math.ceil(want / (int(r.batch_size) * int(r.seq_len))))
 
     @property
-    def train_tokens(self) -> int:
-        """Target tokens every selection is trained on (``steps x batch_size x seq_len``)."""
+    def steps(self) -> int | None:
+        """Optimiser steps of every selection (None when ``tokens`` is a multiple: each selection's own)."""
+        return None if self.passes is not None else self.steps_for(0)
+
+    @property
+    def train_tokens(self) -> int | None:
+        """Target tokens every selection is trained on (``steps x batch_size x seq_len``; None for a multiple)."""
         r = self.resolved()
-        return self.steps * int(r.batch_size) * int(r.seq_len)
+        return None if self.steps is None else self.steps * int(r.batch_size) * int(r.seq_len)

@@ -9,7 +9,7 @@ tokenizer), so bad input stops with one line and nothing written. Then, in ``OUT
 ``runs/NAME.json``     one selection's result; a rerun reuses it when its fingerprint (config,
                        tokenizer, evaluation data, the selection's text) matches
 ``proxy.csv``          selection, eval_set, domain, loss (nats/token), perplexity, bits_per_byte,
-                       eval_tokens, tokens (trained), epochs, params, seconds; the untrained model's
+                       eval_tokens, tokens (trained), passes (over the selection), params, seconds; the untrained model's
                        rows are labelled ``untrained``
 ``loss_curve.png``, ``final_loss.png``
 ``manifest.json``      config, versions, device, inputs and totals (written last)
@@ -32,14 +32,23 @@ import pandas as pd
 
 from ...errors import ConfigError, OutputError
 from ...pipeline.io import write_json_atomic
-from .config import ProxyLMConfig
+from .config import ProxyLMConfig, passes_of
 from .data import exclude_texts, load_eval_sets, load_selections
 from .figures import final_loss_figure, loss_curve_figure, save_atomic
 from .model import build_model, count_params
 from .tokenizer import load_tokenizer, sample_for_tokenizer, train_bpe
 from .train import deterministic, evaluate, initial_state, prepare_eval, subset, train_selection
 
-__all__ = ["run_proxy_lm", "CSV_COLUMNS", "UNTRAINED", "proxy_device", "proxy_threads", "eval_windows", "versions"]
+__all__ = [
+    "run_proxy_lm",
+    "CSV_COLUMNS",
+    "UNTRAINED",
+    "proxy_device",
+    "proxy_threads",
+    "eval_windows",
+    "versions",
+    "regime",
+]
 
 CSV_COLUMNS = (
     "selection",
@@ -50,7 +59,7 @@ CSV_COLUMNS = (
     "bits_per_byte",
     "eval_tokens",
     "tokens",
-    "epochs",
+    "passes",
     "params",
     "seconds",
 )
@@ -74,6 +83,12 @@ def versions() -> dict:
         "pandas": pd.__version__,
         "python": platform.python_version(),
     }
+
+
+def regime(tokens) -> str:
+    """In words, what every model trains on: ``"100,352 tokens"`` or ``"4 passes over its selection"``."""
+    p = passes_of(tokens)
+    return f"{int(tokens):,} tokens" if p is None else f"{p:g} pass{'' if p == 1 else 'es'} over its selection"
 
 
 def proxy_device(cfg) -> tuple[str, str]:
@@ -144,7 +159,7 @@ def _prepare_output(cfg) -> Path:
     return out
 
 
-def _rows(name, r, params, tokens, epochs, seconds):
+def _rows(name, r, params, tokens, passes, seconds):
     rows = []
     for s, by_dom in r.items():
         for dom, (nats, ntok, nbytes) in by_dom.items():
@@ -159,7 +174,7 @@ def _rows(name, r, params, tokens, epochs, seconds):
                     "bits_per_byte": nats / np.log(2) / max(nbytes, 1),
                     "eval_tokens": ntok,
                     "tokens": tokens,
-                    "epochs": epochs,
+                    "passes": passes,
                     "params": params,
                     "seconds": seconds,
                 }
@@ -257,7 +272,7 @@ def _selection_run(s, cfg, r, tok, init, data, env, out: Path) -> dict:
     ).hexdigest()[:16]
     path = out / "runs" / f"{s.name}.json"
     res = json.loads(path.read_text()) if path.exists() else None
-    if res is not None and res.get("fingerprint") == fp:
+    if res is not None and res.get("fingerprint") == fp and "passes" in res:  # (older runs said epochs)
         res["resumed"] = True
         return res
     res = train_selection(s.name, tok.encode(s.texts), tok, r, init, data, device, precision, quiet=cfg.quiet)
@@ -288,7 +303,7 @@ def _write_results(out: Path, runs: dict, rows: list, untrained_curve: dict) -> 
 
 
 def _selection_entry(s, run: dict) -> dict:
-    keys = ("tokens", "selection_tokens", "epochs", "resumed", "seconds", "tokens_per_second")
+    keys = ("tokens", "selection_tokens", "passes", "resumed", "seconds", "tokens_per_second")
     return {
         "name": s.name,
         "source": s.source,
@@ -313,6 +328,7 @@ def _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0) -> dict:
         "params": params,
         "train_tokens": cfg.train_tokens,
         "steps": cfg.steps,
+        "regime": regime(r.tokens),
         "tokenizer": {"source": tok.source, "sha256": tok.sha256, "vocab_size": tok.vocab_size, "eos_id": tok.eos_id},
         "eval_sets": [
             {
@@ -354,7 +370,7 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
         rows += _rows(UNTRAINED, untrained, params, 0, 0.0, 0.0)
         for s in sels:
             runs[s.name] = res = _selection_run(s, cfg, r, tok, init, data, env, out)
-            rows += _rows(s.name, res["evals"], res["params"], res["tokens"], res["epochs"], res["seconds"])
+            rows += _rows(s.name, res["evals"], res["params"], res["tokens"], res["passes"], res["seconds"])
     table = _write_results(out, runs, rows, untrained_curve)
     manifest = _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0)
     write_json_atomic(manifest, out / "manifest.json")

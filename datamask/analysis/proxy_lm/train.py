@@ -185,18 +185,18 @@ def _step(model, opt, chunk, step: int, steps: int, cfg, device: str, precision:
     return loss.detach(), int(y.numel())
 
 
-def _curve_steps(cfg) -> set:
-    steps, k = cfg.steps, int(cfg.curve_points)
+def _curve_steps(cfg, steps: int) -> set:
+    k = int(cfg.curve_points)
     return {int(round(i * steps / k)) for i in range(1, k + 1)} if k else set()
 
 
-def _train_loop(model, opt, stream, cfg, evals, device, precision, bar):
-    """``cfg.steps`` steps; the held-out loss at the curve points. Returns (trained tokens,
+def _train_loop(model, opt, stream, steps, cfg, evals, device, precision, bar):
+    """``steps`` steps; the held-out loss at the curve points. Returns (trained tokens,
     losses, curve, seconds of optimiser steps)."""
     import torch
 
-    B, T, steps = int(cfg.batch_size), int(cfg.seq_len), cfg.steps
-    carry, curve_at = stream.take(1), _curve_steps(cfg)
+    B, T = int(cfg.batch_size), int(cfg.seq_len)
+    carry, curve_at = stream.take(1), _curve_steps(cfg, steps)
     trained, losses, curve, eval_s = 0, [], [], 0.0
     t_loop = time.perf_counter()
     for step in range(steps):
@@ -231,7 +231,8 @@ def _train_curve(losses, steps: int, tokens_per_step: int) -> list:
 
 
 def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: str, quiet=False) -> dict:
-    """Train from ``init`` on ``docs`` (token arrays) for ``cfg.steps`` steps; score on ``evals``.
+    """Train from ``init`` on ``docs`` (token arrays) for ``cfg.steps_for(their tokens)`` steps;
+    score on ``evals``.
 
     Parameters
     ----------
@@ -240,7 +241,7 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
 
     Returns
     -------
-    dict with ``tokens`` (target tokens trained, counted), ``epochs``, ``params``,
+    dict with ``tokens`` (target tokens trained, counted), ``passes`` (over the selection), ``params``,
     ``train_curve`` [[tokens, loss]], ``curve`` [{tokens, losses}], ``evals`` {set: {domain:
     (nats, tokens, bytes)}}, ``train_seconds``, ``seconds``.
     """
@@ -255,8 +256,9 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     opt = _optimizer(model, cfg)
     stream = TokenStream(docs, tok.eos_id, cfg.seed)
     BT = int(cfg.batch_size) * int(cfg.seq_len)
+    steps = cfg.steps_for(stream.n_tokens)
     bar = tqdm(
-        total=cfg.steps * BT,
+        total=steps * BT,
         unit="tok",
         unit_scale=True,
         desc=f"proxy-lm {name}",
@@ -265,18 +267,18 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
         leave=False,
     )
     try:
-        trained, losses, curve, train_s = _train_loop(model, opt, stream, cfg, evals, device, precision, bar)
+        trained, losses, curve, train_s = _train_loop(model, opt, stream, steps, cfg, evals, device, precision, bar)
     finally:
         bar.close()
     final = {full.name: evaluate(model, full, device, precision, max(1, 2 * int(cfg.batch_size))) for full, _ in evals}
     losses = torch.stack(losses).float().cpu().numpy()
     return {
         "tokens": trained,
-        "epochs": trained / stream.n_tokens,
+        "passes": trained / stream.n_tokens,
         "selection_tokens": stream.n_tokens,
         "docs": len(docs),
         "params": count_params(model),
-        "train_curve": _train_curve(losses, cfg.steps, BT),
+        "train_curve": _train_curve(losses, steps, BT),
         "curve": curve,
         "evals": final,
         "train_seconds": train_s,

@@ -288,6 +288,15 @@ def load_dedup(directory) -> ReportData:
     )
 
 
+def _proxy_note(p: dict) -> str:
+    """The proxy and its regime: what every model trained on and the passes it made over its selection."""
+    head = f"{p['preset']}, {p['params']:,} parameters"
+    if "regime" not in p:  # a search.json of an earlier version
+        return f"{head}, {p['tokens']:,} tokens"
+    n = p.get("passes") or {}
+    return f"{head}, {p['regime']} ({n.get('min', 0):.2f}-{n.get('max', 0):.2f} passes over a selection)"
+
+
 def load_search(directory) -> ReportData:
     """A ``datamask search`` output: ``search.json`` and the figures beside it."""
     d = _dir(directory)
@@ -301,7 +310,7 @@ def load_search(directory) -> ReportData:
             "evaluation sets": ", ".join(s["eval"]),
             "method and space": f"{s['method']}: {s['space']}",
             "trials": f"{s['trials']} x {s['seeds']} seed(s)",
-            "proxy": f"{s['proxy']['preset']}, {s['proxy']['params']:,} parameters, {s['proxy']['tokens']:,} tokens",
+            "proxy": _proxy_note(s["proxy"]),
             "evaluation texts found in the input (removed)": s["leaks"],
         },
         search={"dir": d, "summary": s},

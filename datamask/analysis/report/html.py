@@ -103,11 +103,12 @@ def _proxy_html(proxy: dict, d: Path) -> str:
     overall = t[t["domain"] == "all"]
     wide = overall.pivot_table(index="selection", columns="eval_set", values="loss", sort=False)
     wide.columns = [f"loss on {c} (nats/token)" for c in wide.columns]
-    info = overall.drop_duplicates("selection").set_index("selection")[["tokens", "epochs", "seconds"]]
+    info = overall.drop_duplicates("selection").set_index("selection")[["tokens", "passes", "seconds"]]
     wide = wide.join(info.rename(columns={"tokens": "training tokens", "seconds": "wall time (s)"}))
     parts = [
         f"<h2>Proxy-LM evaluation</h2><p>One {m['params']:,}-parameter decoder trained per selection from the "
-        f"same initial weights on {m['train_tokens']:,} tokens (a smaller selection is repeated: epochs), then "
+        f"same initial weights on {m.get('regime') or format(m['train_tokens'], ',') + ' tokens'} (a smaller "
+        "selection is repeated: passes), then "
         "scored on evaluation sets no selection trained on. Lower loss is better; compare differences with the "
         "seed-to-seed spread before reading much into them. Per-domain losses are in "
         f"<code>{html.escape(str(proxy['dir']))}/proxy.csv</code>.</p>",

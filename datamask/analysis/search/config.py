@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ...errors import ConfigError
-from ...pipeline.config import SelectConfig, _f, parse_tokens
+from ...pipeline.config import SelectConfig, _f
+from ..proxy_lm.config import parse_proxy_tokens
 from .space import DEFAULT_SPACE, NAMES, parse_space
 
 __all__ = ["SearchConfig", "REGRESSORS", "PROXY_KEYS", "DEFAULT_SEEDS", "DEFAULT_PROXY_TOKENS"]
@@ -89,11 +90,13 @@ class SearchConfig(SelectConfig):
         group="search",
     )
     proxy_preset: str = _f("tiny", "proxy-LM size (datamask proxy-lm's presets)", group="search")
-    proxy_tokens: int = _f(
+    proxy_tokens: int | str = _f(
         DEFAULT_PROXY_TOKENS,
-        "training tokens of every proxy model (200k, 1M...), rounded up to whole batches (tiny: 2,048 tokens)",
+        "training tokens of every proxy model: a count (200k, 1M...; the fixed-token regime) or a multiple of "
+        "each selection's own tokens (4x: four passes over it; the fixed-pass regime), rounded up to whole "
+        "batches (tiny: 2,048 tokens); docs/search.md",
         group="search",
-        parse=parse_tokens,
+        parse=parse_proxy_tokens,
     )
     proxy_options: str | None = _f(
         None,
@@ -178,7 +181,8 @@ class SearchConfig(SelectConfig):
                     f"proxy_options {part.strip()!r}: write KEY=VALUE with KEY one of {', '.join(PROXY_KEYS)}"
                 )
             opts[k] = v.strip()
-        base = {"preset": self.proxy_preset, "tokens": int(self.proxy_tokens), "seed": int(seed)}
+        base = {"preset": self.proxy_preset, "tokens": parse_proxy_tokens(self.proxy_tokens, "proxy_tokens")}
+        base["seed"] = int(seed)
         d = dict(base, sample_seed=int(self.seed), curve_points=0, quiet=True, threads=1, no_report=True)
         d.update(opts)
         return ProxyLMConfig.from_dict(d, source="proxy_options")

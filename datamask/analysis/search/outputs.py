@@ -6,7 +6,7 @@ column per value: ``lam``, ``diversity``, ``omega[3]``, ``weights.quality_a``), 
 ``bits_per_byte`` (the mean over the evaluation sets) and per set (``loss.SET``,
 ``bits_per_byte.SET``), what the selection holds (``quality``, ``diversity_pairwise``,
 ``coverage``, ``near_duplicate_share``, ``rows``, ``leaks_removed``), the training
-(``tokens``, ``epochs``, ``selection_tokens``) and the time (``select_seconds``,
+(``tokens``, ``passes`` over the selection, ``selection_tokens``) and the time (``select_seconds``,
 ``train_seconds``, ``seconds``: the only columns a rerun does not repeat exactly).
 ``verify.parquet`` is the same for the verification runs, with ``name`` the recipe.
 ``recipe.yaml`` is a workflow ``datamask run`` applies to the input.
@@ -41,7 +41,7 @@ def records_frame(records: list) -> pd.DataFrame:
         st = r["stats"]
         for k in _STATS:
             row["diversity_pairwise" if k == "diversity" else k] = st.get(k)
-        row.update({k: r[k] for k in ("tokens", "epochs", "selection_tokens", "params", *TIME_COLUMNS)})
+        row.update({k: r[k] for k in ("tokens", "passes", "selection_tokens", "params", *TIME_COLUMNS)})
         row["recipe"] = json.dumps(r["recipe"], sort_keys=True)
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["name", "seed"], kind="stable").reset_index(drop=True)

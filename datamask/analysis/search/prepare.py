@@ -8,13 +8,16 @@ writes under ``OUTPUT/_search/prep/``:
 ``eval.npz``        every evaluation set cut into the scored windows (the same documents and
                     windows judge every trial)
 ``rows.npz``        per input row: its near-duplicate group (exact and MinHash fuzzy dedup of the
-                    whole input, :class:`datamask.dedup.Deduplicator`) and whether its exact text
-                    is in an evaluation set (a leak, removed from every selection)
+                    whole input, :class:`datamask.dedup.Deduplicator`), whether its exact text
+                    is in an evaluation set (a leak, removed from every selection), whether it
+                    holds text to train on, and its token ids (every row tokenised once here:
+                    the trials take their documents' ids from it, none tokenises again)
 ``prep.json``       the summary the client reads (written last): domains, quality components and
                     their min/max, leaks, tokenizer hash, evaluation sets
 
 The initial weights and the data order are the proxy's seed's, the same in every trial.
-:func:`load_prep` reads them back once per worker process.
+:func:`load_prep` reads them back once per worker process and keeps them with the tokenizer
+and each seed's initial weights (built once per process) until the preparation changes.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ __all__ = [
 ]
 
 PREP_DIR = "_search/prep"
+#: what ``prep.json`` of this version holds (an older preparation is made again)
+PREP_VERSION = 2
 _CACHE: dict = {}
 
 
@@ -141,13 +146,26 @@ def prepare(*parts, out: str, cfg, fingerprint: str) -> dict:
     train_texts = [t for t, k in zip(texts, leak) if t.strip() and not k]
     tok = train_bpe(sample_for_tokenizer([train_texts], r.tokenizer_sample_chars, r.sample_seed), r.vocab_size)
     data = [prepare_eval(e.name, e.texts, e.domains, tok, r.seq_len, r.eval_tokens, r.sample_seed) for e in evals]
+    usable = np.fromiter((bool(t.strip()) for t in texts), dtype=bool, count=len(texts))
+    ids = tok.encode(texts)
+    starts = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum([len(a) for a in ids], out=starts[1:])
     buf = io.BytesIO()
-    np.savez(buf, groups=groups.astype(np.int64), leak=leak, offsets=np.asarray(offsets, dtype=np.int64))
+    np.savez(
+        buf,
+        groups=groups.astype(np.int64),
+        leak=leak,
+        offsets=np.asarray(offsets, dtype=np.int64),
+        usable=usable,
+        ids=np.concatenate(ids).astype(np.int32) if ids else np.zeros(0, np.int32),
+        id_starts=starts,
+    )
     write_bytes_atomic(buf.getvalue(), root / "rows.npz")
     write_bytes_atomic(tok.to_json().encode(), root / "tokenizer.json")
     write_bytes_atomic(_eval_npz(data), root / "eval.npz")
     summary = {
         "fingerprint": fingerprint,
+        "version": PREP_VERSION,
         "rows": len(texts),
         "leaks": int(leak.sum()),
         "near_duplicate_rows": int((dd.duplicate_of_ >= 0).sum()),
@@ -177,7 +195,7 @@ def read_prep(out, fingerprint: str) -> dict | None:
     if not p.exists():
         return None
     s = json.loads(p.read_text())
-    return s if s.get("fingerprint") == fingerprint else None
+    return s if s.get("fingerprint") == fingerprint and s.get("version") == PREP_VERSION else None
 
 
 class Prep:
@@ -205,13 +223,29 @@ class Prep:
         ]
         rows = np.load(io.BytesIO((root / "rows.npz").read_bytes()), allow_pickle=False)
         self.groups, self.leak, self.offsets = rows["groups"], rows["leak"], rows["offsets"]
+        self.usable, self.ids, self.id_starts = rows["usable"], rows["ids"], rows["id_starts"]
+        self._init: dict = {}
+
+    def docs(self, rows) -> list:
+        """The token ids of the input rows at corpus positions ``rows`` (views, no copies)."""
+        s = self.id_starts
+        return [self.ids[s[i] : s[i + 1]] for i in np.asarray(rows, dtype=np.int64)]
+
+    def initial_state(self, r) -> dict:
+        """The initial weights of the resolved proxy config ``r`` (its seed), built once per process."""
+        from ..proxy_lm.train import initial_state
+
+        key = r.fingerprint()
+        if key not in self._init:
+            self._init[key] = initial_state(r, self.tok.vocab_size)
+        return self._init[key]
 
 
 def load_prep(out) -> Prep:
-    """:class:`Prep` of ``out``, loaded once per process (keyed by the summary's fingerprint)."""
+    """:class:`Prep` of ``out``, loaded once per process and kept while ``prep.json`` (its
+    fingerprint, tokenizer and evaluation windows' hashes) stays the same."""
     key = str(out)
-    p = location(out) / PREP_DIR / "prep.json"
-    fp = json.loads(p.read_text())["fingerprint"]
-    if _CACHE.get(key) is None or _CACHE[key].summary["fingerprint"] != fp:
+    summary = json.loads((location(out) / PREP_DIR / "prep.json").read_text())
+    if _CACHE.get(key) is None or _CACHE[key].summary != summary:
         _CACHE[key] = Prep(out)
     return _CACHE[key]

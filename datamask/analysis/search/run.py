@@ -28,7 +28,7 @@ from .noise import noise_table
 from .outputs import records_frame, trials_frame, write_parquet, write_recipe
 from .prepare import prepare, read_prep
 from .regress import fit_best
-from .schedule import Job, fingerprint_of, run_jobs
+from .schedule import Job, cost_summary, fingerprint_of, proxy_regime, run_jobs, worker_threads
 from .space import Space, parse_space
 from .verify import summarize, verification_recipes, verification_seeds
 
@@ -132,7 +132,7 @@ def _tracks(means) -> dict:
 
 def _verify(client, parts, cfg, out, chosen, base_fp):
     if int(cfg.verify) < 1:
-        return None, None, 0
+        return None, None, 0, []
     seeds = verification_seeds(cfg.seed, cfg.verify)
     jobs = [
         Job(f"verify-{name}", r, seeds, {"kind": "verify", "fingerprint": fingerprint_of(base_fp, "verify", r)})
@@ -141,7 +141,7 @@ def _verify(client, parts, cfg, out, chosen, base_fp):
     recs, n = run_jobs(client, parts, jobs, cfg, str(out), desc="verification")
     frame = records_frame(recs)
     frame["name"] = frame["name"].str.replace("verify-", "", regex=False)
-    return frame, summarize(frame), n
+    return frame, summarize(frame), n, recs
 
 
 def _figures(out, space, frame, fit, vframe, vsum) -> list:
@@ -184,7 +184,9 @@ def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files) -
         "seeds": int(cfg.seeds),
         "proxy": {
             "preset": cfg.proxy_preset,
-            "tokens": int(frame["tokens"].iloc[0]),
+            **proxy_regime(
+                cfg.proxy_tokens, frame.to_dict("records") + ([] if vframe is None else vframe.to_dict("records"))
+            ),
             "params": int(frame["params"].iloc[0]),
             "config": pc.to_dict(),
         },
@@ -238,7 +240,7 @@ def compute_search(cfg, out, client, level=None) -> dict:
     recs, n_trials = run_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out))
     frame = trials_frame(recs, space)
     fit = _fit(space, frame, cfg)
-    vframe, vsum, n_verify = _verify(client, parts, cfg, out, fit["recipe"], base_fp)
+    vframe, vsum, n_verify, vrecs = _verify(client, parts, cfg, out, fit["recipe"], base_fp)
     write_parquet(frame, location(out) / "trials.parquet")
     files = ["trials.parquet"]
     if vframe is not None:
@@ -250,6 +252,8 @@ def compute_search(cfg, out, client, level=None) -> dict:
     summary = _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files + drawn)
     summary["recipe"] = write_recipe(cfg, out, summary)
     summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
+    summary["cost"] = cost_summary(recs + vrecs, summary["wall_seconds"], worker_threads(client))
+    summary.update({k: summary["cost"][k] for k in ("train_share", "tokens_per_worker_second")})
     write_json_atomic(summary, location(out) / "search.json")
     if not cfg.no_report:
         from ..report import build_report

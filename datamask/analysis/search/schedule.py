@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ...pipeline.storage import location
 from .trials import RECORD_DIR, select_recipe, train_recipe
 
-__all__ = ["Job", "run_jobs", "read_record", "fingerprint_of"]
+__all__ = ["Job", "run_jobs", "read_record", "fingerprint_of", "worker_threads", "cost_summary", "proxy_regime"]
 
 
 @dataclass
@@ -44,7 +44,7 @@ def read_record(out, name: str, seed: int, fingerprint: str) -> dict | None:
         rec = json.loads(p.read_text())
     except (ValueError, OSError):  # a record is written whole; anything else is not ours
         return None
-    return rec if rec.get("fingerprint") == fingerprint else None
+    return rec if rec.get("fingerprint") == fingerprint and "passes" in rec else None  # (older: epochs)
 
 
 def _graph(parts, jobs, cfg, out, todo):
@@ -108,7 +108,7 @@ def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials") -> 
             if rec is None:
                 todo[job.name].append(s)
             else:
-                done.append(rec)
+                done.append(dict(rec, resumed=True))  # not timed in this run (cost_summary)
     tasks = _graph(parts, jobs, cfg, out, todo)
     if not tasks:
         return done, 0
@@ -116,3 +116,49 @@ def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials") -> 
     with tqdm(total=len(tasks), desc=f"datamask search: {desc}", unit="model", disable=cfg.quiet, leave=False) as bar:
         new = _collect(client, futures, bar)
     return done + new, len(new)
+
+
+def worker_threads(client) -> int:
+    """The threads of every worker of ``client`` (the models that can train at once)."""
+    return int(sum(w.get("nthreads", 1) for w in client.scheduler_info(n_workers=-1)["workers"].values()))
+
+
+def cost_summary(records: list, wall_seconds: float, workers: int) -> dict:
+    """Where the workers' time went, over the models trained in this run (not the resumed ones).
+
+    ``train_share``: all models' training seconds (optimiser steps) / (``wall_seconds`` x
+    ``workers``); ``tokens_per_worker_second``: their trained tokens over the same; the rest of
+    the workers' time is selection, evaluation, preparation, scheduling and idle workers while
+    the client fits the regressor."""
+    new = [r for r in records if not r.get("resumed")]
+    train = float(sum(r["train_seconds"] for r in new))
+    tokens = int(sum(r["tokens"] for r in new))
+    capacity = max(float(wall_seconds) * max(int(workers), 1), 1e-9)
+    return {
+        "models_timed": len(new),
+        "workers": int(workers),
+        "train_seconds": round(train, 3),
+        "select_seconds": round(float(sum(r["select_seconds"] for r in new)), 3),
+        "model_seconds": round(float(sum(r["seconds"] for r in new)), 3),
+        "train_share": round(train / capacity, 4) if new else None,
+        "tokens_per_worker_second": round(tokens / capacity, 1) if new else None,
+    }
+
+
+def proxy_regime(given, records: list) -> dict:
+    """The regime as given (``proxy_tokens``: a count, or ``"4x"`` passes over each selection), in
+    words, and the passes and trained tokens every model made (min / median / max)."""
+    import numpy as np
+
+    from ..proxy_lm.runner import regime
+
+    def spread(v):
+        v = np.asarray(v, dtype=float)
+        return {"min": float(v.min()), "median": float(np.median(v)), "max": float(v.max())} if len(v) else None
+
+    return {
+        "proxy_tokens": given,
+        "regime": regime(given),
+        "passes": spread([r["passes"] for r in records]),
+        "trained_tokens": spread([r["tokens"] for r in records]),
+    }

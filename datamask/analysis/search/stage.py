@@ -75,11 +75,12 @@ def _fmt(v) -> str:
 
 def summary_lines(m: dict, out) -> list:
     """What ``datamask search`` prints when it ends."""
-    t = m["models"]
+    t, px = m["models"], m["proxy"]
+    passes = px.get("passes") or {}
     lines = [
-        f"datamask: search: {m['trials']} trials x {m['seeds']} seed(s) of a {m['proxy']['params']:,}-parameter proxy "
-        f"on {m['proxy']['tokens']:,} tokens ({t['computed_this_run']} models trained now, {t['resumed']} resumed)"
-        + reused(m),
+        f"datamask: search: {m['trials']} trials x {m['seeds']} seed(s) of a {px['params']:,}-parameter proxy "
+        f"on {px['regime']} ({passes.get('min', 0):.2f}-{passes.get('max', 0):.2f} passes over a selection; "
+        f"{t['computed_this_run']} models trained now, {t['resumed']} resumed)" + reused(m),
         f"datamask: search: regressor {m['regressor']}, cross-validated Spearman {m['cv_spearman']:.3f} ("
         + ", ".join(f"{k} {v['spearman']:.3f}" for k, v in m["cv"].items())
         + ")",
@@ -100,6 +101,12 @@ def summary_lines(m: dict, out) -> list:
     if m.get("leaks"):
         lines.append(
             f"datamask: search: {m['leaks']} input row(s) hold an evaluation text; removed from every selection"
+        )
+    if m.get("train_share") is not None:
+        lines.append(
+            f"datamask: search: the workers trained {m['train_share']:.0%} of the time, "
+            f"{m['tokens_per_worker_second']:,.0f} tokens per worker-second ({m['cost']['workers']} workers, "
+            f"{m['wall_seconds']:.0f} s)"
         )
     lines.append(f"datamask: search: recipe {m['recipe']} (datamask run it) -> {out}")
     return lines

@@ -7,9 +7,11 @@ rows whose exact text is in an evaluation set (leaks, counted) and measures what
 track: the selection's mean quality, its pairwise diversity (minus the mean cosine between
 selected rows), its coverage of the input (the mean over every input row of its best cosine
 to a selected row) and its near-duplicate share (selected rows whose exact or MinHash group
-already has a selected row). :func:`train_recipe` (one Dask task per seed) trains the proxy
-model from the seed's initial weights on the selection's text for the configured tokens and
-writes the trial's record as soon as it finishes.
+already has a selected row); it hands the training tasks the selected rows' positions, not
+their text. :func:`train_recipe` (one Dask task per seed) trains the proxy model from the
+seed's initial weights on the selected rows' token ids (tokenised once, by the preparation)
+for the configured tokens (a count, or passes over the selection) and writes the trial's
+record as soon as it finishes.
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def selection_stats(E_all, masks, quality, groups) -> dict:
 
 
 def _split_selection(df, i, scfg, cfg, weights, comp_range):
-    """(mask, unit embeddings, input quality, texts, token count) of split ``i`` under ``scfg``."""
+    """(mask, unit embeddings, input quality, token count) of split ``i`` under ``scfg``."""
     from ...pipeline.frames import to_table
     from ...pipeline.io import split_seed
     from ...pipeline.schema import embedding_matrix
@@ -121,35 +123,38 @@ def _split_selection(df, i, scfg, cfg, weights, comp_range):
     res = select_split(table, scfg, split_seed(cfg.seed, identity), where, first)
     E = np.array(embedding_matrix(table.column(cfg.embedding_column), where, cfg.embedding_column, first), np.float32)
     E /= np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)  # a copy: the matrix is the table's buffer
-    texts = df[cfg.text_column].tolist()
-    return res.mask, E, q_in, texts, res.record.get("tokens_out")
+    return res.mask, E, q_in, res.record.get("tokens_out")
 
 
 def select_recipe(*parts, recipe: dict, cfg, out: str) -> dict:
     """(a Dask task) The selection of ``recipe`` over every split (``parts``, in order):
-    ``{"texts", "stats", "recipe", "seconds"}``; evaluation texts removed and counted."""
+    ``{"rows", "stats", "recipe", "seconds"}``, ``rows`` the corpus positions of the selected rows
+    with usable text (the training tasks take their token ids from the preparation); evaluation
+    texts removed and counted."""
     t0 = time.perf_counter()
     prep = load_prep(out)
     scfg = recipe_select_config(cfg, recipe)
     weights = recipe.get("weights")
-    E_all, masks, quality, texts, leaks, tokens = [], [], [], [], 0, 0
+    E_all, masks, quality, rows, leaks, tokens = [], [], [], [], 0, 0
     for i, df in enumerate(parts):
-        mask, E, q, tx, tok = _split_selection(df, i, scfg, cfg, weights, prep.summary["component_range"])
-        leak = prep.leak[prep.offsets[i] : prep.offsets[i + 1]]
+        mask, E, q, tok = _split_selection(df, i, scfg, cfg, weights, prep.summary["component_range"])
+        lo, hi = prep.offsets[i], prep.offsets[i + 1]
+        leak = prep.leak[lo:hi]
         leaks += int((mask & leak).sum())
         mask = mask & ~leak
         tokens += int(tok or 0)
         E_all.append(E)
         masks.append(mask)
         quality.append(q)
-        texts += [t for t, k in zip(tx, mask) if k and t is not None and str(t).strip()]
-    if not texts:
+        rows.append(lo + np.flatnonzero(mask & prep.usable[lo:hi]))
+    rows = np.concatenate(rows).astype(np.int64)
+    if not len(rows):
         from ...errors import DataError
 
         raise DataError(f"recipe {recipe}: the selection holds no usable text (after removing evaluation texts)")
     stats = selection_stats(E_all, masks, quality, prep.groups)
     stats.update(leaks_removed=leaks, selected_tokens=tokens or None)
-    return {"texts": texts, "stats": stats, "recipe": recipe, "seconds": time.perf_counter() - t0}
+    return {"rows": rows, "stats": stats, "recipe": recipe, "seconds": time.perf_counter() - t0}
 
 
 def _losses(evals: dict) -> dict:
@@ -165,7 +170,7 @@ def train_recipe(sel: dict, *, name: str, seed: int, cfg, out: str, extra: dict)
     """(a Dask task) One proxy model of seed ``seed`` on the selection ``sel``; its record,
     written to ``OUTPUT/_search/records/NAME-sSEED.json`` before it is returned."""
     from ..proxy_lm.runner import proxy_device
-    from ..proxy_lm.train import deterministic, initial_state, train_selection
+    from ..proxy_lm.train import deterministic, train_selection
 
     t0 = time.perf_counter()
     prep = load_prep(out)
@@ -173,10 +178,9 @@ def train_recipe(sel: dict, *, name: str, seed: int, cfg, out: str, extra: dict)
     r = pc.resolved()
     device, precision = proxy_device(pc)
     with deterministic(int(r.threads)):
-        init = initial_state(r, prep.tok.vocab_size)
-        docs = prep.tok.encode(sel["texts"])
+        init = prep.initial_state(r)
         res = train_selection(
-            name, docs, prep.tok, r, init, [(e, e) for e in prep.evals], device, precision, quiet=True
+            name, prep.docs(sel["rows"]), prep.tok, r, init, [(e, e) for e in prep.evals], device, precision, quiet=True
         )
     rec = {
         "name": name,
@@ -186,7 +190,7 @@ def train_recipe(sel: dict, *, name: str, seed: int, cfg, out: str, extra: dict)
         "stats": sel["stats"],
         "evals": _losses(res["evals"]),
         "tokens": res["tokens"],
-        "epochs": res["epochs"],
+        "passes": res["passes"],
         "selection_tokens": res["selection_tokens"],
         "docs": res["docs"],
         "params": res["params"],

@@ -1,0 +1,121 @@
+"""Where a search trial's seconds go -> benchmarks/results/search_cost.md
+
+In one process (one torch thread, as a search's worker runs it), on the corpus of
+``search_corpus.py``: the search's preparation, then ``--models`` trials of the default space
+(selection + one proxy model each, the search's own task functions) under cProfile. The table
+gives the cumulative seconds of the parts a trial is made of: loading the shared preparation,
+the selection (``select_split``), the selection's statistics, tokenisation, building the
+model, the optimiser steps, the final evaluation. ``--label`` names the run in the table, so
+one file holds the breakdown before and after a change (rows are appended).
+
+    python benchmarks/search_cost.py --work /work/cache/search-cost/corpus --label after
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+#: (label, function name as cProfile reports it: file suffix, name)
+PARTS = (
+    ("load prep", "prepare.py", "load_prep"),
+    ("selection (select_split)", "select_split.py", "select_split"),
+    ("selection statistics", "trials.py", "selection_stats"),
+    ("tokenise selection", "tokenizer.py", "encode"),
+    ("token stream", "model.py", "__init__"),
+    ("build model", "model.py", "build_model"),
+    ("optimiser steps", "train.py", "_train_loop"),
+    ("final evaluation", "train.py", "evaluate"),
+)
+
+
+def _cum(stats: pstats.Stats, suffix: str, name: str) -> float:
+    tot = 0.0
+    for (path, _line, fn), (_cc, _nc, _tt, ct, _callers) in stats.stats.items():
+        if fn == name and path.endswith(suffix):
+            tot += ct
+    return tot
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--work", default=str(ROOT / "benchmarks" / ".cache" / "search"))
+    ap.add_argument("--models", type=int, default=3)
+    ap.add_argument("--label", default="now")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "search_cost.md"))
+    args = ap.parse_args(argv)
+    import dask
+    import torch
+
+    from benchmarks.search_corpus import prepare as corpus_prepare
+    from datamask.analysis.search import SearchConfig
+    from datamask.analysis.search.prepare import prepare
+    from datamask.analysis.search.run import build_space, corpus_parts
+    from datamask.analysis.search.schedule import fingerprint_of
+    from datamask.analysis.search.trials import select_recipe, train_recipe
+
+    torch.set_num_threads(1)
+    corpus = corpus_prepare(Path(args.work))
+    out = Path(args.work) / "search-cost"
+    cfg = SearchConfig(input=corpus["input"], output=str(out), eval=[corpus["eval"]], ratio=0.3).validated()
+    parts, _ = corpus_parts(cfg)
+    with dask.config.set(scheduler="synchronous"):
+        dfs = list(dask.compute(*parts))
+    t0 = time.perf_counter()
+    prep = prepare(*dfs, out=str(out), cfg=cfg, fingerprint="bench")
+    prep_s = time.perf_counter() - t0
+    space = build_space(cfg, prep)
+    U = space.design(args.models, 0)
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    train_s = 0.0
+    prof.enable()
+    for i, u in enumerate(U):
+        sel = select_recipe(*dfs, recipe=space.recipe(u), cfg=cfg, out=str(out))
+        rec = train_recipe(sel, name=f"bench-{i}", seed=0, cfg=cfg, out=str(out), extra={"fingerprint": "-"})
+        train_s += rec["train_seconds"]
+    prof.disable()
+    wall = time.perf_counter() - t0
+    st = pstats.Stats(prof)
+    rows = [(label, _cum(st, suf, fn)) for label, suf, fn in PARTS]
+    load = os.getloadavg()
+    lines = [
+        f"## {args.label}: {args.models} trials, {time.strftime('%Y-%m-%d %H:%M')} UTC, load {load[0]:.2f} / "
+        f"{load[1]:.2f} / {load[2]:.2f}",
+        "",
+        f"Preparation (once per search): {prep_s:.1f} s. Trials: {wall:.1f} s under cProfile, "
+        f"{wall / args.models:.2f} s per trial; optimiser steps (the records' train_seconds) "
+        f"{train_s:.1f} s = **{train_s / wall:.0%}** of it.",
+        "",
+        "| part | seconds (cumulative, all trials) | share of the trials' time |",
+        "| --- | --- | --- |",
+        *[f"| {label} | {s:.2f} | {s / wall:.0%} |" for label, s in rows],
+        "",
+    ]
+    path = Path(args.out)
+    head = "" if path.exists() else _HEAD
+    with path.open("a") as f:
+        f.write(head + "\n".join(lines) + "\n")
+    print("\n".join(lines))
+    st.sort_stats("cumulative").print_stats(25)
+
+
+_HEAD = """# Where a search trial's seconds go
+
+`python benchmarks/search_cost.py --work WORK --label LABEL` (one process, one torch thread, the
+search's own task functions under cProfile; corpus of benchmarks/search_corpus.py, default space,
+`tiny` proxy on 100k tokens). The machine is shared with other jobs: the load average is given
+with each run; the shares within one run are comparable, the seconds across runs less so.
+
+"""
+
+if __name__ == "__main__":
+    main()
