@@ -45,11 +45,41 @@ def _cum(stats: pstats.Stats, suffix: str, name: str) -> float:
     return tot
 
 
+def quick_corpus(work: Path) -> dict:
+    """The raw text of ``search_corpus.py`` (its first step) with a stand-in for the model stages:
+    hashed-word embeddings (384 dimensions, randomly projected) and a quality of distinct words
+    per word. The trials' cost has the same shape (rows, text, dimensions); the losses do not
+    mean what the real corpus's do."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    from benchmarks.search_corpus import _raw
+
+    _raw(work, 3300)
+    out = work / "quick"
+    if not (out / "corpus.parquet").exists():
+        df = pd.read_parquet(work / "raw" / "corpus.parquet")
+        X = HashingVectorizer(n_features=4096, alternate_sign=False).transform(df.text.tolist())
+        E = np.asarray(X @ np.random.default_rng(0).normal(size=(4096, 384)), dtype=np.float32)
+        E /= np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)
+        words = [t.split() for t in df.text]
+        q = np.array([len(set(w)) / max(len(w), 1) * np.log1p(len(w)) for w in words], dtype=np.float32)
+        emb = pa.FixedSizeListArray.from_arrays(pa.array(E.reshape(-1)), 384)
+        out.mkdir(parents=True, exist_ok=True)
+        t = pa.table({"id": df.id.to_numpy(), "text": df.text.tolist(), "embedding": emb, "quality": q})
+        pq.write_table(t, out / "corpus.parquet")
+    return {"input": str(out), "eval": str(work / "eval")}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--work", default=str(ROOT / "benchmarks" / ".cache" / "search"))
     ap.add_argument("--models", type=int, default=3)
     ap.add_argument("--label", default="now")
+    ap.add_argument("--quick", action="store_true", help="stand-in embeddings and quality (no model stages)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "search_cost.md"))
     args = ap.parse_args(argv)
     import dask
@@ -59,12 +89,11 @@ def main(argv=None):
     from datamask.analysis.search import SearchConfig
     from datamask.analysis.search.prepare import prepare
     from datamask.analysis.search.run import build_space, corpus_parts
-    from datamask.analysis.search.schedule import fingerprint_of
     from datamask.analysis.search.trials import select_recipe, train_recipe
 
     torch.set_num_threads(1)
-    corpus = corpus_prepare(Path(args.work))
-    out = Path(args.work) / "search-cost"
+    corpus = quick_corpus(Path(args.work)) if args.quick else corpus_prepare(Path(args.work))
+    out = Path(args.work) / ("search-cost-" + "".join(c if c.isalnum() else "-" for c in args.label))
     cfg = SearchConfig(input=corpus["input"], output=str(out), eval=[corpus["eval"]], ratio=0.3).validated()
     parts, _ = corpus_parts(cfg)
     with dask.config.set(scheduler="synchronous"):
@@ -88,7 +117,8 @@ def main(argv=None):
     rows = [(label, _cum(st, suf, fn)) for label, suf, fn in PARTS]
     load = os.getloadavg()
     lines = [
-        f"## {args.label}: {args.models} trials, {time.strftime('%Y-%m-%d %H:%M')} UTC, load {load[0]:.2f} / "
+        f"## {args.label}: {args.models} trials{' (--quick corpus)' if args.quick else ''}, "
+        f"{time.strftime('%Y-%m-%d %H:%M')} UTC, load {load[0]:.2f} / "
         f"{load[1]:.2f} / {load[2]:.2f}",
         "",
         f"Preparation (once per search): {prep_s:.1f} s. Trials: {wall:.1f} s under cProfile, "

@@ -52,6 +52,25 @@ def _f(v, p=4):
     return "–" if v is None else f"{v:.{p}f}"
 
 
+def _regime(p: dict) -> str:
+    if "regime" not in p:  # a search.json of an earlier version
+        return f"{p['tokens']:,} tokens"
+    n = p["passes"]
+    return f"{p['regime']}, {n['min']:.2f}-{n['max']:.2f} passes over a selection"
+
+
+def _cost_lines(s: dict) -> list:
+    c = s.get("cost")
+    if not c:
+        return []
+    return [
+        f"- the workers' time: **{c['train_share']:.0%} training** (all models' optimiser steps, "
+        f"{c['train_seconds'] / 60:.1f} min, over {s['wall_seconds'] / 60:.1f} min x {c['workers']} workers); "
+        f"the models' tasks took {c['model_seconds'] / 60:.1f} worker-min in all, of which the selections "
+        f"{c['select_seconds'] / 60:.1f}; **{c['tokens_per_worker_second']:,.0f} trained tokens per worker-second**"
+    ]
+
+
 def _verified_lines(v: dict) -> list:
     lines = ["| recipe | mean loss | sd over seeds | seeds |", "| --- | --- | --- | --- |"]
     for n in ("chosen", "default", "topk", "random"):
@@ -94,7 +113,8 @@ def write_markdown(path: Path, s: dict, argv: list, walls: dict, load, rows_appl
         f"(it used {walls['search_cpu'] / walls['search'] / (os.cpu_count() or 1):.0%} of the {os.cpu_count()} cores) "
         f"({s['models']['trained']} proxy models: "
         f"{s['trials']} trials x {s['seeds']} seed + {s['models']['trained'] - s['trials'] * s['seeds']} verification runs; "
-        f"{s['proxy']['params']:,}-parameter `{s['proxy']['preset']}` proxy on {s['proxy']['tokens']:,} tokens each)",
+        f"{s['proxy']['params']:,}-parameter `{s['proxy']['preset']}` proxy on {_regime(s['proxy'])} each)",
+        *_cost_lines(s),
         f"- space: `{s['space']}`",
         f"- regressor: **{s['regressor']}**, cross-validated Spearman **{s['cv_spearman']:.3f}** (all: {cv})",
         f"- chosen: `{json.dumps(s['chosen'])}`, predicted loss {s['predicted_loss']:.4f}",
