@@ -2,7 +2,8 @@
 
 Every selection starts from the same initial weights (a state dict built once from the
 seed), sees its own documents through a :class:`~.model.TokenStream` seeded alike, and takes
-exactly ``cfg.steps`` AdamW steps of ``batch_size x seq_len`` target tokens: the trained
+exactly ``cfg.steps_for(its tokens)`` AdamW steps of ``batch_size x seq_len`` target tokens (the
+same for every selection, or its passes' worth with ``tokens`` written ``4x``): the trained
 tokens are counted in the loop, not assumed. Held-out loss is the token-weighted mean
 negative log-likelihood (nats/token) of each evaluation document, every document scored from
 its start (after an end-of-text id, as in training) in windows of ``seq_len`` tokens.

@@ -132,7 +132,7 @@ def load_proxy_lm(directory) -> ReportData:
             "preset": cfg["preset"],
             "model": f"{m['params']:,} parameters (d_model {cfg['d_model']}, "
             f"{cfg['n_layers']} layers, context {cfg['seq_len']})",
-            "training tokens per selection": f"{m['train_tokens']:,}",
+            "training per selection": m.get("regime") or f"{m['train_tokens']:,} tokens",
             "tokenizer": f"{m['tokenizer']['source']}, {m['tokenizer']['vocab_size']:,} tokens",
             "device": f"{m['device']} ({m['precision']}, {m['threads']} threads)",
             "wall time": f"{m['wall_seconds']:.1f} s",
