@@ -21,7 +21,7 @@ def _space(text, method="datamask", domains=(), components=()):
         ("lam=0:1.5", "lam must be a float in the range [0.0, 1.0]"),
         ("lam=0.8:0.2", "is empty"),
         ("lam=0.5:0.5", "is empty"),
-        ("temperature=0:1", "unknown name 'temperature' for method datamask; known: lam, diversity, ratio"),
+        ("temperature=0:1", "unknown name 'temperature' for method datamask; known: lam, diversity, prune, ratio"),
         ("diversity=pairwise|cosine", "diversity must be one of"),
         ("diversity=pairwise|", "an empty option"),
         ("lam=0:1,lam=0.2:0.4", "lam is given twice"),

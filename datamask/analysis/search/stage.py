@@ -76,7 +76,8 @@ def _fmt(v) -> str:
 def summary_lines(m: dict, out) -> list:
     """What ``datamask search`` prints when it ends."""
     t = m["models"]
-    lines = [
+    lines = [f"datamask: search: warning: {w}" for w in m.get("warnings", ())]  # first: what must be read
+    lines += [
         f"datamask: search: {m['trials']} trials x {m['seeds']} seed(s) of a {m['proxy']['params']:,}-parameter proxy "
         f"on {m['proxy']['tokens']:,} tokens ({t['computed_this_run']} models trained now, {t['resumed']} resumed)"
         + reused(m),
@@ -96,7 +97,9 @@ def summary_lines(m: dict, out) -> list:
             )
         )
         lines += [f"datamask: search: {d['words']}" for d in v["differences"].values()]
-    lines += [f"datamask: search: warning: {w}" for w in m.get("warnings", ())]
+    rec = m.get("recommended")
+    if rec and rec["name"] == "chosen":
+        lines.append(f"datamask: search: recipe.yaml applies the chosen recipe: {rec['why']}")
     if m.get("leaks"):
         lines.append(
             f"datamask: search: {m['leaks']} input row(s) hold an evaluation text; removed from every selection"
