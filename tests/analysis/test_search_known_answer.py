@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 TOPICS, VARIED, COPIES, EVAL = 8, 240, 60, 40
 RATIO = COPIES / (VARIED + COPIES)  # top-k by quality keeps exactly the near-copies
-PROXY = "vocab_size=512,d_model=32,n_layers=2,n_heads=2,d_ff=64,seq_len=64,batch_size=8,lr=1e-2,eval_tokens=2000"
+PROXY = "vocab_size=512,d_model=32,n_layers=2,n_heads=2,d_ff=64,seq_len=64,batch_size=8,lr=1e-2,eval_tokens=4000"
 FUNCTION_WORDS = ["the", "of", "and", "a", "to", "in", "is", "that", "for", "it", "as", "with", "on", "by"]
 
 
@@ -85,7 +85,7 @@ def searched(planted, address):
     with Client(address, set_as_default=False) as client:
         m = dmd.search(
             planted / "in", out, planted / "eval", client=client, trials=6, verify=3, ratio=RATIO, steps=30,
-            proxy_tokens=4096, proxy_options=PROXY, candidates=2000, regressor="quadratic", no_report=True,
+            proxy_tokens=8192, proxy_options=PROXY, candidates=2000, regressor="quadratic", no_report=True,
         )  # fmt: skip
     return out, m
 
