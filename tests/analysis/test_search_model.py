@@ -176,3 +176,32 @@ def test_the_report_says_constant_and_leads_with_the_recommendation(tmp_path):
     assert page.index("Warning") < page.index("Recommended") < page.index("Chosen recipe")
     assert "<b>topk</b>, not the chosen recipe" in page and "datamask run out/recipe.yaml" in page
     assert "<td>constant</td>" in page and "-0.250" in page and "too few trials" in page and "nan" not in page
+
+
+def test_the_summary_prints_a_switched_recommendation_first():
+    from datamask.analysis.search.stage import summary_lines
+    from datamask.analysis.search.verify import recommend
+
+    s = _verification((-0.10, -0.09, -0.11))
+    rec = recommend(s, RECIPES)
+    m = {
+        "models": {"trained": 20, "computed_this_run": 20, "resumed": 0},
+        "totals": {"computed_this_run": 20},
+        "trials": 8,
+        "seeds": 1,
+        "proxy": {"params": 1000, "tokens": 8192},
+        "regressor": "gp",
+        "cv_spearman": 0.5,
+        "cv": {"gp": {"spearman": 0.5}},
+        "chosen": RECIPES["chosen"],
+        "verified": {**s["recipes"], "differences": s["differences"]},
+        "recommended": rec,
+        "warnings": [f"recipe.yaml applies {rec['name']}, not the chosen recipe: {rec['why']}"],
+        "recipe": "out/recipe.yaml",
+    }
+    lines = summary_lines(m, "out")
+    assert lines[0].startswith("datamask: search: warning: recipe.yaml applies topk, not the chosen recipe: topk beat")
+    kept = dict(m, recommended=recommend(_verification((-0.02, 0.015, -0.01)), RECIPES), warnings=[])
+    lines = summary_lines(kept, "out")
+    assert not any("warning" in x for x in lines)
+    assert "datamask: search: recipe.yaml applies the chosen recipe: no reference beat" in "\n".join(lines)
