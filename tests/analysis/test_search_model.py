@@ -127,7 +127,7 @@ def test_the_recommendation_keeps_chosen_unless_a_reference_beats_it_beyond_nois
     assert within["why"].startswith("no reference beat the chosen recipe beyond noise over 3 paired seeds")
     beaten = recommend(_verification((-0.10, -0.09, -0.11)), RECIPES)  # topk lower on every seed
     assert beaten["name"] == "topk" and beaten["recipe"] == {"method": "topk"}
-    assert "topk 4.9000 against chosen 5.0000 nats/token (paired difference 0.1000 > 2 standard errors" in beaten["why"]
+    assert "topk 4.9000 against chosen 5.0000 nats/token, paired difference 0.1000 > 2 standard errors" in beaten["why"]
     # random beats chosen beyond noise; topk (lower mean still, within noise of chosen) is what nothing beats
     s = _verification((-0.5, 0.2, 0.1), random_offset=-0.04)
     assert s["differences"]["topk"]["mean"] > s["differences"]["random"]["mean"]  # chosen minus each

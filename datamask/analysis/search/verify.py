@@ -109,8 +109,8 @@ def recommend(summary: dict | None, recipes: dict, unit: str = "nats/token") -> 
         return {"name": "chosen", "recipe": recipes["chosen"], "why": why}
     best = min(means, key=means.get)
     by = "; ".join(
-        f"{n} {means[n]:.4f} against chosen {means['chosen']:.4f} {unit} (paired difference {d['mean']:.4f} > "
-        f"2 standard errors {2 * d['se']:.4f} over {d['seeds']} seeds)"
+        f"{n} {means[n]:.4f} against chosen {means['chosen']:.4f} {unit}, paired difference {d['mean']:.4f} > "
+        f"2 standard errors {2 * d['se']:.4f} over {d['seeds']} seeds"
         for n, d in beaten.items()
     )
     why = f"{' and '.join(beaten)} beat the chosen recipe beyond noise ({by}); {best} has the lowest verified loss"
