@@ -49,7 +49,7 @@ def _cli(*args) -> tuple:
 
 
 def _f(v, p=4):
-    return "–" if v is None else f"{v:.{p}f}"
+    return "–" if v is None else v if isinstance(v, str) else f"{v:.{p}f}"
 
 
 def _regime(p: dict) -> str:

@@ -99,3 +99,109 @@ def test_verification_says_when_a_difference_is_within_noise():
     assert "larger than the noise" in s["differences"]["default"]["words"]
     assert "within noise" in s["differences"]["topk"]["words"]
     assert s["differences"]["default"]["spreads"] < -2
+
+
+def _verification(topk_offsets, random_offset=0.3):
+    seeds = [0, 1, 2]
+    chosen = [5.00, 5.03, 4.97]
+    rows = [("chosen", s, v) for s, v in zip(seeds, chosen)]
+    rows += [("default", s, v + 0.05) for s, v in zip(seeds, chosen)]
+    rows += [("topk", s, v + d) for s, v, d in zip(seeds, chosen, topk_offsets)]
+    rows += [("random", s, v + random_offset) for s, v in zip(seeds, chosen)]
+    return summarize(pd.DataFrame(rows, columns=["name", "seed", "loss"]))
+
+
+RECIPES = {
+    "chosen": {"lam": 0.1, "diversity": "facility", "prune": 0.2},
+    "default": {"method": "datamask", "lam": 0.5, "diversity": "pairwise"},
+    "topk": {"method": "topk"},
+    "random": {"method": "random"},
+}
+
+
+def test_the_recommendation_keeps_chosen_unless_a_reference_beats_it_beyond_noise():
+    from datamask.analysis.search.verify import recommend
+
+    within = recommend(_verification((-0.02, 0.015, -0.01)), RECIPES)  # topk's mean lower by 0.005, within noise
+    assert within["name"] == "chosen" and within["recipe"] == RECIPES["chosen"]
+    assert within["why"].startswith("no reference beat the chosen recipe beyond noise over 3 paired seeds")
+    beaten = recommend(_verification((-0.10, -0.09, -0.11)), RECIPES)  # topk lower on every seed
+    assert beaten["name"] == "topk" and beaten["recipe"] == {"method": "topk"}
+    assert "topk 4.9000 against chosen 5.0000 nats/token, paired difference 0.1000 > 2 standard errors" in beaten["why"]
+    # random beats chosen beyond noise; topk (lower mean still, within noise of chosen) is what nothing beats
+    s = _verification((-0.5, 0.2, 0.1), random_offset=-0.04)
+    assert s["differences"]["topk"]["mean"] > s["differences"]["random"]["mean"]  # chosen minus each
+    mixed = recommend(s, RECIPES)
+    assert mixed["name"] == "topk" and mixed["why"].startswith("random beat the chosen recipe beyond noise")
+    means = {n: r["mean"] for n, r in s["recipes"].items()}
+    assert all(means[mixed["name"]] <= m for m in means.values())
+    assert recommend(None, RECIPES)["name"] == "chosen" and "not verified" in recommend(None, RECIPES)["why"]
+
+
+def test_a_statistic_that_does_not_vary_is_constant_not_nan():
+    from datamask.analysis.search.figures import loss_tracks, track, track_words
+    from datamask.analysis.search.run import _tracks
+
+    loss = np.array([5.1, 5.0, 5.3, 5.2])
+    assert track(np.array([1.0, 2.0, 3.0, 4.0]), loss) == pytest.approx(0.6)  # 1 - 6 * 4 / (4 * 15)
+    assert track(np.zeros(4), loss) == "constant" and track(np.array([np.nan, 1, np.nan, 2]), loss) is None
+    means = pd.DataFrame(
+        {"loss": loss, "quality": [0.1, 0.2, 0.3, 0.4], "diversity_pairwise": 0.0, "coverage": 0.9}
+        | {"near_duplicate_share": [0.0, 0.0, 0.1, 0.0]}
+    )
+    t = _tracks(means)
+    assert t["diversity_pairwise"] == "constant" and t["coverage"] == "constant" and isinstance(t["quality"], float)
+    assert [track_words(v) for v in (0.47, "constant", None)] == ["Spearman +0.47", "constant", "too few trials"]
+    titles = [ax.get_title() for ax in loss_tracks(means).axes]
+    assert titles[1] == "constant" and not any("nan" in t for t in titles)
+
+
+def test_the_report_says_constant_and_leads_with_the_recommendation(tmp_path):
+    from datamask.analysis.report.search_html import search_html
+
+    s = {
+        "warnings": ["recipe.yaml applies topk, not the chosen recipe: topk beat it"],
+        "recommended": {"name": "topk", "recipe": {"method": "topk"}, "why": "topk beat it"},
+        "chosen": {"lam": 0.3},
+        "predicted_loss": 5.0,
+        "top": 10,
+        "candidates": 100,
+        "regressor": "gp",
+        "recipe": "out/recipe.yaml",
+        "cv": {"gp": {"spearman": 0.5, "spearman_sd": 0.1}},
+        "noise": {},
+        "tracks": {"quality": -0.25, "diversity_pairwise": "constant", "coverage": None},
+    }
+    page = search_html({"summary": s, "dir": tmp_path})
+    assert page.index("Warning") < page.index("Recommended") < page.index("Chosen recipe")
+    assert "<b>topk</b>, not the chosen recipe" in page and "datamask run out/recipe.yaml" in page
+    assert "<td>constant</td>" in page and "-0.250" in page and "too few trials" in page and "nan" not in page
+
+
+def test_the_summary_prints_a_switched_recommendation_first():
+    from datamask.analysis.search.stage import summary_lines
+    from datamask.analysis.search.verify import recommend
+
+    s = _verification((-0.10, -0.09, -0.11))
+    rec = recommend(s, RECIPES)
+    m = {
+        "models": {"trained": 20, "computed_this_run": 20, "resumed": 0},
+        "totals": {"computed_this_run": 20},
+        "trials": 8,
+        "seeds": 1,
+        "proxy": {"params": 1000, "tokens": 8192},
+        "regressor": "gp",
+        "cv_spearman": 0.5,
+        "cv": {"gp": {"spearman": 0.5}},
+        "chosen": RECIPES["chosen"],
+        "verified": {**s["recipes"], "differences": s["differences"]},
+        "recommended": rec,
+        "warnings": [f"recipe.yaml applies {rec['name']}, not the chosen recipe: {rec['why']}"],
+        "recipe": "out/recipe.yaml",
+    }
+    lines = summary_lines(m, "out")
+    assert lines[0].startswith("datamask: search: warning: recipe.yaml applies topk, not the chosen recipe: topk beat")
+    kept = dict(m, recommended=recommend(_verification((-0.02, 0.015, -0.01)), RECIPES), warnings=[])
+    lines = summary_lines(kept, "out")
+    assert not any("warning" in x for x in lines)
+    assert "datamask: search: recipe.yaml applies the chosen recipe: no reference beat" in "\n".join(lines)

@@ -162,14 +162,15 @@ def test_no_selection_trains_on_an_evaluation_text(searched, corpus):
     assert not set(sel["texts"]) & corpus["eval_texts"]
 
 
-def test_recipe_yaml_selects_as_the_verified_chosen_recipe(searched, corpus, address, tmp_path):
+def test_recipe_yaml_selects_as_the_verified_recommended_recipe(searched, corpus, address, tmp_path):
     out = tmp_path / "applied"
     argv = ["run", str(searched / "recipe.yaml"), "--set", f"output={out}", "--set", f"scheduler={address}", "--quiet"]
     assert main(argv + ["--no-report"]) == 0
     texts = pq.read_table(out / "data", columns=["text"]).column("text").to_pylist()
     v = pd.read_parquet(searched / "verify.parquet")
-    chosen_rows = v.loc[v.name == "chosen", "rows"].iloc[0]
-    assert len(texts) - len(set(texts) & corpus["eval_texts"]) == chosen_rows  # the same rows, leaks aside
+    name = json.loads((searched / "search.json").read_text())["recommended"]["name"]
+    rows = v.loc[v.name == name, "rows"].iloc[0]
+    assert len(texts) - len(set(texts) & corpus["eval_texts"]) == rows  # the same rows, leaks aside
 
 
 def test_an_external_cluster_gives_the_same_trials(searched, corpus, tmp_path):

@@ -21,7 +21,7 @@ def _space(text, method="datamask", domains=(), components=()):
         ("lam=0:1.5", "lam must be a float in the range [0.0, 1.0]"),
         ("lam=0.8:0.2", "is empty"),
         ("lam=0.5:0.5", "is empty"),
-        ("temperature=0:1", "unknown name 'temperature' for method datamask; known: lam, diversity, ratio"),
+        ("temperature=0:1", "unknown name 'temperature' for method datamask; known: lam, diversity, prune, ratio"),
         ("diversity=pairwise|cosine", "diversity must be one of"),
         ("diversity=pairwise|", "an empty option"),
         ("lam=0:1,lam=0.2:0.4", "lam is given twice"),
@@ -123,3 +123,59 @@ def test_average_takes_the_most_frequent_choice_then_the_mean():
     assert r["diversity"] == "pairwise"
     assert r["lam"] == pytest.approx(0.3)  # the mean over the three pairwise candidates only
     assert sp.average(best[:2]) == {"lam": pytest.approx(0.9), "diversity": "facility"}  # a tie: the best's
+
+
+def test_default_space_prunes_and_searches_the_ratio_only_when_no_budget_is_given():
+    free = SearchConfig(eval=["x"]).validated()
+    assert free.ratio is None and free.select_config().ratio == pytest.approx(0.1)
+    assert free.default_space() == "lam=0:1,diversity=pairwise|facility|disf,prune=0:0.9,ratio=0.05:0.5"
+    fixed = SearchConfig(eval=["x"], ratio=0.3).validated()
+    assert fixed.default_space() == "lam=0:1,diversity=pairwise|facility|disf,prune=0:0.7"  # prune <= 1 - ratio
+    assert SearchConfig(eval=["x"], ratio=0.05).validated().default_space().endswith("prune=0:0.9")
+    assert "prune" not in SearchConfig(eval=["x"], budget=50).validated().default_space()  # its cap is per split
+    assert "prune" not in SearchConfig(eval=["x"], tokens=10_000).validated().default_space()
+    assert "prune" not in SearchConfig(eval=["x"], method="quadmix").validated().default_space()
+    assert [it.name for it in SearchConfig(eval=["x"], space="lam=0:1,prune=0.2").validated().items()] == [
+        "lam",
+        "prune",
+    ]
+
+
+def test_a_prune_that_leaves_fewer_rows_than_the_ratio_is_refused():
+    with pytest.raises(ConfigError, match=r"prune=0.95.*keep prune \+ ratio <= 1 \(e.g. prune=0:0.9\)"):
+        SearchConfig(eval=["x"], space="lam=0:1,prune=0.95").validated()
+    with pytest.raises(ConfigError, match="keep prune"):
+        SearchConfig(eval=["x"], space="lam=0:1,prune=0.6,ratio=0.05:0.5").validated()
+
+
+def test_prune_is_capped_at_one_minus_the_ratio_and_its_features_match_the_point():
+    sp = _space("lam=0:1,prune=0:0.9,ratio=0.05:0.5")
+    U = sp.design(256, 0)
+    f = sp.frame(U)
+    assert (f["prune"] <= 1 - f["ratio"] + 1e-12).all() and f["prune"].min() < 0.05
+    at_cap = np.isclose(f["prune"], 1 - f["ratio"])
+    assert 0.05 < at_cap.mean() < 0.3  # where the draw was above the cap: the top rows by quality at that ratio
+    for u in U[:32]:
+        r = sp.recipe(u)
+        assert r["prune"] + r["ratio"] <= 1 + 1e-12
+        assert np.allclose(sp.recipe_features(r), sp.features(u[None, :])[0])
+    best = sp.average(U[at_cap][:10])
+    assert best["prune"] + best["ratio"] <= 1 + 1e-12
+    base = Space.build(parse_space("lam=0:1,prune=0:0.9", "datamask"), "datamask", ratio=0.3)
+    assert base.frame(base.design(64, 0))["prune"].max() == pytest.approx(0.7)
+
+
+def test_a_trials_prune_reaches_select_and_recipe_yaml():
+    from datamask.analysis.search.outputs import recipe_workflow
+    from datamask.analysis.search.trials import recipe_select_config
+
+    cfg = SearchConfig(eval=["x"], input="in").validated()
+    recipe = {"lam": 0.2, "diversity": "facility", "prune": 0.8, "ratio": 0.15}
+    scfg = recipe_select_config(cfg, recipe)
+    assert (scfg.prune, scfg.lam, scfg.diversity, scfg.ratio) == (0.8, 0.2, "facility", 0.15)
+    assert recipe_select_config(cfg, {"lam": 0.2}).prune == 0.5  # the base recipe's where the trial has none
+    wf = recipe_workflow(cfg, recipe, "sel")
+    assert (wf["method"], wf["prune"], wf["ratio"], wf["lam"]) == ("datamask", 0.8, 0.15, 0.2)
+    top = recipe_workflow(cfg, {"method": "topk", "ratio": 0.15}, "sel")
+    assert top["method"] == "topk" and top["ratio"] == 0.15 and "lam" not in top
+    assert recipe_workflow(cfg, {"method": "random"}, "sel")["ratio"] == pytest.approx(0.1)  # the base ratio

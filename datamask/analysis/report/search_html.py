@@ -61,6 +61,27 @@ def _verified_parts(v: dict) -> list:
     return parts
 
 
+def _track(v) -> str:
+    """A ``tracks`` value of search.json as the table shows it (a number, "constant", or too few trials)."""
+    if v is None:
+        return "too few trials"
+    return v if isinstance(v, str) else f"{v:+.3f}"
+
+
+def _recommended(s: dict) -> str:
+    rec = s.get("recommended")
+    if not rec:  # a search.json written before the recommendation: recipe.yaml holds the chosen recipe
+        return f"<p>Apply the chosen recipe with <code>datamask run {html.escape(str(s['recipe']))}</code>.</p>"
+    head = (
+        "the chosen recipe" if rec["name"] == "chosen" else f"<b>{html.escape(rec['name'])}</b>, not the chosen recipe"
+    )
+    return (
+        f"<h2>Recommended</h2><p><code>recipe.yaml</code> applies {head}: {html.escape(rec['why'])}. Apply it with "
+        f"<code>datamask run {html.escape(str(s['recipe']))}</code>.</p>"
+        + _table([[k, _value(v)] for k, v in rec["recipe"].items()], ["parameter", "value"])
+    )
+
+
 def _figure(d, name: str, caption: str) -> str:
     src = d / "figures" / f"{name}.png"
     if not src.exists():
@@ -77,11 +98,11 @@ def search_html(search: dict) -> str:
     s, d = search["summary"], search["dir"]
     parts = [
         *(f"<p class='missing'><b>Warning:</b> {html.escape(w)}.</p>" for w in s.get("warnings", ())),
+        _recommended(s),
         "<h2>Chosen recipe</h2>",
         _table([[k, _value(v)] for k, v in s["chosen"].items()], ["parameter", "value"]),
         f"<p>Predicted loss {s['predicted_loss']:.4f}: the mean of the best {s['top']} of {s['candidates']:,} "
-        f"sampled recipes under the {html.escape(s['regressor'])} regressor. Apply it with "
-        f"<code>datamask run {html.escape(str(s['recipe']))}</code>.</p>",
+        f"sampled recipes under the {html.escape(s['regressor'])} regressor.</p>",
         "<h2>Regressor</h2>",
         _table(
             [[k, v["spearman"], v["spearman_sd"], k == s["regressor"]] for k, v in s["cv"].items()],
@@ -97,7 +118,9 @@ def search_html(search: dict) -> str:
     if s.get("verified"):
         parts += _verified_parts(s["verified"])
     parts.append("<h2>What the loss tracks</h2>")
-    parts.append(_table([[k, v] for k, v in s["tracks"].items()], ["selection statistic", "Spearman with trial loss"]))
+    parts.append(
+        _table([[k, _track(v)] for k, v in s["tracks"].items()], ["selection statistic", "Spearman with trial loss"])
+    )
     for name, caption in _FIGURES.items():
         parts.append(_figure(d, name, caption))
     return "\n".join(p for p in parts if p)

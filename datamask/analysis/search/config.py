@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from ...errors import ConfigError
 from ...pipeline.config import SelectConfig, _f
 from ..proxy_lm.config import parse_proxy_tokens
-from .space import DEFAULT_SPACE, NAMES, parse_space
+from .space import DEFAULT_SPACE, NAMES, RATIO_RANGE, check_prune, default_space, parse_space
 
 __all__ = ["SearchConfig", "REGRESSORS", "PROXY_KEYS", "DEFAULT_SEEDS", "DEFAULT_PROXY_TOKENS"]
 
@@ -59,6 +59,11 @@ class SearchConfig(SelectConfig):
     """``datamask search INPUT OUTPUT --eval EVAL``: recipes sampled, proxy LMs trained, a
     regressor fitted, the best recipe chosen and verified (docs/search.md)."""
 
+    ratio: float | None = _f(
+        None,
+        "fraction of each split to keep, in (0, 1); unset (and no --budget/--tokens): DATAMASK's default space "
+        f"searches {RATIO_RANGE}, the other methods keep select's 0.1",
+    )
     steps: int | None = _f(
         300,
         "maximum policy-gradient steps of every trial's selection (select's default scales to 5000-50000; a "
@@ -80,7 +85,7 @@ class SearchConfig(SelectConfig):
         None,
         "the recipes to sample, e.g. 'lam=0:1,diversity=pairwise|facility' (default per method: "
         + "; ".join(f"{m}: {s}" for m, s in DEFAULT_SPACE.items() if m in ("datamask", "quadmix"))
-        + ")",
+        + f"; datamask's adds {RATIO_RANGE} when no --ratio/--budget/--tokens is given)",
         group="search",
     )
     trials: int = _f(32, "recipes sampled (scrambled Sobol points of the space)", group="search")
@@ -121,7 +126,10 @@ class SearchConfig(SelectConfig):
     no_report: bool = _f(False, "do not write the HTML report", group="output", result=False)
 
     def validated(self) -> SearchConfig:
+        free = self.ratio is None  # unset stays unset: the default space searches it (select_config() has 0.1)
         super().validated()
+        if free:
+            self.ratio = None
         if self.method not in NAMES:
             raise ConfigError(f"search takes --method {', '.join(NAMES)}; got {self.method!r}")
         for name in ("trials", "seeds", "candidates", "top"):
@@ -144,9 +152,19 @@ class SearchConfig(SelectConfig):
 
     def items(self):
         """The parsed ``--space`` (its default for the method when unset)."""
-        return parse_space(
-            DEFAULT_SPACE[self.method] if self.space is None else self.space, self.method, self._check_value
-        )
+        text = self.default_space() if self.space is None else self.space
+        items = parse_space(text, self.method, self._check_value)
+        check_prune(items, self.base_ratio())
+        return items
+
+    def base_ratio(self) -> float | None:
+        """The ratio a trial keeps when its recipe has none (None: a budget in rows or tokens)."""
+        return None if self.budget is not None or self.token_budget else self.select_config().ratio
+
+    def default_space(self) -> str:
+        """``--space``'s default here: DATAMASK's searches ``ratio`` when no budget is given (docs/search.md)."""
+        base = self.base_ratio()
+        return default_space(self.method, "free" if base is not None and self.ratio is None else base)
 
     def _check_value(self, name, value):
         from ...methods.quadmix import QuadMixParams

@@ -18,7 +18,7 @@ import numpy as np
 from ..report.figures import DPI, pyplot, suptitle
 from .space import Choice, Range, Weights
 
-__all__ = ["FIGURES", "loss_by_parameter", "verification_bars", "loss_tracks", "save_png"]
+__all__ = ["FIGURES", "loss_by_parameter", "verification_bars", "loss_tracks", "save_png", "track", "track_words"]
 
 FIGURES = ("loss_by_parameter", "verification", "loss_tracks")
 TRACKS = {
@@ -27,6 +27,27 @@ TRACKS = {
     "coverage": "coverage (mean best cosine)",
     "near_duplicate_share": "near-duplicate share",
 }
+
+
+def track(x, y):
+    """Spearman's rho of ``x`` with ``y`` over the finite ``x``: a float, "constant" when ``x`` (or
+    ``y``) takes one value there (no ranks to correlate), None with fewer than 3 values."""
+    from scipy.stats import spearmanr
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 3:
+        return None
+    if np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
+        return "constant"
+    return float(spearmanr(x[ok], y[ok]).statistic)
+
+
+def track_words(rho) -> str:
+    """How the report writes one :func:`track`: ``Spearman +0.47``, ``constant`` or ``too few trials``."""
+    if rho is None:
+        return "too few trials"
+    return rho if isinstance(rho, str) else f"Spearman {rho:+.2f}"
 
 
 def save_png(fig, path) -> None:
@@ -128,18 +149,15 @@ def verification_bars(frame, summary: dict):
 
 def loss_tracks(means):
     """``means``: one row per trial with ``loss`` and the :data:`TRACKS` columns."""
-    from scipy.stats import spearmanr
-
     plt = pyplot()
     fig, axes = plt.subplots(1, len(TRACKS), figsize=(4.0 * len(TRACKS), 3.4), squeeze=False)
     y = means["loss"].to_numpy(dtype=float)
     for ax, (col, label) in zip(axes[0], TRACKS.items()):
         x = means[col].to_numpy(dtype=float)
-        ok = np.isfinite(x)
-        rho = spearmanr(x[ok], y[ok]).statistic if ok.sum() > 2 and np.ptp(x[ok]) > 0 else float("nan")
+        rho = track(x, y)
         ax.scatter(x, y, s=16, alpha=0.7)
         ax.set_xlabel(label)
-        ax.set_title(f"Spearman {rho:+.2f}", fontsize=10)
+        ax.set_title(track_words(rho), fontsize=10)
     axes[0][0].set_ylabel("held-out loss (nats/token)")
     suptitle(fig, "What the proxy loss follows: each trial's loss against what its selection holds")
     fig.tight_layout()

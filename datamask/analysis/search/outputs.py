@@ -78,13 +78,17 @@ def _select_keys(cfg) -> dict:
 
 
 def recipe_workflow(cfg, recipe: dict, selected: str, params_file: str | None = None) -> dict:
-    """The workflow (a dict for YAML) that applies ``recipe`` to ``cfg.input`` into ``selected``."""
-    select = {"method": cfg.method, **_select_keys(cfg)}
-    select["ratio"] = float(recipe.get("ratio", cfg.ratio))
-    if cfg.method == "quadmix":
+    """The workflow (a dict for YAML) that applies ``recipe`` (its ``method``, else the search's) to
+    ``cfg.input`` into ``selected``."""
+    method = recipe.get("method", cfg.method)
+    select = {"method": method, **_select_keys(cfg)}
+    ratio = recipe.get("ratio", cfg.select_config().ratio)  # None: a token budget
+    if ratio is not None:
+        select["ratio"] = float(ratio)
+    if method == "quadmix":
         select["quadmix_params"] = params_file
-    else:
-        select.update({k: recipe[k] for k in ("lam", "diversity") if k in recipe})
+    elif method in ("datamask", "greedy", "relaxed"):
+        select.update({k: recipe[k] for k in ("lam", "diversity", "prune") if k in recipe})
         select.setdefault("lam", cfg.lam)
         select.setdefault("diversity", cfg.diversity)
     w = recipe.get("weights")
@@ -112,17 +116,19 @@ def write_recipe(cfg, out, search: dict) -> str:
     from .trials import quadmix_spec
 
     out = location(out)
-    recipe = search["chosen"]
+    rec = search.get("recommended") or {"name": "chosen", "recipe": search["chosen"]}
+    recipe = rec["recipe"]
     params = None
-    if cfg.method == "quadmix":
+    if recipe.get("method", cfg.method) == "quadmix" and rec["name"] == "chosen":
         params = str(out / "quadmix_params.yaml")
         write_bytes_atomic(yaml.safe_dump(quadmix_spec(recipe), sort_keys=False).encode(), params)
     selected = str(out.parent / f"{out.name}-selected")
     wf = recipe_workflow(cfg, recipe, selected, params)
+    what = "chose" if rec["name"] == "chosen" else f"recommends ({rec['name']}, not its chosen recipe)"
     head = (
-        f"# The recipe datamask search chose for {cfg.input}\n"
+        f"# The recipe datamask search {what} for {cfg.input}\n"
         f"# (regressor {search['regressor']}, cross-validated Spearman {search['cv_spearman']:.3f}, "
-        f"{search['trials']} trials; see search.json).\n"
+        f"{search['trials']} trials; search.json's recommended says why).\n"
         f"# Apply it:  datamask run {Path(str(out)) / 'recipe.yaml'}   (--set output=DIR to write elsewhere)\n"
     )
     text = head + yaml.safe_dump(wf, sort_keys=False)

@@ -30,7 +30,7 @@ from .prepare import prepare, read_prep
 from .regress import fit_best
 from .schedule import Job, cost_summary, fingerprint_of, proxy_regime, run_jobs, worker_threads
 from .space import Space, parse_space
-from .verify import summarize, verification_recipes, verification_seeds
+from .verify import recommend, summarize, verification_recipes, verification_seeds
 
 __all__ = ["compute_search", "resolve_eval", "WRITES", "KEEPS", "corpus_parts", "build_space"]
 
@@ -94,7 +94,7 @@ def build_space(cfg, prep: dict) -> Space:
     items = cfg.items()
     if cfg.method == "quadmix" and cfg.space is None and len(prep["components"]) >= 2:
         items += parse_space("weights=auto", "quadmix")
-    return Space.build(items, cfg.method, prep["domains"], prep["components"])
+    return Space.build(items, cfg.method, prep["domains"], prep["components"], cfg.base_ratio())
 
 
 def _trial_jobs(cfg, space, base_fp) -> list:
@@ -120,28 +120,24 @@ def _fit(space, frame, cfg) -> dict:
 
 
 def _tracks(means) -> dict:
-    from scipy.stats import spearmanr
-
-    out = {}
-    for col in figs.TRACKS:
-        x, y = means[col].to_numpy(dtype=float), means["loss"].to_numpy(dtype=float)
-        ok = np.isfinite(x)
-        out[col] = float(spearmanr(x[ok], y[ok]).statistic) if ok.sum() > 2 and np.ptp(x[ok]) > 0 else None
-    return out
+    """Spearman of each :data:`~.figures.TRACKS` statistic with trial loss; "constant" where the
+    statistic takes one value over the trials (no rank to correlate), None where under 3 trials have it."""
+    return {col: figs.track(means[col], means["loss"]) for col in figs.TRACKS}
 
 
 def _verify(client, parts, cfg, out, chosen, base_fp):
+    recipes = verification_recipes(cfg.method, chosen, float(cfg.prune))
     if int(cfg.verify) < 1:
-        return None, None, 0, []
+        return None, None, 0, recipes, []
     seeds = verification_seeds(cfg.seed, cfg.verify)
     jobs = [
         Job(f"verify-{name}", r, seeds, {"kind": "verify", "fingerprint": fingerprint_of(base_fp, "verify", r)})
-        for name, r in verification_recipes(cfg.method, chosen).items()
+        for name, r in recipes.items()
     ]
     recs, n = run_jobs(client, parts, jobs, cfg, str(out), desc="verification")
     frame = records_frame(recs)
     frame["name"] = frame["name"].str.replace("verify-", "", regex=False)
-    return frame, summarize(frame), n, recs
+    return frame, summarize(frame), n, recipes, recs
 
 
 def _figures(out, space, frame, fit, vframe, vsum) -> list:
@@ -172,7 +168,7 @@ def _verified(vsum) -> dict | None:
     return v
 
 
-def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files) -> dict:
+def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files, recommended) -> dict:
     pc = cfg.proxy_config().resolved()
     return {
         "kind": "search",
@@ -202,6 +198,7 @@ def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files) -
             "verification": noise_table(vframe) or None if vframe is not None else None,
         },
         "verified": _verified(vsum),
+        "recommended": recommended,
         "tracks": _tracks(means),
         "rows": prep["rows"],
         "leaks": prep["leaks"],
@@ -210,7 +207,7 @@ def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files) -
         "eval_sets": prep["eval_sets"],
         "models": counts,
         "files": files,
-        "warnings": _warnings(fit),
+        "warnings": _warnings(fit, recommended),
     }
 
 
@@ -218,14 +215,18 @@ def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files) -
 WEAK_SPEARMAN = 0.3
 
 
-def _warnings(fit) -> list:
+def _warnings(fit, recommended) -> list:
+    """What the user must read first: a reference that beat the chosen recipe, a regressor that does not rank."""
+    out = []
+    if recommended["name"] != "chosen":
+        out.append(f"recipe.yaml applies {recommended['name']}, not the chosen recipe: {recommended['why']}")
     rho = fit["cv"][fit["regressor"]]["spearman"]
-    if rho >= WEAK_SPEARMAN:
-        return []
-    return [
-        f"the regressor ranks the trials poorly (cross-validated Spearman {rho:.2f} < {WEAK_SPEARMAN}): the chosen "
-        "recipe is weakly informed; add --trials or --proxy-tokens, or keep the default recipe"
-    ]
+    if rho < WEAK_SPEARMAN:
+        out.append(
+            f"the regressor ranks the trials poorly (cross-validated Spearman {rho:.2f} < {WEAK_SPEARMAN}): the chosen "
+            "recipe is weakly informed; add --trials or --proxy-tokens, or keep the default recipe"
+        )
+    return out
 
 
 def compute_search(cfg, out, client, level=None) -> dict:
@@ -240,7 +241,7 @@ def compute_search(cfg, out, client, level=None) -> dict:
     recs, n_trials = run_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out))
     frame = trials_frame(recs, space)
     fit = _fit(space, frame, cfg)
-    vframe, vsum, n_verify, vrecs = _verify(client, parts, cfg, out, fit["recipe"], base_fp)
+    vframe, vsum, n_verify, recipes, vrecs = _verify(client, parts, cfg, out, fit["recipe"], base_fp)
     write_parquet(frame, location(out) / "trials.parquet")
     files = ["trials.parquet"]
     if vframe is not None:
@@ -249,7 +250,8 @@ def compute_search(cfg, out, client, level=None) -> dict:
     drawn, means = _figures(out, space, frame, fit, vframe, vsum)
     total = len(recs) + (0 if vframe is None else len(vframe))
     counts = {"trained": total, "computed_this_run": n_trials + n_verify, "resumed": total - n_trials - n_verify}
-    summary = _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files + drawn)
+    recommended = recommend(vsum, recipes)
+    summary = _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files + drawn, recommended)
     summary["recipe"] = write_recipe(cfg, out, summary)
     summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
     summary["cost"] = cost_summary(recs + vrecs, summary["wall_seconds"], worker_threads(client))

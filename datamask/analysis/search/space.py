@@ -10,7 +10,8 @@
   ``weights[domain]=auto`` one set per domain, as QuaDMix merges.
 
 Which names exist depends on the method (:data:`NAMES`): DATAMASK's objective takes ``lam``,
-``diversity`` and ``ratio``; QuaDMix takes its sampling function's ``lam`` (steepness),
+``diversity``, ``prune`` and ``ratio`` (a trial's ``prune`` is capped at ``1 - ratio``, where it
+keeps exactly the top rows by quality); QuaDMix takes its sampling function's ``lam`` (steepness),
 ``omega`` (cut-off), ``eta`` (oversampling), ``eps`` (floor), the merge ``weights`` and
 ``ratio``. Every value is checked against what ``datamask select`` accepts before anything
 runs. :func:`parse_space` checks the text; :meth:`Space.build` expands it once the
@@ -29,16 +30,16 @@ from ...errors import ConfigError
 
 __all__ = ["NAMES", "DEFAULT_SPACE", "parse_space", "default_space", "Item", "Space", "Range", "Choice", "Weights"]
 
-DATAMASK_NAMES = ("lam", "diversity", "ratio")
+DATAMASK_NAMES = ("lam", "diversity", "prune", "ratio")
 QUADMIX_NAMES = ("lam", "omega", "eta", "eps", "weights", "ratio")
 #: the names each method's space may hold (methods on DATAMASK's objective share them)
 NAMES = {"datamask": DATAMASK_NAMES, "greedy": DATAMASK_NAMES, "relaxed": DATAMASK_NAMES, "quadmix": QUADMIX_NAMES}
 #: the documented default of ``--space`` per method (``weights=auto`` is added for QuaDMix when the
-#: input has two or more quality components)
+#: input has two or more quality components; :func:`default_space` adds DATAMASK's ``ratio``)
 DEFAULT_SPACE = {
-    "datamask": "lam=0:1,diversity=pairwise|facility|disf",
-    "greedy": "lam=0:1,diversity=pairwise|facility|disf",
-    "relaxed": "lam=0:1,diversity=pairwise|disf",
+    "datamask": "lam=0:1,diversity=pairwise|facility|disf,prune=0:0.9",
+    "greedy": "lam=0:1,diversity=pairwise|facility|disf,prune=0:0.9",
+    "relaxed": "lam=0:1,diversity=pairwise|disf,prune=0:0.9",
     "quadmix": "omega[domain]=0.05:1,eta[domain]=0:2,lam=1:50:log,eps=0:0.2",
 }
 _ITEM = re.compile(r"^\s*([a-z_]+)(\[domain\])?\s*=\s*(.*?)\s*$")
@@ -282,21 +283,48 @@ def parse_space(text: str, method: str, check=None) -> list[Item]:
     return items
 
 
-def default_space(method: str) -> str:
-    return DEFAULT_SPACE[method]
+#: the ratio DATAMASK's default space searches when the user fixes no budget (``--ratio``, ``--budget``, ``--tokens``)
+RATIO_RANGE = "ratio=0.05:0.5"
+
+
+def check_prune(items, ratio) -> None:
+    """A ``prune`` whose lowest value leaves fewer rows than the highest ratio keeps is refused."""
+    got = {it.name: it for it in items}
+    p, r = got.get("prune"), got.get("ratio")
+    top = r.hi if r is not None else ratio
+    if p is not None and top is not None and p.lo + float(top) > 1.0 + 1e-12:
+        raise ConfigError(
+            f"space {p.text()!r}: pruning {p.lo:g} of the rows leaves fewer than the ratio {float(top):g} keeps; "
+            f"keep prune + ratio <= 1 (e.g. prune=0:{max(0.0, 1.0 - float(top)):g})"
+        )
+
+
+def default_space(method: str, ratio="free") -> str:
+    """``--space``'s default. DATAMASK's: ``ratio`` "free" adds :data:`RATIO_RANGE`, a number caps ``prune``
+    at ``1 - ratio``, None (a budget in rows or tokens) leaves ``prune`` at the base recipe's."""
+    text = DEFAULT_SPACE[method]
+    if method == "quadmix":
+        return text
+    if ratio == "free":
+        return f"{text},{RATIO_RANGE}"
+    cap = min(0.9, round(1.0 - float(ratio), 6)) if ratio is not None else 0.0
+    return text.replace("prune=0:0.9", f"prune=0:{cap:g}") if cap > 0 else text.replace(",prune=0:0.9", "")
 
 
 # ---------------------------------------------------------------------- the expanded space
 @dataclass
 class Space:
-    """The parameters of one search, each a slice of the unit cube's coordinates."""
+    """The parameters of one search, each a slice of the unit cube's coordinates; ``ratio``: the
+    base recipe's (None: a budget in rows or tokens), what caps ``prune`` when ``ratio`` is not searched."""
 
     params: list
     method: str
+    ratio: float | None = None
 
     @classmethod
-    def build(cls, items, method: str, domains=(), components=()) -> Space:
+    def build(cls, items, method: str, domains=(), components=(), ratio=None) -> Space:
         """Expand ``items`` for the input's ``domains`` (sorted, as strings) and quality ``components``."""
+        check_prune(items, ratio)
         params = []
         for it in items:
             doms = [str(d) for d in domains] if it.per_domain else None
@@ -317,7 +345,26 @@ class Space:
                         + (f"; {', '.join(missing)} missing" if missing else "")
                     )
                 params.append(Weights(it.name, comps, doms))
-        return cls(params, method)
+        return cls(params, method, None if ratio is None else float(ratio))
+
+    def feasible(self, U) -> np.ndarray:
+        """``U`` with each point's ``prune`` coordinate lowered to where its value is ``1 - ratio`` (pruning
+        must leave the rows the ratio keeps; at that cap the selection is the top rows by quality)."""
+        got = {p.name: (p, s) for p, s in self._slices()}
+        (p, s), (r, rs) = got.get("prune", (None, None)), got.get("ratio", (None, None))
+        if p is None or not p.width or (r is None and self.ratio is None):
+            return U
+        cap = np.clip(1.0 - (r.values(U[:, rs])[:, 0] if r is not None else self.ratio), p.lo, p.hi)
+        c = np.log(cap / p.lo) / np.log(p.hi / p.lo) if p.log else (cap - p.lo) / (p.hi - p.lo)
+        U = np.array(U, dtype=float, copy=True)
+        U[:, s.start] = np.minimum(U[:, s.start], c)
+        return U
+
+    def _cap(self, recipe: dict) -> dict:
+        r = recipe.get("ratio", self.ratio)
+        if isinstance(recipe.get("prune"), float) and r is not None:
+            recipe["prune"] = min(recipe["prune"], max(0.0, 1.0 - float(r)))
+        return recipe
 
     @property
     def width(self) -> int:
@@ -338,7 +385,7 @@ class Space:
 
         with warnings.catch_warnings():  # balance is a property of 2^m points; the first n still fill
             warnings.simplefilter("ignore", UserWarning)
-            return qmc.Sobol(d=self.width, scramble=True, seed=int(seed)).random(int(n))
+            return self.feasible(qmc.Sobol(d=self.width, scramble=True, seed=int(seed)).random(int(n)))
 
     @property
     def columns(self) -> list:
@@ -358,7 +405,7 @@ class Space:
     def recipe(self, u) -> dict:
         """The recipe of one point: ``{name: value}`` (a float, an option, or a dict per domain/component)."""
         u = np.asarray(u, dtype=float).reshape(1, -1)
-        return {p.name: p.value_of(p.values(u[:, s])[0]) for p, s in self._slices()}
+        return self._cap({p.name: p.value_of(p.values(u[:, s])[0]) for p, s in self._slices()})
 
     def features(self, U) -> np.ndarray:
         """What the regressors see: each coordinate (a range, on its own scale in [0, 1]), one-hot
@@ -379,19 +426,14 @@ class Space:
         choices = [(p, s) for p, s in self._slices() if isinstance(p, Choice) and p.width]
         if choices:
             keys = [tuple(int(p.index(U[i : i + 1, s])[0]) for p, s in choices) for i in range(U.shape[0])]
-            counts = {}
-            for k in keys:
-                counts[k] = counts.get(k, 0) + 1
-            best = max(counts.values())
-            mode = next(k for k in keys if counts[k] == best)
+            counts = {k: keys.count(k) for k in keys}
+            mode = next(k for k in keys if counts[k] == max(counts.values()))
             U = U[[k == mode for k in keys]]
-        out = {}
-        for p, s in self._slices():
-            if isinstance(p, Choice):
-                out[p.name] = p.options[int(p.index(U[:1, s])[0])]
-            else:
-                out[p.name] = p.average(U[:, s])
-        return out
+        out = {
+            p.name: p.options[int(p.index(U[:1, s])[0])] if isinstance(p, Choice) else p.average(U[:, s])
+            for p, s in self._slices()
+        }
+        return self._cap(out)
 
     def describe(self) -> str:
         parts = []

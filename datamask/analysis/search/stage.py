@@ -77,7 +77,8 @@ def summary_lines(m: dict, out) -> list:
     """What ``datamask search`` prints when it ends."""
     t, px = m["models"], m["proxy"]
     passes = px.get("passes") or {}
-    lines = [
+    lines = [f"datamask: search: warning: {w}" for w in m.get("warnings", ())]  # first: what must be read
+    lines += [
         f"datamask: search: {m['trials']} trials x {m['seeds']} seed(s) of a {px['params']:,}-parameter proxy "
         f"on {px['regime']} ({passes.get('min', 0):.2f}-{passes.get('max', 0):.2f} passes over a selection; "
         f"{t['computed_this_run']} models trained now, {t['resumed']} resumed)" + reused(m),
@@ -97,7 +98,9 @@ def summary_lines(m: dict, out) -> list:
             )
         )
         lines += [f"datamask: search: {d['words']}" for d in v["differences"].values()]
-    lines += [f"datamask: search: warning: {w}" for w in m.get("warnings", ())]
+    rec = m.get("recommended")
+    if rec and rec["name"] == "chosen":
+        lines.append(f"datamask: search: recipe.yaml applies the chosen recipe: {rec['why']}")
     if m.get("leaks"):
         lines.append(
             f"datamask: search: {m['leaks']} input row(s) hold an evaluation text; removed from every selection"

@@ -28,7 +28,7 @@ from .prepare import load_prep, split_of
 __all__ = ["recipe_select_config", "quadmix_spec", "select_recipe", "train_recipe", "selection_stats", "RECORD_DIR"]
 
 RECORD_DIR = "_search/records"
-_DATAMASK_KEYS = ("lam", "diversity", "ratio")
+_DATAMASK_KEYS = ("lam", "diversity", "ratio", "prune")
 _QUADMIX_KEYS = ("lam", "omega", "eta", "eps")
 
 
