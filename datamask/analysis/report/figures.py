@@ -92,8 +92,10 @@ def fig_trajectory(data: ReportData):
 
 def fig_pareto(data: ReportData):
     t = data.table
+    if t is not None and {"quality", "pairwise"} <= set(t.columns):
+        t = t.dropna(subset=["quality", "pairwise"])  # select's whole-split row has no raw quality
     if t is None or not {"quality", "pairwise"} <= set(t.columns) or len(t) < 2:
-        return None, "no comparison table (run datamask compare)"
+        return None, "no side-by-side numbers (an output written before they were; run select or compare again)"
     return pareto_plot(t), None
 
 
@@ -316,7 +318,7 @@ def pareto_plot(table: pd.DataFrame, path=None, x="quality", y="pairwise", ax=No
         loss = r.get("proxy_loss", float("nan"))
         label = m if loss != loss else f"{m}\nproxy loss {loss:.3f}"  # NaN: no proxy-LM run
         ax.annotate(label, (r[x], r[y]), textcoords="offset points", xytext=(6, 5), fontsize=9)
-    ax.set_xlabel("mean quality of the selection (quality score, higher is better)")
+    ax.set_xlabel("mean quality, raw score (higher is better)")
     ax.set_ylabel("pairwise diversity (−mean cosine, higher is better)")
     ax.set_title(
         "Quality vs diversity at the same budget"

@@ -22,8 +22,10 @@ from ...errors import DataError
 from ..config import SelectConfig
 from ..holdout import split_off_holdout
 from ..io import Split, normalize_embedding, read_split, write_parquet_atomic
+from ..output import split_records
 from ..runner import PROGRESS_TOPIC, Plan, plan_splits
 from ..schema import Columns
+from ..side_by_side import combine, format_side_by_side, side_by_side_note
 from ..tokens import apportion, count_corpus_tokens, token_totals
 from .base import SplitStage, split_runs
 from .select_split import check_budget, duplicate_ids_message, select_split, selected_table
@@ -216,6 +218,10 @@ class SelectStage(SplitStage):
             )
             if tok["covers_corpus"]:
                 line += "\ndatamask: the token budget is the corpus's tokens: every row is kept"
+        cfg = manifest.get("config", {})
+        table = combine(split_records(manifest), cfg.get("method", "datamask"))
+        if table is not None:  # the report's table: the same numbers under the same labels
+            line += f"\n{format_side_by_side(table)}\n({side_by_side_note(cfg.get('reference_size'))})"
         return line
 
 

@@ -25,6 +25,7 @@ from ..gpu import CPU
 from ..gpu_worker import DeviceWork, device_array
 from ..io import split_seed  # noqa: F401  (re-exported: the seed of a split)
 from ..schema import LOGIT, SELECTED, Columns, check_table, check_vectors
+from ..side_by_side import split_side_by_side
 from ..tokens import split_lengths
 
 __all__ = [
@@ -88,7 +89,7 @@ def duplicate_ids(ids, where: str, column: str, dedupe: bool, first_row: int = 0
 class SplitSelection:
     mask: np.ndarray  # (N,) bool
     logits: np.ndarray  # (N,) float64, NaN for methods without logits, -inf for pruned rows
-    record: dict  # rows_in, rows_out, budget, before, after, n_steps, select_seconds, history, device fields
+    record: dict  # rows_in, rows_out, budget, before, after, n_steps, select_seconds, side_by_side, history, device
 
 
 def _score_all(E, q, cfg, seed):
@@ -134,6 +135,9 @@ def select_split(
         check_vectors(E, where, cols.embedding, first_row)  # there, not on the host
         sel = select(E, q, cfg, seed, where, callback=callback, table=table, lengths=lengths, tokens=tokens)
         before = _score_all(E, q, cfg, seed)
+        side = split_side_by_side(
+            E, q, sel.mask, cfg, seed, where=where, table=table, lengths=lengths, tokens=tokens
+        )  # top-k and random at the same budget, every number of each
         del E, q
     logits = np.full(n, np.nan) if sel.logits is None else np.asarray(sel.logits, dtype=np.float64)
     rec = {
@@ -145,6 +149,7 @@ def select_split(
         "after": sel.objective,
         "n_steps": sel.n_steps,
         "select_seconds": round(sel.seconds, 3),
+        "side_by_side": side,
     }
     if sel.history:  # the trajectory the report draws
         rec["history"] = sel.history
