@@ -54,10 +54,11 @@ def side_by_side_note(reference_size=None, subsets=None) -> str:
     r = f"{int(reference_size or SCORE_SAMPLE):,}"
     subsets = subsets or "each split's selection, the top-k by quality and a random sample at the same budget"
     return (
-        f"{subsets}, scored alike and averaged over splits weighted by rows (tokens summed); normalised "
-        "quality is min-max over the split (the objective's term), raw is the input's score; coverage: mean over a sample of {r} rows of their best "
-        f"cosine to the subset; near-duplicate share: share of the subset's rows (a sample of {r}) whose nearest "
-        f"other row in the subset has cosine >= {NEAR_DUPLICATE_COSINE} (semantic dedup's default eps 0.05)"
+        f"{subsets}, scored alike and averaged over splits weighted by rows (tokens summed). Normalised "
+        "quality: min-max over the split (the objective's term); raw: the input's score. Coverage: mean over "
+        f"{r} sampled rows of their best cosine to the subset. Near-duplicate share: of {r} sampled rows of the "
+        f"subset, those whose nearest other row in it has cosine >= {NEAR_DUPLICATE_COSINE} (semantic dedup's "
+        "default eps 0.05)"
     )
 
 
@@ -92,7 +93,7 @@ def combine(records, method: str) -> pd.DataFrame | None:
     rows = {}
     for key, label in names.items():
         recs = [(p["side_by_side"][key], p["rows_in"]) for p in parts if key in p["side_by_side"]]
-        cols = [c for c in (*COLUMNS, "disf", "mean_tokens", "selected") if all(c in r for r, _ in recs)]
+        cols = [c for c in COLUMNS if all(c in r for r, _ in recs)]  # the terminal's (and the report's)
         row = {}
         for c in cols:
             vals = [(r[c], w) for r, w in recs]

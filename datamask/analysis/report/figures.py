@@ -324,8 +324,8 @@ def pareto_plot(table: pd.DataFrame, path=None, x="quality", y="pairwise", ax=No
         "Quality vs diversity at the same budget"
         + ("\n(labels: proxy-LM held-out loss, nats/token, lower is better)" if "proxy_loss" in table else "")
     )
-    if "proxy_loss" in table:  # room for the two-line labels
-        ax.margins(x=0.2, y=0.2)
+    # room for the labels beside the points (two lines with a proxy-LM loss)
+    ax.margins(x=0.2, y=0.2) if "proxy_loss" in table else ax.margins(x=0.15, y=0.1)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     if own:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...core.diversity import DIVERSITIES
-from ...pipeline.side_by_side import LABELS, format_value, side_by_side_note
+from ...pipeline.side_by_side import COLUMNS, LABELS, format_value, side_by_side_note
 from .data import ReportData, load
 from .figures import DPI, FIGURES, make_figures, pyplot
 
@@ -70,7 +70,8 @@ def _png_bytes(fig) -> bytes:
 
 
 def _table_html(t: pd.DataFrame) -> str:
-    """The table with the terminal's labels and number formats."""
+    """The table with the terminal's labels, order and number formats."""
+    t = t[[c for c in COLUMNS if c in t.columns] + [c for c in t.columns if c not in COLUMNS]]
     cells = pd.DataFrame({c: [format_value(c, v) for v in t[c]] for c in t.columns}, index=t.index)
     return cells.rename(columns=_TABLE_LABELS).reset_index().to_html(border=0, index=False)
 
