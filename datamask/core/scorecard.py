@@ -8,10 +8,9 @@ random at the same budget in ``datamask select``; every method in ``datamask com
 ``objective``       DATAMASK's objective with the run's ``lam`` and diversity
 ``pairwise``, ``facility``, ``disf``  each diversity of :mod:`.diversity`; ``facility`` is the
                     coverage: the mean over rows of their best cosine to the selection
-                    (over a seeded sample of ``reference_size`` rows)
+                    (over a seeded sample of ``sample`` rows, else ``reference_size``)
 ``near_duplicates`` share of selected rows whose nearest other selected row has cosine
-                    >= :data:`NEAR_DUPLICATE_COSINE` (over a seeded sample of
-                    ``reference_size`` selected rows)
+                    >= :data:`NEAR_DUPLICATE_COSINE` (over a seeded sample of selected rows)
 ``tokens``, ``mean_tokens``  kept tokens and mean length, when token counts are known
 
 Numpy or cupy arrays alike; the cost is O(S d) for pairwise and O(r S d) for coverage and
@@ -58,16 +57,22 @@ def near_duplicate_share(E, rows, threshold=NEAR_DUPLICATE_COSINE, sample=SCORE_
     return float((best >= threshold).mean())
 
 
-def selection_scores(E, q, mask, lengths=None, lam=0.5, diversity="pairwise", reference_size=None, seed=0) -> dict:
+def selection_scores(
+    E, q, mask, lengths=None, lam=0.5, diversity="pairwise", reference_size=None, seed=0, sample=None
+) -> dict:
     """Every number of the selection ``mask`` of one split's ``E`` (N, d) and quality ``q``
-    (see the module doc); ``lengths``: the rows' token counts, or None."""
+    (see the module doc); ``lengths``: the rows' token counts, or None. The objective is
+    the run's (``reference_size``: its facility reference set, None for every row); the
+    diversity columns use ``sample`` rows instead when given, and near-duplicates a sample of
+    ``sample or reference_size or`` :data:`SCORE_SAMPLE` selected rows."""
     xp = get_namespace(E)
     mask = xp.asarray(mask).astype(bool)
     q = xp.asarray(q)
-    ref = int(reference_size or SCORE_SAMPLE)
+    ref = int(sample or reference_size or SCORE_SAMPLE)
+    cover = reference_size if sample is None else int(sample)
     out = {"selected": int(mask.sum()), "quality": float(q[mask].astype(xp.float64).mean()) if mask.any() else np.nan}
-    for div in DIVERSITIES:  # coverage (facility) over the sample, whatever the run's reference set
-        out[div] = float(evaluate(E, q, mask, lam=lam, diversity=div, reference_size=ref, seed=seed)["diversity"])
+    for div in DIVERSITIES:
+        out[div] = float(evaluate(E, q, mask, lam=lam, diversity=div, reference_size=cover, seed=seed)["diversity"])
     r = evaluate(E, q, mask, lam=lam, diversity=diversity, reference_size=reference_size, seed=seed)
     out["quality_norm"], out["objective"] = float(r["quality"]), float(r["objective"])
     norms = check_inputs(E, q)
