@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import default_rng, get_namespace, to_numpy
-from .diversity import DIVERSITIES
-from .objectives import evaluate
+from .diversity import DIVERSITIES, get_diversity
+from .objectives import Objective, normalize_quality
 from .validate import check_inputs, needs_rescale, unit_rows
 
 __all__ = ["selection_scores", "near_duplicate_share", "NEAR_DUPLICATE_COSINE", "SCORE_SAMPLE"]
@@ -58,28 +58,37 @@ def near_duplicate_share(E, rows, threshold=NEAR_DUPLICATE_COSINE, sample=SCORE_
 
 
 def selection_scores(
-    E, q, mask, lengths=None, lam=0.5, diversity="pairwise", reference_size=None, seed=0, sample=None
+    E, q, mask, lengths=None, lam=0.5, diversity="pairwise", reference_size=None, seed=0, sample=None, diversities=None
 ) -> dict:
     """Every number of the selection ``mask`` of one split's ``E`` (N, d) and quality ``q``
     (see the module doc); ``lengths``: the rows' token counts, or None. The objective is
     the run's (``reference_size``: its facility reference set, None for every row); the
     diversity columns use ``sample`` rows instead when given, and near-duplicates a sample of
-    ``sample or reference_size or`` :data:`SCORE_SAMPLE` selected rows."""
+    ``sample or reference_size or`` :data:`SCORE_SAMPLE` selected rows. ``diversities``: the
+    columns to compute (default: every one of :data:`~.diversity.DIVERSITIES`)."""
     xp = get_namespace(E)
     mask = xp.asarray(mask).astype(bool)
     q = xp.asarray(q)
-    ref = int(sample or reference_size or SCORE_SAMPLE)
+    norms = check_inputs(E, q)  # once: every number below reads these rows' norms
+    norms = norms if needs_rescale(norms) else None
+    rows, qn = xp.nonzero(mask)[0], normalize_quality(q)
     cover = reference_size if sample is None else int(sample)
+
+    def div_of(name, size):  # evaluate()'s value, without its checks again
+        ref = None
+        if get_diversity(name).uses_reference and size is not None and size < E.shape[0]:
+            ref = default_rng(xp, seed).subset(E.shape[0], int(size))
+        return float(Objective(E, qn, lam, name, ref, norms=norms).diversity_of(rows))
+
     out = {"selected": int(mask.sum()), "quality": float(q[mask].astype(xp.float64).mean()) if mask.any() else np.nan}
-    for div in DIVERSITIES:
-        out[div] = float(evaluate(E, q, mask, lam=lam, diversity=div, reference_size=cover, seed=seed)["diversity"])
-    r = evaluate(E, q, mask, lam=lam, diversity=diversity, reference_size=reference_size, seed=seed)
-    out["quality_norm"], out["objective"] = float(r["quality"]), float(r["objective"])
-    norms = check_inputs(E, q)
-    rows = xp.nonzero(mask)[0]
-    out["near_duplicates"] = near_duplicate_share(
-        E, rows, sample=ref, seed=seed, norms=norms if needs_rescale(norms) else None
-    )
+    for name in dict.fromkeys([*(diversities or DIVERSITIES), diversity]):
+        out[name] = div_of(name, cover)
+    out["quality_norm"] = float(qn[mask].mean()) if mask.any() else 0.0
+    uses_ref = get_diversity(diversity).uses_reference and cover != reference_size
+    run_div = div_of(diversity, reference_size) if uses_ref else out[diversity]  # the run's reference set
+    out["objective"] = float(lam) * out["quality_norm"] + (1.0 - float(lam)) * run_div
+    ref = int(sample or reference_size or SCORE_SAMPLE)
+    out["near_duplicates"] = near_duplicate_share(E, rows, sample=ref, seed=seed, norms=norms)
     if lengths is not None:
         t = np.asarray(to_numpy(lengths), dtype=np.float64)[np.asarray(to_numpy(mask))]
         out["tokens"] = float(t.sum())

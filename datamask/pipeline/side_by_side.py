@@ -76,8 +76,9 @@ def split_side_by_side(E, q, mask, cfg, seed, *, where="", table=None, lengths=N
         masks[m] = select(E, q, cfg.replace(method=m), seed, where, table=table, lengths=lengths, tokens=tokens).mask
     out = {}
     for name, mk in masks.items():
+        sample = cfg.reference_size or SCORE_SAMPLE
         s = selection_scores(
-            E, q, mk, lengths, cfg.lam, cfg.diversity, cfg.reference_size, seed, cfg.reference_size or SCORE_SAMPLE
+            E, q, mk, lengths, cfg.lam, cfg.diversity, cfg.reference_size, seed, sample, ("pairwise", "facility")
         )
         out[name] = {k: v for k, v in s.items() if not (isinstance(v, float) and math.isnan(v))}
     out["seconds"] = round(time.perf_counter() - t0, 3)

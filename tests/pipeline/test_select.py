@@ -236,6 +236,14 @@ def test_scorecard_coverage_and_near_duplicates_by_hand():
     assert s["quality"] == pytest.approx(q[mask].mean())  # raw
     assert s["quality_norm"] == pytest.approx(((q - q.min()) / (q.max() - q.min()))[mask].mean())
     assert s["tokens"] == np.arange(40, 100).sum() and s["selected"] == 60
+    # the same objective and diversities as evaluate(), which every selection's record uses
+    from datamask.core.objectives import evaluate
+
+    for div in ("pairwise", "facility", "disf"):
+        ev = evaluate(E * 2.0, q, mask, lam=0.3, diversity=div, reference_size=200, seed=5)  # rows not unit
+        sc = selection_scores(E * 2.0, q, mask, lam=0.3, diversity=div, reference_size=200, seed=5)
+        assert sc["objective"] == pytest.approx(ev["objective"], abs=1e-6)
+        assert sc[div] == pytest.approx(ev["diversity"], abs=1e-6)
     # a sample of the selected rows estimates the share; with every row sampled it is exact
     assert near_duplicate_share(E, np.flatnonzero(mask), sample=60) == pytest.approx(share)
     assert 0.0 <= near_duplicate_share(E, np.flatnonzero(mask), sample=20, seed=1) <= 1.0
