@@ -112,13 +112,16 @@ def select_split(
     d=None,
     callback=None,
     tokens=None,
+    side_by_side=True,
 ) -> SplitSelection:
     """Validate one split (host), select on the level's arrays, score before and after.
 
     ``table`` holds the split's rows (the method may read more columns of it: clusters,
     token counts); ``seed`` is the split's own (:func:`split_seed` of its identity);
     ``where`` names the split in errors; ``d`` is the width every split must have;
-    ``tokens``: the split's token budget T_s (:mod:`datamask.pipeline.tokens`)."""
+    ``tokens``: the split's token budget T_s (:mod:`datamask.pipeline.tokens`);
+    ``side_by_side``: score top-k and random at the same budget beside the selection (the
+    record's ``side_by_side``, :mod:`datamask.pipeline.side_by_side`)."""
     cols = Columns.from_config(cfg)
     n = table.num_rows
     if n == 0:  # an empty split is skipped, not an error
@@ -135,9 +138,11 @@ def select_split(
         check_vectors(E, where, cols.embedding, first_row)  # there, not on the host
         sel = select(E, q, cfg, seed, where, callback=callback, table=table, lengths=lengths, tokens=tokens)
         before = _score_all(E, q, cfg, seed)
-        side = split_side_by_side(
-            E, q, sel.mask, cfg, seed, where=where, table=table, lengths=lengths, tokens=tokens
-        )  # top-k and random at the same budget, every number of each
+        side = (
+            split_side_by_side(E, q, sel.mask, cfg, seed, where=where, table=table, lengths=lengths, tokens=tokens)
+            if side_by_side
+            else None
+        )
         del E, q
     logits = np.full(n, np.nan) if sel.logits is None else np.asarray(sel.logits, dtype=np.float64)
     rec = {
@@ -149,8 +154,9 @@ def select_split(
         "after": sel.objective,
         "n_steps": sel.n_steps,
         "select_seconds": round(sel.seconds, 3),
-        "side_by_side": side,
     }
+    if side is not None:  # top-k and random at the same budget, every number of each
+        rec["side_by_side"] = side
     if sel.history:  # the trajectory the report draws
         rec["history"] = sel.history
     if lengths is not None:
