@@ -54,30 +54,27 @@ class LineBar:
 
     def __init__(self, total, initial=0, desc="", unit="it", leave=True, interval=None):
         self.total, self.n, self.desc, self.unit, self.leave = int(total), int(initial), desc, unit, leave
-        self.start = self.n
+        self.start = self.shown = self.n
         self.interval = _interval() if interval is None else float(interval)
         self.t0 = self.last = time.monotonic()
 
     def update(self, k=1):
         self.n += int(k)
         now = time.monotonic()
-        if now - self.last >= self.interval:
+        if self.n != self.shown and now - self.last >= self.interval:
             self.last = now
             self._line(now)
 
     def _line(self, now):
-        done = self.n - self.start
-        rate = done / max(now - self.t0, 1e-9)
+        self.shown = self.n
+        rate = (self.n - self.start) / max(now - self.t0, 1e-9)
         pct = f" ({100 * self.n / self.total:.0f}%)" if self.total else ""
+        speed = f"{rate:.3g} {self.unit}s/s" if rate >= 1 or rate == 0 else f"{1 / rate:.3g} s/{self.unit}"
         left = f", {_duration((self.total - self.n) / rate)} left" if rate > 0 and self.total > self.n else ""
-        print(
-            f"datamask: {self.desc} {self.n:,}/{self.total:,}{pct}, {rate:.3g} {self.unit}s/s{left}",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(f"datamask: {self.desc} {self.n:,}/{self.total:,}{pct}, {speed}{left}", file=sys.stderr, flush=True)
 
     def close(self):
-        if self.leave:
+        if self.leave and self.n != self.shown:  # the last count, unless it was just printed
             self._line(time.monotonic())
 
 

@@ -66,7 +66,8 @@ def test_embed_reports_rows_within_its_split_as_plain_lines(tmp_path):
     done = next(i for i, line in enumerate(lines) if re.search(r"splits 1/1\b", line))
     within = [n for i, n in rows if i < done and 0 < n < 3000]
     assert within, lines  # rows reported before the split (the only one) finished
-    assert all(re.search(r"rows/s", lines[i]) for i, _ in rows)
+    assert all(re.search(r"rows/s|s/row", lines[i]) for i, _ in rows)
+    assert len(lines) == len(set(lines))  # no count printed twice (a top-up of 0, a close after the last)
     assert any(re.search(r"\d+:\d\d left", lines[i]) for i, n in rows if n < 3000)  # the time left
 
 
@@ -81,3 +82,10 @@ def test_line_bar_prints_rate_and_time_left(capsys):
     rate = float(re.search(r", ([\d.]+) rows/s", err[0]).group(1))
     assert 45 <= rate <= 51  # 500 rows in a little over 10 s
     assert re.search(r"0:(09|1\d) left", err[0]), err[0]
+    slow = LineBar(3, desc="splits", unit="split", interval=0)
+    slow.t0 -= 100
+    slow.update(1)
+    slow.update(0)  # nothing new: no line
+    slow.close()  # kept, but its last count is already printed
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "splits 1/3 (33%)" in err[0] and re.search(r", 10\d s/split", err[0]), err
