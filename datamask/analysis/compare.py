@@ -27,27 +27,17 @@ from ..pipeline.config import METHODS
 __all__ = ["ALL_METHODS", "format_table", "score_selection", "compare_arrays", "summarise"]
 
 ALL_METHODS = METHODS  # every registered selection method (datamask.methods)
-METRICS = ("quality", "quality_norm", *DIVERSITIES, "objective", "mean_tokens", "seconds")
+METRICS = ("quality", "quality_norm", *DIVERSITIES, "near_duplicates", "objective", "mean_tokens", "seconds")
 # Summed over splits (not averaged): tokens kept, and the token budget under --tokens.
 SUMS = ("tokens", "token_budget")
 
 
 def score_selection(E, q, mask, n_tokens=None, lam=0.5, diversity="pairwise", reference_size=2048, seed=0):
-    """Every metric of one selection, on the same footing for all methods."""
-    from ..core.objectives import evaluate
+    """Every metric of one selection, on the same footing for all methods
+    (:func:`datamask.core.scorecard.selection_scores`: ``select``'s side-by-side numbers)."""
+    from ..core.scorecard import selection_scores
 
-    mask = np.asarray(mask, dtype=bool)
-    q = np.asarray(q, dtype=np.float64)
-    out = {"selected": int(mask.sum()), "quality": float(q[mask].mean())}
-    for div in DIVERSITIES:
-        out[div] = float(
-            evaluate(E, q, mask, lam=lam, diversity=div, reference_size=reference_size, seed=seed)["diversity"]
-        )
-    r = evaluate(E, q, mask, lam=lam, diversity=diversity, reference_size=reference_size, seed=seed)
-    out["quality_norm"], out["objective"] = float(r["quality"]), float(r["objective"])
-    out["mean_tokens"] = float(np.asarray(n_tokens)[mask].mean()) if n_tokens is not None else float("nan")
-    out["tokens"] = float(np.asarray(n_tokens)[mask].sum()) if n_tokens is not None else float("nan")
-    return out
+    return selection_scores(E, q, mask, n_tokens, lam, diversity, reference_size, seed)
 
 
 def compare_arrays(
@@ -166,6 +156,8 @@ def summarise(per_split: pd.DataFrame) -> pd.DataFrame:
 
 
 def format_table(table) -> str:
-    """The comparison table as ``datamask compare`` prints it."""
-    cols = [c for c in ("quality", *DIVERSITIES, "objective", "mean_tokens", "tokens", "seconds") if c in table.columns]
-    return table[cols].to_string(float_format=lambda v: f"{v:.4g}")
+    """The comparison table as ``datamask compare`` prints it: one line per number, one column
+    per method, the report's labels and formats."""
+    from ..pipeline.side_by_side import COLUMNS, format_side_by_side
+
+    return format_side_by_side(table, (*COLUMNS, "disf", "mean_tokens", "seconds"))

@@ -39,6 +39,13 @@ def add_stage_arguments(p: argparse.ArgumentParser, cls, output_help: str, input
     add_config_flags(p, cls)
 
 
+def with_default(text: str, default) -> str:
+    """``text (default: DEFAULT)``, unless ``text`` already says its default (``(default:
+    cores)``, ``(null: ...)``): each flag's help states its default once."""
+    said = "default" in text.lower() or "(null:" in text.lower()
+    return text if said else f"{text} (default: {default})"
+
+
 def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig, positional=_POSITIONAL):
     """One ``--flag`` per field of the config dataclass ``cls``, grouped as its metadata says
     (a ``list`` field: a repeatable flag)."""
@@ -51,7 +58,7 @@ def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig, positional=_P
             groups[g] = p.add_argument_group(g)
         flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not MISSING else None
-        help = f"{f.metadata.get('help', '')} (default: {default})"
+        help = with_default(f.metadata.get("help", ""), default)
         if f.metadata.get("hidden"):
             help = argparse.SUPPRESS
         if str(f.type).startswith("bool"):

@@ -3,8 +3,8 @@
 The corpus (``datamask.core.synthetic.make_corpus``) has Zipf-sized topics, near-duplicate
 clusters of high and of low quality and a quality spread; it is written as Parquet with
 ``fixed_size_list<float16>[d]`` embeddings. ``workflows/demo.yaml`` is then run on a local
-cluster and the selection is compared with a random sample and the top-k by quality, on the
-same objective, split by split.
+cluster; the selection is printed beside a random sample and the top-k by quality at the same
+budget, as the split's workers scored them (the report's table).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["write_corpus", "compare", "run_demo", "DEMO_WORKFLOW"]
+__all__ = ["write_corpus", "run_demo", "DEMO_WORKFLOW"]
 
 DEMO_WORKFLOW = Path(__file__).resolve().parents[2] / "workflows" / "demo.yaml"
 
@@ -52,64 +52,9 @@ def write_corpus(
     return paths
 
 
-def compare(manifest: dict, cfg) -> dict:
-    """Mean (raw) quality and diversity of the selection, a random sample and the top-k by
-    quality, averaged over splits; plus the objective on the same scale."""
-    from ..core.objectives import evaluate
-    from ..pipeline.io import Split, read_split
-    from ..pipeline.output import split_records
-    from ..pipeline.schema import Columns, check_table
-
-    cols = Columns.from_config(cfg)
-    out = Path(cfg.output) / "data"
-    acc = {k: [] for k in ("selection", "random", "top-k quality")}
-    for rec in split_records(manifest):
-        if not rec["files"]:
-            continue
-        root = Path(cfg.input)
-        s = Split(str(root / rec["source"]), rec["source"], "parquet", rec["start"], rec["stop"])
-        table = read_split(s, cols)
-        E, q = check_table(table, s.where(), cols, s.start)
-        E = E.astype(np.float32)
-        E /= np.linalg.norm(E, axis=1, keepdims=True)
-        ids = table.column(cols.id).to_numpy()
-        chosen = np.concatenate([pq.read_table(out / f, columns=[cols.id]).column(0).to_numpy() for f in rec["files"]])
-        S = len(chosen)
-        masks = {
-            "selection": np.isin(ids, chosen),
-            "random": np.random.default_rng(rec["seed"] % 2**32).permutation(len(ids)) < S,
-            "top-k quality": np.isin(np.arange(len(ids)), np.argsort(-q, kind="stable")[:S]),
-        }
-        for name, m in masks.items():
-            r = evaluate(E, q, m, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.reference_size)
-            acc[name].append({"quality": float(q[m].mean()), "diversity": r["diversity"], "objective": r["objective"]})
-    return {
-        k: {m: float(np.mean([x[m] for x in v])) for m in ("quality", "diversity", "objective")} for k, v in acc.items()
-    }
-
-
-def format_table(manifest, scores) -> str:
-    from ..pipeline.output import n_splits
-
-    t = manifest["totals"]
-    lines = [
-        f"rows in {t['rows_in']:,}  ->  rows out {t['rows_out']:,}  ({n_splits(t)} splits, "
-        f"{manifest['wall_seconds']:.0f} s)",
-        "",
-        f"{'subset':<16}{'mean quality':>14}{'diversity':>12}{'objective':>12}",
-    ]
-    for name, s in scores.items():
-        lines.append(f"{name:<16}{s['quality']:>14.3f}{s['diversity']:>12.4f}{s['objective']:>12.4f}")
-    lines.append(
-        "(diversity: minus the mean pairwise cosine; objective: lam*quality01 + (1-lam)*diversity,"
-        " averaged over splits)"
-    )
-    return "\n".join(lines)
-
-
 def run_demo(directory="demo-output", workflow=None, overrides=(), quiet=False, rows=None) -> int:
     from ..pipeline.config import SelectConfig
-    from ..pipeline.stages.select import run_select
+    from ..pipeline.stages.select import SelectStage, run_select
     from ..pipeline.workflow import load_workflow
     from .common import write_report_after
 
@@ -136,9 +81,9 @@ def run_demo(directory="demo-output", workflow=None, overrides=(), quiet=False, 
         raw["quiet"] = True
     cfg = SelectConfig.from_dict(raw, source=str(wf))
     manifest = run_select(cfg)
-    scores = compare(manifest, cfg)
     print(f"selected rows: {Path(cfg.output) / 'data'}   manifest: {Path(cfg.output) / 'manifest.json'}")
-    print(format_table(manifest, scores))
+    # the selection beside top-k and random, as each split's worker scored them (the report's table)
+    print(SelectStage().summary(manifest, cfg.output))
     # the picture last: the HTML report of the selection (figures embedded in one page)
     page = write_report_after(cfg.output, quiet=True)
     if page is not None:

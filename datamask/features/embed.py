@@ -62,6 +62,7 @@ _MODELS: dict[tuple, Any] = {}
 _LOCKS: dict[tuple, threading.Lock] = {}
 _CACHE_LOCK = threading.RLock()  # a backend loads the torch model of its folder inside
 
+PROGRESS_BLOCK = 512  # texts per encode call when progress is reported (x8 on a GPU)
 _DTYPES = {"float32": (np.float32, pa.float32()), "float16": (np.float16, pa.float16())}
 
 
@@ -391,6 +392,7 @@ def embed_frame(
     *,
     column: str = "embedding",
     errors: str = "strict",
+    progress=None,
 ):
     """Add an L2-normalised ``embedding`` column to one partition.
 
@@ -406,6 +408,8 @@ def embed_frame(
         Name of the output column.
     errors : {"strict", "replace"}
         Invalid UTF-8 handling (see :func:`datamask.features.text.get_texts`).
+    progress : callable or None
+        ``progress(done)`` after each block of :data:`PROGRESS_BLOCK` texts (x8 on a GPU).
 
     Returns
     -------
@@ -423,11 +427,23 @@ def embed_frame(
     pdf = to_pandas(df)
     texts, usable = get_texts(pdf, text_column, errors=errors)
     keep = [t for t, u in zip(texts, usable) if u]
-    vectors = embedder.encode(keep) if keep else np.zeros((0, embedder.dim), dtype=np.float32)
+    vectors = _encode_blocks(embedder, keep, progress)
     out = pdf[usable].copy() if not usable.all() else pdf.copy()
     out[column] = _vectors_series(vectors, embedder.dtype, out.index)
     out.attrs["n_skipped"] = int((~usable).sum())
     return like_input(out, df)
+
+
+def _encode_blocks(embedder, texts, progress):
+    """``embedder.encode(texts)``, a block at a time with ``progress(done)`` after each."""
+    if not texts or progress is None:
+        return embedder.encode(texts) if texts else np.zeros((0, embedder.dim), dtype=np.float32)
+    block = PROGRESS_BLOCK * (8 if embedder.resolved_device() == "cuda" else 1)
+    parts = []
+    for i in range(0, len(texts), block):
+        parts.append(embedder.encode(texts[i : i + block]))
+        progress(i + len(parts[-1]))
+    return np.concatenate(parts)
 
 
 __getattr__ = renamed(globals(), {"embed_partition": "embed_frame"})  # 0.3's name, for one release

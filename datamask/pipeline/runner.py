@@ -201,6 +201,7 @@ class StageRun:
     check: Callable | None = None  # (client, pending) -> kwargs or None; before the output dir is touched
     setup: Callable | None = None  # (client, pending, out) -> kwargs or None; after it is prepared
     steps_per: int = 0  # progress steps each split reports (select's policy gradient)
+    progress_rows: bool = False  # each split reports the rows it has done (embed)
     totals: Callable | None = None  # (records) -> extra manifest totals
     extra: Callable | None = None  # (out) -> extra manifest keys
 
@@ -331,7 +332,18 @@ def _run_splits(stage: StageRun, client, pending, kwargs, out: Output, records: 
     frames = "cudf" if stage.frame_device == "gpu" and plan.level.frames == "cudf" else "pandas"
     t_run = time.perf_counter()
     n_all = len(plan.splits)
-    with ProgressBars(client, n_all, n_done, len(pending), plan.cfg.quiet, steps_per=stage.steps_per) as bars:
+    rows = {s.name: s.rows for s in pending} if stage.progress_rows else None
+    bars = ProgressBars(
+        client,
+        n_all,
+        n_done,
+        len(pending),
+        plan.cfg.quiet,
+        steps_per=stage.steps_per,
+        per_split=rows,
+        unit="row" if rows else "step",
+    )
+    with bars:
         fn, root = stage.per_split, str(out.root)
         records.update(run_pending(client, pending, stage.cols, frames, fn, kwargs, root, bars.split_done, out.verify))
     n_workers = len(client.scheduler_info().get("workers", {}))

@@ -37,7 +37,7 @@ def test_compare_table_on_demo_corpus(compared):
     out, t = compared
     assert list(t.index) == ["datamask", "topk", "random", "semdedup", "quadmix", "greedy"]
     assert (t["selected"] == 600).all() and (t["rows"] == 6000).all()
-    for col in ("quality", "pairwise", "facility", "disf", "objective", "mean_tokens", "seconds"):
+    for col in ("quality", "pairwise", "facility", "disf", "near_duplicates", "objective", "mean_tokens", "seconds"):
         assert t[col].notna().all(), col
     # the acceptance claims: more diverse than top-k, better than random and SemDeDup on quality
     assert t.loc["datamask", "pairwise"] > t.loc["topk", "pairwise"]
@@ -75,6 +75,9 @@ def test_report_pngs_and_html(compared):
         assert f"href='{p.name}'" in html  # linked ...
         assert base64.b64encode(data).decode() in html  # ... and embedded
     assert "<table" in html and "pairwise diversity" in html and "semdedup" in html
+    # the raw score and the objective's normalised term, each labelled; the compare note, no select's
+    assert "mean quality, raw score" in html and "mean quality, normalised (0-1)" in html
+    assert "every method on each split at the same budget" in html and "lower is better for" in html
 
 
 def test_report_of_select_output(tmp_path):
@@ -83,7 +86,7 @@ def test_report_of_select_output(tmp_path):
 
     from datamask.analysis.report import build_report
     from datamask.cli.demo import write_corpus
-    from datamask.pipeline.stages.select import run_select
+    from datamask.pipeline.stages.select import SelectStage, run_select
 
     write_corpus(tmp_path / "c", n_rows=3000, dim=32, n_files=1, n_topics=8, row_group_size=1000)
     cfg = SelectConfig(input=str(tmp_path / "c"), output=str(tmp_path / "o"), split_size=1500, steps=50, quiet=True)
@@ -91,14 +94,68 @@ def test_report_of_select_output(tmp_path):
         LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc,
         Client(lc) as client,
     ):
-        run_select(cfg, client=client)
+        manifest = run_select(cfg, client=client)
     page = build_report(tmp_path / "o")
     html = page.read_text()
     pngs = {p.stem for p in page.parent.glob("*.png")}
-    assert {"token_lengths", "projection"} <= pngs
+    assert {"token_lengths", "projection", "pareto"} <= pngs  # the quality-diversity plane of the three
     for name in pngs:
         assert f"href='{name}.png'" in html
     assert "selection (datamask)" in html and "whole split" in html
+    assert "wall time (s)" not in html  # no note about a column the table does not have
+    _terminal_and_report_agree(SelectStage().summary(manifest, cfg.output), html)
+
+
+def _tables(html: str) -> list:
+    """Every table of the page as rows of cell texts (the standard library's parser)."""
+    from html.parser import HTMLParser
+
+    tables = []
+
+    class P(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag == "table":
+                tables.append([])
+            elif tag == "tr":
+                tables[-1].append([])
+            elif tag in ("td", "th"):
+                tables[-1][-1].append("")
+
+        def handle_data(self, data):
+            if tables and tables[-1] and tables[-1][-1]:
+                tables[-1][-1][-1] += data.strip()
+
+    P().feed(html)
+    return tables
+
+
+def _terminal_and_report_agree(summary: str, html: str):
+    """Every number the terminal printed for the selection, top-k and random is the report's
+    cell under the same label, subset by subset."""
+    from datamask.pipeline.side_by_side import LABELS
+
+    rows = next(t for t in _tables(html) if LABELS["near_duplicates"] in t[0])
+    report = pd.DataFrame(rows[1:], columns=rows[0]).set_index("subset")
+    lines = summary.splitlines()
+    head = next(i for i, line in enumerate(lines) if "selection (datamask)" in line)
+    subsets = ["selection (datamask)", "top-k quality", "random"]
+    labels = {v: k for k, v in LABELS.items()}
+    seen = set()
+    for line in lines[head + 1 :]:
+        label = next((lab for lab in labels if line.startswith(lab)), None)
+        if label is None:
+            break
+        cells = line[len(label) :].split()
+        assert len(cells) == 3, line
+        for subset, cell in zip(subsets, cells):
+            assert report.at[subset, label] == cell, (subset, label, report.at[subset, label], cell)
+        seen.add(labels[label])
+    assert {"objective", "quality", "quality_norm", "pairwise", "facility", "near_duplicates"} <= seen
+    # labelled apart: the raw score and the normalised term differ
+    assert report.at["top-k quality", LABELS["quality"]] != report.at["top-k quality", LABELS["quality_norm"]]
+    # top-k takes the best rows: the highest raw quality of the three at the same budget
+    raw = {s: float(report.at[s, LABELS["quality"]]) for s in subsets}
+    assert max(raw, key=raw.get) == "top-k quality"
 
 
 # ---------------------------------------------------------------------- headless Chromium

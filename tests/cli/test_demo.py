@@ -29,8 +29,14 @@ def test_demo_ends_with_the_report_path(tmp_path, capsys):
     )
     out = capsys.readouterr().out.strip().splitlines()
     assert rc == 0, out
-    table = [line.split()[0] for line in out if line.split() and line.split()[0] in ("selection", "random", "top-k")]
-    assert table == ["selection", "random", "top-k"]  # the comparison it printed before
+    head = next(line for line in out if "selection (datamask)" in line).split()
+    assert head == ["selection", "(datamask)", "top-k", "quality", "random"]  # the report's three subsets
+    rows = {line[:32].strip(): line[32:].split() for line in out if line.startswith(("objective", "mean quality"))}
+    assert set(rows) == {"objective", "mean quality, normalised (0-1)", "mean quality, raw score"}
+    assert all(len(v) == 3 for v in rows.values())
+    # top-k has the highest raw quality of the three (it takes the best rows at the same budget)
+    raw = [float(v) for v in rows["mean quality, raw score"]]
+    assert raw[1] == max(raw)
     assert out[-1].startswith("report: ") and out[-1].endswith("index.html")
     page = Path(out[-1].removeprefix("report: "))
     assert page.is_absolute() and page.exists() and page.parent == (tmp_path / "demo" / "selected" / "report").resolve()

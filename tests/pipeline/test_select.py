@@ -196,3 +196,54 @@ def test_pruning_limit_applies_only_to_methods_that_prune(corpus, address, tmp_p
     )
     parts = manifest(tmp_path / "topk")["splits"]
     assert all(p["rows_out"] == round(0.6 * p["rows_in"]) for p in parts)
+
+
+def test_each_split_scores_its_selection_beside_topk_and_random(corpus, selected):
+    """The workers' side-by-side numbers: top-k and random at the selection's budget, each
+    scored alike, in every split's record (the report and the terminal combine these)."""
+    for p in manifest(selected)["splits"]:
+        side = p["side_by_side"]
+        assert set(side) == {"selection", "topk", "random", "seconds"}
+        for name in ("selection", "topk", "random"):
+            s = side[name]
+            assert s["selected"] == p["rows_out"]  # the same budget
+            assert 0.0 <= s["quality_norm"] <= 1.0 and 0.0 <= s["near_duplicates"] <= 1.0
+            assert -1.0 <= s["pairwise"] <= 1.0 and -1.0 <= s["facility"] <= 1.0
+        assert side["selection"]["objective"] == pytest.approx(p["after"]["objective"], abs=1e-6)
+        assert side["topk"]["quality"] >= max(side["selection"]["quality"], side["random"]["quality"])
+
+
+def test_scorecard_coverage_and_near_duplicates_by_hand():
+    """Coverage is the mean best cosine of every row to the selection, near-duplicates the
+    share of selected rows with another selected row at cosine >= 0.95; both checked against
+    a brute-force computation on a split small enough to score every row."""
+    from datamask.core.scorecard import NEAR_DUPLICATE_COSINE, near_duplicate_share, selection_scores
+
+    rng = np.random.default_rng(3)
+    E = rng.normal(size=(600, 16)).astype(np.float32)
+    E[50:60] = E[50] + 0.01 * rng.normal(size=(10, 16)).astype(np.float32)  # a planted near-duplicate group
+    E /= np.linalg.norm(E, axis=1, keepdims=True)
+    q = rng.normal(size=600) * 3 + 10
+    mask = np.zeros(600, dtype=bool)
+    mask[40:100] = True  # 60 rows, 10 of them the group
+    s = selection_scores(E, q, mask, lengths=np.arange(600), reference_size=600)
+    G = E @ E[mask].T
+    assert s["facility"] == pytest.approx(G.max(axis=1).mean(), abs=1e-5)
+    S = E[mask] @ E[mask].T
+    np.fill_diagonal(S, -np.inf)
+    share = (S.max(axis=1) >= NEAR_DUPLICATE_COSINE).mean()
+    assert share == pytest.approx(10 / 60) and s["near_duplicates"] == pytest.approx(share)
+    assert s["quality"] == pytest.approx(q[mask].mean())  # raw
+    assert s["quality_norm"] == pytest.approx(((q - q.min()) / (q.max() - q.min()))[mask].mean())
+    assert s["tokens"] == np.arange(40, 100).sum() and s["selected"] == 60
+    # the same objective and diversities as evaluate(), which every selection's record uses
+    from datamask.core.objectives import evaluate
+
+    for div in ("pairwise", "facility", "disf"):
+        ev = evaluate(E * 2.0, q, mask, lam=0.3, diversity=div, reference_size=200, seed=5)  # rows not unit
+        sc = selection_scores(E * 2.0, q, mask, lam=0.3, diversity=div, reference_size=200, seed=5)
+        assert sc["objective"] == pytest.approx(ev["objective"], abs=1e-6)
+        assert sc[div] == pytest.approx(ev["diversity"], abs=1e-6)
+    # a sample of the selected rows estimates the share; with every row sampled it is exact
+    assert near_duplicate_share(E, np.flatnonzero(mask), sample=60) == pytest.approx(share)
+    assert 0.0 <= near_duplicate_share(E, np.flatnonzero(mask), sample=20, seed=1) <= 1.0

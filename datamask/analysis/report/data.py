@@ -45,6 +45,7 @@ class ReportData:
     dedup_examples: list | None = None
     proxy: dict | None = None  # a proxy-LM run: {"dir", "table" (proxy.csv), "manifest"}
     search: dict | None = None  # a search: {"dir", "summary" (search.json)}
+    reference_size: int | None = None  # the run's coverage sample (the table's note)
 
     @property
     def methods(self):
@@ -81,6 +82,7 @@ def load_compare(directory) -> ReportData:
         sample=opt("sample.parquet"),
         sample_embedding=emb,
         title="datamask compare",
+        reference_size=meta["config"].get("reference_size"),
         notes={
             "input": meta["input"],
             "rows": f"{meta['rows']:,}",
@@ -179,18 +181,7 @@ def load_select(directory, sample_rows=2000) -> ReportData:
         for h in p.get("history") or []:
             hist.append(dict(h, method=method, split=p["name"]))
     history = pd.DataFrame(hist) if hist else None
-    table = None
-    parts = [p for p in split_records(man) if p.get("after")]
-    if parts:
-        w = np.array([p["rows_in"] for p in parts], float)
-        rows = {}
-        for key, label in (("before", "whole split"), ("after", f"selection ({method})")):
-            recs = [p[key] for p in parts if p.get(key)]
-            if len(recs) == len(parts):
-                rows[label] = {
-                    m: float(np.average([r[m] for r in recs], weights=w)) for m in ("objective", "quality", "diversity")
-                }
-        table = pd.DataFrame.from_dict(rows, orient="index").rename_axis("method") if rows else None
+    table = _select_table(split_records(man), method, cfg["diversity"])
     # sample for the projection: the first rows of each file, spread over the files
     sample = emb = None
     if files and sample_rows:
@@ -220,6 +211,7 @@ def load_select(directory, sample_rows=2000) -> ReportData:
         sample_embedding=emb,
         cluster_stats=_select_cluster_stats(corpus, files, cols),
         title="datamask select",
+        reference_size=cfg.get("reference_size"),
         notes={
             "input": cfg["input"],
             "rows in": f"{t['rows_in']:,}",
@@ -231,6 +223,25 @@ def load_select(directory, sample_rows=2000) -> ReportData:
             "wall time": f"{man['wall_seconds']:.1f} s",
         },
     )
+
+
+def _select_table(records, method, diversity):
+    """The selection beside top-k and random (the split records' ``side_by_side``, as the
+    terminal printed it), then the whole split (objective, normalised quality and the run's
+    diversity of every row: the records' ``before``)."""
+    from ...pipeline.side_by_side import combine
+
+    table = combine(records, method)
+    parts = [p for p in records if p.get("before")]
+    if parts and len(parts) == len([p for p in records if p.get("after")]):
+        w = np.array([p["rows_in"] for p in parts], float)
+        whole = {
+            col: float(np.average([p["before"][key] for p in parts], weights=w))
+            for key, col in (("objective", "objective"), ("quality", "quality_norm"), ("diversity", diversity))
+        }
+        whole_row = pd.DataFrame.from_dict({"whole split": whole}, orient="index").rename_axis("subset")
+        table = whole_row if table is None else pd.concat([table, whole_row])
+    return table
 
 
 def _select_cluster_stats(corpus, files, cols):

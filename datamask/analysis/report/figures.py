@@ -92,8 +92,10 @@ def fig_trajectory(data: ReportData):
 
 def fig_pareto(data: ReportData):
     t = data.table
+    if t is not None and {"quality", "pairwise"} <= set(t.columns):
+        t = t.dropna(subset=["quality", "pairwise"])  # select's whole-split row has no raw quality
     if t is None or not {"quality", "pairwise"} <= set(t.columns) or len(t) < 2:
-        return None, "no comparison table (run datamask compare)"
+        return None, "no side-by-side numbers (an output written before they were; run select or compare again)"
     return pareto_plot(t), None
 
 
@@ -316,14 +318,14 @@ def pareto_plot(table: pd.DataFrame, path=None, x="quality", y="pairwise", ax=No
         loss = r.get("proxy_loss", float("nan"))
         label = m if loss != loss else f"{m}\nproxy loss {loss:.3f}"  # NaN: no proxy-LM run
         ax.annotate(label, (r[x], r[y]), textcoords="offset points", xytext=(6, 5), fontsize=9)
-    ax.set_xlabel("mean quality of the selection (quality score, higher is better)")
+    ax.set_xlabel("mean quality, raw score (higher is better)")
     ax.set_ylabel("pairwise diversity (−mean cosine, higher is better)")
     ax.set_title(
         "Quality vs diversity at the same budget"
         + ("\n(labels: proxy-LM held-out loss, nats/token, lower is better)" if "proxy_loss" in table else "")
     )
-    if "proxy_loss" in table:  # room for the two-line labels
-        ax.margins(x=0.2, y=0.2)
+    # room for the labels beside the points (two lines with a proxy-LM loss)
+    ax.margins(x=0.2, y=0.2) if "proxy_loss" in table else ax.margins(x=0.15, y=0.1)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     if own:

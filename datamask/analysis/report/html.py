@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...core.diversity import DIVERSITIES
+from ...pipeline.side_by_side import COLUMNS, LABELS, format_value, side_by_side_note
 from .data import ReportData, load
 from .figures import DPI, FIGURES, make_figures, pyplot
 
@@ -24,13 +25,15 @@ table{border-collapse:collapse;font-size:.9em;margin:.6em 0} th,td{border:1px so
 text-align:right} th{background:#f2f2f2} td:first-child,th:first-child{text-align:left}
 figure{margin:1em 0} img{max-width:100%;border:1px solid #eee} figcaption{font-size:.85em;color:#555}
 .notes td{text-align:left} .missing{color:#777;font-size:.9em}
-table.dedup td{text-align:left;vertical-align:top;white-space:pre-wrap;max-width:380px;font-size:.85em}
+table.dedup{table-layout:fixed;width:100%} table.dedup th,table.dedup td{text-align:left;vertical-align:top;\nwhite-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word;font-size:.85em}
 """
 
 
 _CAPTIONS = {
     "trajectory": "Objective, quality and diversity of the current top-S mask over policy-gradient steps.",
-    "pareto": "Mean quality against pairwise diversity; the grey line joins the methods no other method beats on both.",
+    "pareto": "Mean raw quality against pairwise diversity at the same budget (select: the selection, top-k and "
+    "random; compare: every method), the numbers of the table above; the grey line joins those no other beats "
+    "on both.",
     "cluster_heatmap": "Clusters placed by their mean quality and within-cluster diversity; colour is the share of "
     "documents from clusters in each cell.",
     "token_lengths": "Distribution of document lengths in tokens (log scale).",
@@ -40,20 +43,16 @@ _CAPTIONS = {
 
 
 _TABLE_LABELS = {
-    "quality": "mean quality",
-    "quality_norm": "mean quality (0–1)",
     **{name: d.label for name, d in DIVERSITIES.items()},
-    "objective": "objective",
-    "mean_tokens": "mean length (tokens)",
-    "tokens": "tokens kept",
+    **LABELS,  # the terminal's labels (datamask.pipeline.side_by_side): the same words on both
     "token_budget": "token budget",
     "seconds": "wall time (s)",
-    "selected": "selected rows",
     "rows": "rows",
     "groups": "groups found",
     "removed": "rows removed",
     "diversity": "diversity",
     "holdout_rows": "held-out rows",
+    "eps": "SemDeDup eps",
     "proxy_loss": "proxy-LM held-out loss (nats/token)",
     "proxy_perplexity": "proxy-LM perplexity",
 }
@@ -71,8 +70,22 @@ def _png_bytes(fig) -> bytes:
 
 
 def _table_html(t: pd.DataFrame) -> str:
-    t = t.rename(columns=_TABLE_LABELS).reset_index()
-    return t.to_html(float_format=lambda v: f"{v:.4g}", border=0, na_rep="–", index=False)
+    """The table with the terminal's labels, order and number formats."""
+    t = t[[c for c in COLUMNS if c in t.columns] + [c for c in t.columns if c not in COLUMNS]]
+    cells = pd.DataFrame({c: [format_value(c, v) for v in t[c]] for c in t.columns}, index=t.index)
+    return cells.rename(columns=_TABLE_LABELS).reset_index().to_html(border=0, index=False)
+
+
+def _table_note(data: ReportData) -> str:
+    """What the comparison's numbers are, and which of its columns are better lower."""
+    t = data.table
+    lower = [_TABLE_LABELS[c] for c in ("near_duplicates", "seconds", "proxy_loss", "proxy_perplexity") if c in t]
+    subsets = "every method on each split at the same budget" if data.title == "datamask compare" else None
+    note = side_by_side_note(data.reference_size, subsets)
+    if "whole split" in t.index:
+        note += "; whole split: every row of each split, on the run's objective"
+    tail = f"; lower is better for {', '.join(lower)}" if lower else ""
+    return f"<p class='missing'>{html.escape(note)}. Higher is better for every other number{tail}.</p>"
 
 
 def _dedup_html(examples) -> str:
@@ -156,12 +169,7 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
             parts.append("<h2>Duplicates by kind</h2>" + _table_html(data.table))
         parts.append(_dedup_html(data.dedup_examples))
     elif data.table is not None:
-        parts.append("<h2>Comparison</h2>" + _table_html(data.table))
-        lower = " and the proxy-LM loss and perplexity" if "proxy_loss" in data.table.columns else ""
-        parts.append(
-            "<p class='missing'>Diversities are computed on each split and averaged (weighted by rows); "
-            f"higher is better for every column except wall time{lower}.</p>"
-        )
+        parts.append("<h2>Comparison</h2>" + _table_html(data.table) + _table_note(data))
     if data.proxy is not None:
         parts.append(_proxy_html(data.proxy, d))
     if data.search is not None:

@@ -120,7 +120,8 @@ def _split_selection(df, i, scfg, cfg, weights, comp_range):
     q_in = table.column(cfg.quality_column).to_numpy().astype(np.float64)
     if weights:
         table = _merged(table, weights, comp_range, cfg)
-    res = select_split(table, scfg, split_seed(cfg.seed, identity), where, first)
+    # no side-by-side scores: a trial measures its selection itself (selection_stats)
+    res = select_split(table, scfg, split_seed(cfg.seed, identity), where, first, side_by_side=False)
     E = np.array(embedding_matrix(table.column(cfg.embedding_column), where, cfg.embedding_column, first), np.float32)
     E /= np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)  # a copy: the matrix is the table's buffer
     return res.mask, E, q_in, res.record.get("tokens_out")

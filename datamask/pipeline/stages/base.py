@@ -119,6 +119,7 @@ class SplitStage(Stage):
 
     summed: ClassVar[tuple] = ()  # record fields summed over the splits into the manifest's totals
     gpu_frames: ClassVar[bool] = False  # read splits as cudf on the RAPIDS level (process still gets Arrow)
+    progress_rows: ClassVar[bool] = False  # process reports its rows (progress.row_progress): a bar over rows
 
     cfg = cols = plan_ = None  # set by prepare, on the run's copy
 
@@ -185,6 +186,7 @@ class SplitStage(Stage):
             check=run.check,
             setup=run.setup,
             steps_per=run.steps_per_split(),
+            progress_rows=run.progress_rows,
             totals=run.totals,
             extra=run.extra,
         )

@@ -19,6 +19,7 @@ from ...errors import ConfigError, DataError
 from ..frames import pandas_table, text_frame
 from ..gpu import CPU
 from ..gpu_worker import DeviceWork
+from ..progress import row_progress
 from ..text_config import EmbedConfig
 from .base import SplitStage, split_runs
 
@@ -42,15 +43,16 @@ def _workers_per_host(client) -> dict:
     return counts
 
 
-def embed_split(pdf, where, *, cfg, embedder, level=CPU):
+def embed_split(pdf, where, *, cfg, embedder, level=CPU, progress=None):
     """One split's embeddings (rows with null/empty text dropped, counted in
     ``attrs["n_skipped"]``) and the device record: the per-split function of ``datamask
-    embed``, shared with :func:`datamask.dask.embed`."""
+    embed``, shared with :func:`datamask.dask.embed`; ``progress(done)`` after each block of
+    texts (:func:`~datamask.pipeline.progress.row_progress`)."""
     from ...features.embed import embed_frame
 
     try:  # the texts are read and decoded outside: on a GPU worker, while another split embeds
         with DeviceWork(level, where, cfg.split_size, flag="--batch-size or --split-size") as work:
-            out = embed_frame(pdf, cfg.text_column, embedder, column=cfg.embedding_column)
+            out = embed_frame(pdf, cfg.text_column, embedder, column=cfg.embedding_column, progress=progress)
     except ValueError as e:
         raise DataError(f"{where}: {e}") from None
     return out, work.record()
@@ -95,6 +97,7 @@ class EmbedStage(SplitStage):
         "GPU workers use CUDA in float16. Rows with null or empty text are dropped and counted in the manifest."
     )
     needs = ("torch",)  # the model runs on CUDA with torch
+    progress_rows = True  # a bar over rows within the splits, a block of texts at a time
     summed = ("skipped_texts",)
 
     per_host: dict = {}  # workers per host (setup): the CPU threads each worker's model takes
@@ -119,7 +122,14 @@ class EmbedStage(SplitStage):
                 k = 1
             embedder = replace(embedder, num_threads=max(1, _cores() // max(k, 1)))
         pdf = text_frame(table, split, self.cfg.text_column)
-        out, device = embed_split(pdf, split.where(), cfg=self.cfg, embedder=embedder, level=self.plan_.level)
+        out, device = embed_split(
+            pdf,
+            split.where(),
+            cfg=self.cfg,
+            embedder=embedder,
+            level=self.plan_.level,
+            progress=row_progress(split.name),
+        )
         return pandas_table(out), dict(skipped_texts=int(out.attrs.get("n_skipped", 0)), **device)
 
     def extra(self, out):

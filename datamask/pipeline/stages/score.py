@@ -24,6 +24,7 @@ import pandas as pd
 from ...errors import ConfigError, DataError, OutputError
 from ..frames import pandas_table, text_frame
 from ..io import read_parquet_table, write_json_atomic, write_parquet_atomic
+from ..progress import row_progress
 from ..runner import Output, ProgressBars, run_pending, split_record
 from ..schema import TextColumns
 from ..storage import options
@@ -48,6 +49,7 @@ __all__ = [
 
 COMPONENTS_DIR = "components"
 STATS_FILE = "stats.json"
+SCORE_BLOCK = 4096  # rows per progress report of pass 1 (the components)
 
 
 # ---------------------------------------------------------------------- embed
@@ -117,14 +119,22 @@ def _check_scores(pdf, columns, where):
             )
 
 
-def components_split(pdf, where, *, text_column, scorer_kw, inputs):
+def components_split(pdf, where, *, text_column, scorer_kw, inputs, progress=None):
     """One split's text components and ``n_tokens`` (the input score columns checked first);
-    the per-split function of pass 1, shared with :func:`datamask.dask.score`."""
+    the per-split function of pass 1, shared with :func:`datamask.dask.score`.
+    ``progress(done)``: called after each block of :data:`SCORE_BLOCK` rows (every
+    component is a row's own, so blocks give the same columns)."""
     from ...features.score import score_components_frame
 
     _check_scores(pdf, inputs, where)
     try:
-        return score_components_frame(pdf, text_column, **scorer_kw)
+        if progress is None or len(pdf) <= SCORE_BLOCK:
+            return score_components_frame(pdf, text_column, **scorer_kw)
+        parts = []
+        for i in range(0, len(pdf), SCORE_BLOCK):
+            parts.append(score_components_frame(pdf.iloc[i : i + SCORE_BLOCK], text_column, **scorer_kw))
+            progress(i + len(parts[-1]))
+        return pd.concat(parts)
     except ValueError as e:
         raise DataError(f"{where}: {e}") from None
 
@@ -153,7 +163,9 @@ def _components_split(df, partition_info=None, *, splits, out_root, cfg, scorer_
     s = splits[partition_info["number"]]
     pdf = text_frame(df, s, cfg.text_column)
     del df
-    comp = components_split(pdf, s.where(), text_column=cfg.text_column, scorer_kw=scorer_kw, inputs=inputs)
+    comp = components_split(
+        pdf, s.where(), text_column=cfg.text_column, scorer_kw=scorer_kw, inputs=inputs, progress=row_progress(s.name)
+    )
     write_parquet_atomic(pandas_table(comp[keep]), Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet")
     rec = dict(split_record(s, len(comp)), rows_written=len(comp))
     return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
@@ -189,7 +201,18 @@ def _score_setup(client, pending, out, stage):
     need = [s for s in todo if not (comp_dir / f"{s.name}.parquet").exists()]
     if need:
         keep = list(dict.fromkeys(inputs + generated + ["n_tokens"]))
-        with ProgressBars(client, len(todo), len(todo) - len(need), len(need), cfg.quiet, desc="components") as bars:
+        rows = {s.name: s.rows for s in need}  # a bar over rows too: each split reports its blocks
+        bars = ProgressBars(
+            client,
+            len(todo),
+            len(todo) - len(need),
+            len(need),
+            cfg.quiet,
+            desc="components",
+            per_split=rows,
+            unit="row",
+        )
+        with bars:
             run_pending(
                 client,
                 need,

@@ -22,8 +22,11 @@ from ...errors import DataError
 from ..config import SelectConfig
 from ..holdout import split_off_holdout
 from ..io import Split, normalize_embedding, read_split, write_parquet_atomic
-from ..runner import PROGRESS_TOPIC, Plan, plan_splits
+from ..output import split_records
+from ..progress import row_progress
+from ..runner import Plan, plan_splits
 from ..schema import Columns
+from ..side_by_side import combine, format_side_by_side, side_by_side_note
 from ..tokens import apportion, count_corpus_tokens, token_totals
 from .base import SplitStage, split_runs
 from .select_split import check_budget, duplicate_ids_message, select_split, selected_table
@@ -93,15 +96,13 @@ def find_duplicates(client, plan: Plan, cols: Columns, dedupe: bool) -> dict:
 
 
 def _progress_callback(name):
-    try:
-        from distributed import get_worker
-
-        worker = get_worker()
-    except (ImportError, ValueError):
+    """The estimator's callback that reports its steps to the client's bars (on a worker)."""
+    report = row_progress(name)
+    if report is None:
         return None
 
     def cb(est, rec):
-        worker.log_event(PROGRESS_TOPIC, {"name": name, "step": int(rec["step"])})
+        report(rec["step"])
         return False
 
     return cb
@@ -216,6 +217,10 @@ class SelectStage(SplitStage):
             )
             if tok["covers_corpus"]:
                 line += "\ndatamask: the token budget is the corpus's tokens: every row is kept"
+        cfg = manifest.get("config", {})
+        table = combine(split_records(manifest), cfg.get("method", "datamask"))
+        if table is not None:  # the report's table: the same numbers under the same labels
+            line += f"\n{format_side_by_side(table)}\n({side_by_side_note(cfg.get('reference_size'))})"
         return line
 
 

@@ -25,6 +25,7 @@ from ..gpu import CPU
 from ..gpu_worker import DeviceWork, device_array
 from ..io import split_seed  # noqa: F401  (re-exported: the seed of a split)
 from ..schema import LOGIT, SELECTED, Columns, check_table, check_vectors
+from ..side_by_side import split_side_by_side
 from ..tokens import split_lengths
 
 __all__ = [
@@ -88,7 +89,7 @@ def duplicate_ids(ids, where: str, column: str, dedupe: bool, first_row: int = 0
 class SplitSelection:
     mask: np.ndarray  # (N,) bool
     logits: np.ndarray  # (N,) float64, NaN for methods without logits, -inf for pruned rows
-    record: dict  # rows_in, rows_out, budget, before, after, n_steps, select_seconds, history, device fields
+    record: dict  # rows_in, rows_out, budget, before, after, n_steps, select_seconds, side_by_side, history, device
 
 
 def _score_all(E, q, cfg, seed):
@@ -111,13 +112,16 @@ def select_split(
     d=None,
     callback=None,
     tokens=None,
+    side_by_side=True,
 ) -> SplitSelection:
     """Validate one split (host), select on the level's arrays, score before and after.
 
     ``table`` holds the split's rows (the method may read more columns of it: clusters,
     token counts); ``seed`` is the split's own (:func:`split_seed` of its identity);
     ``where`` names the split in errors; ``d`` is the width every split must have;
-    ``tokens``: the split's token budget T_s (:mod:`datamask.pipeline.tokens`)."""
+    ``tokens``: the split's token budget T_s (:mod:`datamask.pipeline.tokens`);
+    ``side_by_side``: score top-k and random at the same budget beside the selection (the
+    record's ``side_by_side``, :mod:`datamask.pipeline.side_by_side`)."""
     cols = Columns.from_config(cfg)
     n = table.num_rows
     if n == 0:  # an empty split is skipped, not an error
@@ -134,6 +138,11 @@ def select_split(
         check_vectors(E, where, cols.embedding, first_row)  # there, not on the host
         sel = select(E, q, cfg, seed, where, callback=callback, table=table, lengths=lengths, tokens=tokens)
         before = _score_all(E, q, cfg, seed)
+        side = (
+            split_side_by_side(E, q, sel.mask, cfg, seed, where=where, table=table, lengths=lengths, tokens=tokens)
+            if side_by_side
+            else None
+        )
         del E, q
     logits = np.full(n, np.nan) if sel.logits is None else np.asarray(sel.logits, dtype=np.float64)
     rec = {
@@ -146,6 +155,8 @@ def select_split(
         "n_steps": sel.n_steps,
         "select_seconds": round(sel.seconds, 3),
     }
+    if side is not None:  # top-k and random at the same budget, every number of each
+        rec["side_by_side"] = side
     if sel.history:  # the trajectory the report draws
         rec["history"] = sel.history
     if lengths is not None:

@@ -1,0 +1,131 @@
+"""``select``'s selection beside top-k and random at the same budget, on every number.
+
+Each split's worker scores its selection, the top-k by quality and a random sample with the
+same budget (rows, or tokens) through :func:`datamask.core.scorecard.selection_scores` and
+puts the numbers in the split's record (:func:`split_side_by_side`); the client combines the
+records (:func:`combine`: row-weighted means, tokens summed) without reading a row. The
+terminal summary (:func:`format_side_by_side`) and the HTML report print the same numbers
+under the same :data:`LABELS`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pandas as pd
+
+from ..core.scorecard import NEAR_DUPLICATE_COSINE, SCORE_SAMPLE
+
+__all__ = [
+    "LABELS",
+    "COLUMNS",
+    "BASELINES",
+    "split_side_by_side",
+    "combine",
+    "format_side_by_side",
+    "format_value",
+    "side_by_side_note",
+]
+
+# the methods scored beside the selection, at its budget, and their names in the table
+BASELINES = {"topk": "top-k quality", "random": "random"}
+# the side-by-side columns, in the order both the terminal and the report print them
+COLUMNS = ("objective", "quality_norm", "quality", "pairwise", "facility", "near_duplicates", "tokens")
+LABELS = {
+    "objective": "objective",
+    "quality_norm": "mean quality, normalised (0-1)",
+    "quality": "mean quality, raw score",
+    "pairwise": "pairwise diversity",
+    "facility": "coverage (mean best cosine)",
+    "disf": "DiSF",
+    "near_duplicates": "near-duplicate share",
+    "tokens": "tokens kept",
+    "mean_tokens": "mean length (tokens)",
+    "selected": "selected rows",
+    "seconds": "wall time (s)",
+}
+SUMMED = ("tokens", "selected")
+
+
+def side_by_side_note(reference_size=None, subsets=None) -> str:
+    """What the side-by-side numbers are, under the table (terminal and report); ``subsets``
+    says what was scored (default: ``select``'s three)."""
+    r = f"{int(reference_size or SCORE_SAMPLE):,}"
+    subsets = subsets or "each split's selection, the top-k by quality and a random sample at the same budget"
+    return (
+        f"{subsets}, scored alike and averaged over splits weighted by rows (tokens summed). Normalised "
+        "quality: min-max over the split (the objective's term); raw: the input's score. Coverage: mean over "
+        f"{r} sampled rows of their best cosine to the subset. Near-duplicate share: of {r} sampled rows of the "
+        f"subset, those whose nearest other row in it has cosine >= {NEAR_DUPLICATE_COSINE} (semantic dedup's "
+        "default eps 0.05)"
+    )
+
+
+def split_side_by_side(E, q, mask, cfg, seed, *, where="", table=None, lengths=None, tokens=None) -> dict:
+    """``{"selection", "topk", "random"}`` -> that mask's scores on this split (numbers only,
+    NaN left out), and the seconds they took under ``"seconds"``. Top-k and random come from
+    the method registry with the selection's budget (``tokens`` with ``lengths``, else the
+    config's row budget)."""
+    from ..core.scorecard import selection_scores
+    from ..methods import select
+
+    t0 = time.perf_counter()
+    masks = {"selection": mask}
+    for m in BASELINES:
+        masks[m] = select(E, q, cfg.replace(method=m), seed, where, table=table, lengths=lengths, tokens=tokens).mask
+    out = {}
+    for name, mk in masks.items():
+        sample = cfg.reference_size or SCORE_SAMPLE
+        s = selection_scores(
+            E, q, mk, lengths, cfg.lam, cfg.diversity, cfg.reference_size, seed, sample, ("pairwise", "facility")
+        )
+        out[name] = {k: v for k, v in s.items() if not (isinstance(v, float) and math.isnan(v))}
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def combine(records, method: str) -> pd.DataFrame | None:
+    """The side-by-side table of a run from its split records: one row per subset (the
+    selection, then the baselines), row-weighted means over splits, tokens and rows summed;
+    None when no split has the numbers."""
+    parts = [r for r in records if r.get("side_by_side")]
+    if not parts:
+        return None
+    names = {"selection": f"selection ({method})", **BASELINES}
+    rows = {}
+    for key, label in names.items():
+        recs = [(p["side_by_side"][key], p["rows_in"]) for p in parts if key in p["side_by_side"]]
+        cols = [c for c in COLUMNS if all(c in r for r, _ in recs)]  # the terminal's (and the report's)
+        row = {}
+        for c in cols:
+            vals = [(r[c], w) for r, w in recs]
+            if c in SUMMED:
+                row[c] = sum(v for v, _ in vals)
+            else:
+                row[c] = sum(v * w for v, w in vals) / max(sum(w for _, w in vals), 1)
+        rows[label] = row
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("subset")
+
+
+def format_value(column: str, v) -> str:
+    """One cell as the terminal and the report print it."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if column in SUMMED or column in ("rows", "groups", "removed", "holdout_rows", "token_budget"):
+        return f"{int(round(float(v))):,}"
+    return f"{float(v):.4g}"
+
+
+def format_side_by_side(table: pd.DataFrame, columns=COLUMNS) -> str:
+    """The side-by-side table for the terminal: one line per number (of ``columns``), one
+    column per subset or method."""
+    cols = [c for c in columns if c in table.columns]
+    width = max(len(LABELS[c]) for c in cols) + 2
+    heads = [str(i) for i in table.index]
+    cw = [max(len(h), 10) + 2 for h in heads]
+    lines = [" " * width + "".join(h.rjust(w) for h, w in zip(heads, cw))]
+    for c in cols:
+        cells = "".join(format_value(c, table.at[i, c]).rjust(w) for i, w in zip(table.index, cw))
+        lines.append(LABELS[c].ljust(width) + cells)
+    return "\n".join(lines)

@@ -1,0 +1,91 @@
+"""Feedback on long work: ``embed`` reports its rows within a split (a block of texts at a
+time, with the rate and the time left), and a run whose stderr is a file gets plain lines,
+no cursor escapes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from datamask.pipeline.progress import INTERVAL_ENV, LineBar
+
+ROOT = Path(__file__).resolve().parents[2]
+WORDS = [
+    "data",
+    "select",
+    "quality",
+    "diversity",
+    "corpus",
+    "model",
+    "token",
+    "embed",
+    "score",
+    "split",
+    "worker",
+    "cluster",
+    "report",
+    "text",
+    "page",
+]
+
+
+def test_embed_reports_rows_within_its_split_as_plain_lines(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    import random
+
+    rng = random.Random(0)
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": i, "text": " ".join(rng.choices(WORDS, k=12))}) + "\n" for i in range(3000))
+    )
+    err = tmp_path / "stderr.log"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{INTERVAL_ENV: "0"})  # a line for every report
+    with err.open("wb") as fh:
+        r = subprocess.run(
+            [sys.executable, "-m", "datamask", "embed", str(src), str(tmp_path / "out"), "--n-workers", "1"],
+            stdout=subprocess.PIPE,
+            stderr=fh,
+            env=env,
+            timeout=900,
+        )
+    log = err.read_bytes()
+    assert r.returncode == 0, log.decode(errors="replace")[-2000:]
+    assert b"\x1b" not in log and b"\r" not in log  # no cursor escapes, no carriage returns in a file
+    lines = log.decode().splitlines()
+    rows = [
+        (i, int(m.group(1).replace(",", "")))
+        for i, line in enumerate(lines)
+        if (m := re.search(r"rows ([\d,]+)/3,000", line))
+    ]
+    done = next(i for i, line in enumerate(lines) if re.search(r"splits 1/1\b", line))
+    within = [n for i, n in rows if i < done and 0 < n < 3000]
+    assert within, lines  # rows reported before the split (the only one) finished
+    assert all(re.search(r"rows/s|s/row", lines[i]) for i, _ in rows)
+    assert len(lines) == len(set(lines))  # no count printed twice (a top-up of 0, a close after the last)
+    assert any(re.search(r"\d+:\d\d left", lines[i]) for i, n in rows if n < 3000)  # the time left
+
+
+def test_line_bar_prints_rate_and_time_left(capsys):
+    bar = LineBar(1000, desc="rows", unit="row", interval=0)
+    bar.t0 -= 10  # ten seconds in: 100 rows/s
+    bar.update(500)
+    bar.leave = False
+    bar.close()  # not kept: no closing line
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "rows 500/1,000 (50%)" in err[0], err
+    rate = float(re.search(r", ([\d.]+) rows/s", err[0]).group(1))
+    assert 45 <= rate <= 51  # 500 rows in a little over 10 s
+    assert re.search(r"0:(09|1\d) left", err[0]), err[0]
+    slow = LineBar(3, desc="splits", unit="split", interval=0)
+    slow.t0 -= 100
+    slow.update(1)
+    slow.update(0)  # nothing new: no line
+    slow.close()  # kept, but its last count is already printed
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "splits 1/3 (33%)" in err[0] and re.search(r", 10\d s/split", err[0]), err
