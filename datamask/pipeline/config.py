@@ -41,6 +41,42 @@ METHODS = tuple(REGISTRY)
 SOLVER_OF = {"datamask": "pg", "greedy": "greedy", "relaxed": "relaxed"}
 
 
+# Presets: named sets of settings (--preset, a workflow's `preset:` key). "paper" is the
+# DATAMASK paper's final recipe (its Section 4.4, "Final Strategies"): quality-aware pruning
+# and initialisation, pairwise diversity at lambda 0.5, lr 10, G 128, batch updating on 5%
+# of a split, uncapped, for 10,000 steps with no early stopping (docs/design.md).
+PRESETS = {
+    "paper": {
+        "diversity": "pairwise",
+        "lam": 0.5,
+        "prune": 0.5,
+        "init": "quality",
+        "lr": 10.0,
+        "group_size": 128,
+        "batch_ratio": 0.05,
+        "batch_max": None,
+        "steps": 10_000,
+        "patience": None,
+        "lr_schedule": "constant",
+        "final": "topk",
+    }
+}
+
+
+def with_preset(values: dict) -> dict:
+    """``values`` over their preset's settings (a setting given beside ``preset`` overrides it)."""
+    name = values.get("preset")
+    if name is None:
+        return values
+    if name not in PRESETS:
+        raise ConfigError(f"preset must be one of {', '.join(PRESETS)}; got {name!r}")
+    return {**PRESETS[name], **values}
+
+
+def preset_help(name: str) -> str:
+    return ", ".join(f"{k}={'null' if v is None else v}" for k, v in PRESETS[name].items())
+
+
 def _f(default, help, choices=None, group="selection", result=True, parse=None, hidden=False):
     """A dataclass field with CLI metadata. ``result``: changes the output (fingerprinted);
     ``parse``: converts a YAML value or flag string (instead of the field's type);
@@ -120,14 +156,24 @@ class StageConfig:
                 warn_deprecated(f"{source}: key {old}", new)
                 d.setdefault(new, d.pop(old))
         check_keys(cls, d, source)
+        if "preset" in d and any(f.name == "preset" for f in fields(cls)):
+            d = with_preset(d)
         kw = {}
         for f in fields(cls):
             if f.name in d:
                 kw[f.name] = parse_value(f, d[f.name], source)
-        return cls(**kw).validated()
+        return cls(**kw).with_preset_merged().validated()
+
+    def with_preset_merged(self):
+        """Mark the preset's settings as merged already (by :func:`with_preset`: the
+        settings given beside it known), so :meth:`validated` leaves them as they are."""
+        self._preset_merged = True
+        return self
 
     def replace(self, **changes):
-        return dataclasses.replace(self, **changes).validated()
+        new = dataclasses.replace(self, **changes)
+        new._preset_merged = getattr(self, "_preset_merged", False)
+        return new.validated()
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
@@ -169,6 +215,12 @@ class SelectConfig(StageConfig):
     quality_column: str = _f("quality", "name of the quality score column (higher is better)", group="data")
     dedupe_ids: bool = _f(False, "keep the first row of each duplicated id instead of failing", group="data")
     # --- selection
+    preset: str | None = _f(
+        None,
+        f"a named recipe; paper: the DATAMASK paper's final one ({preset_help('paper')}); a setting "
+        "given beside it overrides it",
+        choices=tuple(PRESETS),
+    )
     method: str = _f("datamask", "selection method", choices=METHODS)
     ratio: float | None = _f(
         _DM["ratio"],
@@ -275,6 +327,12 @@ class SelectConfig(StageConfig):
     # ------------------------------------------------------------------ validation
     def validated(self) -> SelectConfig:
         super().validated()
+        if self.preset is not None and not getattr(self, "_preset_merged", False):
+            # built in Python: the preset fills the settings left at their defaults
+            for k, v in with_preset({"preset": self.preset}).items():
+                if getattr(self, k) == _default_of(type(self), k):
+                    setattr(self, k, v)
+            self._preset_merged = True
         if self.solver != "pg":  # the 0.2 spelling of --method greedy / relaxed
             warn_deprecated(f"solver {self.solver}", f"method {self.solver}")
             if self.method not in ("datamask", self.solver):
@@ -330,6 +388,10 @@ class SelectConfig(StageConfig):
         params["logit_range"] = tuple(self.logit_range) if self.logit_range is not None else None
         params["seed"] = int(seed)
         return params
+
+
+def _default_of(cls, name: str):
+    return next(f.default for f in fields(cls) if f.name == name)
 
 
 def _same(cls, name: str):
