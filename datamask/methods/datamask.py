@@ -9,7 +9,7 @@ from ..core.backend import get_namespace, to_numpy
 from ..core.estimator import DataMask
 from .registry import Selection, register
 
-__all__ = ["select_datamask", "select_greedy", "select_relaxed", "trajectory"]
+__all__ = ["select_datamask", "select_greedy", "select_relaxed", "trajectory", "trajectory_rows"]
 
 
 @register("datamask")
@@ -38,17 +38,20 @@ def _plain(record: dict) -> dict:
 
 
 def trajectory(sel: Selection) -> list:
-    """One split's trajectory for the report: the start solver's progress (``phase`` "start",
-    ``step`` its iteration or picks), then pg's evaluation points (``phase`` "pg"); each row
-    has ``start``, what made the starting point (:attr:`Selection.optimizer`). Greedy, which
-    has no trace, gives its one record as the start phase."""
-    opt = sel.optimizer or {}
-    start, pg = opt.get("start"), opt.get("solver") == "pg"
-    rows = [
-        {"step": int(h["iteration"]), "objective": h["objective"], "phase": "start"} for h in sel.start_history or ()
-    ]
+    """One split's trajectory for the report (:func:`trajectory_rows` of the selection)."""
+    return trajectory_rows(sel.optimizer, sel.start_history, sel.history)
+
+
+def trajectory_rows(optimizer, start_history, history) -> list:
+    """The start solver's progress (``phase`` "start", ``step`` its iteration or picks), then
+    pg's evaluation points (``phase`` "pg"); each row has ``start``, what made the starting
+    point (the ``optimizer`` record's). Outside pg the history's one record is the start's end
+    (kept only when there is no start trace: greedy)."""
+    opt = optimizer or {}
+    start, pg = opt.get("start"), opt.get("solver", "pg") == "pg"
+    rows = [{"step": int(h["iteration"]), "objective": h["objective"], "phase": "start"} for h in start_history or ()]
     if pg or not rows:
-        rows += [dict(h, phase="pg" if pg else "start") for h in sel.history or ()]
+        rows += [dict(h, phase="pg" if pg else "start") for h in history or ()]
     return [dict(r, start=start) for r in rows]
 
 

@@ -29,7 +29,9 @@ table.dedup td{text-align:left;vertical-align:top;white-space:pre-wrap;max-width
 
 
 _CAPTIONS = {
-    "trajectory": "Objective, quality and diversity of the current top-S mask over policy-gradient steps.",
+    "trajectory": "How the selection was made: the start solver's own progress (Frank–Wolfe per iteration, "
+    "stochastic greedy as it picks), then the exact objective, quality and diversity of the current top-S mask "
+    "over policy-gradient steps.",
     "pareto": "Mean quality against pairwise diversity; the grey line joins the methods no other method beats on both.",
     "cluster_heatmap": "Clusters placed by their mean quality and within-cluster diversity; colour is the share of "
     "documents from clusters in each cell.",
@@ -176,7 +178,7 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
             parts.append(
                 f"<h2>{name.replace('_', ' ').capitalize()}</h2><figure>"
                 f"<img src='data:image/png;base64,{b64}' alt='{name}' data-file='{name}.png'>"
-                f"<figcaption>{html.escape(_CAPTIONS[name])} "
+                f"<figcaption>{html.escape(_CAPTIONS[name] + ' ' + getattr(figs[name], 'caption', ''))} "
                 f"(<a href='{name}.png'>{name}.png</a>)</figcaption></figure>"
             )
         elif name in missing:
