@@ -113,7 +113,7 @@ def trajectory_caption(h: pd.DataFrame) -> str:
                 text += (
                     f"; {steps:,} pg steps did not improve it"
                     if n == 1
-                    else f"; up to {steps:,} pg steps improved it on no split"
+                    else f"; up to {steps:,} pg steps did not improve it on any of the {n} splits"
                 )
             else:
                 best = float(by["objective"].max().mean())
