@@ -431,7 +431,7 @@ def write(args, res, seconds, load):
         )
         + f"G >= 128 cost {min(r['ms'] for r in g128):.0f}-{max(r['ms'] for r in g128):.0f} ms a step against "
         f"{min(r['ms'] for r in small):.0f}-{max(r['ms'] for r in small):.0f} for the smaller ones. "
-        + ("**Holds**" if unstable else "**Holds in part**")
+        + ("**Holds**" if unstable and not any(r["fall"] > 1 for r in g128) else "**Holds in part**")
         + (": G 128-256 is stable here" if not any(r["fall"] > 1 for r in g128) else ": G 128-256 also fell")
         + (
             ", and smaller groups were unstable."
