@@ -79,6 +79,7 @@ def compare_arrays(
     extras dict name -> dict e.g. SemDeDup's eps)
     """
     from ..methods import select
+    from ..methods.datamask import trajectory
 
     cfg = _method_config(cfg, budget, n_clusters, quadmix_params, semdedup_eps)
     E = np.asarray(to_numpy(E))
@@ -100,9 +101,9 @@ def compare_arrays(
             rec["token_budget"] = int(tokens)
         rows.append(rec)
         masks[m] = sel.mask
-        extra[m] = dict(sel.info, steps=int(sel.n_steps))
-        if sel.history:  # pg's trajectory (greedy and relaxed count picks or iterations, not steps)
-            hist[m] = pd.DataFrame(sel.history)
+        extra[m] = dict(sel.info, steps=int(sel.n_steps), optimizer=sel.optimizer)
+        if sel.history:  # the start solver's progress, then pg's (datamask.methods.datamask.trajectory)
+            hist[m] = pd.DataFrame(trajectory(sel))
     return pd.DataFrame(rows).set_index("method"), masks, hist, extra
 
 

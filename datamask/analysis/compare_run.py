@@ -23,6 +23,8 @@ __all__ = ["run_compare", "SPLITS_FILE", "SPLIT_COLUMN"]
 
 SPLITS_FILE = "compare_splits.csv"  # one row per method and split (0.3: compare_partitions.csv)
 SPLIT_COLUMN = "split"  # the column naming the split in the files compare writes (0.3: partition)
+# The optimizer record's keys kept per split and method in compare_splits.csv and the manifest.
+OPTIMIZER_COLUMNS = ("start", "pg_steps", "pg_improved", "pg_gain", "stopped_by", "objective_start", "objective_end")
 
 
 @dataclass
@@ -106,6 +108,8 @@ def _compare_split(split, task: CompareTask, token_budget=None) -> dict:
     tab = tab.reset_index()
     tab[SPLIT_COLUMN], tab["rows"], tab["holdout_rows"] = split.name, E.shape[0], n_held
     tab["eps"] = [extra[m].get("eps", np.nan) for m in tab["method"]]
+    for key in OPTIMIZER_COLUMNS:  # how each selection was made (the methods' optimizer records)
+        tab[key] = [(extra[m].get("optimizer") or {}).get(key) for m in tab["method"]]
     ids = table.column(task.cols[0]).to_numpy(zero_copy_only=False)
     rows = _row_frame(split.name, ids, q, tok, lab)
     out = {"table": tab, **_samples(rows, masks, E, seed, task.sample_rows)}
@@ -305,6 +309,20 @@ def _token_budgets(splits, cfg, cols):
     return budgets, dict(info, source=source)
 
 
+def optimizer_records(per: pd.DataFrame) -> list:
+    """One record per split and method, ``{"name", "method", "optimizer"}`` (how that
+    selection was made), for the manifest."""
+
+    def plain(v):
+        return None if pd.isna(v) else v.item() if hasattr(v, "item") else v
+
+    keys = [k for k in OPTIMIZER_COLUMNS if k in per.columns]
+    return [
+        {"name": str(r[SPLIT_COLUMN]), "method": r["method"], "optimizer": {k: plain(r[k]) for k in keys}}
+        for _, r in per.iterrows()
+    ]
+
+
 def _write_results(out, results, meta, t0, report) -> pd.DataFrame:
     """The client's files under ``out``, ``compare.json`` last (then the report); the table."""
     from ..pipeline.io import write_json_atomic
@@ -328,6 +346,7 @@ def _write_results(out, results, meta, t0, report) -> pd.DataFrame:
         stats_frame(combine_stats(sums)).to_parquet(out / "cluster_stats.parquet")
     pareto_plot(table, out / "pareto.png")
     meta["holdout_rows"] = int(per.groupby(SPLIT_COLUMN)["holdout_rows"].first().sum())
+    meta["optimizer"] = optimizer_records(per)
     meta["tokens_kept"] = {m: int(v) for m, v in table.get("tokens", pd.Series(dtype=float)).items() if pd.notna(v)}
     meta["wall_seconds"] = round(time.perf_counter() - t0, 3)
     write_json_atomic(meta, out / "compare.json")

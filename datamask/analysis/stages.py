@@ -254,9 +254,12 @@ class CompareStage(CorpusStage):
                 "kinds": dedup["dedup"]["kinds"],
             }
             write_json_atomic(meta, out / "compare.json")
+        splits = meta.get("optimizer", [])  # per split and method, how the selection was made
+        improved = sum(bool(s["optimizer"].get("pg_improved")) for s in splits)
         return {
             "methods": cfg.method_list,
-            "totals": _totals(meta["rows"], meta["splits"]),
+            "splits": splits,
+            "totals": dict(_totals(meta["rows"], meta["splits"]), pg_improved=improved),
             "report": None if cfg.no_report else str(out / "report" / "index.html"),
         }
 

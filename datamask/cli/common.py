@@ -8,7 +8,7 @@ import sys
 from dataclasses import MISSING, fields
 
 from ..errors import warn_deprecated
-from ..pipeline.config import SelectConfig, parse_value
+from ..pipeline.config import SelectConfig, parse_value, with_preset
 from ..pipeline.stages.base import INPUT_HELP
 
 __all__ = [
@@ -96,6 +96,8 @@ def config_from_args(args, cls=SelectConfig):
         v = getattr(args, name, None)
         if v is not None:
             values[name] = v if isinstance(v, (bool, list)) else parse_value(f, v, source=f"--{name.replace('_', '-')}")
+    if "preset" in by_name:  # the preset's settings, under the flags given beside it
+        return cls(**with_preset(values)).with_preset_merged().validated()
     return cls(**values).validated()
 
 

@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import Interval, StrOptions, make_constrain
 from .backend import default_rng, get_namespace
 from .diversity import DIVERSITIES, Diversity, get_diversity
 from .objectives import Objective, normalize_quality
+from .provenance import optimizer_record, start_trajectory
 from .solvers import solve
 from .start import check_logit_range
 from .state import FITTED, FitState
@@ -234,6 +235,14 @@ class DataMask(BaseEstimator):
     stopped_by_ : str or None
         Why pg stopped: ``"steps"`` (the budget), ``"patience"``, ``"start"`` (no gain on
         its start, ``start_patience``) or ``"callback"``.
+    start_history_ : list of dict or None
+        The start solver's own progress, ``iteration`` and ``objective`` (Frank-Wolfe per
+        iteration, stochastic greedy every S/50 picks; :mod:`datamask.core.provenance`).
+    optimizer_ : dict
+        How the selection was made: ``start``, ``pg_steps``, ``pg_improved``, ``pg_gain``,
+        ``stopped_by``, ``objective_start``, ``objective_end``
+        (:func:`~datamask.core.provenance.optimizer_record`). In a default fit the start
+        solver makes the selection and pg only polishes it (often not at all).
     """
 
     _parameter_constraints: dict = {
@@ -416,6 +425,8 @@ class DataMask(BaseEstimator):
             n_candidates=int(n_keep),
             fit_seconds=time.perf_counter() - t0,
         )
+        fitted.update(start_history=start_trajectory(fitted, state.history))
+        fitted.update(optimizer=optimizer_record(self, fitted))
         for name, value in fitted.items():
             setattr(self, name + "_", value)
         return self

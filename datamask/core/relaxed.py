@@ -95,7 +95,7 @@ def disf_terms(E, q, S, lam):
     return rows_sum, grad, quad, value, vertex_grad
 
 
-def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_iter=None):
+def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_iter=None, trace=None):
     """Maximise the relaxed objective; return ``(x, rows, n_iter)``.
 
     ``rows`` is the best 0/1 selection seen on the way, by the relaxed objective (exact for
@@ -115,6 +115,10 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
     x0 : optional start; default: the top S rows by quality (a vertex)
     stable_iter : also stop once the top S entries of x (the rounding) have not changed for
         this many iterations (None: :data:`STABLE_ITER`, chosen on the default-selection suite)
+    trace : list, optional
+        Appended ``(iteration, value)`` after each iteration: the relaxed objective of the
+        best 0/1 selection so far (a host float the iteration computes anyway: no added read
+        back). For pairwise on unit rows it is the exact objective.
     """
     stable_iter = STABLE_ITER if stable_iter is None else int(stable_iter)
     xp = get_namespace(E)
@@ -136,6 +140,8 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
     best.offer(rows, x, state)
     g = grad(state)
     it, stable, top = 0, 0, None
+    if trace is not None:
+        trace.append((0, best.value))
     for it in range(1, max_iter + 1):  # noqa: B007 (returned: the iterations run)
         rows = best.top(g)
         gap = float(g[rows].sum()) - float(g @ x)  # g . (s - x), s the vertex's indicator
@@ -159,6 +165,8 @@ def frank_wolfe(E, q, S, lam, terms, max_iter=100, tol=1e-9, x0=None, stable_ite
         else:
             stable += 1
         top = new_top
+        if trace is not None:
+            trace.append((it, best.value))
         if stable >= stable_iter:
             break
     return x, best.rows, it

@@ -93,11 +93,14 @@ def check_logit_range(value):
 
 def solve_relaxed(state, Ec, qc, xp):
     """``(x, rows, n_iter)``: Frank-Wolfe's relaxed mask over the candidates, and the better
-    on the exact objective of its two roundings (filled to the token budget under one)."""
+    on the exact objective of its two roundings (filled to the token budget under one).
+    Under a row budget, Frank-Wolfe's progress goes to ``state.fitted["start_history"]``
+    (:func:`datamask.core.relaxed.frank_wolfe`'s ``trace``)."""
     est, t, T, S = state.est, state.lengths, state.token_budget, state.S
     cap = int(est.relaxed_iter if est.relaxed_iter is not None else state.div.relaxed_iter)
     if t is None:
-        x, best, it = frank_wolfe(Ec, qc, S, est.lam, state.div.relaxed_terms, max_iter=cap)
+        trace = state.fitted["start_history"] = []
+        x, best, it = frank_wolfe(Ec, qc, S, est.lam, state.div.relaxed_terms, max_iter=cap, trace=trace)
         picks = (best, xp.argpartition(-x, S - 1)[:S])
     else:
         x, top, last, it = frank_wolfe_tokens(Ec, qc, t, T, est.lam, state.div.relaxed_token_terms, cap)
@@ -122,7 +125,8 @@ def greedy_scores(state, E, scale, qc, xp):
     others their last gain scaled onto [0, 1/2] (a bound on what each would add)."""
     est = state.est
     fac = facility_scorer(state, E, scale)  # pg's scorer: its pass gives the first gains
-    order, bounds = state.div.stochastic_greedy(fac, qc, state.S, est.lam, est.seed)
+    trace = state.fitted["start_history"] = []
+    order, bounds = state.div.stochastic_greedy(fac, qc, state.S, est.lam, est.seed, trace=trace)
     b = xp.asarray(bounds, dtype=xp.float64)
     lo, hi = float(b.min()), float(b.max())
     v = (b - lo) / (hi - lo) / 2.0 if hi > lo else b * 0.0

@@ -36,6 +36,8 @@ FITTED = (
     "relaxed_iter",
     "pilot",
     "stopped_by",
+    "start_history",
+    "optimizer",
 )
 
 

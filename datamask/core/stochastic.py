@@ -35,6 +35,8 @@ SAMPLE_FACTOR = 640
 SCORE_BLOCK = 16
 # Rows of a sample sorted by bound before the first is scored (the rest only if they matter).
 HEAD = 256
+# Points of stochastic greedy's trace (the objective as it picks): about one per S / TRACE_POINTS picks.
+TRACE_POINTS = 50
 
 
 class _Cover:
@@ -143,7 +145,7 @@ class _Pool:
         self.rows[self.left], self.at[i] = i, self.left
 
 
-def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None):
+def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None):
     """Stochastic greedy picks for quality + facility location, over ``fac``'s candidates
     and reference rows (a :class:`~datamask.core.facility.FacilityGroups`: pg's scorer,
     whose pass over the similarities gives the first gains, :attr:`cover`).
@@ -152,6 +154,11 @@ def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None):
     ``(order, bounds)``: the S picked candidates in pick order, and each one's last
     computed gain (an upper bound on its gain given the picks; the first gain for a row
     never scored again), which pg's start uses to order the rows not picked.
+
+    ``trace`` (a list, optional) is appended ``(picks, value)`` about every ``S / TRACE_POINTS``
+    picks and at the last: the objective of the picks so far, as the sum of their gains
+    (quality counted over S; the reference rows' cover starts at -1). Host floats the picks
+    compute anyway.
     """
     xp = get_namespace(fac.E)
     n, r = fac.E.shape[0], fac.R.shape[0]
@@ -162,8 +169,14 @@ def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None):
     pool = _Pool(n, seed)
     k = max(1, math.ceil(n / S * float(SAMPLE_FACTOR if factor is None else factor)))
     order = []
-    for _ in range(int(S)):
-        pick = _best_of_sample(pool.sample(k), ub, lin, w, cover)
+    every, value = max(1, int(S) // TRACE_POINTS), -(1.0 - lam)  # f of no pick: every cover at -1
+    if trace is not None:
+        trace.append((0, value))
+    for i in range(1, int(S) + 1):
+        gain, pick = _best_of_sample(pool.sample(k), ub, lin, w, cover)
+        value += gain
+        if trace is not None and (i % every == 0 or i == S):
+            trace.append((i, value))
         order.append(pick)
         pool.remove(pick)
         cover.add(pick)
@@ -171,7 +184,7 @@ def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None):
 
 
 def _best_of_sample(cands, ub, lin, w, cover):
-    """The sampled row of best exact gain, scoring rows best bound first, a block at a time,
+    """``(gain, row)``: the sampled row of best exact gain, scoring rows best bound first, a block at a time,
     until no bound left beats the best gain found (the scored rows' bounds are updated).
 
     Only the head of the order is sorted (the ``HEAD`` best bounds, by one partition): a pick
@@ -185,7 +198,7 @@ def _best_of_sample(cands, ub, lin, w, cover):
             break
         by = part[np.argsort(-bound[part], kind="stable")]
         best, pick = _scan(cands[by], bound[by], lin, w, cover, ub, best, pick)
-    return pick
+    return best, pick
 
 
 def _scan(cands, bound, lin, w, cover, ub, best, pick):

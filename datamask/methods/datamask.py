@@ -9,7 +9,7 @@ from ..core.backend import get_namespace, to_numpy
 from ..core.estimator import DataMask
 from .registry import Selection, register
 
-__all__ = ["select_datamask", "select_greedy", "select_relaxed"]
+__all__ = ["select_datamask", "select_greedy", "select_relaxed", "trajectory", "trajectory_rows"]
 
 
 @register("datamask")
@@ -27,7 +27,32 @@ def select_datamask(E, q, cfg, seed, budget, callback=None, solver="pg") -> Sele
         n_steps=int(est.n_steps_),
         seconds=time.perf_counter() - t0,
         history=[{k: (float(v) if k != "step" else int(v)) for k, v in h.items()} for h in est.history_],
+        optimizer=_plain(est.optimizer_),
+        start_history=est.start_history_,
     )
+
+
+def _plain(record: dict) -> dict:
+    """Python scalars only (the manifest is JSON): numpy scalars become Python's."""
+    return {k: v.item() if hasattr(v, "item") else v for k, v in record.items()}
+
+
+def trajectory(sel: Selection) -> list:
+    """One split's trajectory for the report (:func:`trajectory_rows` of the selection)."""
+    return trajectory_rows(sel.optimizer, sel.start_history, sel.history)
+
+
+def trajectory_rows(optimizer, start_history, history) -> list:
+    """The start solver's progress (``phase`` "start", ``step`` its iteration or picks), then
+    pg's evaluation points (``phase`` "pg"); each row has ``start``, what made the starting
+    point (the ``optimizer`` record's). Outside pg the history's one record is the start's end
+    (kept only when there is no start trace: greedy)."""
+    opt = optimizer or {}
+    start, pg = opt.get("start"), opt.get("solver", "pg") == "pg"
+    rows = [{"step": int(h["iteration"]), "objective": h["objective"], "phase": "start"} for h in start_history or ()]
+    if pg or not rows:
+        rows += [dict(h, phase="pg" if pg else "start") for h in history or ()]
+    return [dict(r, start=start) for r in rows]
 
 
 select_datamask.prunes = True

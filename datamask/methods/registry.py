@@ -47,6 +47,7 @@ __all__ = [
     "AUTO_TOKEN_COLUMNS",
     "tokens_column_of",
     "fill_tokens",
+    "plain_optimizer",
 ]
 
 # Token-count columns used when --tokens-column is not given, in this order (FineWeb's, then
@@ -66,6 +67,9 @@ class Selection:
     seconds: float
     history: list | None = None  # the estimator's evaluation records (step, objective, ...)
     info: dict = field(default_factory=dict)  # what else the method chose (SemDeDup's eps)
+    # how the selection was made (DataMask.optimizer_; a method without one: its name, no pg step)
+    optimizer: dict | None = None
+    start_history: list | None = None  # the start solver's progress (DataMask.start_history_)
 
 
 @dataclass(frozen=True)
@@ -132,9 +136,27 @@ def select(E, q, cfg, seed: int, where: str = "", callback=None, table=None, len
         out = fn(E, q, cfg, seed, budget, **kw)
     except ValueError as e:  # the estimator's parameter checks against this split
         raise DataError(f"{where}: {e}") from None
-    if isinstance(out, Selection):
-        return out
-    return selection_of(out, E, q, cfg, seed, t0)
+    if not isinstance(out, Selection):
+        out = selection_of(out, E, q, cfg, seed, t0)
+    if out.optimizer is None:
+        out.optimizer = plain_optimizer(cfg.method, out.objective.get("objective"), out.n_steps)
+    return out
+
+
+def plain_optimizer(method: str, objective, n_steps=0) -> dict:
+    """The ``optimizer`` record of a method that is no DataMask fit: itself, no pg step."""
+    value = None if objective is None else float(objective)
+    return {
+        "solver": method,
+        "start": method,
+        "start_iterations": int(n_steps),
+        "pg_steps": 0,
+        "pg_improved": False,
+        "pg_gain": 0.0,
+        "stopped_by": None,
+        "objective_start": value,
+        "objective_end": value,
+    }
 
 
 def split_budget(n: int, cfg, lengths=None, tokens=None) -> Budget:

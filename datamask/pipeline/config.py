@@ -20,6 +20,7 @@ from ..core.diversity import DIVERSITIES
 from ..core.estimator import DataMask, check_params
 from ..errors import ConfigError, warn_deprecated
 from ..methods import REGISTRY
+from .presets import PRESETS, preset_help, with_preset
 
 __all__ = [
     "StageConfig",
@@ -120,14 +121,24 @@ class StageConfig:
                 warn_deprecated(f"{source}: key {old}", new)
                 d.setdefault(new, d.pop(old))
         check_keys(cls, d, source)
+        if "preset" in d and any(f.name == "preset" for f in fields(cls)):
+            d = with_preset(d)
         kw = {}
         for f in fields(cls):
             if f.name in d:
                 kw[f.name] = parse_value(f, d[f.name], source)
-        return cls(**kw).validated()
+        return cls(**kw).with_preset_merged().validated()
+
+    def with_preset_merged(self):
+        """Mark the preset's settings as merged already (by :func:`with_preset`: the
+        settings given beside it known), so :meth:`validated` leaves them as they are."""
+        self._preset_merged = True
+        return self
 
     def replace(self, **changes):
-        return dataclasses.replace(self, **changes).validated()
+        new = dataclasses.replace(self, **changes)
+        new._preset_merged = getattr(self, "_preset_merged", False)
+        return new.validated()
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
@@ -169,6 +180,12 @@ class SelectConfig(StageConfig):
     quality_column: str = _f("quality", "name of the quality score column (higher is better)", group="data")
     dedupe_ids: bool = _f(False, "keep the first row of each duplicated id instead of failing", group="data")
     # --- selection
+    preset: str | None = _f(
+        None,
+        f"a named recipe; paper: the DATAMASK paper's final one ({preset_help('paper')}); a setting "
+        "given beside it overrides it",
+        choices=tuple(PRESETS),
+    )
     method: str = _f("datamask", "selection method", choices=METHODS)
     ratio: float | None = _f(
         _DM["ratio"],
@@ -275,6 +292,12 @@ class SelectConfig(StageConfig):
     # ------------------------------------------------------------------ validation
     def validated(self) -> SelectConfig:
         super().validated()
+        if self.preset is not None and not getattr(self, "_preset_merged", False):
+            # built in Python: the preset fills the settings left at their defaults
+            for k, v in with_preset({"preset": self.preset}).items():
+                if getattr(self, k) == _default_of(type(self), k):
+                    setattr(self, k, v)
+            self._preset_merged = True
         if self.solver != "pg":  # the 0.2 spelling of --method greedy / relaxed
             warn_deprecated(f"solver {self.solver}", f"method {self.solver}")
             if self.method not in ("datamask", self.solver):
@@ -330,6 +353,10 @@ class SelectConfig(StageConfig):
         params["logit_range"] = tuple(self.logit_range) if self.logit_range is not None else None
         params["seed"] = int(seed)
         return params
+
+
+def _default_of(cls, name: str):
+    return next(f.default for f in fields(cls) if f.name == name)
 
 
 def _same(cls, name: str):

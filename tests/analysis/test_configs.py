@@ -21,6 +21,22 @@ def test_paper_recipe_is_a_select_config():
     assert cfg.lam == 0.5 and cfg.group_size == 128 and cfg.split_size == 1_000_000
     assert cfg.batch_ratio == 0.05 and cfg.steps == 10_000 and cfg.solver == "pg"
     assert cfg.logit_range is None and cfg.estimator_params(0)["logit_range"] is None  # auto
+    # the workflow is the preset: the paper's lr, no cap on a batch, no early stop
+    assert cfg.preset == "paper" and cfg.prune == 0.5 and cfg.lr == 10 and cfg.batch_max is None
+    assert cfg.patience is None and cfg.eval_every == 250
+
+
+def test_preset_paper_sets_the_recipe_and_given_settings_override_it():
+    cfg = SelectConfig.from_dict({"preset": "paper", "steps": 50, "batch_max": 512})
+    assert (cfg.init, cfg.lr, cfg.group_size, cfg.batch_ratio) == ("quality", 10.0, 128, 0.05)
+    assert cfg.steps == 50 and cfg.batch_max == 512  # given beside the preset, even at the default
+    assert cfg.replace(seed=3).batch_max == 512  # a replace keeps what was given
+    plain = SelectConfig().validated()
+    assert plain.init is None and plain.steps is None and plain.batch_max == 512  # no preset: defaults
+    built = SelectConfig(preset="paper", steps=7).validated()  # in Python: fills what is at its default
+    assert built.init == "quality" and built.steps == 7 and built.batch_max is None
+    with pytest.raises(ConfigError, match="preset must be one of paper"):
+        SelectConfig.from_dict({"preset": "nope"})
 
 
 def test_baselines_workflow_chains_cluster_and_compare():

@@ -140,6 +140,24 @@ def test_compare_and_report_commands(corpus, address, tmp_path, capsys):
 
     t = pd.read_csv(out / "compare.csv", index_col="method")
     assert list(t.index) == ["datamask", "topk", "random", "semdedup"] and (t["selected"] == 300).all()
+    # every split record says how each method's selection was made
+    m = json.loads((out / "manifest.json").read_text())
+    recs = m["splits"]
+    assert len(recs) == 4 * m["totals"]["splits"] and {r["method"] for r in recs} == {
+        "datamask",
+        "topk",
+        "random",
+        "semdedup",
+    }
+    for r in recs:
+        opt = r["optimizer"]
+        if r["method"] == "datamask":  # the default: Frank-Wolfe's answer, then a few pg steps
+            assert opt["start"] == "relaxed" and opt["pg_steps"] > 0 and isinstance(opt["pg_improved"], bool)
+            assert opt["objective_end"] >= opt["objective_start"] - 1e-9
+        else:
+            assert opt["start"] == r["method"] and opt["pg_steps"] == 0 and opt["pg_improved"] is False
+    improved = sum(r["optimizer"]["pg_improved"] for r in recs)
+    assert m["totals"]["pg_improved"] == improved
     _run("report", out)
     assert {p.name for p in (out / "report").glob("*.png")} >= {"pareto.png", "trajectory.png", "projection.png"}
 
@@ -163,6 +181,30 @@ def test_select_report_has_trajectory(corpus, address, tmp_path):
     m = json.loads((out / "manifest.json").read_text())
     assert all(len(p["history"]) >= 2 for p in m["splits"])
     assert (out / "report" / "trajectory.png").exists()
+    for p in m["splits"]:  # the first phase: Frank-Wolfe's own progress, ending at pg's step 0
+        opt, start = p["optimizer"], p["start_history"]
+        assert opt["start"] == "relaxed" and opt["pg_steps"] == p["n_steps"] and opt["stopped_by"] in ("start", "steps")
+        assert start[0]["iteration"] == 0 and start[-1]["iteration"] == opt["start_iterations"] >= 1
+        assert start[-1]["objective"] == pytest.approx(p["history"][0]["objective"], rel=1e-9)
+        assert start[-1]["objective"] >= start[0]["objective"]
+        assert opt["pg_improved"] == (opt["objective_end"] > opt["objective_start"] * (1 + 1e-5))
+    assert m["totals"]["pg_improved"] == sum(p["optimizer"]["pg_improved"] for p in m["splits"])
+    html = (out / "report" / "index.html").read_text()
+    assert "datamask: Frank–Wolfe reached" in html and "pg steps" in html
+
+
+def test_select_preset_paper_starts_from_quality_and_runs_pg_steps(corpus, address, tmp_path, capsys):
+    out = tmp_path / "paper"
+    args = ("--preset", "paper", "--steps", 40, "--eval-every", 20, "--split-size", 1500)
+    _run("select", corpus, out, *args, "--scheduler", address, "--no-report")
+    m = json.loads((out / "manifest.json").read_text())
+    cfg = m["config"]
+    assert cfg["preset"] == "paper" and cfg["lr"] == 10 and cfg["batch_max"] is None and cfg["steps"] == 40
+    for p in m["splits"]:
+        opt = p["optimizer"]
+        assert opt["start"] == "quality" and opt["pg_steps"] == 40 and opt["stopped_by"] == "steps"
+        assert "start_history" not in p  # quality is no solver: no first phase
+    assert "policy gradient improved its start on" in capsys.readouterr().out
 
 
 def test_analysis_errors(corpus, tmp_path, capsys):

@@ -109,8 +109,9 @@ def test_best_of_sample_is_the_best_exact_gain(settled):
     slack = rng.random(n) * (0.01 if settled else 5.0)  # loose bounds: the head does not decide
     ub = exact + slack
     cands = rng.choice(n, 3000, replace=False)
-    pick = stochastic._best_of_sample(cands, ub, np.zeros(n), 1.0, Gains())
+    gain, pick = stochastic._best_of_sample(cands, ub, np.zeros(n), 1.0, Gains())
     assert pick == cands[np.argmax(exact[cands])]
+    assert gain == pytest.approx(exact[pick])
     scored = np.flatnonzero(ub == exact)
     assert (len(scored) > stochastic.HEAD) == (not settled)  # which path ran
     assert set(scored) <= set(cands.tolist())

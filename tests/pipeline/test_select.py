@@ -44,6 +44,11 @@ def test_parquet_in_parquet_out(corpus, selected):
         src = pq.read_table(corpus / p["source"], columns=["id"]).column(0).to_numpy()[p["start"] : p["stop"]]
         assert np.isin(ids, src).all()
         assert p["after"]["objective"] > p["before"]["objective"]
+        opt = p["optimizer"]  # how it was made: Frank-Wolfe's answer, then pg's few steps
+        assert opt["start"] == "relaxed" and opt["pg_steps"] == p["n_steps"] and isinstance(opt["pg_improved"], bool)
+        assert opt["objective_end"] == pytest.approx(p["after"]["objective"], rel=1e-9)
+        assert p["start_history"][-1]["objective"] == pytest.approx(p["history"][0]["objective"], rel=1e-9)
+    assert m["totals"]["pg_improved"] == sum(p["optimizer"]["pg_improved"] for p in parts)
     out = read_out(selected)
     assert out.num_rows == sum(round(0.1 * p["rows_in"]) for p in parts)
     assert out.schema.field("embedding").type == pa.list_(pa.float16(), DIM)

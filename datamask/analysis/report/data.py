@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...methods.datamask import trajectory_rows
 from ...pipeline.output import n_splits, split_named, split_records
 from ...pipeline.storage import is_url, location, open_file
 
@@ -23,7 +24,9 @@ class ReportData:
     corpus : DataFrame with ``quality`` and, when known, ``n_tokens`` and ``cluster``
         (one row per corpus document, or a large sample)
     selections : DataFrame with ``method`` and the same columns, one row per selected doc
-    history : DataFrame ``method, split, step, objective, quality, diversity`` or None
+    history : DataFrame ``method, split, step, objective, quality, diversity`` (and, from 0.4,
+        ``phase``: "start" for the start solver's progress, "pg" for policy-gradient steps,
+        and ``start``: what made the starting point) or None
     table : DataFrame indexed by method (comparison metrics) or None
     cluster_stats : DataFrame from :func:`datamask.analysis.cluster_stats.cluster_stats` or None
     sample : DataFrame with ``selected_<method>`` bool columns, rows of ``sample_embedding``
@@ -177,8 +180,8 @@ def load_select(directory, sample_rows=2000) -> ReportData:
     sel = sel.assign(method=method)
     corpus, sel = (df.rename(columns={cols.quality: "quality"}) for df in (corpus, sel))
     hist = []
-    for p in split_records(man):
-        for h in p.get("history") or []:
+    for p in split_records(man):  # the start solver's progress, then pg's steps
+        for h in trajectory_rows(p.get("optimizer"), p.get("start_history"), p.get("history")):
             hist.append(dict(h, method=method, split=p["name"]))
     history = pd.DataFrame(hist) if hist else None
     table = _select_table(split_records(man), method, cfg["diversity"])

@@ -1,6 +1,8 @@
 """The report's figures (matplotlib, Agg backend), one function each.
 
-``trajectory``   objective, quality and diversity of DATAMASK over policy-gradient steps
+``trajectory``   how the selection was made: the start solver's progress (Frank-Wolfe's
+                 iterations, stochastic greedy's picks), then objective, quality and
+                 diversity over policy-gradient steps, with a caption in words
 ``cluster_heatmap``  clusters binned by mean quality x within-cluster diversity: share
                  of the corpus and of each selection in every cell
 ``token_lengths`` document length distribution, corpus vs selection(s)
@@ -20,7 +22,7 @@ import pandas as pd
 
 from .data import ReportData
 
-__all__ = ["FIGURES", "make_figures", "pareto_front", "pareto_plot", "project_2d"]
+__all__ = ["FIGURES", "make_figures", "pareto_front", "pareto_plot", "project_2d", "trajectory_caption"]
 
 FIGURES = ("trajectory", "pareto", "cluster_heatmap", "token_lengths", "clusters", "projection")
 _CORPUS_COLOR = "0.55"
@@ -63,30 +65,103 @@ def _colors(methods):
     return {m: cmap(i % 10) for i, m in enumerate(methods)}
 
 
+def _phases(h: pd.DataFrame) -> pd.DataFrame:
+    """The history with ``phase`` and ``start`` (an output of 0.3 has neither: all pg)."""
+    h = h.copy()
+    if "phase" not in h:
+        h["phase"] = "pg"
+    h["phase"] = h["phase"].fillna("pg")
+    if "start" not in h:
+        h["start"] = None
+    return h
+
+
+def trajectory_caption(h: pd.DataFrame) -> str:
+    """In words, per method: the solver that made the start, what it reached and in how many
+    iterations, and whether policy gradient's steps improved it (e.g. "Frank–Wolfe reached
+    0.3747 in 100 iterations; 20 pg steps did not improve it")."""
+    from ...core.provenance import START_NAMES
+
+    h = _phases(h)
+    parts = []
+    for m, g in h.groupby("method", sort=False):
+        splits = list(dict.fromkeys(g["split"]))
+        n = len(splits)
+        starts = [s for s in dict.fromkeys(g["start"]) if isinstance(s, str)]
+        who = " / ".join(START_NAMES.get(s, s) for s in starts) or "the start"
+        st, pg = g[g["phase"] == "start"], g[g["phase"] == "pg"]
+        over = f" (mean of {n} splits)" if n > 1 else ""
+        if len(st):
+            ends = st.sort_values("step").groupby("split")
+            reached = float(ends["objective"].last().mean())
+            iters = int(ends["step"].max().max())
+            unit = "picks" if "stochastic_greedy" in starts or "greedy" in starts else "iterations"
+            text = f"{m}: {who} reached {reached:.4f}{over} in {'at most ' if n > 1 else ''}{iters} {unit}"
+        elif len(pg):
+            first = pg.sort_values("step").groupby("split")["objective"].first()
+            text = f"{m}: {who} scored {float(first.mean()):.4f}{over} at step 0"
+        else:
+            continue
+        if len(pg):
+            by = pg.sort_values("step").groupby("split")
+            steps = int(by["step"].max().max())
+            gain = by["objective"].max() - by["objective"].first()
+            better = int((gain > 1e-5 * by["objective"].first().abs()).sum())
+            if steps == 0:
+                text += "; no pg step was run"
+            elif better == 0:
+                text += (
+                    f"; {steps:,} pg steps did not improve it"
+                    if n == 1
+                    else f"; up to {steps:,} pg steps did not improve it on any of the {n} splits"
+                )
+            else:
+                best = float(by["objective"].max().mean())
+                text += f"; {'up to ' if n > 1 else ''}{steps:,} pg steps raised it to {best:.4f}" + (
+                    f" on {better} of {n} splits" if n > 1 else ""
+                )
+        elif starts and starts[0] not in ("greedy",):
+            text += "; policy gradient did not run"
+        parts.append(text)
+    return ". ".join(parts) + "." if parts else ""
+
+
 def fig_trajectory(data: ReportData):
     h = data.history
     if h is None or not len(h):
         return None, "no optimisation history (methods without steps, or an output without history)"
+    h = _phases(h)
     plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), dpi=DPI)
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4.2), dpi=DPI)
     colors = _colors(list(dict.fromkeys(h["method"])))
-    labels = {
-        "objective": "objective f = λ·quality + (1−λ)·diversity",
-        "quality": "mean normalised quality (0–1)",
-        "diversity": "diversity",
-    }
-    for ax, key in zip(axes, ("objective", "quality", "diversity")):
-        for (m, _split), g in h.groupby(["method", "split"], sort=False):
-            g = g.sort_values("step")
+    panels = (
+        ("start", "objective", "start solver: iteration (Frank–Wolfe) or picks (greedy)", "1. the start"),
+        ("pg", "objective", "policy-gradient step", "2. policy gradient: objective"),
+        ("pg", "quality", "policy-gradient step", "quality (mean normalised, 0–1)"),
+        ("pg", "diversity", "policy-gradient step", "diversity"),
+    )
+    for ax, (phase, key, xlabel, title) in zip(axes, panels):
+        part = h[h["phase"] == phase]
+        for (m, _split), g in part.groupby(["method", "split"], sort=False):
+            g = g.sort_values("step").dropna(subset=[key])
+            if not len(g):
+                continue
             first = not any(line.get_label() == m for line in ax.get_lines())
             ax.plot(g["step"], g[key], "-o", ms=2.5, lw=1.2, alpha=0.8, color=colors[m], label=m if first else None)
-        ax.set_xlabel("policy-gradient step")
-        ax.set_ylabel(labels[key])
-        ax.set_title(key)
+        if not ax.get_lines():
+            ax.text(0.5, 0.5, "no step in this phase", ha="center", va="center", transform=ax.transAxes, color="0.4")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("objective f = λ·quality + (1−λ)·diversity" if key == "objective" else key)
+        ax.set_title(title)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8, title="method (one line per split)", title_fontsize=8)
-    suptitle(fig, "Optimisation trajectory (top-S mask of the current logits, exact objective)")
+    if axes[0].get_lines() or axes[1].get_lines():
+        (axes[0] if axes[0].get_lines() else axes[1]).legend(
+            fontsize=8, title="method (a line per split)", title_fontsize=8
+        )
+    caption = trajectory_caption(h)
+    suptitle(fig, "How the selection was made (exact objective of the current selection). " + caption)
     fig.tight_layout()
+    fig.caption = caption  # the page's caption (datamask.analysis.report.html)
     return fig, None
 
 

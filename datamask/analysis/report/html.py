@@ -30,7 +30,9 @@ table.dedup{table-layout:fixed;width:100%} table.dedup th,table.dedup td{text-al
 
 
 _CAPTIONS = {
-    "trajectory": "Objective, quality and diversity of the current top-S mask over policy-gradient steps.",
+    "trajectory": "How the selection was made: the start solver's own progress (Frank–Wolfe per iteration, "
+    "stochastic greedy as it picks), then the exact objective, quality and diversity of the current top-S mask "
+    "over policy-gradient steps.",
     "pareto": "Mean raw quality against pairwise diversity at the same budget (select: the selection, top-k and "
     "random; compare: every method), the numbers of the table above; the grey line joins those no other beats "
     "on both.",
@@ -185,7 +187,7 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
             parts.append(
                 f"<h2>{name.replace('_', ' ').capitalize()}</h2><figure>"
                 f"<img src='data:image/png;base64,{b64}' alt='{name}' data-file='{name}.png'>"
-                f"<figcaption>{html.escape(_CAPTIONS[name])} "
+                f"<figcaption>{html.escape(_CAPTIONS[name] + ' ' + getattr(figs[name], 'caption', ''))} "
                 f"(<a href='{name}.png'>{name}.png</a>)</figcaption></figure>"
             )
         elif name in missing:

@@ -22,7 +22,7 @@ from ...errors import DataError
 from ..config import SelectConfig
 from ..holdout import split_off_holdout
 from ..io import Split, normalize_embedding, read_split, write_parquet_atomic
-from ..output import split_records
+from ..output import n_splits, split_records
 from ..progress import row_progress
 from ..runner import Plan, plan_splits
 from ..schema import Columns
@@ -202,6 +202,7 @@ class SelectStage(SplitStage):
 
     def totals(self, records):
         out = {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in records))} if self.cfg.holdout else {}
+        out["pg_improved"] = pg_improved(records)
         if self.cfg.token_budget:
             out.update(token_totals(records, self.token_info))
         return out
@@ -209,6 +210,8 @@ class SelectStage(SplitStage):
     def summary(self, manifest, out):
         t = manifest["totals"]
         line = f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows {split_runs(t, out)}"
+        if manifest["config"].get("method") == "datamask" and "pg_improved" in t:
+            line += f"\ndatamask: policy gradient improved its start on {t['pg_improved']} of {n_splits(t)} splits"
         tok = t.get("tokens")
         if tok:
             line += (
@@ -222,6 +225,11 @@ class SelectStage(SplitStage):
         if table is not None:  # the report's table: the same numbers under the same labels
             line += f"\n{format_side_by_side(table)}\n({side_by_side_note(cfg.get('reference_size'))})"
         return line
+
+
+def pg_improved(records) -> int:
+    """How many splits' selections policy gradient improved on its start (their ``optimizer``)."""
+    return int(sum(bool((r.get("optimizer") or {}).get("pg_improved")) for r in records))
 
 
 def plan_select(cfg):

@@ -154,11 +154,14 @@ def select_split(
         "after": sel.objective,
         "n_steps": sel.n_steps,
         "select_seconds": round(sel.seconds, 3),
+        "optimizer": sel.optimizer,  # how it was made: start, pg_steps, pg_improved, ...
     }
     if side is not None:  # top-k and random at the same budget, every number of each
         rec["side_by_side"] = side
     if sel.history:  # the trajectory the report draws
         rec["history"] = sel.history
+    if sel.start_history:  # its first phase: the start solver's own progress
+        rec["start_history"] = sel.start_history
     if lengths is not None:
         rec.update(_token_record(lengths, np.asarray(sel.mask, dtype=bool), source, tokens))
     return SplitSelection(np.asarray(sel.mask, dtype=bool), logits, rec)
