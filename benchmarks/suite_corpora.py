@@ -231,7 +231,7 @@ BUILDERS = {"man": man_docs, "pydoc": pydoc_docs, "packages": packages_docs, "ch
 # ---------------------------------------------------------------------- stages
 def _cli(*args):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = ["nice", "-n", "10", sys.executable, "-m", "datamask.cli", *map(str, args)]
+    cmd = [sys.executable, "-m", "datamask.cli", *map(str, args)]
     print("$ datamask", " ".join(map(str, args)), flush=True)
     subprocess.run(cmd, check=True, env=env)
 
