@@ -81,7 +81,8 @@ def _run_dir(work: Path, corpus: str, regime: str, tokens, settings: dict) -> Pa
 
 
 def run_search(client, corpus: dict, regime: str, tokens, settings: dict, work: Path) -> tuple:
-    """(search.json, records frame) of one corpus x regime; reused when finished before."""
+    """(search.json, records frame) of one corpus x regime; reused when finished before.
+    ``client()`` gives the Dask client (a cluster is started only for a search to run)."""
     import datamask.dask as dmd
 
     out = _run_dir(work, corpus["name"], regime, tokens, settings)
@@ -90,7 +91,7 @@ def run_search(client, corpus: dict, regime: str, tokens, settings: dict, work: 
         print(f"[suite] {corpus['name']} {regime}: search -> {out} (proxy_tokens={tokens})", flush=True)
         t0 = time.time()
         dmd.search(
-            corpus["input"], str(out), corpus["eval"], client=client, proxy_tokens=tokens, no_report=True, **settings
+            corpus["input"], str(out), corpus["eval"], client=client(), proxy_tokens=tokens, no_report=True, **settings
         )
         print(f"[suite] {corpus['name']} {regime}: {time.time() - t0:.0f} s", flush=True)
     s = json.loads(done.read_text())
@@ -131,14 +132,15 @@ def regime_tokens(regime: str, corpus: dict, ratio: float, first: pd.DataFrame |
     return int(max(2048, round(k * base / 2048) * 2048))
 
 
-def _machine(load0, load1, t_total) -> list:
+def _machine(load0, load1, t_total, t_cells) -> list:
     import torch
 
     return [
         f"Host: {platform.machine()}, {os.cpu_count()} cores shared with other jobs; Python "
         f"{platform.python_version()}, torch {torch.__version__}. Load average (1 / 5 / 15 min) at start "
         f"{load0[0]:.2f} / {load0[1]:.2f} / {load0[2]:.2f}, at the end {load1[0]:.2f} / {load1[1]:.2f} / "
-        f"{load1[2]:.2f}. Whole suite (searches only; corpora cached): {t_total / 60:.1f} min.",
+        f"{load1[2]:.2f}. This invocation: {t_total / 60:.1f} min; the cells' searches, as each search.json "
+        f"records them (a cached cell keeps its first run's): {t_cells / 60:.1f} min.",
     ]
 
 
@@ -147,7 +149,7 @@ def write_markdown(path: Path, args, corpora, cells, records, meta) -> None:
     lines = [
         "# Recipe suite: the search, the default, top-k and random on real corpora",
         "",
-        *_machine(meta["load0"], meta["load1"], meta["wall"]),
+        *_machine(meta["load0"], meta["load1"], meta["wall"], sum(c["wall_seconds"] or 0 for c in cells)),
         "",
         f"Command: `python benchmarks/recipe_suite.py {' '.join(meta['argv'])}`; each cell runs "
         f"`datamask.dask.search(INPUT, OUT, EVAL, {', '.join(f'{k}={v!r}' for k, v in meta['settings'].items())}, "
@@ -223,15 +225,26 @@ def main(argv=None):
     settings = _settings(args)
     load0, t0 = os.getloadavg(), time.time()
     cells, frames = [], []
-    with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=None) as lc, Client(lc) as cl:
+    held = []
+
+    def client():  # started on the first search that is not cached
+        if not held:
+            lc = LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=None)
+            held.extend([lc, Client(lc)])
+        return held[1]
+
+    try:
         for corpus in corpora:
             first = None
             for regime in regimes:
                 tokens = regime_tokens(regime, corpus, args.ratio, first, native)
-                s, rec = run_search(cl, corpus, regime, tokens, settings, work)
+                s, rec = run_search(client, corpus, regime, tokens, settings, work)
                 first = rec if first is None else first
                 frames.append(rec)
                 cells.append(rep.cell_summary(rec, corpus["name"], regime, s))
+    finally:
+        for h in held[::-1]:
+            h.close()
     records = pd.concat(frames, ignore_index=True, sort=False)
     meta = {
         "load0": load0,
