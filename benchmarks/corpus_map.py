@@ -135,7 +135,7 @@ _READY = {
 def time_to_interactive(library, path, loads=3):
     from playwright.sync_api import sync_playwright
 
-    from datamask.analysis.report.browser import launch_options
+    from tests.helpers.browser import launch_options
 
     times = []
     with sync_playwright() as p:
@@ -199,6 +199,7 @@ def _table(rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--big", action="store_true", help="also time each projection at 100,000 rows")
     args = ap.parse_args()
     from real_text import build, texts
 
@@ -207,29 +208,33 @@ def main():
     n = 5000 if args.quick else len(E)
     E, q, docs = E[:n], q[:n], docs[:n]
     big = None
-    if not args.quick:
+    if args.big and not args.quick:
         rng = np.random.default_rng(1)
         big = np.concatenate([E + rng.normal(0, 0.01, E.shape).astype(np.float32) for _ in range(5)])
         big /= np.linalg.norm(big, axis=1, keepdims=True)
     load = os.getloadavg()
     rows, compile_s = projections(E, big)
     frame = map_frame(E, docs, q)
-    if big is not None:  # the page at 100k points: the real rows' frame five times over
+    if not args.quick:  # the page at 100k points: the real rows' frame five times over
         import pandas as pd
 
         frame = pd.concat([frame] * 5, ignore_index=True)
-    libs = libraries(frame, (10_000, len(frame)) if big is not None else (2000, len(frame)))
+    libs = libraries(frame, (2000, 10_000, len(frame)))
     text = [
         "# Corpus map: projection and plotting library\n",
-        f"`python benchmarks/corpus_map.py{' --quick' if args.quick else ''}`; {n:,} MiniLM embeddings of real "
+        f"`python benchmarks/corpus_map.py{' --quick' if args.quick else ''}{' --big' if args.big else ''}`; {n:,} MiniLM embeddings of real "
         f"man-page paragraphs; two threads; load average at the start {load[0]:.1f} (2 cores, shared: "
         "contended figures). kNN recall@10: share of each row's 10 nearest neighbours in the embedding "
         "space (cosine) that stay among its 10 nearest on the map (2,000 query rows).\n",
         f"UMAP's first call in a process compiles its numba kernels: {compile_s:.1f} s (500 rows), "
         "not counted below.\n",
         _table(rows) + "\n",
-        "The 100,000-row timing runs on the real rows five times over with Gaussian noise (sd 0.01 "
-        "per coordinate) and renormalised.\n",
+        (
+            "The 100,000-row timing runs on the real rows five times over with Gaussian noise (sd 0.01 "
+            "per coordinate) and renormalised.\n"
+            if big is not None
+            else "Not timed at 100,000 rows (`--big`): too slow on this shared machine; see docs/benchmarks.md.\n"
+        ),
         "## Plotting library\n",
         "One standalone page per library with the same map: points coloured four ways, hover text "
         "(id, quality, 200 characters), cluster labels; the library's JavaScript inlined. Time to "

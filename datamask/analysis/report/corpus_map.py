@@ -19,10 +19,22 @@ import html
 import numpy as np
 import pandas as pd
 
-__all__ = ["MAP_ROWS", "SNIPPET", "project", "cluster_labels", "map_frame", "map_html", "snippets"]
+__all__ = [
+    "MAP_ROWS",
+    "SNIPPET",
+    "UMAP_FROM",
+    "map_section",
+    "sample_columns",
+    "project",
+    "cluster_labels",
+    "map_frame",
+    "map_html",
+    "snippets",
+]
 
 MAP_ROWS = 100_000  # the most rows a map holds (the sample is cut to it)
 SNIPPET = 200  # characters of each text the hover shows
+UMAP_FROM = 5000  # "auto" projects a sample this large or larger with UMAP, smaller ones with PCA
 _COLOURINGS = ("cluster", "quality", "selected", "duplicate group")
 
 
@@ -31,16 +43,33 @@ def snippets(texts, n=SNIPPET) -> list:
     return [None if t is None else " ".join(str(t)[: n * 2].split())[:n] for t in texts]
 
 
+def sample_columns(table, cols, cfg, extra=None) -> pd.DataFrame:
+    """The map's columns of an Arrow table of sampled rows: ``id``, ``quality``, and
+    ``cluster``, ``dup_group``, ``snippet`` where the table has them; plus ``extra``."""
+    names = table.schema.names
+    col = lambda name: table.column(name).to_numpy(zero_copy_only=False)  # noqa: E731
+    out = {"id": col(cols.id), "quality": col(cols.quality).astype(np.float64)}
+    for name in ("cluster", "dup_group"):
+        if name in names:
+            out[name] = col(name).astype(np.int64)
+    text = cfg.get("text_column", "text") if isinstance(cfg, dict) else getattr(cfg, "text_column", "text")
+    if text in names:
+        out["snippet"] = snippets(table.column(text).to_pylist())
+    return pd.DataFrame({**out, **(extra or {})})
+
+
 def project(E, method="auto", seed=0, n_neighbors=15) -> np.ndarray:
     """(n, 2) float32 coordinates of the rows of ``E``.
 
-    method : "umap" (umap-learn, cosine neighbourhoods; the default when installed and the
-        sample has more than ``n_neighbors`` rows), "pca" (two principal components: the
-        fallback, and the fastest), or "auto".
+    method : "umap" (umap-learn, cosine neighbourhoods), "pca" (two principal components:
+        the fastest, and the fallback without umap-learn), or "auto": UMAP from
+        :data:`UMAP_FROM` rows (below, its one-off numba compilation costs more than the
+        map gains), else PCA.
     """
     E = np.asarray(E, dtype=np.float32)
-    if method == "auto":
-        method = "umap" if _has_umap() and len(E) > n_neighbors + 1 else "pca"
+    method = _resolve(method, len(E))
+    if method == "umap" and len(E) <= n_neighbors + 1:
+        method = "pca"
     if method not in ("umap", "pca"):
         raise ValueError(f"unknown projection {method!r}; choose from auto, umap, pca")
     if len(E) < 3:
@@ -228,3 +257,38 @@ def map_html(frame: pd.DataFrame, title=None) -> str:
     bundle = bundle_for_objs_and_resources([tabs], INLINE)
     head = f"<p class='missing'>{html.escape(title)}</p>" if title else ""
     return f"{bundle._render_css()}{bundle._render_js()}{head}<div class='corpus-map'>{div}</div>{script}"
+
+
+def _selected_column(sample) -> str | None:
+    cols = [c for c in sample.columns if c.startswith("selected_")]
+    return "selected_datamask" if "selected_datamask" in cols else (cols[0] if cols else None)
+
+
+def map_section(data, projection="auto") -> tuple[str, pd.DataFrame | None]:
+    """The report's corpus-map section of a :class:`~.data.ReportData` (its ``sample`` and
+    ``sample_embedding``) and the map's frame (None without a sample)."""
+    if data.sample is None or data.sample_embedding is None or not len(data.sample):
+        return "", None
+    sel = _selected_column(data.sample)
+    frame = map_frame(
+        data.sample,
+        data.sample_embedding,
+        selected=None if sel is None else data.sample[sel].to_numpy(),
+        method=projection,
+    )
+    method = "UMAP" if _resolve(projection, len(frame)) == "umap" else "PCA"
+    text = "" if "snippet" in data.sample else " The input has no text column: hover shows ids and quality only."
+    intro = (
+        f"<h2>Corpus map</h2><p class='missing'>{len(frame):,} sampled rows, their embeddings projected to 2-D "
+        f"({method}); each cluster labelled by its most distinctive words (c-TF-IDF over its texts). Hover a point "
+        "for its id, quality and first 200 characters; drag to pan, scroll to zoom; the tabs colour by cluster, "
+        f"quality, selected ({html.escape(sel.removeprefix('selected_') if sel else 'none')}) and duplicate group "
+        f"(where the input has one).{text}</p>"
+    )
+    return intro + map_html(frame), frame
+
+
+def _resolve(projection, n) -> str:
+    if projection != "auto":
+        return projection
+    return "umap" if _has_umap() and n >= UMAP_FROM else "pca"
