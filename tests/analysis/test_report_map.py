@@ -28,7 +28,7 @@ def text_corpus(directory, n_rows=1200, dim=24, seed=0, n_files=1):
     topic = rng.integers(0, len(names), n_rows)
     centres = rng.normal(size=(len(names), dim))
     E = (centres[topic] + 0.35 * rng.normal(size=(n_rows, dim))).astype(np.float32)
-    common = "the a of system user option value default".split()
+    common = ["the", "a", "of", "system", "user", "option", "value", "default"]
     texts = []
     for i, t in enumerate(topic):
         words = rng.choice(TOPICS[names[t]].split() + common, size=30).tolist()
