@@ -269,6 +269,13 @@ def map_section(data, projection="auto") -> tuple[str, pd.DataFrame | None]:
     ``sample_embedding``) and the map's frame (None without a sample)."""
     if data.sample is None or data.sample_embedding is None or not len(data.sample):
         return "", None
+    try:
+        import bokeh  # noqa: F401
+    except ImportError:
+        return (
+            "<p class='missing'>corpus map: not drawn (bokeh is not installed: pip install 'datamask[map]').</p>",
+            None,
+        )
     sel = _selected_column(data.sample)
     frame = map_frame(
         data.sample,
