@@ -155,7 +155,7 @@ def libraries(frame, sizes):
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
-            sub = frame.iloc[:n]
+            sub = frame.iloc[:n].assign(id=np.arange(n).astype(str))
             for lib in ("plotly", "bokeh"):
                 path = os.path.join(tmp, f"{lib}_{n}.html")
                 size = page(lib, sub, path)
@@ -199,13 +199,14 @@ def _table(rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--n", type=int, default=20_000, help="real man-page paragraphs embedded (cached)")
     ap.add_argument("--big", action="store_true", help="also time each projection at 100,000 rows")
     args = ap.parse_args()
     from real_text import build, texts
 
-    E, q, _ = build("man", 20_000)
-    docs = texts("man", 20_000)
-    n = 5000 if args.quick else len(E)
+    E, q, _ = build("man", args.n)
+    docs = texts("man", args.n)
+    n = min(5000, len(E)) if args.quick else len(E)
     E, q, docs = E[:n], q[:n], docs[:n]
     big = None
     if args.big and not args.quick:
@@ -215,14 +216,14 @@ def main():
     load = os.getloadavg()
     rows, compile_s = projections(E, big)
     frame = map_frame(E, docs, q)
-    if not args.quick:  # the page at 100k points: the real rows' frame five times over
+    if not args.quick:  # pages up to 100k points: the real rows' frame repeated
         import pandas as pd
 
-        frame = pd.concat([frame] * 5, ignore_index=True)
-    libs = libraries(frame, (2000, 10_000, len(frame)))
+        frame = pd.concat([frame] * int(np.ceil(100_000 / len(frame))), ignore_index=True).iloc[:100_000]
+    libs = libraries(frame, sorted({min(2000, len(frame)), min(10_000, len(frame)), len(frame)}))
     text = [
         "# Corpus map: projection and plotting library\n",
-        f"`python benchmarks/corpus_map.py{' --quick' if args.quick else ''}{' --big' if args.big else ''}`; {n:,} MiniLM embeddings of real "
+        f"`python benchmarks/corpus_map.py --n {args.n}{' --quick' if args.quick else ''}{' --big' if args.big else ''}`; {n:,} MiniLM embeddings of real "
         f"man-page paragraphs; two threads; load average at the start {load[0]:.1f} (2 cores, shared: "
         "contended figures). kNN recall@10: share of each row's 10 nearest neighbours in the embedding "
         "space (cosine) that stay among its 10 nearest on the map (2,000 query rows).\n",

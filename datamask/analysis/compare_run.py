@@ -202,7 +202,8 @@ def run_compare(
     Writes ``compare.csv`` (the summary table), ``compare_splits.csv`` (per split),
     ``selections.parquet`` (id, quality, n_tokens, cluster of each selected row per method),
     ``history.parquet`` (DATAMASK's trajectory), ``sample.parquet`` and
-    ``sample_embedding.npy`` (rows for the projection plot), ``corpus_stats.parquet``
+    ``sample_embedding.npy`` (rows for the corpus map and the projection plot),
+    ``examples.parquet`` (kept and dropped rows nearest each cluster's centre), ``corpus_stats.parquet``
     (quality, n_tokens, cluster of every row: three small columns), ``cluster_stats.parquet``,
     ``compare.json`` and ``pareto.png``; then the HTML report unless ``report`` is false.
     Returns the table.
@@ -275,6 +276,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
 
     from ..core.kmeans import check_k
     from .clusters import fit_kmeans_dask, read_corpus
+    from .report.corpus_map import MAP_ROWS
 
     cols, splits = _splits(input, cfg)
     n_rows = sum(s.rows for s in splits)
@@ -297,7 +299,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
             k,
             opts["quadmix_params"],
             opts["semdedup_eps"],
-            max(1, opts["sample_rows"] // len(splits)),
+            max(1, min(opts["sample_rows"], MAP_ROWS) // len(splits)),
             opts["tokens_column"],
             opts["domain_column"],
             holdout_dir,

@@ -222,6 +222,18 @@ def test_the_report_renders_in_headless_chromium(searched, chromium, tmp_path): 
         "data:image/png",
     ):
         assert needle in page, needle
+    # in Playwright with every network request refused: nothing fetched, screenshot for docs/
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    from tests.helpers.browser import launch_options, offline_page
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(**dict(launch_options(), executable_path=chromium))
+        tab, refused = offline_page(browser)
+        tab.goto((searched / "report" / "index.html").resolve().as_uri())
+        assert tab.locator("h1").inner_text() == "datamask search"
+        tab.screenshot(path=str(Path(__file__).resolve().parents[2] / "docs" / "report-search.png"))
+        browser.close()
+    assert refused == []
 
 
 def test_quadmix_search_from_python_with_merge_weights_and_its_recipe(corpus, address, tmp_path):
