@@ -132,7 +132,10 @@ _READY = {
 }
 
 
-def time_to_interactive(library, path, loads=3):
+LOADS = 3
+
+
+def time_to_interactive(library, path, loads=None):
     from playwright.sync_api import sync_playwright
 
     from tests.helpers.browser import launch_options
@@ -140,11 +143,11 @@ def time_to_interactive(library, path, loads=3):
     times = []
     with sync_playwright() as p:
         browser = p.chromium.launch(**launch_options())
-        for _ in range(loads):
+        for _ in range(loads or LOADS):
             pg = browser.new_page()
             t0 = time.perf_counter()
-            pg.goto("file://" + os.path.abspath(path))
-            pg.wait_for_function(_READY[library], timeout=120_000, polling=20)
+            pg.goto("file://" + os.path.abspath(path), wait_until="commit", timeout=300_000)
+            pg.wait_for_function(_READY[library], timeout=300_000, polling=20)
             times.append(time.perf_counter() - t0)
             pg.close()
         browser.close()
@@ -196,14 +199,59 @@ def _table(rows):
     return pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g")
 
 
+def libraries_only(n, texts):
+    """The library half alone: the man-page texts placed by their TF-IDF (SVD to 32
+    dimensions); a page's weight and time to interactive depend on its points and texts, not on
+    where the points lie."""
+    import pandas as pd
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    docs = texts("man", n)
+    E = TruncatedSVD(32, random_state=0).fit_transform(TfidfVectorizer(stop_words="english").fit_transform(docs))
+    E = (E / np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+    q = np.array([min(len(d.split()) / 100, 1.0) for d in docs])
+    frame = map_frame(E, docs, q)
+    frame = pd.concat([frame] * int(np.ceil(100_000 / len(frame))), ignore_index=True).iloc[:100_000]
+    load = os.getloadavg()
+    libs = libraries(frame, (2000, 10_000, 100_000))
+    text = [
+        "# Corpus map: plotting library\n",
+        f"`python benchmarks/corpus_map.py --n {n} --libraries-only --loads {LOADS}`; {len(docs):,} real man-page paragraphs "
+        "placed by their TF-IDF (SVD, 32 dimensions; a page's weight and load time depend on its points and "
+        f"texts, not on where they lie), repeated up to 100,000 points. Load average at the start {load[0]:.1f} "
+        "(2 cores, shared: contended figures).\n",
+        "One standalone page per library with the same map: points coloured four ways, hover text "
+        "(id, quality, 200 characters), cluster labels; the library's JavaScript inlined. Time to "
+        f"interactive: headless Chromium, navigation to the plot drawn (median of {LOADS} loads).\n",
+        _table(libs) + "\n",
+    ]
+    path = OUT.replace(".md", "_libraries.md")
+    with open(path, "w") as f:
+        f.write("\n".join(text))
+    print("\n".join(text))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--n", type=int, default=20_000, help="real man-page paragraphs embedded (cached)")
+    ap.add_argument("--projections-only", action="store_true", help="skip the plotting libraries")
+    ap.add_argument("--loads", type=int, default=3, help="page loads per library and size (the median)")
     ap.add_argument("--big", action="store_true", help="also time each projection at 100,000 rows")
+    ap.add_argument(
+        "--libraries-only",
+        action="store_true",
+        help="only the plotting libraries, on the texts' TF-IDF (no MiniLM embedding needed): writes "
+        "benchmarks/results/corpus_map_libraries.md",
+    )
     args = ap.parse_args()
     from real_text import build, texts
 
+    global LOADS
+    LOADS = args.loads
+    if args.libraries_only:
+        return libraries_only(args.n, texts)
     E, q, _ = build("man", args.n)
     docs = texts("man", args.n)
     n = min(5000, len(E)) if args.quick else len(E)
@@ -215,15 +263,22 @@ def main():
         big /= np.linalg.norm(big, axis=1, keepdims=True)
     load = os.getloadavg()
     rows, compile_s = projections(E, big)
+    if args.projections_only:
+        return _write(args, n, load, rows, compile_s, None)
     frame = map_frame(E, docs, q)
     if not args.quick:  # pages up to 100k points: the real rows' frame repeated
         import pandas as pd
 
         frame = pd.concat([frame] * int(np.ceil(100_000 / len(frame))), ignore_index=True).iloc[:100_000]
     libs = libraries(frame, sorted({min(2000, len(frame)), min(10_000, len(frame)), len(frame)}))
+    _write(args, n, load, rows, compile_s, libs)
+
+
+def _write(args, n, load, rows, compile_s, libs):
     text = [
         "# Corpus map: projection and plotting library\n",
-        f"`python benchmarks/corpus_map.py --n {args.n}{' --quick' if args.quick else ''}{' --big' if args.big else ''}`; {n:,} MiniLM embeddings of real "
+        f"`python benchmarks/corpus_map.py --n {args.n}{' --quick' if args.quick else ''}{' --big' if args.big else ''}"
+        f"{' --projections-only' if libs is None else ''}`; {n:,} MiniLM embeddings of real "
         f"man-page paragraphs; two threads; load average at the start {load[0]:.1f} (2 cores, shared: "
         "contended figures). kNN recall@10: share of each row's 10 nearest neighbours in the embedding "
         "space (cosine) that stay among its 10 nearest on the map (2,000 query rows).\n",
@@ -233,15 +288,18 @@ def main():
         (
             "The 100,000-row timing runs on the real rows five times over with Gaussian noise (sd 0.01 "
             "per coordinate) and renormalised.\n"
-            if big is not None
+            if args.big
             else "Not timed at 100,000 rows (`--big`): too slow on this shared machine; see docs/benchmarks.md.\n"
         ),
-        "## Plotting library\n",
-        "One standalone page per library with the same map: points coloured four ways, hover text "
-        "(id, quality, 200 characters), cluster labels; the library's JavaScript inlined. Time to "
-        "interactive: headless Chromium, navigation to the plot drawn (median of 3 loads).\n",
-        _table(libs) + "\n",
     ]
+    if libs is not None:
+        text += [
+            "## Plotting library\n",
+            "One standalone page per library with the same map: points coloured four ways, hover text "
+            "(id, quality, 200 characters), cluster labels; the library's JavaScript inlined. Time to "
+            f"interactive: headless Chromium, navigation to the plot drawn (median of {LOADS} loads).\n",
+            _table(libs) + "\n",
+        ]
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         f.write("\n".join(text))

@@ -154,6 +154,9 @@ def test_compare_report_has_map_and_examples_from_the_workers(tmp_path):
     page = (tmp_path / "o" / "report" / "index.html").read_text()
     assert "<h2>Corpus map</h2>" in page and "<h2>Kept and dropped</h2>" in page
     assert "400 sampled rows" in page and "colour: duplicate group" in page
+    # no clusters on the workers: kept/dropped per cluster of the map's sample, several rows
+    table = page.split("<table class='kept-dropped'>")[1].split("</table>")[0]
+    assert table.count("<tr>") >= 4 and table.count("quality ") >= 6
     # the clusters fitted on the sample are named by the words of the topics
     labels = re.findall(r"&quot;label&quot;|\"label\"", page)
     assert labels

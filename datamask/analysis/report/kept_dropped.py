@@ -126,9 +126,11 @@ def kept_dropped_html(examples: pd.DataFrame, labels=None, method="datamask", ma
 
 def examples_section(data, frame) -> str:
     """The report's kept-and-dropped section: ``data.examples`` (computed on the workers) or,
-    without them, the map's sample (``frame`` of :func:`~.corpus_map.map_frame`, whose
-    clusters it then uses); empty without either."""
+    without them or without clusters in them, the map's sample (``frame`` of
+    :func:`~.corpus_map.map_frame`, whose clusters it then uses); empty without either."""
     ex = data.examples
+    if ex is not None and (ex["cluster"] < 0).all() and frame is not None and len(frame):
+        ex = None  # the workers had no clusters: the map's, fitted on its sample, say more
     if ex is None and frame is not None and len(frame):
         sample = frame.rename(columns={"selected": "selected_map"})
         ex = sample_examples(sample, data.sample_embedding[: len(frame)], "selected_map")
