@@ -194,9 +194,12 @@ def map_frame(E, texts, q, seed=0):
 
 
 def _table(rows):
-    import pandas as pd
-
-    return pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3g")
+    """A markdown table (no tabulate needed)."""
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else ("–" if v is None else str(v))  # noqa: E731
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(r.get(c)) for c in cols) + " |" for r in rows]
+    return "\n".join(lines)
 
 
 def libraries_only(n, texts):
