@@ -12,6 +12,12 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test test-blas lint install bench clean
 
 $(STAMP): pyproject.toml Makefile
+	@# Chromium for the report's browser tests (tests/analysis/test_report_browser.py), from
+	@# Debian: only when missing, apt-get present and we are root; never fails the install.
+	-@if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "installing chromium (apt-get) for the browser tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
+		|| echo "chromium could not be installed: the browser tests will be skipped"; fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip setuptools wheel
 	$(PIP) install -q "$(TORCH)" -e ".[embed,fast-embed,quality,s3,search,dev]"

@@ -21,6 +21,7 @@ def test_corpus_analysis_notebook_executes(tmp_path, monkeypatch):
         "DATAMASK_NB_K": "8",
         "DATAMASK_NB_STEPS": "100",
         "DATAMASK_NB_WORKERS": "1",
+        "DATAMASK_NB_MAP_ROWS": "800",
     }
     for k, v in small.items():
         monkeypatch.setenv(k, v)
@@ -35,6 +36,8 @@ def test_corpus_analysis_notebook_executes(tmp_path, monkeypatch):
     assert not [o for o in outputs if o.output_type == "error"]
     images = [o for o in outputs if o.output_type == "display_data" and "image/png" in o.get("data", {})]
     assert len(images) >= 4  # the figures are shown inline
+    maps = [o for o in outputs if "corpus-map-points" in str(o.get("data", {}).get("text/html", ""))]
+    assert len(maps) == 1 and "BEGIN bokeh.min.js" in maps[0]["data"]["text/html"]  # the map, its JS inline
     import pyarrow.parquet as pq
 
     out = pq.read_table(tmp_path / "work" / "selected").replace_schema_metadata(None).to_pandas()  # its to_parquet

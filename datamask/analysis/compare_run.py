@@ -112,7 +112,9 @@ def _compare_split(split, task: CompareTask, token_budget=None) -> dict:
         tab[key] = [(extra[m].get("optimizer") or {}).get(key) for m in tab["method"]]
     ids = table.column(task.cols[0]).to_numpy(zero_copy_only=False)
     rows = _row_frame(split.name, ids, q, tok, lab)
-    out = {"table": tab, **_samples(rows, masks, E, seed, task.sample_rows)}
+    texts = _texts(table, task.cfg)
+    out = {"table": tab, **_samples(rows, masks, E, seed, task.sample_rows, texts, table)}
+    out["examples"] = _examples(E, lab, masks, q, ids, texts)
     picked = [rows[mask].assign(method=m) for m, mask in masks.items()]
     out["selections"] = pd.concat(picked, ignore_index=True)[["method", SPLIT_COLUMN, *rows.columns[1:]]]
     h = [df.assign(method=m, **{SPLIT_COLUMN: split.name}) for m, df in hist.items() if len(df)]
@@ -135,13 +137,38 @@ def _row_frame(name, ids, q, tok, lab) -> pd.DataFrame:
     )
 
 
-def _samples(rows, masks, E, seed, n) -> dict:
-    """A seeded sample of the split's rows for the projection plot, with every method's picks."""
+def _samples(rows, masks, E, seed, n, texts=None, table=None) -> dict:
+    """A seeded sample of the split's rows for the corpus map, with every method's picks, the
+    text's first characters and the duplicate group (when the input has them)."""
+    from .report.corpus_map import snippets
+
     take = np.sort(np.random.default_rng(seed).choice(E.shape[0], size=min(n, E.shape[0]), replace=False))
     samp = rows.iloc[take].reset_index(drop=True)
     for m, mask in masks.items():
         samp[f"selected_{m}"] = mask[take]
+    if texts is not None:
+        samp["snippet"] = snippets(texts.take(take).to_pylist())
+    if table is not None and "dup_group" in table.schema.names:
+        samp["dup_group"] = table.column("dup_group").to_numpy(zero_copy_only=False)[take].astype(np.int64)
     return {"sample": samp, "sample_embedding": E[take]}
+
+
+def _texts(table, cfg):
+    """The split's text column (Arrow) when the input has it, else None."""
+    name = getattr(cfg, "text_column", "text")
+    return table.column(name) if name in table.schema.names else None
+
+
+def _examples(E, lab, masks, q, ids, texts):
+    """Per cluster, the kept and dropped rows nearest its centre (DATAMASK's, else the first
+    method's selection)."""
+    from .report.kept_dropped import nearest_examples
+
+    if not masks:
+        return None
+    method = "datamask" if "datamask" in masks else next(iter(masks))
+    lab = lab if lab is not None else np.full(E.shape[0], -1)
+    return nearest_examples(E, lab, masks[method], q, ids, texts).assign(method=method)
 
 
 def _cluster_sums(lab, q, E, tok, centroids):
@@ -179,7 +206,8 @@ def run_compare(
     Writes ``compare.csv`` (the summary table), ``compare_splits.csv`` (per split),
     ``selections.parquet`` (id, quality, n_tokens, cluster of each selected row per method),
     ``history.parquet`` (DATAMASK's trajectory), ``sample.parquet`` and
-    ``sample_embedding.npy`` (rows for the projection plot), ``corpus_stats.parquet``
+    ``sample_embedding.npy`` (rows for the corpus map and the projection plot),
+    ``examples.parquet`` (kept and dropped rows nearest each cluster's centre), ``corpus_stats.parquet``
     (quality, n_tokens, cluster of every row: three small columns), ``cluster_stats.parquet``,
     ``compare.json`` and ``pareto.png``; then the HTML report unless ``report`` is false.
     Returns the table.
@@ -252,6 +280,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
 
     from ..core.kmeans import check_k
     from .clusters import fit_kmeans_dask, read_corpus
+    from .report.corpus_map import MAP_ROWS
 
     cols, splits = _splits(input, cfg)
     n_rows = sum(s.rows for s in splits)
@@ -274,7 +303,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
             k,
             opts["quadmix_params"],
             opts["semdedup_eps"],
-            max(1, opts["sample_rows"] // len(splits)),
+            max(1, min(opts["sample_rows"], MAP_ROWS) // len(splits)),
             opts["tokens_column"],
             opts["domain_column"],
             holdout_dir,
@@ -337,6 +366,11 @@ def _write_results(out, results, meta, t0, report) -> pd.DataFrame:
     if hist:
         pd.concat(hist, ignore_index=True).to_parquet(out / "history.parquet")
     pd.concat([r["sample"] for r in results], ignore_index=True).to_parquet(out / "sample.parquet")
+    from .report.kept_dropped import merge_examples
+
+    examples = merge_examples([r.get("examples") for r in results])
+    if examples is not None:
+        examples.to_parquet(out / "examples.parquet")
     np.save(out / "sample_embedding.npy", np.concatenate([r["sample_embedding"] for r in results]))
     pd.concat([r["corpus"] for r in results], ignore_index=True).to_parquet(out / "corpus_stats.parquet")
     sums = [r["cluster_sums"] for r in results if r["cluster_sums"] is not None]

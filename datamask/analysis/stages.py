@@ -74,7 +74,12 @@ class CompareConfig(SelectConfig):
         "domain column; n_clusters clusters shared by all splits)",
         group="compare",
     )
-    sample_rows: int = _f(2000, "rows kept for the 2-D projection plot", group="compare", result=False)
+    sample_rows: int = _f(
+        2000,
+        "rows sampled for the report's corpus map and 2-D projection (at most 100,000; UMAP from 5,000, else PCA)",
+        group="compare",
+        result=False,
+    )
     no_report: bool = _f(False, "do not write the HTML report", group="compare", result=False)
     dedup: str | None = _f(
         None,

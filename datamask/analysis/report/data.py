@@ -49,6 +49,7 @@ class ReportData:
     proxy: dict | None = None  # a proxy-LM run: {"dir", "table" (proxy.csv), "manifest"}
     search: dict | None = None  # a search: {"dir", "summary" (search.json)}
     reference_size: int | None = None  # the run's coverage sample (the table's note)
+    examples: pd.DataFrame | None = None  # kept and dropped texts per cluster (.kept_dropped)
 
     @property
     def methods(self):
@@ -84,6 +85,7 @@ def load_compare(directory) -> ReportData:
         cluster_stats=opt("cluster_stats.parquet"),
         sample=opt("sample.parquet"),
         sample_embedding=emb,
+        examples=opt("examples.parquet"),
         title="datamask compare",
         reference_size=meta["config"].get("reference_size"),
         notes={
@@ -165,6 +167,7 @@ def load_select(directory, sample_rows=2000) -> ReportData:
     """A ``datamask select`` output: the manifest, the selected rows and the input."""
     from ...pipeline.io import Split, discover, read_split
     from ...pipeline.schema import Columns, embedding_matrix
+    from .corpus_map import sample_columns
 
     d = _dir(directory)
     man = json.loads((d / "manifest.json").read_text())
@@ -201,7 +204,7 @@ def load_select(directory, sample_rows=2000) -> ReportData:
             t = read_split(Split(f.path, f.rel, f.fmt, 0, n), cols)
             mats.append(embedding_matrix(t.column(cols.embedding), f.rel, cols.embedding).astype(np.float32))
             ids = t.column(cols.id).to_pylist()
-            frames.append(pd.DataFrame({"id": ids, f"selected_{method}": [i in chosen for i in ids]}))
+            frames.append(sample_columns(t, cols, cfg, {f"selected_{method}": [i in chosen for i in ids]}))
         if frames:
             sample, emb = pd.concat(frames, ignore_index=True), np.concatenate(mats)
     t = man["totals"]

@@ -286,10 +286,14 @@ def fig_clusters(data: ReportData, top=50):
 
 
 def project_2d(X, method="auto", seed=0):
-    """(n, 2) coordinates and the method's name: ``auto`` is UMAP when umap-learn is
-    installed, else PCA (numpy SVD); ``umap``, ``tsne`` (scikit-learn) or ``pca`` ask."""
+    """(n, 2) coordinates and the method's name: ``auto`` is the corpus map's rule (UMAP when
+    umap-learn is installed and the sample holds ``corpus_map.UMAP_FROM`` rows or more, else
+    PCA by numpy SVD); ``umap``, ``tsne`` (scikit-learn) or ``pca`` ask."""
+    from .corpus_map import _resolve
+
     X = np.asarray(X, dtype=np.float32)
-    if method in ("auto", "umap"):
+    method = _resolve(method, len(X)) if method == "auto" else method
+    if method == "umap":
         try:
             import umap
 

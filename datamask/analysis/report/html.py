@@ -26,6 +26,9 @@ text-align:right} th{background:#f2f2f2} td:first-child,th:first-child{text-alig
 figure{margin:1em 0} img{max-width:100%;border:1px solid #eee} figcaption{font-size:.85em;color:#555}
 .notes td{text-align:left} .missing{color:#777;font-size:.9em}
 table.dedup{table-layout:fixed;width:100%} table.dedup th,table.dedup td{text-align:left;vertical-align:top;\nwhite-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word;font-size:.85em}
+table.kept-dropped{table-layout:fixed;width:100%} table.kept-dropped td,table.kept-dropped th{text-align:left;
+vertical-align:top;font-size:.85em;overflow-wrap:anywhere} table.kept-dropped ul{margin:0;padding-left:1.1em}
+table.kept-dropped th:first-child{width:16%} .q{color:#555;font-weight:600}
 """
 
 
@@ -146,8 +149,9 @@ def _proxy_html(proxy: dict, d: Path) -> str:
     return "\n".join(parts)
 
 
-def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
-    """Write the PNGs and ``index.html`` into ``directory``; returns the HTML path."""
+def write_report(data: ReportData, directory, figures=FIGURES, projection="auto") -> Path:
+    """Write the PNGs and ``index.html`` into ``directory``; returns the HTML path.
+    ``projection``: the corpus map's (:func:`.corpus_map.project`)."""
     from ...pipeline.storage import location
 
     plt = pyplot()
@@ -172,6 +176,12 @@ def write_report(data: ReportData, directory, figures=FIGURES) -> Path:
         parts.append(_dedup_html(data.dedup_examples))
     elif data.table is not None:
         parts.append("<h2>Comparison</h2>" + _table_html(data.table) + _table_note(data))
+    if data.dedup_examples is None:  # the corpus map and the texts kept and dropped (.corpus_map)
+        from .corpus_map import map_section
+        from .kept_dropped import examples_section
+
+        section, frame = map_section(data, projection)
+        parts += [section, examples_section(data, frame)]
     if data.proxy is not None:
         parts.append(_proxy_html(data.proxy, d))
     if data.search is not None:
