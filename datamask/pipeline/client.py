@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-import time
 from pathlib import Path
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -39,7 +38,6 @@ __all__ = [
     "GPU_THREADS",
     "MAX_GPU_THREADS",
     "gpu_threads",
-    "wait_in_flight",
 ]
 
 GPU_THREADS = 2  # per GPU worker at least: one split on the device, the next one read meanwhile
@@ -212,37 +210,6 @@ def get_client(cfg, device: str = "cpu", n_tasks: int | None = None, level=None)
     client._datamask_cluster = cluster
     client.register_plugin(_WorkerLogToFile(WORKER_LOG))
     return client
-
-
-IN_FLIGHT_WAIT = 300.0  # seconds a stopped run waits for the splits still running on workers
-
-
-def _running(dask_worker, names) -> int:
-    """(on a worker) how many of its threads still run a task of the graphs ``names``."""
-    return sum(
-        1 for key in dict(dask_worker.active_threads).values() if (key[0] if isinstance(key, tuple) else key) in names
-    )
-
-
-def wait_in_flight(client, futures, timeout: float = IN_FLIGHT_WAIT, on_wait=None) -> bool:
-    """After ``client.cancel(futures)``: wait until no worker still runs one of them (a
-    cancelled task that started runs to its end, and writes its files). True when none does.
-    ``on_wait(n)`` is called once when ``n`` are still running."""
-    names = {f.key[0] if isinstance(f.key, tuple) else f.key for f in futures}
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            busy = sum(client.run(_running, names=names, on_error="ignore").values() or [0])
-        except Exception:  # the cluster is gone: nothing of it runs any more
-            return True
-        if not busy:
-            return True
-        if on_wait is not None:
-            on_wait(busy)
-            on_wait = None
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
 
 
 def close_client(client):

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -126,14 +125,14 @@ def run_pending(
 
     ``per_split(df, partition_info=None, *, splits, out_root, **kwargs)`` writes the split's
     output itself (atomically) and returns ``{"name", "record"}`` rows. ``verify(record)``
-    (the client's check of what the worker wrote) runs on each record as it arrives. When
-    anything fails, the remaining splits are cancelled and those already running are waited
-    for (:func:`wait_in_flight`) before the error is raised."""
+    (the client's check of what the worker wrote) runs on each record as it arrives. The
+    tasks run through :func:`~datamask.pipeline.executor.run_tasks`: when anything fails,
+    the remaining splits are cancelled and those already running are waited for before the
+    error is raised."""
     import dask
     import dask.dataframe as dd
-    from distributed import as_completed
 
-    from .client import wait_in_flight
+    from .executor import run_tasks
 
     with dask.config.set({"dataframe.convert-string": False}):
         first = pending[0]
@@ -142,43 +141,19 @@ def run_pending(
         records = frames.map_partitions(
             per_split, splits=pending, out_root=out_root, meta=_RECORD_META, enforce_metadata=False, **kwargs
         )
-        futures = client.compute(records.to_delayed())
+        tasks = records.to_delayed()
     results = {}
-    try:
-        for fut in as_completed(futures, loop=client.loop):
-            if fut.status == "error":
-                exc = fut.exception()
-                raise exc
-            df = fut.result()
-            for name, rec in zip(df["name"], df["record"]):
-                rec = json.loads(rec)
-                if verify is not None:
-                    verify(rec)
-                results[name] = rec
-                if on_done is not None:
-                    on_done(name)
-    except BaseException:
-        client.cancel(futures)
 
-        def told(n):  # Ctrl-C: say why the command does not end at once
-            if isinstance(sys.exc_info()[1], KeyboardInterrupt):
-                print(
-                    f"datamask: stopping: waiting for the {n} split(s) still running to end (Ctrl-C again "
-                    "to stop waiting)",
-                    file=sys.stderr,
-                )
+    def landed(_, df):
+        for name, rec in zip(df["name"], df["record"]):
+            rec = json.loads(rec)
+            if verify is not None:
+                verify(rec)
+            results[name] = rec
+            if on_done is not None:
+                on_done(name)
 
-        try:
-            settled = wait_in_flight(client, futures, on_wait=told)
-        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting (the output keeps its config record)
-            settled = False
-        exc = sys.exc_info()[1]
-        if not settled and exc is not None:
-            try:
-                exc._datamask_unsettled = True  # splits may still land: the output must stay
-            except AttributeError:
-                pass
-        raise
+    run_tasks(client, tasks, landed, what="split(s)")
     return results
 
 

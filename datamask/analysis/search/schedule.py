@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from dataclasses import dataclass, field
 
 from ...pipeline.storage import location
@@ -74,31 +73,12 @@ def _graph(parts, jobs, cfg, out, todo):
     return tasks
 
 
-def _collect(client, futures, bar) -> list:
-    from distributed import as_completed
-
-    from ...pipeline.client import wait_in_flight
-
-    got = []
-    try:
-        for fut in as_completed(futures, loop=client.loop):
-            if fut.status == "error":
-                raise fut.exception()
-            got.append(fut.result())
-            bar.update(1)
-    except BaseException:
-        client.cancel(futures)
-        if isinstance(sys.exc_info()[1], KeyboardInterrupt):
-            print("datamask: stopping: waiting for the trials still running to end", file=sys.stderr)
-        wait_in_flight(client, futures)
-        raise
-    return got
-
-
 def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials") -> tuple[list, int]:
     """Every record of ``jobs`` (finished ones read back, the others computed now) and how
     many were computed in this call."""
     from tqdm.auto import tqdm
+
+    from ...pipeline.executor import run_tasks
 
     done, todo = [], {}
     for job in jobs:
@@ -112,9 +92,8 @@ def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials") -> 
     tasks = _graph(parts, jobs, cfg, out, todo)
     if not tasks:
         return done, 0
-    futures = client.compute(tasks)
     with tqdm(total=len(tasks), desc=f"datamask search: {desc}", unit="model", disable=cfg.quiet, leave=False) as bar:
-        new = _collect(client, futures, bar)
+        new = run_tasks(client, tasks, lambda i, r: bar.update(1), what="trial(s)")
     return done + new, len(new)
 
 

@@ -200,9 +200,9 @@ class Passes:
         return json.loads(path.read_text()) if path.exists() else None
 
     def run(self, name: str, fn, items, ctx, desc: str | None = None) -> list:
-        """``fn(item, ctx)`` for every item, as Dask tasks; their dicts, in item order."""
-        from distributed import as_completed
-
+        """``fn(item, ctx)`` for every item, as Dask tasks (:func:`~datamask.pipeline.executor.run_tasks`:
+        the first error cancels the rest and waits for those running); their dicts, in item order."""
+        from ..executor import run_tasks
         from ..runner import ProgressBars
 
         got = self.done(name) if self.reuse else None
@@ -216,20 +216,9 @@ class Passes:
         token = uuid.uuid4().hex[:8]
         keys = [f"dedup-{name}-{i}-{token}" for i in range(len(items))]
         futures = self.client.map(_timed, items, fn=fn, ctx=ctx, key=keys)
-        index = {f.key: i for i, f in enumerate(futures)}
-        results = [None] * len(items)
-        bars = ProgressBars(self.client, len(items), 0, len(items), self.quiet, desc=desc or f"dedup {name}")
-        try:
-            for fut in as_completed(futures, loop=self.client.loop):
-                if fut.status == "error":
-                    raise fut.exception()
-                results[index[fut.key]] = fut.result()
-                bars.split_done(None)
-        except BaseException:
-            self.client.cancel(futures)
-            raise
-        finally:
-            bars.close()
+        n = len(items)
+        with ProgressBars(self.client, n, 0, n, self.quiet, desc=desc or f"dedup {name}") as bars:
+            results = run_tasks(self.client, futures, lambda i, r: bars.split_done(None), what=f"dedup {name} task(s)")
         self.timings[name] = round(time.perf_counter() - t0, 3)
         self.cpu[name] = round(sum(c[0] for _, c in results), 3)
         tasks = [[round(c[0], 3), round(c[1], 3), c[2]] for _, c in results]

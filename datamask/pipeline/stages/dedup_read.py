@@ -112,23 +112,12 @@ def per_split(fn, plan, ranks, docs_sorted, meta, **kw):
 
 
 def gather(client, frames, desc, quiet, n):
-    """Compute a Dask frame partition by partition (a progress bar), concatenated."""
-    from distributed import as_completed
+    """Compute a Dask frame partition by partition (a progress bar; through
+    :func:`~datamask.pipeline.executor.run_tasks`), concatenated in partition order."""
+    from ..executor import run_tasks
 
-    futures = client.compute(frames.to_delayed())
-    bars = ProgressBars(client, n, 0, n, quiet, desc=desc)
-    parts = []
-    try:
-        for fut in as_completed(futures, loop=client.loop):
-            if fut.status == "error":
-                raise fut.exception()
-            parts.append(fut.result())
-            bars.split_done(None)
-    except BaseException:
-        client.cancel(futures)
-        raise
-    finally:
-        bars.close()
+    with ProgressBars(client, n, 0, n, quiet, desc=desc) as bars:
+        parts = run_tasks(client, frames, lambda i, r: bars.split_done(None), what=f"{desc} task(s)")
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
