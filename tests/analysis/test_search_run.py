@@ -159,7 +159,8 @@ def test_no_selection_trains_on_an_evaluation_text(searched, corpus):
     frames = dask.compute(*parts, scheduler="sync")
     sel = select_recipe(*frames, recipe={"method": "topk", "ratio": 0.95}, cfg=cfg, out=str(searched))
     assert sel["stats"]["leaks_removed"] == N_LEAKS  # 95% by quality takes every leaked prose row: all removed
-    assert not set(sel["texts"]) & corpus["eval_texts"]
+    texts = pd.concat(frames)[cfg.text_column].tolist()  # corpus order: the positions ``rows`` index
+    assert not {texts[i] for i in sel["rows"]} & corpus["eval_texts"]
 
 
 def test_recipe_yaml_selects_as_the_verified_recommended_recipe(searched, corpus, address, tmp_path):
