@@ -227,6 +227,31 @@ class Output:
         self.clean_temps()
         (self.root / MANIFEST).unlink(missing_ok=True)
 
+    def holds_config(self) -> bool:
+        """Whether the config record is there: a worker writes a split only into an output that
+        holds it (one the client removed after a stopped run must not come back without it)."""
+        return (self.state / "config.json").exists()
+
+    def take_back(self, rec):
+        """(worker) Remove what a split wrote (its record, data and holdout files), then the
+        folders left empty: the output was removed while the split was being written."""
+        files = [self.parts / f"{rec['name']}.json"]
+        files += [self.data / f for f in rec.get("files", [])] + [
+            self.holdout / f for f in rec.get("holdout_files", [])
+        ]
+        for f in files:
+            try:
+                f.unlink(missing_ok=True)
+            except OSError:
+                pass
+        dirs = {f.parent for f in files} | {self.parts, self.state, self.data, self.holdout, self.root}
+        for d in sorted(dirs, key=lambda d: -len(str(d))):  # deepest first
+            try:
+                if d.exists() and not any(True for _ in d.iterdir()):
+                    d.rmdir()
+            except OSError:
+                pass
+
     def clean_temps(self):
         if self.remote:
             return  # no temporary files there: each object is written whole
