@@ -430,4 +430,4 @@ def embed_frame(
     return like_input(out, df)
 
 
-__getattr__ = renamed(globals(), {"embed_partition": "embed_frame"})  # 0.3's name, for one release
+__getattr__ = renamed(globals(), {"embed_partition": "embed_frame"})  # 0.2's name, for one release

@@ -72,7 +72,6 @@ __all__ = [
 _RECORD_META = pd.DataFrame({"name": pd.Series([], dtype=object), "record": pd.Series([], dtype=object)})
 
 
-# ---------------------------------------------------------------------- 1. plan
 @dataclass
 class Plan:
     cfg: object
@@ -88,19 +87,6 @@ class Plan:
 def stage_level(cfg, needs=("cupy",)) -> Level:
     """The run's GPU level for ``cfg.device``; a one-line ConfigError when ``gpu`` cannot run."""
     return select_level(cfg.device, needs)
-
-
-def stage_device(cfg) -> str:
-    return stage_level(cfg).device
-
-
-# ---------------------------------------------------------------------- 2. output
-
-
-# ---------------------------------------------------------------------- 3. ids
-
-
-# ---------------------------------------------------------------------- 4. select
 
 
 def write_split_files(table: pa.Table, data: Path, name: str, partition_on) -> list:
@@ -182,7 +168,6 @@ def run_pending(
     return results
 
 
-# ---------------------------------------------------------------------- the run
 @dataclass
 class StageRun:
     """One run of a per-split stage (select, embed, score, dedup), as :func:`run_stage` runs it.

@@ -202,7 +202,7 @@ def test_an_output_beside_a_glob_input_is_not_inside_it():
 
 
 def test_a_03_compare_file_reads_with_its_split_column_named_split():
-    """compare's files of 0.3 named the split column ``partition``; readers see ``split``."""
+    """compare's files of 0.2 named the split column ``partition``; readers see ``split``."""
     import pandas as pd
 
     from datamask.pipeline.output import split_named

@@ -28,7 +28,7 @@ from ..tokens import apportion, count_corpus_tokens, token_totals
 from .base import SplitStage, split_runs
 from .select_split import check_budget, duplicate_ids_message, select_split, selected_table
 
-__all__ = ["SelectStage", "run_select", "plan_select", "plan_run", "find_duplicates"]
+__all__ = ["SelectStage", "run_select", "plan_run", "find_duplicates"]
 
 
 def plan_run(cfg, device=None) -> Plan:
@@ -217,11 +217,6 @@ class SelectStage(SplitStage):
             if tok["covers_corpus"]:
                 line += "\ndatamask: the token budget is the corpus's tokens: every row is kept"
         return line
-
-
-def plan_select(cfg):
-    """The selection of ``cfg`` (a ``SelectConfig``) as a :class:`~datamask.pipeline.runner.StageRun`."""
-    return SelectStage().plan(cfg)
 
 
 # Run the whole selection for ``cfg`` (a ``SelectConfig``); returns the manifest.
