@@ -106,6 +106,6 @@ def test_the_02_stage_functions_warn_and_run_the_stage(name, config):
     from datamask.errors import ConfigError
 
     assert name not in stages.__all__
-    with pytest.warns(DatamaskDeprecationWarning, match=f"{name} is deprecated"):
-        with pytest.raises(ConfigError, match="input and output are required"):
-            getattr(stages, name)(getattr(stages, config)())
+    warns = pytest.warns(DatamaskDeprecationWarning, match=f"{name} is deprecated")
+    with warns, pytest.raises(ConfigError, match="input and output are required"):
+        getattr(stages, name)(getattr(stages, config)())
