@@ -201,7 +201,7 @@ def run_compare(
     or from k-means with ``n_clusters`` clusters (default ``sqrt(rows / 10)``) fitted on a
     ``sample_fraction`` of the rows and shared by all splits. The keyword arguments left None
     are read from ``cfg`` (a ``CompareConfig``; a ``SelectConfig`` takes compare's defaults);
-    ``k`` and ``cluster_column``, their 0.3 names, warn.
+    ``k`` and ``cluster_column``, their 0.2 names, warn.
 
     Writes ``compare.csv`` (the summary table), ``compare_splits.csv`` (per split),
     ``selections.parquet`` (id, quality, n_tokens, cluster of each selected row per method),
@@ -250,7 +250,7 @@ def run_compare(
 
 
 def _old_names(old: dict, n_clusters, domain_column):
-    """``run_compare``'s 0.3 keywords ``k`` and ``cluster_column``, with a warning."""
+    """``run_compare``'s 0.2 keywords ``k`` and ``cluster_column``, with a warning."""
     from ..errors import warn_deprecated
 
     for name, new in (("k", "n_clusters"), ("cluster_column", "domain_column")):

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, warn_deprecated
 from ..pipeline.config import METHODS, SelectConfig, StageConfig, _f
 from ..pipeline.stages.base import CorpusStage, reused
 
@@ -25,8 +25,6 @@ __all__ = [
     "CompareConfig",
     "ClusterStage",
     "CompareStage",
-    "run_cluster_stage",
-    "run_compare_stage",
     "run_report",
 ]
 
@@ -145,12 +143,14 @@ def _totals(rows, splits):
 
 
 def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
-    """``datamask cluster INPUT OUTPUT --n-clusters K``; returns the manifest."""
+    """0.2's function for ``ClusterStage().run(cfg, client)``, deprecated (it stops working in 0.4)."""
+    warn_deprecated(f"{__name__}.run_cluster_stage", "ClusterStage().run(cfg, client)")
     return ClusterStage().run(cfg, client)
 
 
 def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
-    """``datamask compare INPUT OUTPUT --methods ...``; returns the manifest (and ``table``)."""
+    """0.2's function for ``CompareStage().run(cfg, client)``, deprecated (it stops working in 0.4)."""
+    warn_deprecated(f"{__name__}.run_compare_stage", "CompareStage().run(cfg, client)")
     return CompareStage().run(cfg, client)
 
 
@@ -222,7 +222,7 @@ class CompareStage(CorpusStage):
     writes = (
         "compare.csv",
         "compare_splits.csv",
-        "compare_partitions.csv",  # 0.3's name, replaced by --overwrite
+        "compare_partitions.csv",  # 0.2's name, replaced by --overwrite
         "selections.parquet",
         "history.parquet",
         "sample.parquet",

@@ -2,9 +2,10 @@
 
 The corpus (``datamask.core.synthetic.make_corpus``) has Zipf-sized topics, near-duplicate
 clusters of high and of low quality and a quality spread; it is written as Parquet with
-``fixed_size_list<float16>[d]`` embeddings. ``workflows/demo.yaml`` is then run on a local
-cluster; the selection is printed beside a random sample and the top-k by quality at the same
-budget, as the split's workers scored them (the report's table).
+``fixed_size_list<float16>[d]`` embeddings. ``demo.yaml`` (package data, ``datamask/workflows/``,
+the same file as the checkout's ``workflows/demo.yaml``) is then run on a local cluster; the
+selection is printed beside a random sample and the top-k by quality at the same budget, as the
+split's workers scored them (the report's table).
 """
 
 from __future__ import annotations
@@ -17,9 +18,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["write_corpus", "run_demo", "DEMO_WORKFLOW"]
+__all__ = ["write_corpus", "run_demo", "DEMO_WORKFLOW", "packaged_workflow"]
 
-DEMO_WORKFLOW = Path(__file__).resolve().parents[2] / "workflows" / "demo.yaml"
+
+def packaged_workflow(name: str):
+    """A workflow shipped inside the package (``datamask/workflows/NAME``), read with
+    ``importlib.resources`` so that it is found in an installed wheel as in a checkout."""
+    from importlib.resources import files
+
+    return files("datamask") / "workflows" / name
+
+
+DEMO_WORKFLOW = packaged_workflow("demo.yaml")
 
 
 def corpus_table(corpus: dict, lo: int = 0, hi: int | None = None, dtype=np.float16) -> pa.Table:
@@ -59,7 +69,7 @@ def run_demo(directory="demo-output", workflow=None, overrides=(), quiet=False, 
     from .common import write_report_after
 
     directory = Path(directory)
-    wf = Path(workflow) if workflow else DEMO_WORKFLOW
+    wf = Path(workflow) if workflow else Path(str(DEMO_WORKFLOW))
     raw = load_workflow(wf, overrides)
     corpus_spec = raw.pop("corpus", {}) or {}
     if rows:
@@ -92,9 +102,11 @@ def run_demo(directory="demo-output", workflow=None, overrides=(), quiet=False, 
 
 
 def add_parsers(sub):
-    d = sub.add_parser("demo", help="generate a corpus and run workflows/demo.yaml on a local cluster")
+    d = sub.add_parser(
+        "demo", help="generate a corpus and run the packaged demo.yaml (workflows/demo.yaml) on a local cluster"
+    )
     d.add_argument("directory", nargs="?", default="demo-output")
-    d.add_argument("--workflow", default=None, help="workflow file (default: workflows/demo.yaml)")
+    d.add_argument("--workflow", default=None, help="workflow file (default: the demo.yaml shipped in the package)")
     d.add_argument("--rows", type=int, default=None, help="corpus rows (default: from the workflow)")
     d.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     d.add_argument("--quiet", action="store_true")

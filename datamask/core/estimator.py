@@ -30,11 +30,7 @@ __all__ = ["DataMask", "SOLVERS", "rows_after_pruning", "check_params"]
 SOLVERS = ("pg", "greedy", "relaxed")
 # Default cap on the rows of one batch-updating step (the batch_max parameter).
 BATCH_MAX = 512
-# Step sizes and initial logit ranges used when lr=None / logit_range=None are each
-# diversity's own (datamask.core.diversity: lr, default_logit_range(init)). These names are
-# kept, with their 0.2 values, for code written against 0.2.
-DEFAULT_LR, DEFAULT_LR_FACILITY = 3.0, 1.0
-DEFAULT_LOGIT_RANGE, DEFAULT_LOGIT_RANGE_FACILITY = (0.0, 16.0), (0.0, 2.0)
+# lr=None / logit_range=None: each diversity's own (datamask.core.diversity: lr, default_logit_range(init))
 
 
 def rows_after_pruning(n_rows: int, prune: float) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .backend import default_rng, get_namespace
 from .diversity import DIVERSITIES, get_diversity
-from .metrics import (  # noqa: F401  (the kernels' home before 0.3)
+from .metrics import (  # noqa: F401  (the kernels' home in 0.2)
     disf_groups,
     facility_value,
     group_sums,

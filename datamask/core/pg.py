@@ -11,7 +11,7 @@ index are device scalars, its random numbers come from a counter-based generator
 (seed, step, mask, row), and its decisions (the zero-spread guard, the logit clamp) are
 array operations, not ``if`` on a value read back. Only the evaluation points, every
 ``eval_every`` steps, read values back to the host. So on cupy the step is captured once
-as a CUDA graph and replayed (:mod:`datamask.graph`), and a run draws the same masks with
+as a CUDA graph and replayed (:mod:`datamask.core.cuda_graph`), and a run draws the same masks with
 or without the graph.
 """
 
@@ -234,7 +234,7 @@ class PolicyGradient:
         est, state = self.est, self.state
         cand, S = state.cand, state.S
         n = int(cand.shape[0])
-        rng = CounterRNG(xp, [int(est.seed), 1])
+        rng = self._rng(xp)
         L = xp.array(self.init_logits(qc, xp), dtype=xp.float64) if L is None else L
         fac = None
         tok = None
@@ -262,9 +262,8 @@ class PolicyGradient:
             rows = candidate_rows(state, E, norms, use)
         if passes.per_pass:
             passes.refresh()
-        if est.steps is None and state.init in SOLVED_STARTS:  # a solver's answer: a short polish
-            self.steps = int(div.start_steps)
-        else:
+        self.steps = self.known_budget()
+        if self.steps is None:
             self.steps = step_budget(est.steps, n, S_b, int(est.group_size))
         cosine = self.steps if est.lr_schedule == "cosine" else None
         return Step(
@@ -285,8 +284,22 @@ class PolicyGradient:
         )
 
     # ----------------------------------------------------------------- loop
+    def known_budget(self):
+        """The step budget when it does not depend on the batch shape: ``steps``, or a
+        solver's start's short polish; None otherwise (:meth:`build` chooses it)."""
+        if self.est.steps is not None:
+            return int(self.est.steps)
+        if self.state.init in SOLVED_STARTS:  # a solver's answer: a short polish
+            return int(self.state.div.start_steps)
+        return None
+
+    def _rng(self, xp):
+        """The fit's counter-based generator (the same draws whoever makes it)."""
+        return CounterRNG(xp, [int(self.est.seed), 1])
+
     def start(self, E, norms, qc, xp):
-        """Build the step and evaluate step 0 (a run that can be advanced in pieces)."""
+        """Evaluate step 0, then build the step unless step 0 already stopped the run with a
+        budget known without it (a run that can be advanced in pieces)."""
         self.xp, self.S = xp, self.state.S
         # step 0 is the initial logits' top S: evaluated before the step's arrays are built,
         # so a callback (or a user watching the history) has the start's mask that much sooner
@@ -294,12 +307,21 @@ class PolicyGradient:
         self.tracker = _BestMask(self.state, self.S, xp)
         self.tracker.start_patience = start_patience(self.est, self.state.init, self.state.div)
         self.stopped = self.tracker.evaluate(0, L, None)
-        self.step = self.build(E, norms, qc, xp, L=L)
-        capturer = CupyGraphs() if xp is not np and capture_enabled() and _is_real_cupy(xp) else None
-        self.runner = StepRunner(self.step, capturer)
+        self.L0, self.step, self.runner = L, None, None
+        self.steps = self.known_budget()
+        if not self.stopped or self.steps is None:  # a run stopped at step 0 needs no step's arrays
+            # (but steps=None's budget comes from the batch shape the step is built with)
+            self.step = self.build(E, norms, qc, xp, L=L)
+            capturer = CupyGraphs() if xp is not np and capture_enabled() and _is_real_cupy(xp) else None
+            self.runner = StepRunner(self.step, capturer)
         self.t, self.j = 0, 0  # steps run; host copy of the batch index (when to draw the next pass)
         self.bar = None
         self.open_bar()
+
+    @property
+    def logits(self):
+        """The current logits (step 0's while no step was built)."""
+        return self.L0 if self.step is None else self.step.L
 
     def open_bar(self):
         """The progress bar over steps when the estimator asks for one (from the steps run)."""
@@ -312,6 +334,8 @@ class PolicyGradient:
 
     def advance(self, until):
         """Run steps up to step ``until`` (at most the budget) unless stopped; True once stopped."""
+        if self.stopped:
+            return True
         est, step, passes = self.est, self.step, self.step.passes
         steps = self.steps
         try:
@@ -349,18 +373,19 @@ class PolicyGradient:
 
     def finish(self):
         """The chosen candidate rows (sets ``L``, ``n_steps`` and ``graph_mode``)."""
-        est, state, step, xp, S = self.est, self.state, self.step, self.xp, self.S
+        est, state, xp, S = self.est, self.state, self.xp, self.S
         self.close()
         self.n_steps = self.t
-        self.L = step.L
-        self.graph_mode = self.runner.mode
+        self.L = self.logits
+        self.graph_mode = self.runner.mode if self.runner is not None else "none"
         if est.final == "sample":
             # step 0 is never a training step: its draw is the final sample's own
-            L = xp.maximum(step.L, step.L.max() - LOGIT_SPAN)
+            rng = self._rng(xp) if self.step is None else self.step.rng
+            L = xp.maximum(self.L, self.L.max() - LOGIT_SPAN)
             if state.lengths is not None:
-                draw = sample_masks(L, L.shape[0], 1, step.rng, step=0, log_keys=False)[0]
+                draw = sample_masks(L, L.shape[0], 1, rng, step=0, log_keys=False)[0]
                 return fill(draw, state.lengths, state.token_budget)
-            return sample_masks(L, S, 1, step.rng, step=0, log_keys=False)[0]
+            return sample_masks(L, S, 1, rng, step=0, log_keys=False)[0]
         return self.tracker.best_rows
 
 

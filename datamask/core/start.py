@@ -66,7 +66,7 @@ def pilot(state, E, scale, qc, xp, ranges=AUTO_RANGES):
         run.advance(max(1, min(PILOT_STEPS, run.steps // 4)))
         score = run.tracker.best_val
         if probe.history[-1]["step"] != run.t:  # the pilot's last step was no evaluation point
-            score = max(score, state.evaluate(run.tracker.top(run.step.L))["objective"])
+            score = max(score, state.evaluate(run.tracker.top(run.logits))["objective"])
         runs[probe.logit_range], scores[probe.logit_range] = run, float(score)
     run = runs[max(scores, key=scores.get)]
     now = time.perf_counter() - state.t0

@@ -26,7 +26,7 @@ from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, ke
 
 __all__ = ["select", "records", "evaluate", "RECORD_META", "EVALUATE_META"]
 
-# "partition" repeats "split", the column's 0.3 name, for one release (dropped in 0.4)
+# "partition" repeats "split", the column's 0.2 name, for one release (dropped in 0.4)
 RECORD_COLUMNS = {
     "split": "int64",
     "partition": "int64",
@@ -182,7 +182,7 @@ def records(selected):
 # ---------------------------------------------------------------------- evaluate
 EVALUATE_COLUMNS = {
     "split": "int64",
-    "partition": "int64",  # "split"'s 0.3 name, for one release
+    "partition": "int64",  # "split"'s 0.2 name, for one release
     "identity": object,
     "rows": "int64",
     "selected": "int64",

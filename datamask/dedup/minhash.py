@@ -100,7 +100,7 @@ def lsh_params(ngram: int = 5, num_perm: int = 128, bands: int | None = None, th
         Number of bands; must divide ``num_perm`` (``rows = num_perm / bands``). Default:
         chosen from ``threshold`` (module doc).
     threshold : float
-        Jaccard threshold in ``[0, 1)``.
+        Jaccard threshold in ``(0, 1]`` (1: identical shingle sets only).
 
     Returns
     -------
@@ -116,8 +116,10 @@ def lsh_params(ngram: int = 5, num_perm: int = 128, bands: int | None = None, th
     if isinstance(num_perm, bool) or int(num_perm) != num_perm or num_perm < 1:
         raise ConfigError(f"--num-perm must be an integer >= 1, got {num_perm!r}")
     threshold = float(threshold)
-    if not 0.0 <= threshold < 1.0:
-        raise ConfigError(f"--threshold is a Jaccard similarity in [0, 1), got {threshold!r}")
+    if not 0.0 < threshold <= 1.0:
+        raise ConfigError(
+            f"--threshold is a Jaccard similarity in (0, 1], got {threshold!r}; use e.g. 0.7 (the default)"
+        )
     ngram, num_perm = int(ngram), int(num_perm)
     if bands is not None:
         if isinstance(bands, bool) or int(bands) != bands or bands < 1:

@@ -20,7 +20,7 @@ from ..errors import renamed
 from .aggregate import (
     ColumnStats,
     aggregate_frame,
-    aggregate_partition,  # noqa: F401  (0.3's name, warns)
+    aggregate_partition,  # noqa: F401  (0.2's name, warns)
     check_score_columns,
     compute_stats,
     parse_weights,
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-# 0.3's names, for one release
+# 0.2's names, for one release
 __getattr__ = renamed(
     globals(),
     {

@@ -355,9 +355,9 @@ def _components(pdf, cols, stats, how, bins) -> dict:
 
 
 def aggregate_partition(df, weights, stats, *, method: str = "minmax", **kw):
-    """0.3's name of :func:`aggregate_frame` (``method`` is now ``normalize``); for one release."""
+    """0.2's name of :func:`aggregate_frame` (``method`` is now ``normalize``); for one release."""
     warn_deprecated("datamask.features.aggregate.aggregate_partition(method=)", "aggregate_frame(normalize=)")
     return aggregate_frame(df, weights, stats, normalize=method, **kw)
 
 
-__getattr__ = renamed(globals(), {"METHODS": "NORMALIZATIONS"})  # 0.3's name, for one release
+__getattr__ = renamed(globals(), {"METHODS": "NORMALIZATIONS"})  # 0.2's name, for one release

@@ -446,4 +446,4 @@ def _encode_blocks(embedder, texts, progress):
     return np.concatenate(parts)
 
 
-__getattr__ = renamed(globals(), {"embed_partition": "embed_frame"})  # 0.3's name, for one release
+__getattr__ = renamed(globals(), {"embed_partition": "embed_frame"})  # 0.2's name, for one release

@@ -296,4 +296,4 @@ def score_fasttext_frame(
     return like_input(out, df)
 
 
-__getattr__ = renamed(globals(), {"score_fasttext_partition": "score_fasttext_frame"})  # 0.3's name, for one release
+__getattr__ = renamed(globals(), {"score_fasttext_partition": "score_fasttext_frame"})  # 0.2's name, for one release

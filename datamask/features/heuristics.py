@@ -350,4 +350,4 @@ def score_heuristics_frame(
 
 __getattr__ = renamed(
     globals(), {"score_heuristics_partition": "score_heuristics_frame"}
-)  # 0.3's name, for one release
+)  # 0.2's name, for one release

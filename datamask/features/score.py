@@ -95,4 +95,4 @@ def count_unusable(df, text_column: str = "text") -> int:
 
 __getattr__ = renamed(
     globals(), {"score_components_partition": "score_components_frame"}
-)  # 0.3's name, for one release
+)  # 0.2's name, for one release

@@ -182,7 +182,7 @@ def check_rows(S, n):
         raise ValueError(f"budget must be an integer in [1, {n}] (the number of rows), got {S}")
 
 
-# the 0.3 names, read for one release
+# the 0.2 names, read for one release
 __getattr__ = renamed(globals(), {"check_budget": "check_rows", "partition_clusters": "split_clusters"})
 
 

@@ -146,13 +146,13 @@ def _hidden(rel_parts) -> bool:
     return any(p.startswith((".", "_")) for p in rel_parts)
 
 
-# What a finished output of datamask 0.3's whole-corpus stages held in place of
+# What a finished output of datamask 0.2's whole-corpus stages held in place of
 # ``manifest.json`` (read for one release): the file, and the stage that wrote it.
 LEGACY_MARKERS = {"cluster.json": "cluster", "compare.json": "compare"}
 
 
 def finished_stage(p) -> str | None:
-    """The stage whose finished output ``p`` is (``manifest.json``'s ``stage``, or a 0.3
+    """The stage whose finished output ``p`` is (``manifest.json``'s ``stage``, or a 0.2
     marker), or None when it holds no finished output."""
     if (p / "manifest.json").exists():
         try:

@@ -39,7 +39,7 @@ def n_splits(totals: dict) -> int:
 
 
 def split_named(frame):
-    """``frame`` (a table a stage wrote) with its split column named ``split``; files of 0.3
+    """``frame`` (a table a stage wrote) with its split column named ``split``; files of 0.2
     named it ``partition`` (read for one release, dropped in 0.4)."""
     if "partition" in frame.columns and "split" not in frame.columns:
         return frame.rename(columns={"partition": "split"})
@@ -99,7 +99,7 @@ class Output:
     def check_owner(self, stage=None, legacy=None) -> bool:
         """False for a new or empty directory; True for one ``stage`` wrote (its config record
         there, nothing foreign). Refuses anything else in one line. ``legacy``: the file a stage
-        wrote in place of a config record before 0.4 (read for one release)."""
+        wrote in place of a config record in 0.2 (read for one release)."""
         children = self._children()
         if not children:
             return False
@@ -121,12 +121,12 @@ class Output:
 
     def check_config(self, cfg, fingerprint, stage=None):
         """Refuses, in one line naming ``--overwrite``, a directory whose run had another config
-        (or recorded none: an output of datamask 0.3)."""
+        (or recorded none: an output of datamask 0.2)."""
         cfg_file = self.state / "config.json"
         if not cfg_file.exists():
             raise ConfigError(
                 f"output directory {self.root} holds a {stage or 'datamask'} run without a config record (written "
-                "by datamask 0.3); use another OUTPUT or --overwrite to replace it"
+                "by datamask 0.2); use another OUTPUT or --overwrite to replace it"
             )
         old = json.loads(cfg_file.read_text())
         if old.get("fingerprint") != fingerprint:
@@ -226,6 +226,31 @@ class Output:
         )
         self.clean_temps()
         (self.root / MANIFEST).unlink(missing_ok=True)
+
+    def holds_config(self) -> bool:
+        """Whether the config record is there: a worker writes a split only into an output that
+        holds it (one the client removed after a stopped run must not come back without it)."""
+        return (self.state / "config.json").exists()
+
+    def take_back(self, rec):
+        """(worker) Remove what a split wrote (its record, data and holdout files), then the
+        folders left empty: the output was removed while the split was being written."""
+        files = [self.parts / f"{rec['name']}.json"]
+        files += [self.data / f for f in rec.get("files", [])] + [
+            self.holdout / f for f in rec.get("holdout_files", [])
+        ]
+        for f in files:
+            try:
+                f.unlink(missing_ok=True)
+            except OSError:
+                pass
+        dirs = {f.parent for f in files} | {self.parts, self.state, self.data, self.holdout, self.root}
+        for d in sorted(dirs, key=lambda d: -len(str(d))):  # deepest first
+            try:
+                if d.exists() and not any(True for _ in d.iterdir()):
+                    d.rmdir()
+            except OSError:
+                pass
 
     def clean_temps(self):
         if self.remote:

@@ -39,12 +39,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError, DataError, renamed
+from ..errors import ConfigError, DataError, OutputError, renamed
 from .frames import read_frame
 from .gpu import CPU, Level, select_level
 from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
 from .manifest import build_manifest, public_config, throughput, versions  # noqa: F401
-from .output import DATA_DIR, MANIFEST, STATE_DIR, Output, n_splits  # noqa: F401
+from .output import DATA_DIR, MANIFEST, SHARED_STORAGE, STATE_DIR, Output, n_splits  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
 from .storage import StorageOptionsPlugin, inside, is_url, parse_options, resolve, set_options
 
@@ -71,7 +71,6 @@ __all__ = [
 _RECORD_META = pd.DataFrame({"name": pd.Series([], dtype=object), "record": pd.Series([], dtype=object)})
 
 
-# ---------------------------------------------------------------------- 1. plan
 @dataclass
 class Plan:
     cfg: object
@@ -87,19 +86,6 @@ class Plan:
 def stage_level(cfg, needs=("cupy",)) -> Level:
     """The run's GPU level for ``cfg.device``; a one-line ConfigError when ``gpu`` cannot run."""
     return select_level(cfg.device, needs)
-
-
-def stage_device(cfg) -> str:
-    return stage_level(cfg).device
-
-
-# ---------------------------------------------------------------------- 2. output
-
-
-# ---------------------------------------------------------------------- 3. ids
-
-
-# ---------------------------------------------------------------------- 4. select
 
 
 def write_split_files(table: pa.Table, data: Path, name: str, partition_on) -> list:
@@ -157,7 +143,6 @@ def run_pending(
     return results
 
 
-# ---------------------------------------------------------------------- the run
 @dataclass
 class StageRun:
     """One run of a per-split stage (select, embed, score, dedup), as :func:`run_stage` runs it.
@@ -253,12 +238,30 @@ def finish_split(table: pa.Table, out_root, rec: dict, partition_on=None, t0=Non
     """Write one split's table (atomically), then its record; return the record frame."""
     out = Output(out_root)
     s_name = rec["name"]
+    rec.setdefault("files", [])
+    _check_kept(out, rec)
     rec["files"] = write_split_files(table, out.data, s_name, partition_on) if table is not None else []
     rec["rows_written"] = int(table.num_rows) if table is not None else 0
     if t0 is not None:
         rec["wall_seconds"] = round(time.perf_counter() - t0, 3)
     write_json_atomic(rec, out.parts / f"{s_name}.json")
+    _check_kept(out, rec)
     return pd.DataFrame({"name": [s_name], "record": [json.dumps(rec)]})
+
+
+def _check_kept(out: Output, rec: dict):
+    """(worker) Raise when this worker does not see the output's config record, which the
+    client writes before any split: the run stopped and the client removed the output while
+    this split still ran (a cancelled task that started runs to its end), or the worker writes
+    where the client cannot see. What the split wrote is taken back, so that no directory
+    without a config record appears (a rerun would refuse it as not written by datamask)."""
+    if out.holds_config():
+        return
+    out.take_back(rec)
+    raise OutputError(
+        f"split {rec['name']} was not written: {out.root}/{STATE_DIR}/config.json is missing here on the "
+        f"worker (the run stopped and its output was removed, or {SHARED_STORAGE})"
+    )
 
 
 def process_split(df, partition_info=None, *, splits, out_root, stage):
@@ -272,6 +275,7 @@ def process_split(df, partition_info=None, *, splits, out_root, stage):
     table = to_table(df)
     del df
     rec = split_record(s, table.num_rows)
+    _check_kept(Output(out_root), rec)  # a split that starts after its run stopped computes nothing
     out, own = stage.process(table, s)
     del table
     rec["rows_out"] = 0 if out is None else out.num_rows

@@ -107,7 +107,7 @@ def output_status(path) -> OutputStatus:
     cfg_file = p / STATE_DIR / "config.json"
     if not cfg_file.exists():
         legacy = next((stage for m, stage in LEGACY_MARKERS.items() if (p / m).exists()), None)
-        if legacy is not None:  # a whole-corpus output of datamask 0.3
+        if legacy is not None:  # a whole-corpus output of datamask 0.2
             return OutputStatus(str(p), legacy, True, manifest=True, whole_corpus=True)
         raise DataError(
             f"{p} is not a datamask output (no {STATE_DIR}/config.json); pass the OUTPUT of a "

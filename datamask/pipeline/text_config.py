@@ -144,13 +144,14 @@ class DedupConfig(TextStageConfig):
     )
     threshold: float = _f(
         0.7,
-        "fuzzy: Jaccard similarity (estimated from the signatures) from which two "
-        "documents are duplicates; 0: no candidate check, every pair that shares a band is "
-        "a duplicate",
+        "fuzzy: Jaccard similarity in (0, 1] (estimated from the signatures) from which two "
+        "documents are duplicates; 1: identical shingle sets only",
         group="dedup",
     )
     eps: float = _f(
-        0.05, "semantic: remove a document whose cosine to a kept one of its cluster exceeds 1 - eps", group="dedup"
+        0.05,
+        "semantic: remove a document whose cosine to a kept one of its cluster exceeds 1 - eps, in (0, 1)",
+        group="dedup",
     )
     domain_column: str = _f(
         "cluster", "semantic: the cluster column (k-means on a sample of the corpus when it is absent)", group="dedup"
@@ -173,8 +174,8 @@ class DedupConfig(TextStageConfig):
         super().validated()
         self.kind = ",".join(parse_kinds(self.kind))
         lsh_params(self.ngram, self.num_perm, self.bands, self.threshold)
-        if not 0.0 <= float(self.eps) < 1.0:
-            raise ConfigError(f"--eps must be in [0, 1), got {self.eps}")
+        if not 0.0 < float(self.eps) < 1.0:  # 0 would remove nothing (no cosine exceeds 1)
+            raise ConfigError(f"--eps must be in (0, 1), got {self.eps}; use e.g. 0.05 (the default)")
         if self.n_clusters is not None and int(self.n_clusters) < 1:
             raise ConfigError(f"n_clusters must be >= 1, got {self.n_clusters}")
         return self

@@ -97,7 +97,7 @@ def test_a_foreign_directory_and_another_stage_are_refused(corpus, address, tmp_
 
 
 def test_a_03_cluster_output_reads_as_complete_and_needs_overwrite(corpus, address, tmp_path, capsys):
-    """An output of datamask 0.3 (cluster.json, no config record): status reads it as
+    """An output of datamask 0.2 (cluster.json, no config record): status reads it as
     complete; a run into it asks for --overwrite."""
     old = tmp_path / "old"
     (old / "data").mkdir(parents=True)

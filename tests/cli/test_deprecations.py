@@ -1,6 +1,6 @@
 """Old names keep working for one release, each with one warning: the --k flag and k key
 (now n_clusters), --solver greedy/relaxed (now --method), ClusterError (now SchedulerError),
-runner.Stage (now StageRun), manifests that say partitions (now splits), and the 0.3 function
+runner.Stage (now StageRun), manifests that say partitions (now splits), and the 0.2 function
 names of the methods and features."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_old_names_of_classes_and_manifest_keys_still_resolve():
         assert n_splits(m["totals"]) == 2 and [r["name"] for r in split_records(m)] == ["a", "b"]
 
 
-def test_the_03_function_names_warn_and_resolve():
+def test_the_02_function_names_warn_and_resolve():
     """*split* (or *frame*, for the features' functions on any frame) replaced *partition*;
     the normalisations are NORMALIZATIONS (METHODS names the selection methods)."""
     import pandas as pd
@@ -94,3 +94,18 @@ def test_the_03_function_names_warn_and_resolve():
     assert (
         old["quality"].tolist() == aggregate.aggregate_frame(df, {"a": 1}, stats, normalize="rank")["quality"].tolist()
     )
+
+
+@pytest.mark.parametrize(
+    "name,config", [("run_cluster_stage", "ClusterConfig"), ("run_compare_stage", "CompareConfig")]
+)
+def test_the_02_stage_functions_warn_and_run_the_stage(name, config):
+    """0.2 exported run_cluster_stage / run_compare_stage: they still run the stage (here, to
+    its one-line refusal of a config without input), with a warning."""
+    from datamask.analysis import stages
+    from datamask.errors import ConfigError
+
+    assert name not in stages.__all__
+    warns = pytest.warns(DatamaskDeprecationWarning, match=f"{name} is deprecated")
+    with warns, pytest.raises(ConfigError, match="input and output are required"):
+        getattr(stages, name)(getattr(stages, config)())

@@ -108,3 +108,21 @@ def test_auto_shows_its_progress_bar_after_the_pilot(capsys):
     DataMask(steps=400, eval_every=50, patience=None, init="quality", progress=True).fit(c["embedding"], c["quality"])
     err = capsys.readouterr().err
     assert "datamask" in err and "400/400" in err  # the bar continues from the pilot's end
+
+
+@pytest.mark.parametrize("final", ["topk", "sample"])
+def test_a_stop_at_step_0_builds_no_step(final, monkeypatch):
+    """A callback that stops at step 0 ends the fit with step 0's mask; the step's arrays are
+    never allocated (``build`` is not called)."""
+    c = make_corpus(n_rows=1000, dim=16, seed=0)
+    kw = dict(steps=200, eval_every=50, patience=None, init="quality", logit_range=(0.0, 16.0), final=final)
+    ran = DataMask(**kw).fit(c["embedding"], c["quality"])
+
+    def no_build(*a, **k):
+        raise AssertionError("the step was built")
+
+    monkeypatch.setattr(pg.PolicyGradient, "build", no_build)
+    m = DataMask(**kw, callback=lambda est, rec: True).fit(c["embedding"], c["quality"])
+    assert m.n_steps_ == 0 and [h["step"] for h in m.history_] == [0]
+    assert m.mask_.sum() == ran.mask_.sum() == m.budget_
+    assert m.history_[0]["objective"] == ran.history_[0]["objective"]  # the same step 0

@@ -104,6 +104,8 @@ def test_threshold_picks_the_narrowest_bands_that_still_catch_the_threshold(thre
         ({"num_perm": 0}, "--num-perm"),
         ({"ngram": 0}, "--ngram"),
         ({"threshold": 1.5}, "--threshold"),
+        ({"threshold": 0}, "--threshold"),
+        ({"threshold": -0.1}, "--threshold"),
         ({"bands": 0}, "--bands"),
     ],
 )

@@ -179,7 +179,7 @@ def test_semantic_cluster_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one_l
 
 
 def test_help_says_how_the_threshold_shapes_the_bands(capsys):
-    """The figures `dedup --help` quotes are lsh_params' own (126 of 128 at 0.5; 0 checks nothing)."""
+    """The figures `dedup --help` quotes are lsh_params' own (126 of 128 at 0.5), and its range."""
     from datamask.cli import main
     from datamask.dedup.minhash import lsh_params
 
@@ -188,4 +188,26 @@ def test_help_says_how_the_threshold_shapes_the_bands(capsys):
     assert main(["dedup", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert f"{p.bands} bands x {p.rows} rows use {p.bands * p.rows} of 128" in text
-    assert "0: no candidate check, every pair that shares a band is a duplicate" in text
+    assert "Jaccard similarity in (0, 1]" in text and "1: identical shingle sets only" in text
+
+
+@pytest.mark.parametrize(
+    "flag,value",
+    [("--threshold", "0"), ("--threshold", "-0.2"), ("--threshold", "1.5"), ("--eps", "0"), ("--eps", "1")],
+)
+def test_a_threshold_or_eps_outside_its_range_is_one_line(tmp_path, capsys, flag, value):
+    """``--threshold 0`` would call every pair sharing a band a duplicate (97 of 200 distinct
+    real documents); ``--eps 0`` would remove nothing: refused before anything is read or written."""
+    from pathlib import Path
+
+    corpus = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
+    out = tmp_path / "dd"
+    assert_fails(capsys, ["dedup", corpus, out, "--kind", "fuzzy,semantic", flag, value, "--quiet"], flag)
+    assert not out.exists()
+
+
+def test_threshold_one_keeps_identical_shingle_sets_only():
+    from datamask.dedup.minhash import lsh_params
+
+    p = lsh_params(5, 128, None, 1.0)
+    assert (p.bands, p.rows, p.threshold) == (1, 128, 1.0)

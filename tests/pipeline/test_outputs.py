@@ -202,7 +202,7 @@ def test_an_output_beside_a_glob_input_is_not_inside_it():
 
 
 def test_a_03_compare_file_reads_with_its_split_column_named_split():
-    """compare's files of 0.3 named the split column ``partition``; readers see ``split``."""
+    """compare's files of 0.2 named the split column ``partition``; readers see ``split``."""
     import pandas as pd
 
     from datamask.pipeline.output import split_named
@@ -211,3 +211,78 @@ def test_a_03_compare_file_reads_with_its_split_column_named_split():
     assert list(split_named(old).columns) == ["method", "split", "id"]
     new = old.rename(columns={"partition": "split"})
     assert split_named(new) is new
+
+
+def _settle(address, timeout=120):
+    """Wait until no task of any run is processing on the cluster at ``address`` (a split the
+    stopped run did not wait for would land by then)."""
+    import time
+
+    from distributed import Client
+
+    with Client(address, timeout=30) as c:
+        deadline = time.monotonic() + timeout
+        while any(c.processing().values()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_a_worker_side_bad_row_with_both_cores_busy_leaves_a_resumable_output(
+    small, clusters, reference, tmp_path, capsys
+):
+    """Five runs stopped by a bad row a worker finds while two busy loops hold both cores (the
+    client's wait for the splits in flight then races with them): each leaves an output that
+    holds its config record (``status`` exits 1, the fixed rerun resumes) or none at all, never
+    one a rerun refuses as not written by datamask, even once the splits in flight have landed."""
+    import subprocess
+    import sys
+
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        for i in range(5):
+            inp, out = tmp_path / f"in{i}", tmp_path / f"sel{i}"
+            _with_nan(small, inp, *((0, 5) if i % 2 == 0 else (1, 600)))  # the first split, or the fourth
+            assert_fails(capsys, _args(inp, out, scheduler=clusters[2]), "NaN")
+            _settle(clusters[2])
+            done = 0
+            if out.exists():
+                assert (out / "_datamask" / "config.json").exists() and not (out / "manifest.json").exists(), i
+                assert main(["status", str(out)]) == 1, i
+                done = len(list((out / "_datamask" / "parts").glob("*.json")))
+                assert len(list((out / "data").glob("*.parquet"))) == done, i
+            capsys.readouterr()
+            write_files(inp, rows=ROWS)  # the fix
+            assert main(_args(inp, out, scheduler=clusters[2])) == 0, (i, capsys.readouterr().err)
+            m = json.loads((out / "manifest.json").read_text())
+            assert m["totals"]["computed_this_run"] == 5 - done and m["totals"]["resumed"] == done, i
+            assert _rows(out).equals(reference), i
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+
+
+def test_a_split_is_not_written_into_an_output_without_its_config_record(tmp_path):
+    """A split still running when its stopped run removed the output writes nothing there (and
+    takes back what it wrote when the removal comes between its writes)."""
+    from datamask.errors import OutputError
+    from datamask.pipeline.runner import finish_split
+
+    table = pa.table({"id": [1, 2, 3]})
+    rec = {"name": "a.r0-3", "rows_in": 3}
+    with pytest.raises(OutputError, match="config.json is missing here on the worker"):
+        finish_split(table, tmp_path / "gone", dict(rec))
+    assert not (tmp_path / "gone").exists()
+
+    out = tmp_path / "kept"
+    (out / "_datamask").mkdir(parents=True)
+    (out / "_datamask" / "config.json").write_text("{}")
+    finish_split(table, out, dict(rec))
+    assert (out / "data" / "a.r0-3.parquet").exists() and (out / "_datamask" / "parts" / "a.r0-3.json").exists()
+
+    from datamask.pipeline.output import Output
+
+    (out / "_datamask" / "config.json").unlink()  # removed while the split was written
+    Output(out).take_back(dict(rec, files=["a.r0-3.parquet"]))
+    assert not out.exists()

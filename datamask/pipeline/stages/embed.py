@@ -23,7 +23,7 @@ from ..progress import row_progress
 from ..text_config import EmbedConfig
 from .base import SplitStage, split_runs
 
-__all__ = ["EmbedStage", "run_embed", "plan_embed", "embed_split", "make_embedder"]
+__all__ = ["EmbedStage", "run_embed", "embed_split", "make_embedder"]
 
 
 def _cores() -> int:
@@ -154,12 +154,6 @@ class EmbedStage(SplitStage):
             f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts "
             f"skipped) {split_runs(t, out)}"
         )
-
-
-def plan_embed(cfg):
-    """``datamask embed`` of ``cfg`` (an :class:`~datamask.pipeline.text_config.EmbedConfig`) as a
-    :class:`~datamask.pipeline.runner.StageRun`."""
-    return EmbedStage().plan(cfg)
 
 
 # ``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.text_config.EmbedConfig`; returns the manifest.

@@ -34,7 +34,6 @@ from .base import SplitStage, split_runs
 __all__ = [
     "ScoreStage",
     "run_score",
-    "plan_score",
     "run_train_quality",
     "parse_domain_weights",
     "score_weights",
@@ -335,12 +334,6 @@ class ScoreStage(SplitStage):
             f"datamask: scored {t['rows_out']:,} rows ({t['unusable_texts']:,} empty texts scored 0) "
             f"{split_runs(t, out)}"
         )
-
-
-def plan_score(cfg):
-    """``datamask score`` of ``cfg`` (a :class:`~datamask.pipeline.text_config.ScoreConfig`) as a
-    :class:`~datamask.pipeline.runner.StageRun`."""
-    return ScoreStage().plan(cfg)
 
 
 # ---------------------------------------------------------------------- train-quality

@@ -31,7 +31,7 @@ from ..tokens import apportion, count_corpus_tokens, token_totals
 from .base import SplitStage, split_runs
 from .select_split import check_budget, duplicate_ids_message, select_split, selected_table
 
-__all__ = ["SelectStage", "run_select", "plan_select", "plan_run", "find_duplicates"]
+__all__ = ["SelectStage", "run_select", "plan_run", "find_duplicates"]
 
 
 def plan_run(cfg, device=None) -> Plan:
@@ -230,11 +230,6 @@ class SelectStage(SplitStage):
 def pg_improved(records) -> int:
     """How many splits' selections policy gradient improved on its start (their ``optimizer``)."""
     return int(sum(bool((r.get("optimizer") or {}).get("pg_improved")) for r in records))
-
-
-def plan_select(cfg):
-    """The selection of ``cfg`` (a ``SelectConfig``) as a :class:`~datamask.pipeline.runner.StageRun`."""
-    return SelectStage().plan(cfg)
 
 
 # Run the whole selection for ``cfg`` (a ``SelectConfig``); returns the manifest.
