@@ -237,7 +237,8 @@ class DataMask(BaseEstimator):
         its start, ``start_patience``) or ``"callback"``.
     start_history_ : list of dict or None
         The start solver's own progress, ``iteration`` and ``objective`` (Frank-Wolfe per
-        iteration, stochastic greedy every S/50 picks; :mod:`datamask.core.provenance`).
+        iteration, under a row or a token budget; stochastic greedy every S/50 picks;
+        :mod:`datamask.core.provenance`).
     optimizer_ : dict
         How the selection was made: ``start``, ``pg_steps``, ``pg_improved``, ``pg_gain``,
         ``stopped_by``, ``objective_start``, ``objective_end``
