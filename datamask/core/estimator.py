@@ -156,7 +156,9 @@ class DataMask(BaseEstimator):
     seed : int, default 0
     callback : callable, optional
         ``callback(estimator, record)`` after each evaluation point; return ``True`` to
-        stop early.
+        stop early. A ``logit_range="auto"`` pilot runs without it (the winning pilot's
+        points are given to it once the pilot ends), so a time cap kept by a callback does
+        not shorten the pilot: give a fixed ``logit_range`` for the callback to see every pg step.
     eval_every : int, default 100
         Steps between evaluations of the top-S mask on the exact objective (history,
         best-mask tracking, early stopping).
