@@ -152,7 +152,9 @@ class DataMask(BaseEstimator):
     seed : int, default 0
     callback : callable, optional
         ``callback(estimator, record)`` after each evaluation point; return ``True`` to
-        stop early.
+        stop early. A ``logit_range="auto"`` pilot runs without it (the winning pilot's
+        points are given to it once the pilot ends), so a time cap kept by a callback does
+        not shorten the pilot: give a fixed ``logit_range`` for the callback to see every pg step.
     eval_every : int, default 100
         Steps between evaluations of the top-S mask on the exact objective (history,
         best-mask tracking, early stopping).
@@ -233,7 +235,8 @@ class DataMask(BaseEstimator):
         its start, ``start_patience``) or ``"callback"``.
     start_history_ : list of dict or None
         The start solver's own progress, ``iteration`` and ``objective`` (Frank-Wolfe per
-        iteration, stochastic greedy every S/50 picks; :mod:`datamask.core.provenance`).
+        iteration, under a row or a token budget; stochastic greedy every S/50 picks;
+        :mod:`datamask.core.provenance`).
     optimizer_ : dict
         How the selection was made: ``start``, ``pg_steps``, ``pg_improved``, ``pg_gain``,
         ``stopped_by``, ``objective_start``, ``objective_end``

@@ -27,7 +27,8 @@ def start_trajectory(fitted: dict, history: list) -> list | None:
     """The start solver's own progress as records ``{"iteration", "objective"}``, or None.
 
     Frank-Wolfe's trace is the relaxed objective of its best rounding so far (exact for
-    pairwise); stochastic greedy's, the sum of its picks' gains. Both are shifted so that the
+    pairwise), or under a token budget the relaxed objective of its fractional x;
+    stochastic greedy's, the sum of its picks' gains. Both are shifted so that the
     last point is the exact objective of the start (the first evaluation point of
     ``history``: pg's step 0, or the relaxed solver's answer): the shift is 0 for pairwise,
     the empty selection's value for facility location, and the relaxation's fixed

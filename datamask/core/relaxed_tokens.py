@@ -77,7 +77,27 @@ def disf_token_terms(E, q, lam):
     return linear, value, grad
 
 
-def frank_wolfe_tokens(E, q, lengths, T, lam, terms, max_iter=100, tol=1e-9, stable_iter=5):
+def _mix(a, b, g):
+    """The state of ``(1 - g) x + g s`` from the states ``a`` of x and ``b`` of s."""
+    return tuple((1.0 - g) * ai + g * bi for ai, bi in zip(a, b))
+
+
+def _line_search(value, a, b):
+    """``(step, F there)``: the best step in [0, 1] on a grid, refined once around the best point."""
+    vals = {}
+
+    def f(g):
+        if g not in vals:
+            vals[g] = value(*_mix(a, b, g))
+        return vals[g]
+
+    best = max((i / _GRID for i in range(_GRID + 1)), key=f)
+    fine = [min(1.0, max(0.0, best + (i - _GRID // 2) / _GRID**2)) for i in range(_GRID + 1)]
+    g = max(fine + [best], key=f)
+    return g, vals[g]
+
+
+def frank_wolfe_tokens(E, q, lengths, T, lam, terms, max_iter=100, tol=1e-9, stable_iter=5, trace=None):
     """Maximise the relaxed objective within ``T`` tokens.
 
     Returns ``(x, rows_x, rows_vertex, n_iter)``: the relaxed mask and two selections filling
@@ -92,6 +112,12 @@ def frank_wolfe_tokens(E, q, lengths, T, lam, terms, max_iter=100, tol=1e-9, sta
     max_iter, tol, stable_iter : as :func:`datamask.core.relaxed.frank_wolfe`, except that
         ``stable_iter`` stays 5 and only the last x and vertex are rounded (the token-budget
         form was not in the suite that chose ``STABLE_ITER`` and best-rounding tracking)
+    trace : list, optional
+        Appended ``(iteration, value)`` at the start and after each iteration: the relaxed
+        objective F of x (fractional, never falling), the value the line search chose (a host
+        float the iteration computes anyway: no added read back). Unlike
+        :func:`datamask.core.relaxed.frank_wolfe`'s it is x's, not a rounding's: the selection
+        is one of the roundings returned.
     """
     xp = get_namespace(E)
     n = E.shape[0]
@@ -102,36 +128,31 @@ def frank_wolfe_tokens(E, q, lengths, T, lam, terms, max_iter=100, tol=1e-9, sta
     def state(x):
         return float(x.sum()), float(q @ x), linear(x)
 
-    def mix(a, b, g):
-        return tuple((1.0 - g) * ai + g * bi for ai, bi in zip(a, b))
-
-    def line_search(a, b):
-        """The best step in [0, 1] on a grid, refined once around the best point."""
-        grid = [i / _GRID for i in range(_GRID + 1)]
-        best = max(grid, key=lambda g: value(*mix(a, b, g)))
-        fine = [min(1.0, max(0.0, best + (i - _GRID // 2) / _GRID**2)) for i in range(_GRID + 1)]
-        return max(fine + [best], key=lambda g: value(*mix(a, b, g)))
-
     def top_rows(v):
         return xp.sort(fill(xp.argsort(-v), lengths, T))
 
     x = xp.zeros(n, dtype=xp.float64)
     x[top_rows(q)] = 1.0  # start: the quality order filled to T
     sx = state(x)
+    fx = value(*sx)  # F(x), kept from the line search after this
+    if trace is not None:
+        trace.append((0, fx))
     s = x
     it, stable, top = 0, 0, None
     for it in range(1, max_iter + 1):  # noqa: B007 (returned: the iterations run)
         g = grad(*sx)
         s = knapsack_vertex(g, lengths, T)
         gap = float(g @ (s - x))
-        if gap <= tol * max(1.0, abs(value(*sx))):
+        if gap <= tol * max(1.0, abs(fx)):
             break
         ss = state(s)
-        gamma = line_search(sx, ss)
+        gamma, f_new = _line_search(value, sx, ss)
         if gamma <= 0.0:
             break
         x = (1.0 - gamma) * x + gamma * s
-        sx = mix(sx, ss, gamma)
+        sx, fx = _mix(sx, ss, gamma), f_new
+        if trace is not None:
+            trace.append((it, fx))
         new_top = top_rows(x)
         same = top is not None and new_top.shape == top.shape and bool((new_top == top).all())
         stable = stable + 1 if same else 0

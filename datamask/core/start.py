@@ -94,16 +94,18 @@ def check_logit_range(value):
 def solve_relaxed(state, Ec, qc, xp):
     """``(x, rows, n_iter)``: Frank-Wolfe's relaxed mask over the candidates, and the better
     on the exact objective of its two roundings (filled to the token budget under one).
-    Under a row budget, Frank-Wolfe's progress goes to ``state.fitted["start_history"]``
-    (:func:`datamask.core.relaxed.frank_wolfe`'s ``trace``)."""
+    Frank-Wolfe's progress goes to ``state.fitted["start_history"]`` (the ``trace`` of
+    :func:`datamask.core.relaxed.frank_wolfe`, or under a token budget of
+    :func:`datamask.core.relaxed_tokens.frank_wolfe_tokens`)."""
     est, t, T, S = state.est, state.lengths, state.token_budget, state.S
     cap = int(est.relaxed_iter if est.relaxed_iter is not None else state.div.relaxed_iter)
+    trace = state.fitted["start_history"] = []
     if t is None:
-        trace = state.fitted["start_history"] = []
         x, best, it = frank_wolfe(Ec, qc, S, est.lam, state.div.relaxed_terms, max_iter=cap, trace=trace)
         picks = (best, xp.argpartition(-x, S - 1)[:S])
     else:
-        x, top, last, it = frank_wolfe_tokens(Ec, qc, t, T, est.lam, state.div.relaxed_token_terms, cap)
+        terms = state.div.relaxed_token_terms
+        x, top, last, it = frank_wolfe_tokens(Ec, qc, t, T, est.lam, terms, cap, trace=trace)
         picks = (top, last)
     rows = max(picks, key=lambda r: state.evaluate(r)["objective"])
     return x, rows, it

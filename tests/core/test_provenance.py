@@ -8,6 +8,7 @@ import pytest
 
 from datamask import DataMask, evaluate
 from datamask.analysis.report.figures import trajectory_caption
+from datamask.core.relaxed_tokens import frank_wolfe_tokens, pairwise_token_terms
 from datamask.core.synthetic import make_corpus
 
 
@@ -52,6 +53,38 @@ def test_facility_trace_follows_stochastic_greedy_picks(corpus):
     assert all(b >= a for a, b in zip(values, values[1:]))  # gains are >= 0 (monotone objective)
     assert 10 <= len(start) <= 60  # about every S/50 picks, not every pick
     assert values[-1] == pytest.approx(m.history_[0]["objective"], rel=1e-12)
+
+
+@pytest.mark.parametrize("diversity", ["pairwise", "disf"])
+def test_token_budget_frank_wolfe_has_a_start_phase(corpus, diversity):
+    # the token-budget relaxation (frank_wolfe_tokens) records its trace like the row budget's
+    E, q = corpus
+    lengths = np.random.default_rng(1).integers(50, 500, size=len(q))
+    m = DataMask(tokens=int(0.1 * lengths.sum()), diversity=diversity).fit(E, q, lengths)
+    opt, start = m.optimizer_, m.start_history_
+    assert opt["start"] == "relaxed" and start is not None and len(start) >= 2
+    assert start[0]["iteration"] == 0 and start[-1]["iteration"] <= m.relaxed_iter_
+    values = [r["objective"] for r in start]
+    # F(x) never falls (the line search keeps the step 0 point), and rises from the quality start
+    assert all(b >= a - 1e-12 * abs(a) for a, b in zip(values, values[1:]))
+    assert values[-1] > values[0]
+    assert values[-1] == pytest.approx(m.history_[0]["objective"], rel=1e-12)  # shifted onto pg's step 0
+
+
+def test_frank_wolfe_tokens_trace_is_the_relaxed_objective_of_x(corpus):
+    E, q = corpus
+    En = E / np.linalg.norm(E, axis=1, keepdims=True)
+    qn = (q - q.min()) / (q.max() - q.min())
+    lengths = np.random.default_rng(2).integers(50, 500, size=len(q))
+    T = int(0.1 * lengths.sum())
+    trace = []
+    x, _, _, it = frank_wolfe_tokens(En, qn, lengths, T, 0.5, pairwise_token_terms, max_iter=30, trace=trace)
+    linear, value, _ = pairwise_token_terms(En, qn.astype(np.float64), 0.5)
+    assert trace[-1][0] <= it and [i for i, _ in trace] == list(range(len(trace)))
+    assert trace[-1][1] == pytest.approx(value(float(x.sum()), float(qn @ x), linear(x)), rel=1e-9)
+    # without a trace the same iterates: the trace only records what the loop computed
+    x2, _, _, it2 = frank_wolfe_tokens(En, qn, lengths, T, 0.5, pairwise_token_terms, max_iter=30)
+    assert it2 == it and np.array_equal(x2, x)
 
 
 def test_quality_start_runs_pg_and_reports_its_gain(corpus):

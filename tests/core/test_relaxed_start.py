@@ -34,7 +34,9 @@ def test_default_pg_starts_at_the_relaxed_rounding_and_keeps_the_best(crowded):
     m = DataMask(lam=0.2).fit(E, q)
     # the same rows summed in another order: float64 rounding only
     assert m.history_[0]["objective"] == pytest.approx(relaxed.objective_["objective"], rel=1e-6)
-    assert m.objective_["objective"] >= m.history_[0]["objective"]  # the best mask is kept
+    # the best mask is kept (evaluated again over the sorted rows: float64 rounding only)
+    h0 = m.history_[0]["objective"]
+    assert m.objective_["objective"] >= h0 - 1e-12 * abs(h0)
     assert 100 * (m.objective_["objective"] - rand) / gain >= 99.5
     # pg moves the logits: the run is more than the relaxed solver's answer
     assert not np.array_equal(m.logits_, start.logits_)
