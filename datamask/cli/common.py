@@ -96,7 +96,7 @@ def config_from_args(args, cls=SelectConfig):
         v = getattr(args, name, None)
         if v is not None:
             values[name] = v if isinstance(v, (bool, list)) else parse_value(f, v, source=f"--{name.replace('_', '-')}")
-    if "preset" in by_name:  # the preset's settings, under the flags given beside it
+    if "preset" in by_name and hasattr(cls, "with_preset_merged"):  # a recipe preset (not proxy-lm's model preset)
         return cls(**with_preset(values)).with_preset_merged().validated()
     return cls(**values).validated()
 
