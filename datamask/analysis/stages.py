@@ -226,6 +226,7 @@ class CompareStage(CorpusStage):
         "selections.parquet",
         "history.parquet",
         "sample.parquet",
+        "examples.parquet",
         "sample_embedding.npy",
         "corpus_stats.parquet",
         "cluster_stats.parquet",

@@ -189,7 +189,7 @@ def test_the_summary_prints_a_switched_recommendation_first():
         "totals": {"computed_this_run": 20},
         "trials": 8,
         "seeds": 1,
-        "proxy": {"params": 1000, "tokens": 8192},
+        "proxy": {"params": 1000, "proxy_tokens": 8192, "regime": "8,192 tokens", "passes": {"min": 1.0, "max": 2.0}},
         "regressor": "gp",
         "cv_spearman": 0.5,
         "cv": {"gp": {"spearman": 0.5}},
