@@ -241,7 +241,7 @@ def libraries_only(n, texts):
     print("\n".join(text))
 
 
-def scale(n, recall_n, methods=("pca", "umap", "opentsne")):
+def scale(n, recall_n, methods=("pca", "umap", "opentsne"), out=None):
     """Each projection's wall time at ``n`` static-model rows of real text, and its recall@10
     on the first ``recall_n`` of them; writes ``benchmarks/results/corpus_map_scale.md``."""
     from real_text import MIN_WORDS, man_paragraphs, pydoc_paragraphs
@@ -257,7 +257,8 @@ def scale(n, recall_n, methods=("pca", "umap", "opentsne")):
     embed_s = time.perf_counter() - t0
     print(f"{distinct:,} distinct paragraphs, {n:,} rows x {E.shape[1]} embedded in {embed_s:.0f} s", flush=True)
     load = os.getloadavg()
-    project("umap", E[:500])  # numba compiles UMAP's kernels on the first call
+    if "umap" in methods:
+        project("umap", E[:500])  # numba compiles UMAP's kernels on the first call
     rows = []
     for name in methods:
         t0 = time.perf_counter()
@@ -282,7 +283,7 @@ def scale(n, recall_n, methods=("pca", "umap", "opentsne")):
         "openTSNE: defaults, n_jobs 2.\n",
         _table(rows) + "\n",
     ]
-    with open(OUT.replace(".md", "_scale.md"), "w") as f:
+    with open(out or OUT.replace(".md", "_scale.md"), "w") as f:
         f.write("\n".join(text))
     print("\n".join(text))
 
@@ -302,9 +303,11 @@ def main():
     )
     ap.add_argument("--scale", type=int, default=None, help="time each projection at this many static-model rows")
     ap.add_argument("--recall-n", type=int, default=15_000, help="rows of --scale whose recall@10 is measured")
+    ap.add_argument("--methods", nargs="+", default=["pca", "umap", "opentsne"], help="projections of --scale")
+    ap.add_argument("--out", default=None, help="--scale's table (default: benchmarks/results/corpus_map_scale.md)")
     args = ap.parse_args()
     if args.scale:
-        return scale(args.scale, args.recall_n)
+        return scale(args.scale, args.recall_n, tuple(args.methods), args.out)
     from real_text import build, texts
 
     global LOADS
