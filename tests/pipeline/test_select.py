@@ -252,3 +252,23 @@ def test_scorecard_coverage_and_near_duplicates_by_hand():
     # a sample of the selected rows estimates the share; with every row sampled it is exact
     assert near_duplicate_share(E, np.flatnonzero(mask), sample=60) == pytest.approx(share)
     assert 0.0 <= near_duplicate_share(E, np.flatnonzero(mask), sample=20, seed=1) <= 1.0
+
+
+def test_score_sample_bounds_the_pairs_compared():
+    """Coverage and near-duplicates sample rows in proportion to the subset's size: 2,048 for
+    a small subset, fewer (never under 256) once sample x subset passes SCORE_PAIRS; a run's
+    reference_size caps it. Scores from norms the caller computed match those checked here."""
+    from datamask.core.scorecard import SCORE_PAIRS, SCORE_SAMPLE, SCORE_SAMPLE_MIN, score_sample, selection_scores
+    from datamask.core.validate import check_inputs
+
+    assert score_sample(1000) == SCORE_SAMPLE and score_sample(0) == SCORE_SAMPLE
+    for s in (5_000, 16_384, 100_000, 10_000_000):
+        r = score_sample(s)
+        assert SCORE_SAMPLE_MIN <= r <= SCORE_SAMPLE and (r * s <= SCORE_PAIRS or r == SCORE_SAMPLE_MIN)
+    assert score_sample(100, 300) == 300 and score_sample(100_000, 100) == 100
+    rng = np.random.default_rng(0)
+    E = rng.normal(size=(400, 8)).astype(np.float32) * 3.0  # not unit rows: norms are used
+    q, mask = rng.random(400), rng.random(400) < 0.3
+    a = selection_scores(E, q, mask, sample=64, seed=2)
+    b = selection_scores(E, q, mask, sample=64, seed=2, norms=check_inputs(E, q))
+    assert a == pytest.approx(b, rel=1e-6, nan_ok=True)
