@@ -260,7 +260,9 @@ def _plant(work: Path) -> None:
     out = work / "input" / "corpus.parquet"
     if out.exists():
         return
-    df = pd.concat([pd.read_parquet(f) for f in sorted((work / "scored" / "data").glob("*.parquet"))], ignore_index=True)
+    df = pd.concat(
+        [pd.read_parquet(f) for f in sorted((work / "scored" / "data").glob("*.parquet"))], ignore_index=True
+    )
     copy = pd.read_parquet(work / "raw" / "corpus.parquet", columns=["id", "planted_copy"]).set_index("id")
     is_copy = copy.loc[df["id"], "planted_copy"].to_numpy()
     q = df["quality"].to_numpy(np.float64)
