@@ -20,7 +20,6 @@ the results record the load average.
 from __future__ import annotations
 
 import argparse
-import ast
 import os
 import platform
 import random
@@ -40,21 +39,11 @@ METHODS = ("datamask", "topk", "random", "semdedup", "quadmix")
 
 
 # ---------------------------------------------------------------------- corpus
-def _docstrings(root: Path, skip=("test", "tests", "idlelib", "lib2to3", "site-packages", "__pycache__")):
-    out = []
-    for f in sorted(root.rglob("*.py")):
-        if any(p in skip for p in f.relative_to(root).parts):
-            continue
-        try:
-            tree = ast.parse(f.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
-            continue
-        for node in [tree, *ast.walk(tree)]:
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                d = ast.get_docstring(node, clean=True)
-                if d:
-                    out.append(d)
-    return out
+def _docstrings(root: Path) -> list:
+    """Every docstring under ``root`` (suite_corpora's walker, without the file names)."""
+    from benchmarks.suite_corpora import _docstrings as walk
+
+    return [d for _, d in walk(root)]
 
 
 def _cut(text: str, size: int = 1500):
