@@ -132,6 +132,26 @@ def regime_tokens(regime: str, corpus: dict, ratio: float, first: pd.DataFrame |
     return int(max(2048, round(k * base / 2048) * 2048))
 
 
+def load_earlier(spec: str | None) -> dict:
+    """Cells, records, corpora and invocation metadata of earlier result files (``--merge``).
+    Invocation k (1, 2, ...) is the k-th file; a cell found in two files is taken from the first."""
+    out = {"cells": [], "records": [], "corpora": [], "meta": [], "done": set()}
+    for k, f in enumerate([x for x in (spec or "").split(",") if x.strip()], start=1):
+        path = Path(f.strip())
+        d = json.loads(path.read_text())
+        rec = pd.read_csv(path.with_name(path.stem + "_records.csv"))
+        out["meta"].append({**d["meta"], "file": path.name})
+        for c in d["cells"]:
+            key = (c["corpus"], c["regime"])
+            if key in out["done"]:
+                continue
+            out["done"].add(key)
+            out["cells"].append({**c, "invocation": k})
+            out["records"].append(rec[(rec["corpus"] == key[0]) & (rec["regime"] == key[1])])
+        out["corpora"] += d["corpora"]
+    return out
+
+
 def _machine(load0, load1, t_total, t_cells) -> list:
     import torch
 
@@ -172,13 +192,21 @@ def write_markdown(path: Path, args, corpora, cells, records, meta) -> None:
         "## Per corpus and regime",
         "",
     ]
+    for k, m in enumerate(meta.get("earlier", []), start=1):
+        lines += [
+            f"Invocation {k} (cells marked *invocation {k}*, kept from `{m['file']}`): "
+            f"`python benchmarks/recipe_suite.py {' '.join(m['argv'])}`; load average at start "
+            f"{m['load0'][0]:.2f} / {m['load0'][1]:.2f} / {m['load0'][2]:.2f}, at the end "
+            f"{m['load1'][0]:.2f} / {m['load1'][1]:.2f} / {m['load1'][2]:.2f}; {m['wall'] / 60:.1f} min.",
+            "",
+        ]
     for c in cells:
         lines += rep.cell_lines(c)
     lines += ["## Why: what the loss follows, pooled over corpora", ""]
     for regime in regimes:
         lines += [f"### {regime}", ""]
         lines += rep.why_table(records, regime)[0]
-    lines += rep.verdict_lines(cells)
+    lines += rep.verdict_lines(cells, records)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     print(path.read_text())
@@ -200,6 +228,12 @@ def _args(argv):
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="smoke run: 4 trials, 2 verification seeds")
     ap.add_argument("--out", default=None, help="default benchmarks/results/recipe_suite.md (quick: WORK/quick.md)")
+    ap.add_argument(
+        "--merge",
+        default=None,
+        help="earlier result files (recipe_suite.json, comma-separated; each beside its _records.csv): their "
+        "cells are reused, not rerun, and reported with the invocation that measured them",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.trials, args.verify = 4, 2
@@ -218,7 +252,6 @@ def main(argv=None):
     from distributed import Client, LocalCluster
 
     work = Path(args.work)
-    corpora = [build(n, work, seed=args.seed) for n in names]  # cached; embedding only on the first run
     native = multiples_supported()
     if not native:
         print("[suite] this datamask takes no --proxy-tokens multiple: regimes fall back to token counts", flush=True)
@@ -233,19 +266,24 @@ def main(argv=None):
             held.extend([lc, Client(lc)])
         return held[1]
 
+    earlier = load_earlier(args.merge)
+    todo = [n for n in names if any((n, r) not in earlier["done"] for r in regimes)]
+    corpora = [build(n, work, seed=args.seed) for n in todo]  # cached; embedding only on the first run
     try:
         for corpus in corpora:
             first = None
             for regime in regimes:
+                if (corpus["name"], regime) in earlier["done"]:
+                    print(f"[suite] {corpus['name']} {regime}: reused from an earlier invocation", flush=True)
+                    continue
                 tokens = regime_tokens(regime, corpus, args.ratio, first, native)
                 s, rec = run_search(client, corpus, regime, tokens, settings, work)
                 first = rec if first is None else first
                 frames.append(rec)
-                cells.append(rep.cell_summary(rec, corpus["name"], regime, s))
+                cells.append({**rep.cell_summary(rec, corpus["name"], regime, s), "invocation": 0})
     finally:
         for h in held[::-1]:
             h.close()
-    records = pd.concat(frames, ignore_index=True, sort=False)
     meta = {
         "load0": load0,
         "load1": os.getloadavg(),
@@ -254,6 +292,15 @@ def main(argv=None):
         "settings": settings,
         "argv": sys.argv[1:] if argv is None else list(argv),
     }
+    cells += earlier["cells"]
+    frames += earlier["records"]
+    records = pd.concat(frames, ignore_index=True, sort=False)
+    meta["earlier"] = earlier["meta"]
+    names_now = {c["name"] for c in corpora}
+    corpora += [c for c in earlier["corpora"] if c["name"] not in names_now and not names_now.add(c["name"])]
+    order = {n: i for i, n in enumerate(CORPORA)}
+    cells.sort(key=lambda c: (order.get(c["corpus"], 99), float(c["regime"].rstrip("x"))))
+    corpora.sort(key=lambda c: order.get(c["name"], 99))
     out = (
         Path(args.out)
         if args.out

@@ -104,7 +104,7 @@ def cell_summary(records: pd.DataFrame, corpus: str, regime: str, s: dict) -> di
 def cell_lines(c: dict) -> list:
     rec = c["recommended"]
     lines = [
-        f"### {c['corpus']}, {c['regime']}",
+        f"### {c['corpus']}, {c['regime']}" + (f" (*invocation {c['invocation']}*)" if c.get("invocation") else ""),
         "",
         f"{c['trials']} trials; regressor **{c['regressor']}**, cross-validated Spearman **{_f(c['cv_spearman'], 3)}**; "
         f"search wall time {_f((c['wall_seconds'] or 0) / 60, 1)} min"
@@ -197,7 +197,56 @@ def why_table(records: pd.DataFrame, regime: str, boot: int = 400, seed: int = 0
 
 
 # ---------------------------------------------------------------------- item 6: the verdict
-def verdict_lines(cells: list) -> list:
+def _design_key(recipe: str) -> str:
+    """A trial's recipe with its floats rounded to 2 places: the same design point on every cell."""
+    r = json.loads(recipe)
+    return json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in sorted(r.items())})
+
+
+def design_lines(records: pd.DataFrame, cells: list) -> tuple:
+    """Each trial recipe that every cell trained (the search's first design points are the same
+    on every corpus at one seed and ratio) against that cell's verified default.
+
+    One trial seed against the default's mean over its verification seeds, not paired: the
+    difference is *beyond noise* when it exceeds 2 x sd x sqrt(1 + 1/n), sd the default's
+    seed-to-seed spread in that cell. Returns (lines, {design: number of cells where it beat the
+    default beyond noise, of how many})."""
+    keys = sorted({(c["corpus"], c["regime"]) for c in cells})
+    t = records[records["kind"] == "trial"].copy()
+    if t.empty or not keys:
+        return [], {}
+    t["design"] = t["recipe"].map(_design_key)
+    per_cell = t.groupby("design")[["corpus", "regime"]].apply(lambda d: len(set(zip(d["corpus"], d["regime"]))))
+    shared = sorted(per_cell[per_cell == len(keys)].index)
+    if not shared:
+        return [], {}
+    by = {(c["corpus"], c["regime"]): c for c in cells}
+    head = "| recipe (a trial on every cell) | " + " | ".join(f"{c} {r}" for c, r in keys) + " | beats the default |"
+    lines = [head, "| --- " * (len(keys) + 2) + "|"]
+    tally = {}
+    for design in shared:
+        row, wins = [], 0
+        for key in keys:
+            d = by[key]["recipes"].get("default")
+            x = t[(t["design"] == design) & (t["corpus"] == key[0]) & (t["regime"] == key[1])]["loss"].mean()
+            if not d or d["sd"] is None:
+                row.append("–")
+                continue
+            diff, band = float(x - d["mean"]), 2 * d["sd"] * np.sqrt(1 + 1 / d["seeds"])
+            beyond = abs(diff) > band
+            wins += beyond and diff < 0
+            row.append(f"{diff:+.3f}" + (" **beyond**" if beyond else ""))
+        tally[design] = (wins, len(keys))
+        lines.append(f"| `{design}` | " + " | ".join(row) + f" | {wins} of {len(keys)} cells |")
+    note = (
+        "Trial loss minus the cell's verified default (nats/token; one trial seed against the default's "
+        "mean over its verification seeds, so *beyond* means beyond 2 x sd x sqrt(1 + 1/n) of the default's "
+        "seed-to-seed spread, not a paired test)."
+    )
+    return ["", note, "", *lines, ""], tally
+
+
+def verdict_lines(cells: list, records: pd.DataFrame | None = None) -> list:
     corpora = sorted({c["corpus"] for c in cells})
     regimes = sorted({c["regime"] for c in cells})
     by = {(c["corpus"], c["regime"]): c for c in cells}
@@ -230,6 +279,16 @@ def verdict_lines(cells: list) -> list:
             f"{_words(dd.get('default-topk'))} | {_words(dd.get('default-random'))} |"
         )
     lines.append("")
+    if records is not None:
+        design, tally = design_lines(records, cells)
+        if design:
+            best = max(tally.values(), key=lambda w: w[0])
+            lines += [
+                "The same recipes on every corpus: the search's first design points are the same on every "
+                "cell, so each was trained everywhere. A recipe that beat the default beyond noise on every "
+                f"cell would replace it; the best did so on **{best[0]} of {best[1]}** cells.",
+                *design,
+            ]
     for ref in ("topk", "random"):
         ds = [by[k]["differences"].get(f"default-{ref}") for k in sorted(by)]
         ds = [d for d in ds if d]
