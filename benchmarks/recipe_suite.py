@@ -3,7 +3,7 @@
 For each corpus of ``suite_corpora.py`` (man pages, Python docstrings, the Debian package index,
 Debian changelogs, and the known-answer ``planted`` corpus; MiniLM embeddings and heuristic quality
 through the real ``embed`` and ``score`` stages) and each regime — ``1x``: every proxy trains one
-pass over its own selection, ``4x``: four passes — it runs ``datamask.dask.search`` with its
+pass over its own selection, ``3x``: three passes — it runs ``datamask.dask.search`` with its
 default space (the verification retrains the chosen recipe, the default, top-k and random on
 ``--verify`` paired seeds), then writes ``benchmarks/results/recipe_suite.md``:
 
@@ -18,10 +18,10 @@ default space (the verification retrains the chosen recipe, the default, top-k a
 
 and ``recipe_suite_records.csv`` (every proxy model) and ``recipe_suite.json`` (per cell).
 
-The regimes use ``--proxy-tokens 1x`` / ``4x`` where the search takes a multiple of each
+The regimes use ``--proxy-tokens 1x`` / ``3x`` where the search takes a multiple of each
 selection's tokens. Where it does not (older code), ``1x`` trains every model on the same token
 count, the input's characters x ratio / 4 (about one pass; each record's ``passes`` says how
-many), and ``4x`` on four times the median selection tokens of the ``1x`` run.
+many), and ``3x`` on three times the median selection tokens of the ``1x`` run.
 
 Everything is cached under ``--work`` (default ``/work/cache/recipe-suite``): the corpora, and one
 search directory per corpus x regime x settings (a rerun reuses finished searches and resumes
@@ -176,7 +176,7 @@ def write_markdown(path: Path, args, corpora, cells, records, meta) -> None:
         "proxy_tokens=REGIME)` on one local cluster "
         f"({args.workers} workers x 1 thread). Regimes: "
         + (
-            "`proxy_tokens='1x'` / `'4x'` (passes over each selection)."
+            " / ".join(f"`proxy_tokens={r!r}`" for r in regimes) + " (passes over each selection)."
             if meta["native"]
             else "this code takes no multiple, so `1x` trains every model on the same tokens (the input's "
             "characters x ratio / 4) and `4x` on four times the 1x run's median selection tokens; the passes "
@@ -216,7 +216,7 @@ def _args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--work", default="/work/cache/recipe-suite", help="corpora and searches (cached)")
     ap.add_argument("--corpora", default=",".join(CORPORA), help="comma-separated, of " + ", ".join(CORPORA))
-    ap.add_argument("--regimes", default="1x,4x", help="passes over each selection, comma-separated")
+    ap.add_argument("--regimes", default="1x,3x", help="passes over each selection, comma-separated")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--seeds", type=int, default=1, help="proxy seeds per trial")
     ap.add_argument("--verify", type=int, default=3, help="paired verification seeds (>= 3 for the suite)")
