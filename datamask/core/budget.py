@@ -100,10 +100,10 @@ def check_token_budget(tokens, budget=None, *, flags=False) -> None:
 def check_tokens_left(T: int, left: int, *, prune, n_rows: int, total: int) -> None:
     """A fit's token budget ``T`` (below the split's ``total`` tokens) must be below the
     ``left`` tokens of the rows left after pruning: otherwise every candidate is kept."""
-    if T >= left:
+    if T >= left:  # (raised in a fit, from Python or a split of select: worded for both)
         raise ValueError(
-            f"token_budget={T} is not below the {left} tokens left after pruning (prune={prune} "
-            f"of {n_rows} rows, {total} tokens); lower prune or token_budget"
+            f"token budget {T} is not below the {left} tokens left after pruning (prune {prune} "
+            f"of {n_rows} rows, {total} tokens); lower prune or the token budget"
         )
 
 
