@@ -68,7 +68,7 @@ def main():
     if args.device == "fake-cupy":
         E, q, rows = fc.asarray(E), fc.asarray(q), fc.asarray(rows)
     rand = evaluate(E, q, rows)["objective"]
-    gain = DataMask(solver="relaxed").fit(E, q).objective_["objective"] - rand
+    gain = DataMask(method="relaxed").fit(E, q).objective_["objective"] - rand
     jumps, held = [], {}
     gradient = pg.policy_gradient
 

@@ -7,7 +7,7 @@ embeddings of text on this machine, :mod:`benchmarks.real_text`), one ``lam`` an
 ``ratio``; every parameter not named by a candidate at its default. Per case, in one
 process, one BLAS thread (so the ratios compare like with like on a shared machine):
 
-* greedy (up to ``--greedy-max`` rows; ``solver="greedy"``), run before and after the
+* greedy (up to ``--greedy-max`` rows; ``method="greedy"``), run before and after the
   candidates, and relaxed (pairwise and DiSF): seconds; the reference is greedy where it
   ran, else relaxed (1M rows: greedy takes hours; facility has no relaxed, so no reference);
 * each candidate as a user runs it, ``DataMask(**candidate)``: % of the reference gain at
@@ -155,11 +155,11 @@ def run_case(args):
     row = dict(name=name, N=N, lam=lam, ratio=ratio, greedy_s=None, relaxed_s=None, relaxed_pct=None, cands={})
     ref = None
     if diversity != "facility":
-        relaxed, row["relaxed_s"] = timed(lambda: DataMask(solver="relaxed", **base).fit(E, q))
+        relaxed, row["relaxed_s"] = timed(lambda: DataMask(method="relaxed", **base).fit(E, q))
         ref = relaxed.objective_["objective"]
     greedy_times = []
     if N <= greedy_max:
-        g, t = timed(lambda: DataMask(solver="greedy", **base).fit(E, q))
+        g, t = timed(lambda: DataMask(method="greedy", **base).fit(E, q))
         ref, greedy_times = g.objective_["objective"], [t]
     gain = None if ref is None else ref - rand
     if gain is not None and row["relaxed_s"] is not None:
@@ -168,7 +168,7 @@ def run_case(args):
     for label in cands:
         row["cands"][label] = run_candidate(E, q, base, steps, label, rand, gain)
     if greedy_times:
-        greedy_times.append(timed(lambda: DataMask(solver="greedy", **base).fit(E, q))[1])
+        greedy_times.append(timed(lambda: DataMask(method="greedy", **base).fit(E, q))[1])
         row["greedy_s"] = min(greedy_times)
         row["greedy_all"] = greedy_times
     if "default" in cands:  # the default twice: the faster run counts (load on a shared machine)
@@ -220,7 +220,7 @@ def write(path, rows, argv, wall, jobs, diversity="pairwise"):
             "`steps=None`, `patience` 10, `start_patience` None), seed 0, 1 BLAS thread, CPU. Gain: objective "
             "minus that of a random selection of the same size, in % of the reference's gain (greedy; relaxed "
             "where greedy was not run; none for facility location at 1M rows). *whole fit / greedy*: the fit's "
-            'seconds over `solver="greedy"`\'s in the same process (greedy ran before and after the '
+            'seconds over `method="greedy"`\'s in the same process (greedy ran before and after the '
             "candidates and the default twice; the faster of each). *to 99%*: seconds from the start of `fit` "
             "to the first evaluation point at 99% of the reference gain. Machine: "
             f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs ({jobs} case(s) at a time, "

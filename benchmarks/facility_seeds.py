@@ -5,7 +5,7 @@ Run:  python benchmarks/facility_seeds.py [--factors 160 320 640 1280] [--seeds 
 The defaults suite (``benchmarks/defaults.py``) runs one seed; stochastic greedy's picks
 depend on it (its samples, and the fixed reference rows facility location is scored on).
 So per case of that suite (up to 100k rows, where greedy runs) and per seed, in one process,
-one BLAS thread: ``solver="greedy"`` with that seed, then ``DataMask(diversity="facility",
+one BLAS thread: ``method="greedy"`` with that seed, then ``DataMask(diversity="facility",
 seed=seed)`` with each sample factor (``SAMPLE_FACTOR``, rows per sample in units of n / S).
 Gains are over a random selection of the same size scored on the same reference rows, in %
 of greedy's. Writes ``results/facility_seeds.md``: the worst and mean per factor and case, and
@@ -44,7 +44,7 @@ def run_case(case, factors, seeds):
         rows = np.random.default_rng(0).permutation(n)[:S]
         rand = evaluate(E, q, rows, lam=lam, diversity="facility", reference_size=2048, seed=seed)["objective"]
         t = time.perf_counter()
-        ref = DataMask(solver="greedy", seed=seed, **base).fit(E, q).objective_["objective"]
+        ref = DataMask(method="greedy", seed=seed, **base).fit(E, q).objective_["objective"]
         greedy_s.append(time.perf_counter() - t)
         for f in factors:
             stochastic.SAMPLE_FACTOR = f  # read at call time
@@ -61,7 +61,7 @@ def write(path, rows, factors, seeds, argv, wall):
         fh.write(
             f"`python benchmarks/facility_seeds.py {' '.join(argv)}`: each case of the defaults suite up to "
             f'100k rows, seeds {seeds[0]}-{seeds[-1]}, `DataMask(diversity="facility", seed=seed)` with '
-            '`SAMPLE_FACTOR` set to each factor, against `solver="greedy"` with the same seed (the same '
+            '`SAMPLE_FACTOR` set to each factor, against `method="greedy"` with the same seed (the same '
             "reference rows), one process, one BLAS thread. Gain: objective minus that of a random selection "
             "of the same size on the same reference rows, in % of greedy's. Seconds: medians over the seeds. "
             f"Machine: {platform.machine()}, {os.cpu_count()} cores (load average "

@@ -2,7 +2,7 @@
 
     python benchmarks/gpu_bench.py wheels --dir .whl            # wheels this machine lacks
     python benchmarks/gpu_bench.py corpus --rows 2000000 --files 2 --out /tmp/corpus
-    python benchmarks/gpu_bench.py select --corpus /tmp/corpus --solver relaxed --out OUT
+    python benchmarks/gpu_bench.py select --corpus /tmp/corpus --method relaxed --out OUT
     python benchmarks/gpu_bench.py texts --out /tmp/texts          # short and long texts
     python benchmarks/gpu_bench.py model --minilm .whl/minilm --out /tmp/minilm
     python benchmarks/gpu_bench.py embed --texts /tmp/texts --model /tmp/minilm --out OUT
@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+CLI_METHOD = {"pg": "datamask"}  # DataMask(method="pg") is datamask select --method datamask
 TARGETS = {  # figure: (comparison, bound, text)
     "select_relaxed": (">=", 1_000_000, ">= 1,000,000 rows/s per GPU"),
     "select_pg": (">=", 100_000, ">= 100,000 rows/s per GPU"),
@@ -219,7 +220,7 @@ def random_minilm(src, out) -> Path:
 
 # ---------------------------------------------------------------------- figures
 def cmd_select(a):
-    name = a.name or f"select_{a.solver}"
+    name = a.name or f"select_{a.method}"
     out = Path(a.work) / name
     p, wall = _datamask(
         "select",
@@ -227,8 +228,8 @@ def cmd_select(a):
         out,
         "--device",
         a.device,
-        "--solver",
-        a.solver,
+        "--method",
+        CLI_METHOD.get(a.method, a.method),
         "--split-size",
         a.split_size,
         "--quiet",
@@ -407,7 +408,7 @@ def report(out) -> str:
     for s, r in sel.items():
         sizes = f"{r.get('rows', 0):,} rows in {len(r.get('splits', []))} splits"
         row(
-            f"`select --solver {s}`, {sizes}: rows/s per GPU, Parquet in to Parquet out",
+            f"`select --method {CLI_METHOD.get(s, s)}`, {sizes}: rows/s per GPU, Parquet in to Parquet out",
             r.get("rows_per_s_per_gpu"),
             f"select_{s}",
         )
@@ -516,7 +517,7 @@ def main(argv=None):
             s.add_argument("--corpus", required=True)
             s.add_argument("--split-size", type=int, default=1_000_000)
         if name == "select":
-            s.add_argument("--solver", default="relaxed", choices=("relaxed", "pg", "greedy"))
+            s.add_argument("--method", default="relaxed", choices=("relaxed", "pg", "greedy"), help="DataMask's method")
             s.add_argument("--name", default=None, help="the JSON's name (default select_SOLVER)")
         if name == "cluster":
             s.add_argument("--k", type=int, default=1000)

@@ -86,8 +86,8 @@ else
 fi
 
 # --- 5. datamask select --device gpu, relaxed and pg: rows/s per GPU, peak GPU memory per split
-for solver in relaxed pg; do
-  step "select-$solver" 100 "$PY" benchmarks/gpu_bench.py select --corpus "$work/corpus" --solver "$solver" \
+for method in relaxed pg; do
+  step "select-$method" 100 "$PY" benchmarks/gpu_bench.py select --corpus "$work/corpus" --method "$method" \
     --split-size "$split" --device "$dev" --out "$out" --work "$work"
 done
 
@@ -120,7 +120,7 @@ if [ "$dry" != 1 ] && ls .whl/dask_cuda-*.whl > /dev/null 2>&1; then
   step small 30 "$PY" benchmarks/gpu_bench.py corpus --rows "$smoke_rows" --files 1 --out "$work/small"
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site-cuda .whl/dask_cuda-*.whl
   step dask-cuda 60 env PYTHONPATH=/tmp/site-cuda:$PYTHONPATH "$PY" benchmarks/gpu_bench.py select \
-    --corpus "$work/small" --solver relaxed --split-size 100000 --device gpu --name select_dask_cuda \
+    --corpus "$work/small" --method relaxed --split-size 100000 --device gpu --name select_dask_cuda \
     --out "$out" --work "$work"
 fi
 

@@ -53,7 +53,7 @@ def reference(E, q, lam, diversity, prune=0.5):
         "objective"
     ]
     solver = "greedy" if diversity == "facility" else "relaxed"
-    best = DataMask(solver=solver, lam=lam, diversity=diversity, prune=prune).fit(E, q).objective_["objective"]
+    best = DataMask(method=solver, lam=lam, diversity=diversity, prune=prune).fit(E, q).objective_["objective"]
     return rand, best - rand
 
 
@@ -65,7 +65,7 @@ def run(E, q, rand, gain, cap, every, **kw):
         return pts[-1][2] >= 99.9
 
     # the quality-aware start's ranges (pairwise's default start is now init="relaxed")
-    m = DataMask(solver="pg", init="quality", steps=cap, eval_every=every, patience=None, callback=cb, **kw)
+    m = DataMask(method="pg", init="quality", steps=cap, eval_every=every, patience=None, callback=cb, **kw)
     m.fit(E, q)
     falls = [(a - b, s) for (_, _, a), (s, _, b) in zip(pts, pts[1:])]
     fall, at = max(falls) if falls else (0.0, 0)

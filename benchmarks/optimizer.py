@@ -49,7 +49,7 @@ RATIO, LAM = 0.1, 0.5
 # The policy-gradient engine is measured from the paper's quality-aware start: pairwise's
 # default start from the relaxed solution (init="relaxed") would reach 99% at step 0 and say
 # nothing about the engine. The defaults as a user runs them: benchmarks/defaults.py.
-PG = dict(solver="pg", init="quality")
+PG = dict(method="pg", init="quality")
 GRAPH_NOTES: set = set()  # warnings the library gave during pg runs (e.g. a failed capture)
 _CORPORA: dict = {}
 
@@ -191,14 +191,14 @@ def run_size(N, metrics, pg_caps, lines, traj, lr_sweep, device="cpu", extras=No
         kw = dict(diversity=div, lam=LAM, ratio=RATIO)
         rand = evaluate(E, q, rand_rows, diversity=div, reference_size=2048, seed=0)["objective"]
         t = time.perf_counter()
-        g = DataMask(solver="greedy", **kw).fit(E, q)
+        g = DataMask(method="greedy", **kw).fit(E, q)
         t_greedy = time.perf_counter() - t
         gain = g.objective_["objective"] - rand
         print(f"N={N} {div}: greedy {t_greedy:.1f}s", flush=True)
         base = {"N": N, "div": div, "greedy_s": t_greedy}
         if div != "facility":
             t = time.perf_counter()
-            r = DataMask(solver="relaxed", **kw).fit(E, q)
+            r = DataMask(method="relaxed", **kw).fit(E, q)
             base["relaxed_s"] = time.perf_counter() - t
             base["relaxed_pct"] = 100 * (r.objective_["objective"] - rand) / gain
             print(f"  relaxed {base['relaxed_s']:.2f}s {base['relaxed_pct']:.4f}%", flush=True)
@@ -229,7 +229,7 @@ def run_size(N, metrics, pg_caps, lines, traj, lr_sweep, device="cpu", extras=No
     if lr_sweep:
         div = "pairwise"
         rand = evaluate(E, q, rand_rows)["objective"]
-        g = DataMask(solver="greedy").fit(E, q).objective_["objective"]
+        g = DataMask(method="greedy").fit(E, q).objective_["objective"]
         out = []
         for lr in (0.3, 1.0, 3.0, 10.0):
             tr = Tracker(90.0, stop_at=rand + 0.999 * (g - rand))
@@ -256,7 +256,7 @@ def batch_and_threads(E, q, rand, gain, t_greedy, kw):
     threads = []
     for nt in (1, 2):
         t = time.perf_counter()
-        DataMask(solver="greedy", n_threads=nt, **kw).fit(E, q)
+        DataMask(method="greedy", n_threads=nt, **kw).fit(E, q)
         threads.append(
             (
                 nt,
@@ -282,9 +282,9 @@ def relaxed_reference(N, device):
     E, q, rows = corpus(N, device)
     rand = evaluate(E, q, rows)["objective"]
     if device == "gpu":
-        DataMask(solver="relaxed").fit(E, q)  # warm-up: kernel compilation stays out of the timing
+        DataMask(method="relaxed").fit(E, q)  # warm-up: kernel compilation stays out of the timing
     t = time.perf_counter()
-    r = DataMask(solver="relaxed").fit(E, q)
+    r = DataMask(method="relaxed").fit(E, q)
     return E, q, rand, r.objective_["objective"] - rand, time.perf_counter() - t
 
 

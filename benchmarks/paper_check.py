@@ -11,8 +11,8 @@ uncapped, no early stop; step budgets cut to fit a small machine), and a verdict
 Every figure is one process, one BLAS thread; runs are capped in seconds (a Tracker callback)
 so the whole check fits about 15 minutes on two shared cores. Gains are over a random
 selection of the same size, as in benchmarks/optimizer.py; "greedy" is our lazy greedy
-(``solver="greedy"``), "naive greedy" recomputes every candidate's gain from the picks at
-every pick (the paper's baseline; DiSF only), "relaxed" is Frank-Wolfe (``solver="relaxed"``).
+(``method="greedy"``), "naive greedy" recomputes every candidate's gain from the picks at
+every pick (the paper's baseline; DiSF only), "relaxed" is Frank-Wolfe (``method="relaxed"``).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def fig3(size, steps, cap):
         for lam, what in ((0.0, "diversity only"), (0.5, "joint")):
             base = dict(ratio=0.1, lam=lam, diversity="pairwise")
             r = rand_obj(E, q, 0.1, lam, "pairwise")["objective"]
-            gain = DataMask(solver="greedy", **base).fit(E, q).objective_["objective"] - r
+            gain = DataMask(method="greedy", **base).fit(E, q).objective_["objective"] - r
             for init in ("uniform", "quality"):
                 m, s, pts = pg(E, q, cap, steps=steps, lam=lam, init=init)
                 h = m.history_
@@ -148,8 +148,8 @@ def fig4(sizes, naive_max, cap):
         E, q = corpus("make_corpus", N)
         base = dict(ratio=0.1, lam=0.5, diversity="disf")
         r = rand_obj(E, q, 0.1, 0.5, "disf")["objective"]
-        g, tg = timed(fit, E, q, solver="greedy", **base)
-        x, tx = timed(fit, E, q, solver="relaxed", **base)
+        g, tg = timed(fit, E, q, method="greedy", **base)
+        x, tx = timed(fit, E, q, method="relaxed", **base)
         target = g.objective_["objective"]
         gain = target - r
         tn = None
@@ -184,7 +184,7 @@ def sweep(name, N, div, key, values, steps, cap, each=({},), **fixed):
     E, q = corpus(name, N)
     base = dict(ratio=0.1, lam=0.5, diversity=div)
     r = rand_obj(E, q, 0.1, 0.5, div)["objective"]
-    g, tg = timed(fit, E, q, solver="greedy", **base)
+    g, tg = timed(fit, E, q, method="greedy", **base)
     gain = g.objective_["objective"] - r
     rows = []
     for extra in each:
@@ -218,7 +218,7 @@ def table1(N, steps, cap):
     E, q = corpus("make_corpus", N)
     base = dict(ratio=0.1, lam=0.5, diversity="disf")
     r = rand_obj(E, q, 0.1, 0.5, "disf")["objective"]
-    g, tg = timed(fit, E, q, solver="greedy", **base)
+    g, tg = timed(fit, E, q, method="greedy", **base)
     gain = g.objective_["objective"] - r
     rows = []
     for label, kw in (

@@ -70,7 +70,7 @@ def one_run(corpus, out, workers, solver, split, steps):
             input=str(corpus),
             output=str(out),
             split_size=split,
-            solver=solver,
+            method="datamask" if solver == "pg" else solver,  # DataMask(method="pg") is --method datamask
             steps=steps,
             quiet=True,
             overwrite=True,

@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/relaxed_stop.py [--jobs 2] [--out benchmarks/results]
 
-``solver="relaxed"`` stops at ``relaxed_iter`` iterations, or once the top S of x has not
+``method="relaxed"`` stops at ``relaxed_iter`` iterations, or once the top S of x has not
 changed for ``STABLE_ITER`` iterations (:mod:`datamask.core.relaxed`). Per case of
 ``benchmarks/defaults.py`` (the 1M case left out: greedy does not run there), greedy is the
 reference and each setting reports relaxed's % of greedy's gain over a random selection,
@@ -40,12 +40,12 @@ def run_case(case):
     S = round(ratio * len(q))
     rand = evaluate(E, q, np.random.default_rng(0).permutation(len(q))[:S], lam=lam)["objective"]
     t = time.perf_counter()
-    ref = DataMask(solver="greedy", lam=lam, ratio=ratio).fit(E, q).objective_["objective"]
+    ref = DataMask(method="greedy", lam=lam, ratio=ratio).fit(E, q).objective_["objective"]
     row = dict(name=name, N=len(q), lam=lam, ratio=ratio, greedy_s=time.perf_counter() - t, out={})
     for stable, iters in SETTINGS:
         relaxed.STABLE_ITER = 10**9 if stable is None else stable
         t = time.perf_counter()
-        m = DataMask(solver="relaxed", lam=lam, ratio=ratio, relaxed_iter=iters).fit(E, q)
+        m = DataMask(method="relaxed", lam=lam, ratio=ratio, relaxed_iter=iters).fit(E, q)
         pct = 100 * (m.objective_["objective"] - rand) / (ref - rand)
         row["out"][(stable, iters)] = (pct, m.n_steps_, time.perf_counter() - t)
     print(case_id(row), flush=True)

@@ -82,7 +82,7 @@ def run_case(label, E, q, t, diversity):
         if solver == "relaxed" and diversity == "facility":
             continue
         t0 = time.perf_counter()
-        est = DataMask(tokens=T, lam=LAM, diversity=diversity, solver=solver).fit(E, q, lengths=t)
+        est = DataMask(token_budget=T, lam=LAM, diversity=diversity, method=solver).fit(E, q, lengths=t)
         add("datamask" if solver == "pg" else solver, est.mask_, time.perf_counter() - t0, est.n_steps_)
         if solver == "pg":
             pg_tok = (est.fit_seconds_, est.n_steps_, int(est.mask_.sum()))

@@ -68,8 +68,8 @@ def renamed(namespace: dict, names: dict):
     return __getattr__
 
 
-def warn_deprecated(old: str, new: str, until: str = "0.4") -> None:
-    """Warn that ``old`` is now called ``new`` (it keeps working until release ``until``)."""
-    warnings.warn(
-        f"{old} is deprecated, use {new} ({old} stops working in {until})", DatamaskDeprecationWarning, stacklevel=3
-    )
+def warn_deprecated(old: str, new: str, until: str = "0.4", category=DatamaskDeprecationWarning, stacklevel=3) -> None:
+    """Warn that ``old`` is now called ``new`` (it keeps working until release ``until``).
+    ``category``: FutureWarning for a parameter of the Python API a user calls (shown by
+    default, as scikit-learn does)."""
+    warnings.warn(f"{old} is deprecated, use {new} ({old} stops working in {until})", category, stacklevel=stacklevel)

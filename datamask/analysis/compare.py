@@ -89,8 +89,8 @@ def compare_arrays(
         raise ValueError(f"unknown method(s) {unknown}; choose from {', '.join(ALL_METHODS)}")
     if tokens is not None and n_tokens is None:
         raise ValueError("a token budget needs the rows' token counts (n_tokens)")
-    table = _side_table(E, cfg, seed, methods, cluster, n_tokens)
-    lengths = None if tokens is None else np.asarray(n_tokens, dtype=np.int64)
+    table = _side_table(E, cfg, seed, methods, cluster)
+    lengths = None if n_tokens is None else np.asarray(n_tokens, dtype=np.int64)  # in each method's Budget
     rows, masks, hist, extra = [], {}, {}, {}
     for m in methods:
         at = f"{where}, method {m}" if where else f"method {m}"
@@ -121,9 +121,9 @@ def _method_config(cfg, budget, n_clusters, quadmix_params, semdedup_eps):
     return dataclasses.replace(cfg, **changes).validated() if changes else cfg
 
 
-def _side_table(E, cfg, seed, methods, cluster, n_tokens):
-    """The columns the methods read beside the arrays: the clusters (given, or k-means with
-    ``cfg.n_clusters`` fitted once for every method that wants them) and the token counts."""
+def _side_table(E, cfg, seed, methods, cluster):
+    """The column the methods read beside the arrays: the clusters (given, or k-means with
+    ``cfg.n_clusters`` fitted once for every method that wants them)."""
     import pyarrow as pa
 
     from ..methods.registry import split_clusters
@@ -133,8 +133,6 @@ def _side_table(E, cfg, seed, methods, cluster, n_tokens):
         cluster, _ = split_clusters(E, cfg, seed)
     if cluster is not None:
         cols[cfg.domain_column] = np.asarray(cluster)
-    if n_tokens is not None:
-        cols[cfg.tokens_column or "n_tokens"] = np.asarray(n_tokens)
     return pa.table(cols) if cols else None
 
 

@@ -21,8 +21,8 @@ from .compare import ALL_METHODS, compare_arrays, summarise
 
 __all__ = ["run_compare", "SPLITS_FILE", "SPLIT_COLUMN"]
 
-SPLITS_FILE = "compare_splits.csv"  # one row per method and split (0.3: compare_partitions.csv)
-SPLIT_COLUMN = "split"  # the column naming the split in the files compare writes (0.3: partition)
+SPLITS_FILE = "compare_splits.csv"  # one row per method and split (0.2: compare_partitions.csv)
+SPLIT_COLUMN = "split"  # the column naming the split in the files compare writes (0.2: partition)
 # The optimizer record's keys kept per split and method in compare_splits.csv and the manifest.
 OPTIMIZER_COLUMNS = ("start", "pg_steps", "pg_improved", "pg_gain", "stopped_by", "objective_start", "objective_end")
 
@@ -63,19 +63,19 @@ def _read(split, task: CompareTask):
 def _arrays(table, split, task: CompareTask, token_budget):
     """(E unit float32, q, token counts or None, cluster labels or None) of the split."""
     from ..core.kmeans import assign
-    from ..methods.registry import AUTO_TOKEN_COLUMNS
     from ..pipeline.schema import Columns, check_table
+    from ..pipeline.tokens import known_lengths
 
     E, q = check_table(table, split.where(), Columns(*task.cols), split.start)
     E = E.astype(np.float32)
     E /= np.linalg.norm(E, axis=1, keepdims=True)
     names = table.schema.names
-    tcol = task.tokens_column or next((c for c in AUTO_TOKEN_COLUMNS if c in names), None)
-    tok = table.column(tcol).to_numpy().astype(np.float64) if tcol in names else None
-    if token_budget is not None:  # checked counts (or counted from the text), as select has them
-        from ..pipeline.tokens import split_lengths
-
-        tok = split_lengths(table, task.cfg, split.where(), split.start)[0].astype(np.float64)
+    cfg = task.cfg
+    if task.tokens_column != getattr(cfg, "tokens_column", None):  # run_compare(tokens_column=)
+        cfg = cfg.replace(tokens_column=task.tokens_column)
+    # checked counts (or under a token budget counted from the text), as select has them
+    tok, _ = known_lengths(table, cfg, split.where(), split.start, needed=token_budget is not None)
+    tok = None if tok is None else tok.astype(np.float64)
     if task.domain_column in names:
         lab = table.column(task.domain_column).to_numpy().astype(np.int64)
     elif task.centroids is not None:

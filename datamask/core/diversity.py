@@ -104,10 +104,10 @@ class Diversity:
             where = " under a token budget" if tokens and self.stochastic_greedy is not None else ""
             raise ValueError(f"init={init!r} is not defined for diversity={self.name!r}{where}; use init='quality'")
 
-    def check_relaxed(self, what="solver='relaxed'", tokens=False):
-        """A ValueError when it has no relaxation (``solver="relaxed"`` or ``init="relaxed"``)."""
+    def check_relaxed(self, what="method='relaxed'", tokens=False):
+        """A ValueError when it has no relaxation (``method="relaxed"`` or ``init="relaxed"``)."""
         if not self.has_relaxation(tokens):
-            fix = "use init='quality'" if what.startswith("init") else "use solver='pg' or solver='greedy'"
+            fix = "use init='quality'" if what.startswith("init") else "use method='pg' or method='greedy'"
             raise ValueError(f"{what} is not defined for diversity={self.name!r} ({self.no_relaxed}); {fix}")
 
     no_relaxed = ""  # why there is no relaxation

@@ -1,6 +1,6 @@
 """The ``DataMask`` estimator: choose S rows maximising quality + diversity.
 
-``solver="pg"`` is DATAMASK (policy-gradient mask learning; docs/design.md, "DATAMASK, exactly");
+``method="pg"`` is DATAMASK (policy-gradient mask learning; docs/design.md, "DATAMASK, exactly");
 ``"greedy"`` and ``"relaxed"`` solve the same objective another way. All three share the
 paper's quality-aware pruning, and report the chosen mask on the same exact objective.
 """
@@ -15,27 +15,26 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
 
+from ..errors import renamed
 from .backend import default_rng, get_namespace
+from .budget import check_budget, rows_after_pruning
 from .diversity import DIVERSITIES, Diversity, get_diversity
 from .objectives import Objective, normalize_quality
 from .provenance import optimizer_record, start_trajectory
+from .renamed import DEPRECATED, current_params
 from .solvers import solve
 from .start import check_logit_range
 from .state import FITTED, FitState
-from .tokens import candidate_tokens, check_lengths, check_token_budget
+from .tokens import candidate_tokens, check_lengths
 from .validate import check_inputs, needs_rescale
 
-__all__ = ["DataMask", "SOLVERS", "rows_after_pruning", "check_params"]
+__all__ = ["DataMask", "METHODS", "check_params"]
 
-SOLVERS = ("pg", "greedy", "relaxed")
+METHODS = ("pg", "greedy", "relaxed")  # DataMask's method parameter (select's --method: pipeline.config)
+__getattr__ = renamed(globals(), {"SOLVERS": "METHODS"})  # its 0.2 name, until 0.4
 # Default cap on the rows of one batch-updating step (the batch_max parameter).
 BATCH_MAX = 512
 # lr=None / logit_range=None: each diversity's own (datamask.core.diversity: lr, default_logit_range(init))
-
-
-def rows_after_pruning(n_rows: int, prune: float) -> int:
-    """Rows left when quality-aware pruning drops ``prune`` of ``n_rows`` (floor)."""
-    return n_rows - int(math.floor(float(prune) * n_rows))
 
 
 def check_params(params: dict) -> None:
@@ -44,10 +43,10 @@ def check_params(params: dict) -> None:
     other. A ValueError names the parameter (``ratio must be ...``)."""
     for name, value in params.items():
         _check_one(name, value, DataMask._parameter_constraints.get(name, "no_validation"))
-    div, tokens = get_diversity(params.get("diversity", "pairwise")), params.get("tokens") is not None
-    if params.get("solver") == "relaxed":
+    div, tokens = get_diversity(params.get("diversity", "pairwise")), params.get("token_budget") is not None
+    if params.get("method") == "relaxed":
         div.check_relaxed(tokens=tokens)
-    if params.get("init") is not None and params.get("solver", "pg") == "pg":
+    if params.get("init") is not None and params.get("method", "pg") == "pg":
         div.check_start(params["init"], tokens)
     check_logit_range(params.get("logit_range"))
 
@@ -74,16 +73,18 @@ class DataMask(BaseEstimator):
         ``budget`` is given.
     budget : int, optional
         Absolute number of rows to keep.
-    tokens : int, optional
+    token_budget : int, optional
         Token budget T (instead of ``budget``; ``ratio`` ignored): keep rows whose ``lengths``
         (given to :meth:`fit`) sum to at most T, to within one row. See docs/tokens.md.
+        ``datamask select --tokens`` is a corpus's budget, shared out to the splits as theirs.
     lam : float, default 0.5
         Weight of quality (normalised to [0, 1] over the partition) against diversity.
     diversity : {"pairwise", "facility", "disf"}, default "pairwise"
         See :mod:`datamask.core.objectives`.
-    solver : {"pg", "greedy", "relaxed"}, default "pg"
-        ``pg``: DATAMASK's policy gradient. ``greedy``: best marginal gain, one row at a
-        time. ``relaxed``: Frank-Wolfe on the concave relaxation (pairwise and DiSF only).
+    method : {"pg", "greedy", "relaxed"}, default "pg"
+        ``pg``: DATAMASK's policy gradient (``--method datamask``). ``greedy``: best marginal
+        gain, one row at a time. ``relaxed``: Frank-Wolfe on the concave relaxation (pairwise
+        and DiSF only).
     group_size : int, default 128
         Masks sampled per step (G).
     lr : float or None, default None
@@ -119,7 +120,7 @@ class DataMask(BaseEstimator):
     init : {"relaxed", "stochastic_greedy", "quality", "uniform"} or None, default None
         Initial logits, mapped linearly onto ``logit_range``: ``"quality"`` (the paper's),
         ``"relaxed"`` (beyond the paper: the relaxed solution, averaged with its best
-        rounding, so pg starts where ``solver="relaxed"`` ends and searches around it on
+        rounding, so pg starts where ``method="relaxed"`` ends and searches around it on
         the exact objective; pairwise and DiSF only; :mod:`datamask.core.start`),
         ``"stochastic_greedy"`` (facility location, row budgets: stochastic greedy's picks,
         :mod:`datamask.core.stochastic`), or ``"uniform"`` (equal). None picks
@@ -177,7 +178,7 @@ class DataMask(BaseEstimator):
         quality or uniform, nor with ``patience=None`` (which keeps meaning no early stop).
     lr_schedule : {"constant", "cosine"}, default "constant"
     relaxed_iter : int or None, default None
-        Frank-Wolfe iteration cap for ``solver="relaxed"`` and for ``init="relaxed"``'s start.
+        Frank-Wolfe iteration cap for ``method="relaxed"`` and for ``init="relaxed"``'s start.
         None: the objective's (100 for pairwise, 20 for DiSF: a DiSF iteration costs
         ``n d^2``, and at ratio 0.01 a hundred of them cost more than greedy's S picks;
         docs/defaults.md).
@@ -191,11 +192,13 @@ class DataMask(BaseEstimator):
         None leaves the library default.
     progress : bool, default False
         Show a progress bar over steps (or greedy picks).
+    solver, tokens : deprecated
+        0.2's names of ``method`` and ``token_budget``, read until 0.4 with a FutureWarning.
 
     Attributes
     ----------
     Every fit sets every one of them (:data:`datamask.core.state.FITTED`); one that does not
-    apply to the solver or start that ran is ``None``, so a refit leaves nothing stale.
+    apply to the method or start that ran is ``None``, so a refit leaves nothing stale.
 
     mask_ : (N,) bool ndarray (numpy or cupy, like the input)
     objective_ : dict
@@ -207,7 +210,7 @@ class DataMask(BaseEstimator):
     budget_ : int
         S (the rows kept, under a token budget).
     tokens_, covers_all_ : int or None, bool
-        Tokens kept (when ``lengths`` were given); True when ``tokens`` kept every row.
+        Tokens kept (when ``lengths`` were given); True when ``token_budget`` kept every row.
     n_candidates_ : int
         Rows left after pruning.
     n_steps_ : int
@@ -215,9 +218,9 @@ class DataMask(BaseEstimator):
         to choose.
     fit_seconds_ : float
     order_ : (S,) int array or None
-        ``solver="greedy"``: the rows in pick order.
+        ``method="greedy"``: the rows in pick order.
     x_ : (N,) float array or None
-        ``solver="relaxed"``: the relaxed mask (0 on pruned rows).
+        ``method="relaxed"``: the relaxed mask (0 on pruned rows).
     logits_ : (N,) float array or None
         pg: the learned logits; pruned rows are ``-inf``.
     steps_ : int or None
@@ -247,10 +250,10 @@ class DataMask(BaseEstimator):
     _parameter_constraints: dict = {
         "ratio": [Interval(Real, 0, 1, closed="neither"), None],  # None: with a token budget
         "budget": [Interval(Integral, 1, None, closed="left"), None],
-        "tokens": "no_validation",  # checked against lengths in fit (datamask.core.tokens)
+        "token_budget": "no_validation",  # core.budget, then against lengths in fit (core.tokens)
         "lam": [Interval(Real, 0, 1, closed="both")],
         "diversity": [StrOptions(set(DIVERSITIES)), Diversity],
-        "solver": [StrOptions(set(SOLVERS))],
+        "method": [StrOptions(set(METHODS))],
         "group_size": [Interval(Integral, 2, None, closed="left")],
         "lr": [Interval(Real, 0, None, closed="neither"), None],
         "steps": [Interval(Integral, 0, None, closed="left"), None],
@@ -271,6 +274,8 @@ class DataMask(BaseEstimator):
         "relaxed_iter": [Interval(Integral, 1, None, closed="left"), None],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
         "progress": ["boolean"],
+        "solver": "no_validation",  # 0.2's names (core.renamed): checked under the new ones
+        "tokens": "no_validation",
     }
 
     def __init__(
@@ -278,10 +283,10 @@ class DataMask(BaseEstimator):
         ratio=0.1,
         *,
         budget=None,
-        tokens=None,
+        token_budget=None,
         lam=0.5,
         diversity="pairwise",
-        solver="pg",
+        method="pg",
         group_size=128,
         lr=None,
         steps=None,
@@ -302,13 +307,15 @@ class DataMask(BaseEstimator):
         relaxed_iter=None,
         n_threads=1,
         progress=False,
+        solver=DEPRECATED,
+        tokens=DEPRECATED,
     ):
         self.ratio = ratio
         self.budget = budget
-        self.tokens = tokens
+        self.token_budget = token_budget
         self.lam = lam
         self.diversity = diversity
-        self.solver = solver
+        self.method = method
         self.group_size = group_size
         self.lr = lr
         self.steps = steps
@@ -329,27 +336,16 @@ class DataMask(BaseEstimator):
         self.relaxed_iter = relaxed_iter
         self.n_threads = n_threads
         self.progress = progress
+        self.solver = solver
+        self.tokens = tokens
 
     def _check_params(self, n_rows):
-        check_params(self.get_params(deep=False))
-        if self.tokens is not None:
-            check_token_budget(self.tokens, self.budget)
-            return None, rows_after_pruning(n_rows, self.prune)
-        if self.budget is not None:
-            S = int(self.budget)
-            if S > n_rows:
-                raise ValueError(f"budget={S} is larger than the number of rows ({n_rows})")
-        else:
-            S = int(round(float(self.ratio) * n_rows))
-            if S < 1:
-                raise ValueError(f"ratio={self.ratio} of {n_rows} rows rounds to 0 rows; raise ratio or give budget")
-        n_keep = rows_after_pruning(n_rows, self.prune)
-        if S > n_keep:
-            raise ValueError(
-                f"budget S={S} is larger than the {n_keep} rows left after pruning "
-                f"(prune={self.prune} of {n_rows}); lower prune, ratio or budget"
-            )
-        return S, n_keep
+        """The parameters (:func:`current_params`), checked; S (None under a token budget)
+        and the rows left after pruning."""
+        p = current_params(self)
+        check_params(p)
+        S = check_budget(n_rows, ratio=p["ratio"], budget=p["budget"], tokens=p["token_budget"], prune=p["prune"])
+        return p, S, rows_after_pruning(n_rows, p["prune"])
 
     # ------------------------------------------------------------------ fit
     def fit(self, embeddings, quality, lengths=None):
@@ -361,7 +357,7 @@ class DataMask(BaseEstimator):
             they are not already (a zero row is an error)
         quality : (N,) float array, higher is better
         lengths : (N,) array of non-negative integer token counts, optional
-            Needed with ``tokens``; otherwise only counted into ``tokens_``.
+            Needed with ``token_budget``; otherwise only counted into ``tokens_``.
 
         Returns
         -------
@@ -380,9 +376,9 @@ class DataMask(BaseEstimator):
         quality = xp.asarray(quality)
         norms = check_inputs(embeddings, quality)
         N = embeddings.shape[0]
-        S, n_keep = self._check_params(N)
-        t = None if self.tokens is None and lengths is None else check_lengths(lengths, N, xp)
-        T = None if self.tokens is None else int(self.tokens)
+        params, S, n_keep = self._check_params(N)
+        T = None if params["token_budget"] is None else int(params["token_budget"])
+        t = None if T is None and lengths is None else check_lengths(lengths, N, xp)
         covers_all = T is not None and T >= float(t.sum())
         n_keep = N if covers_all else n_keep
         # Memory: the input stays as given (float16 storage is fine); the only copy is the
@@ -400,7 +396,7 @@ class DataMask(BaseEstimator):
         lengths_c = None
         if T is not None and not covers_all:
             lengths_c, S = candidate_tokens(t, cand, qc, T, self.prune)
-        state = FitState(self, objective, cand, S, lengths=lengths_c, token_budget=T, t0=t0)
+        state = FitState(self, objective, cand, S, method=params["method"], lengths=lengths_c, token_budget=T, t0=t0)
         if not S or S == n_keep:  # nothing to choose (S 0: no candidate fits the token budget)
             rows = xp.arange(0 if S == 0 else n_keep)
             state.fitted["n_steps"] = 0
@@ -425,7 +421,7 @@ class DataMask(BaseEstimator):
             fit_seconds=time.perf_counter() - t0,
         )
         fitted.update(start_history=start_trajectory(fitted, state.history))
-        fitted.update(optimizer=optimizer_record(self, fitted))
+        fitted.update(optimizer=optimizer_record(self, fitted, params["method"]))
         for name, value in fitted.items():
             setattr(self, name + "_", value)
         return self

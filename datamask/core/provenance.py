@@ -42,13 +42,14 @@ def start_trajectory(fitted: dict, history: list) -> list | None:
     return [{"iteration": int(i), "objective": float(v) + shift} for i, v in trace]
 
 
-def optimizer_record(est, fitted: dict) -> dict:
+def optimizer_record(est, fitted: dict, method: str) -> dict:
     """The ``optimizer_`` mapping of a fit (``fitted``: the fitted attributes, without ``_``).
 
-    ``solver``: the estimator's; ``start``: what made the starting point (``relaxed``,
-    ``stochastic_greedy``, ``quality``, ``uniform`` for pg; ``greedy`` or ``relaxed`` for
-    those solvers; ``none`` when there was nothing to choose); ``start_iterations``: the
-    start solver's iterations or picks (None for quality and uniform); ``pg_steps``: policy
+    ``method``: the estimator's (``pg``, ``greedy``, ``relaxed``); ``start``: what made the
+    starting point (``relaxed``, ``stochastic_greedy``, ``quality``, ``uniform`` for pg;
+    ``greedy`` or ``relaxed`` for those methods; ``none`` when there was nothing to choose);
+    ``start_iterations``: the start solver's iterations or picks (None for quality and
+    uniform); ``pg_steps``: policy
     gradient steps run (0 outside pg); ``pg_improved`` and ``pg_gain``: whether the final
     selection's exact objective is above the start's by more than ``tol`` times its size,
     and by how much; ``stopped_by``; ``objective_start`` and ``objective_end``.
@@ -56,23 +57,22 @@ def optimizer_record(est, fitted: dict) -> dict:
     history = fitted.get("history") or []
     end = (fitted.get("objective") or {}).get("objective", math.nan)
     end = float(end)
-    solver = est.solver
     trace = fitted.get("start_history")
     iterations = int(trace[-1]["iteration"]) if trace else None
-    if not fitted.get("n_steps") and solver == "pg" and fitted.get("init") is None:
+    if not fitted.get("n_steps") and method == "pg" and fitted.get("init") is None:
         start, steps, begin = "none", 0, end
-    elif solver == "pg":
+    elif method == "pg":
         start, steps = fitted["init"], int(fitted.get("n_steps") or 0)
         begin = float(history[0]["objective"]) if history else end
     else:
-        start, steps, begin = solver, 0, end
+        start, steps, begin = method, 0, end
         iterations = int(fitted.get("n_steps") or 0)
-    if solver == "pg" and start == "relaxed":
+    if method == "pg" and start == "relaxed":
         iterations = fitted.get("relaxed_iter")
     gain = end - begin if math.isfinite(end) and math.isfinite(begin) else 0.0
     improved = bool(steps > 0 and gain > float(est.tol) * max(abs(begin), 1e-12))
     return {
-        "solver": solver,
+        "method": method,
         "start": start,
         "start_iterations": iterations,
         "pg_steps": steps,

@@ -14,11 +14,10 @@ __all__ = ["solve", "fit_greedy", "fit_relaxed", "fit_pg"]
 
 
 def solve(state, E, scale, qc, xp):
-    """The chosen candidate rows by ``state.est.solver``."""
-    solver = state.est.solver
-    if solver == "greedy":
+    """The chosen candidate rows by the fit's ``method``."""
+    if state.method == "greedy":
         return fit_greedy(state, unit_rows(E, state.cand, scale), qc)
-    if solver == "relaxed":
+    if state.method == "relaxed":
         return fit_relaxed(state, unit_rows(E, state.cand, scale), qc, xp)
     return fit_pg(state, E, scale, qc, xp)
 

@@ -4,7 +4,7 @@
 ``init="relaxed"`` (beyond the paper; pairwise and DiSF, which have a relaxation) maps the
 relaxed mask instead: Frank-Wolfe's fractional x (:mod:`datamask.core.relaxed`) averaged
 with its best 0/1 rounding, so the step-0 top-S mask *is* that rounding and pg starts where
-``solver="relaxed"`` ends, then searches around it on the exact objective. On every corpus
+``method="relaxed"`` ends, then searches around it on the exact objective. On every corpus
 of the default-selection suite it ended at or above the best quality-aware start, which
 fell short at small ratios (docs/defaults.md). ``init="stochastic_greedy"`` (facility
 location, which has no relaxation) starts from stochastic greedy's picks
@@ -113,7 +113,7 @@ def solve_relaxed(state, Ec, qc, xp):
 
 def relaxed_scores(state, E, scale, qc, xp):
     """``init="relaxed"``'s scores over the candidates: ``(x + r) / 2``, x the relaxed mask
-    and r the indicator of its chosen rounding (the rows ``solver="relaxed"`` returns), so
+    and r the indicator of its chosen rounding (the rows ``method="relaxed"`` returns), so
     the rounding is the top S and the other rows keep x's order. Sets ``relaxed_iter``."""
     x, rows, state.fitted["relaxed_iter"] = solve_relaxed(state, unit_rows(E, state.cand, scale), qc, xp)
     r = xp.zeros(x.shape[0], dtype=xp.float64)

@@ -43,7 +43,8 @@ FITTED = (
 
 class FitState:
     """What one fit works on: ``objective`` (the split's), ``cand`` (the candidate rows after
-    pruning), ``S``, and under a token budget the candidates' ``lengths`` and ``token_budget``.
+    pruning), ``S``, the ``method`` that runs, and under a token budget the candidates'
+    ``lengths`` and ``token_budget``.
 
     ``est`` gives the parameters (read only) and is the callback's first argument;
     ``callback`` and ``progress`` are the estimator's, or off in a pilot's :meth:`probe`.
@@ -51,8 +52,8 @@ class FitState:
     (:mod:`datamask.core.start`).
     """
 
-    def __init__(self, est, objective, cand, S, *, lengths=None, token_budget=None, t0=None):
-        self.est, self.objective, self.cand, self.S = est, objective, cand, S
+    def __init__(self, est, objective, cand, S, *, method="pg", lengths=None, token_budget=None, t0=None):
+        self.est, self.objective, self.cand, self.S, self.method = est, objective, cand, S, method
         self.div = objective.div
         self.lengths, self.token_budget = lengths, token_budget
         self.t0 = time.perf_counter() if t0 is None else t0

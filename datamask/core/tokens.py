@@ -20,10 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import get_namespace, to_numpy
+from .budget import check_tokens_left
 
 __all__ = [
     "check_lengths",
-    "check_token_budget",
     "candidate_tokens",
     "fill",
     "prefix_lengths",
@@ -37,7 +37,7 @@ __all__ = [
 def check_lengths(lengths, n: int, xp):
     """``lengths`` as a float64 array of ``n`` finite, non-negative integer token counts."""
     if lengths is None:
-        raise ValueError("tokens= needs the rows' token counts: fit(embeddings, quality, lengths=...)")
+        raise ValueError("token_budget= needs the rows' token counts: fit(embeddings, quality, lengths=...)")
     t = xp.asarray(lengths)
     if getattr(t, "ndim", None) != 1 or t.shape[0] != n:
         raise ValueError(f"lengths must be a 1-D array of {n} token counts, got shape {getattr(t, 'shape', None)}")
@@ -49,24 +49,12 @@ def check_lengths(lengths, n: int, xp):
     return t
 
 
-def check_token_budget(tokens, budget=None):
-    """A token budget is a positive integer, and excludes a row budget."""
-    if budget is not None:
-        raise ValueError(f"give budget (rows) or tokens, not both (budget={budget}, tokens={tokens})")
-    if int(tokens) != tokens or int(tokens) < 1:
-        raise ValueError(f"tokens must be a positive integer token budget, got {tokens}")
-
-
 def candidate_tokens(t, cand, qc, T, prune):
     """Token counts of the candidates and the rows the quality order keeps within ``T``
     (the expected size that scales greedy's gains and the relaxed objective)."""
     xp = get_namespace(t)
     tc = t[cand]
-    if T >= float(tc.sum()):
-        raise ValueError(
-            f"tokens={T} is not below the {int(tc.sum())} tokens left after pruning (prune={prune} "
-            f"of {t.shape[0]} rows, {int(t.sum())} tokens); lower prune or tokens"
-        )
+    check_tokens_left(T, int(tc.sum()), prune=prune, n_rows=int(t.shape[0]), total=int(t.sum()))
     return tc, int(fill(xp.argsort(-qc), tc, T).shape[0])
 
 

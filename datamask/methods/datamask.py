@@ -1,5 +1,6 @@
-"""DATAMASK itself as a selection method (``--method datamask``), and its other solvers on
-the same objective as methods of their own (``greedy``, ``relaxed``)."""
+"""DATAMASK itself as a selection method (``--method datamask``: ``DataMask(method="pg")``), and
+the estimator's other methods on the same objective as selection methods of their own
+(``greedy``, ``relaxed``)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ __all__ = ["select_datamask", "select_greedy", "select_relaxed", "trajectory", "
 
 
 @register("datamask")
-def select_datamask(E, q, cfg, seed, budget, callback=None, solver="pg") -> Selection:
+def select_datamask(E, q, cfg, seed, budget, callback=None, method="pg") -> Selection:
     """DATAMASK's estimator on the split (its own pruning and budget rule, the config's)."""
     t0 = time.perf_counter()
-    est = DataMask(**cfg.estimator_params(seed, solver=solver), callback=callback, tokens=budget.tokens)
+    est = DataMask(**cfg.estimator_params(seed, method=method), callback=callback, token_budget=budget.tokens)
     lengths = None if budget.tokens is None else get_namespace(E).asarray(budget.lengths)
     est.fit(E, q, lengths=lengths)
     return Selection(
@@ -48,7 +49,7 @@ def trajectory_rows(optimizer, start_history, history) -> list:
     point (the ``optimizer`` record's). Outside pg the history's one record is the start's end
     (kept only when there is no start trace: greedy)."""
     opt = optimizer or {}
-    start, pg = opt.get("start"), opt.get("solver", "pg") == "pg"
+    start, pg = opt.get("start"), opt.get("method", opt.get("solver", "pg")) == "pg"  # solver: before 0.3
     rows = [{"step": int(h["iteration"]), "objective": h["objective"], "phase": "start"} for h in start_history or ()]
     if pg or not rows:
         rows += [dict(h, phase="pg" if pg else "start") for h in history or ()]
@@ -58,14 +59,14 @@ def trajectory_rows(optimizer, start_history, history) -> list:
 select_datamask.prunes = True
 
 
-def _solver_method(solver):
+def _estimator_method(method):
     def fn(E, q, cfg, seed, budget, callback=None):
-        return select_datamask(E, q, cfg, seed, budget, callback, solver=solver)
+        return select_datamask(E, q, cfg, seed, budget, callback, method=method)
 
-    fn.__name__ = f"select_{solver}"
+    fn.__name__ = f"select_{method}"
     fn.prunes = True  # runs DataMask, which prunes
     return fn
 
 
-select_greedy = register("greedy")(_solver_method("greedy"))
-select_relaxed = register("relaxed")(_solver_method("relaxed"))
+select_greedy = register("greedy")(_estimator_method("greedy"))
+select_relaxed = register("relaxed")(_estimator_method("relaxed"))

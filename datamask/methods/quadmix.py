@@ -34,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.backend import to_numpy
-from .registry import check_rows, fill_tokens, register, split_clusters, token_counts
+from ..core.budget import check_rows
+from .registry import fill_tokens, register, split_clusters
 
 __all__ = [
     "QuadMixParams",
@@ -232,7 +233,7 @@ def select_quadmix(E, q, cfg, seed, budget, table=None):
     else:
         domain, _ = split_clusters(E, cfg, seed)
     params = quadmix_params(np.unique(domain).tolist(), getattr(cfg, "quadmix_params", None))
-    n_tokens = token_counts(cfg, table) if budget.tokens is None else budget.lengths.astype(np.float64)
+    n_tokens = None if budget.lengths is None else budget.lengths.astype(np.float64)
     return quadmix_select(
         to_numpy(q), domain, params, budget.rows, n_tokens=n_tokens, seed=seed % 2**63, tokens=budget.tokens
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import check_rows, register
+from ..core.budget import check_rows
+from .registry import register
 
 __all__ = ["random_subset", "select_random"]
 

@@ -5,8 +5,11 @@ A method is a function registered with ``@register("name")``::
 
     fn(E, q, cfg, seed, budget) -> mask or Selection
 
-``budget`` is the split's :class:`Budget`: S rows, or T tokens with the rows' token counts;
-``budget.take(order)`` turns a ranking of the rows into a mask under either. A method that
+``budget`` is the split's :class:`Budget`: S rows or T tokens, checked by the one budget
+check (:func:`datamask.core.budget.check_budget`) before any method runs, and the rows' token
+counts when the caller resolved them (:mod:`datamask.pipeline.tokens`: methods never count
+tokens themselves); ``budget.take(order)`` turns a ranking of the rows into a mask under
+either. A method that
 returns a plain bool mask is timed and scored by :func:`select`; one that has more to say
 (logits, steps, a trajectory) returns a :class:`Selection`. A method that needs more names
 them as parameters and gets them: ``table`` (the split's Arrow table: clusters, token
@@ -25,7 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core import budget as core_budget
 from ..core.backend import to_numpy
+from ..core.budget import check_rows
 from ..core.kmeans import assign, fit_kmeans
 from ..core.objectives import evaluate
 from ..errors import DataError, renamed
@@ -36,23 +41,15 @@ __all__ = [
     "register",
     "select",
     "score",
-    "budget_for",
     "prunes",
     "REGISTRY",
     "check_rows",
     "split_budget",
     "split_clusters",
-    "token_counts",
     "selection_of",
-    "AUTO_TOKEN_COLUMNS",
-    "tokens_column_of",
     "fill_tokens",
     "plain_optimizer",
 ]
-
-# Token-count columns used when --tokens-column is not given, in this order (FineWeb's, then
-# datamask score's).
-AUTO_TOKEN_COLUMNS = ("token_count", "n_tokens")
 
 REGISTRY = {}
 
@@ -74,8 +71,9 @@ class Selection:
 
 @dataclass(frozen=True)
 class Budget:
-    """One split's budget: ``rows`` (S) of its ``n`` rows, or ``tokens`` (T) with the rows'
-    token counts ``lengths`` (then ``rows`` is None)."""
+    """One split's budget: ``rows`` (S) of its ``n`` rows, or ``tokens`` (T; then ``rows``
+    is None); ``lengths``: the rows' token counts (always with ``tokens``; with ``rows`` when
+    the input has them, e.g. for QuaDMix's token-weighted percentiles)."""
 
     n: int
     rows: int | None = None
@@ -107,13 +105,6 @@ def prunes(method: str) -> bool:
     return bool(getattr(REGISTRY.get(method), "prunes", False))
 
 
-def budget_for(n_rows: int, cfg) -> int:
-    """S for a split of ``n_rows`` (the estimator's own rule)."""
-    if cfg.budget is not None:
-        return int(cfg.budget)
-    return int(round(float(cfg.ratio) * n_rows))
-
-
 def score(E, q, mask, cfg, seed=0):
     """The split's objective of any selection (dict of floats)."""
     rec = evaluate(E, q, mask, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.reference_size, seed=seed)
@@ -123,7 +114,8 @@ def score(E, q, mask, cfg, seed=0):
 def select(E, q, cfg, seed: int, where: str = "", callback=None, table=None, lengths=None, tokens=None) -> Selection:
     """Run ``cfg.method`` on one split; ``tokens``: its token budget, with ``lengths`` (the
     rows' token counts, numpy) instead of the config's row budget. A method's ValueError (its
-    checks against this split) becomes a DataError naming ``where``."""
+    checks against this split) becomes a DataError naming ``where``; so does a budget that
+    does not fit it (:func:`split_budget`)."""
     try:
         fn = REGISTRY[cfg.method]
     except KeyError:
@@ -131,8 +123,8 @@ def select(E, q, cfg, seed: int, where: str = "", callback=None, table=None, len
     t0 = time.perf_counter()
     wants = _parameters(fn)
     kw = {k: v for k, v in (("table", table), ("callback", callback)) if k in wants}
+    budget = split_budget(E.shape[0], cfg, lengths, tokens, where=where)
     try:
-        budget = split_budget(E.shape[0], cfg, lengths, tokens)
         out = fn(E, q, cfg, seed, budget, **kw)
     except ValueError as e:  # the estimator's parameter checks against this split
         raise DataError(f"{where}: {e}") from None
@@ -147,7 +139,7 @@ def plain_optimizer(method: str, objective, n_steps=0) -> dict:
     """The ``optimizer`` record of a method that is no DataMask fit: itself, no pg step."""
     value = None if objective is None else float(objective)
     return {
-        "solver": method,
+        "method": method,
         "start": method,
         "start_iterations": int(n_steps),
         "pg_steps": 0,
@@ -159,14 +151,19 @@ def plain_optimizer(method: str, objective, n_steps=0) -> dict:
     }
 
 
-def split_budget(n: int, cfg, lengths=None, tokens=None) -> Budget:
-    """The :class:`Budget` of a split of ``n`` rows: ``tokens`` with ``lengths``, else the
-    config's row budget (checked: ``1 <= S <= n``)."""
-    if tokens is not None:
-        return Budget(n, tokens=int(tokens), lengths=np.asarray(to_numpy(lengths), dtype=np.int64))
-    S = budget_for(n, cfg)
-    check_rows(S, n)
-    return Budget(n, rows=S)
+def split_budget(n: int, cfg, lengths=None, tokens=None, where: str = "") -> Budget:
+    """The :class:`Budget` of a split of ``n`` rows: ``tokens`` (T), else the config's row
+    budget, checked by :func:`datamask.core.budget.check_budget` against the split's rows
+    (and the rows left after pruning, when ``cfg.method`` prunes); a DataError naming
+    ``where`` (the message names the flag and the fix) if it does not fit."""
+    try:
+        S = core_budget.check_budget(
+            n, ratio=cfg.ratio, budget=cfg.budget, tokens=tokens, prune=cfg.prune, prunes=prunes(cfg.method), flags=True
+        )
+    except ValueError as e:
+        raise DataError(f"{where}: {e}" if where else str(e)) from None
+    t = None if lengths is None else np.asarray(to_numpy(lengths), dtype=np.int64)
+    return Budget(n, rows=S, tokens=None if tokens is None else int(tokens), lengths=t)
 
 
 def _parameters(fn) -> set:
@@ -176,13 +173,7 @@ def _parameters(fn) -> set:
 
 
 # ---------------------------------------------------------------------- helpers for methods
-def check_rows(S, n):
-    """``1 <= S <= n`` or a ValueError that says so."""
-    if int(S) != S or not 1 <= int(S) <= n:
-        raise ValueError(f"budget must be an integer in [1, {n}] (the number of rows), got {S}")
-
-
-# the 0.2 names, read for one release
+# the 0.2 names, read for one release (check_rows: datamask.core.budget's)
 __getattr__ = renamed(globals(), {"check_budget": "check_rows", "partition_clusters": "split_clusters"})
 
 
@@ -203,23 +194,6 @@ def split_clusters(E, cfg, seed, table=None):
     k = getattr(cfg, "n_clusters", None) or max(1, int(round(math.sqrt(n / 10))))
     cent = fit_kmeans(E, min(int(k), n), seed=seed % 2**31)
     return to_numpy(assign(E, cent)[0]).astype(np.int64), cent
-
-
-def tokens_column_of(cfg, names):
-    """The token-count column: ``cfg.tokens_column`` when present, else the first of
-    :data:`AUTO_TOKEN_COLUMNS` in ``names`` when no column was named; None otherwise."""
-    col = getattr(cfg, "tokens_column", None)
-    if col:
-        return col if col in names else None
-    return next((c for c in AUTO_TOKEN_COLUMNS if c in names), None)
-
-
-def token_counts(cfg, table):
-    """The split's token counts (float64) from its token-count column, or None."""
-    col = None if table is None else tokens_column_of(cfg, table.schema.names)
-    if col is not None:
-        return table.column(col).to_numpy(zero_copy_only=False).astype(np.float64)
-    return None
 
 
 def fill_tokens(order, lengths, tokens):

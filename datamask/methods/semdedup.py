@@ -19,7 +19,8 @@ import time
 import numpy as np
 
 from ..core.backend import get_namespace, to_numpy
-from .registry import check_rows, register, selection_of, split_clusters
+from ..core.budget import check_rows
+from .registry import register, selection_of, split_clusters
 
 __all__ = ["COS_TOL", "nearest_kept", "semdedup", "semdedup_eps_for_budget", "select_semdedup"]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.backend import to_numpy
-from .registry import check_rows, register
+from ..core.budget import check_rows
+from .registry import register
 
 __all__ = ["topk", "select_topk"]
 

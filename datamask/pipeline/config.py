@@ -16,9 +16,11 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from ..core.budget import check_token_budget
 from ..core.diversity import DIVERSITIES
 from ..core.estimator import DataMask, check_params
-from ..errors import ConfigError, warn_deprecated
+from ..core.renamed import RENAMED as _DM_RENAMED
+from ..errors import ConfigError, renamed, warn_deprecated
 from ..methods import REGISTRY
 from .presets import PRESETS, preset_help, with_preset
 
@@ -26,20 +28,27 @@ __all__ = [
     "StageConfig",
     "SelectConfig",
     "METHODS",
-    "SOLVER_OF",
+    "DATAMASK_METHOD",
     "RESULT_FIELDS",
     "parse_value",
 ]
 
-_DM = {k: p.default for k, p in inspect.signature(DataMask.__init__).parameters.items() if k != "self"}
+_DM = {
+    k: p.default
+    for k, p in inspect.signature(DataMask.__init__).parameters.items()
+    if k != "self" and k not in _DM_RENAMED  # (its 0.2 names)
+}
 # DataMask parameters that are not pipeline settings (set per split or by the runner;
-# tokens: the split's share of the config's token budget).
-_NOT_CONFIG = {"seed", "callback", "progress", "tokens"}
+# token_budget: the split's share of the config's corpus budget ``tokens``; method: the
+# DataMask method of the config's selection method, DATAMASK_METHOD).
+_NOT_CONFIG = {"seed", "callback", "progress", "token_budget", "method"}
 
 # the selection methods, as datamask.methods registers them (one module per method)
 METHODS = tuple(REGISTRY)
-# the methods that run DATAMASK's objective, and the DataMask solver each uses
-SOLVER_OF = {"datamask": "pg", "greedy": "greedy", "relaxed": "relaxed"}
+# the selection methods that run DataMask, and the DataMask method each is (--method datamask
+# is DataMask(method="pg"))
+DATAMASK_METHOD = {"datamask": "pg", "greedy": "greedy", "relaxed": "relaxed"}
+__getattr__ = renamed(globals(), {"SOLVER_OF": "DATAMASK_METHOD"})  # its old name, until 0.4
 
 
 def _f(default, help, choices=None, group="selection", result=True, parse=None, hidden=False):
@@ -215,7 +224,7 @@ class SelectConfig(StageConfig):
     lam: float = _f(_DM["lam"], "weight of quality against diversity, in [0, 1]")
     diversity: str = _f(_DM["diversity"], "diversity metric", choices=tuple(DIVERSITIES))
     solver: str = _f(
-        _DM["solver"],
+        "pg",
         "deprecated: --method greedy or --method relaxed",
         choices=("pg", "greedy", "relaxed"),
         hidden=True,
@@ -334,8 +343,11 @@ class SelectConfig(StageConfig):
                 f"give a row budget (--ratio/--budget) or a token budget (--tokens/--token-ratio), "
                 f"not both ({given}; a workflow's can be cleared with --set select.ratio=null)"
             )
-        if self.tokens is not None and int(self.tokens) < 1:
-            raise ConfigError(f"tokens must be a positive number of tokens, got {self.tokens}; e.g. --tokens 200k")
+        if self.tokens is not None:
+            try:
+                check_token_budget(self.tokens, flags=True)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
         if self.token_ratio is not None and not 0.0 < float(self.token_ratio) <= 1.0:
             raise ConfigError(f"token_ratio must be in (0, 1], got {self.token_ratio}; e.g. --token-ratio 0.1")
 
@@ -345,11 +357,11 @@ class SelectConfig(StageConfig):
         return self.tokens is not None or self.token_ratio is not None
 
     # ------------------------------------------------------------------ derived
-    def estimator_params(self, seed: int, solver: str | None = None) -> dict:
-        """Keyword arguments for ``DataMask`` (everything it takes, from this config); the
-        solver is the method's (:data:`SOLVER_OF`) unless given."""
+    def estimator_params(self, seed: int, method: str | None = None) -> dict:
+        """Keyword arguments for ``DataMask`` (everything it takes, from this config); its
+        ``method`` is the selection method's (:data:`DATAMASK_METHOD`) unless given."""
         params = {k: getattr(self, k) for k in _DM if k not in _NOT_CONFIG}
-        params["solver"] = solver or SOLVER_OF.get(self.method, "pg")
+        params["method"] = method or DATAMASK_METHOD.get(self.method, "pg")
         params["logit_range"] = tuple(self.logit_range) if self.logit_range is not None else None
         params["seed"] = int(seed)
         return params

@@ -1,5 +1,10 @@
-"""Token budgets in the pipeline: where a split's token counts come from, and each split's
-share of the corpus's budget (docs/tokens.md).
+"""Token counts and budgets, resolved here and nowhere else: where a split's token counts
+come from, and each split's share of the corpus's budget (docs/tokens.md).
+
+Every caller that needs a split's counts (``select``'s splits, the dataframe API, ``compare``)
+gets them from :func:`split_lengths` (or :func:`known_lengths`) and hands them on: the
+methods receive them in their :class:`~datamask.methods.registry.Budget` and never read a
+column or count a text themselves. The budget's checks are :mod:`datamask.core.budget`'s.
 
 Counts come from ``--tokens-column`` (default ``token_count`` when the input has it, as
 FineWeb does, else ``n_tokens`` from ``datamask score``); without such a column they are
@@ -15,10 +20,31 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..core.budget import check_corpus_tokens
 from ..errors import DataError
-from ..methods.registry import AUTO_TOKEN_COLUMNS, tokens_column_of
 
-__all__ = ["split_lengths", "count_corpus_tokens", "apportion", "token_totals"]
+__all__ = [
+    "AUTO_TOKEN_COLUMNS",
+    "tokens_column_of",
+    "split_lengths",
+    "known_lengths",
+    "count_corpus_tokens",
+    "apportion",
+    "token_totals",
+]
+
+# Token-count columns used when --tokens-column is not given, in this order (FineWeb's, then
+# datamask score's).
+AUTO_TOKEN_COLUMNS = ("token_count", "n_tokens")
+
+
+def tokens_column_of(cfg, names):
+    """The token-count column: ``cfg.tokens_column`` when present, else the first of
+    :data:`AUTO_TOKEN_COLUMNS` in ``names`` when no column was named; None otherwise."""
+    col = getattr(cfg, "tokens_column", None)
+    if col:
+        return col if col in names else None
+    return next((c for c in AUTO_TOKEN_COLUMNS if c in names), None)
 
 
 def split_lengths(table: pa.Table, cfg, where: str, first_row: int = 0):
@@ -41,6 +67,14 @@ def split_lengths(table: pa.Table, cfg, where: str, first_row: int = 0):
     texts = table.column(text).to_pylist()
     counts = count_tokens(["" if x is None else str(x) for x in texts], cfg.tokenizer).astype(np.int64)
     return counts, (f"tokenizer {cfg.tokenizer}" if cfg.tokenizer else f"whitespace words of {text}")
+
+
+def known_lengths(table: pa.Table, cfg, where: str, first_row: int = 0, needed: bool = False):
+    """``(counts, source)`` when the split has a token-count column or ``needed`` (a token
+    budget: then counted from the text if need be), else ``(None, None)``."""
+    if needed or tokens_column_of(cfg, table.schema.names) is not None:
+        return split_lengths(table, cfg, where, first_row)
+    return None, None
 
 
 def _checked_counts(column, where: str, name: str, first_row: int) -> np.ndarray:
@@ -97,12 +131,10 @@ def apportion(per_split: dict, cfg, source: str | None = None) -> tuple[dict, di
     split's rows is (``source`` says where the counts came from, for the message)."""
     total = int(sum(per_split.values()))
     T = int(cfg.tokens) if cfg.tokens is not None else int(np.floor(float(cfg.token_ratio) * total))
-    if T > total:
-        counted = f" (counted from {source})" if source else ""
-        raise DataError(
-            f"token budget {T:,} is larger than the corpus's {total:,} tokens{counted}; lower --tokens or "
-            "use --token-ratio"
-        )
+    try:
+        check_corpus_tokens(T, total, source)
+    except ValueError as e:
+        raise DataError(str(e)) from None
     covers = T == total
     budgets = {}
     for name, tok in per_split.items():

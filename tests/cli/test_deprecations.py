@@ -1,7 +1,8 @@
 """Old names keep working for one release, each with one warning: the --k flag and k key
-(now n_clusters), --solver greedy/relaxed (now --method), ClusterError (now SchedulerError),
-runner.Stage (now StageRun), manifests that say partitions (now splits), and the 0.2 function
-names of the methods and features."""
+(now n_clusters), --solver greedy/relaxed (now --method), DataMask(solver=, tokens=) (now
+method=, token_budget=, with a FutureWarning), ClusterError (now SchedulerError), runner.Stage
+(now StageRun), manifests that say partitions (now splits), and the 0.2 function names of the
+methods and features."""
 
 from __future__ import annotations
 
@@ -47,10 +48,45 @@ def test_solver_greedy_is_method_greedy_with_a_warning():
     with pytest.warns(DatamaskDeprecationWarning, match="solver greedy is deprecated, use method greedy"):
         cfg = SelectConfig.from_dict({"solver": "greedy"})
     assert cfg.method == "greedy" and cfg.solver == "pg"
-    assert cfg.estimator_params(0)["solver"] == "greedy"
-    assert SelectConfig().estimator_params(0)["solver"] == "pg"
+    assert cfg.estimator_params(0)["method"] == "greedy"
+    assert SelectConfig().estimator_params(0)["method"] == "pg"
+    assert "solver" not in cfg.estimator_params(0) and "token_budget" not in cfg.estimator_params(0)
     with pytest.warns(DatamaskDeprecationWarning), pytest.raises(ConfigError, match="disagree"):
         SelectConfig.from_dict({"solver": "relaxed", "method": "topk"})
+
+
+def test_datamask_solver_and_tokens_are_method_and_token_budget_with_a_future_warning():
+    import numpy as np
+    from sklearn.base import clone
+
+    from datamask import DataMask
+    from datamask.core.synthetic import make_corpus
+
+    c = make_corpus(400, dim=8, seed=1)
+    E, q = c["embedding"], c["quality"]
+    t = np.random.default_rng(0).integers(10, 50, size=400)
+    new = DataMask(method="greedy", token_budget=2000).fit(E, q, lengths=t)
+    old = DataMask(solver="greedy", tokens=2000)
+    with pytest.warns(FutureWarning) as caught:
+        clone(old).fit(E, q, lengths=t)  # clone keeps the old names (they are parameters)
+    said = [str(w.message) for w in caught]
+    assert any("DataMask(solver=) is deprecated, use method=" in m for m in said), said
+    assert any("DataMask(tokens=) is deprecated, use token_budget=" in m for m in said), said
+    with pytest.warns(FutureWarning):
+        assert np.array_equal(clone(old).fit(E, q, lengths=t).mask_, new.mask_)
+    assert new.optimizer_["method"] == "greedy" and repr(new) == "DataMask(method='greedy', token_budget=2000)"
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="disagree; give method alone"):
+        DataMask(solver="greedy", method="relaxed").fit(E, q)
+
+
+def test_the_old_names_of_the_method_tables_warn():
+    from datamask.core import estimator
+    from datamask.pipeline import config
+
+    with pytest.warns(DatamaskDeprecationWarning, match="SOLVERS is deprecated, use METHODS"):
+        assert estimator.SOLVERS == ("pg", "greedy", "relaxed")
+    with pytest.warns(DatamaskDeprecationWarning, match="SOLVER_OF is deprecated, use DATAMASK_METHOD"):
+        assert config.SOLVER_OF["datamask"] == "pg"
 
 
 def test_old_names_of_classes_and_manifest_keys_still_resolve():

@@ -52,7 +52,7 @@ def test_concentrated_policy_on_the_cupy_path_does_not_collapse(zeros_from_the_d
         callback=lambda est, rec: points.append(rec["objective"]),
     )
     m.fit(cp.asarray(E), cp.asarray(q))
-    best = DataMask(solver="relaxed").fit(E, q).objective_["objective"]
+    best = DataMask(method="relaxed").fit(E, q).objective_["objective"]
     rand = evaluate(E, q, np.random.default_rng(0).permutation(4000)[:400])["objective"]
     gain = best - rand
     falls = [(a - b) / gain for a, b in zip(points, points[1:])]

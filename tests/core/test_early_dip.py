@@ -20,7 +20,7 @@ from datamask.core.synthetic import make_corpus
 def corpus_100k():
     c = make_corpus(100_000, dim=384, seed=0)
     E, q = c["embedding"], c["quality"]
-    best = DataMask(solver="relaxed").fit(E, q).objective_["objective"]
+    best = DataMask(method="relaxed").fit(E, q).objective_["objective"]
     rand = evaluate(E, q, np.random.default_rng(0).permutation(100_000)[:10_000])["objective"]
     return E, q, rand, best - rand
 

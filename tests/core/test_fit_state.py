@@ -18,12 +18,12 @@ def corpus():
 
 def test_every_fitted_attribute_is_set_on_every_fit_and_a_refit_leaves_none_stale(corpus):
     E, q = corpus
-    m = DataMask(solver="greedy").fit(E, q)
+    m = DataMask(method="greedy").fit(E, q)
     assert all(hasattr(m, name + "_") for name in FITTED)
     assert m.order_ is not None and m.x_ is None and m.logits_ is None and m.init_ is None
-    m.set_params(solver="relaxed").fit(E, q)
+    m.set_params(method="relaxed").fit(E, q)
     assert m.order_ is None and m.x_ is not None and m.logits_ is None
-    m.set_params(solver="pg", steps=200).fit(E, q)
+    m.set_params(method="pg", steps=200).fit(E, q)
     assert m.order_ is None and m.x_ is None and m.logits_ is not None and m.init_ == "relaxed"
     m.set_params(init="quality", logit_range=(0.0, 2.0)).fit(E, q)
     assert m.relaxed_iter_ is None and m.pilot_ is None and m.stopped_by_ in ("steps", "patience")
@@ -44,7 +44,7 @@ def test_the_estimator_holds_no_fit_temporaries_during_a_fit(corpus):
 
 def test_a_run_that_does_not_improve_on_its_start_returns_it_after_start_patience(corpus):
     E, q = corpus
-    relaxed = DataMask(solver="relaxed").fit(E, q)
+    relaxed = DataMask(method="relaxed").fit(E, q)
     m = DataMask(steps=5000).fit(E, q)  # the relaxed start: pg finds nothing better here
     assert m.stopped_by_ == "start" and m.n_steps_ == 20  # pairwise's start_patience
     assert [h["step"] for h in m.history_] == [0, 20]
@@ -87,6 +87,6 @@ def test_facility_and_disf_return_their_solvers_start_without_a_pg_step_by_defau
         m = DataMask(diversity=div).fit(E, q)
         assert m.n_steps_ == 0 and m.stopped_by_ == "start" and [h["step"] for h in m.history_] == [0], div
     disf = DataMask(diversity="disf").fit(E, q)
-    assert np.array_equal(disf.mask_, DataMask(diversity="disf", solver="relaxed").fit(E, q).mask_)
+    assert np.array_equal(disf.mask_, DataMask(diversity="disf", method="relaxed").fit(E, q).mask_)
     assert DataMask(diversity="disf", start_patience=100).fit(E, q).n_steps_ == 100  # the polish, when asked
     assert DataMask().fit(E, q).n_steps_ == 20

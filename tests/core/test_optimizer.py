@@ -17,7 +17,7 @@ def gain_ratio(value, rand, greedy):
 def solved_20k(clustered_20k):
     """pg, relaxed and greedy on the same 20k clustered corpus, pairwise, 10%."""
     E, q = clustered_20k["embedding"], clustered_20k["quality"]
-    out = {s: DataMask(solver=s, seed=0).fit(E, q) for s in ("greedy", "relaxed", "pg")}
+    out = {s: DataMask(method=s, seed=0).fit(E, q) for s in ("greedy", "relaxed", "pg")}
     rows = np.random.default_rng(0).permutation(len(q))[: out["pg"].budget_]
     out["random"] = evaluate(E, q, rows)["objective"]
     return out
@@ -63,7 +63,7 @@ def test_joint_selection_has_fewer_near_duplicates_than_topk_and_better_quality_
 @pytest.mark.parametrize("solver", ["pg", "greedy", "relaxed"])
 def test_lam_one_selects_exactly_the_top_quality_rows(solver):
     c = make_corpus(3000, dim=32, seed=4)
-    m = DataMask(solver=solver, lam=1.0, steps=300, seed=0).fit(c["embedding"], c["quality"])
+    m = DataMask(method=solver, lam=1.0, steps=300, seed=0).fit(c["embedding"], c["quality"])
     top = np.argsort(-c["quality"])[: m.budget_]
     assert set(np.nonzero(m.mask_)[0]) == set(top)
 
@@ -87,7 +87,7 @@ def test_disf_pg_improves_on_its_start_and_greedy_beats_random():
     # given the whole run to beat its start (by default it would stop at step 100 without a gain)
     m = DataMask(diversity="disf", steps=300, start_patience=300, seed=0).fit(E, q)
     assert m.objective_["objective"] > m.history_[0]["objective"]
-    g = DataMask(diversity="disf", solver="greedy").fit(E, q)
+    g = DataMask(diversity="disf", method="greedy").fit(E, q)
     rand = evaluate(E, q, np.random.default_rng(0).permutation(len(q))[: g.budget_], diversity="disf")
     assert g.objective_["objective"] > rand["objective"]
 
@@ -154,8 +154,8 @@ def test_callback_sees_records_and_can_stop():
 def test_unnormalised_rows_are_normalised():
     c = make_corpus(2000, dim=16, seed=1)
     scale = np.random.default_rng(0).uniform(0.5, 3.0, size=(2000, 1)).astype(np.float32)
-    a = DataMask(solver="relaxed").fit(c["embedding"], c["quality"])
-    b = DataMask(solver="relaxed").fit(c["embedding"] * scale, c["quality"])
+    a = DataMask(method="relaxed").fit(c["embedding"], c["quality"])
+    b = DataMask(method="relaxed").fit(c["embedding"] * scale, c["quality"])
     assert (a.mask_ == b.mask_).all()
 
 
@@ -219,13 +219,14 @@ def test_greedy_disf_increments_match_the_proxy(unit_rows):
         (dict(ratio=0.0), "ratio"),
         (dict(ratio=1.0), "ratio"),
         (dict(ratio=1.5), "ratio"),
-        (dict(ratio=0.6, prune=0.5), "budget S=60 is larger than the 50 rows left after pruning"),
+        (dict(ratio=0.6, prune=0.5), "budget 60 is larger than the 50 rows left after pruning.*lower prune, ratio"),
         (dict(budget=80, prune=0.5), "larger than the 50 rows left"),
-        (dict(budget=101), "budget"),
+        (dict(budget=101), "budget 101 is larger than the split's 100 rows; lower budget or use ratio"),
+        (dict(ratio=0.001), "ratio 0.001 of 100 rows rounds to 0 rows; raise ratio or give budget"),
         (dict(lam=1.2), "lam"),
         (dict(diversity="cosine"), "diversity"),
-        (dict(solver="adam"), "solver"),
-        (dict(solver="relaxed", diversity="facility"), "relaxed"),
+        (dict(method="adam"), "method"),
+        (dict(method="relaxed", diversity="facility"), "relaxed"),
         (dict(batch_ratio=0.0), "batch_ratio"),
         (dict(batch_max=1), "batch_max"),
         (dict(batch_max=2.5), "batch_max"),
@@ -268,9 +269,9 @@ def test_bad_arrays_raise_value_error_naming_them(unit_rows):
 
 
 def test_params_roundtrip_and_repr():
-    m = DataMask(lam=0.3, solver="relaxed")
+    m = DataMask(lam=0.3, method="relaxed")
     assert m.get_params()["lam"] == 0.3
-    assert "lam=0.3" in repr(m) and "solver='relaxed'" in repr(m)
+    assert "lam=0.3" in repr(m) and "method='relaxed'" in repr(m)
     m.set_params(lam=0.7)
     assert m.lam == 0.7
     with pytest.raises(ValueError, match="Invalid parameter 'lambda_'"):
@@ -302,7 +303,7 @@ def test_cupy_fit_stays_on_device_and_matches_numpy_quality():
     c = make_corpus(5000, dim=64, seed=0)
     m = DataMask(steps=300, seed=0).fit(cp.asarray(c["embedding"]), cp.asarray(c["quality"]))
     assert type(m.mask_).__module__.startswith("cupy")
-    ref = DataMask(solver="greedy").fit(c["embedding"], c["quality"])
+    ref = DataMask(method="greedy").fit(c["embedding"], c["quality"])
     rand = evaluate(c["embedding"], c["quality"], np.random.default_rng(0).permutation(5000)[: ref.budget_])
     assert gain_ratio(m.objective_["objective"], rand["objective"], ref.objective_["objective"]) > 0.95
 
@@ -310,8 +311,8 @@ def test_cupy_fit_stays_on_device_and_matches_numpy_quality():
 def test_float16_storage_is_accepted_without_changing_the_selection_much():
     c = make_corpus(3000, dim=32, seed=7)
     E32, q = c["embedding"], c["quality"]
-    a = DataMask(solver="relaxed").fit(E32, q)
-    b = DataMask(solver="relaxed").fit(E32.astype(np.float16), q)
+    a = DataMask(method="relaxed").fit(E32, q)
+    b = DataMask(method="relaxed").fit(E32.astype(np.float16), q)
     assert b.mask_.sum() == a.mask_.sum()
     assert (a.mask_ & b.mask_).sum() >= 0.97 * a.mask_.sum()
     assert b.objective_["objective"] == pytest.approx(a.objective_["objective"], abs=1e-3)

@@ -22,7 +22,7 @@ def test_default_pairwise_fit_says_frank_wolfe_made_it(corpus):
     E, q = corpus
     m = DataMask(0.1).fit(E, q)
     opt, start = m.optimizer_, m.start_history_
-    assert opt["solver"] == "pg" and opt["start"] == "relaxed" and opt["pg_steps"] == m.n_steps_
+    assert opt["method"] == "pg" and opt["start"] == "relaxed" and opt["pg_steps"] == m.n_steps_
     assert opt["start_iterations"] == m.relaxed_iter_ == start[-1]["iteration"]
     # Frank-Wolfe's trace: the best rounding so far, never falling, ending at pg's step 0
     values = [r["objective"] for r in start]
@@ -38,7 +38,7 @@ def test_default_pairwise_fit_says_frank_wolfe_made_it(corpus):
 def test_pairwise_frank_wolfe_trace_is_the_exact_objective(corpus):
     # for pairwise on unit rows the relaxed objective of a 0/1 point is the exact one: no shift
     E, q = corpus
-    m = DataMask(0.1, solver="relaxed").fit(E, q)
+    m = DataMask(0.1, method="relaxed").fit(E, q)
     rows = np.flatnonzero(m.mask_)
     assert m.start_history_[-1]["objective"] == pytest.approx(evaluate(E, q, rows)["objective"], rel=1e-9)
     assert m.optimizer_["start"] == "relaxed" and m.optimizer_["pg_steps"] == 0 and not m.optimizer_["pg_improved"]
@@ -60,7 +60,7 @@ def test_token_budget_frank_wolfe_has_a_start_phase(corpus, diversity):
     # the token-budget relaxation (frank_wolfe_tokens) records its trace like the row budget's
     E, q = corpus
     lengths = np.random.default_rng(1).integers(50, 500, size=len(q))
-    m = DataMask(tokens=int(0.1 * lengths.sum()), diversity=diversity).fit(E, q, lengths)
+    m = DataMask(token_budget=int(0.1 * lengths.sum()), diversity=diversity).fit(E, q, lengths)
     opt, start = m.optimizer_, m.start_history_
     assert opt["start"] == "relaxed" and start is not None and len(start) >= 2
     assert start[0]["iteration"] == 0 and start[-1]["iteration"] <= m.relaxed_iter_
@@ -94,7 +94,7 @@ def test_quality_start_runs_pg_and_reports_its_gain(corpus):
     assert m.start_history_ is None and opt["start"] == "uniform" and opt["start_iterations"] is None
     assert opt["pg_steps"] == 200 and opt["stopped_by"] == "steps"
     assert opt["pg_improved"] and opt["pg_gain"] > 0.01  # from a uniform start pg climbs
-    g = DataMask(0.1, solver="greedy").fit(E, q).optimizer_
+    g = DataMask(0.1, method="greedy").fit(E, q).optimizer_
     assert (g["start"], g["pg_steps"], g["pg_improved"], g["start_iterations"]) == ("greedy", 0, False, 300)
 
 

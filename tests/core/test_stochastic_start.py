@@ -53,7 +53,7 @@ def test_kept_matrix_builds_the_lists_only_when_a_step_asks(corpus):
 def test_default_facility_fit_starts_from_stochastic_greedy_near_greedy(corpus):
     E, q = corpus
     rand = evaluate(E, q, np.random.default_rng(0).permutation(2000)[:200], diversity="facility")["objective"]
-    greedy = DataMask(diversity="facility", solver="greedy").fit(E, q).objective_["objective"]
+    greedy = DataMask(diversity="facility", method="greedy").fit(E, q).objective_["objective"]
     m = DataMask(diversity="facility").fit(E, q)
     assert m.init_ == "stochastic_greedy" and m.logit_range_ == (0.0, 4.0)
     # 100% of greedy's gain here (a sample of 640 n/S rows is all 1,000 candidates: lazy greedy);
@@ -66,10 +66,10 @@ def test_default_facility_fit_starts_from_stochastic_greedy_near_greedy(corpus):
     polished = DataMask(diversity="facility", start_patience=100).fit(E, q)  # the polish, when asked for
     assert polished.n_steps_ == 100 and polished.objective_["objective"] >= m.objective_["objective"] - 1e-6
     t = np.random.default_rng(1).integers(20, 400, size=2000)
-    tok = DataMask(diversity="facility", tokens=int(0.1 * t.sum()), steps=100).fit(E, q, lengths=t)
+    tok = DataMask(diversity="facility", token_budget=int(0.1 * t.sum()), steps=100).fit(E, q, lengths=t)
     assert tok.init_ == "quality"  # no stochastic greedy under a token budget
     with pytest.raises(ValueError, match=r"^init='stochastic_greedy' is not defined .* under a token budget"):
-        DataMask(diversity="facility", init="stochastic_greedy", tokens=1000).fit(E, q, lengths=t)
+        DataMask(diversity="facility", init="stochastic_greedy", token_budget=1000).fit(E, q, lengths=t)
 
 
 def test_neighbour_lists_from_a_sampled_threshold_are_a_full_selection():

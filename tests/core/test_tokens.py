@@ -121,7 +121,7 @@ def test_prefix_objectives_are_the_exact_objective_of_each_prefix(corpus, divers
     E, q, t = corpus
     t = t.astype(np.float64)
     T = int(0.1 * t.sum())
-    est = DataMask(tokens=T, prune=0.0, diversity=diversity, reference_size=None)
+    est = DataMask(token_budget=T, prune=0.0, diversity=diversity, reference_size=None)
     qn = normalize_quality(q)
     obj = Objective(E, qn, 0.5, diversity)
     state = FitState(est, obj, np.arange(800), 50, lengths=t, token_budget=T)
@@ -157,9 +157,9 @@ def test_every_solver_keeps_the_token_budget_within_one_document(corpus, diversi
     E, q, t = corpus
     T = int(0.1 * t.sum())
     est = DataMask(
-        tokens=T,
+        token_budget=T,
         diversity=diversity,
-        solver=solver,
+        method=solver,
         prune=0.0,
         steps=40,
         eval_every=20,
@@ -171,9 +171,9 @@ def test_every_solver_keeps_the_token_budget_within_one_document(corpus, diversi
     assert T - kept < t[~est.mask_].min()  # no row left out would still fit
     assert est.budget_ == est.mask_.sum()
     ref = DataMask(
-        tokens=T,
+        token_budget=T,
         diversity=diversity,
-        solver=solver,
+        method=solver,
         prune=0.0,
         steps=40,
         eval_every=20,
@@ -187,9 +187,9 @@ def test_every_solver_keeps_the_token_budget_within_one_document(corpus, diversi
 def test_pg_with_pruning_and_batches_stays_within_the_budget(corpus, final):
     E, q, t = corpus
     T = int(0.05 * t.sum())
-    est = DataMask(tokens=T, steps=60, eval_every=20, group_size=16, batch_ratio=0.3, batch_max=None, final=final).fit(
-        E, q, lengths=t
-    )
+    est = DataMask(
+        token_budget=T, steps=60, eval_every=20, group_size=16, batch_ratio=0.3, batch_max=None, final=final
+    ).fit(E, q, lengths=t)
     assert 0 < est.tokens_ <= T
     assert np.isinf(est.logits_[~est.mask_]).sum() == 400  # half pruned, none of them kept
     cand = np.isfinite(est.logits_)
@@ -199,7 +199,7 @@ def test_pg_with_pruning_and_batches_stays_within_the_budget(corpus, final):
 def test_pg_beats_the_quality_fill_on_its_objective(corpus):
     E, q, t = corpus
     T = int(0.1 * t.sum())
-    est = DataMask(tokens=T, steps=200, eval_every=20, group_size=32, prune=0.0).fit(E, q, lengths=t)
+    est = DataMask(token_budget=T, steps=200, eval_every=20, group_size=32, prune=0.0).fit(E, q, lengths=t)
     assert est.history_[0]["step"] == 0
     assert est.objective_["objective"] >= est.history_[0]["objective"]
 
@@ -220,22 +220,22 @@ def test_batch_budgets_are_the_batch_token_share_and_draws_are_long_enough():
 def test_budget_checks(corpus):
     E, q, t = corpus
     with pytest.raises(ValueError, match="not both"):
-        DataMask(tokens=1000, budget=10).fit(E, q, lengths=t)
+        DataMask(token_budget=1000, budget=10).fit(E, q, lengths=t)
     for bad in (0, -5, 2.5):
         with pytest.raises(ValueError, match="positive integer token budget"):
-            DataMask(tokens=bad).fit(E, q, lengths=t)
+            DataMask(token_budget=bad).fit(E, q, lengths=t)
     with pytest.raises(ValueError, match="lengths="):
-        DataMask(tokens=1000).fit(E, q)
+        DataMask(token_budget=1000).fit(E, q)
     for bad, word in ((-1, "-1"), (np.nan, "nan"), (2.5, "2.5")):
         tt = t.astype(np.float64).copy()
         tt[7] = bad
         with pytest.raises(ValueError, match=rf"lengths\[7\] = {word}"):
-            DataMask(tokens=1000).fit(E, q, lengths=tt)
+            DataMask(token_budget=1000).fit(E, q, lengths=tt)
     with pytest.raises(ValueError, match="left after pruning"):
-        DataMask(tokens=int(0.9 * t.sum())).fit(E, q, lengths=t)
-    est = DataMask(tokens=int(t.sum()) + 1).fit(E, q, lengths=t)
+        DataMask(token_budget=int(0.9 * t.sum())).fit(E, q, lengths=t)
+    est = DataMask(token_budget=int(t.sum()) + 1).fit(E, q, lengths=t)
     assert est.covers_all_ and est.mask_.all() and est.tokens_ == t.sum()
-    # rows stay the unit when tokens is not given; lengths only count the tokens kept
+    # rows stay the unit when token_budget is not given; lengths only count the tokens kept
     est = DataMask(budget=50, steps=20).fit(E, q, lengths=t)
     assert est.budget_ == 50 and est.tokens_ == t[est.mask_].sum() and not est.covers_all_
 
@@ -279,7 +279,7 @@ def test_token_steps_read_nothing_back_and_match_numpy(corpus, fake_cp, monkeypa
     monkeypatch.setattr(pg, "FacilityGroups", __import__("functools").partial(pg.FacilityGroups, method="dense"))
     E, q, t = corpus
     T = int(0.1 * t.sum())
-    params = dict(dict(tokens=T, steps=40, eval_every=20, patience=None, seed=5, group_size=16), **kw)
+    params = dict(dict(token_budget=T, steps=40, eval_every=20, patience=None, seed=5, group_size=16), **kw)
     a = DataMask(**params).fit(E, q, lengths=t)
     inner = pg._BestMask.evaluate
 

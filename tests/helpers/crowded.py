@@ -15,5 +15,5 @@ def crowded_corpus(n=2000, dim=32, lam=0.2):
     c = make_clusters(n, dim=dim, seed=0, **ISSUE)
     E, q = c["embedding"], c["quality"]
     rand = evaluate(E, q, np.random.default_rng(0).permutation(n)[: n // 10], lam=lam)["objective"]
-    best = DataMask(solver="greedy", lam=lam).fit(E, q).objective_["objective"]
+    best = DataMask(method="greedy", lam=lam).fit(E, q).objective_["objective"]
     return E, q, rand, best - rand

@@ -31,9 +31,9 @@ def test_the_check_runs_every_measurement_the_issues_ask_for():
     text = (ROOT / "benchmarks" / "gpu_check.sh").read_text()
     real = text[text.index("step optimizer 150") :]  # the GPU (not dry-run) branch onwards
     assert "--device gpu --sizes 100000" in real and "--big 1000000" in real and "--sweep-groups" in real
-    for name in ("gpu-tests", "optimizer", "optimizer-width", '"select-$solver"', "embed", "cluster", "proxy-lm"):
+    for name in ("gpu-tests", "optimizer", "optimizer-width", '"select-$method"', "embed", "cluster", "proxy-lm"):
         assert f"step {name} " in text, name
-    assert "for solver in relaxed pg" in text and "k=1000" in text
+    assert "for method in relaxed pg" in text and "k=1000" in text
 
 
 def _pins():
@@ -112,8 +112,8 @@ def test_report_marks_targets_and_steps(tmp_path):
     def line(needle):
         return next(x for x in lines if needle in x)
 
-    assert "1,250,000" in line("--solver relaxed") and line("--solver relaxed").endswith("| met |")
-    assert line("--solver pg").endswith("| **missed** |")
+    assert "1,250,000" in line("--method relaxed") and line("--method relaxed").endswith("| met |")
+    assert line("--method datamask").endswith("| **missed** |")
     assert "3.40x" in line("peak GPU memory") and line("peak GPU memory").endswith("| **missed** |")
     assert line("short texts").endswith("| met |") and line("long texts").endswith("| **missed** |")
     assert "0.9999800" in line("cosine") and line("cosine").endswith("| met |")

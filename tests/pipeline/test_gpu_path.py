@@ -110,7 +110,7 @@ def test_select_on_the_gpu_records_level_and_peak_memory(corpus, tmp_path):
         steps=int(STEPS),
         quiet=True,
         device="gpu",
-        solver="relaxed",
+        method="relaxed",
     )
     m = run_select(cfg)
     assert m["gpu"]["arrays"] == "cupy" and m["gpu"]["level"] in ("cuda", "rapids") and m["gpu"]["gpus"]

@@ -66,7 +66,7 @@ def _colors(methods):
 
 
 def _phases(h: pd.DataFrame) -> pd.DataFrame:
-    """The history with ``phase`` and ``start`` (an output of 0.3 has neither: all pg)."""
+    """The history with ``phase`` and ``start`` (an output of 0.2 has neither: all pg)."""
     h = h.copy()
     if "phase" not in h:
         h["phase"] = "pg"

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from ...core.pg import MIN_STEPS
 from ...errors import DataError
+from ...methods.registry import split_budget
 from ..config import SelectConfig
 from ..holdout import split_off_holdout
 from ..io import Split, normalize_embedding, read_split, write_parquet_atomic
@@ -29,7 +30,7 @@ from ..schema import Columns
 from ..side_by_side import combine, format_side_by_side, side_by_side_note
 from ..tokens import apportion, count_corpus_tokens, token_totals
 from .base import SplitStage, split_runs
-from .select_split import check_budget, duplicate_ids_message, select_split, selected_table
+from .select_split import duplicate_ids_message, select_split, selected_table
 
 __all__ = ["SelectStage", "run_select", "plan_run", "find_duplicates"]
 
@@ -51,14 +52,11 @@ def plan_run(cfg, device=None) -> Plan:
             )
 
     plan = plan_splits(cfg, cols, device, partition_on=cfg.partition_on, on_file=same_width)
-    for s in plan.splits:
-        _check_budget(s, cfg)
+    if not cfg.token_budget:  # (a token budget is checked once the tokens are counted)
+        for s in plan.splits:
+            split_budget(s.rows, cfg, where=s.where())  # the one budget check (core.budget)
     plan.d = next(iter(widths), None)
     return plan
-
-
-def _check_budget(s: Split, cfg):
-    check_budget(s.rows, s.where(), cfg)
 
 
 def _read_ids(s: Split, order: int, cols: Columns) -> pd.DataFrame:

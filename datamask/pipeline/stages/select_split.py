@@ -17,44 +17,24 @@ import numpy as np
 import pyarrow as pa
 
 from ...core.diversity import get_diversity
-from ...core.estimator import rows_after_pruning
 from ...errors import DataError
-from ...methods import budget_for, prunes, score, select
-from ...methods.registry import tokens_column_of
+from ...methods import score, select
+from ...methods.registry import split_budget
 from ..gpu import CPU
 from ..gpu_worker import DeviceWork, device_array
 from ..io import split_seed  # noqa: F401  (re-exported: the seed of a split)
 from ..schema import LOGIT, SELECTED, Columns, check_table, check_vectors
 from ..side_by_side import split_side_by_side
-from ..tokens import split_lengths
+from ..tokens import known_lengths
 
 __all__ = [
     "SplitSelection",
     "select_split",
-    "check_budget",
     "split_seed",
     "duplicate_ids",
     "duplicate_ids_message",
     "selected_table",
 ]
-
-
-def check_budget(n_rows: int, where: str, cfg):
-    """The split's budget fits its rows (and the rows left after pruning); a DataError if not.
-    A token budget is checked against the split's tokens by the method."""
-    if getattr(cfg, "token_budget", False):
-        return
-    S = budget_for(n_rows, cfg)
-    if S > n_rows:
-        raise DataError(f"{where}: budget {S} is larger than the split's {n_rows} rows; lower --budget or use --ratio")
-    if S < 1:
-        raise DataError(f"{where}: ratio {cfg.ratio} of {n_rows} rows rounds to 0; raise --ratio or --split-size")
-    n_keep = rows_after_pruning(n_rows, cfg.prune)
-    if prunes(cfg.method) and S > n_keep:
-        raise DataError(
-            f"{where}: budget {S} is larger than the {n_keep} rows left after pruning "
-            f"(prune {cfg.prune}); lower --prune, --ratio or --budget"
-        )
 
 
 def duplicate_ids_message(column: str, n_values: int, example, at: list) -> str:
@@ -127,10 +107,9 @@ def select_split(
     if n == 0:  # an empty split is skipped, not an error
         return SplitSelection(np.zeros(0, dtype=bool), np.zeros(0), {"rows_in": 0, "rows_out": 0, "skipped": "empty"})
     E, q = check_table(table, where, cols, first_row, expect_d=d, vectors=False)
-    check_budget(n, where, cfg)
-    lengths, source = None, None
-    if tokens is not None or tokens_column_of(cfg, table.schema.names) is not None:
-        lengths, source = split_lengths(table, cfg, where, first_row)
+    if not getattr(cfg, "token_budget", False):  # the row budget, before any work (core.budget)
+        split_budget(n, cfg, where=where)
+    lengths, source = known_lengths(table, cfg, where, first_row, needed=tokens is not None)
     if tokens is not None and int(tokens) < 1:  # a split of no tokens, or too small a share
         return _nothing_kept(n, lengths, source, tokens)
     with DeviceWork(level, where, cfg.split_size, data_bytes=E.nbytes) as work:
