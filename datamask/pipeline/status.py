@@ -14,11 +14,12 @@ import json
 from dataclasses import dataclass, field
 
 from ..errors import DataError
-from .io import LEGACY_MARKERS, InputFile, discover, make_splits
+from .files import count_rows
+from .io import LEGACY_MARKERS, discover, make_splits
 from .output import MANIFEST, STATE_DIR, Output, n_splits, split_records
 from .stages import STAGES, get_stage
 
-__all__ = ["OutputStatus", "output_status", "count_rows"]
+__all__ = ["OutputStatus", "output_status"]
 
 
 @dataclass
@@ -73,20 +74,6 @@ class OutputStatus:
             f"{self.path}: {what}, INCOMPLETE (no manifest.json: the run stopped before it finished)",
             f"  rerun `datamask {self.stage}` with the same arguments {again}",
         ]
-
-
-def count_rows(f: InputFile) -> int:
-    """Rows of one input file: the Parquet footer, or the JSONL file's non-empty lines."""
-    if f.fmt == "parquet":
-        from .io import parquet_rows
-
-        n = parquet_rows(f.path)
-        if n is None:
-            raise DataError(f"{f.rel}: not a readable Parquet file; replace or remove it")
-        return n
-    from .io import _jsonl_lines
-
-    return sum(1 for _ in _jsonl_lines(f.path, f.rel))
 
 
 def _n(n: int, word: str) -> str:
