@@ -14,10 +14,10 @@ __all__ = ["DataMask", "evaluate", "__version__"]
 # Entry points that moved into the layer packages in 0.2 (CHANGELOG.md, 0.2.0), reachable
 # here for one release; imported lazily so ``import datamask`` stays light.
 _MOVED = {
-    "run_select": "datamask.pipeline.stages.select",
-    "run_embed": "datamask.pipeline.stages.embed",
-    "run_score": "datamask.pipeline.stages.score",
-    "run_workflow": "datamask.pipeline.workflow",
+    "run_select": "datamask.stages.select",
+    "run_embed": "datamask.stages.embed",
+    "run_score": "datamask.stages.score",
+    "run_workflow": "datamask.stages.workflow",
     "SelectConfig": "datamask.pipeline.config",
     "EmbedConfig": "datamask.pipeline.text_config",
     "ScoreConfig": "datamask.pipeline.text_config",

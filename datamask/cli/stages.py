@@ -1,10 +1,10 @@
-"""One command per stage of :data:`datamask.pipeline.stages.STAGES`: ``datamask NAME INPUT
+"""One command per stage of :data:`datamask.stages.STAGES`: ``datamask NAME INPUT
 OUTPUT`` with one flag per field of the stage's config class; after the run it prints the
 stage's summary line (and writes the HTML report for the stages that have one)."""
 
 from __future__ import annotations
 
-from ..pipeline.stages import STAGES, get_stage
+from ..stages import STAGES, get_stage
 from .common import add_stage_arguments, config_from_args, write_report_after
 
 __all__ = ["add_parsers", "COMMANDS", "run_stage_command"]

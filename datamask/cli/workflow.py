@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ConfigError
-from ..pipeline.stages import STAGES, get_stage
+from ..stages import STAGES, get_stage
 from .common import write_report_after
 
 __all__ = ["add_parsers", "COMMANDS"]
@@ -46,7 +46,7 @@ def add_parsers(sub):
 
 
 def run_workflow_command(args) -> int:
-    from ..pipeline.workflow import load_workflow, run_workflow, stage_list
+    from ..stages.workflow import load_workflow, run_workflow, stage_list
 
     raw = load_workflow(args.workflow, args.overrides)
     if args.quiet:
@@ -79,8 +79,8 @@ def run_workflow_command(args) -> int:
 
 
 def run_status_command(args) -> int:
-    from ..pipeline.status import output_status
     from ..pipeline.storage import parse_options, resolve, set_options
+    from ..stages.status import output_status
 
     set_options(parse_options(args.storage_options))
     st = output_status(resolve(args.output))

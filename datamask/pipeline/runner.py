@@ -1,6 +1,6 @@
 """The per-split stage runner every stage shares (select, embed, score, dedup...).
 
-A per-split stage (:class:`~datamask.pipeline.stages.base.Stage`) plans a :class:`StageRun`: a
+A per-split stage (:class:`~datamask.stages.base.Stage`) plans a :class:`StageRun`: a
 plan of splits and a ``per_split`` function that handles one split. :func:`run_stage` does the
 rest, the same way for every stage:
 
@@ -265,7 +265,7 @@ def _check_kept(out: Output, rec: dict):
 
 
 def process_split(df, partition_info=None, *, splits, out_root, stage):
-    """One split of a :class:`~datamask.pipeline.stages.base.SplitStage` on a worker: its
+    """One split of a :class:`~datamask.stages.base.SplitStage` on a worker: its
     table to ``stage.process``, the record started here and completed with what it returns,
     the table and then the record written (:func:`finish_split`), timed."""
     from .frames import to_table

@@ -11,9 +11,9 @@ from datamask.errors import DatamaskDeprecationWarning
 
 
 def test_the_k_flag_is_n_clusters_with_a_warning():
-    from datamask.analysis.stages import ClusterConfig
     from datamask.cli import build_parser
     from datamask.cli.common import config_from_args
+    from datamask.stages.analysis import ClusterConfig
 
     with pytest.warns(DatamaskDeprecationWarning, match="--k is deprecated, use --n-clusters"):
         args = build_parser().parse_args(["cluster", "in", "out", "--k", "7"])
@@ -32,7 +32,7 @@ def test_the_command_line_prints_the_warning_as_one_line(tmp_path, capsys):
 
 
 def test_the_k_key_of_a_workflow_is_n_clusters_with_a_warning(tmp_path):
-    from datamask.pipeline.workflow import stage_configs
+    from datamask.stages.workflow import stage_configs
 
     raw = {"stages": ["cluster"], "input": str(tmp_path), "output": str(tmp_path / "o"), "k": 7}
     with pytest.warns(DatamaskDeprecationWarning, match="key k is deprecated, use n_clusters"):
@@ -102,8 +102,8 @@ def test_the_02_function_names_warn_and_resolve():
 def test_the_02_stage_functions_warn_and_run_the_stage(name, config):
     """0.2 exported run_cluster_stage / run_compare_stage: they still run the stage (here, to
     its one-line refusal of a config without input), with a warning."""
-    from datamask.analysis import stages
     from datamask.errors import ConfigError
+    from datamask.stages import analysis as stages
 
     assert name not in stages.__all__
     warns = pytest.warns(DatamaskDeprecationWarning, match=f"{name} is deprecated")

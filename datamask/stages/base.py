@@ -2,7 +2,7 @@
 
 A stage is a step of a workflow and a ``datamask NAME INPUT OUTPUT`` command. It names
 itself, its config class (whose fields are its flags and YAML keys), what it computes with
-on a GPU, and the line printed after a run. :data:`~datamask.pipeline.stages.STAGES` lists
+on a GPU, and the line printed after a run. :data:`~datamask.stages.STAGES` lists
 every stage by name; the command line, ``datamask run`` and ``datamask status`` read it.
 
 **A per-split stage** (select, embed, score; datatrove's ``PipelineStep``) subclasses
@@ -70,7 +70,7 @@ from __future__ import annotations
 import copy
 from typing import ClassVar
 
-from ..output import Output, n_splits
+from ..pipeline.output import Output, n_splits
 
 __all__ = ["Stage", "SplitStage", "CorpusStage", "INPUT_HELP", "split_runs", "reused"]
 
@@ -104,7 +104,7 @@ class Stage:
 
     def run(self, cfg, client=None) -> dict:
         """Run the stage on ``client`` (a local Dask cluster of its own when None); the manifest."""
-        from ..runner import run_stage
+        from ..pipeline.runner import run_stage
 
         return run_stage(self.plan(cfg), client)
 
@@ -126,14 +126,14 @@ class SplitStage(Stage):
     # ------------------------------------------------------------------ the hooks
     def columns(self, cfg):
         """How a split is read and checked: the columns it needs (default: id and text)."""
-        from ..schema import TextColumns
+        from ..pipeline.schema import TextColumns
 
         return TextColumns.from_config(cfg)
 
     def prepare(self, cfg) -> None:
         """Client, nothing written: ``self.cfg`` (checked, every path resolved), ``self.cols``,
         ``self.plan_`` (the input's splits, every file checked)."""
-        from ..runner import plan_splits, resolve_io
+        from ..pipeline.runner import plan_splits, resolve_io
 
         self.cfg = resolve_io(cfg, self.name)
         self.cols = self.columns(self.cfg)
@@ -172,7 +172,7 @@ class SplitStage(Stage):
     def plan(self, cfg):
         """The :class:`~datamask.pipeline.runner.StageRun` of ``cfg``: a copy of this stage,
         prepared, whose hooks and :meth:`process` the runner calls."""
-        from ..runner import StageRun, process_split
+        from ..pipeline.runner import StageRun, process_split
 
         run = copy.copy(self)
         run.prepare(cfg)
@@ -212,7 +212,7 @@ class CorpusStage(Stage):
         return result
 
     def run(self, cfg, client=None) -> dict:
-        from ..corpus import run_corpus_stage
+        from ..pipeline.corpus import run_corpus_stage
 
         return run_corpus_stage(self, cfg, client)
 

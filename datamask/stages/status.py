@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass, field
 
 from ..errors import DataError
-from .files import count_rows
-from .io import LEGACY_MARKERS, discover, make_splits
-from .output import MANIFEST, STATE_DIR, Output, n_splits, split_records
-from .stages import STAGES, get_stage
+from ..pipeline.files import count_rows
+from ..pipeline.io import LEGACY_MARKERS, discover, make_splits
+from ..pipeline.output import MANIFEST, STATE_DIR, Output, n_splits, split_records
+from . import STAGES, get_stage
 
 __all__ = ["OutputStatus", "output_status"]
 

@@ -16,17 +16,17 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ...core.diversity import get_diversity
-from ...core.estimator import rows_after_pruning
-from ...errors import DataError
-from ...methods import budget_for, prunes, score, select
-from ...methods.registry import tokens_column_of
-from ..gpu import CPU
-from ..gpu_worker import DeviceWork, device_array
-from ..io import split_seed  # noqa: F401  (re-exported: the seed of a split)
-from ..schema import LOGIT, SELECTED, Columns, check_table, check_vectors
-from ..side_by_side import split_side_by_side
-from ..tokens import split_lengths
+from ..core.diversity import get_diversity
+from ..core.estimator import rows_after_pruning
+from ..errors import DataError
+from ..methods import budget_for, prunes, score, select
+from ..methods.registry import tokens_column_of
+from .gpu import CPU
+from .gpu_worker import DeviceWork, device_array
+from .io import split_seed  # noqa: F401  (re-exported: the seed of a split)
+from .schema import LOGIT, SELECTED, Columns, check_table, check_vectors
+from .side_by_side import split_side_by_side
+from .tokens import split_lengths
 
 __all__ = [
     "SplitSelection",

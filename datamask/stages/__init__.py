@@ -17,13 +17,13 @@ __all__ = ["STAGES", "get_stage"]
 
 # name -> "module:Class", in the order ``datamask --help`` lists them
 STAGES = {
-    "select": "datamask.pipeline.stages.select:SelectStage",
-    "embed": "datamask.pipeline.stages.embed:EmbedStage",
-    "score": "datamask.pipeline.stages.score:ScoreStage",
-    "dedup": "datamask.pipeline.stages.dedup:DedupStage",
-    "cluster": "datamask.analysis.stages:ClusterStage",
-    "compare": "datamask.analysis.stages:CompareStage",
-    "search": "datamask.analysis.search.stage:SearchStage",
+    "select": "datamask.stages.select:SelectStage",
+    "embed": "datamask.stages.embed:EmbedStage",
+    "score": "datamask.stages.score:ScoreStage",
+    "dedup": "datamask.stages.dedup:DedupStage",
+    "cluster": "datamask.stages.analysis:ClusterStage",
+    "compare": "datamask.stages.analysis:CompareStage",
+    "search": "datamask.stages.search:SearchStage",
 }
 
 _LOADED: dict = {}
