@@ -2,7 +2,7 @@
 
 ``ClusterConfig`` and ``CompareConfig`` extend the pipeline's configs, so ``--split-size``,
 ``--scheduler`` or ``--ratio`` mean the same in every command and the YAML keys of a
-workflow are the flag names. Both are stages (:data:`datamask.stages.STAGES` names
+workflow are the flag names. Both are stages (:data:`datamask.stages.registry.STAGES` names
 them) of the whole-corpus kind (:class:`~datamask.stages.base.CorpusStage`): k-means
 and the comparison read every split at once, so each writes a ``compute`` instead of a
 per-split ``process``, and the output contract (config refused or ``--overwrite``,

@@ -2,7 +2,7 @@
 
 A stage is a step of a workflow and a ``datamask NAME INPUT OUTPUT`` command. It names
 itself, its config class (whose fields are its flags and YAML keys), what it computes with
-on a GPU, and the line printed after a run. :data:`~datamask.stages.STAGES` lists
+on a GPU, and the line printed after a run. :data:`~datamask.stages.registry.STAGES` lists
 every stage by name; the command line, ``datamask run`` and ``datamask status`` read it.
 
 **A per-split stage** (select, embed, score; datatrove's ``PipelineStep``) subclasses

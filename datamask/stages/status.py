@@ -17,7 +17,7 @@ from ..errors import DataError
 from ..pipeline.files import count_rows
 from ..pipeline.io import LEGACY_MARKERS, discover, make_splits
 from ..pipeline.output import MANIFEST, STATE_DIR, Output, n_splits, split_records
-from . import STAGES, get_stage
+from .registry import STAGES
 
 __all__ = ["OutputStatus", "output_status"]
 
@@ -64,7 +64,7 @@ class OutputStatus:
         if self.complete:
             read = f"{_n(self.splits, 'split')} read at once; " if self.splits is not None else ""
             return [f"{self.path}: {what}, complete ({read}manifest.json written)"]
-        keeps = getattr(get_stage(self.stage), "keeps", ()) if self.stage in STAGES else ()
+        keeps = getattr(STAGES[self.stage], "keeps", ()) if self.stage in STAGES else ()
         again = (
             f"to finish it: what it keeps ({', '.join(f'{k}/' for k in keeps)}) is reused, the rest computed"
             if keeps
@@ -103,7 +103,7 @@ def output_status(path) -> OutputStatus:
     state = json.loads(cfg_file.read_text())
     cfg = state.get("config", {})
     has_manifest = (p / MANIFEST).exists()
-    if state.get("stage") in STAGES and get_stage(state["stage"]).whole_corpus:
+    if state.get("stage") in STAGES and STAGES[state["stage"]].whole_corpus:
         return _corpus_status(p, state["stage"], has_manifest)
     records, broken = {}, {}
     for name, rec in out.records().items():

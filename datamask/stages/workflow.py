@@ -3,7 +3,7 @@
 A workflow is YAML whose keys are config fields (the CLI flags' names), plus ``--set
 key=value`` overrides; relative paths are taken from the current directory. With a
 ``stages: [...]`` list it chains stages: stage *k* reads stage *k-1*'s ``OUTPUT/<stage>/data``.
-The stages are those of :data:`datamask.stages.STAGES`.
+The stages are those of :data:`datamask.stages.registry.STAGES`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def load_workflow(path, overrides=()) -> dict:
 
 def stage_list(raw: dict, source: str = "workflow") -> list:
     """The names in a workflow's ``stages`` (a list, or a comma-separated string), checked."""
-    from . import STAGES
+    from .registry import STAGES
 
     names = raw["stages"]
     if isinstance(names, str):
@@ -64,7 +64,7 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     named after a stage holds that stage's own keys. Stage *k* reads stage *k-1*'s
     ``OUTPUT/<stage>/data`` and writes ``OUTPUT/<stage>``; the first reads ``input``."""
     from ..pipeline.runner import DATA_DIR
-    from . import STAGES, get_stage
+    from .registry import STAGES
 
     raw = dict(raw)
     names = stage_list(raw, source)
@@ -86,7 +86,7 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     inp, out = raw.pop("input", None), raw.pop("output", None)
     if not inp or not out:
         raise ConfigError(f"{source}: the workflow needs input and output keys (or --set input=... --set output=...)")
-    classes = {n: get_stage(n).config for n in names}
+    classes = {n: STAGES[n].config for n in names}
     known = {f.name for n in names for f in fields(classes[n])} | {k for n in names for k in classes[n].RENAMED}
     unknown = sorted(set(raw) - known)
     if unknown:
@@ -110,16 +110,16 @@ def run_workflow(raw: dict, source: str = "workflow", on_stage=None) -> list:
     """Run a chaining workflow on one client; returns ``[(stage, manifest)]``."""
     from ..pipeline.client import close_client, get_client
     from ..pipeline.gpu import select_level
-    from . import get_stage
+    from .registry import STAGES
 
     cfgs = stage_configs(raw, source)
     first = cfgs[0][1]
-    level = select_level(first.device, needs=get_stage(cfgs[0][0]).needs)
+    level = select_level(first.device, needs=STAGES[cfgs[0][0]].needs)
     client = get_client(first, level.device, level=level)
     try:
         results = []
         for name, cfg in cfgs:
-            m = get_stage(name).run(cfg, client=client)
+            m = STAGES[name].run(cfg, client=client)
             results.append((name, m))
             if on_stage is not None:
                 on_stage(name, cfg, m)
