@@ -1,7 +1,7 @@
 """Old names keep working for one release, each with one warning: the --k flag and k key
 (now n_clusters), --solver greedy/relaxed (now --method), ClusterError (now SchedulerError),
-runner.Stage (now StageRun), manifests that say partitions (now splits), and the 0.2 function
-names of the methods and features."""
+manifests that say partitions (now splits), and the 0.2 function names of the methods and
+features. 0.2's runner.Stage (a hand-built run) is gone: its error names what replaces it."""
 
 from __future__ import annotations
 
@@ -59,8 +59,9 @@ def test_old_names_of_classes_and_manifest_keys_still_resolve():
     from datamask.pipeline.output import n_splits, split_records
 
     assert ClusterError is SchedulerError and SchedulerError.exit_code == 3
-    with pytest.warns(DatamaskDeprecationWarning, match="runner.Stage is deprecated, use StageRun"):
-        assert runner.Stage is runner.StageRun
+    for old in ("Stage", "StageRun"):  # one object from plan to run: the bound SplitStage
+        with pytest.raises(AttributeError, match=r"is gone: a stage subclasses SplitStage .* run_stage\(stage.bind"):
+            getattr(runner, old)
     old = {"totals": {"partitions": 2}, "partitions": [{"name": "a"}, {"name": "b"}]}
     new = {"totals": {"splits": 2}, "splits": [{"name": "a"}, {"name": "b"}]}
     for m in (old, new):
