@@ -110,3 +110,27 @@ def test_the_02_stage_functions_warn_and_run_the_stage(name, config):
     warns = pytest.warns(DatamaskDeprecationWarning, match=f"{name} is deprecated")
     with warns, pytest.raises(ConfigError, match="input and output are required"):
         getattr(stages, name)(getattr(stages, config)())
+
+
+@pytest.mark.parametrize(
+    "old,new,name",
+    [
+        ("datamask.pipeline.stages.select", "datamask.stages.select", "SelectStage"),
+        ("datamask.pipeline.stages.embed", "datamask.stages.embed", "EmbedStage"),
+        ("datamask.pipeline.workflow", "datamask.stages.workflow", "run_workflow"),
+        ("datamask.pipeline.status", "datamask.stages.status", "output_status"),
+        ("datamask.analysis.stages", "datamask.stages.analysis", "ClusterConfig"),
+    ],
+)
+def test_the_02_module_paths_of_the_stages_import_the_moved_module(old, new, name):
+    """0.2.0's migration table names these paths; they import the module at its new place (the
+    same module object, its own spec kept), with a warning, until 0.4."""
+    import importlib
+    import sys
+
+    sys.modules.pop(old, None)
+    with pytest.warns(DatamaskDeprecationWarning) as warned:  # its old package's too, the first time
+        module = importlib.import_module(old)
+    assert f"{old} is deprecated, use {new} " in " ".join(str(w.message) for w in warned)
+    assert module is importlib.import_module(new) and module.__spec__.name == new
+    assert getattr(module, name).__module__ == new
