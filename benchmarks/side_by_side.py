@@ -5,7 +5,7 @@ Run:  python benchmarks/side_by_side.py [--rows 20000 200000] [--dim 384] [--rep
 Each ``select`` split also scores top-k and random at the selection's budget
 (:func:`datamask.pipeline.side_by_side.split_side_by_side`). Per size, in one process, on
 one synthetic split (:func:`datamask.core.synthetic.make_corpus`, float32) and the
-default config, this times :func:`~datamask.pipeline.stages.select_split.select_split` for
+default config, this times :func:`~datamask.pipeline.select_split.select_split` for
 the default method and for ``--method topk``, each with and without the side-by-side
 scoring, alternating so the ratios compare like with like on a shared machine (the best
 of ``--repeat`` runs). Writes ``benchmarks/results/side_by_side.md``.
@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from datamask.core.synthetic import make_corpus  # noqa: E402
 from datamask.pipeline.config import SelectConfig  # noqa: E402
-from datamask.pipeline.stages.select_split import select_split  # noqa: E402
+from datamask.pipeline.select_split import select_split  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "results", "side_by_side.md")
 

@@ -5,6 +5,8 @@ The core is :class:`DataMask` (one partition in, a boolean mask out) and
 torch; the pipeline's entry points below are imported on first use.
 """
 
+import sys
+
 from .core.estimator import DataMask
 from .core.objectives import evaluate
 
@@ -14,10 +16,10 @@ __all__ = ["DataMask", "evaluate", "__version__"]
 # Entry points that moved into the layer packages in 0.2 (CHANGELOG.md, 0.2.0), reachable
 # here for one release; imported lazily so ``import datamask`` stays light.
 _MOVED = {
-    "run_select": "datamask.pipeline.stages.select",
-    "run_embed": "datamask.pipeline.stages.embed",
-    "run_score": "datamask.pipeline.stages.score",
-    "run_workflow": "datamask.pipeline.workflow",
+    "run_select": "datamask.stages.select",
+    "run_embed": "datamask.stages.embed",
+    "run_score": "datamask.stages.score",
+    "run_workflow": "datamask.stages.workflow",
     "SelectConfig": "datamask.pipeline.config",
     "EmbedConfig": "datamask.pipeline.text_config",
     "ScoreConfig": "datamask.pipeline.text_config",
@@ -34,3 +36,49 @@ def __getattr__(name):
 
         return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module 'datamask' has no attribute {name!r}")
+
+
+# Modules that moved out of their 0.2 package into the stages layer (CHANGELOG.md,
+# Unreleased): the 0.2 path (the 0.2.0 migration table names ``datamask.pipeline.stages.select``
+# and ``datamask.analysis.stages``) imports the module itself, with a warning, for one release.
+_MOVED_MODULES = {
+    "datamask.pipeline.stages": "datamask.stages",
+    "datamask.pipeline.workflow": "datamask.stages.workflow",
+    "datamask.pipeline.status": "datamask.stages.status",
+    "datamask.analysis.stages": "datamask.stages.analysis",
+}
+
+
+class _MovedModules:
+    """Import hook: an old module path is served the module at its new path."""
+
+    @staticmethod
+    def new_name(name):
+        for old, new in _MOVED_MODULES.items():
+            if name == old or name.startswith(old + "."):
+                return new + name[len(old) :]
+        return None
+
+    def find_spec(self, name, path=None, target=None):
+        if self.new_name(name) is None:
+            return None
+        from importlib.util import spec_from_loader
+
+        return spec_from_loader(name, self)
+
+    def create_module(self, spec):
+        import importlib
+
+        from .errors import warn_deprecated
+
+        new = self.new_name(spec.name)
+        warn_deprecated(spec.name, new)
+        module = importlib.import_module(new)
+        spec.loader_state = module.__spec__  # the import system sets the old spec on it: put it back
+        return module
+
+    def exec_module(self, module):
+        module.__spec__ = module.__spec__.loader_state
+
+
+sys.meta_path.insert(0, _MovedModules())  # before the path finder: a stale folder of the old name is no module

@@ -4,6 +4,7 @@ modules, and ``import datamask`` without Dask or torch."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "datamask"
 # lowest first; a module may import its own layer and the layers before it
-LAYERS = ("errors", "core", "methods", "features", "dedup", "pipeline", "analysis", "dask", "cli")
+LAYERS = ("errors", "core", "methods", "features", "dedup", "pipeline", "analysis", "stages", "dask", "cli")
 MAX_LINES = 450  # the limit the codebase keeps (docs/design.md, "Layout and layering")
 MAX_FUNCTION_LINES = 80  # a function longer than this is split by concern
 
@@ -47,6 +48,28 @@ def _imports(mods: dict) -> dict:
                 if c in mods and c != m and not m.startswith(c + "."):
                     graph[m].add(c)
     return graph
+
+
+# ``datamask.<package>`` inside a string the code uses: a "module:Class" registry, an
+# import_module() or mock.patch() argument. Docstrings (a string standing alone as a
+# statement) are documentation: they may say who calls a function, and are not read here.
+_NAMED = re.compile(r"(?<![\w.])datamask\.(\w+)")
+
+
+def _named_by_string(source: str) -> set:
+    """The layer packages (``datamask.<package>``) that the code strings of ``source`` name."""
+    tree = ast.parse(source)
+    docs = {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+    }
+    return {
+        f"datamask.{pkg}"
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+        for pkg in _NAMED.findall(n.value)
+    }
 
 
 def _layer(module: str) -> int | None:
@@ -103,6 +126,25 @@ def test_imports_only_go_down():
         if _layer(m) is not None and _layer(c) is not None and _layer(c) > _layer(m)
     ]
     assert not upward, "imports from a higher layer: " + "; ".join(sorted(upward))
+
+
+def test_strings_name_no_higher_layer():
+    """A module path in a string is an import made later (``importlib.import_module``, a
+    "module:Class" registry, a patch target): it may not name a layer above the module's own
+    either, or the import test above could not see the dependency."""
+    upward = [
+        f"{m} -> {c}"
+        for m, p in _modules().items()
+        for c in _named_by_string(p.read_text())
+        if _layer(m) is not None and _layer(c) is not None and _layer(c) > _layer(m)
+    ]
+    assert not upward, "strings that name a higher layer: " + "; ".join(sorted(upward))
+
+
+def test_the_string_check_finds_a_planted_reference():
+    source = 'REGISTRY = {"x": "datamask.cli.x:X"}\nf(importlib.import_module(f"datamask.dask.{name}"))\n'
+    assert _named_by_string(source) == {"datamask.cli", "datamask.dask"}
+    assert _named_by_string('"""Called by datamask.cli.main."""\nx = "mydatamask.cli, datamask_cli"\n') == set()
 
 
 def test_modules_stay_small():

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..core.backend import get_namespace, to_numpy
 from ..core.kmeans import assign, check_k, fit_kmeans, inertia
-from ..pipeline.status import count_rows
+from ..pipeline.files import count_rows
 from .cluster_stats import combine_stats, partial_stats, stats_frame
 from .clusters import _has_faiss, embeddings_of, read_corpus, sample_embeddings
 

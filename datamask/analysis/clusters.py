@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..core.backend import get_namespace, to_numpy
 from ..core.kmeans import BACKENDS, assign, check_k, fit_kmeans, unit32
-from ..pipeline.status import count_rows
+from ..pipeline.files import count_rows
 from .cluster_stats import STAT_COLUMNS, cluster_stats, combine_stats, partial_stats, stats_frame  # noqa: F401
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The ``datamask`` command, one small module per command group:
 
-* :mod:`.stages`: one command per stage of :data:`datamask.pipeline.stages.STAGES`
+* :mod:`.stages`: one command per stage of :data:`datamask.stages.registry.STAGES`
   (``select``, ``embed``, ``score``, ``dedup``, ``cluster``, ``compare``);
 * :mod:`.workflow`: ``run`` (a workflow file), ``status``;
 * :mod:`.features`: ``train-quality``;

@@ -9,7 +9,7 @@ from dataclasses import MISSING, fields
 
 from ..errors import warn_deprecated
 from ..pipeline.config import SelectConfig, parse_value, with_preset
-from ..pipeline.stages.base import INPUT_HELP
+from ..stages.base import INPUT_HELP
 
 __all__ = [
     "add_stage_arguments",

@@ -64,8 +64,8 @@ def write_corpus(
 
 def run_demo(directory="demo-output", workflow=None, overrides=(), quiet=False, rows=None) -> int:
     from ..pipeline.config import SelectConfig
-    from ..pipeline.stages.select import SelectStage, run_select
-    from ..pipeline.workflow import load_workflow
+    from ..stages.select import SelectStage, run_select
+    from ..stages.workflow import load_workflow
     from .common import write_report_after
 
     directory = Path(directory)

@@ -59,7 +59,7 @@ def add_parsers(sub):
 
 def _proxy_lm(args) -> int:
     from ..analysis.proxy_lm import ProxyLMConfig, run_proxy_lm
-    from ..pipeline.workflow import load_workflow
+    from ..stages.workflow import load_workflow
 
     base = ProxyLMConfig.from_dict(load_workflow(args.config), source=args.config) if args.config else ProxyLMConfig()
     flags = config_from_args(args, ProxyLMConfig)

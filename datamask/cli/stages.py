@@ -1,18 +1,17 @@
-"""One command per stage of :data:`datamask.pipeline.stages.STAGES`: ``datamask NAME INPUT
+"""One command per stage of :data:`datamask.stages.registry.STAGES`: ``datamask NAME INPUT
 OUTPUT`` with one flag per field of the stage's config class; after the run it prints the
 stage's summary line (and writes the HTML report for the stages that have one)."""
 
 from __future__ import annotations
 
-from ..pipeline.stages import STAGES, get_stage
+from ..stages.registry import STAGES
 from .common import add_stage_arguments, config_from_args, write_report_after
 
 __all__ = ["add_parsers", "COMMANDS", "run_stage_command"]
 
 
 def add_parsers(sub):
-    for name in STAGES:
-        st = get_stage(name)
+    for name, st in STAGES.items():
         p = sub.add_parser(name, help=st.help, description=st.description)
         add_stage_arguments(p, st.config, st.output_help, input_help=st.input_help)
         p.epilog = stopped_run(st) or p.epilog
@@ -44,7 +43,7 @@ def stopped_run(st):
 
 
 def run_stage_command(args) -> int:
-    st = get_stage(args.command)
+    st = STAGES[args.command]
     cfg = config_from_args(args, st.config)
     manifest = st.run(cfg)
     if not cfg.quiet:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ConfigError
-from ..pipeline.stages import STAGES, get_stage
+from ..stages.registry import STAGES
 from .common import write_report_after
 
 __all__ = ["add_parsers", "COMMANDS"]
@@ -46,13 +46,13 @@ def add_parsers(sub):
 
 
 def run_workflow_command(args) -> int:
-    from ..pipeline.workflow import load_workflow, run_workflow, stage_list
+    from ..stages.workflow import load_workflow, run_workflow, stage_list
 
     raw = load_workflow(args.workflow, args.overrides)
     if args.quiet:
         raw["quiet"] = True
     if "stages" not in raw:  # a select workflow: its keys are select's
-        select = get_stage("select")
+        select = STAGES["select"]
         cfg = select.config.from_dict(raw, source=args.workflow)
         if not cfg.input or not cfg.output:
             raise ConfigError("the workflow needs input and output keys (or --set input=... --set output=...)")
@@ -66,11 +66,11 @@ def run_workflow_command(args) -> int:
     # a chain such as embed -> score -> dedup -> select (workflows/raw_jsonl.yaml): the last
     # stage that writes a report after its command (Stage.report) writes it here too; the
     # stages before it leave theirs to their own commands
-    with_report = [n for n in stage_list(raw, args.workflow) if get_stage(n).report]
+    with_report = [n for n in stage_list(raw, args.workflow) if STAGES[n].report]
 
     def report(stage, cfg, manifest):
         if not cfg.quiet:
-            print(get_stage(stage).summary(manifest, cfg.output))
+            print(STAGES[stage].summary(manifest, cfg.output))
         if with_report and stage == with_report[-1] and not args.no_report:
             write_report_after(cfg.output, cfg.quiet)
 
@@ -79,8 +79,8 @@ def run_workflow_command(args) -> int:
 
 
 def run_status_command(args) -> int:
-    from ..pipeline.status import output_status
     from ..pipeline.storage import parse_options, resolve, set_options
+    from ..stages.status import output_status
 
     set_options(parse_options(args.storage_options))
     st = output_status(resolve(args.output))

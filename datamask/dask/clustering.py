@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.stages import ClusterConfig
 from ..errors import DataError
+from ..stages.analysis import ClusterConfig
 from .params import takes_config
 from .partitions import check_not_strings, keep_attrs
 

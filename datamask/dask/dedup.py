@@ -38,7 +38,7 @@ GROUPS_META = pd.DataFrame(
 def _texts(df, cfg, where):
     import pyarrow as pa
 
-    from ..pipeline.stages.dedup_read import read_texts
+    from ..stages.dedup_read import read_texts
 
     if cfg.text_column not in df.columns:
         raise DataError(

@@ -1,7 +1,7 @@
 """``select`` and ``evaluate`` on a Dask DataFrame whose partitions are the splits.
 
 Both are one ``map_partitions`` with an explicit ``meta``: building them computes nothing.
-Each partition runs :func:`~datamask.pipeline.stages.select_split.select_split`, the function
+Each partition runs :func:`~datamask.pipeline.select_split.select_split`, the function
 ``datamask select`` runs on each split, with the split's own seed; so on the frame
 :func:`datamask.dask.read` gives, ``select(ddf)`` keeps the rows ``datamask select`` keeps.
 """
@@ -19,7 +19,7 @@ from ..pipeline.config import SelectConfig
 from ..pipeline.gpu import select_level
 from ..pipeline.io import split_seed
 from ..pipeline.schema import LOGIT, SELECTED, Columns
-from ..pipeline.stages.select_split import duplicate_ids, select_split
+from ..pipeline.select_split import duplicate_ids, select_split
 from ..pipeline.tokens import tokens_column_of
 from .params import takes_config
 from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, keep_attrs, part_split, part_table

@@ -1,7 +1,7 @@
 """The output contract of a whole-corpus stage (cluster, compare), the same as a per-split
 stage's, from one place.
 
-:func:`run_corpus_stage` runs a :class:`~datamask.pipeline.stages.base.CorpusStage`:
+:func:`run_corpus_stage` runs a :class:`~datamask.stages.base.CorpusStage`:
 
 1. client, before anything is written: the config checked and its paths resolved
    (:func:`~datamask.pipeline.runner.resolve_io`), the GPU level chosen, the input listed
@@ -9,11 +9,11 @@ stage's, from one place.
 2. the output: a directory holding foreign files is refused; one holding a run of another
    config (or another stage) is refused in one line naming ``--overwrite``; ``--overwrite``
    replaces it; the same config of a finished output returns its manifest (nothing runs);
-   otherwise what the stage writes is removed (but :attr:`~.stages.base.CorpusStage.keeps`,
+   otherwise what the stage writes is removed (but :attr:`~datamask.stages.base.CorpusStage.keeps`,
    resumable outputs of their own, such as compare's ``dedup/``) and the config record is
    written;
-3. the stage's :meth:`~.stages.base.CorpusStage.compute` on the client (a local Dask cluster
-   of its own when none is given), then :meth:`~.stages.base.CorpusStage.finish` after that
+3. the stage's :meth:`~datamask.stages.base.CorpusStage.compute` on the client (a local Dask cluster
+   of its own when none is given), then :meth:`~datamask.stages.base.CorpusStage.finish` after that
    cluster is closed;
 4. ``manifest.json``, last: config, fingerprint, versions, device, the stage's own keys and
    totals. ``datamask status`` and the next stage read it.

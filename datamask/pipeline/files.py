@@ -1,4 +1,4 @@
-"""Files written whole or not at all, and Parquet read, on a local disk or an object store.
+"""Files written whole or not at all, Parquet and JSONL read, on a local disk or an object store.
 
 Locally a file is written under a temporary name and renamed when complete; on an object
 store (no rename) it is one object, which appears only when its upload completes. Either
@@ -7,6 +7,7 @@ way a reader sees the whole file or none (:mod:`~datamask.pipeline.storage`).
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -16,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import OutputError
+from ..errors import DataError, OutputError
 from .storage import Remote, is_url, location, open_file
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "write_parquet_atomic",
     "write_json_atomic",
     "parquet_rows",
+    "count_rows",
     "read_parquet_table",
     "hive_path",
     "upload_tree",
@@ -111,6 +113,39 @@ def parquet_rows(path) -> int | None:
             return pq.ParquetFile(fh).metadata.num_rows
     except (OSError, pa.ArrowInvalid, ValueError):
         return None
+
+
+def _open_text(path):
+    """A binary line reader of a (gzipped) JSONL file, local or a URL."""
+    fh = open_file(path, "rb")
+    return gzip.GzipFile(fileobj=fh) if str(path).lower().endswith(".gz") else fh
+
+
+def _jsonl_lines(path, rel):
+    """``(line number, text)`` of a JSONL file's non-empty lines; a byte that is not UTF-8 is
+    reported with its line number and column."""
+    with _open_text(path) as fh:
+        for i, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(
+                    f"{rel}: line {i}: byte 0x{raw[e.start]:02x} at column {e.start + 1} is not "
+                    "UTF-8; re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+                ) from None
+            if line.strip():
+                yield i, line
+
+
+def count_rows(f) -> int:
+    """Rows of one input file (an :class:`~datamask.pipeline.io.InputFile`): the Parquet
+    footer, or the JSONL file's non-empty lines."""
+    if f.fmt == "parquet":
+        n = parquet_rows(f.path)
+        if n is None:
+            raise DataError(f"{f.rel}: not a readable Parquet file; replace or remove it")
+        return n
+    return sum(1 for _ in _jsonl_lines(f.path, f.rel))
 
 
 def hive_path(column: str, value) -> str:

@@ -89,8 +89,8 @@ def read_splits(
     import dask.dataframe as dd
 
     from ..errors import DataError
+    from .files import count_rows
     from .io import discover, make_splits
-    from .status import count_rows
 
     cols = _ReadColumns(embedding=embedding_column)
     splits = []

@@ -8,7 +8,6 @@ corpus get new splits, and the old ones keep their names and seeds.
 from __future__ import annotations
 
 import glob
-import gzip
 import hashlib
 import json
 import math
@@ -24,6 +23,7 @@ import pyarrow.parquet as pq
 
 from ..errors import DataError
 from .files import (
+    _jsonl_lines,
     dictionary_columns,
     hive_path,
     parquet_rows,
@@ -284,28 +284,6 @@ def _discover_remote(spec: str) -> list[InputFile]:
             "the endpoint and the storage credentials"
         ) from None
     return _input_files([(url(q), q[len(base) :].strip("/")) for q in hits], spec)
-
-
-def _open_text(path):
-    """A binary line reader of a (gzipped) JSONL file, local or a URL."""
-    fh = open_file(path, "rb")
-    return gzip.GzipFile(fileobj=fh) if str(path).lower().endswith(".gz") else fh
-
-
-def _jsonl_lines(path, rel):
-    """``(line number, text)`` of a JSONL file's non-empty lines; a byte that is not UTF-8 is
-    reported with its line number and column."""
-    with _open_text(path) as fh:
-        for i, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataError(
-                    f"{rel}: line {i}: byte 0x{raw[e.start]:02x} at column {e.start + 1} is not "
-                    "UTF-8; re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-                ) from None
-            if line.strip():
-                yield i, line
 
 
 def inspect_file(f: InputFile, cols: Columns, partition_on=None):

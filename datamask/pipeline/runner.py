@@ -1,14 +1,15 @@
 """The per-split stage runner every stage shares (select, embed, score, dedup...).
 
-A per-split stage (:class:`~datamask.pipeline.stages.base.Stage`) plans a :class:`StageRun`: a
-plan of splits and a ``per_split`` function that handles one split. :func:`run_stage` does the
-rest, the same way for every stage:
+:func:`run_stage` runs a per-split stage (a :class:`~datamask.stages.base.SplitStage` bound
+to its config by ``stage.bind(cfg)``: the plan of splits, the columns and the hooks are the
+stage's own attributes and methods) the same way for every stage:
 
 1. output (client): refuse a directory that holds another config or foreign files, find
    finished splits (resume), record the config fingerprint;
 2. run (Dask workers): ``from_map`` reads each pending split, ``map_partitions`` (explicit
-   ``meta``) runs ``per_split`` on it, which writes the split's file(s) under a temporary
-   name, renamed when complete, then a small record of the split;
+   ``meta``) runs :func:`process_split` on it, which hands the split's table to
+   ``stage.process``, writes the split's file(s) under a temporary name, renamed when
+   complete, then a small record of the split;
 3. manifest (client): every split's record, config, versions, totals, wall time. It is
    written last: an output without ``manifest.json`` is incomplete.
 
@@ -31,7 +32,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +39,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError, DataError, OutputError, renamed
+from ..errors import ConfigError, DataError, OutputError
 from .frames import read_frame
 from .gpu import CPU, Level, select_level
 from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
@@ -50,7 +50,6 @@ from .storage import StorageOptionsPlugin, inside, is_url, parse_options, resolv
 
 __all__ = [
     "run_stage",
-    "StageRun",
     "process_split",
     "plan_splits",
     "resolve_io",
@@ -143,31 +142,13 @@ def run_pending(
     return results
 
 
-@dataclass
-class StageRun:
-    """One run of a per-split stage (select, embed, score, dedup), as :func:`run_stage` runs it.
-
-    ``per_split(df, partition_info=None, *, splits, out_root, **kwargs)`` handles one split:
-    it writes the split's files under ``out_root/data`` atomically, then its record under
-    ``out_root/_datamask/parts`` (see :func:`finish_split`), and returns the record frame.
-    """
-
-    name: str
-    plan: Plan
-    cols: object  # Columns or TextColumns: how splits are read and checked
-    per_split: Callable
-    kwargs: dict = field(default_factory=dict)  # passed to ``per_split`` (must pickle)
-    frame_device: str = "cpu"  # "gpu": partitions are cudf frames on the RAPIDS level, pandas otherwise
-    check: Callable | None = None  # (client, pending) -> kwargs or None; before the output dir is touched
-    setup: Callable | None = None  # (client, pending, out) -> kwargs or None; after it is prepared
-    steps_per: int = 0  # progress steps each split reports (select's policy gradient)
-    progress_rows: bool = False  # each split reports the rows it has done (embed)
-    totals: Callable | None = None  # (records) -> extra manifest totals
-    extra: Callable | None = None  # (out) -> extra manifest keys
-
-
-# StageRun's 0.2 name, read for one release (a new stage subclasses stages.base.SplitStage)
-__getattr__ = renamed(globals(), {"Stage": "StageRun"})
+def __getattr__(name):
+    if name in ("Stage", "StageRun"):  # 0.2's hand-built run of a stage, and its later name
+        raise AttributeError(
+            f"{__name__}.{name} is gone: a stage subclasses SplitStage (datamask/stages/base.py) and "
+            "run_stage(stage.bind(cfg)) runs it"
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # config fields that name a local file or folder a worker opens (resolved with input and output)
@@ -265,7 +246,7 @@ def _check_kept(out: Output, rec: dict):
 
 
 def process_split(df, partition_info=None, *, splits, out_root, stage):
-    """One split of a :class:`~datamask.pipeline.stages.base.SplitStage` on a worker: its
+    """One split of a bound :class:`~datamask.stages.base.SplitStage` on a worker: its
     table to ``stage.process``, the record started here and completed with what it returns,
     the table and then the record written (:func:`finish_split`), timed."""
     from .frames import to_table
@@ -304,11 +285,11 @@ def share_storage_options(client):
         client.register_plugin(StorageOptionsPlugin(opts))
 
 
-def _run_splits(stage: StageRun, client, pending, kwargs, out: Output, records: dict, n_done: int):
+def _run_splits(stage, client, pending, out: Output, records: dict, n_done: int):
     """The pending splits on the workers (progress bars; each checked from here as it
     lands, into ``records``); the run's throughput."""
-    plan = stage.plan
-    frames = "cudf" if stage.frame_device == "gpu" and plan.level.frames == "cudf" else "pandas"
+    plan = stage.plan_
+    frames = "cudf" if stage.gpu_frames and plan.device == "gpu" and plan.level.frames == "cudf" else "pandas"
     t_run = time.perf_counter()
     n_all = len(plan.splits)
     rows = {s.name: s.rows for s in pending} if stage.progress_rows else None
@@ -318,29 +299,34 @@ def _run_splits(stage: StageRun, client, pending, kwargs, out: Output, records: 
         n_done,
         len(pending),
         plan.cfg.quiet,
-        steps_per=stage.steps_per,
+        steps_per=stage.steps_per_split(),
         per_split=rows,
         unit="row" if rows else "step",
     )
     with bars:
-        fn, root = stage.per_split, str(out.root)
-        records.update(run_pending(client, pending, stage.cols, frames, fn, kwargs, root, bars.split_done, out.verify))
+        root = str(out.root)
+        done = run_pending(
+            client, pending, stage.cols, frames, process_split, {"stage": stage}, root, bars.split_done, out.verify
+        )
+        records.update(done)
     n_workers = len(client.scheduler_info().get("workers", {}))
     return throughput(records, [s.name for s in pending], time.perf_counter() - t_run, n_workers, plan.level)
 
 
-def run_stage(stage: StageRun, client=None) -> dict:
-    """Run ``stage`` over every split not finished yet; returns the manifest.
+def run_stage(stage, client=None) -> dict:
+    """Run ``stage`` (a :class:`~datamask.stages.base.SplitStage` bound to its config:
+    ``stage.bind(cfg)``) over every split not finished yet; returns the manifest.
 
     Shared by every stage: output checks and config-fingerprint refusal, resume from the
-    per-split records, the client, progress bars, the client's check of every split a worker
-    wrote, the manifest. A failure leaves the output holding its config record (a rerun
-    resumes), or removes it whole when it is new and no split was finished, once every
-    split in flight has ended."""
+    per-split records, the client, the stage's hooks (``check`` before the output is touched,
+    ``setup`` after it is prepared, ``totals`` and ``extra`` for the manifest), progress bars,
+    the client's check of every split a worker wrote, the manifest. A failure leaves the
+    output holding its config record (a rerun resumes), or removes it whole when it is new
+    and no split was finished, once every split in flight has ended."""
     from .client import close_client, get_client
 
     t0 = time.perf_counter()
-    plan = stage.plan
+    plan = stage.plan_
     cfg = plan.cfg
     fingerprint = cfg.fingerprint(plan.device)
     out = Output(cfg.output)
@@ -357,13 +343,12 @@ def run_stage(stage: StageRun, client=None) -> dict:
         if own:
             client = get_client(cfg, plan.device, n_tasks=len(pending), level=plan.level)
         share_storage_options(client)
-        kwargs = dict(stage.kwargs)
-        if stage.check is not None and pending:
-            kwargs.update(stage.check(client, pending) or {})
+        if pending:
+            stage.check(client, pending)
         out.prepare(cfg, fingerprint, plan.device, stage=stage.name)
-        if stage.setup is not None and pending:
-            kwargs.update(stage.setup(client, pending, out) or {})
-        rate = _run_splits(stage, client, pending, kwargs, out, records, len(done)) if pending else None
+        if pending:
+            stage.setup(client, pending, out)
+        rate = _run_splits(stage, client, pending, out, records, len(done)) if pending else None
         out.clean_temps()
         manifest = build_manifest(
             plan,
@@ -373,7 +358,7 @@ def run_stage(stage: StageRun, client=None) -> dict:
             time.perf_counter() - t0,
             stage=stage.name,
             totals=stage.totals,
-            extra=stage.extra(out) if stage.extra is not None else None,
+            extra=stage.extra(out),
             throughput=rate,
         )
         write_json_atomic(manifest, out.root / MANIFEST)

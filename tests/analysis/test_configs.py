@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from datamask.analysis.stages import ClusterConfig, CompareConfig
 from datamask.errors import ConfigError
 from datamask.pipeline.config import SelectConfig
-from datamask.pipeline.workflow import load_workflow
+from datamask.stages.analysis import ClusterConfig, CompareConfig
+from datamask.stages.workflow import load_workflow
 
 WF = Path(__file__).resolve().parents[2] / "workflows"
 
@@ -40,7 +40,7 @@ def test_preset_paper_sets_the_recipe_and_given_settings_override_it():
 
 
 def test_baselines_workflow_chains_cluster_and_compare():
-    from datamask.pipeline.workflow import stage_configs
+    from datamask.stages.workflow import stage_configs
 
     cfgs = stage_configs(load_workflow(WF / "baselines.yaml", ["cluster.n_clusters=7", "compare.ratio=0.2"]))
     (n1, c1), (n2, c2) = cfgs

@@ -21,7 +21,7 @@ def compared(tmp_path_factory):
     6000 rows of d=32 in 2 files of 2 splits each."""
     from datamask.analysis.compare_run import run_compare
     from datamask.cli.demo import DEMO_WORKFLOW, write_corpus
-    from datamask.pipeline.workflow import load_workflow
+    from datamask.stages.workflow import load_workflow
 
     root = tmp_path_factory.mktemp("cmp")
     spec = dict(load_workflow(DEMO_WORKFLOW)["corpus"], n_rows=6000, dim=32, n_files=2)
@@ -86,7 +86,7 @@ def test_report_of_select_output(tmp_path):
 
     from datamask.analysis.report import build_report
     from datamask.cli.demo import write_corpus
-    from datamask.pipeline.stages.select import SelectStage, run_select
+    from datamask.stages.select import SelectStage, run_select
 
     write_corpus(tmp_path / "c", n_rows=3000, dim=32, n_files=1, n_topics=8, row_group_size=1000)
     cfg = SelectConfig(input=str(tmp_path / "c"), output=str(tmp_path / "o"), split_size=1500, steps=50, quiet=True)

@@ -1,8 +1,8 @@
 """Old names keep working for one release, each with one warning: the --k flag and k key
 (now n_clusters), --solver greedy/relaxed (now --method), DataMask(solver=, tokens=) (now
-method=, token_budget=, with a FutureWarning), ClusterError (now SchedulerError), runner.Stage
-(now StageRun), manifests that say partitions (now splits), and the 0.2 function names of the
-methods and features."""
+method=, token_budget=, with a FutureWarning), ClusterError (now SchedulerError), manifests that
+say partitions (now splits), and the 0.2 function names of the methods and features. 0.2's
+runner.Stage (a hand-built run) is gone: its error names what replaces it."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from datamask.errors import DatamaskDeprecationWarning
 
 
 def test_the_k_flag_is_n_clusters_with_a_warning():
-    from datamask.analysis.stages import ClusterConfig
     from datamask.cli import build_parser
     from datamask.cli.common import config_from_args
+    from datamask.stages.analysis import ClusterConfig
 
     with pytest.warns(DatamaskDeprecationWarning, match="--k is deprecated, use --n-clusters"):
         args = build_parser().parse_args(["cluster", "in", "out", "--k", "7"])
@@ -33,7 +33,7 @@ def test_the_command_line_prints_the_warning_as_one_line(tmp_path, capsys):
 
 
 def test_the_k_key_of_a_workflow_is_n_clusters_with_a_warning(tmp_path):
-    from datamask.pipeline.workflow import stage_configs
+    from datamask.stages.workflow import stage_configs
 
     raw = {"stages": ["cluster"], "input": str(tmp_path), "output": str(tmp_path / "o"), "k": 7}
     with pytest.warns(DatamaskDeprecationWarning, match="key k is deprecated, use n_clusters"):
@@ -95,8 +95,9 @@ def test_old_names_of_classes_and_manifest_keys_still_resolve():
     from datamask.pipeline.output import n_splits, split_records
 
     assert ClusterError is SchedulerError and SchedulerError.exit_code == 3
-    with pytest.warns(DatamaskDeprecationWarning, match="runner.Stage is deprecated, use StageRun"):
-        assert runner.Stage is runner.StageRun
+    for old in ("Stage", "StageRun"):  # one object from plan to run: the bound SplitStage
+        with pytest.raises(AttributeError, match=r"is gone: a stage subclasses SplitStage .* run_stage\(stage.bind"):
+            getattr(runner, old)
     old = {"totals": {"partitions": 2}, "partitions": [{"name": "a"}, {"name": "b"}]}
     new = {"totals": {"splits": 2}, "splits": [{"name": "a"}, {"name": "b"}]}
     for m in (old, new):
@@ -138,10 +139,34 @@ def test_the_02_function_names_warn_and_resolve():
 def test_the_02_stage_functions_warn_and_run_the_stage(name, config):
     """0.2 exported run_cluster_stage / run_compare_stage: they still run the stage (here, to
     its one-line refusal of a config without input), with a warning."""
-    from datamask.analysis import stages
     from datamask.errors import ConfigError
+    from datamask.stages import analysis as stages
 
     assert name not in stages.__all__
     warns = pytest.warns(DatamaskDeprecationWarning, match=f"{name} is deprecated")
     with warns, pytest.raises(ConfigError, match="input and output are required"):
         getattr(stages, name)(getattr(stages, config)())
+
+
+@pytest.mark.parametrize(
+    "old,new,name",
+    [
+        ("datamask.pipeline.stages.select", "datamask.stages.select", "SelectStage"),
+        ("datamask.pipeline.stages.embed", "datamask.stages.embed", "EmbedStage"),
+        ("datamask.pipeline.workflow", "datamask.stages.workflow", "run_workflow"),
+        ("datamask.pipeline.status", "datamask.stages.status", "output_status"),
+        ("datamask.analysis.stages", "datamask.stages.analysis", "ClusterConfig"),
+    ],
+)
+def test_the_02_module_paths_of_the_stages_import_the_moved_module(old, new, name):
+    """0.2.0's migration table names these paths; they import the module at its new place (the
+    same module object, its own spec kept), with a warning, until 0.4."""
+    import importlib
+    import sys
+
+    sys.modules.pop(old, None)
+    with pytest.warns(DatamaskDeprecationWarning) as warned:  # its old package's too, the first time
+        module = importlib.import_module(old)
+    assert f"{old} is deprecated, use {new} " in " ".join(str(w.message) for w in warned)
+    assert module is importlib.import_module(new) and module.__spec__.name == new
+    assert getattr(module, name).__module__ == new

@@ -14,7 +14,7 @@ from datamask.pipeline import runner
 from datamask.pipeline.client import close_client, get_client
 from datamask.pipeline.config import SelectConfig
 from datamask.pipeline.gpu import CPU, Level
-from datamask.pipeline.stages.select import run_select
+from datamask.stages.select import run_select
 from tests.helpers.pipeline_data import SPLIT, STEPS, manifest, read_out
 
 FAKE = Level("cuda", "pandas", "numpy", "sklearn", "per-gpu", ("Fake GPU A", "Fake GPU B"), (2**34, 2**34))
@@ -65,7 +65,7 @@ def test_out_of_memory_in_a_worker_is_one_line(fake_cuda, corpus, tmp_path, caps
 
     from distributed import LocalCluster
 
-    from datamask.pipeline.stages import select_split as select_stage  # the per-split function's module
+    from datamask.pipeline import select_split as select_stage  # the per-split function's module
     from tests.helpers.pipeline_data import assert_fails, assert_no_output
 
     def oom(*a, **k):

@@ -201,7 +201,7 @@ def test_a_workflow_ratio_is_cleared_with_null():
 
 
 def test_workflow_key_tokens(tmp_path):
-    from datamask.pipeline.workflow import load_workflow
+    from datamask.stages.workflow import load_workflow
 
     wf = tmp_path / "w.yaml"
     wf.write_text("input: in\noutput: out\ntokens: 1.5B\ntokens_column: token_count\n")

@@ -1,7 +1,7 @@
 """One trial: a recipe's selection of the whole input, and one proxy model per seed trained on it.
 
 :func:`select_recipe` (a Dask task over every split) applies a recipe as ``datamask select``
-would: each split through :func:`~datamask.pipeline.stages.select_split.select_split` with the
+would: each split through :func:`~datamask.pipeline.select_split.select_split` with the
 split's own seed, so ``recipe.yaml`` run on the input makes the same selection. It drops the
 rows whose exact text is in an evaluation set (leaks, counted) and measures what the loss may
 track: the selection's mean quality, its pairwise diversity (minus the mean cosine between
@@ -113,7 +113,7 @@ def _split_selection(df, i, scfg, cfg, weights, comp_range):
     from ...pipeline.frames import to_table
     from ...pipeline.io import split_seed
     from ...pipeline.schema import embedding_matrix
-    from ...pipeline.stages.select_split import select_split
+    from ...pipeline.select_split import select_split
 
     identity, where, first = split_of(df, i)
     table = to_table(df)

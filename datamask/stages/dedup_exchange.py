@@ -26,9 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...errors import OutputError
-from ..files import write_json_atomic
-from ..storage import Remote, location, open_file, rmtree
+from ..errors import OutputError
+from ..pipeline.files import write_json_atomic
+from ..pipeline.storage import Remote, location, open_file, rmtree
 
 __all__ = [
     "RoutedWriter",
@@ -202,8 +202,8 @@ class Passes:
     def run(self, name: str, fn, items, ctx, desc: str | None = None) -> list:
         """``fn(item, ctx)`` for every item, as Dask tasks (:func:`~datamask.pipeline.executor.run_tasks`:
         the first error cancels the rest and waits for those running); their dicts, in item order."""
-        from ..executor import run_tasks
-        from ..runner import ProgressBars
+        from ..pipeline.executor import run_tasks
+        from ..pipeline.runner import ProgressBars
 
         got = self.done(name) if self.reuse else None
         if got is not None:

@@ -3,7 +3,7 @@
 A workflow is YAML whose keys are config fields (the CLI flags' names), plus ``--set
 key=value`` overrides; relative paths are taken from the current directory. With a
 ``stages: [...]`` list it chains stages: stage *k* reads stage *k-1*'s ``OUTPUT/<stage>/data``.
-The stages are those of :data:`datamask.pipeline.stages.STAGES`.
+The stages are those of :data:`datamask.stages.registry.STAGES`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def load_workflow(path, overrides=()) -> dict:
 
 def stage_list(raw: dict, source: str = "workflow") -> list:
     """The names in a workflow's ``stages`` (a list, or a comma-separated string), checked."""
-    from .stages import STAGES
+    from .registry import STAGES
 
     names = raw["stages"]
     if isinstance(names, str):
@@ -63,8 +63,8 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     Top-level keys go to every stage that has them (``split_size``, ``device``...); a block
     named after a stage holds that stage's own keys. Stage *k* reads stage *k-1*'s
     ``OUTPUT/<stage>/data`` and writes ``OUTPUT/<stage>``; the first reads ``input``."""
-    from .runner import DATA_DIR
-    from .stages import STAGES, get_stage
+    from ..pipeline.runner import DATA_DIR
+    from .registry import STAGES
 
     raw = dict(raw)
     names = stage_list(raw, source)
@@ -86,12 +86,12 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     inp, out = raw.pop("input", None), raw.pop("output", None)
     if not inp or not out:
         raise ConfigError(f"{source}: the workflow needs input and output keys (or --set input=... --set output=...)")
-    classes = {n: get_stage(n).config for n in names}
+    classes = {n: STAGES[n].config for n in names}
     known = {f.name for n in names for f in fields(classes[n])} | {k for n in names for k in classes[n].RENAMED}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} for stages {', '.join(names)}")
-    from .storage import location, resolve
+    from ..pipeline.storage import location, resolve
 
     out = resolve(out)  # on the client, before any stage is sent to a worker
     cfgs, prev = [], resolve(inp)
@@ -108,18 +108,18 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
 
 def run_workflow(raw: dict, source: str = "workflow", on_stage=None) -> list:
     """Run a chaining workflow on one client; returns ``[(stage, manifest)]``."""
-    from .client import close_client, get_client
-    from .gpu import select_level
-    from .stages import get_stage
+    from ..pipeline.client import close_client, get_client
+    from ..pipeline.gpu import select_level
+    from .registry import STAGES
 
     cfgs = stage_configs(raw, source)
     first = cfgs[0][1]
-    level = select_level(first.device, needs=get_stage(cfgs[0][0]).needs)
+    level = select_level(first.device, needs=STAGES[cfgs[0][0]].needs)
     client = get_client(first, level.device, level=level)
     try:
         results = []
         for name, cfg in cfgs:
-            m = get_stage(name).run(cfg, client=client)
+            m = STAGES[name].run(cfg, client=client)
             results.append((name, m))
             if on_stage is not None:
                 on_stage(name, cfg, m)

@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ...dedup.normalize import as_string_array
-from ...errors import DataError
-from ..io import Split, read_split, split_row_groups
-from ..runner import ProgressBars
-from ..schema import TextColumns
-from ..storage import open_file
+from ..dedup.normalize import as_string_array
+from ..errors import DataError
+from ..pipeline.io import Split, read_split, split_row_groups
+from ..pipeline.runner import ProgressBars
+from ..pipeline.schema import TextColumns
+from ..pipeline.storage import open_file
 
 __all__ = [
     "ROW_BITS",
@@ -114,7 +114,7 @@ def per_split(fn, plan, ranks, docs_sorted, meta, **kw):
 def gather(client, frames, desc, quiet, n):
     """Compute a Dask frame partition by partition (a progress bar; through
     :func:`~datamask.pipeline.executor.run_tasks`), concatenated in partition order."""
-    from ..executor import run_tasks
+    from ..pipeline.executor import run_tasks
 
     with ProgressBars(client, n, 0, n, quiet, desc=desc) as bars:
         parts = run_tasks(client, frames, lambda i, r: bars.split_done(None), what=f"{desc} task(s)")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
-from ...pipeline.runner import resolve_io
-from ...pipeline.stages.base import CorpusStage, reused
-from .config import SearchConfig
-from .run import KEEPS, WRITES, compute_search, resolve_eval
+from ..analysis.search.config import SearchConfig
+from ..analysis.search.run import KEEPS, WRITES, compute_search, resolve_eval
+from ..pipeline.runner import resolve_io
+from .base import CorpusStage, reused
 
 __all__ = ["SearchStage", "run_search"]
 

@@ -15,12 +15,12 @@ import os
 import sys
 from dataclasses import replace
 
-from ...errors import ConfigError, DataError
-from ..frames import pandas_table, text_frame
-from ..gpu import CPU
-from ..gpu_worker import DeviceWork
-from ..progress import row_progress
-from ..text_config import EmbedConfig
+from ..errors import ConfigError, DataError
+from ..pipeline.frames import pandas_table, text_frame
+from ..pipeline.gpu import CPU
+from ..pipeline.gpu_worker import DeviceWork
+from ..pipeline.progress import row_progress
+from ..pipeline.text_config import EmbedConfig
 from .base import SplitStage, split_runs
 
 __all__ = ["EmbedStage", "run_embed", "embed_split", "make_embedder"]
@@ -48,7 +48,7 @@ def embed_split(pdf, where, *, cfg, embedder, level=CPU, progress=None):
     ``attrs["n_skipped"]``) and the device record: the per-split function of ``datamask
     embed``, shared with :func:`datamask.dask.embed`; ``progress(done)`` after each block of
     texts (:func:`~datamask.pipeline.progress.row_progress`)."""
-    from ...features.embed import embed_frame
+    from ..features.embed import embed_frame
 
     try:  # the texts are read and decoded outside: on a GPU worker, while another split embeds
         with DeviceWork(level, where, cfg.split_size, flag="--batch-size or --split-size") as work:
@@ -59,8 +59,8 @@ def embed_split(pdf, where, *, cfg, embedder, level=CPU, progress=None):
 
 
 def make_embedder(cfg, device):
-    from ...features.embed import Embedder
-    from ...features.model_cache import cache_root
+    from ..features.embed import Embedder
+    from ..features.model_cache import cache_root
 
     try:
         emb = Embedder(

@@ -14,11 +14,12 @@ import json
 from dataclasses import dataclass, field
 
 from ..errors import DataError
-from .io import LEGACY_MARKERS, InputFile, discover, make_splits
-from .output import MANIFEST, STATE_DIR, Output, n_splits, split_records
-from .stages import STAGES, get_stage
+from ..pipeline.files import count_rows
+from ..pipeline.io import LEGACY_MARKERS, discover, make_splits
+from ..pipeline.output import MANIFEST, STATE_DIR, Output, n_splits, split_records
+from .registry import STAGES
 
-__all__ = ["OutputStatus", "output_status", "count_rows"]
+__all__ = ["OutputStatus", "output_status"]
 
 
 @dataclass
@@ -63,7 +64,7 @@ class OutputStatus:
         if self.complete:
             read = f"{_n(self.splits, 'split')} read at once; " if self.splits is not None else ""
             return [f"{self.path}: {what}, complete ({read}manifest.json written)"]
-        keeps = getattr(get_stage(self.stage), "keeps", ()) if self.stage in STAGES else ()
+        keeps = getattr(STAGES[self.stage], "keeps", ()) if self.stage in STAGES else ()
         again = (
             f"to finish it: what it keeps ({', '.join(f'{k}/' for k in keeps)}) is reused, the rest computed"
             if keeps
@@ -73,20 +74,6 @@ class OutputStatus:
             f"{self.path}: {what}, INCOMPLETE (no manifest.json: the run stopped before it finished)",
             f"  rerun `datamask {self.stage}` with the same arguments {again}",
         ]
-
-
-def count_rows(f: InputFile) -> int:
-    """Rows of one input file: the Parquet footer, or the JSONL file's non-empty lines."""
-    if f.fmt == "parquet":
-        from .io import parquet_rows
-
-        n = parquet_rows(f.path)
-        if n is None:
-            raise DataError(f"{f.rel}: not a readable Parquet file; replace or remove it")
-        return n
-    from .io import _jsonl_lines
-
-    return sum(1 for _ in _jsonl_lines(f.path, f.rel))
 
 
 def _n(n: int, word: str) -> str:
@@ -116,7 +103,7 @@ def output_status(path) -> OutputStatus:
     state = json.loads(cfg_file.read_text())
     cfg = state.get("config", {})
     has_manifest = (p / MANIFEST).exists()
-    if state.get("stage") in STAGES and get_stage(state["stage"]).whole_corpus:
+    if state.get("stage") in STAGES and STAGES[state["stage"]].whole_corpus:
         return _corpus_status(p, state["stage"], has_manifest)
     records, broken = {}, {}
     for name, rec in out.records().items():

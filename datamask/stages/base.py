@@ -2,7 +2,7 @@
 
 A stage is a step of a workflow and a ``datamask NAME INPUT OUTPUT`` command. It names
 itself, its config class (whose fields are its flags and YAML keys), what it computes with
-on a GPU, and the line printed after a run. :data:`~datamask.pipeline.stages.STAGES` lists
+on a GPU, and the line printed after a run. :data:`~datamask.stages.registry.STAGES` lists
 every stage by name; the command line, ``datamask run`` and ``datamask status`` read it.
 
 **A per-split stage** (select, embed, score; datatrove's ``PipelineStep``) subclasses
@@ -24,9 +24,13 @@ adds the fields ``process`` returned, writes the table atomically and the record
 resumes, checks every split from the client, and writes ``manifest.json`` last, with the
 totals (``rows_in``, ``rows_out``, and each record field named in :attr:`SplitStage.summed`).
 
-What a run computes once goes on the stage's attributes, as a scikit-learn estimator keeps
-what ``fit`` learned: the runner works on a copy of the stage per run, so attributes set by
-one hook are read by the next one and by ``process`` on the workers (they must pickle).
+One object from plan to run: :meth:`SplitStage.bind` returns a copy of the stage bound to
+the run's config (prepared: ``cfg``, ``cols``, ``plan_``), and that copy is what
+:func:`~datamask.pipeline.runner.run_stage` runs and what each split task carries to its
+worker. What a run computes once goes on the copy's attributes, as a scikit-learn estimator
+keeps what ``fit`` learned, so attributes set by one hook are read by the next one and by
+``process`` on the workers (they must pickle); the stage in
+:data:`~datamask.stages.registry.STAGES` is never changed by a run.
 The hooks, all optional, in the order they run:
 
 * :meth:`~SplitStage.prepare` (client, nothing written): the checked config ``self.cfg``,
@@ -70,7 +74,7 @@ from __future__ import annotations
 import copy
 from typing import ClassVar
 
-from ..output import Output, n_splits
+from ..pipeline.output import Output, n_splits
 
 __all__ = ["Stage", "SplitStage", "CorpusStage", "INPUT_HELP", "split_runs", "reused"]
 
@@ -83,8 +87,7 @@ INPUT_HELP = (
 class Stage:
     """A step of a workflow and a ``datamask NAME INPUT OUTPUT`` command.
 
-    Subclass :class:`SplitStage` or :class:`CorpusStage`; a stage planned by hand sets
-    :meth:`plan` (a :class:`~datamask.pipeline.runner.StageRun`) instead.
+    Subclass :class:`SplitStage` or :class:`CorpusStage`.
     """
 
     name: ClassVar[str]
@@ -98,15 +101,9 @@ class Stage:
     whole_corpus: ClassVar[bool] = False  # no split records: ``datamask status`` reads the manifest alone
     stopped_run: ClassVar[str | None] = None  # what a stopped run leaves (the help's last lines; None: splits)
 
-    def plan(self, cfg):
-        """The :class:`~datamask.pipeline.runner.StageRun` of ``cfg`` (checked config; nothing written yet)."""
-        raise NotImplementedError(f"stage {self.name} has no plan of splits")
-
     def run(self, cfg, client=None) -> dict:
         """Run the stage on ``client`` (a local Dask cluster of its own when None); the manifest."""
-        from ..runner import run_stage
-
-        return run_stage(self.plan(cfg), client)
+        raise NotImplementedError(f"stage {self.name} does not define run()")
 
     def summary(self, manifest: dict, out) -> str:
         """The line printed when the stage finished into ``out``."""
@@ -121,19 +118,19 @@ class SplitStage(Stage):
     gpu_frames: ClassVar[bool] = False  # read splits as cudf on the RAPIDS level (process still gets Arrow)
     progress_rows: ClassVar[bool] = False  # process reports its rows (progress.row_progress): a bar over rows
 
-    cfg = cols = plan_ = None  # set by prepare, on the run's copy
+    cfg = cols = plan_ = None  # set by prepare, on the run's copy (bind)
 
     # ------------------------------------------------------------------ the hooks
     def columns(self, cfg):
         """How a split is read and checked: the columns it needs (default: id and text)."""
-        from ..schema import TextColumns
+        from ..pipeline.schema import TextColumns
 
         return TextColumns.from_config(cfg)
 
     def prepare(self, cfg) -> None:
         """Client, nothing written: ``self.cfg`` (checked, every path resolved), ``self.cols``,
         ``self.plan_`` (the input's splits, every file checked)."""
-        from ..runner import plan_splits, resolve_io
+        from ..pipeline.runner import plan_splits, resolve_io
 
         self.cfg = resolve_io(cfg, self.name)
         self.cols = self.columns(self.cfg)
@@ -169,27 +166,17 @@ class SplitStage(Stage):
         return Output(self.cfg.output)
 
     # ------------------------------------------------------------------ the runner's side
-    def plan(self, cfg):
-        """The :class:`~datamask.pipeline.runner.StageRun` of ``cfg``: a copy of this stage,
-        prepared, whose hooks and :meth:`process` the runner calls."""
-        from ..runner import StageRun, process_split
-
+    def bind(self, cfg) -> SplitStage:
+        """A copy of this stage bound to ``cfg`` (:meth:`prepare` run on it; nothing written
+        yet): the object :func:`~datamask.pipeline.runner.run_stage` runs."""
         run = copy.copy(self)
         run.prepare(cfg)
-        return StageRun(
-            self.name,
-            run.plan_,
-            run.cols,
-            process_split,
-            kwargs={"stage": run},
-            frame_device=run.plan_.device if self.gpu_frames else "cpu",
-            check=run.check,
-            setup=run.setup,
-            steps_per=run.steps_per_split(),
-            progress_rows=run.progress_rows,
-            totals=run.totals,
-            extra=run.extra,
-        )
+        return run
+
+    def run(self, cfg, client=None) -> dict:
+        from ..pipeline.runner import run_stage
+
+        return run_stage(self.bind(cfg), client)
 
 
 class CorpusStage(Stage):
@@ -212,7 +199,7 @@ class CorpusStage(Stage):
         return result
 
     def run(self, cfg, client=None) -> dict:
-        from ..corpus import run_corpus_stage
+        from ..pipeline.corpus import run_corpus_stage
 
         return run_corpus_stage(self, cfg, client)
 

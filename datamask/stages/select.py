@@ -17,20 +17,20 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ...core.pg import MIN_STEPS
-from ...errors import DataError
-from ...methods.registry import split_budget
-from ..config import SelectConfig
-from ..holdout import split_off_holdout
-from ..io import Split, normalize_embedding, read_split, write_parquet_atomic
-from ..output import n_splits, split_records
-from ..progress import row_progress
-from ..runner import Plan, plan_splits
-from ..schema import Columns
-from ..side_by_side import combine, format_side_by_side, side_by_side_note
-from ..tokens import apportion, count_corpus_tokens, token_totals
+from ..core.pg import MIN_STEPS
+from ..errors import DataError
+from ..methods.registry import split_budget
+from ..pipeline.config import SelectConfig
+from ..pipeline.holdout import split_off_holdout
+from ..pipeline.io import Split, normalize_embedding, read_split, write_parquet_atomic
+from ..pipeline.output import n_splits, split_records
+from ..pipeline.progress import row_progress
+from ..pipeline.runner import Plan, plan_splits
+from ..pipeline.schema import Columns
+from ..pipeline.select_split import duplicate_ids_message, select_split, selected_table
+from ..pipeline.side_by_side import combine, format_side_by_side, side_by_side_note
+from ..pipeline.tokens import apportion, count_corpus_tokens, token_totals
 from .base import SplitStage, split_runs
-from .select_split import duplicate_ids_message, select_split, selected_table
 
 __all__ = ["SelectStage", "run_select", "plan_run", "find_duplicates"]
 
@@ -61,7 +61,7 @@ def plan_run(cfg, device=None) -> Plan:
 
 def _read_ids(s: Split, order: int, cols: Columns) -> pd.DataFrame:
     if s.fmt == "parquet":
-        from ..io import read_parquet_table
+        from ..pipeline.io import read_parquet_table
 
         ids = read_parquet_table(s.path, columns=[cols.id]).column(0).slice(s.start, s.rows)
     else:
@@ -121,7 +121,7 @@ class SelectStage(SplitStage):
         return Columns.from_config(cfg)
 
     def prepare(self, cfg):
-        from ..runner import resolve_io
+        from ..pipeline.runner import resolve_io
 
         self.cfg = resolve_io(cfg, "select")
         self.cols = self.columns(self.cfg)

@@ -30,11 +30,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...dedup.minhash import signatures
-from ...dedup.normalize import exact_keys
-from ...dedup.pairs import band_pairs, exact_stars, unique_pairs
-from ..io import write_parquet_atomic
-from ..storage import location
+from ..dedup.minhash import signatures
+from ..dedup.normalize import exact_keys
+from ..dedup.pairs import band_pairs, exact_stars, unique_pairs
+from ..pipeline.io import write_parquet_atomic
+from ..pipeline.storage import location
 from .dedup_exchange import RoutedWriter, _atomic, read_part, split_of, take_rows, write_routed
 from .dedup_read import iter_batches, read_quality, read_texts
 
@@ -217,7 +217,7 @@ def parts_for(n_rows: int, per_row: int) -> int:
 def text_pairs(passes, ctx: TextCtx) -> dict:
     """Run passes 1-4 (each resumable); stats: rows, null texts, exact groups, candidate
     and verified pair counts."""
-    from ..storage import rmtree
+    from ..pipeline.storage import rmtree
 
     ref = passes.scatter(ctx)
     got = passes.run("signatures", signatures_task, range(ctx.n_splits), ref, desc="dedup signatures")

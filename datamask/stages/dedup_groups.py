@@ -28,8 +28,8 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from ..files import write_json_atomic, write_parquet_atomic
-from ..storage import location, rmtree
+from ..pipeline.files import write_json_atomic, write_parquet_atomic
+from ..pipeline.storage import location, rmtree
 from . import dedup_cc
 from .dedup_cc import KIND_NAMES, N_EXAMPLES, REMOVED_SCHEMA, CCCtx, components
 from .dedup_exchange import Passes, read_part, split_of, take_rows, write_routed

@@ -2,8 +2,8 @@
 
 ``ClusterConfig`` and ``CompareConfig`` extend the pipeline's configs, so ``--split-size``,
 ``--scheduler`` or ``--ratio`` mean the same in every command and the YAML keys of a
-workflow are the flag names. Both are stages (:data:`datamask.pipeline.stages.STAGES` names
-them) of the whole-corpus kind (:class:`~datamask.pipeline.stages.base.CorpusStage`): k-means
+workflow are the flag names. Both are stages (:data:`datamask.stages.registry.STAGES` names
+them) of the whole-corpus kind (:class:`~datamask.stages.base.CorpusStage`): k-means
 and the comparison read every split at once, so each writes a ``compute`` instead of a
 per-split ``process``, and the output contract (config refused or ``--overwrite``,
 ``manifest.json`` last, ``datamask status``) is the one of every stage. In a workflow (``stages: [cluster, compare]``, see
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, DataError, warn_deprecated
 from ..pipeline.config import METHODS, SelectConfig, StageConfig, _f
-from ..pipeline.stages.base import CorpusStage, reused
+from .base import CorpusStage, reused
 
 __all__ = [
     "ClusterConfig",
@@ -99,7 +99,7 @@ class CompareConfig(SelectConfig):
 
     def validated(self):
         super().validated()
-        from .compare import ALL_METHODS
+        from ..analysis.compare import ALL_METHODS
 
         bad = [m for m in self.method_list if m not in ALL_METHODS]
         if bad or not self.method_list:
@@ -109,7 +109,7 @@ class CompareConfig(SelectConfig):
         if self.dedup:
             self.dedup = self._dedup_config(None).validated().kind
         if self.proxy_lm is not None:
-            from .proxy_lm.config import PRESETS
+            from ..analysis.proxy_lm.config import PRESETS
 
             if self.proxy_lm not in PRESETS:
                 raise ConfigError(f"proxy_lm must be one of {', '.join(PRESETS)}; got {self.proxy_lm!r}")
@@ -157,8 +157,8 @@ def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
 def run_report(directory, out=None, storage_options=None) -> Path:
     """``datamask report OUTPUT_DIR``: the HTML page and PNGs under ``OUTPUT_DIR/report``
     (a local path or a URL, read and written through fsspec with ``storage_options``)."""
+    from ..analysis.report import build_report
     from ..pipeline.storage import parse_options, set_options
-    from .report import build_report
 
     set_options(parse_options(storage_options))
     try:
@@ -180,7 +180,7 @@ class ClusterStage(CorpusStage):
     def compute(self, cfg, out, client, level) -> dict:
         import warnings
 
-        from .cluster_run import run_cluster
+        from ..analysis.cluster_run import run_cluster
 
         with warnings.catch_warnings():  # the large-cluster ones are in summary["warnings"], printed by summary()
             warnings.filterwarnings("ignore", message=r"cluster \d+ has .* more than the split size")
@@ -240,12 +240,12 @@ class CompareStage(CorpusStage):
     keeps = ("dedup",)  # --dedup's own output resumes like the dedup stage
 
     def compute(self, cfg, out, client, level) -> dict:
+        from ..analysis.compare_run import run_compare
         from ..pipeline.files import write_json_atomic
-        from .compare_run import run_compare
 
         dedup = None
         if cfg.dedup:  # every method then runs on the deduplicated corpus (resumable, like the stage)
-            from ..pipeline.stages.dedup import run_dedup
+            from .dedup import run_dedup
 
             dcfg = cfg._dedup_config(str(out / "dedup"))
             dedup = run_dedup(dcfg, client=client)
@@ -275,8 +275,8 @@ class CompareStage(CorpusStage):
 
     def finish(self, cfg, out, result) -> dict:
         if cfg.proxy_lm:  # after the Dask cluster is closed: torch takes the cores
-            from .proxy_lm.with_compare import add_proxy_lm
-            from .report import build_report
+            from ..analysis.proxy_lm.with_compare import add_proxy_lm
+            from ..analysis.report import build_report
 
             add_proxy_lm(
                 out, read_table(out), cfg.proxy_lm, seed=cfg.seed, text_column=cfg.text_column, quiet=cfg.quiet
@@ -286,7 +286,7 @@ class CompareStage(CorpusStage):
         return result
 
     def summary(self, res, out) -> str:
-        from .compare import format_table
+        from ..analysis.compare import format_table
 
         return (
             format_table(read_table(out)) + f"\ndatamask: compared {', '.join(res['methods'])} on "

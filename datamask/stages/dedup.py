@@ -1,6 +1,6 @@
 """``datamask dedup``: exact, fuzzy (MinHash-LSH) and semantic duplicates across the corpus.
 
-A :class:`~datamask.pipeline.stages.base.SplitStage`. Duplicates span splits and files, so
+A :class:`~datamask.stages.base.SplitStage`. Duplicates span splits and files, so
 the groups are found once for the whole corpus, in :meth:`DedupStage.setup`, by resumable
 passes of Dask tasks (:mod:`.dedup_groups`) that keep everything in ``_datamask/dedup/``; a
 resumed run filters every split with the same groups. Then, per split (:meth:`DedupStage.process`,
@@ -17,10 +17,10 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from ...dedup.deduplicator import parse_kinds
-from ...dedup.minhash import lsh_params
-from ..io import read_parquet_table
-from ..text_config import DedupConfig
+from ..dedup.deduplicator import parse_kinds
+from ..dedup.minhash import lsh_params
+from ..pipeline.io import read_parquet_table
+from ..pipeline.text_config import DedupConfig
 from .base import SplitStage, split_runs
 from .dedup_groups import DEDUP_DIR, REMOVED_DIR, SUMMARY_FILE, find_groups
 from .dedup_read import DedupColumns, doc_range, file_ranks
