@@ -60,7 +60,7 @@ def main():
         from datamask.core.synthetic import make_corpus
     else:  # the layout before the fix
         import datamask.pg as pg
-        from datamask.synthetic import make_corpus
+        from datamask.core.synthetic import make_corpus
 
     c = make_corpus(n_rows=args.n, dim=384, seed=0)
     E, q = c["embedding"], c["quality"]
