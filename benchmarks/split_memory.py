@@ -198,7 +198,7 @@ def main():
     ap.add_argument("--base", default=None, help="the 'before' commit (default: git merge-base HEAD main)")
     ap.add_argument("--no-base", action="store_true", help="measure this tree only")
     ap.add_argument(
-        "--row-groups", default="0,100000", help="row group sizes of the corpus files (0: one row group per file)"
+        "--row-groups", default="0", help="row group sizes of the corpus files (0: one row group per file)"
     )
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--workdir", default=None)
