@@ -1,6 +1,6 @@
 """Peak memory of one Dask worker while ``datamask select`` runs one split, before and after.
 
-    python benchmarks/split_memory.py                      # 100k and 1M rows, top-k and the default
+    python benchmarks/split_memory.py                      # 100k and 1M rows, top-k and the default (as it runs)
     python benchmarks/split_memory.py --rows 100000        # quick
     python benchmarks/split_memory.py --base 1d60a28       # the "before" tree (default: merge-base with main)
 
@@ -180,7 +180,8 @@ def _table(runs, note_steps) -> list:
     ]
     for r in runs:
         emb = r["rows"] * DIM * 2
-        method = r["method"] + (f" ({r['n_steps']} steps, cap {note_steps})" if r["method"] == "datamask" else "")
+        cap = f", cap {note_steps}" if note_steps else ""
+        method = r["method"] + (f" ({r['n_steps']} pg steps{cap})" if r["method"] == "datamask" else "")
         lines.append(
             f"| {r['rows']:,} | {r['row_group']:,} | {method} | {r['code']} | {r['peak_rss'] / 2**30:.2f} GiB | "
             f"{r['peak_rss'] / emb:.2f}x | {r['idle_rss'] / 2**30:.2f} GiB | {(r['peak_rss'] - r['idle_rss']) / emb:.2f}x | "
@@ -190,16 +191,34 @@ def _table(runs, note_steps) -> list:
     return lines
 
 
+def _summary(runs) -> list:
+    """One line per split size: the peak ratio, before and after, of each method."""
+    out = []
+    for rows in sorted({r["rows"] for r in runs}):
+        parts = []
+        for method in dict.fromkeys(r["method"] for r in runs):
+            for code in ("before", "after"):
+                got = [
+                    r["peak_rss"] / (rows * DIM * 2)
+                    for r in runs
+                    if (r["rows"], r["method"], r["code"]) == (rows, method, code)
+                ]
+                if got:
+                    parts.append(f"{method} {code} {min(got):.2f}-{max(got):.2f}x")
+        out.append(
+            f"- {rows:,} rows, peak worker RSS / split embedding bytes: {'; '.join(parts)} (target: <= 3x at 1M rows)."
+        )
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", default="100000,1000000", help="comma-separated split sizes (one split each)")
     ap.add_argument("--methods", default="topk,datamask")
-    ap.add_argument("--steps", type=int, default=300, help="cap on the default method's pg steps (0: its own)")
+    ap.add_argument("--steps", type=int, default=0, help="cap on the default method's pg steps (0: its own)")
     ap.add_argument("--base", default=None, help="the 'before' commit (default: git merge-base HEAD main)")
     ap.add_argument("--no-base", action="store_true", help="measure this tree only")
-    ap.add_argument(
-        "--row-groups", default="0", help="row group sizes of the corpus files (0: one row group per file)"
-    )
+    ap.add_argument("--row-groups", default="0", help="row group sizes of the corpus files (0: one row group per file)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -247,9 +266,10 @@ def main():
         f"One split per run: a generated corpus of N rows (`datamask.cli.demo.write_corpus`), {DIM}-d float16 "
         f"embeddings (N x {DIM * 2} bytes, the denominator of the ratios), one Parquet file written in one row "
         "group (pyarrow's default for a table of up to 1Mi rows) or in row groups of 100,000. `run_select` with "
-        "the select's defaults but the method (`datamask`, the default, with its policy-gradient steps capped "
-        f"at {a.steps}: the uncapped 5,000+ steps of a 1M-row split take hours on 2 cores, and every step "
-        "holds the same arrays as the first), on a `LocalCluster` of one worker, one thread, no memory limit; "
+        "the select's defaults but the method: `topk`, and `datamask` (the default: Frank-Wolfe's relaxed start, "
+        "then policy gradient, which returns the start when 20 steps do not improve on it)"
+        + (f", its policy-gradient steps capped at {a.steps}" if a.steps else ", its steps uncapped")
+        + "; on a `LocalCluster` of one worker, one thread, no memory limit; "
         "its RSS is sampled with psutil every 20 ms from the client, each run a fresh cluster in a fresh "
         "process. `split seconds` is the split's own wall time on the worker (read, checks, selection, the "
         "side-by-side top-k and random, write); `read_split` is timed (best of 2) and its added RSS sampled "
@@ -261,6 +281,8 @@ def main():
         "`nice -n 19`: timings vary 2-4x from run to run, so compare before and after of one row pair only.",
         "",
         *_table(runs, a.steps),
+        "",
+        *_summary(runs),
     ]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n")
