@@ -14,7 +14,9 @@ import os
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import DataError, OutputError
@@ -30,6 +32,9 @@ __all__ = [
     "hive_path",
     "upload_tree",
     "split_row_groups",
+    "read_parquet_rows",
+    "READ_BATCH_BYTES",
+    "READ_BUFFER_BYTES",
 ]
 
 
@@ -191,3 +196,84 @@ def split_row_groups(pf, s):
             first = offset if first is None else first
         offset += n
     return groups, first
+
+
+# A split's embedding is decoded this many bytes of values at a time (a batch of rows),
+# through a buffered stream of this many bytes: neither a row group nor its column chunk is
+# held whole (benchmarks/results/split_memory.md).
+READ_BATCH_BYTES = 32 << 20
+READ_BUFFER_BYTES = 1 << 20
+
+
+def read_parquet_rows(fh, s, embedding=None) -> pa.Table:
+    """Rows ``[s.start, s.stop)`` of the Parquet file open as ``fh``, the list column
+    ``embedding`` landed in one (N, d) array that a ``fixed_size_list`` column wraps without
+    a copy.
+
+    Parquet stores an embedding as a nested list; decoding a whole row group at once holds
+    repetition/definition levels and staging buffers of several times the values' size (a
+    1M x 384 float16 split in one row group peaked at 6.4x its embedding bytes). Decoded in
+    batches of :data:`READ_BATCH_BYTES` through a buffered stream, only the split's rows
+    copied out, the peak is the array plus one batch. A ``list<float>`` of one width is read
+    the same way and becomes a ``fixed_size_list`` (as ``normalize_embedding`` makes it);
+    one with nulls or rows of other widths is read whole, for the schema checks to name the row.
+    """
+    pf = pq.ParquetFile(fh)
+    groups, first = split_row_groups(pf, s)
+    if not groups:
+        return pf.schema_arrow.empty_table()
+    schema, lo, n = pf.schema_arrow, s.start - first, s.stop - s.start
+    field = schema.field(embedding) if embedding in schema.names else None
+    emb = None
+    if field is not None and _float_list(field.type):
+        streamed = pq.ParquetFile(fh, metadata=pf.metadata, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
+        emb = _read_vectors(streamed, groups, embedding, field.type, lo, n)
+    if emb is None:
+        return pf.read_row_groups(groups).slice(lo, n)
+    rest = pf.read_row_groups(groups, columns=[c for c in schema.names if c != embedding]).slice(lo, n)
+    table = rest.append_column(pa.field(embedding, emb.type, field.nullable, field.metadata), emb)
+    pa.default_memory_pool().release_unused()  # hand the batches' staging back to the OS
+    return table.select(schema.names)
+
+
+def _float_list(t) -> bool:
+    lists = pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t)
+    return lists and pa.types.is_floating(t.value_type)
+
+
+def _read_vectors(pf, groups, name, t, lo: int, n: int):
+    """Rows ``[lo, lo + n)`` of the float list column ``name`` over ``groups`` as one
+    ``FixedSizeListArray`` of the column's value type; None when a row is null or of
+    another width than the first."""
+    d = t.list_size if pa.types.is_fixed_size_list(t) else None
+    per_row = (t.value_type.bit_width // 8) * (d or 1024)
+    values, off, pos = None, 0, 0
+    for batch in pf.iter_batches(
+        batch_size=max(1, READ_BATCH_BYTES // max(per_row, 1)), row_groups=groups, columns=[name], use_threads=False
+    ):
+        a, b = max(lo - pos, 0), min(lo + n - pos, batch.num_rows)
+        pos += batch.num_rows
+        if b > a:
+            col = batch.column(0).slice(a, b - a)
+            if col.null_count:
+                return None
+            if d is None:  # list<float>: the first row's width, every row checked against it
+                d = int(pc.list_value_length(col[:1]).to_numpy(zero_copy_only=False)[0])
+            flat = col.flatten()  # honours the slice
+            if flat.null_count or _widths_differ(col, d):
+                return None
+            if values is None:
+                values = np.empty((n, d), dtype=t.value_type.to_pandas_dtype())
+            values[off : off + len(col)] = flat.to_numpy(zero_copy_only=False).reshape(len(col), d)
+            off += len(col)
+        if pos >= lo + n:
+            break
+    if values is None or off != n:
+        return None
+    return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), d)
+
+
+def _widths_differ(col, d: int) -> bool:
+    if pa.types.is_fixed_size_list(col.type):
+        return False
+    return bool(pc.any(pc.not_equal(pc.list_value_length(col), d)).as_py())

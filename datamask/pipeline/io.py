@@ -27,6 +27,7 @@ from .files import (
     dictionary_columns,
     hive_path,
     parquet_rows,
+    read_parquet_rows,
     read_parquet_table,
     split_row_groups,
     write_json_atomic,
@@ -348,14 +349,11 @@ def make_splits(f: InputFile, n_rows: int, split_size: int) -> list[Split]:
 
 def read_split(s: Split, cols: Columns) -> pa.Table:
     """Rows ``[start, stop)`` of the split's file as an Arrow table, with the embedding
-    column as ``fixed_size_list<float>[d]``."""
+    column as ``fixed_size_list<float>[d]`` over one contiguous (N, d) buffer."""
     try:
         if s.fmt == "parquet":
             with open_file(s.path, "rb") as fh:
-                pf = pq.ParquetFile(fh)
-                groups, first = split_row_groups(pf, s)
-                table = _read_row_groups(pf, groups, cols) if groups else pf.schema_arrow.empty_table()
-            table = table.slice(s.start - (first or 0), s.rows)
+                table = read_parquet_rows(fh, s, cols.embedding)
         else:
             if is_url(s.path):
                 with open_file(s.path, "rb") as fh:
@@ -370,41 +368,6 @@ def read_split(s: Split, cols: Columns) -> pa.Table:
     if table.num_rows != s.rows:
         raise DataError(f"{s.where()}: file has {table.num_rows + s.start} rows now; it changed during the run")
     return normalize_embedding(table, cols, s.where(), s.start)
-
-
-def _read_row_groups(pf, groups, cols: Columns) -> pa.Table:
-    """Read row groups, landing a fixed-size-list embedding in one preallocated array.
-
-    Parquet stores the embedding as a nested list; decoding a whole split at once holds
-    repetition/definition levels and staging buffers of several times the values' size
-    (a 1M x 384 float16 split peaked at 3.7x its embedding bytes). One row group at a time,
-    copied into a single (N, d) array that the Arrow column then wraps without a copy, the
-    peak is the array plus one row group's transient.
-    """
-    schema = pf.schema_arrow
-    name = cols.embedding
-    field = schema.field(name) if name in schema.names else None
-    if field is None or not pa.types.is_fixed_size_list(field.type):
-        return pf.read_row_groups(groups)
-    d = field.type.list_size
-    n = sum(pf.metadata.row_group(i).num_rows for i in groups)
-    values = np.empty((n, d), dtype=field.type.value_type.to_pandas_dtype())
-    rest, off = [], 0
-    for i in groups:
-        rg = pf.read_row_group(i)
-        col = rg.column(name).combine_chunks()
-        if col.null_count or col.values.null_count:  # let the schema check name the row
-            return pf.read_row_groups(groups)
-        k = rg.num_rows
-        values[off : off + k] = col.flatten().to_numpy(zero_copy_only=False).reshape(k, d)
-        rest.append(rg.drop_columns([name]))
-        off += k
-        del rg, col
-    emb = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), d)
-    table = pa.concat_tables(rest).append_column(field, emb)
-    del rest
-    pa.default_memory_pool().release_unused()  # hand the row groups' staging back to the OS
-    return table.select(schema.names)
 
 
 def normalize_embedding(table: pa.Table, cols: Columns, where: str, first_row: int = 0) -> pa.Table:

@@ -161,7 +161,7 @@ def check_table(table: pa.Table, where: str, cols: Columns, first_row: int = 0, 
     return E, q
 
 
-VECTOR_BLOCK = 65536  # rows per float32 block of check_vectors (26 MB at d = 384)
+VECTOR_BLOCK = 65536  # rows per float32 block of check_vectors (100 MB at d = 384)
 
 
 def check_vectors(E, where: str, column: str, first_row: int = 0):
