@@ -67,24 +67,23 @@ def split_side_by_side(E, q, mask, cfg, seed, *, where="", table=None, lengths=N
     """``{"selection", "topk", "random"}`` -> that mask's scores on this split (numbers only,
     NaN left out), and the seconds they took under ``"seconds"``. Top-k and random come from
     the method registry with the selection's budget (``tokens`` with ``lengths``, else the
-    config's row budget)."""
-    from ..core.scorecard import score_sample, selection_scores
-    from ..core.validate import check_inputs, needs_rescale
-    from ..methods import select
+    config's row budget), unscored there: the three are scored here alike, on one sample of
+    rows, the rows of the three copied once (the inputs were checked by the split's select)."""
+    from ..core.scorecard import Scorecard, score_sample
+    from ..methods import select_mask
 
     t0 = time.perf_counter()
     masks = {"selection": mask}
     for m in BASELINES:
-        masks[m] = select(E, q, cfg.replace(method=m), seed, where, table=table, lengths=lengths, tokens=tokens).mask
+        masks[m] = select_mask(E, q, cfg, seed, where, table=table, lengths=lengths, tokens=tokens, method=m)
+    largest = max(int(mk.sum()) for mk in masks.values())
+    card = Scorecard(
+        E, q, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.reference_size, seed=seed,
+        sample=score_sample(largest, cfg.reference_size),  # bounded: sample x selected pairs
+        diversities=("pairwise", "facility"), norms="own",
+    )  # fmt: skip
     out = {}
-    norms = check_inputs(E, q)  # once for the three subsets
-    norms = norms if needs_rescale(norms) else None
-    for name, mk in masks.items():
-        sample = score_sample(int(mk.sum()), cfg.reference_size)  # bounded: sample x selected pairs
-        s = selection_scores(
-            E, q, mk, lengths, cfg.lam, cfg.diversity, cfg.reference_size, seed, sample, ("pairwise", "facility"),
-            norms=norms,
-        )  # fmt: skip
+    for name, s in card.score_many(masks, lengths).items():
         out[name] = {k: v for k, v in s.items() if not (isinstance(v, float) and math.isnan(v))}
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out

@@ -272,3 +272,36 @@ def test_score_sample_bounds_the_pairs_compared():
     a = selection_scores(E, q, mask, sample=64, seed=2)
     b = selection_scores(E, q, mask, sample=64, seed=2, norms=check_inputs(E, q))
     assert a == pytest.approx(b, rel=1e-6, nan_ok=True)
+
+
+def test_scorecard_scores_masks_alike_from_one_copy(monkeypatch):
+    """A Scorecard scores several masks on one sample of rows, each mask's rows copied once:
+    the same numbers as selection_scores one mask at a time, with the inputs checked or with
+    each copy's own norms ("own": the side-by-side's, no pass over the split); the blocked
+    best-cosine product (its own pair left out) equals a brute-force one."""
+    import datamask.core.scorecard as sc
+
+    rng = np.random.default_rng(1)
+    E = rng.normal(size=(700, 12)).astype(np.float32)
+    q = rng.normal(size=700)
+    masks = [rng.random(700) < p for p in (0.05, 0.2, 0.5)]
+    for X in (E * 3.0, E / np.linalg.norm(E, axis=1, keepdims=True), E.astype(np.float16)):
+        for norms in (False, "own"):
+            card = sc.Scorecard(X, q, lam=0.3, diversity="facility", reference_size=100, seed=4, sample=50, norms=norms)
+            for mk in masks:
+                one = sc.selection_scores(
+                    X, q, mk, lam=0.3, diversity="facility", reference_size=100, seed=4, sample=50
+                )
+                assert card.score(mk) == pytest.approx(one, rel=1e-5, abs=1e-6, nan_ok=True)
+    card = sc.Scorecard(E, q, lam=0.3, diversity="facility", reference_size=100, seed=4, sample=50)
+    alone = [card.score(mk) for mk in masks]
+    for _ in range(2):  # one product for every group, then one per group in many column blocks
+        many = card.score_many(dict(zip("abc", masks)))
+        assert all(many[k] == pytest.approx(a, rel=1e-6, nan_ok=True) for k, a in zip("abc", alone))
+        monkeypatch.setattr(sc, "BLOCK_ELEMENTS", 64)
+    U = sc.gathered_rows(E, np.arange(0, 700, 3), "own")
+    assert np.allclose(np.linalg.norm(U, axis=1), 1.0, atol=1e-5)
+    own = np.array([-1, 0, 5, 232, -1])
+    G = U[[9, 0, 5, 232, 100]] @ U.T
+    G[[1, 2, 3], own[1:4]] = -np.inf
+    assert np.allclose(sc.best_cosines(U[[9, 0, 5, 232, 100]], U, own), G.max(axis=1))
