@@ -47,10 +47,12 @@ NEAR_DUPLICATE_COSINE = 0.95
 # rows sampled for coverage and near-duplicates when the run sets no reference_size
 SCORE_SAMPLE = 2048
 # the most row pairs (sample x selected) one sampled number compares, and the fewest rows it
-# samples: coverage and near-duplicates of a 20,000-row selection sample 256 rows, not 2,048
-# (benchmarks/side_by_side.py measures the cost, benchmarks/results/side_by_side.md the error)
-SCORE_PAIRS = 1 << 22
-SCORE_SAMPLE_MIN = 256
+# samples: a default select's subsets at 20k and 200k rows (2,000 and 20,000 selected) sample 131
+# and 128 rows, so the three subsets' scoring stays near 10% of the split's select; sd of one run
+# about 0.01 for coverage, 0.03-0.05 for the near-duplicate share (benchmarks/side_by_side.py,
+# benchmarks/results/side_by_side.md)
+SCORE_PAIRS = 1 << 18
+SCORE_SAMPLE_MIN = 128
 
 
 def score_sample(selected: int, size=None) -> int:

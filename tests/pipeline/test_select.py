@@ -256,12 +256,13 @@ def test_scorecard_coverage_and_near_duplicates_by_hand():
 
 def test_score_sample_bounds_the_pairs_compared():
     """Coverage and near-duplicates sample rows in proportion to the subset's size: 2,048 for
-    a small subset, fewer (never under 256) once sample x subset passes SCORE_PAIRS; a run's
+    a small subset, fewer (never under 128) once sample x subset passes SCORE_PAIRS; a run's
     reference_size caps it. Scores from norms the caller computed match those checked here."""
     from datamask.core.scorecard import SCORE_PAIRS, SCORE_SAMPLE, SCORE_SAMPLE_MIN, score_sample, selection_scores
     from datamask.core.validate import check_inputs
 
-    assert score_sample(1000) == SCORE_SAMPLE and score_sample(0) == SCORE_SAMPLE
+    assert score_sample(100) == SCORE_SAMPLE and score_sample(0) == SCORE_SAMPLE
+    assert score_sample(2_000) == 131 and score_sample(20_000) == SCORE_SAMPLE_MIN == 128  # 20k and 200k rows
     for s in (5_000, 16_384, 100_000, 10_000_000):
         r = score_sample(s)
         assert SCORE_SAMPLE_MIN <= r <= SCORE_SAMPLE and (r * s <= SCORE_PAIRS or r == SCORE_SAMPLE_MIN)
