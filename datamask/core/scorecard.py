@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import default_rng, get_namespace, to_numpy
+from .backend import default_rng, get_namespace, smallest_keys, to_numpy
 from .diversity import DIVERSITIES, get_diversity
 from .metrics import BLOCK_ELEMENTS, pairwise_from_sums
 from .objectives import Objective, normalize_quality
@@ -165,15 +165,17 @@ class Scorecard:
     The objective is the run's (``lam``, ``diversity``; ``reference_size``: its facility
     reference set, None for every row); the diversity columns use ``sample`` rows instead
     when given, and near-duplicates a sample of ``sample or reference_size or``
-    :data:`SCORE_SAMPLE` selected rows, drawn with ``seed``: every mask is scored on the
-    same sampled rows. Coverage on a ``sample`` is post-stratified: a selected row's best
-    cosine is 1, so the sample estimates only the other rows' mean (weight 1 - S/N), which
-    removes the variance of how many sampled rows happen to be selected; without a sample
-    it is the objective's value on its reference set. ``diversities``: the columns
-    (default: all of :data:`~.diversity.DIVERSITIES`). ``norms``: the rows' norms as
-    :func:`~.validate.check_inputs` returned them (None: unit rows); False (default) checks
-    the inputs here; ``"own"``: the inputs were checked, each copy uses its rows' own norms
-    (:func:`gathered_rows`).
+    :data:`SCORE_SAMPLE` selected rows. Samples are coordinated (drawn with ``seed``): each
+    row has one random key, a sample takes the smallest keys, so the masks share the
+    reference rows and, where they overlap, their near-duplicate rows, and their
+    differences are measured on the same rows. Coverage on a ``sample`` is post-stratified:
+    a selected row's best cosine is 1, so the sample estimates only the other rows' mean
+    (weight 1 - S/N), which removes the variance of how many sampled rows happen to be
+    selected; without a sample it is the objective's value on its reference set.
+    ``diversities``: the columns (default: all of :data:`~.diversity.DIVERSITIES`).
+    ``norms``: the rows' norms as :func:`~.validate.check_inputs` returned them (None: unit
+    rows); False (default) checks the inputs here; ``"own"``: the inputs were checked, each
+    copy uses its rows' own norms (:func:`gathered_rows`).
     """
 
     def __init__(
@@ -191,36 +193,14 @@ class Scorecard:
         self.stratified = sample is not None
         self.near = int(sample or reference_size or SCORE_SAMPLE)
         self.columns = list(dict.fromkeys([*(diversities or DIVERSITIES), diversity]))
-        self._refs = {}
-        self._rng = default_rng(xp, seed)  # keyed draws: the same rows whichever call comes first
+        self.keys = default_rng(xp, seed).keys(E.shape[0])  # one random key per row
 
-    def _key(self, size):
-        return None if size is None or int(size) >= self.E.shape[0] else int(size)
-
-    def reference(self, size):
-        """``(rows, unit rows)`` of the seeded reference sample of ``size`` rows (rows None:
-        every row, for None or ``size >= N``; the objective's own reference set for its
-        ``reference_size``), copied once per size."""
-        key = self._key(size)
-        if key not in self._refs:
-            rows = None if key is None else self._rng.subset(self.E.shape[0], key)
-            self._refs[key] = rows, gathered_rows(self.E, rows, self.norms)
-        return self._refs[key]
-
-    def _coverage(self, best, rows, mask, S) -> float:
-        """Mean of the reference rows' ``best`` cosines; post-stratified on a sample."""
-        xp = self.xp
-        if S == 0:
-            return np.nan
-        plain = float(best.astype(xp.float64).sum()) / best.shape[0]
-        if rows is None or not self.stratified:
-            return plain
-        other = ~mask[rows]  # the sampled rows outside the selection
-        k = int(other.sum())
-        if k == 0:
-            return plain
-        share = S / self.E.shape[0]
-        return share + (1.0 - share) * float(best[other].astype(xp.float64).sum()) / k
+    def sample_of(self, rows, size):
+        """The rows (increasing) of ``rows`` with the ``size`` smallest keys: all of them for
+        None or ``size >= len(rows)``; of every row, the objective's reference set."""
+        if size is None or int(size) >= rows.shape[0]:
+            return rows
+        return smallest_keys(self.keys[rows], int(size))  # a key's low half is its row
 
     def score(self, mask, lengths=None) -> dict:
         """Every number of the selection ``mask``; ``lengths``: the rows' token counts, or None."""
@@ -230,69 +210,72 @@ class Scorecard:
         """``{name: every number of that mask}`` for ``masks`` (name -> bool mask): the rows
         of all of them copied once, grouped by the masks that hold them (:func:`venn_order`),
         each group's product with the sampled rows taken once for every mask holding it."""
-        xp = self.xp
+        xp, n = self.xp, self.E.shape[0]
         names = list(masks)
         ms = [xp.asarray(masks[k]).astype(bool) for k in names]
         order, regions = venn_order(ms)
-        U = gathered_rows(self.E, order, self.norms)  # the one copy every number reads
-        inv = xp.empty(self.E.shape[0], dtype=xp.int64)
-        inv[order] = xp.arange(order.shape[0])
         rows = [xp.nonzero(m)[0] for m in ms]
-        near = [inv[r[_near_sample(xp, int(r.shape[0]), self.near, self.seed, self._rng)]] for r in rows]
-        refs = [self.reference(self.cover)]
-        if get_diversity(self.diversity).uses_reference and self._key(self.reference_size) != self._key(self.cover):
-            refs.append(self.reference(self.reference_size))  # the run's own reference set
-        best_refs, best_near, sums = self._products(U, regions, [R for _, R in refs], near)
+        near = [self.sample_of(r, self.near) for r in rows]
+        refs = [self.sample_of(xp.arange(n), self.cover)]
+        if get_diversity(self.diversity).uses_reference and self.reference_size != self.cover:
+            refs.append(self.sample_of(xp.arange(n), self.reference_size))  # the run's own reference set
+        P_rows = xp.unique(xp.concatenate(refs + near))  # every sampled row, once
+        where = xp.full(n, -1, dtype=xp.int64)
+        where[order] = xp.arange(order.shape[0])
+        out_rows = P_rows[where[P_rows] < 0]  # sampled rows no mask holds
+        where[out_rows] = order.shape[0] + xp.arange(out_rows.shape[0])
+        U = gathered_rows(self.E, xp.concatenate([order, out_rows]), self.norms)  # the one copy
+        at = where[P_rows]
+        P, own = U[at], xp.where(at < order.shape[0], at, -1)
+        best, sums = self._products(U[: order.shape[0]], regions, P, own, P_rows, refs, near)
+        pos = xp.full(n, -1, dtype=xp.int64)
+        pos[P_rows] = xp.arange(P_rows.shape[0])
+        self_dot = xp.einsum("ij,ij->i", P, P)  # a row's best cosine to a set holding it
         out = {}
         for j, name in enumerate(names):
-            S = int(rows[j].shape[0])
-            at = None if len(ms) == 1 else inv[rows[j]]  # its rows in U, for a diversity that reads them again
-            out[name] = self._numbers(
-                ms[j], S, sums[j], (U, at), [b[j] for b in best_refs], refs, best_near[j], lengths
-            )
+            held = (U, None if len(ms) == 1 else where[rows[j]])  # its rows, for DiSF
+            ref_best = []
+            for R in refs:
+                b, inside = best[j][pos[R]], ms[j][R]
+                ref_best.append((xp.where(inside, xp.maximum(b, self_dot[pos[R]]), b), inside))
+            out[name] = self._numbers(ms[j], sums[j], held, ref_best, best[j][pos[near[j]]], lengths)
         return out
 
-    def _products(self, U, regions, refs, near):
-        """Per mask: the best cosine of each reference set's rows and of its sampled rows to
-        its rows, and the float64 sum of its rows; one product per group of rows (one for
-        all of them when its block is small)."""
+    def _products(self, U, regions, P, own, P_rows, refs, near):
+        """Per mask: each sampled row's best cosine to the mask's rows (its own pair left
+        out), and the float64 sum of the mask's rows; one product per group of rows and the
+        sampled rows it needs (one for all of them when that fits a block)."""
         xp, k = self.xp, len(near)
-        R = xp.concatenate(refs)
-        A = [U[a] for a in near]
+        is_ref = xp.isin(P_rows, xp.concatenate(refs))
+        is_near = [xp.isin(P_rows, a) for a in near]
         spans = [(r0, r1) for r0, r1, _ in regions]
-        whole = U.shape[0] * (R.shape[0] + sum(a.shape[0] for a in near)) <= BLOCK_ELEMENTS
+        whole = U.shape[0] * P.shape[0] <= BLOCK_ELEMENTS
         batches = [list(range(len(regions)))] if whole and regions else [[i] for i in range(len(regions))]
-        cover = [xp.full(R.shape[0], -np.inf, dtype=xp.float32) for _ in range(k)]
-        best_near = [xp.full(a.shape[0], -np.inf, dtype=xp.float32) for a in near]
+        best = [xp.full(P.shape[0], -np.inf, dtype=xp.float32) for _ in range(k)]
         sums = [xp.zeros(U.shape[1], dtype=xp.float64) for _ in range(k)]
         for batch in batches:
-            held = sorted({j for i in batch for j in range(k) if regions[i][2] >> j & 1})
-            P = xp.concatenate([R] + [A[j] for j in held])
-            own = [xp.full(R.shape[0], -1, dtype=xp.int64)] + [near[j] for j in held]
-            top = region_maxima(P, U, [spans[i] for i in batch], xp.concatenate(own))
+            held = [j for j in range(k) if any(regions[i][2] >> j & 1 for i in batch)]
+            need = xp.nonzero(is_ref | _any([is_near[j] for j in held], is_ref))[0]
+            top = region_maxima(P[need], U, [spans[i] for i in batch], own[need])
             for t, i in enumerate(batch):
                 r0, r1, code = regions[i]
                 s = xp.zeros(U.shape[1], dtype=xp.float64)
                 for i0 in range(r0, r1, BLOCK_ROWS):  # float64 sums, a block at a time
                     s += U[i0 : min(i0 + BLOCK_ROWS, r1)].sum(axis=0, dtype=xp.float64)
-                at = R.shape[0]
-                for j in held:
+                for j in range(k):
                     if code >> j & 1:
-                        cover[j] = xp.maximum(cover[j], top[t, : R.shape[0]])
-                        best_near[j] = xp.maximum(best_near[j], top[t, at : at + A[j].shape[0]])
+                        best[j][need] = xp.maximum(best[j][need], top[t])
                         sums[j] += s
-                    at += A[j].shape[0]
-        sizes = [R_.shape[0] for R_ in refs]
-        best_refs = [[c[sum(sizes[:i]) : sum(sizes[: i + 1])] for c in cover] for i in range(len(refs))]
-        return best_refs, best_near, sums
+        return best, sums
 
-    def _numbers(self, mask, S, sums, held, best_refs, refs, best_near, lengths) -> dict:
+    def _numbers(self, mask, sums, held, ref_best, near_best, lengths) -> dict:
         """One mask's numbers from its products (see :meth:`score_many`)."""
         xp, q = self.xp, self.q
+        S = int(mask.sum())
         out = {"selected": S, "quality": float(q[mask].astype(xp.float64).mean()) if S else np.nan}
         for name in self.columns:
             if get_diversity(name).uses_reference:
-                out[name] = self._coverage(best_refs[0], refs[0][0], mask, S)
+                out[name] = self._coverage(*ref_best[0], S)
             elif name == "pairwise":
                 out[name] = float(pairwise_from_sums(float((sums * sums).sum()), S))
             else:
@@ -302,10 +285,9 @@ class Scorecard:
         if not get_diversity(self.diversity).uses_reference:
             run_div = out[self.diversity]
         else:  # the run's reference set, as evaluate() has it: a plain mean
-            best = best_refs[-1]
-            run_div = float(best.astype(xp.float64).sum()) / best.shape[0] if S else 0.0
+            run_div = float(ref_best[-1][0].astype(xp.float64).mean()) if S else 0.0
         out["objective"] = self.lam * out["quality_norm"] + (1.0 - self.lam) * run_div
-        out["near_duplicates"] = _share_near(best_near, NEAR_DUPLICATE_COSINE) if S >= 2 else 0.0
+        out["near_duplicates"] = _share_near(near_best, NEAR_DUPLICATE_COSINE) if S >= 2 else 0.0
         if lengths is not None:
             t = np.asarray(to_numpy(lengths), dtype=np.float64)[np.asarray(to_numpy(mask))]
             out["tokens"] = float(t.sum())
@@ -313,6 +295,25 @@ class Scorecard:
         else:
             out["tokens"] = out["mean_tokens"] = np.nan
         return out
+
+    def _coverage(self, best, inside, S) -> float:
+        """Mean of the reference rows' ``best`` cosines; post-stratified on a sample."""
+        xp = self.xp
+        if S == 0:
+            return np.nan
+        plain = float(best.astype(xp.float64).mean())
+        k = int((~inside).sum())
+        if not self.stratified or k == 0 or best.shape[0] >= self.E.shape[0]:
+            return plain
+        share = S / self.E.shape[0]
+        return share + (1.0 - share) * float(best[~inside].astype(xp.float64).sum()) / k
+
+
+def _any(flags, like):
+    out = like & False
+    for f in flags:
+        out |= f
+    return out
 
 
 def selection_scores(

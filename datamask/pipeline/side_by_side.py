@@ -50,16 +50,25 @@ SUMMED = ("tokens", "selected")
 
 def side_by_side_note(reference_size=None, subsets=None) -> str:
     """What the side-by-side numbers are, under the table (terminal and report); ``subsets``
-    says what was scored (default: ``select``'s three)."""
-    r = f"{int(reference_size or SCORE_SAMPLE):,}"
-    subsets = subsets or "each split's selection, the top-k by quality and a random sample at the same budget"
+    says what was scored (default: ``select``'s three, sampled as :func:`split_side_by_side`
+    samples them)."""
+    size = int(reference_size or SCORE_SAMPLE)
+    near = (
+        f"Near-duplicate share: of {size:,} sampled rows of the subset, those whose nearest other row in it has "
+        f"cosine >= {NEAR_DUPLICATE_COSINE} (semantic dedup's default eps 0.05)"
+    )
+    if subsets:
+        cover, tail = f"Coverage: mean over {size:,} sampled rows of their best cosine to the subset", ""
+    else:
+        subsets = "each split's selection, the top-k by quality and a random sample at the same budget"
+        cover = f"Coverage: mean over rows of their best cosine to the subset (1 for its own rows; the others' from {size:,} sampled rows)"
+        tail = (
+            f"; both sample fewer rows, down to {min(size, SCORE_SAMPLE_MIN):,}, where sampled rows x the subset's "
+            f"rows would pass {SCORE_PAIRS:,} pairs, and the subsets share their sampled rows where they can"
+        )
     return (
         f"{subsets}, scored alike and averaged over splits weighted by rows (tokens summed). Normalised "
-        "quality: min-max over the split (the objective's term); raw: the input's score. Coverage: mean over "
-        f"{r} sampled rows of their best cosine to the subset. Near-duplicate share: of {r} sampled rows of the "
-        f"subset, those whose nearest other row in it has cosine >= {NEAR_DUPLICATE_COSINE} (semantic dedup's "
-        f"default eps 0.05); both sample fewer rows, down to {min(int(reference_size or SCORE_SAMPLE), SCORE_SAMPLE_MIN):,}, "
-        f"where sampled rows x the subset's rows would pass {SCORE_PAIRS:,} pairs"
+        f"quality: min-max over the split (the objective's term); raw: the input's score. {cover}. {near}{tail}"
     )
 
 

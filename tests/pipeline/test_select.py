@@ -276,7 +276,7 @@ def test_score_sample_bounds_the_pairs_compared():
 
 
 def test_scorecard_scores_masks_alike_from_one_copy(monkeypatch):
-    """A Scorecard scores several masks on one sample of rows, each mask's rows copied once:
+    """A Scorecard scores several masks on coordinated samples of rows, their rows copied once:
     the same numbers as selection_scores one mask at a time, with the inputs checked or with
     each copy's own norms ("own": the side-by-side's, no pass over the split); the blocked
     best-cosine product (its own pair left out) equals a brute-force one."""
@@ -300,6 +300,13 @@ def test_scorecard_scores_masks_alike_from_one_copy(monkeypatch):
         many = card.score_many(dict(zip("abc", masks)))
         assert all(many[k] == pytest.approx(a, rel=1e-6, nan_ok=True) for k, a in zip("abc", alone))
         monkeypatch.setattr(sc, "BLOCK_ELEMENTS", 64)
+    # coordinated samples: the reference set is the objective's; a subset's sampled rows are
+    # among those of any subset holding it
+    from datamask.core.backend import default_rng
+
+    assert (card.sample_of(np.arange(700), 100) == default_rng(np, 4).subset(700, 100)).all()
+    small, large = np.flatnonzero(masks[0] & masks[2]), np.flatnonzero(masks[2])
+    assert set(card.sample_of(large, 50)) & set(small) <= set(card.sample_of(small, 50))
     U = sc.gathered_rows(E, np.arange(0, 700, 3), "own")
     assert np.allclose(np.linalg.norm(U, axis=1), 1.0, atol=1e-5)
     own = np.array([-1, 0, 5, 232, -1])
