@@ -156,6 +156,14 @@ def cell_lines(res, rows, errors):
                     f"| {n:,} | {subset} | after: mean ± sd over {len(cov)} samples of {r} rows | | | | | "
                     f"{np.mean(cov):.4f} ± {np.std(cov, ddof=1):.4f} | {np.mean(near):.4f} ± {np.std(near, ddof=1):.4f} |"
                 )
+        for other in ("topk", "random") if n in errors else ():
+            a, b = errors[n][0]["selection"], errors[n][0][other]
+            cells = []
+            for x, y in zip(a, b):
+                d = np.subtract(x, y)
+                alone = np.hypot(np.std(x, ddof=1), np.std(y, ddof=1))  # the sd of independent samples
+                cells.append(f"{d.mean():+.4f} ± {d.std(ddof=1):.4f} ({alone:.4f})")
+            lines.append(f"| {n:,} | selection − {other} | after: difference | | | | | {cells[0]} | {cells[1]} |")
     return lines
 
 
@@ -194,7 +202,8 @@ def main(argv=None):
         *cost_lines(res, a.rows),
         "",
         "The cells of the default method's split (its last round), and this code's sampled cells over",
-        "seeds of the sample on the same three subsets: their sd is the sampling error of one run.",
+        "seeds of the sample on the same three subsets: their sd is the sampling error of one run. The",
+        "differences are taken per seed (in brackets: the sd if the two subsets' samples were independent).",
         "",
         *cell_lines(res, a.rows, errors),
         "",
