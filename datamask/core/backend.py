@@ -18,6 +18,7 @@ __all__ = [
     "is_cupy",
     "to_numpy",
     "default_rng",
+    "smallest_keys",
 ]
 
 
@@ -71,19 +72,33 @@ class _Random:
         self.xp = xp
         self._rng = CounterRNG(xp, seed)
 
+    def keys(self, n: int):
+        """(n,) uint64 sort keys of ``range(n)``: a random 32-bit word over the index, so
+        distinct. :meth:`subset` takes the ``k`` smallest; the rows of any subset with the
+        smallest keys are a uniform sample of it, and samples of overlapping subsets share
+        the rows they can (coordinated samples)."""
+        from .rng import SUBSET
+
+        xp = self.xp
+        keys = self._rng.words(SUBSET, 0, 0, n).astype(xp.uint64)
+        keys <<= xp.uint64(32)
+        keys |= xp.arange(n, dtype=xp.uint64)
+        return keys
+
     def subset(self, n: int, k: int):
         """``k`` distinct indices of ``range(n)``, uniformly at random, in increasing order
         (so numpy and cupy, whose partitions order their output differently, give the same
         array, and gathers through it run in order)."""
-        from .rng import SUBSET
-
-        xp = self.xp
         if k >= n:
-            return xp.arange(n)
-        keys = self._rng.words(SUBSET, 0, 0, n).astype(xp.uint64)
-        keys <<= xp.uint64(32)
-        keys |= xp.arange(n, dtype=xp.uint64)  # distinct keys
-        return xp.sort((xp.partition(keys, k - 1)[:k] & xp.uint64(0xFFFFFFFF)).astype(xp.int64))
+            return self.xp.arange(n)
+        return smallest_keys(self.keys(n), k)
+
+
+def smallest_keys(keys, k: int):
+    """The indices (low 32 bits, increasing) of the ``k`` smallest of ``keys`` (from
+    :meth:`_Random.keys`, or a selection of them)."""
+    xp = get_namespace(keys)
+    return xp.sort((xp.partition(keys, k - 1)[:k] & xp.uint64(0xFFFFFFFF)).astype(xp.int64))
 
 
 def default_rng(xp, seed) -> _Random:

@@ -11,9 +11,9 @@ method, so there is no import cycle.
 import importlib
 import pkgutil
 
-from .registry import REGISTRY, Budget, Selection, prunes, register, score, select
+from .registry import REGISTRY, Budget, Selection, prunes, register, score, select, select_mask
 
 for _m in pkgutil.iter_modules(__path__):  # register the methods
     importlib.import_module(f"{__name__}.{_m.name}")
 
-__all__ = ["REGISTRY", "Budget", "Selection", "prunes", "register", "score", "select"]
+__all__ = ["REGISTRY", "Budget", "Selection", "prunes", "register", "score", "select", "select_mask"]

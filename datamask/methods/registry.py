@@ -40,6 +40,7 @@ __all__ = [
     "Budget",
     "register",
     "select",
+    "select_mask",
     "score",
     "prunes",
     "REGISTRY",
@@ -116,23 +117,38 @@ def select(E, q, cfg, seed: int, where: str = "", callback=None, table=None, len
     rows' token counts, numpy) instead of the config's row budget. A method's ValueError (its
     checks against this split) becomes a DataError naming ``where``; so does a budget that
     does not fit it (:func:`split_budget`)."""
-    try:
-        fn = REGISTRY[cfg.method]
-    except KeyError:
-        raise DataError(f"unknown method {cfg.method!r}; known: {', '.join(sorted(REGISTRY))}") from None
     t0 = time.perf_counter()
-    wants = _parameters(fn)
-    kw = {k: v for k, v in (("table", table), ("callback", callback)) if k in wants}
-    budget = split_budget(E.shape[0], cfg, lengths, tokens, where=where)
-    try:
-        out = fn(E, q, cfg, seed, budget, **kw)
-    except ValueError as e:  # the estimator's parameter checks against this split
-        raise DataError(f"{where}: {e}") from None
+    out = _run(E, q, cfg, seed, where, callback, table, lengths, tokens)
     if not isinstance(out, Selection):
         out = selection_of(out, E, q, cfg, seed, t0)
     if out.optimizer is None:
         out.optimizer = plain_optimizer(cfg.method, out.objective.get("objective"), out.n_steps)
     return out
+
+
+def select_mask(E, q, cfg, seed: int, where: str = "", table=None, lengths=None, tokens=None, method=None):
+    """The bool mask (numpy) :func:`select` would return, without scoring it on the
+    objective (a method that scores itself still does): for callers that score it alike
+    with others (``select``'s side-by-side baselines). ``method``: the registered method to
+    run instead of ``cfg.method``, under ``cfg``'s budget and parameters."""
+    out = _run(E, q, cfg, seed, where, None, table, lengths, tokens, method)
+    return np.asarray(to_numpy(out.mask if isinstance(out, Selection) else out), dtype=bool)
+
+
+def _run(E, q, cfg, seed, where, callback, table, lengths, tokens, method=None):
+    """``method``'s (default ``cfg.method``'s) own output (a mask or a :class:`Selection`)."""
+    method = method or cfg.method
+    try:
+        fn = REGISTRY[method]
+    except KeyError:
+        raise DataError(f"unknown method {method!r}; known: {', '.join(sorted(REGISTRY))}") from None
+    wants = _parameters(fn)
+    kw = {k: v for k, v in (("table", table), ("callback", callback)) if k in wants}
+    budget = split_budget(E.shape[0], cfg, lengths, tokens, where=where)
+    try:
+        return fn(E, q, cfg, seed, budget, **kw)
+    except ValueError as e:  # the estimator's parameter checks against this split
+        raise DataError(f"{where}: {e}") from None
 
 
 def plain_optimizer(method: str, objective, n_steps=0) -> dict:

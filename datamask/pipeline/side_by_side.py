@@ -50,16 +50,25 @@ SUMMED = ("tokens", "selected")
 
 def side_by_side_note(reference_size=None, subsets=None) -> str:
     """What the side-by-side numbers are, under the table (terminal and report); ``subsets``
-    says what was scored (default: ``select``'s three)."""
-    r = f"{int(reference_size or SCORE_SAMPLE):,}"
-    subsets = subsets or "each split's selection, the top-k by quality and a random sample at the same budget"
+    says what was scored (default: ``select``'s three, sampled as :func:`split_side_by_side`
+    samples them)."""
+    size = int(reference_size or SCORE_SAMPLE)
+    near = (
+        f"Near-duplicate share: of {size:,} sampled rows of the subset, those whose nearest other row in it has "
+        f"cosine >= {NEAR_DUPLICATE_COSINE} (semantic dedup's default eps 0.05)"
+    )
+    if subsets:
+        cover, tail = f"Coverage: mean over {size:,} sampled rows of their best cosine to the subset", ""
+    else:
+        subsets = "each split's selection, the top-k by quality and a random sample at the same budget"
+        cover = f"Coverage: mean over rows of their best cosine to the subset (1 for its own rows; the others' from {size:,} sampled rows)"
+        tail = (
+            f"; both sample fewer rows, down to {min(size, SCORE_SAMPLE_MIN):,}, where sampled rows x the subset's "
+            f"rows would pass {SCORE_PAIRS:,} pairs, and the subsets share their sampled rows where they can"
+        )
     return (
         f"{subsets}, scored alike and averaged over splits weighted by rows (tokens summed). Normalised "
-        "quality: min-max over the split (the objective's term); raw: the input's score. Coverage: mean over "
-        f"{r} sampled rows of their best cosine to the subset. Near-duplicate share: of {r} sampled rows of the "
-        f"subset, those whose nearest other row in it has cosine >= {NEAR_DUPLICATE_COSINE} (semantic dedup's "
-        f"default eps 0.05); both sample fewer rows, down to {min(int(reference_size or SCORE_SAMPLE), SCORE_SAMPLE_MIN):,}, "
-        f"where sampled rows x the subset's rows would pass {SCORE_PAIRS:,} pairs"
+        f"quality: min-max over the split (the objective's term); raw: the input's score. {cover}. {near}{tail}"
     )
 
 
@@ -67,24 +76,23 @@ def split_side_by_side(E, q, mask, cfg, seed, *, where="", table=None, lengths=N
     """``{"selection", "topk", "random"}`` -> that mask's scores on this split (numbers only,
     NaN left out), and the seconds they took under ``"seconds"``. Top-k and random come from
     the method registry with the selection's budget (``tokens`` with ``lengths``, else the
-    config's row budget)."""
-    from ..core.scorecard import score_sample, selection_scores
-    from ..core.validate import check_inputs, needs_rescale
-    from ..methods import select
+    config's row budget), unscored there: the three are scored here alike, on one sample of
+    rows, the rows of the three copied once (the inputs were checked by the split's select)."""
+    from ..core.scorecard import Scorecard, score_sample
+    from ..methods import select_mask
 
     t0 = time.perf_counter()
     masks = {"selection": mask}
     for m in BASELINES:
-        masks[m] = select(E, q, cfg.replace(method=m), seed, where, table=table, lengths=lengths, tokens=tokens).mask
+        masks[m] = select_mask(E, q, cfg, seed, where, table=table, lengths=lengths, tokens=tokens, method=m)
+    largest = max(int(mk.sum()) for mk in masks.values())
+    card = Scorecard(
+        E, q, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.reference_size, seed=seed,
+        sample=score_sample(largest, cfg.reference_size),  # bounded: sample x selected pairs
+        diversities=("pairwise", "facility"), norms="own",
+    )  # fmt: skip
     out = {}
-    norms = check_inputs(E, q)  # once for the three subsets
-    norms = norms if needs_rescale(norms) else None
-    for name, mk in masks.items():
-        sample = score_sample(int(mk.sum()), cfg.reference_size)  # bounded: sample x selected pairs
-        s = selection_scores(
-            E, q, mk, lengths, cfg.lam, cfg.diversity, cfg.reference_size, seed, sample, ("pairwise", "facility"),
-            norms=norms,
-        )  # fmt: skip
+    for name, s in card.score_many(masks, lengths).items():
         out[name] = {k: v for k, v in s.items() if not (isinstance(v, float) and math.isnan(v))}
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out

@@ -68,6 +68,33 @@ def test_topk_and_random():
         topk(q, 7)
 
 
+def test_topk_partition_is_the_stable_sort_and_select_mask_is_selects_mask():
+    """Top-k under a row budget takes a partition, not a sort: the same rows as a stable
+    descending sort (ties: lower row index first); select_mask returns select's mask for
+    the baselines, unscored, under a row and a token budget."""
+    from datamask.methods import select, select_mask
+    from datamask.pipeline.config import SelectConfig
+
+    rng = np.random.default_rng(0)
+    for t in range(200):
+        n = int(rng.integers(1, 300))
+        q = rng.integers(0, 4, size=n).astype(float) if t % 2 else rng.normal(size=n)  # ties, or none
+        S = int(rng.integers(1, n + 1))
+        ref = np.zeros(n, dtype=bool)
+        ref[np.argsort(-q, kind="stable")[:S]] = True
+        assert (topk(q, S) == ref).all()
+    E = _unit(rng.normal(size=(500, 8)))
+    q = rng.integers(0, 20, size=500).astype(np.float32)
+    lengths = rng.integers(1, 50, size=500)
+    cfg = SelectConfig(ratio=0.1, quiet=True)
+    for m in ("topk", "random"):
+        mcfg = cfg.replace(method=m)
+        assert (select_mask(E, q, cfg, 7, method=m) == select(E, q, mcfg, 7).mask).all()
+        by_tokens = select_mask(E, q, cfg, 7, lengths=lengths, tokens=2000, method=m)
+        assert (by_tokens == select(E, q, mcfg, 7, lengths=lengths, tokens=2000).mask).all()
+        assert lengths[by_tokens].sum() <= 2000
+
+
 @pytest.mark.parametrize("eps", [1e-12, 1e-6, 1e-3, 0.05, 0.3])
 def test_semdedup_removes_exact_duplicates_for_any_eps(dup_corpus, eps):
     E, cluster, cent, src = dup_corpus

@@ -256,12 +256,13 @@ def test_scorecard_coverage_and_near_duplicates_by_hand():
 
 def test_score_sample_bounds_the_pairs_compared():
     """Coverage and near-duplicates sample rows in proportion to the subset's size: 2,048 for
-    a small subset, fewer (never under 256) once sample x subset passes SCORE_PAIRS; a run's
+    a small subset, fewer (never under 128) once sample x subset passes SCORE_PAIRS; a run's
     reference_size caps it. Scores from norms the caller computed match those checked here."""
     from datamask.core.scorecard import SCORE_PAIRS, SCORE_SAMPLE, SCORE_SAMPLE_MIN, score_sample, selection_scores
     from datamask.core.validate import check_inputs
 
-    assert score_sample(1000) == SCORE_SAMPLE and score_sample(0) == SCORE_SAMPLE
+    assert score_sample(100) == SCORE_SAMPLE and score_sample(0) == SCORE_SAMPLE
+    assert score_sample(2_000) == 131 and score_sample(20_000) == SCORE_SAMPLE_MIN == 128  # 20k and 200k rows
     for s in (5_000, 16_384, 100_000, 10_000_000):
         r = score_sample(s)
         assert SCORE_SAMPLE_MIN <= r <= SCORE_SAMPLE and (r * s <= SCORE_PAIRS or r == SCORE_SAMPLE_MIN)
@@ -272,3 +273,43 @@ def test_score_sample_bounds_the_pairs_compared():
     a = selection_scores(E, q, mask, sample=64, seed=2)
     b = selection_scores(E, q, mask, sample=64, seed=2, norms=check_inputs(E, q))
     assert a == pytest.approx(b, rel=1e-6, nan_ok=True)
+
+
+def test_scorecard_scores_masks_alike_from_one_copy(monkeypatch):
+    """A Scorecard scores several masks on coordinated samples of rows, their rows copied once:
+    the same numbers as selection_scores one mask at a time, with the inputs checked or with
+    each copy's own norms ("own": the side-by-side's, no pass over the split); the blocked
+    best-cosine product (its own pair left out) equals a brute-force one."""
+    import datamask.core.scorecard as sc
+
+    rng = np.random.default_rng(1)
+    E = rng.normal(size=(700, 12)).astype(np.float32)
+    q = rng.normal(size=700)
+    masks = [rng.random(700) < p for p in (0.05, 0.2, 0.5)]
+    for X in (E * 3.0, E / np.linalg.norm(E, axis=1, keepdims=True), E.astype(np.float16)):
+        for norms in (False, "own"):
+            card = sc.Scorecard(X, q, lam=0.3, diversity="facility", reference_size=100, seed=4, sample=50, norms=norms)
+            for mk in masks:
+                one = sc.selection_scores(
+                    X, q, mk, lam=0.3, diversity="facility", reference_size=100, seed=4, sample=50
+                )
+                assert card.score(mk) == pytest.approx(one, rel=1e-5, abs=1e-6, nan_ok=True)
+    card = sc.Scorecard(E, q, lam=0.3, diversity="facility", reference_size=100, seed=4, sample=50)
+    alone = [card.score(mk) for mk in masks]
+    for _ in range(2):  # one product for every group, then one per group in many column blocks
+        many = card.score_many(dict(zip("abc", masks)))
+        assert all(many[k] == pytest.approx(a, rel=1e-6, nan_ok=True) for k, a in zip("abc", alone))
+        monkeypatch.setattr(sc, "BLOCK_ELEMENTS", 64)
+    # coordinated samples: the reference set is the objective's; a subset's sampled rows are
+    # among those of any subset holding it
+    from datamask.core.backend import default_rng
+
+    assert (card.sample_of(np.arange(700), 100) == default_rng(np, 4).subset(700, 100)).all()
+    small, large = np.flatnonzero(masks[0] & masks[2]), np.flatnonzero(masks[2])
+    assert set(card.sample_of(large, 50)) & set(small) <= set(card.sample_of(small, 50))
+    U = sc.gathered_rows(E, np.arange(0, 700, 3), "own")
+    assert np.allclose(np.linalg.norm(U, axis=1), 1.0, atol=1e-5)
+    own = np.array([-1, 0, 5, 232, -1])
+    G = U[[9, 0, 5, 232, 100]] @ U.T
+    G[[1, 2, 3], own[1:4]] = -np.inf
+    assert np.allclose(sc.best_cosines(U[[9, 0, 5, 232, 100]], U, own), G.max(axis=1))
