@@ -244,7 +244,8 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     -------
     dict with ``tokens`` (target tokens trained, counted), ``passes`` (over the selection), ``params``,
     ``train_curve`` [[tokens, loss]], ``curve`` [{tokens, losses}], ``evals`` {set: {domain:
-    (nats, tokens, bytes)}}, ``train_seconds``, ``seconds``.
+    (nats, tokens, bytes)}}, ``train_seconds`` (the optimiser steps), ``eval_seconds`` (the final
+    evaluation), ``seconds``.
     """
     import torch
     from tqdm.auto import tqdm
@@ -271,7 +272,9 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
         trained, losses, curve, train_s = _train_loop(model, opt, stream, steps, cfg, evals, device, precision, bar)
     finally:
         bar.close()
+    te = time.perf_counter()
     final = {full.name: evaluate(model, full, device, precision, max(1, 2 * int(cfg.batch_size))) for full, _ in evals}
+    eval_s = time.perf_counter() - te
     losses = torch.stack(losses).float().cpu().numpy()
     return {
         "tokens": trained,
@@ -283,6 +286,7 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
         "curve": curve,
         "evals": final,
         "train_seconds": train_s,
+        "eval_seconds": eval_s,
         "tokens_per_second": trained / max(train_s, 1e-9),
         "seconds": time.perf_counter() - t0,
     }
