@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 import time
 
-__all__ = ["run_tasks", "submit", "wait_in_flight", "IN_FLIGHT_WAIT"]
+__all__ = ["run_tasks", "submit", "stop", "wait_in_flight", "IN_FLIGHT_WAIT"]
 
 IN_FLIGHT_WAIT = 300.0  # seconds a stopped run waits for the tasks still running on workers
 
@@ -63,14 +63,15 @@ def run_tasks(client, tasks, on_result=None, *, what: str = "tasks", timeout: fl
             if on_result is not None:
                 on_result(i, results[i])
     except BaseException:
-        _stop(client, futures, what, timeout)
+        stop(client, futures, what, timeout)
         raise
     return results
 
 
-def _stop(client, futures, what: str, timeout: float) -> None:
+def stop(client, futures, what: str = "tasks", timeout: float = IN_FLIGHT_WAIT) -> None:
     """Cancel ``futures`` and wait for those running; mark the error being raised when they
-    may still write (the wait ran out, or a second Ctrl-C ended it)."""
+    may still write (the wait ran out, or a second Ctrl-C ended it). :func:`run_tasks` calls
+    it on an error; a caller calls it for futures it submitted and no longer collects."""
     client.cancel(futures)
 
     def told(n):  # Ctrl-C: say why the command does not end at once

@@ -436,6 +436,27 @@ def test_same_initial_weights_for_every_selection():
     assert any((a[k] != c[k]).any() for k in a)
 
 
+def test_the_evaluation_scores_each_token_as_the_whole_batchs_logits_do():
+    """The LM head in chunks of positions (how a CPU evaluation runs) gives every position the loss
+    the model's whole logits give it (the tiny preset's head, 300 positions: not a multiple of a chunk)."""
+    import torch
+
+    from datamask.analysis.proxy_lm.model import build_model
+    from datamask.analysis.proxy_lm.train import forward_loss, token_nll
+
+    cfg = ProxyLMConfig(preset="tiny").resolved()
+    model = build_model(cfg, cfg.vocab_size).eval()
+    x = torch.randint(0, cfg.vocab_size, (3, 100), generator=torch.Generator().manual_seed(0))
+    y = torch.roll(x, -1, dims=1)
+    y[2, 60:] = -100  # padding scores 0
+    with torch.no_grad():
+        whole = forward_loss(model, x, y, reduction="none")
+        for rows in (None, 64, 256, 1000):
+            got = token_nll(model, x, y, rows)
+            assert got.shape == whole.shape and torch.allclose(got, whole, rtol=1e-6, atol=0)
+    assert (whole.reshape(3, 100)[2, 60:] == 0).all() and (whole.reshape(3, 100)[2, :60] > 0).all()
+
+
 def test_warmup_then_cosine_schedule():
     from datamask.analysis.proxy_lm.model import lr_at
 

@@ -20,7 +20,16 @@ import numpy as np
 
 from .model import TokenStream, build_model, count_params, lr_at
 
-__all__ = ["EvalData", "prepare_eval", "deterministic", "forward_loss", "evaluate", "train_selection", "initial_state"]
+__all__ = [
+    "EvalData",
+    "prepare_eval",
+    "deterministic",
+    "forward_loss",
+    "token_nll",
+    "evaluate",
+    "train_selection",
+    "initial_state",
+]
 
 
 @dataclass
@@ -109,14 +118,38 @@ def _autocast(device: str, precision: str):
     return contextlib.nullcontext()
 
 
+#: positions whose logits a CPU evaluation computes at once: a chunk's logits (rows x vocabulary)
+#: stay in cache through the log-softmax instead of the whole batch's (tiny: 67 MB at batch 32);
+#: the same per-token losses, a quarter less CPU time (benchmarks/results/search_cost.md)
+EVAL_HEAD_ROWS = 256
+
+
 def forward_loss(model, x, y, reduction="mean"):
-    """Cross-entropy (nats) of targets ``y`` (-100 ignored) given inputs ``x``; the one place
-    the model is called, in training and in evaluation."""
+    """Cross-entropy (nats) of targets ``y`` (-100 ignored) given inputs ``x``; how training
+    calls the model (evaluation: :func:`token_nll`)."""
     import torch.nn.functional as F
 
     logits = model(input_ids=x).logits
     return F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1), ignore_index=-100, reduction=reduction
+    )
+
+
+def token_nll(model, x, y, rows: int | None = None):
+    """Per-position cross-entropy (nats; 0 where ``y`` is -100) of targets ``y`` given inputs ``x``,
+    flattened: :func:`forward_loss`'s ``reduction="none"``, with the LM head and the loss applied
+    ``rows`` positions at a time (None: all at once) after the decoder has run on the batch."""
+    import torch
+    import torch.nn.functional as F
+
+    h = model.get_decoder()(input_ids=x).last_hidden_state
+    h, t = h.reshape(-1, h.shape[-1]), y.reshape(-1)
+    head, rows = model.get_output_embeddings(), int(rows or h.shape[0])
+    return torch.cat(
+        [
+            F.cross_entropy(head(h[i : i + rows]).float(), t[i : i + rows], ignore_index=-100, reduction="none")
+            for i in range(0, h.shape[0], rows)
+        ]
     )
 
 
@@ -137,7 +170,8 @@ def evaluate(model, ev: EvalData, device: str, precision: str, batch_size: int) 
             x = w[:, :-1].clamp(min=0).to(device)
             y = w[:, 1:].clone()
             y[y < 0] = -100
-            nll = forward_loss(model, x, y.to(device), reduction="none").reshape(len(idx), L - 1)
+            rows = EVAL_HEAD_ROWS if device == "cpu" else None
+            nll = token_nll(model, x, y.to(device), rows).reshape(len(idx), L - 1)
             np.add.at(doc_nll, ev.doc[idx], nll.sum(dim=1).double().cpu().numpy())
     model.train(was)
     out = {}
@@ -244,7 +278,8 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     -------
     dict with ``tokens`` (target tokens trained, counted), ``passes`` (over the selection), ``params``,
     ``train_curve`` [[tokens, loss]], ``curve`` [{tokens, losses}], ``evals`` {set: {domain:
-    (nats, tokens, bytes)}}, ``train_seconds``, ``seconds``.
+    (nats, tokens, bytes)}}, ``train_seconds`` (the optimiser steps), ``eval_seconds`` (the final
+    evaluation), ``seconds``.
     """
     import torch
     from tqdm.auto import tqdm
@@ -271,7 +306,9 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
         trained, losses, curve, train_s = _train_loop(model, opt, stream, steps, cfg, evals, device, precision, bar)
     finally:
         bar.close()
+    te = time.perf_counter()
     final = {full.name: evaluate(model, full, device, precision, max(1, 2 * int(cfg.batch_size))) for full, _ in evals}
+    eval_s = time.perf_counter() - te
     losses = torch.stack(losses).float().cpu().numpy()
     return {
         "tokens": trained,
@@ -283,6 +320,7 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
         "curve": curve,
         "evals": final,
         "train_seconds": train_s,
+        "eval_seconds": eval_s,
         "tokens_per_second": trained / max(train_s, 1e-9),
         "seconds": time.perf_counter() - t0,
     }

@@ -10,6 +10,12 @@
 4. ``candidates`` points predicted and the ``top`` best averaged into the chosen recipe (:mod:`.choose`);
 5. the chosen recipe, the default one, top-k and random retrained on ``verify`` fresh seeds (:mod:`.verify`);
 6. ``trials.parquet``, ``verify.parquet``, ``recipe.yaml``, the figures and ``search.json`` (:mod:`.outputs`).
+
+No worker waits on the client where it need not: the references' models (when no chosen
+recipe changes them) are submitted with the trials, behind them, so they train while the last
+trials end and the regressor is fitted; the chosen recipe's models follow as soon as the fit
+ends, and the trials' outputs are written while they train. ``search.json``'s ``cost`` gives
+the workers' training share and the client's wall seconds per phase.
 """
 
 from __future__ import annotations
@@ -28,9 +34,9 @@ from .noise import noise_table
 from .outputs import records_frame, trials_frame, write_parquet, write_recipe
 from .prepare import prepare, read_prep
 from .regress import fit_best
-from .schedule import Job, cost_summary, fingerprint_of, proxy_regime, run_jobs, worker_threads
+from .schedule import Job, cancel, collect, cost_summary, fingerprint_of, proxy_regime, submit_jobs, worker_threads
 from .space import Space, parse_space
-from .verify import recommend, summarize, verification_recipes, verification_seeds
+from .verify import early_references, recommend, summarize, verification_recipes, verification_seeds
 
 __all__ = ["compute_search", "resolve_eval", "WRITES", "KEEPS", "corpus_parts", "build_space"]
 
@@ -125,22 +131,46 @@ def _tracks(means) -> dict:
     return {col: figs.track(means[col], means["loss"]) for col in figs.TRACKS}
 
 
-def _verify(client, parts, cfg, out, chosen, base_fp):
-    recipes = verification_recipes(cfg.method, chosen, float(cfg.prune))
-    if int(cfg.verify) < 1:
-        return None, None, 0, recipes, []
+def _verify_jobs(cfg, recipes: dict, base_fp) -> list:
     seeds = verification_seeds(cfg.seed, cfg.verify)
-    jobs = [
+    return [
         Job(f"verify-{name}", r, seeds, {"kind": "verify", "fingerprint": fingerprint_of(base_fp, "verify", r)})
         for name, r in recipes.items()
     ]
-    recs, n = run_jobs(client, parts, jobs, cfg, str(out), desc="verification")
+
+
+def _early_references(client, parts, cfg, out, space, base_fp):
+    """The references' verification models submitted with the trials, behind them (a lower
+    priority), so no worker waits while the last trials end and the client fits the
+    regressor; None when they depend on the chosen recipe (its searched ``ratio``) or
+    ``--verify 0``."""
+    refs = early_references(cfg.method, [p.name for p in space.params], float(cfg.prune))
+    if int(cfg.verify) < 1 or refs is None:
+        return None
+    return submit_jobs(client, parts, _verify_jobs(cfg, refs, base_fp), cfg, str(out), "references", priority=-1)
+
+
+def _submit_verification(client, parts, cfg, out, chosen, base_fp, early) -> tuple:
+    """(batch of the verification models not submitted early, every verified recipe by name)."""
+    recipes = verification_recipes(cfg.method, chosen, float(cfg.prune))
+    if int(cfg.verify) < 1:
+        return None, recipes
+    todo = {"chosen": recipes["chosen"]} if early is not None else recipes
+    return submit_jobs(client, parts, _verify_jobs(cfg, todo, base_fp), cfg, str(out), "verification"), recipes
+
+
+def _verification(client, cfg, batches):
+    if not batches:
+        return None, None, 0, []
+    recs, n = collect(client, batches, cfg)
     frame = records_frame(recs)
     frame["name"] = frame["name"].str.replace("verify-", "", regex=False)
-    return frame, summarize(frame), n, recipes, recs
+    return frame, summarize(frame), n, recs
 
 
-def _figures(out, space, frame, fit, vframe, vsum) -> list:
+def _trial_figures(out, space, frame, fit) -> tuple:
+    """The trials' figures (drawn while the workers train the verification models) and the
+    trials' means."""
     means = frame.groupby("trial", sort=True).mean(numeric_only=True)
     firsts = frame.drop_duplicates("trial").set_index("trial").loc[means.index]
     for c in space.columns:  # choices are text: the first seed's row holds them
@@ -152,11 +182,16 @@ def _figures(out, space, frame, fit, vframe, vsum) -> list:
         ),
         "loss_tracks": figs.loss_tracks(means),
     }
-    if vframe is not None:
-        drawn["verification"] = figs.verification_bars(vframe, vsum)
     for name, fig in drawn.items():
         figs.save_png(fig, location(out) / "figures" / f"{name}.png")
     return [f"figures/{n}.png" for n in drawn], means
+
+
+def _verification_figure(out, vframe, vsum) -> list:
+    if vframe is None:
+        return []
+    figs.save_png(figs.verification_bars(vframe, vsum), location(out) / "figures" / "verification.png")
+    return ["figures/verification.png"]
 
 
 def _verified(vsum) -> dict | None:
@@ -229,32 +264,74 @@ def _warnings(fit, recommended) -> list:
     return out
 
 
+class _Clock:
+    """Wall seconds of the search's phases on the client (``search.json``'s ``cost.phases``)."""
+
+    def __init__(self):
+        self.t0 = self.t = time.perf_counter()
+        self.phases: dict = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] = round(now - self.t, 3)
+        self.t = now
+
+    @property
+    def total(self) -> float:
+        return round(time.perf_counter() - self.t0, 3)
+
+
+def _run(client, parts, cfg, out, space, base_fp, clock) -> tuple:
+    """Trials, fit and verification, with every batch submitted as early as its inputs allow:
+    the references behind the trials, the chosen recipe's models as soon as the fit ends; the
+    trials' outputs are written while the verification trains. A batch not collected when
+    the search stops is cancelled (its running tasks waited for)."""
+    pending = [submit_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out))]
+    try:
+        pending.append(_early_references(client, parts, cfg, out, space, base_fp))
+        recs, n_trials = collect(client, pending[:1], cfg)
+        clock.lap("trials")
+        frame = trials_frame(recs, space)
+        fit = _fit(space, frame, cfg)
+        clock.lap("fit")
+        late, recipes = _submit_verification(client, parts, cfg, out, fit["recipe"], base_fp, pending[1])
+        pending.append(late)
+        write_parquet(frame, location(out) / "trials.parquet")
+        drawn, means = _trial_figures(out, space, frame, fit)
+        vframe, vsum, n_verify, vrecs = _verification(client, cfg, [b for b in pending[1:] if b is not None])
+        clock.lap("verification")
+    except BaseException:
+        cancel(client, pending[1:])
+        raise
+    return recs, n_trials, frame, fit, means, drawn, (vframe, vsum, n_verify, vrecs, recipes)
+
+
 def compute_search(cfg, out, client, level=None) -> dict:
     """Run the search of ``cfg`` (checked, paths resolved) into ``out`` on ``client``; returns the
     manifest's keys of its own (``search.json``'s content, with ``totals``)."""
-    t0 = time.perf_counter()
+    clock = _Clock()
     parts, identities = corpus_parts(cfg)
     fp = fingerprint_of(cfg.fingerprint("cpu"), identities)
     prep = _prepared(client, parts, cfg, out, fp)
+    clock.lap("prepare")
     base_fp = fingerprint_of(fp, prep["tokenizer"]["sha256"], prep["eval_fingerprint"])
     space = build_space(cfg, prep)
-    recs, n_trials = run_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out))
-    frame = trials_frame(recs, space)
-    fit = _fit(space, frame, cfg)
-    vframe, vsum, n_verify, recipes, vrecs = _verify(client, parts, cfg, out, fit["recipe"], base_fp)
-    write_parquet(frame, location(out) / "trials.parquet")
+    recs, n_trials, frame, fit, means, drawn, verified = _run(client, parts, cfg, out, space, base_fp, clock)
+    vframe, vsum, n_verify, vrecs, recipes = verified
     files = ["trials.parquet"]
     if vframe is not None:
         write_parquet(vframe, location(out) / "verify.parquet")
         files.append("verify.parquet")
-    drawn, means = _figures(out, space, frame, fit, vframe, vsum)
+    drawn += _verification_figure(out, vframe, vsum)
     total = len(recs) + (0 if vframe is None else len(vframe))
     counts = {"trained": total, "computed_this_run": n_trials + n_verify, "resumed": total - n_trials - n_verify}
     recommended = recommend(vsum, recipes)
     summary = _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files + drawn, recommended)
     summary["recipe"] = write_recipe(cfg, out, summary)
-    summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
+    clock.lap("outputs")
+    summary["wall_seconds"] = clock.total
     summary["cost"] = cost_summary(recs + vrecs, summary["wall_seconds"], worker_threads(client))
+    summary["cost"]["phases"] = clock.phases
     summary.update({k: summary["cost"][k] for k in ("train_share", "tokens_per_worker_second")})
     write_json_atomic(summary, location(out) / "search.json")
     if not cfg.no_report:

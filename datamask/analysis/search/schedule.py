@@ -1,9 +1,12 @@
 """Trials as Dask tasks: one selection task per recipe, one training task per (recipe, seed).
 
-:func:`run_jobs` builds the graph for the (recipe, seed) pairs that have no finished record
+:func:`submit_jobs` builds the graph for the (recipe, seed) pairs that have no finished record
 yet — a record is finished when ``OUTPUT/_search/records/NAME-sSEED.json`` exists with the
-job's fingerprint — submits it to the client and collects each record as its task ends (the
-task itself has written it). A killed search therefore reruns only the missing pairs. The
+job's fingerprint — and submits it (at a Dask priority: a batch submitted early behind
+another fills the workers only as that one leaves them free); :func:`collect` gathers each
+record as its task ends (the task itself has written it), :func:`cancel` stops a batch the
+search no longer collects, and :func:`run_jobs` is the two in one. A killed search therefore
+reruns only the missing pairs. The
 input's splits are the graph's partitions (:func:`datamask.dask.read`'s), read on the workers;
 the client handles one small record per task, never a document.
 """
@@ -17,7 +20,19 @@ from dataclasses import dataclass, field
 from ...pipeline.storage import location
 from .trials import RECORD_DIR, select_recipe, train_recipe
 
-__all__ = ["Job", "run_jobs", "read_record", "fingerprint_of", "worker_threads", "cost_summary", "proxy_regime"]
+__all__ = [
+    "Job",
+    "Submitted",
+    "submit_jobs",
+    "collect",
+    "cancel",
+    "run_jobs",
+    "read_record",
+    "fingerprint_of",
+    "worker_threads",
+    "cost_summary",
+    "proxy_regime",
+]
 
 
 @dataclass
@@ -73,13 +88,20 @@ def _graph(parts, jobs, cfg, out, todo):
     return tasks
 
 
-def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials") -> tuple[list, int]:
-    """Every record of ``jobs`` (finished ones read back, the others computed now) and how
-    many were computed in this call."""
-    from tqdm.auto import tqdm
+@dataclass
+class Submitted:
+    """Jobs handed to the cluster: the records read back (``done``) and the futures of the rest."""
 
-    from ...pipeline.executor import run_tasks
+    done: list
+    futures: list
+    desc: str
 
+
+def submit_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials", priority: int = 0) -> Submitted:
+    """Submit the (recipe, seed) pairs of ``jobs`` that have no finished record; returns at once.
+
+    ``priority``: Dask's (higher runs first), so a batch submitted early at a lower priority
+    fills the workers only when the batches before it leave one free."""
     done, todo = [], {}
     for job in jobs:
         todo[job.name] = []
@@ -90,11 +112,41 @@ def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials") -> 
             else:
                 done.append(dict(rec, resumed=True))  # not timed in this run (cost_summary)
     tasks = _graph(parts, jobs, cfg, out, todo)
-    if not tasks:
+    return Submitted(done, client.compute(tasks, priority=int(priority)) if tasks else [], desc)
+
+
+def collect(client, batches: list, cfg) -> tuple[list, int]:
+    """Every record of ``batches`` (:func:`submit_jobs`), waiting for their tasks, and how many
+    were computed in this call. On an error every other task of theirs is cancelled (and
+    those running waited for) before it is raised."""
+    from tqdm.auto import tqdm
+
+    from ...pipeline.executor import run_tasks
+
+    done = [r for b in batches for r in b.done]
+    futures = [f for b in batches for f in b.futures]
+    if not futures:
         return done, 0
-    with tqdm(total=len(tasks), desc=f"datamask search: {desc}", unit="model", disable=cfg.quiet, leave=False) as bar:
-        new = run_tasks(client, tasks, lambda i, r: bar.update(1), what="trial(s)")
+    desc = " and ".join(b.desc for b in batches if b.futures)
+    with tqdm(total=len(futures), desc=f"datamask search: {desc}", unit="model", disable=cfg.quiet, leave=False) as bar:
+        new = run_tasks(client, futures, lambda i, r: bar.update(1), what="trial(s)")
     return done + new, len(new)
+
+
+def cancel(client, batches: list) -> None:
+    """Cancel the tasks of ``batches`` not started and wait for those running (a search that
+    stops before it collects a batch submitted early)."""
+    from ...pipeline.executor import stop
+
+    futures = [f for b in batches if b is not None for f in b.futures]
+    if futures:
+        stop(client, futures, "trial(s)")
+
+
+def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials") -> tuple[list, int]:
+    """Every record of ``jobs`` (finished ones read back, the others computed now) and how
+    many were computed in this call."""
+    return collect(client, [submit_jobs(client, parts, jobs, cfg, out, desc)], cfg)
 
 
 def worker_threads(client) -> int:
@@ -106,9 +158,9 @@ def cost_summary(records: list, wall_seconds: float, workers: int) -> dict:
     """Where the workers' time went, over the models trained in this run (not the resumed ones).
 
     ``train_share``: all models' training seconds (optimiser steps) / (``wall_seconds`` x
-    ``workers``); ``tokens_per_worker_second``: their trained tokens over the same; the rest of
-    the workers' time is selection, evaluation, preparation, scheduling and idle workers while
-    the client fits the regressor."""
+    ``workers``); ``tokens_per_worker_second``: their trained tokens over the same;
+    ``eval_seconds``: their final evaluations (a forward pass over every evaluation set); the
+    rest of the workers' time is selection, preparation, loading, scheduling and idle workers."""
     new = [r for r in records if not r.get("resumed")]
     train = float(sum(r["train_seconds"] for r in new))
     tokens = int(sum(r["tokens"] for r in new))
@@ -117,6 +169,7 @@ def cost_summary(records: list, wall_seconds: float, workers: int) -> dict:
         "models_timed": len(new),
         "workers": int(workers),
         "train_seconds": round(train, 3),
+        "eval_seconds": round(float(sum(r.get("eval_seconds", 0.0) for r in new)), 3),
         "select_seconds": round(float(sum(r["select_seconds"] for r in new)), 3),
         "model_seconds": round(float(sum(r["seconds"] for r in new)), 3),
         "train_share": round(train / capacity, 4) if new else None,

@@ -197,6 +197,7 @@ def train_recipe(sel: dict, *, name: str, seed: int, cfg, out: str, extra: dict)
         "params": res["params"],
         "select_seconds": round(sel["seconds"], 3),
         "train_seconds": round(res["train_seconds"], 3),
+        "eval_seconds": round(res["eval_seconds"], 3),  # in the record and search.json, not trials.parquet
         "seconds": round(sel["seconds"] + time.perf_counter() - t0, 3),
         "device": device,
     }

@@ -17,7 +17,15 @@ import numpy as np
 
 from .noise import paired_difference
 
-__all__ = ["VERIFY_SEED_OFFSET", "REFERENCES", "verification_recipes", "verification_seeds", "summarize", "recommend"]
+__all__ = [
+    "VERIFY_SEED_OFFSET",
+    "REFERENCES",
+    "verification_recipes",
+    "early_references",
+    "verification_seeds",
+    "summarize",
+    "recommend",
+]
 
 #: verification seeds start here (trials use ``seed .. seed + seeds - 1``)
 VERIFY_SEED_OFFSET = 10_000
@@ -37,6 +45,14 @@ def verification_recipes(method: str, chosen: dict, prune: float = 0.5) -> dict:
         if method != "quadmix" and float(prune) > 1.0 - float(chosen["ratio"]):
             default["prune"] = 1.0 - float(chosen["ratio"])
     return {"chosen": dict(chosen), **refs}
+
+
+def early_references(method: str, searched, prune: float = 0.5) -> dict | None:
+    """``{name: recipe}`` of the references when no chosen recipe changes them (``ratio`` is not
+    among the ``searched`` parameters), so they can train beside the trials; else None."""
+    if "ratio" in set(searched):
+        return None
+    return {k: v for k, v in verification_recipes(method, {}, prune).items() if k != "chosen"}
 
 
 def verification_seeds(seed: int, k: int) -> list:

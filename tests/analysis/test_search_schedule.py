@@ -1,0 +1,105 @@
+"""The search's schedule on a real two-worker LocalCluster, with planted models (no selection, no
+training: tests/helpers/planted_search.py): the references' verification models are submitted
+with the trials and train while the client fits the regressor, the chosen recipe's follow,
+every record is collected once, and a failing trial stops the references submitted early."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from datamask.analysis.search import SearchConfig, schedule
+from datamask.analysis.search import run as search_run
+from datamask.analysis.search.verify import early_references, verification_recipes
+from tests.helpers import planted_search
+from tests.helpers.pipeline_data import wait_until
+
+TRIALS, VERIFY = 6, 2
+
+
+@pytest.fixture
+def client(cluster):
+    from distributed import Client
+
+    with Client(cluster.scheduler_address, set_as_default=False) as c:
+        yield c
+
+
+@pytest.fixture
+def planted(monkeypatch):
+    monkeypatch.setattr(schedule, "select_recipe", planted_search.select)
+    monkeypatch.setattr(schedule, "train_recipe", planted_search.train)
+
+
+def _cfg(tmp_path, space="lam=0:1,diversity=pairwise|facility"):
+    return SearchConfig(
+        input=str(tmp_path / "in"),
+        output=str(tmp_path / "out"),
+        eval=[str(tmp_path / "eval")],
+        ratio=0.3,
+        space=space,
+        trials=TRIALS,
+        verify=VERIFY,
+        regressor="quadratic",
+        candidates=500,
+        top=5,
+        quiet=True,
+    ).validated()
+
+
+def _run(client, cfg, out):
+    space = search_run.build_space(cfg, {"domains": [], "components": []})
+    return search_run._run(client, [], cfg, str(out), space, "fp", search_run._Clock())
+
+
+def _verifying(out) -> bool:
+    return any(name.startswith("verify-") for name, _ in planted_search.marked(out, "started"))
+
+
+def test_the_references_train_while_the_client_fits_then_the_chosen_recipe(planted, client, tmp_path, monkeypatch):
+    cfg, out = _cfg(tmp_path), tmp_path / "out"
+    fit, at_fit = search_run._fit, {}
+
+    def fit_when_a_reference_trains(space, frame, cfg):  # the old schedule submitted none before the fit
+        wait_until(lambda: _verifying(out), timeout=60, what="a reference model to start before the fit")
+        at_fit["started"] = planted_search.marked(out, "started")
+        return fit(space, frame, cfg)
+
+    monkeypatch.setattr(search_run, "_fit", fit_when_a_reference_trains)
+    recs, n_trials, frame, _fit, _means, drawn, (vframe, vsum, n_verify, vrecs, recipes) = _run(client, cfg, out)
+    assert n_trials == TRIALS and len(frame) == TRIALS and sorted(frame.trial) == list(range(TRIALS))
+    assert n_verify == 4 * VERIFY and len(vrecs) == 4 * VERIFY
+    assert vframe.groupby("name").seed.nunique().to_dict() == {
+        n: VERIFY for n in ("chosen", "default", "random", "topk")
+    }
+    assert not any(n == "verify-chosen" for n, _ in at_fit["started"]), "the chosen recipe trained before the fit"
+    assert set(vsum["recipes"]) == set(recipes) == {"chosen", "default", "topk", "random"}
+    assert (out / "trials.parquet").exists() and drawn == ["figures/loss_by_parameter.png", "figures/loss_tracks.png"]
+    assert planted_search.marked(out, "finished") == planted_search.marked(out, "started")
+
+
+def test_a_failing_trial_stops_the_references_submitted_early(planted, client, tmp_path):
+    cfg, out = _cfg(tmp_path), tmp_path / "out"
+    out.mkdir(parents=True)
+    (out / "fail-trial-0003").touch()
+    with pytest.raises(ValueError, match="planted failure in trial-0003"):
+        _run(client, cfg, out)
+    started = planted_search.marked(out, "started")
+    running = started - planted_search.marked(out, "finished") - {("trial-0003", 0)}
+    assert not running, f"raised while {running} still ran"
+    time.sleep(3 * planted_search.HOLD + 0.5)  # a reference not cancelled would start meanwhile
+    assert planted_search.marked(out, "started") == started
+    assert not {n for n, _ in started} >= {"verify-default", "verify-topk", "verify-random"}
+
+
+def test_references_go_early_only_when_no_chosen_recipe_changes_them():
+    for chosen in ({"lam": 0.2, "diversity": "facility"}, {"lam": 0.9, "diversity": "pairwise", "prune": 0.3}):
+        got = verification_recipes("datamask", chosen, 0.5)
+        assert early_references("datamask", ["lam", "diversity", "prune"], 0.5) == {
+            k: v for k, v in got.items() if k != "chosen"
+        }
+    assert early_references("quadmix", ["lam", "omega"]) == {
+        k: v for k, v in verification_recipes("quadmix", {"lam": 1.0}).items() if k != "chosen"
+    }
+    assert early_references("datamask", ["lam", "ratio"], 0.5) is None  # the references take the chosen ratio
