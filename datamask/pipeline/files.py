@@ -270,7 +270,8 @@ def _read_vectors(pf, groups, name, t, lo: int, n: int):
             break
     if values is None or off != n:
         return None
-    return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), d)
+    # the column's own value field (its name, e.g. parquet's "element"), so meta and data agree
+    return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), type=pa.list_(t.value_field, d))
 
 
 def _widths_differ(col, d: int) -> bool:
