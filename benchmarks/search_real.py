@@ -61,14 +61,19 @@ def _regime(p: dict) -> str:
 
 def _cost_lines(s: dict) -> list:
     c = s.get("cost")
-    if not c:
+    if not c or c.get("train_share") is None:
         return []
-    return [
+    evals = f", the final evaluations {c['eval_seconds'] / 60:.1f}" if "eval_seconds" in c else ""
+    lines = [
         f"- the workers' time: **{c['train_share']:.0%} training** (all models' optimiser steps, "
         f"{c['train_seconds'] / 60:.1f} min, over {s['wall_seconds'] / 60:.1f} min x {c['workers']} workers); "
         f"the models' tasks took {c['model_seconds'] / 60:.1f} worker-min in all, of which the selections "
-        f"{c['select_seconds'] / 60:.1f}; **{c['tokens_per_worker_second']:,.0f} trained tokens per worker-second**"
+        f"{c['select_seconds'] / 60:.1f}{evals}; **{c['tokens_per_worker_second']:,.0f} trained tokens per "
+        "worker-second**"
     ]
+    if c.get("phases"):
+        lines.append("- the search's wall by phase: " + ", ".join(f"{k} {v:.0f} s" for k, v in c["phases"].items()))
+    return lines
 
 
 def _verified_lines(v: dict) -> list:

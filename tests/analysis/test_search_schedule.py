@@ -11,6 +11,7 @@ import pytest
 
 from datamask.analysis.search import SearchConfig, schedule
 from datamask.analysis.search import run as search_run
+from datamask.analysis.search.schedule import cost_summary
 from datamask.analysis.search.verify import early_references, verification_recipes
 from tests.helpers import planted_search
 from tests.helpers.pipeline_data import wait_until
@@ -82,15 +83,15 @@ def test_the_references_train_while_the_client_fits_then_the_chosen_recipe(plant
 def test_a_failing_trial_stops_the_references_submitted_early(planted, client, tmp_path):
     cfg, out = _cfg(tmp_path), tmp_path / "out"
     out.mkdir(parents=True)
-    (out / "fail-trial-0003").touch()
-    with pytest.raises(ValueError, match="planted failure in trial-0003"):
+    (out / "fail-trial").touch()  # the first trial to end fails, four are still to run
+    with pytest.raises(ValueError, match="planted failure in trial-"):
         _run(client, cfg, out)
     started = planted_search.marked(out, "started")
-    running = started - planted_search.marked(out, "finished") - {("trial-0003", 0)}
+    running = {m for m in started if m[0].startswith("verify-")} - planted_search.marked(out, "finished")
     assert not running, f"raised while {running} still ran"
+    assert len({n for n, _ in started if n.startswith("trial-")}) < TRIALS
     time.sleep(3 * planted_search.HOLD + 0.5)  # a reference not cancelled would start meanwhile
     assert planted_search.marked(out, "started") == started
-    assert not {n for n, _ in started} >= {"verify-default", "verify-topk", "verify-random"}
 
 
 def test_references_go_early_only_when_no_chosen_recipe_changes_them():
@@ -103,3 +104,12 @@ def test_references_go_early_only_when_no_chosen_recipe_changes_them():
         k: v for k, v in verification_recipes("quadmix", {"lam": 1.0}).items() if k != "chosen"
     }
     assert early_references("datamask", ["lam", "ratio"], 0.5) is None  # the references take the chosen ratio
+
+
+def test_the_training_share_counts_the_models_of_this_run_and_needs_the_workers():
+    rec = {"train_seconds": 30.0, "eval_seconds": 8.0, "select_seconds": 1.0, "seconds": 40.0, "tokens": 100_000}
+    c = cost_summary([rec, rec, dict(rec, resumed=True)], wall_seconds=50.0, workers=2)
+    assert c["models_timed"] == 2 and c["train_share"] == 0.6 and c["eval_seconds"] == 16.0
+    assert c["tokens_per_worker_second"] == 2000.0
+    none = cost_summary([rec], wall_seconds=50.0, workers=0)  # the scheduler counted no worker
+    assert none["train_share"] is None and none["tokens_per_worker_second"] is None and none["train_seconds"] == 30.0

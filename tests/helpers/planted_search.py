@@ -1,8 +1,8 @@
 """Stand-ins for the search's two task functions (``select_recipe``, ``train_recipe``) for its
 scheduling tests: no selection, no model; each training task marks when it starts and ends
 (``OUTPUT/marks/started-NAME-sSEED``), holds ``HOLD`` seconds and returns a record of the
-search's shape whose loss is a function of the recipe. A file ``OUTPUT/fail-NAME`` makes that
-model's task fail after its hold. Importable by Dask workers."""
+search's shape whose loss is a function of the recipe. A file ``OUTPUT/fail-trial`` makes every
+trial's task fail after its hold (the first to end raises while the others wait their turn). Importable by Dask workers."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def train(sel: dict, *, name: str, seed: int, cfg, out: str, extra: dict) -> dic
     marks.mkdir(parents=True, exist_ok=True)
     (marks / f"started-{name}-s{seed}").touch()
     time.sleep(HOLD)
-    if (Path(out) / f"fail-{name}").exists():
+    if (Path(out) / f"fail-{name.split('-')[0]}").exists():
         raise ValueError(f"planted failure in {name}")
     r = sel["recipe"]
     loss = 5.0 + (float(r.get("lam", 0.5)) - 0.3) ** 2 + 0.01 * int(seed) + 0.1 * (r.get("method") == "random")

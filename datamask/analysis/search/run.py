@@ -316,6 +316,7 @@ def compute_search(cfg, out, client, level=None) -> dict:
     clock.lap("prepare")
     base_fp = fingerprint_of(fp, prep["tokenizer"]["sha256"], prep["eval_fingerprint"])
     space = build_space(cfg, prep)
+    workers = worker_threads(client)  # counted while the cluster works (a loaded one's may miss a late count)
     recs, n_trials, frame, fit, means, drawn, verified = _run(client, parts, cfg, out, space, base_fp, clock)
     vframe, vsum, n_verify, vrecs, recipes = verified
     files = ["trials.parquet"]
@@ -330,7 +331,7 @@ def compute_search(cfg, out, client, level=None) -> dict:
     summary["recipe"] = write_recipe(cfg, out, summary)
     clock.lap("outputs")
     summary["wall_seconds"] = clock.total
-    summary["cost"] = cost_summary(recs + vrecs, summary["wall_seconds"], worker_threads(client))
+    summary["cost"] = cost_summary(recs + vrecs, summary["wall_seconds"], max(workers, worker_threads(client)))
     summary["cost"]["phases"] = clock.phases
     summary.update({k: summary["cost"][k] for k in ("train_share", "tokens_per_worker_second")})
     write_json_atomic(summary, location(out) / "search.json")

@@ -160,8 +160,10 @@ def cost_summary(records: list, wall_seconds: float, workers: int) -> dict:
     ``train_share``: all models' training seconds (optimiser steps) / (``wall_seconds`` x
     ``workers``); ``tokens_per_worker_second``: their trained tokens over the same;
     ``eval_seconds``: their final evaluations (a forward pass over every evaluation set); the
-    rest of the workers' time is selection, preparation, loading, scheduling and idle workers."""
+    rest of the workers' time is selection, preparation, loading, scheduling and idle workers.
+    Both are None when ``workers`` is 0."""
     new = [r for r in records if not r.get("resumed")]
+    shared = bool(new) and int(workers) > 0  # no workers counted (the scheduler did not answer): no share
     train = float(sum(r["train_seconds"] for r in new))
     tokens = int(sum(r["tokens"] for r in new))
     capacity = max(float(wall_seconds) * max(int(workers), 1), 1e-9)
@@ -172,8 +174,8 @@ def cost_summary(records: list, wall_seconds: float, workers: int) -> dict:
         "eval_seconds": round(float(sum(r.get("eval_seconds", 0.0) for r in new)), 3),
         "select_seconds": round(float(sum(r["select_seconds"] for r in new)), 3),
         "model_seconds": round(float(sum(r["seconds"] for r in new)), 3),
-        "train_share": round(train / capacity, 4) if new else None,
-        "tokens_per_worker_second": round(tokens / capacity, 1) if new else None,
+        "train_share": round(train / capacity, 4) if shared else None,
+        "tokens_per_worker_second": round(tokens / capacity, 1) if shared else None,
     }
 
 
