@@ -48,9 +48,9 @@ NEAR_DUPLICATE_COSINE = 0.95
 SCORE_SAMPLE = 2048
 # the most row pairs (sample x selected) one sampled number compares, and the fewest rows it
 # samples: a default select's subsets at 20k and 200k rows (2,000 and 20,000 selected) sample 131
-# and 128 rows, so the three subsets' scoring stays near 10% of the split's select; sd of one run
-# about 0.01 for coverage, 0.03-0.05 for the near-duplicate share (benchmarks/side_by_side.py,
-# benchmarks/results/side_by_side.md)
+# and 128 rows: the three subsets' scoring took 8-10% of the split's select at 200k, 9-19% at 20k;
+# sd of one run 0.008-0.017 for coverage, 0.017-0.037 for the near-duplicate share
+# (benchmarks/side_by_side.py, benchmarks/results/side_by_side.md, docs/benchmarks.md)
 SCORE_PAIRS = 1 << 18
 SCORE_SAMPLE_MIN = 128
 
