@@ -2,11 +2,13 @@
 
 In one process (one torch thread, as a search's worker runs it), on the corpus of
 ``search_corpus.py``: the search's preparation, then ``--models`` trials of the default space
-(selection + one proxy model each, the search's own task functions) under cProfile. The table
-gives the cumulative seconds of the parts a trial is made of: loading the shared preparation,
-the selection (``select_split``), the selection's statistics, tokenisation, building the
-model, the optimiser steps, the final evaluation. ``--label`` names the run in the table, so
-one file holds the breakdown before and after a change (rows are appended).
+(selection + one proxy model each, the search's own task functions) under cProfile with the
+process's CPU time as its clock (a shared host's load stretches wall seconds, and unevenly
+across the parts; CPU seconds much less). The table gives the cumulative CPU seconds of the
+parts a trial is made of: loading the shared preparation, the selection (``select_split``),
+the selection's statistics, tokenisation, building the model, the optimiser steps, the final
+evaluation. ``--label`` names the run in the table, so one file holds the breakdown before
+and after a change (rows are appended).
 
     python benchmarks/search_cost.py --work /work/cache/search-cost/corpus --label after
 """
@@ -103,31 +105,35 @@ def main(argv=None):
     prep_s = time.perf_counter() - t0
     space = build_space(cfg, prep)
     U = space.design(args.models, 0)
-    prof = cProfile.Profile()
-    t0 = time.perf_counter()
-    train_s = 0.0
+    prof = cProfile.Profile(time.process_time)
+    t0, c0 = time.perf_counter(), time.process_time()
+    tokens = 0
     prof.enable()
     for i, u in enumerate(U):
         sel = select_recipe(*dfs, recipe=space.recipe(u), cfg=cfg, out=str(out))
         rec = train_recipe(sel, name=f"bench-{i}", seed=0, cfg=cfg, out=str(out), extra={"fingerprint": "-"})
-        train_s += rec["train_seconds"]
+        tokens += rec["tokens"]
     prof.disable()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     st = pstats.Stats(prof)
     rows = [(label, _cum(st, suf, fn)) for label, suf, fn in PARTS]
+    parts = dict(rows)
+    train_s, eval_s = parts["optimiser steps"], parts["final evaluation"]
+    ev_tokens = sum(e["scored_tokens"] for e in prep["eval_sets"]) * args.models
     load = os.getloadavg()
     lines = [
         f"## {args.label}: {args.models} trials{' (--quick corpus)' if args.quick else ''}, "
         f"{time.strftime('%Y-%m-%d %H:%M')} UTC, load {load[0]:.2f} / "
         f"{load[1]:.2f} / {load[2]:.2f}",
         "",
-        f"Preparation (once per search): {prep_s:.1f} s. Trials: {wall:.1f} s under cProfile, "
-        f"{wall / args.models:.2f} s per trial; optimiser steps (the records' train_seconds) "
-        f"{train_s:.1f} s = **{train_s / wall:.0%}** of it.",
+        f"Preparation (once per search): {prep_s:.1f} s wall. Trials: {cpu:.1f} CPU-s under cProfile "
+        f"({wall:.1f} s wall), {cpu / args.models:.2f} CPU-s per trial; optimiser steps {train_s:.1f} CPU-s = "
+        f"**{train_s / cpu:.0%}** of it ({train_s / tokens * 1e5:.2f} CPU-s per 100k trained tokens; the final "
+        f"evaluation {eval_s / ev_tokens * 1e5:.2f} per 100k scored tokens).",
         "",
-        "| part | seconds (cumulative, all trials) | share of the trials' time |",
+        "| part | CPU seconds (cumulative, all trials) | share of the trials' CPU time |",
         "| --- | --- | --- |",
-        *[f"| {label} | {s:.2f} | {s / wall:.0%} |" for label, s in rows],
+        *[f"| {label} | {s:.2f} | {s / cpu:.0%} |" for label, s in rows],
         "",
     ]
     path = Path(args.out)
@@ -141,9 +147,10 @@ def main(argv=None):
 _HEAD = """# Where a search trial's seconds go
 
 `python benchmarks/search_cost.py --work WORK --label LABEL` (one process, one torch thread, the
-search's own task functions under cProfile; corpus of benchmarks/search_corpus.py, default space,
-`tiny` proxy on 100k tokens). The machine is shared with other jobs: the load average is given
-with each run; the shares within one run are comparable, the seconds across runs less so.
+search's own task functions under cProfile timed in CPU seconds; corpus of
+benchmarks/search_corpus.py, default space, `tiny` proxy on 100k tokens). The machine is shared
+with other jobs: the load average is given with each run; the shares within one run are
+comparable, the seconds across runs less so.
 
 """
 
