@@ -34,6 +34,7 @@ import argparse
 import contextlib
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import sys
@@ -293,7 +294,7 @@ def header(args, cfg, tok, docs, load0) -> list:
         f"Host: {platform.machine()}, {os.cpu_count()} cores, CPU capability {torch.backends.cpu.get_cpu_capability()}, "
         f"torch {torch.__version__}, {gcc}; load average {load0[0]:.1f} at start, "
         f"{os.getloadavg()[0]:.1f} at the end. One torch thread, deterministic settings as a search worker. "
-        f"Command: `python benchmarks/proxy_paths.py {' '.join(sys.argv[1:])}`.",
+        f"Command: `python benchmarks/proxy_paths.py {shlex.join(sys.argv[1:])}`.",
         "",
         f"Model: preset tiny ({int(cfg.d_model)} wide, {int(cfg.n_layers)} layers, vocabulary {tok.vocab_size}), batch "
         f"{int(cfg.batch_size)} x {int(cfg.seq_len)}, {len(docs):,} training paragraphs; evaluation "

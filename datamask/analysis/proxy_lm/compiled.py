@@ -2,9 +2,9 @@
 
 The model's forward and the cross-entropy over the vocabulary are compiled together (inductor,
 static shapes: every training batch is ``batch_size x seq_len``). For the ``tiny`` preset on one
-CPU thread this took 0.78-0.81 of the eager step's CPU time, with the same losses to 1e-6, after
-a compile of about a minute per process and model shape; a later model of the same shape in the
-same process reuses the compiled code (benchmarks/results/search_cost.md, "Compiled and inference
+CPU thread this took 0.80 of the eager step's CPU time, with the same losses to 1e-6, after a
+compile of about a minute per process and model shape with an empty inductor cache (seconds with
+a warm one); a later model of the same shape in the same process reuses the compiled code (benchmarks/results/search_cost.md, "Compiled and inference
 paths (round 7)"). The evaluation stays eager.
 
 When no C++ compiler is found, on a device other than the CPU (not measured there), or when the

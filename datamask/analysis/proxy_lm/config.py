@@ -161,10 +161,10 @@ class ProxyLMConfig:
     compile: bool = _f(
         False,
         "compile the model and its training loss with torch.compile (inductor; CPU only; needs a C++ "
-        "compiler): the tiny preset's steps took about 0.8 of the CPU time, losses equal to float32 "
-        "rounding, after a compile of about a minute per process and model shape, so it pays from "
-        "about 450 steps of one shape per process, e.g. a search's workers (off with one warning "
-        "when it cannot run)",
+        "compiler): the tiny preset's steps took 0.8 of the CPU time, losses equal to float32 rounding, "
+        "after a compile of about a minute per process and model shape, so it pays from about 430 "
+        "steps of one shape per process, e.g. a search's workers (off with one warning when it "
+        "cannot run)",
         group="runtime",
         result=False,
     )
