@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .compiled import training_loss
 from .model import TokenStream, build_model, count_params, lr_at
 
 __all__ = [
@@ -201,8 +202,9 @@ def _optimizer(model, cfg):
     )
 
 
-def _step(model, opt, chunk, step: int, steps: int, cfg, device: str, precision: str):
-    """One AdamW step on ``chunk`` (B*T+1 tokens): the schedule's rate, the loss, the clip."""
+def _step(model, opt, chunk, step: int, steps: int, cfg, device: str, precision: str, loss_fn=None):
+    """One AdamW step on ``chunk`` (B*T+1 tokens): the schedule's rate, the loss (``loss_fn(x, y)``
+    when given: the compiled one, see ``compiled``), the clip."""
     import torch
 
     B, T = int(cfg.batch_size), int(cfg.seq_len)
@@ -211,7 +213,7 @@ def _step(model, opt, chunk, step: int, steps: int, cfg, device: str, precision:
     for g in opt.param_groups:
         g["lr"] = lr_at(step, steps, float(cfg.lr), float(cfg.warmup), float(cfg.min_lr_ratio))
     with _autocast(device, precision):
-        loss = forward_loss(model, x, y)
+        loss = loss_fn(x, y) if loss_fn is not None else forward_loss(model, x, y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     if cfg.grad_clip:
@@ -225,7 +227,7 @@ def _curve_steps(cfg, steps: int) -> set:
     return {int(round(i * steps / k)) for i in range(1, k + 1)} if k else set()
 
 
-def _train_loop(model, opt, stream, steps, cfg, evals, device, precision, bar):
+def _train_loop(model, opt, stream, steps, cfg, evals, device, precision, bar, loss_fn=None):
     """``steps`` steps; the held-out loss at the curve points. Returns (trained tokens,
     losses, curve, seconds of optimiser steps)."""
     import torch
@@ -237,7 +239,7 @@ def _train_loop(model, opt, stream, steps, cfg, evals, device, precision, bar):
     for step in range(steps):
         chunk = np.concatenate([carry, stream.take(B * T)])
         carry = chunk[-1:]
-        loss, n = _step(model, opt, chunk, step, steps, cfg, device, precision)
+        loss, n = _step(model, opt, chunk, step, steps, cfg, device, precision, loss_fn)
         trained += n
         losses.append(loss)  # read back in bulk: no device sync per step
         bar.update(B * T)
@@ -290,6 +292,7 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     model.to(device)
     model.train()
     opt = _optimizer(model, cfg)
+    loss_fn = training_loss(model, forward_loss, cfg, device)
     stream = TokenStream(docs, tok.eos_id, cfg.seed)
     BT = int(cfg.batch_size) * int(cfg.seq_len)
     steps = cfg.steps_for(stream.n_tokens)
@@ -303,7 +306,9 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
         leave=False,
     )
     try:
-        trained, losses, curve, train_s = _train_loop(model, opt, stream, steps, cfg, evals, device, precision, bar)
+        trained, losses, curve, train_s = _train_loop(
+            model, opt, stream, steps, cfg, evals, device, precision, bar, loss_fn
+        )
     finally:
         bar.close()
     te = time.perf_counter()
