@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...core.heap import large_blocks
 from ...errors import ConfigError, OutputError
 from ...pipeline.io import write_json_atomic
 from .config import ProxyLMConfig, passes_of
@@ -365,7 +366,7 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
     data, eval_fp = eval_windows(evals, tok, r)
     env = (device, precision, threads, eval_fp)
     runs, rows = {}, []
-    with deterministic(threads):
+    with deterministic(threads), large_blocks():  # a Dask worker's heap: core/heap.py
         init, params, untrained, untrained_curve = _untrained(r, tok, data, device, precision)
         rows += _rows(UNTRAINED, untrained, params, 0, 0.0, 0.0)
         for s in sels:

@@ -170,6 +170,7 @@ def _losses(evals: dict) -> dict:
 def train_recipe(sel: dict, *, name: str, seed: int, cfg, out: str, extra: dict) -> dict:
     """(a Dask task) One proxy model of seed ``seed`` on the selection ``sel``; its record,
     written to ``OUTPUT/_search/records/NAME-sSEED.json`` before it is returned."""
+    from ...core.heap import large_blocks
     from ..proxy_lm.runner import proxy_device
     from ..proxy_lm.train import deterministic, train_selection
 
@@ -178,7 +179,7 @@ def train_recipe(sel: dict, *, name: str, seed: int, cfg, out: str, extra: dict)
     pc = cfg.proxy_config(seed)
     r = pc.resolved()
     device, precision = proxy_device(pc)
-    with deterministic(int(r.threads)):
+    with deterministic(int(r.threads)), large_blocks():  # a Dask worker's heap: core/heap.py
         init = prep.initial_state(r)
         res = train_selection(
             name, prep.docs(sel["rows"]), prep.tok, r, init, [(e, e) for e in prep.evals], device, precision, quiet=True
