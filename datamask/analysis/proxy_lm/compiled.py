@@ -37,7 +37,7 @@ def compile_unavailable() -> str | None:
 class _CompiledLoss:
     """``forward_loss(model, x, y)``, compiled; eager from the first failure on (one warning)."""
 
-    def __init__(self, model, forward_loss):
+    def __init__(self, model, forward_loss, fallback=None):
         import functools
 
         import torch
@@ -45,8 +45,8 @@ class _CompiledLoss:
 
         if "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:
             inductor.compile_threads = 1  # no pool of compile processes beside the workers (as measured)
-        self.eager = functools.partial(forward_loss, model)
-        self.fn = torch.compile(self.eager, dynamic=False)
+        self.eager = fallback or functools.partial(forward_loss, model)
+        self.fn = torch.compile(functools.partial(forward_loss, model), dynamic=False)
 
     def __call__(self, x, y):
         if self.fn is not None:
@@ -59,13 +59,14 @@ class _CompiledLoss:
         return self.eager(x, y)
 
 
-def training_loss(model, forward_loss, cfg, device: str):
+def training_loss(model, forward_loss, cfg, device: str, fallback=None):
     """The loss function of the training steps, ``f(x, y)``: ``forward_loss`` of ``model``
-    compiled when ``cfg.compile`` is on and it can be; None (the eager ``forward_loss``) otherwise."""
+    compiled when ``cfg.compile`` is on and it can be; otherwise ``fallback`` (None: the eager
+    ``forward_loss``), which a failed compile also falls back to."""
     if not getattr(cfg, "compile", False):
-        return None
+        return fallback
     why = compile_unavailable() if device == "cpu" else f"device {device} (measured on the CPU only)"
     if why:
         warn_once("proxy-compile-off", f"proxy-lm compile is off: {why}; training eagerly")
-        return None
-    return _CompiledLoss(model, forward_loss)
+        return fallback
+    return _CompiledLoss(model, forward_loss, fallback)

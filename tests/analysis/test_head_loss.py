@@ -1,0 +1,84 @@
+"""The fused LM-head loss (proxy_lm/head_loss.py) against torch's cross-entropy over the full
+logits: the same loss and gradients to float32 rounding, ignored positions ignored, and the same
+training losses through ``train_selection``."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from datamask.analysis.proxy_lm.head_loss import head_loss, uses_fused_loss  # noqa: E402
+
+
+def _reference(h, w, y):
+    return torch.nn.functional.cross_entropy(h @ w.t(), y, ignore_index=-100)
+
+
+def _case(n=700, d=24, v=301, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(n, d, generator=g) * 2
+    w = torch.randn(v, d, generator=g) * 0.5
+    y = torch.randint(0, v, (n,), generator=g)
+    y[torch.randperm(n, generator=g)[: n // 7]] = -100  # ignored positions, in every chunk
+    return h, w, y
+
+
+@pytest.mark.parametrize("rows", [1, 64, 256, 1000])  # one row, several chunks with a remainder, one chunk
+def test_loss_and_gradients_match_the_full_logits(rows):
+    h, w, y = _case()
+    h1, w1 = h.clone().requires_grad_(), w.clone().requires_grad_()
+    h2, w2 = h.clone().requires_grad_(), w.clone().requires_grad_()
+    fused = head_loss(h1, w1, y, rows)
+    ref = _reference(h2, w2, y)
+    (3.0 * fused).backward()  # an upstream gradient other than 1 reaches both inputs
+    (3.0 * ref).backward()
+    # float32: a sum over 600 positions of terms near 6 in another order; relative 1e-6 is rounding
+    assert fused.item() == pytest.approx(ref.item(), rel=1e-5)
+    for a, b in ((h1.grad, h2.grad), (w1.grad, w2.grad)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-6 * float(b.abs().max()))
+    assert torch.count_nonzero(h1.grad[y == -100]) == 0  # ignored positions get no gradient
+
+
+def test_every_position_ignored_gives_zero_not_nan():
+    h, w, _ = _case(n=50)
+    h = h.requires_grad_()
+    y = torch.full((50,), -100)
+    loss = head_loss(h, w, y, 16)
+    loss.backward()
+    assert loss.item() == 0.0 and torch.count_nonzero(h.grad) == 0
+
+
+def test_training_takes_it_on_the_cpu_and_gives_the_eager_losses(monkeypatch):
+    from datamask.analysis.proxy_lm import train as train_mod
+    from datamask.analysis.proxy_lm.config import ProxyLMConfig
+    from datamask.analysis.proxy_lm.model import build_model
+    from datamask.analysis.proxy_lm.train import EvalData, deterministic, initial_state, train_selection
+
+    small = dict(vocab_size=300, d_model=32, n_layers=2, n_heads=2, d_ff=64, seq_len=32, batch_size=4, lr=1e-2)
+    cfg = ProxyLMConfig(**small, tokens=8 * 4 * 32, curve_points=0, threads=1).resolved()
+    assert uses_fused_loss(build_model(cfg, 300), "cpu", "float32")
+    assert not uses_fused_loss(build_model(cfg, 300), "cuda", "float32")
+    assert not uses_fused_loss(build_model(cfg, 300), "cpu", "bfloat16")
+
+    class Tok:
+        vocab_size, eos_id = 300, 299
+
+    rng = np.random.default_rng(0)
+    docs = [rng.integers(0, 299, size=int(n)) for n in rng.integers(20, 120, size=40)]
+    win = np.concatenate([[299], rng.integers(0, 299, size=32)]).reshape(1, 33)
+    ev = EvalData("ev", win, np.zeros(1, np.int64), np.array(["all"], object), np.array([32]), np.array([100]))
+
+    def run():
+        with deterministic(1):
+            res = train_selection(
+                "s", docs, Tok(), cfg, initial_state(cfg, 300), [(ev, ev)], "cpu", "float32", quiet=True
+            )
+        return np.array([loss for _, loss in res["train_curve"]]), res["evals"]["ev"]["all"][0]
+
+    fused, ev_fused = run()
+    monkeypatch.setattr(train_mod, "uses_fused_loss", lambda *a: False)  # the eager cross-entropy
+    eager, ev_eager = run()
+    assert not np.array_equal(fused, eager)  # it did take another path ...
+    np.testing.assert_allclose(fused, eager, rtol=1e-5)  # ... to float32 rounding over 8 steps
+    assert ev_fused == pytest.approx(ev_eager, rel=1e-5)
