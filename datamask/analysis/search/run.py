@@ -38,7 +38,7 @@ from .schedule import Job, cancel, collect, cost_summary, fingerprint_of, proxy_
 from .space import Space, parse_space
 from .verify import early_references, recommend, summarize, verification_recipes, verification_seeds
 
-__all__ = ["compute_search", "resolve_eval", "WRITES", "KEEPS", "corpus_parts", "build_space"]
+__all__ = ["compute_search", "resolve_eval", "WRITES", "KEEPS", "corpus_parts", "split_token_budgets", "build_space"]
 
 #: what a search writes under OUTPUT; ``_search`` (the records) survives a rerun of the same config
 WRITES = ("trials.parquet", "verify.parquet", "search.json", "recipe.yaml", "quadmix_params.yaml", "figures", "report")
@@ -63,23 +63,47 @@ def resolve_eval(cfg):
     return cfg.replace(eval=evals)
 
 
-def corpus_parts(cfg):
-    """The input's splits as delayed partitions (read on the workers) and their identities."""
+def corpus_parts(cfg, splits=None):
+    """The input's splits as delayed partitions (read on the workers) and their identities;
+    ``splits``: the planned splits (:func:`_plan`), planned here when None."""
     import dask
     import dask.dataframe as dd
 
     from ...pipeline.frames import read_frame
     from ...pipeline.io import Split
-    from ...pipeline.runner import plan_splits
     from ...pipeline.schema import Columns
 
     cols = Columns.from_config(cfg)
-    plan = plan_splits(cfg, cols, device="cpu")
-    first = plan.splits[0]
+    splits = _plan(cfg) if splits is None else splits
+    first = splits[0]
     with dask.config.set({"dataframe.convert-string": False}):
         meta = read_frame(Split(first.path, first.rel, first.fmt, first.start, first.start), cols, "cpu")
-        ddf = dd.from_map(read_frame, plan.splits, cols=cols, device="cpu", meta=meta, enforce_metadata=False)
-        return ddf.to_delayed(), [s.identity for s in plan.splits]
+        ddf = dd.from_map(read_frame, splits, cols=cols, device="cpu", meta=meta, enforce_metadata=False)
+        return ddf.to_delayed(), [s.identity for s in splits]
+
+
+def _plan(cfg) -> list:
+    """The input's splits (``select``'s plan: the same files, rows and identities)."""
+    from ...pipeline.runner import plan_splits
+    from ...pipeline.schema import Columns
+
+    return plan_splits(cfg, Columns.from_config(cfg), device="cpu").splits
+
+
+def split_token_budgets(client, cfg, splits) -> list | None:
+    """Each split's share of a token budget (``--tokens``/``--token-ratio``), in the order of
+    ``splits``, shared out as ``datamask select`` shares it: one counting task per split on the
+    workers, then :func:`~datamask.pipeline.tokens.apportion` on the client (one count per split,
+    no document). None under a row budget. A search sets no holdout aside and drops no ids."""
+    if not cfg.token_budget:
+        return None
+    from ...pipeline.schema import Columns
+    from ...pipeline.tokens import apportion, count_corpus_tokens
+
+    counts = count_corpus_tokens(client, splits, cfg, {}, Columns.from_config(cfg))
+    source = ", ".join(sorted(set(counts["source"])))
+    budgets, _ = apportion(dict(zip(counts["name"], counts["tokens"])), cfg, source)
+    return [int(budgets[s.name]) for s in splits]
 
 
 def _prepared(client, parts, cfg, out, fp) -> dict:
@@ -139,7 +163,7 @@ def _verify_jobs(cfg, recipes: dict, base_fp) -> list:
     ]
 
 
-def _early_references(client, parts, cfg, out, space, base_fp):
+def _early_references(client, parts, cfg, out, space, base_fp, budgets):
     """The references' verification models submitted with the trials, behind them (a lower
     priority), so no worker waits while the last trials end and the client fits the
     regressor; None when they depend on the chosen recipe (its searched ``ratio``) or
@@ -147,16 +171,18 @@ def _early_references(client, parts, cfg, out, space, base_fp):
     refs = early_references(cfg.method, [p.name for p in space.params], float(cfg.prune))
     if int(cfg.verify) < 1 or refs is None:
         return None
-    return submit_jobs(client, parts, _verify_jobs(cfg, refs, base_fp), cfg, str(out), "references", priority=-1)
+    jobs = _verify_jobs(cfg, refs, base_fp)
+    return submit_jobs(client, parts, jobs, cfg, str(out), "references", priority=-1, budgets=budgets)
 
 
-def _submit_verification(client, parts, cfg, out, chosen, base_fp, early) -> tuple:
+def _submit_verification(client, parts, cfg, out, chosen, base_fp, early, budgets) -> tuple:
     """(batch of the verification models not submitted early, every verified recipe by name)."""
     recipes = verification_recipes(cfg.method, chosen, float(cfg.prune))
     if int(cfg.verify) < 1:
         return None, recipes
     todo = {"chosen": recipes["chosen"]} if early is not None else recipes
-    return submit_jobs(client, parts, _verify_jobs(cfg, todo, base_fp), cfg, str(out), "verification"), recipes
+    jobs = _verify_jobs(cfg, todo, base_fp)
+    return submit_jobs(client, parts, jobs, cfg, str(out), "verification", budgets=budgets), recipes
 
 
 def _verification(client, cfg, batches):
@@ -281,20 +307,21 @@ class _Clock:
         return round(time.perf_counter() - self.t0, 3)
 
 
-def _run(client, parts, cfg, out, space, base_fp, clock) -> tuple:
+def _run(client, parts, cfg, out, space, base_fp, clock, budgets=None) -> tuple:
     """Trials, fit and verification, with every batch submitted as early as its inputs allow:
     the references behind the trials, the chosen recipe's models as soon as the fit ends; the
     trials' outputs are written while the verification trains. A batch not collected when
-    the search stops is cancelled (its running tasks waited for)."""
-    pending = [submit_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out))]
+    the search stops is cancelled (its running tasks waited for). ``budgets``: each split's
+    share of a token budget, the same for every selection (:func:`split_token_budgets`)."""
+    pending = [submit_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out), budgets=budgets)]
     try:
-        pending.append(_early_references(client, parts, cfg, out, space, base_fp))
+        pending.append(_early_references(client, parts, cfg, out, space, base_fp, budgets))
         recs, n_trials = collect(client, pending[:1], cfg)
         clock.lap("trials")
         frame = trials_frame(recs, space)
         fit = _fit(space, frame, cfg)
         clock.lap("fit")
-        late, recipes = _submit_verification(client, parts, cfg, out, fit["recipe"], base_fp, pending[1])
+        late, recipes = _submit_verification(client, parts, cfg, out, fit["recipe"], base_fp, pending[1], budgets)
         pending.append(late)
         write_parquet(frame, location(out) / "trials.parquet")
         drawn, means = _trial_figures(out, space, frame, fit)
@@ -310,14 +337,16 @@ def compute_search(cfg, out, client, level=None) -> dict:
     """Run the search of ``cfg`` (checked, paths resolved) into ``out`` on ``client``; returns the
     manifest's keys of its own (``search.json``'s content, with ``totals``)."""
     clock = _Clock()
-    parts, identities = corpus_parts(cfg)
+    splits = _plan(cfg)
+    parts, identities = corpus_parts(cfg, splits)
     fp = fingerprint_of(cfg.fingerprint("cpu"), identities)
+    budgets = split_token_budgets(client, cfg, splits)  # before the preparation: a budget too large is refused
     prep = _prepared(client, parts, cfg, out, fp)
     clock.lap("prepare")
     base_fp = fingerprint_of(fp, prep["tokenizer"]["sha256"], prep["eval_fingerprint"])
     space = build_space(cfg, prep)
     workers = worker_threads(client)  # counted while the cluster works (a loaded one's may miss a late count)
-    recs, n_trials, frame, fit, means, drawn, verified = _run(client, parts, cfg, out, space, base_fp, clock)
+    recs, n_trials, frame, fit, means, drawn, verified = _run(client, parts, cfg, out, space, base_fp, clock, budgets)
     vframe, vsum, n_verify, vrecs, recipes = verified
     files = ["trials.parquet"]
     if vframe is not None:

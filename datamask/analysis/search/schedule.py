@@ -61,8 +61,10 @@ def read_record(out, name: str, seed: int, fingerprint: str) -> dict | None:
     return rec if rec.get("fingerprint") == fingerprint and "passes" in rec else None  # (older: epochs)
 
 
-def _graph(parts, jobs, cfg, out, todo):
+def _graph(parts, jobs, cfg, out, todo, budgets=None):
     import dask
+
+    shares = {} if budgets is None else {"budgets": list(budgets)}  # each split's share of --tokens
 
     tasks = []
     for job in jobs:
@@ -71,7 +73,7 @@ def _graph(parts, jobs, cfg, out, todo):
             continue
         tag = job.extra["fingerprint"][:8]
         sel = dask.delayed(select_recipe, pure=True)(
-            *parts, recipe=job.recipe, cfg=cfg, out=out, dask_key_name=f"search-select-{job.name}-{tag}"
+            *parts, recipe=job.recipe, cfg=cfg, out=out, **shares, dask_key_name=f"search-select-{job.name}-{tag}"
         )
         for s in missing:
             tasks.append(
@@ -97,11 +99,14 @@ class Submitted:
     desc: str
 
 
-def submit_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials", priority: int = 0) -> Submitted:
+def submit_jobs(
+    client, parts, jobs: list, cfg, out: str, desc: str = "trials", priority: int = 0, budgets=None
+) -> Submitted:
     """Submit the (recipe, seed) pairs of ``jobs`` that have no finished record; returns at once.
 
     ``priority``: Dask's (higher runs first), so a batch submitted early at a lower priority
-    fills the workers only when the batches before it leave one free."""
+    fills the workers only when the batches before it leave one free. ``budgets``: under a token
+    budget, each split's share (:func:`~datamask.analysis.search.run.split_token_budgets`)."""
     done, todo = [], {}
     for job in jobs:
         todo[job.name] = []
@@ -111,7 +116,7 @@ def submit_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials", 
                 todo[job.name].append(s)
             else:
                 done.append(dict(rec, resumed=True))  # not timed in this run (cost_summary)
-    tasks = _graph(parts, jobs, cfg, out, todo)
+    tasks = _graph(parts, jobs, cfg, out, todo, budgets)
     return Submitted(done, client.compute(tasks, priority=int(priority)) if tasks else [], desc)
 
 
@@ -143,10 +148,10 @@ def cancel(client, batches: list) -> None:
         stop(client, futures, "trial(s)")
 
 
-def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials") -> tuple[list, int]:
+def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials", budgets=None) -> tuple[list, int]:
     """Every record of ``jobs`` (finished ones read back, the others computed now) and how
     many were computed in this call."""
-    return collect(client, [submit_jobs(client, parts, jobs, cfg, out, desc)], cfg)
+    return collect(client, [submit_jobs(client, parts, jobs, cfg, out, desc, budgets=budgets)], cfg)
 
 
 def worker_threads(client) -> int:

@@ -2,11 +2,12 @@
 
 :func:`select_recipe` (a Dask task over every split) applies a recipe as ``datamask select``
 would: each split through :func:`~datamask.pipeline.select_split.select_split` with the
-split's own seed, so ``recipe.yaml`` run on the input makes the same selection. It drops the
-rows whose exact text is in an evaluation set (leaks, counted) and measures what the loss may
-track: the selection's mean quality, its pairwise diversity (minus the mean cosine between
-selected rows), its coverage of the input (the mean over every input row of its best cosine
-to a selected row) and its near-duplicate share (selected rows whose exact or MinHash group
+split's own seed (and, under ``--tokens``, its share of the budget, shared out once by the
+client as ``select`` shares it), so ``recipe.yaml`` run on the input makes the same
+selection. It drops the rows whose exact text is in an evaluation set (leaks, counted) and
+measures what the loss may track: the selection's mean quality, its pairwise diversity
+(minus the mean cosine between selected rows), its coverage of the input (the mean over every
+input row of its best cosine to a selected row) and its near-duplicate share (selected rows whose exact or MinHash group
 already has a selected row); it hands the training tasks the selected rows' positions, not
 their text. :func:`train_recipe` (one Dask task per seed) trains the proxy model from the
 seed's initial weights on the selected rows' token ids (tokenised once, by the preparation)
@@ -108,8 +109,9 @@ def selection_stats(E_all, masks, quality, groups) -> dict:
     }
 
 
-def _split_selection(df, i, scfg, cfg, weights, comp_range):
-    """(mask, unit embeddings, input quality, token count) of split ``i`` under ``scfg``."""
+def _split_selection(df, i, scfg, cfg, weights, comp_range, tokens=None):
+    """(mask, unit embeddings, input quality, token count) of split ``i`` under ``scfg``;
+    ``tokens``: the split's share of a token budget (None: the row budget)."""
     from ...pipeline.frames import to_table
     from ...pipeline.io import split_seed
     from ...pipeline.schema import embedding_matrix
@@ -121,24 +123,30 @@ def _split_selection(df, i, scfg, cfg, weights, comp_range):
     if weights:
         table = _merged(table, weights, comp_range, cfg)
     # no side-by-side scores: a trial measures its selection itself (selection_stats)
-    res = select_split(table, scfg, split_seed(cfg.seed, identity), where, first, side_by_side=False)
+    res = select_split(table, scfg, split_seed(cfg.seed, identity), where, first, tokens=tokens, side_by_side=False)
     E = np.array(embedding_matrix(table.column(cfg.embedding_column), where, cfg.embedding_column, first), np.float32)
     E /= np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)  # a copy: the matrix is the table's buffer
     return res.mask, E, q_in, res.record.get("tokens_out")
 
 
-def select_recipe(*parts, recipe: dict, cfg, out: str) -> dict:
+def select_recipe(*parts, recipe: dict, cfg, out: str, budgets=None) -> dict:
     """(a Dask task) The selection of ``recipe`` over every split (``parts``, in order):
     ``{"rows", "stats", "recipe", "seconds"}``, ``rows`` the corpus positions of the selected rows
     with usable text (the training tasks take their token ids from the preparation); evaluation
-    texts removed and counted."""
+    texts removed and counted. ``budgets``: under a token budget, each split's share of it, in
+    order (:func:`~datamask.analysis.search.run.split_token_budgets`, as ``datamask select`` shares it)."""
     t0 = time.perf_counter()
     prep = load_prep(out)
     scfg = recipe_select_config(cfg, recipe)
+    if scfg.token_budget and (budgets is None or len(budgets) != len(parts)):
+        raise ValueError(
+            f"a token budget needs each of the {len(parts)} splits' share: pass budgets= (split_token_budgets)"
+        )
     weights = recipe.get("weights")
     E_all, masks, quality, rows, leaks, tokens = [], [], [], [], 0, 0
     for i, df in enumerate(parts):
-        mask, E, q, tok = _split_selection(df, i, scfg, cfg, weights, prep.summary["component_range"])
+        share = budgets[i] if scfg.token_budget else None
+        mask, E, q, tok = _split_selection(df, i, scfg, cfg, weights, prep.summary["component_range"], share)
         lo, hi = prep.offsets[i], prep.offsets[i + 1]
         leak = prep.leak[lo:hi]
         leaks += int((mask & leak).sum())
