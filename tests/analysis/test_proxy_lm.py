@@ -75,11 +75,19 @@ class Spy:
     def __init__(self, mp):
         self.targets, self.docs, self.current = {}, {}, None
         real_forward, real_train, real_stream = train_mod.forward_loss, train_mod.train_selection, train_mod.TokenStream
+        real_fused = train_mod.fused_forward_loss
 
-        def forward_loss(model, x, y, reduction="mean"):
+        def count(model, y):
             if model.training:
                 self.targets[self.current] = self.targets.get(self.current, 0) + int((y != -100).sum())
+
+        def forward_loss(model, x, y, reduction="mean"):
+            count(model, y)
             return real_forward(model, x, y, reduction)
+
+        def fused_forward_loss(model, x, y):  # what the CPU's training steps call (head_loss.py)
+            count(model, y)
+            return real_fused(model, x, y)
 
         def train_selection(name, docs, *a, **k):
             self.current = name
@@ -90,6 +98,7 @@ class Spy:
             return real_stream(docs, eos_id, seed)
 
         mp.setattr(train_mod, "forward_loss", forward_loss)
+        mp.setattr(train_mod, "fused_forward_loss", fused_forward_loss)
         mp.setattr(train_mod, "train_selection", train_selection)
         mp.setattr(train_mod, "TokenStream", stream)
         import datamask.analysis.proxy_lm.runner as runner_mod
