@@ -74,9 +74,11 @@ def datamask_fit(rows: int) -> float:
 def _task(name: str, arg, heap: bool) -> float:
     from datamask.core.heap import large_blocks
 
-    fn = {"proxy step, eager loss": lambda: proxy_steps(fused=False),
-          "proxy step, fused loss": lambda: proxy_steps(fused=True),
-          "DataMask fit": lambda: datamask_fit(int(arg))}[name]
+    fn = {
+        "proxy step, eager loss": lambda: proxy_steps(fused=False),
+        "proxy step, fused loss": lambda: proxy_steps(fused=True),
+        "DataMask fit": lambda: datamask_fit(int(arg)),
+    }[name]
     with large_blocks() if heap else contextlib.nullcontext():
         return fn()
 
@@ -98,10 +100,16 @@ def main() -> None:
         for c, a in cases:
             res[(c, a, "plain process")].append(_task(c, a, False))
             for v, heap in (("worker", False), ("worker + large_blocks", True)):
-                with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
-                    with Client(lc) as cl:
-                        res[(c, a, v)].append(cl.submit(_task, c, a, heap, pure=False).result())
-            print(rnd, c, a, {v: round(res[(c, a, v)][-1], 3) for v in ("plain process", "worker", "worker + large_blocks")}, flush=True)
+                cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None)
+                with cluster as lc, Client(lc) as cl:
+                    res[(c, a, v)].append(cl.submit(_task, c, a, heap, pure=False).result())
+            print(
+                rnd,
+                c,
+                a,
+                {v: round(res[(c, a, v)][-1], 3) for v in ("plain process", "worker", "worker + large_blocks")},
+                flush=True,
+            )
     load1 = os.getloadavg()
     lines = [
         "# A Dask worker's heap (core/heap.py)",
