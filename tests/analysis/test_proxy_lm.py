@@ -172,6 +172,7 @@ def test_a_multiple_trains_each_selection_on_its_own_passes(corpus, tmp_path):
     assert m["config"]["tokens"] == "1.5x" and m["regime"] == "1.5 passes over its selection"
     assert m["train_tokens"] is None and m["steps"] is None  # each selection's own
     t = m["table"]
+    assert len(m["selections"]) == 2  # the loop below checks both selections, never none
     for s in m["selections"]:
         n, BT = s["selection_tokens"], 8 * 64
         want = -(-int(1.5 * n) // BT) * BT  # 1.5 passes rounded up to whole batches

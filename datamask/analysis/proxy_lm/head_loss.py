@@ -10,9 +10,10 @@ chunk's gradients with respect to the hidden states and the head's weight; the b
 only scales them. The matrix products are the same three as eager's (logits, hidden-state
 gradient, weight gradient): nothing is recomputed.
 
-Measured on one CPU thread, the two interleaved step by step in one process: **0.79-0.82 of the
-eager step's CPU time** with the same training loss after 25 steps to 4e-6 (float32 rounding
-of a different summation order; benchmarks/results/search_cost.md, round 8). Used for the
+Measured on one CPU thread: 0.75 of the eager step's CPU time in a plain process and 0.72 in a
+Dask worker (``benchmarks/heap.py``, benchmarks/results/heap.md; a one-off script interleaving
+the two step by step gave 0.79-0.82), with the same training loss after 25 steps to 4e-6
+(float32 rounding of a different summation order; search_cost.md, round 8). Used for the
 eager training steps on the CPU in float32; elsewhere (a GPU, bf16 autocast, the ``compile``
 setting, which compiles the eager loss) the eager cross-entropy runs as before.
 """
