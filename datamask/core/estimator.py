@@ -28,7 +28,7 @@ from .state import FITTED, FitState
 from .tokens import candidate_tokens, check_lengths
 from .validate import check_inputs, needs_rescale
 
-__all__ = ["DataMask", "METHODS", "check_params"]
+__all__ = ["DataMask", "METHODS", "check_params", "tokens_after_pruning"]
 
 METHODS = ("pg", "greedy", "relaxed")  # DataMask's method parameter (select's --method: pipeline.config)
 __getattr__ = renamed(globals(), {"SOLVERS": "METHODS"})  # its 0.2 name, until 0.4
@@ -427,11 +427,24 @@ class DataMask(BaseEstimator):
         return self
 
 
+def _quality_order(qn, xp):
+    """The rows, best quality first (ties by row order; cupy's argsort is always stable and rejects `kind`)."""
+    return xp.argsort(-qn, kind="stable") if xp is np else xp.argsort(-qn)
+
+
 def _candidates(qn, n_keep, xp):
     """Quality-aware pruning: the ``n_keep`` best rows by quality (ties by row order), sorted."""
     N = qn.shape[0]
     if n_keep >= N:
         return xp.arange(N)
-    # cupy's argsort is always stable and rejects numpy's `kind` names
-    order = xp.argsort(-qn, kind="stable") if xp is np else xp.argsort(-qn)
-    return xp.sort(order[:n_keep])
+    return xp.sort(_quality_order(qn, xp)[:n_keep])
+
+
+def tokens_after_pruning(lengths, quality, prunes) -> list:
+    """The tokens of the rows a fit keeps as candidates after pruning each of ``prunes`` (the
+    rows' token counts ``lengths``, numpy; ``quality`` as the fit takes it): a token budget
+    must stay below them (:func:`~datamask.core.budget.check_tokens_left`). One sort for all."""
+    t = np.asarray(lengths, dtype=np.int64)
+    order = _quality_order(normalize_quality(np.asarray(quality, dtype=np.float64)), np)
+    left = np.concatenate([[0], np.cumsum(t[order])])
+    return [int(left[rows_after_pruning(t.shape[0], p)]) for p in prunes]

@@ -345,3 +345,20 @@ def test_facility_greedy_under_tokens_is_the_brute_force_greedy_on_f():
             order.append(best)
             left -= t[best]
         assert got == order, per_token
+
+
+def test_tokens_after_pruning_is_the_line_a_fit_refuses_at(corpus):
+    """The tokens ``tokens_after_pruning`` reports are exactly where a fit's token budget stops
+    being accepted: one token less fits, that many is refused (with tied qualities: row order)."""
+    from datamask.core.estimator import tokens_after_pruning
+
+    E, q, t = corpus
+    q = np.round(q, 1)  # ties, broken by row order as pruning breaks them
+    prunes = (0.0, 0.3, 0.5, 0.77)
+    left = tokens_after_pruning(t, q, prunes)
+    assert left[0] == t.sum() and left == sorted(left, reverse=True) and len(set(left)) == len(left)
+    for p, L in zip(prunes[1:], left[1:]):
+        fit = DataMask(token_budget=L - 1, prune=p, steps=5).fit(E, q, lengths=t)
+        assert fit.tokens_ <= L - 1
+        with pytest.raises(ValueError, match=f"token budget {L} is not below the {L} tokens left after pruning"):
+            DataMask(token_budget=L, prune=p, steps=5).fit(E, q, lengths=t)
