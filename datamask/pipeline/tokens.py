@@ -16,6 +16,8 @@ workers run or in which order, and the splits' budgets sum to at most T.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -96,9 +98,11 @@ def _checked_counts(column, where: str, name: str, first_row: int) -> np.ndarray
     return v.astype(np.int64)
 
 
-def _split_tokens(s, cfg, drops, cols):
+def _split_tokens(s, cfg, drops, cols, prunes=()):
     """One split's token total (after the dropped duplicates and the holdout, as the
-    selection sees it) as a one-row frame."""
+    selection sees it) as a one-row frame; ``prunes``: also ``where`` and ``left``, the tokens
+    quality-aware pruning leaves at each (:func:`~datamask.core.estimator.tokens_after_pruning`)
+    as a JSON list (``null`` when the quality column is unusable: the selection's own check says why)."""
     from .holdout import holdout_mask
     from .io import read_split
 
@@ -110,17 +114,37 @@ def _split_tokens(s, cfg, drops, cols):
     if cfg.holdout:
         table = table.filter(pa.array(~holdout_mask(table.num_rows, cfg.holdout, s.seed(cfg.seed))))
     counts, source = split_lengths(table, cfg, s.where(), s.start)
-    return pd.DataFrame({"name": [s.name], "tokens": [int(counts.sum())], "source": [source]})
+    row = {"name": [s.name], "tokens": [int(counts.sum())], "source": [source]}
+    if prunes:
+        row["where"] = [s.where()]
+        row["left"] = [json.dumps(_left_after_pruning(table, cols, counts, prunes))]  # text: a string column
+    return pd.DataFrame(row)
 
 
-def count_corpus_tokens(client, splits, cfg, drops, cols) -> pd.DataFrame:
-    """Every split's tokens, one task per split (``from_map``, explicit meta)."""
+def _left_after_pruning(table, cols, counts, prunes):
+    from ..core.estimator import tokens_after_pruning
+
+    if cols.quality not in table.schema.names:
+        return None
+    q = table.column(cols.quality).to_numpy(zero_copy_only=False)
+    if q.dtype.kind not in "fiu" or not np.isfinite(q.astype(np.float64)).all():
+        return None
+    return tokens_after_pruning(counts, q, prunes)
+
+
+def count_corpus_tokens(client, splits, cfg, drops, cols, prunes=()) -> pd.DataFrame:
+    """Every split's tokens, one task per split (``from_map``, explicit meta); ``prunes``:
+    with each split's ``where`` and ``left`` (JSON), its tokens left after pruning each of them
+    (in the same pass: a check of the budget against ``--prune`` needs no other read)."""
     import dask.dataframe as dd
 
-    meta = pd.DataFrame(
-        {"name": pd.Series(dtype=object), "tokens": pd.Series(dtype=np.int64), "source": pd.Series(dtype=object)}
+    cols_meta = {"name": object, "tokens": np.int64, "source": object}
+    if prunes:
+        cols_meta.update(where=object, left=object)
+    meta = pd.DataFrame({k: pd.Series(dtype=v) for k, v in cols_meta.items()})
+    frames = dd.from_map(
+        _split_tokens, splits, cfg=cfg, drops=drops, cols=cols, prunes=tuple(prunes), meta=meta, enforce_metadata=False
     )
-    frames = dd.from_map(_split_tokens, splits, cfg=cfg, drops=drops, cols=cols, meta=meta, enforce_metadata=False)
     return client.compute(frames).result()
 
 

@@ -179,3 +179,37 @@ def test_a_trials_prune_reaches_select_and_recipe_yaml():
     top = recipe_workflow(cfg, {"method": "topk", "ratio": 0.15}, "sel")
     assert top["method"] == "topk" and top["ratio"] == 0.15 and "lam" not in top
     assert recipe_workflow(cfg, {"method": "random"}, "sel")["ratio"] == pytest.approx(0.1)  # the base ratio
+
+
+def _splits(*shares, prunes=(0.9,)):
+    """Splits of 1000 tokens whose pruning at p leaves 1000 * (1 - p) of them, with these shares."""
+    from datamask.analysis.search.budget import PRUNE_GRID
+
+    left = {p: int(round(1000 * (1 - p))) for p in (*PRUNE_GRID, *prunes)}
+    return [{"where": f"in/c.parquet rows {i}", "tokens": 1000, "share": s, "left": left} for i, s in enumerate(shares)]
+
+
+def test_a_prune_that_leaves_fewer_tokens_than_a_splits_share_is_refused_with_the_largest_that_fits():
+    from datamask.analysis.search.budget import check_prune_tokens, prune_checks
+
+    items = SearchConfig(eval=["x"], tokens=500, space="lam=0:1,prune=0.2:0.9").validated().items()
+    assert [(it and it.name, p) for it, p in prune_checks(items, 0.5, verify=0)] == [("prune", 0.9)]
+    checks = prune_checks(items, 0.5, verify=1)  # the default recipe, verified, takes the base --prune
+    assert [(it and it.name, p) for it, p in checks] == [("prune", 0.9), (None, 0.5)]
+    budget = "--token-ratio 0.3 (600 tokens)"
+    msg = (
+        r"^space 'prune=0.2:0.9': pruning 0.9 of the rows of in/c.parquet rows 1 leaves 100 tokens, not more than its "
+        r"300-token share of --token-ratio 0.3 \(600 tokens\); keep prune <= 0.69 \(e.g. prune=0.2:0.69\) or lower "
+        r"the token budget$"
+    )
+    with pytest.raises(ConfigError, match=msg):  # the worst split named, the fix fits every split
+        check_prune_tokens(checks, _splits(250, 300), budget)
+    base = r"^--prune 0.5 \(the default recipe's, verified beside the chosen one\): pruning 0.5 of the rows of "
+    with pytest.raises(ConfigError, match=base + r".* 500 tokens, not more than its 500-token share of --tokens 1000; "
+                       r"lower --prune to 0.49 or the token budget$"):  # fmt: skip
+        check_prune_tokens([(checks[0][0], 0.4), checks[1]], _splits(500, 0, prunes=(0.4,)), "--tokens 1000")
+    with pytest.raises(ConfigError, match=r"^space 'prune=0.2:0.9': .* keep prune <= 0 \(e.g. prune=0\)"):
+        check_prune_tokens(checks, _splits(999), budget)
+    # a share of no token, one that covers its split, or a split of unusable quality prunes nothing
+    unusable = dict(_splits(900)[0], left=None)
+    check_prune_tokens(checks, [*_splits(0, 1000), unusable], budget)

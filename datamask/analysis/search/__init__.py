@@ -1,6 +1,7 @@
 """``datamask search``: choose a recipe with proxy models and a regressor (docs/search.md).
 
-One module per concern: the space of recipes (:mod:`.space`), the config (:mod:`.config`),
+One module per concern: the space of recipes (:mod:`.space`), the config (:mod:`.config`), a
+token budget's shares and its check against ``prune`` (:mod:`.budget`),
 what every trial shares (:mod:`.prepare`), one trial (:mod:`.trials`), the noise across seeds
 (:mod:`.noise`), the regressors (:mod:`.regress`), the choice (:mod:`.choose`), the
 verification (:mod:`.verify`), the files written (:mod:`.outputs`), the figures

@@ -61,8 +61,8 @@ class SearchConfig(SelectConfig):
 
     ratio: float | None = _f(
         None,
-        "fraction of each split to keep, in (0, 1); unset (and no --budget/--tokens): DATAMASK's default space "
-        f"searches {RATIO_RANGE}, the other methods keep select's 0.1",
+        "fraction of each split to keep, in (0, 1); unset (and no --budget/--tokens/--token-ratio): "
+        f"DATAMASK's default space searches {RATIO_RANGE}, the other methods keep select's 0.1",
     )
     steps: int | None = _f(
         300,
@@ -85,7 +85,7 @@ class SearchConfig(SelectConfig):
         None,
         "the recipes to sample, e.g. 'lam=0:1,diversity=pairwise|facility' (default per method: "
         + "; ".join(f"{m}: {s}" for m, s in DEFAULT_SPACE.items() if m in ("datamask", "quadmix"))
-        + f"; datamask's adds {RATIO_RANGE} when no --ratio/--budget/--tokens is given)",
+        + f"; datamask's adds {RATIO_RANGE} when no --ratio/--budget/--tokens/--token-ratio is given)",
         group="search",
     )
     trials: int = _f(32, "recipes sampled (scrambled Sobol points of the space)", group="search")
@@ -171,7 +171,14 @@ class SearchConfig(SelectConfig):
 
         if name == "ratio":
             if self.budget is not None or self.token_budget:
-                raise ConfigError("ratio is searched only with a row budget by ratio (drop --budget/--tokens)")
+                given = (
+                    "--budget"
+                    if self.budget is not None
+                    else "--tokens"
+                    if self.tokens is not None
+                    else "--token-ratio"
+                )
+                raise ConfigError(f"ratio is searched only with a row budget by ratio (drop {given})")
             self.replace_unchecked(ratio=value)
         elif self.method == "quadmix" and name != "diversity":
             p = dict(QuadMixParams.DEFAULT, **{name: value})

@@ -29,6 +29,7 @@ from ...errors import ConfigError, DataError
 from ...pipeline.files import write_json_atomic
 from ...pipeline.storage import location
 from . import figures as figs
+from .budget import split_token_budgets
 from .choose import choose, curves
 from .noise import noise_table
 from .outputs import records_frame, trials_frame, write_parquet, write_recipe
@@ -88,22 +89,6 @@ def _plan(cfg) -> list:
     from ...pipeline.schema import Columns
 
     return plan_splits(cfg, Columns.from_config(cfg), device="cpu").splits
-
-
-def split_token_budgets(client, cfg, splits) -> list | None:
-    """Each split's share of a token budget (``--tokens``/``--token-ratio``), in the order of
-    ``splits``, shared out as ``datamask select`` shares it: one counting task per split on the
-    workers, then :func:`~datamask.pipeline.tokens.apportion` on the client (one count per split,
-    no document). None under a row budget. A search sets no holdout aside and drops no ids."""
-    if not cfg.token_budget:
-        return None
-    from ...pipeline.schema import Columns
-    from ...pipeline.tokens import apportion, count_corpus_tokens
-
-    counts = count_corpus_tokens(client, splits, cfg, {}, Columns.from_config(cfg))
-    source = ", ".join(sorted(set(counts["source"])))
-    budgets, _ = apportion(dict(zip(counts["name"], counts["tokens"])), cfg, source)
-    return [int(budgets[s.name]) for s in splits]
 
 
 def _prepared(client, parts, cfg, out, fp) -> dict:
@@ -340,7 +325,8 @@ def compute_search(cfg, out, client, level=None) -> dict:
     splits = _plan(cfg)
     parts, identities = corpus_parts(cfg, splits)
     fp = fingerprint_of(cfg.fingerprint("cpu"), identities)
-    budgets = split_token_budgets(client, cfg, splits)  # before the preparation: a budget too large is refused
+    # before the preparation: a budget too large, or a prune that leaves too few tokens, is refused
+    budgets, token_budget = split_token_budgets(client, cfg, splits)
     prep = _prepared(client, parts, cfg, out, fp)
     clock.lap("prepare")
     base_fp = fingerprint_of(fp, prep["tokenizer"]["sha256"], prep["eval_fingerprint"])
@@ -357,6 +343,7 @@ def compute_search(cfg, out, client, level=None) -> dict:
     counts = {"trained": total, "computed_this_run": n_trials + n_verify, "resumed": total - n_trials - n_verify}
     recommended = recommend(vsum, recipes)
     summary = _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files + drawn, recommended)
+    summary["tokens"] = token_budget  # as select's manifest records it; None under a row budget
     summary["recipe"] = write_recipe(cfg, out, summary)
     clock.lap("outputs")
     summary["wall_seconds"] = clock.total

@@ -106,7 +106,7 @@ def submit_jobs(
 
     ``priority``: Dask's (higher runs first), so a batch submitted early at a lower priority
     fills the workers only when the batches before it leave one free. ``budgets``: under a token
-    budget, each split's share (:func:`~datamask.analysis.search.run.split_token_budgets`)."""
+    budget, each split's share (:func:`~datamask.analysis.search.budget.split_token_budgets`)."""
     done, todo = [], {}
     for job in jobs:
         todo[job.name] = []

@@ -134,7 +134,7 @@ def select_recipe(*parts, recipe: dict, cfg, out: str, budgets=None) -> dict:
     ``{"rows", "stats", "recipe", "seconds"}``, ``rows`` the corpus positions of the selected rows
     with usable text (the training tasks take their token ids from the preparation); evaluation
     texts removed and counted. ``budgets``: under a token budget, each split's share of it, in
-    order (:func:`~datamask.analysis.search.run.split_token_budgets`, as ``datamask select`` shares it)."""
+    order (:func:`~datamask.analysis.search.budget.split_token_budgets`, as ``datamask select`` shares it)."""
     t0 = time.perf_counter()
     prep = load_prep(out)
     scfg = recipe_select_config(cfg, recipe)
