@@ -213,3 +213,10 @@ def test_a_prune_that_leaves_fewer_tokens_than_a_splits_share_is_refused_with_th
     # a share of no token, one that covers its split, or a split of unusable quality prunes nothing
     unusable = dict(_splits(900)[0], left=None)
     check_prune_tokens(checks, [*_splits(0, 1000), unusable], budget)
+
+
+@pytest.mark.parametrize("budget, flag", [({"budget": 50}, "--budget"), ({"tokens": 900}, "--tokens"),
+                                          ({"token_ratio": 0.2}, "--token-ratio")])  # fmt: skip
+def test_a_searched_ratio_beside_a_budget_names_the_budget_given(budget, flag):
+    with pytest.raises(ConfigError, match=rf"ratio is searched only with a row budget by ratio \(drop {flag}\)$"):
+        SearchConfig(eval=["x"], space="lam=0:1,ratio=0.1:0.3", **budget).validated()
