@@ -1,6 +1,7 @@
 """The fused LM-head loss (proxy_lm/head_loss.py) against torch's cross-entropy over the full
 logits: the same loss and gradients to float32 rounding, ignored positions ignored, and the same
-training losses through ``train_selection``."""
+training losses through ``train_selection``; with bfloat16 products, the same to bfloat16
+rounding; and what ``precision: auto`` picks."""
 
 import numpy as np
 import pytest
@@ -59,7 +60,7 @@ def test_training_takes_it_on_the_cpu_and_gives_the_eager_losses(monkeypatch):
     cfg = ProxyLMConfig(**small, tokens=8 * 4 * 32, curve_points=0, threads=1).resolved()
     assert uses_fused_loss(build_model(cfg, 300), "cpu", "float32")
     assert not uses_fused_loss(build_model(cfg, 300), "cuda", "float32")
-    assert not uses_fused_loss(build_model(cfg, 300), "cpu", "bfloat16")
+    assert uses_fused_loss(build_model(cfg, 300), "cpu", "bfloat16")
 
     class Tok:
         vocab_size, eos_id = 300, 299
@@ -82,3 +83,67 @@ def test_training_takes_it_on_the_cpu_and_gives_the_eager_losses(monkeypatch):
     assert not np.array_equal(fused, eager)  # it did take another path ...
     np.testing.assert_allclose(fused, eager, rtol=1e-5)  # ... to float32 rounding over 8 steps
     assert ev_fused == pytest.approx(ev_eager, rel=1e-5)
+
+
+def test_bfloat16_products_match_the_full_logits_to_bfloat16_rounding():
+    h, w, y = _case()
+    h1, w1 = h.clone().requires_grad_(), w.clone().requires_grad_()
+    h2, w2 = h.clone().requires_grad_(), w.clone().requires_grad_()
+    low = head_loss(h1, w1, y, 64, products="bfloat16")
+    ref = _reference(h2, w2, y)
+    (2.0 * low).backward()
+    (2.0 * ref).backward()
+    assert low.dtype == torch.float32 and h1.grad.dtype == w1.grad.dtype == torch.float32
+    # bfloat16 keeps 8 significant bits (unit roundoff 2**-9 = 0.2%): the logits (24 products of
+    # two rounded operands, then rounded) and the gradients carry errors of a few tenths of a percent
+    assert low.item() == pytest.approx(ref.item(), rel=5e-3)
+    assert low.item() != ref.item()  # ... and it did take the bfloat16 products
+    for a, b in ((h1.grad, h2.grad), (w1.grad, w2.grad)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-2, atol=2e-2 * float(b.abs().max()))
+    assert torch.count_nonzero(h1.grad[y == -100]) == 0
+
+
+def test_training_in_bfloat16_gives_the_float32_losses_to_its_rounding():
+    from datamask.analysis.proxy_lm.config import ProxyLMConfig
+    from datamask.analysis.proxy_lm.train import EvalData, deterministic, initial_state, train_selection
+
+    small = dict(vocab_size=300, d_model=32, n_layers=2, n_heads=2, d_ff=64, seq_len=32, batch_size=4, lr=1e-2)
+    cfg = ProxyLMConfig(**small, tokens=8 * 4 * 32, curve_points=0, threads=1).resolved()
+
+    class Tok:
+        vocab_size, eos_id = 300, 299
+
+    rng = np.random.default_rng(1)
+    docs = [rng.integers(0, 299, size=int(n)) for n in rng.integers(20, 120, size=40)]
+    win = np.concatenate([[299], rng.integers(0, 299, size=32)]).reshape(1, 33)
+    ev = EvalData("ev", win, np.zeros(1, np.int64), np.array(["all"], object), np.array([32]), np.array([100]))
+
+    def run(precision):
+        with deterministic(1):
+            res = train_selection(
+                "s", docs, Tok(), cfg, initial_state(cfg, 300), [(ev, ev)], "cpu", precision, quiet=True
+            )
+        return np.array([loss for _, loss in res["train_curve"]]), res["evals"]["ev"]["all"][0] / 32
+
+    f32, ev32 = run("float32")
+    b16, ev16 = run("bfloat16")
+    assert not np.array_equal(f32, b16)
+    # 8 steps from the same weights: the losses (near ln 300 = 5.7) move by bfloat16 rounding only
+    np.testing.assert_allclose(b16, f32, rtol=5e-3)
+    assert ev16 == pytest.approx(ev32, rel=5e-3)
+
+
+def test_auto_precision_takes_bfloat16_where_the_cpu_has_it():
+    from datamask.analysis.proxy_lm.config import ProxyLMConfig
+    from datamask.analysis.proxy_lm.runner import auto_precision, proxy_device
+    from datamask.features.model_files import cpu_has_bf16
+
+    assert auto_precision("cuda", cpu_bf16=False) == "bfloat16"
+    assert auto_precision("cpu", cpu_bf16=True) == "bfloat16"
+    assert auto_precision("cpu", cpu_bf16=False) == "float32"
+    with open("/proc/cpuinfo") as f:  # this machine's own flags decide the default
+        flags = next((line for line in f if line.startswith("flags")), "").split()
+    assert cpu_has_bf16() == bool({"avx512_bf16", "amx_bf16"} & set(flags))
+    want = "bfloat16" if cpu_has_bf16() else "float32"
+    assert proxy_device(ProxyLMConfig(device="cpu")) == ("cpu", want)
+    assert proxy_device(ProxyLMConfig(device="cpu", precision="float32")) == ("cpu", "float32")

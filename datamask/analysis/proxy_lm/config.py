@@ -151,7 +151,7 @@ class ProxyLMConfig:
     )
     precision: str = _f(
         "auto",
-        "compute precision (auto: bf16 autocast on CUDA, float32 on CPU)",
+        "compute precision (auto: bfloat16 on CUDA and on CPUs with bfloat16 dot products, avx512_bf16 or amx_bf16; else float32)",
         choices=("auto", "float32", "bfloat16"),
         group="runtime",
     )

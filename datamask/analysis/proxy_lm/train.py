@@ -294,8 +294,9 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     model.to(device)
     model.train()
     opt = _optimizer(model, cfg)
-    # the head inside the loss where measured (head_loss.py: 0.8 of the eager step), else eager
-    eager = functools.partial(fused_forward_loss, model) if uses_fused_loss(model, device, precision) else None
+    # the head inside the loss where measured (head_loss.py: 0.72-0.75 of the eager step), else eager
+    fused = uses_fused_loss(model, device, precision)
+    eager = functools.partial(fused_forward_loss, model, precision=precision) if fused else None
     loss_fn = training_loss(model, forward_loss, cfg, device, fallback=eager)
     stream = TokenStream(docs, tok.eos_id, cfg.seed)
     BT = int(cfg.batch_size) * int(cfg.seq_len)
