@@ -131,6 +131,8 @@ def test_outputs_hold_what_the_issue_names(searched):
 
 
 def test_the_regime_and_the_workers_time_are_recorded(searched):
+    from datamask.analysis.proxy_lm.runner import auto_precision
+
     """Every model's passes over its selection (trials and verification), the regime as given, and
     the share of the workers' time spent training, measured over the models trained in this run."""
     s = json.loads((searched / "search.json").read_text())
@@ -140,6 +142,8 @@ def test_the_regime_and_the_workers_time_are_recorded(searched):
         t = pd.read_parquet(searched / f)
         assert np.allclose(t.passes, t.tokens / t.selection_tokens) and (t.passes > 0).all()
         assert p["passes"]["min"] <= t.passes.min() and t.passes.max() <= p["passes"]["max"]
+        assert set(t.precision) == {auto_precision("cpu")}  # what auto resolved to on these workers
+    assert p["precision"] == [auto_precision("cpu")] and not [w for w in s["warnings"] if "trained in" in w]
     c = s["cost"]
     assert c["models_timed"] == MODELS and c["workers"] == 2
     assert 0 < s["train_share"] <= 1 and s["train_share"] == c["train_share"]

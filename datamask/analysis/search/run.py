@@ -230,6 +230,7 @@ def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files, r
                 cfg.proxy_tokens, frame.to_dict("records") + ([] if vframe is None else vframe.to_dict("records"))
             ),
             "params": int(frame["params"].iloc[0]),
+            "precision": _precisions(frame, vframe),
             "config": pc.to_dict(),
         },
         "chosen": fit["recipe"],
@@ -253,8 +254,28 @@ def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files, r
         "eval_sets": prep["eval_sets"],
         "models": counts,
         "files": files,
-        "warnings": _warnings(fit, recommended),
+        "warnings": _warnings(fit, recommended) + _mixed_precision(frame, vframe),
     }
+
+
+def _precisions(frame, vframe) -> list:
+    """The precisions the models trained in (``precision: auto`` resolves on each worker)."""
+    used = set()
+    for f in (frame, vframe):
+        if f is not None and "precision" in f:
+            used.update(f["precision"].dropna().astype(str))
+    return sorted(used)
+
+
+def _mixed_precision(frame, vframe) -> list:
+    used = _precisions(frame, vframe)
+    if len(used) < 2:
+        return []
+    return [
+        f"the models trained in {' and '.join(used)} (precision auto on workers whose CPUs differ): their losses "
+        "differ by that rounding too (within 0.006 nats where measured); set --proxy-options precision=float32 "
+        "for one precision everywhere"
+    ]
 
 
 #: below this cross-validated Spearman the regressor is said not to rank the trials

@@ -209,6 +209,7 @@ def train_recipe(sel: dict, *, name: str, seed: int, cfg, out: str, extra: dict)
         "eval_seconds": round(res["eval_seconds"], 3),  # in the record and search.json, not trials.parquet
         "seconds": round(sel["seconds"] + time.perf_counter() - t0, 3),
         "device": device,
+        "precision": precision,  # auto resolves on the worker: bfloat16 where its CPU has bf16 dot products
     }
     write_json_atomic(rec, location(out) / RECORD_DIR / f"{name}-s{int(seed)}.json")
     return rec
