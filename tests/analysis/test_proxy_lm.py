@@ -85,9 +85,9 @@ class Spy:
             count(model, y)
             return real_forward(model, x, y, reduction)
 
-        def fused_forward_loss(model, x, y):  # what the CPU's training steps call (head_loss.py)
+        def fused_forward_loss(model, x, y, **k):  # what the CPU's training steps call (head_loss.py)
             count(model, y)
-            return real_fused(model, x, y)
+            return real_fused(model, x, y, **k)
 
         def train_selection(name, docs, *a, **k):
             self.current = name
