@@ -47,7 +47,8 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """moto_server on a free loopback port; AWS_ENDPOINT_URL and dummy credentials set for
-    this module only (the client and the workers started here read them)."""
+    this module only (the client, the processes started here and, through ``addr``, the
+    shared cluster's workers read them)."""
     port = _free_port()
     exe = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
     proc = subprocess.Popen(
