@@ -51,10 +51,14 @@ def dask_processes(root: Path, n_workers: int = 2, env=None):
                 time.sleep(0.5)
         yield addr, dirs
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        # the workers first, while their scheduler still answers (stopped together, each waits
+        # out its timeouts for the other: seconds instead of one), then the scheduler
+        for group in (procs[1:], procs[:1]):
+            for p in group:
+                p.terminate()
+            for p in group:
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()

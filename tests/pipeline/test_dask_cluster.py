@@ -31,7 +31,7 @@ def real_cluster(tmp_path_factory):
 @pytest.fixture
 def client_dir(tmp_path, monkeypatch):
     write_files(tmp_path / "in", rows=(900, 900, 300))
-    (tmp_path / "docs.jsonl").write_text("\n".join(CORPUS.read_text().splitlines()[:60]) + "\n")
+    (tmp_path / "docs.jsonl").write_text("\n".join(CORPUS.read_text().splitlines()[:20]) + "\n")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -44,8 +44,8 @@ def test_relative_paths_on_a_real_cluster_equal_a_local_cluster(real_cluster, cl
     addr, worker_dirs = real_cluster
     runs = {
         "select": ["select", "in", "{out}/sel", *SELECT],
-        "embed": ["embed", "docs.jsonl", "{out}/emb", "--split-size", "30", "--quiet"],
-        "dedup": ["dedup", "{out}/emb", "{out}/dd", "--split-size", "30", "--quiet"],
+        "embed": ["embed", "docs.jsonl", "{out}/emb", "--split-size", "10", "--quiet"],  # 2 splits of 10 texts
+        "dedup": ["dedup", "{out}/emb", "{out}/dd", "--split-size", "10", "--quiet"],
     }
     for sched, out in ((addr, "real"), (address, "local")):
         for name, argv in runs.items():

@@ -25,9 +25,9 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(runner, "select_level", lambda device, needs=("cupy",): CPU if device == "cpu" else FAKE)
 
 
-def test_cuda_path_on_numpy_selects_what_the_cpu_selects(fake_cuda, corpus, tmp_path):
+def test_cuda_path_on_numpy_selects_what_the_cpu_selects(fake_cuda, corpus, address, tmp_path):
     common = dict(input=str(corpus), split_size=int(SPLIT), steps=int(STEPS), quiet=True)
-    cpu_cfg = SelectConfig(output=str(tmp_path / "cpu"), device="cpu", **common)
+    cpu_cfg = SelectConfig(output=str(tmp_path / "cpu"), device="cpu", scheduler=address, **common)  # shared cluster
     gpu_cfg = SelectConfig(output=str(tmp_path / "gpu"), device="gpu", **common)
 
     client = get_client(gpu_cfg, "gpu", level=FAKE)

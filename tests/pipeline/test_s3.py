@@ -4,7 +4,6 @@ started and stopped here): the same rows as a local run, resume after a killed j
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import signal
@@ -29,12 +28,13 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
 STAGES = ("embed", "score", "dedup", "select")
 WORKFLOW = """
 stages: [embed, score, dedup, select]
-split_size: 40
+split_size: 10
 quiet: true
 score: {heuristics: true, normalize: rank}
 select: {ratio: 0.3, steps: 30}
 """
 ROWS = (900, 900, 300)
+DOCS = 20  # two splits of 10 texts per stage: the embedding model's time is per text
 SELECT = ["--split-size", "600", "--ratio", "0.2", "--quiet", "--no-report"]
 
 
@@ -47,7 +47,8 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """moto_server on a free loopback port; AWS_ENDPOINT_URL and dummy credentials set for
-    this module only (the client and the workers started here read them)."""
+    this module only (the client, the processes started here and, through ``addr``, the
+    shared cluster's workers read them)."""
     port = _free_port()
     exe = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
     proc = subprocess.Popen(
@@ -77,7 +78,7 @@ def s3(tmp_path_factory):
     fs = s3fs.S3FileSystem(skip_instance_cache=True)
     fs.mkdir("bkt")
     local = tmp_path_factory.mktemp("s3src")
-    lines = CORPUS.read_text().splitlines()[:80]
+    lines = CORPUS.read_text().splitlines()[:DOCS]
     (local / "docs.jsonl").write_text("\n".join(lines) + "\n")
     write_files(local / "emb", rows=ROWS)
     fs.put(str(local / "docs.jsonl"), "bkt/raw/docs.jsonl")
@@ -95,19 +96,29 @@ def s3(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def addr(s3):
-    """A LocalCluster started after the environment is set (its workers read it)."""
-    from distributed import LocalCluster
+def addr(s3, cluster):
+    """The suite's shared cluster, its workers given this module's AWS variables (they read them
+    as a cluster started with them would) and their own values back at the end: no cluster
+    started and no embedding model loaded again for this module."""
+    from distributed import Client
 
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",
-        silence_logs=logging.ERROR,
-    ) as c:
-        yield c.scheduler_address
+    def put(values):
+        old = {k: os.environ.get(k) for k in values}
+        for k, v in values.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        return old
+
+    with Client(cluster.scheduler_address, set_as_default=False) as c:
+        old = c.run(put, s3.env)
+    try:
+        yield cluster.scheduler_address
+    finally:
+        with Client(cluster.scheduler_address, set_as_default=False) as c:
+            for w, values in old.items():
+                c.run(put, values, workers=[w])
 
 
 def _chain(workflow, src, root, addr):
@@ -142,7 +153,7 @@ def test_chain_from_s3_to_s3_equals_a_local_run(s3, addr, tmp_path, capsys):
     for name in STAGES:  # the same file names in every stage, locally and on S3
         local = sorted(p.name for p in (tmp_path / "chain" / name / "data").iterdir())
         remote = sorted(Path(p).name for p in s3.fs.find(f"bkt/chain/{name}/data"))
-        assert local == remote == ["docs.r0-40.parquet", "docs.r40-80.parquet"], name
+        assert local == remote == ["docs.r0-10.parquet", "docs.r10-20.parquet"], name
     a = pq.read_table(tmp_path / "chain" / "select" / "data").sort_by("id")
     b = _s3_table(s3, "bkt/chain/select/data")
     assert a.num_rows > 0 and a.column("id").to_pylist() == b.column("id").to_pylist()
@@ -156,17 +167,17 @@ def test_chain_from_s3_to_s3_equals_a_local_run(s3, addr, tmp_path, capsys):
     # status reads the objects: complete, then one split's object deleted
     capsys.readouterr()
     assert main(["status", "s3://bkt/chain/select"]) == 0
-    s3.fs.rm("bkt/chain/select/data/docs.r40-80.parquet")
+    s3.fs.rm("bkt/chain/select/data/docs.r10-20.parquet")
     assert main(["status", "s3://bkt/chain/select"]) == 1
     out = capsys.readouterr().out
-    assert "missing: docs.r40-80.parquet (rows 0-" in out and "data/docs.r40-80.parquet missing" in out, out
+    assert "missing: docs.r10-20.parquet (rows 0-" in out and "data/docs.r10-20.parquet missing" in out, out
 
 
 def test_job_killed_midway_resumes_on_s3(s3, addr, tmp_path):
     """The killed run has no AWS variables: its --storage-options alone (sent to every worker
     of the cluster it starts) reach the server. The resumed run uses the environment."""
     ref = tmp_path / "ref"
-    slow = ["--steps", "800", "--patience", "none"]
+    slow = ["--steps", "400", "--patience", "none"]  # a split takes about a second: time to see two records
     assert main(["select", str(s3.local / "emb"), str(ref), *SELECT, *slow, "--scheduler", addr]) == 0
     out = "s3://bkt/killed"
     opts = json.dumps({"endpoint_url": s3.url, "key": "testing", "secret": "testing"})
@@ -263,7 +274,8 @@ def test_compare_from_s3_to_s3_equals_a_local_run_with_its_report(s3, addr, tmp_
         "--scheduler",
         addr,
     ]
-    assert main(["compare", str(s3.local / "emb"), str(tmp_path / "cmp"), *flags]) == 0
+    # the report is checked on the S3 run's output only (building one takes most of a run's time here)
+    assert main(["compare", str(s3.local / "emb"), str(tmp_path / "cmp"), *flags, "--no-report"]) == 0
     assert main(["compare", "s3://bkt/emb", "s3://bkt/cmp", *flags]) == 0
     got = _local_copy(s3, "bkt/cmp", tmp_path / "got")
     want = tmp_path / "cmp"
