@@ -98,7 +98,9 @@ def test_umap_keeps_neighbours_better_than_pca_on_clustered_rows():
 
     rng = np.random.default_rng(2)
     centres = rng.normal(size=(30, 32))
-    E = (centres[rng.integers(0, 30, 1500)] + 0.3 * rng.normal(size=(1500, 32))).astype(np.float32)
+    # 600 rows (umap's exact-neighbour path, as at 1,500): the cost is numba's compilation of
+    # umap, paid once; recall@10 0.59 vs PCA's 0.42 here (0.33 vs 0.21 at 1,500 rows)
+    E = (centres[rng.integers(0, 30, 600)] + 0.3 * rng.normal(size=(600, 32))).astype(np.float32)
     E /= np.linalg.norm(E, axis=1, keepdims=True)
 
     def recall(Y, k=10):

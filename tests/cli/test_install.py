@@ -1,5 +1,7 @@
 """The package as users install it: the wheel carries the workflows it runs, and ``datamask demo``
-works from any directory with nothing of the checkout on the path."""
+(what ``make demo`` runs, scaled down) works from any directory with nothing of the checkout on the
+path: the selection, the comparison it prints, and the HTML report's path printed last. The demo
+runs once, from the installed wheel (an in-process run would repeat the same work)."""
 
 from __future__ import annotations
 
@@ -63,7 +65,8 @@ def test_wheel_installed_into_an_empty_directory_runs_the_demo(tmp_path):
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
     where = subprocess.run(
-        [sys.executable, "-c", "import datamask; print(datamask.__file__)"],
+        # where ``import datamask`` would load it from (found, not imported: no second start-up)
+        [sys.executable, "-c", "import importlib.util; print(importlib.util.find_spec('datamask').origin)"],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -78,8 +81,17 @@ def test_wheel_installed_into_an_empty_directory_runs_the_demo(tmp_path):
         args += ["--set", s]
     r = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    last = r.stdout.strip().splitlines()[-1]
-    assert last.startswith("report: ")
+    out = r.stdout.strip().splitlines()
+    head = next(line for line in out if "selection (datamask)" in line).split()
+    assert head == ["selection", "(datamask)", "top-k", "quality", "random"]  # the report's three subsets
+    rows = {line[:32].strip(): line[32:].split() for line in out if line.startswith(("objective", "mean quality"))}
+    assert set(rows) == {"objective", "mean quality, normalised (0-1)", "mean quality, raw score"}
+    assert all(len(v) == 3 for v in rows.values())
+    # top-k has the highest raw quality of the three (it takes the best rows at the same budget)
+    raw = [float(v) for v in rows["mean quality, raw score"]]
+    assert raw[1] == max(raw)
+    last = out[-1]
+    assert last.startswith("report: ") and last.endswith("index.html")
     page = Path(last.removeprefix("report: "))
-    assert page == (cwd / "out" / "selected" / "report" / "index.html").resolve()
+    assert page.is_absolute() and page == (cwd / "out" / "selected" / "report" / "index.html").resolve()
     assert "<img" in page.read_text()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from datamask.features.embed import PROGRESS_BLOCK
 from datamask.pipeline.progress import INTERVAL_ENV, LineBar
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +34,8 @@ WORDS = [
     "text",
     "page",
 ]
+# two full blocks of texts and a short third: rows are reported twice before the split ends
+N_ROWS = 2 * PROGRESS_BLOCK + 76
 
 
 def test_embed_reports_rows_within_its_split_as_plain_lines(tmp_path):
@@ -42,7 +45,7 @@ def test_embed_reports_rows_within_its_split_as_plain_lines(tmp_path):
     rng = random.Random(0)
     src = tmp_path / "in.jsonl"
     src.write_text(
-        "".join(json.dumps({"id": i, "text": " ".join(rng.choices(WORDS, k=12))}) + "\n" for i in range(3000))
+        "".join(json.dumps({"id": i, "text": " ".join(rng.choices(WORDS, k=12))}) + "\n" for i in range(N_ROWS))
     )
     err = tmp_path / "stderr.log"
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{INTERVAL_ENV: "0"})  # a line for every report
@@ -61,14 +64,14 @@ def test_embed_reports_rows_within_its_split_as_plain_lines(tmp_path):
     rows = [
         (i, int(m.group(1).replace(",", "")))
         for i, line in enumerate(lines)
-        if (m := re.search(r"rows ([\d,]+)/3,000", line))
+        if (m := re.search(rf"rows ([\d,]+)/{N_ROWS:,}", line))
     ]
     done = next(i for i, line in enumerate(lines) if re.search(r"splits 1/1\b", line))
-    within = [n for i, n in rows if i < done and 0 < n < 3000]
+    within = [n for i, n in rows if i < done and 0 < n < N_ROWS]
     assert within, lines  # rows reported before the split (the only one) finished
     assert all(re.search(r"rows/s|s/row", lines[i]) for i, _ in rows)
     assert len(lines) == len(set(lines))  # no count printed twice (a top-up of 0, a close after the last)
-    assert any(re.search(r"\d+:\d\d left", lines[i]) for i, n in rows if n < 3000)  # the time left
+    assert any(re.search(r"\d+:\d\d left", lines[i]) for i, n in rows if n < N_ROWS)  # the time left
 
 
 def test_line_bar_prints_rate_and_time_left(capsys):
