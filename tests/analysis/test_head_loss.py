@@ -25,6 +25,32 @@ def _case(n=700, d=24, v=301, seed=0):
     return h, w, y
 
 
+SMALL = dict(vocab_size=300, d_model=32, n_layers=2, n_heads=2, d_ff=64, seq_len=32, batch_size=4, lr=1e-2)
+
+
+def _small_config():
+    from datamask.analysis.proxy_lm.config import ProxyLMConfig
+
+    return ProxyLMConfig(**SMALL, tokens=8 * 4 * 32, curve_points=0, threads=1).resolved()
+
+
+def _train_small(precision: str, seed: int = 0):
+    """8 steps of a 2-layer proxy on random tokens: (training losses, held-out nats per token)."""
+    from datamask.analysis.proxy_lm.train import EvalData, deterministic, initial_state, train_selection
+
+    class Tok:
+        vocab_size, eos_id = 300, 299
+
+    cfg = _small_config()
+    rng = np.random.default_rng(seed)
+    docs = [rng.integers(0, 299, size=int(n)) for n in rng.integers(20, 120, size=40)]
+    win = np.concatenate([[299], rng.integers(0, 299, size=32)]).reshape(1, 33)
+    ev = EvalData("ev", win, np.zeros(1, np.int64), np.array(["all"], object), np.array([32]), np.array([100]))
+    with deterministic(1):
+        res = train_selection("s", docs, Tok(), cfg, initial_state(cfg, 300), [(ev, ev)], "cpu", precision, quiet=True)
+    return np.array([loss for _, loss in res["train_curve"]]), res["evals"]["ev"]["all"][0] / 32
+
+
 @pytest.mark.parametrize("rows", [1, 64, 256, 1000])  # one row, several chunks with a remainder, one chunk
 def test_loss_and_gradients_match_the_full_logits(rows):
     h, w, y = _case()
@@ -52,34 +78,16 @@ def test_every_position_ignored_gives_zero_not_nan():
 
 def test_training_takes_it_on_the_cpu_and_gives_the_eager_losses(monkeypatch):
     from datamask.analysis.proxy_lm import train as train_mod
-    from datamask.analysis.proxy_lm.config import ProxyLMConfig
     from datamask.analysis.proxy_lm.model import build_model
-    from datamask.analysis.proxy_lm.train import EvalData, deterministic, initial_state, train_selection
 
-    small = dict(vocab_size=300, d_model=32, n_layers=2, n_heads=2, d_ff=64, seq_len=32, batch_size=4, lr=1e-2)
-    cfg = ProxyLMConfig(**small, tokens=8 * 4 * 32, curve_points=0, threads=1).resolved()
+    cfg = _small_config()
     assert uses_fused_loss(build_model(cfg, 300), "cpu", "float32")
     assert not uses_fused_loss(build_model(cfg, 300), "cuda", "float32")
     assert uses_fused_loss(build_model(cfg, 300), "cpu", "bfloat16")
 
-    class Tok:
-        vocab_size, eos_id = 300, 299
-
-    rng = np.random.default_rng(0)
-    docs = [rng.integers(0, 299, size=int(n)) for n in rng.integers(20, 120, size=40)]
-    win = np.concatenate([[299], rng.integers(0, 299, size=32)]).reshape(1, 33)
-    ev = EvalData("ev", win, np.zeros(1, np.int64), np.array(["all"], object), np.array([32]), np.array([100]))
-
-    def run():
-        with deterministic(1):
-            res = train_selection(
-                "s", docs, Tok(), cfg, initial_state(cfg, 300), [(ev, ev)], "cpu", "float32", quiet=True
-            )
-        return np.array([loss for _, loss in res["train_curve"]]), res["evals"]["ev"]["all"][0]
-
-    fused, ev_fused = run()
+    fused, ev_fused = _train_small("float32")
     monkeypatch.setattr(train_mod, "uses_fused_loss", lambda *a: False)  # the eager cross-entropy
-    eager, ev_eager = run()
+    eager, ev_eager = _train_small("float32")
     assert not np.array_equal(fused, eager)  # it did take another path ...
     np.testing.assert_allclose(fused, eager, rtol=1e-5)  # ... to float32 rounding over 8 steps
     assert ev_fused == pytest.approx(ev_eager, rel=1e-5)
@@ -104,29 +112,8 @@ def test_bfloat16_products_match_the_full_logits_to_bfloat16_rounding():
 
 
 def test_training_in_bfloat16_gives_the_float32_losses_to_its_rounding():
-    from datamask.analysis.proxy_lm.config import ProxyLMConfig
-    from datamask.analysis.proxy_lm.train import EvalData, deterministic, initial_state, train_selection
-
-    small = dict(vocab_size=300, d_model=32, n_layers=2, n_heads=2, d_ff=64, seq_len=32, batch_size=4, lr=1e-2)
-    cfg = ProxyLMConfig(**small, tokens=8 * 4 * 32, curve_points=0, threads=1).resolved()
-
-    class Tok:
-        vocab_size, eos_id = 300, 299
-
-    rng = np.random.default_rng(1)
-    docs = [rng.integers(0, 299, size=int(n)) for n in rng.integers(20, 120, size=40)]
-    win = np.concatenate([[299], rng.integers(0, 299, size=32)]).reshape(1, 33)
-    ev = EvalData("ev", win, np.zeros(1, np.int64), np.array(["all"], object), np.array([32]), np.array([100]))
-
-    def run(precision):
-        with deterministic(1):
-            res = train_selection(
-                "s", docs, Tok(), cfg, initial_state(cfg, 300), [(ev, ev)], "cpu", precision, quiet=True
-            )
-        return np.array([loss for _, loss in res["train_curve"]]), res["evals"]["ev"]["all"][0] / 32
-
-    f32, ev32 = run("float32")
-    b16, ev16 = run("bfloat16")
+    f32, ev32 = _train_small("float32", seed=1)
+    b16, ev16 = _train_small("bfloat16", seed=1)
     assert not np.array_equal(f32, b16)
     # 8 steps from the same weights: the losses (near ln 300 = 5.7) move by bfloat16 rounding only
     np.testing.assert_allclose(b16, f32, rtol=5e-3)
