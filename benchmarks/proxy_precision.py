@@ -22,7 +22,6 @@ import argparse
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +65,6 @@ def run_models(work: Path, seeds: int, tokens: int):
         init = initial_state(cfg, tok.vocab_size)
         for name, sel in sels.items():
             for precision in PRECISIONS:
-                c0 = time.process_time()
                 with deterministic(1):
                     res = train_selection(
                         name, [ids[i] for i in sel], tok, cfg, init, [(ev, ev)], "cpu", precision, quiet=True
@@ -80,7 +78,6 @@ def run_models(work: Path, seeds: int, tokens: int):
                         loss=nats / ntok,
                         train_s=res["train_seconds"],
                         eval_s=res["eval_seconds"],
-                        cpu_s=time.process_time() - c0,
                     )
                 )
                 print(rows[-1], flush=True)

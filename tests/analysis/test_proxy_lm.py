@@ -177,7 +177,7 @@ def test_a_multiple_trains_each_selection_on_its_own_passes(corpus, tmp_path):
         n, BT = s["selection_tokens"], 8 * 64
         want = -(-int(1.5 * n) // BT) * BT  # 1.5 passes rounded up to whole batches
         assert spy.targets[s["name"]] == s["tokens"] == want
-        assert 1.5 <= s["passes"] < 1.5 + BT / n
+        assert s["passes"] >= 1.5 and s["passes"] < 1.5 + BT / n  # at most one batch more
         assert t.loc[t.selection == s["name"], "passes"].iloc[0] == pytest.approx(want / n)
     assert len({s["tokens"] for s in m["selections"]}) == 2  # not equal tokens: equal passes
 

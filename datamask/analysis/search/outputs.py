@@ -42,7 +42,8 @@ def records_frame(records: list) -> pd.DataFrame:
         for k in _STATS:
             row["diversity_pairwise" if k == "diversity" else k] = st.get(k)
         row.update({k: r[k] for k in ("tokens", "passes", "selection_tokens", "params", *TIME_COLUMNS)})
-        row["precision"] = r.get("precision", "float32")  # (records before 0.9: float32 on a CPU)
+        # records written before the precision was recorded: auto gave bfloat16 on CUDA, float32 on a CPU
+        row["precision"] = r.get("precision") or ("bfloat16" if r.get("device") == "cuda" else "float32")
         row["recipe"] = json.dumps(r["recipe"], sort_keys=True)
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["name", "seed"], kind="stable").reset_index(drop=True)
