@@ -1,11 +1,13 @@
 """The search's schedule on a real two-worker LocalCluster, with planted models (no selection, no
 training: tests/helpers/planted_search.py): the references' verification models are submitted
-with the trials and train while the client fits the regressor, the chosen recipe's follow,
-every record is collected once, and a failing trial stops the references submitted early."""
+once the trials left no longer fill the workers and train while the client fits the regressor,
+the chosen recipe's follow, every record is collected once, and a failing trial stops the
+references submitted early."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -51,7 +53,8 @@ def _cfg(tmp_path, space="lam=0:1,diversity=pairwise|facility"):
 
 def _run(client, cfg, out):
     space = search_run.build_space(cfg, {"domains": [], "components": []})
-    return search_run._run(client, [], cfg, str(out), space, "fp", search_run._Clock())
+    workers = schedule.worker_threads(client)
+    return search_run._run(client, [], cfg, str(out), space, "fp", search_run._Clock(), workers)
 
 
 def _verifying(out) -> bool:
@@ -78,6 +81,24 @@ def test_the_references_train_while_the_client_fits_then_the_chosen_recipe(plant
     assert set(vsum["recipes"]) == set(recipes) == {"chosen", "default", "topk", "random"}
     assert (out / "trials.parquet").exists() and drawn == ["figures/loss_by_parameter.png", "figures/loss_tracks.png"]
     assert planted_search.marked(out, "finished") == planted_search.marked(out, "started")
+
+
+def test_the_references_wait_until_the_trials_left_no_longer_fill_the_workers(planted, client, tmp_path):
+    """Submitted with the trials, Dask ran references between them (search_real.md, round 10):
+    the trials then ended later and the workers waited through the fit and the last models."""
+    cfg, out = _cfg(tmp_path), tmp_path / "out"
+    _run(client, cfg, out)
+    workers = schedule.worker_threads(client)
+    assert 1 <= workers < TRIALS
+
+    def at(what, name, seed):
+        return (Path(out) / "marks" / f"{what}-{name}-s{seed}").stat().st_mtime_ns
+
+    ended = sorted(at("finished", n, s) for n, s in planted_search.marked(out, "finished") if n.startswith("trial-"))
+    refs = [(n, s) for n, s in planted_search.marked(out, "started") if n.startswith("verify-") and n != "verify-chosen"]
+    assert len(ended) == TRIALS and len(refs) == 3 * VERIFY
+    first_ref = min(at("started", n, s) for n, s in refs)
+    assert first_ref >= ended[TRIALS - workers - 1], "a reference started while more trials than workers were left"
 
 
 def test_a_failing_trial_stops_the_references_submitted_early(planted, client, tmp_path):
@@ -111,5 +132,8 @@ def test_the_training_share_counts_the_models_of_this_run_and_needs_the_workers(
     c = cost_summary([rec, rec, dict(rec, resumed=True)], wall_seconds=50.0, workers=2)
     assert c["models_timed"] == 2 and c["train_share"] == 0.6 and c["eval_seconds"] == 16.0
     assert c["tokens_per_worker_second"] == 2000.0
+    seeds = [dict(rec, fingerprint="a", seed=s) for s in range(3)] + [dict(rec, fingerprint="b")]
+    c = cost_summary(seeds, wall_seconds=100.0, workers=2)  # a recipe's seeds share one selection task
+    assert c["select_seconds"] == 2.0 and c["model_seconds"] == 4 * 40.0 - 2 * 1.0 and c["train_share"] == 0.6
     none = cost_summary([rec], wall_seconds=50.0, workers=0)  # the scheduler counted no worker
     assert none["train_share"] is None and none["tokens_per_worker_second"] is None and none["train_seconds"] == 30.0

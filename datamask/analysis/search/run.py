@@ -12,9 +12,10 @@
 6. ``trials.parquet``, ``verify.parquet``, ``recipe.yaml``, the figures and ``search.json`` (:mod:`.outputs`).
 
 No worker waits on the client where it need not: the references' models (when no chosen
-recipe changes them) are submitted with the trials, behind them, so they train while the last
-trials end and the regressor is fitted; the chosen recipe's models follow as soon as the fit
-ends, and the trials' outputs are written while they train. ``search.json``'s ``cost`` gives
+recipe changes them) are submitted once every trial left has a worker, so they train while
+the last trials end and the regressor is fitted, and the workers share them with the chosen
+recipe's models, which follow as soon as the fit ends (ahead of the references not started);
+the trials' outputs are written while they train. ``search.json``'s ``cost`` gives
 the workers' training share and the client's wall seconds per phase.
 """
 
@@ -149,10 +150,11 @@ def _verify_jobs(cfg, recipes: dict, base_fp) -> list:
 
 
 def _early_references(client, parts, cfg, out, space, base_fp, budgets):
-    """The references' verification models submitted with the trials, behind them (a lower
-    priority), so no worker waits while the last trials end and the client fits the
-    regressor; None when they depend on the chosen recipe (its searched ``ratio``) or
-    ``--verify 0``."""
+    """The references' verification models, submitted before the chosen recipe is known (when
+    the trials left no longer fill the workers: :func:`_run`) at a lower priority than the chosen
+    recipe's, so no worker waits while the last trials end and the client fits the regressor,
+    and some are left to train beside the chosen recipe's; None when they depend on the chosen
+    recipe (its searched ``ratio``) or ``--verify 0``."""
     refs = early_references(cfg.method, [p.name for p in space.params], float(cfg.prune))
     if int(cfg.verify) < 1 or refs is None:
         return None
@@ -313,28 +315,38 @@ class _Clock:
         return round(time.perf_counter() - self.t0, 3)
 
 
-def _run(client, parts, cfg, out, space, base_fp, clock, budgets=None) -> tuple:
-    """Trials, fit and verification, with every batch submitted as early as its inputs allow:
-    the references behind the trials, the chosen recipe's models as soon as the fit ends; the
+def _run(client, parts, cfg, out, space, base_fp, clock, workers: int, budgets=None) -> tuple:
+    """Trials, fit and verification, every batch submitted as its inputs allow and the workers
+    need it: the references once the trials left are no more than the ``workers`` (each has
+    one: submitted earlier, Dask ran them between the trials, and the workers then waited
+    through the fit and the chosen recipe's last models: search_real.md, round 10), the chosen
+    recipe's models as soon as the fit ends, ahead of the references not started; the
     trials' outputs are written while the verification trains. A batch not collected when
     the search stops is cancelled (its running tasks waited for). ``budgets``: each split's
     share of a token budget, the same for every selection (:func:`split_token_budgets`)."""
-    pending = [submit_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out), budgets=budgets)]
+    trials = submit_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out), budgets=budgets)
+    early: dict = {}  # the references' batch (None: they wait for the chosen recipe), once submitted
+    batches = []
+
+    def refs_when_drained(left: int) -> None:
+        if "refs" not in early and left <= max(int(workers), 1):
+            early["refs"] = _early_references(client, parts, cfg, out, space, base_fp, budgets)
+            batches.append(early["refs"])
+
     try:
-        pending.append(_early_references(client, parts, cfg, out, space, base_fp, budgets))
-        recs, n_trials = collect(client, pending[:1], cfg)
+        recs, n_trials = collect(client, [trials], cfg, on_left=refs_when_drained)
         clock.lap("trials")
         frame = trials_frame(recs, space)
         fit = _fit(space, frame, cfg)
         clock.lap("fit")
-        late, recipes = _submit_verification(client, parts, cfg, out, fit["recipe"], base_fp, pending[1], budgets)
-        pending.append(late)
+        late, recipes = _submit_verification(client, parts, cfg, out, fit["recipe"], base_fp, early["refs"], budgets)
+        batches.append(late)
         write_parquet(frame, location(out) / "trials.parquet")
         drawn, means = _trial_figures(out, space, frame, fit)
-        vframe, vsum, n_verify, vrecs = _verification(client, cfg, [b for b in pending[1:] if b is not None])
+        vframe, vsum, n_verify, vrecs = _verification(client, cfg, [b for b in batches if b is not None])
         clock.lap("verification")
     except BaseException:
-        cancel(client, pending[1:])
+        cancel(client, batches)
         raise
     return recs, n_trials, frame, fit, means, drawn, (vframe, vsum, n_verify, vrecs, recipes)
 
@@ -353,7 +365,9 @@ def compute_search(cfg, out, client, level=None) -> dict:
     base_fp = fingerprint_of(fp, prep["tokenizer"]["sha256"], prep["eval_fingerprint"])
     space = build_space(cfg, prep)
     workers = worker_threads(client)  # counted while the cluster works (a loaded one's may miss a late count)
-    recs, n_trials, frame, fit, means, drawn, verified = _run(client, parts, cfg, out, space, base_fp, clock, budgets)
+    recs, n_trials, frame, fit, means, drawn, verified = _run(
+        client, parts, cfg, out, space, base_fp, clock, workers, budgets
+    )
     vframe, vsum, n_verify, vrecs, recipes = verified
     files = ["trials.parquet"]
     if vframe is not None:

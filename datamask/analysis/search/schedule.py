@@ -120,21 +120,32 @@ def submit_jobs(
     return Submitted(done, client.compute(tasks, priority=int(priority)) if tasks else [], desc)
 
 
-def collect(client, batches: list, cfg) -> tuple[list, int]:
+def collect(client, batches: list, cfg, on_left=None) -> tuple[list, int]:
     """Every record of ``batches`` (:func:`submit_jobs`), waiting for their tasks, and how many
-    were computed in this call. On an error every other task of theirs is cancelled (and
-    those running waited for) before it is raised."""
+    were computed in this call. ``on_left(n)`` runs on the client with the number of tasks
+    not yet ended: before the first ends, then as each one ends. On an error every other
+    task of theirs is cancelled (and those running waited for) before it is raised."""
     from tqdm.auto import tqdm
 
     from ...pipeline.executor import run_tasks
 
     done = [r for b in batches for r in b.done]
     futures = [f for b in batches for f in b.futures]
+    left = [len(futures)]
+    if on_left is not None:
+        on_left(left[0])
     if not futures:
         return done, 0
+
+    def ended(i, r):
+        bar.update(1)
+        left[0] -= 1
+        if on_left is not None:
+            on_left(left[0])
+
     desc = " and ".join(b.desc for b in batches if b.futures)
     with tqdm(total=len(futures), desc=f"datamask search: {desc}", unit="model", disable=cfg.quiet, leave=False) as bar:
-        new = run_tasks(client, futures, lambda i, r: bar.update(1), what="trial(s)")
+        new = run_tasks(client, futures, ended, what="trial(s)")
     return done + new, len(new)
 
 
@@ -164,21 +175,25 @@ def cost_summary(records: list, wall_seconds: float, workers: int) -> dict:
 
     ``train_share``: all models' training seconds (optimiser steps) / (``wall_seconds`` x
     ``workers``); ``tokens_per_worker_second``: their trained tokens over the same;
-    ``eval_seconds``: their final evaluations (a forward pass over every evaluation set); the
-    rest of the workers' time is selection, preparation, loading, scheduling and idle workers.
-    Both are None when ``workers`` is 0."""
+    ``eval_seconds``: their final evaluations (a forward pass over every evaluation set);
+    ``select_seconds``: their selections, each counted once (a recipe's seeds share one:
+    records of one ``fingerprint``), as in ``model_seconds``, the models' tasks; the rest of the
+    workers' time is preparation, loading, scheduling and idle workers. Both shares are None
+    when ``workers`` is 0."""
     new = [r for r in records if not r.get("resumed")]
     shared = bool(new) and int(workers) > 0  # no workers counted (the scheduler did not answer): no share
     train = float(sum(r["train_seconds"] for r in new))
     tokens = int(sum(r["tokens"] for r in new))
     capacity = max(float(wall_seconds) * max(int(workers), 1), 1e-9)
+    selections = {r.get("fingerprint", id(r)): float(r["select_seconds"]) for r in new}
+    repeated = float(sum(r["select_seconds"] for r in new)) - sum(selections.values())  # in each seed's seconds
     return {
         "models_timed": len(new),
         "workers": int(workers),
         "train_seconds": round(train, 3),
         "eval_seconds": round(float(sum(r.get("eval_seconds", 0.0) for r in new)), 3),
-        "select_seconds": round(float(sum(r["select_seconds"] for r in new)), 3),
-        "model_seconds": round(float(sum(r["seconds"] for r in new)), 3),
+        "select_seconds": round(sum(selections.values()), 3),
+        "model_seconds": round(float(sum(r["seconds"] for r in new)) - repeated, 3),
         "train_share": round(train / capacity, 4) if shared else None,
         "tokens_per_worker_second": round(tokens / capacity, 1) if shared else None,
     }
