@@ -120,6 +120,30 @@ def test_training_in_bfloat16_gives_the_float32_losses_to_its_rounding():
     assert ev16 == pytest.approx(ev32, rel=5e-3)
 
 
+def test_bfloat16_evaluation_scores_a_bfloat16_copy_and_leaves_the_model_alone():
+    import copy
+
+    from datamask.analysis.proxy_lm.model import build_model
+    from datamask.analysis.proxy_lm.train import EvalData, deterministic, evaluate
+
+    cfg = _small_config()
+    rng = np.random.default_rng(3)
+    win = np.concatenate([np.full((6, 1), 299), rng.integers(0, 299, size=(6, 32))], axis=1)
+    win[4, 20:] = -1  # a short last window, as a document's tail gives
+    ev = EvalData("ev", win, np.arange(6) // 2, np.array(["all"] * 3, object), np.array([64, 64, 51]), np.full(3, 100))
+    model = build_model(cfg, 300)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with deterministic(1):
+        b16 = evaluate(model, ev, "cpu", "bfloat16", 4)["all"]
+        f32 = evaluate(model, ev, "cpu", "float32", 4)["all"]
+        by_hand = evaluate(copy.deepcopy(model).to(torch.bfloat16), ev, "cpu", "float32", 4)["all"]
+    assert b16 == by_hand  # the bfloat16 weights, no autocast
+    assert b16[1:] == f32[1:] == (179, 300)
+    assert b16[0] != f32[0] and b16[0] == pytest.approx(f32[0], rel=5e-3)  # bfloat16 rounding only
+    assert model.training  # the caller's model: its mode, dtype and weights as they were
+    assert all(torch.equal(v, before[k]) and v.dtype == before[k].dtype for k, v in model.state_dict().items())
+
+
 def test_auto_precision_takes_bfloat16_where_the_cpu_has_it():
     from datamask.analysis.proxy_lm.config import ProxyLMConfig
     from datamask.analysis.proxy_lm.runner import auto_precision, proxy_device
