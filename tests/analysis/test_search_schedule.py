@@ -95,7 +95,9 @@ def test_the_references_wait_until_the_trials_left_no_longer_fill_the_workers(pl
         return (Path(out) / "marks" / f"{what}-{name}-s{seed}").stat().st_mtime_ns
 
     ended = sorted(at("finished", n, s) for n, s in planted_search.marked(out, "finished") if n.startswith("trial-"))
-    refs = [(n, s) for n, s in planted_search.marked(out, "started") if n.startswith("verify-") and n != "verify-chosen"]
+    refs = [
+        (n, s) for n, s in planted_search.marked(out, "started") if n.startswith("verify-") and n != "verify-chosen"
+    ]
     assert len(ended) == TRIALS and len(refs) == 3 * VERIFY
     first_ref = min(at("started", n, s) for n, s in refs)
     assert first_ref >= ended[TRIALS - workers - 1], "a reference started while more trials than workers were left"
