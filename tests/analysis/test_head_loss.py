@@ -123,7 +123,6 @@ def test_training_in_bfloat16_gives_the_float32_losses_to_its_rounding():
 def test_bfloat16_evaluation_scores_a_bfloat16_copy_and_leaves_the_model_alone():
     import copy
 
-    from datamask.analysis.proxy_lm.attention import register
     from datamask.analysis.proxy_lm.model import build_model
     from datamask.analysis.proxy_lm.train import EvalData, deterministic, evaluate
 
@@ -137,51 +136,12 @@ def test_bfloat16_evaluation_scores_a_bfloat16_copy_and_leaves_the_model_alone()
     with deterministic(1):
         b16 = evaluate(model, ev, "cpu", "bfloat16", 4)["all"]
         f32 = evaluate(model, ev, "cpu", "float32", 4)["all"]
-        scorer = copy.deepcopy(model).to(torch.bfloat16)
-        scorer.set_attn_implementation(register())
-        by_hand = evaluate(scorer, ev, "cpu", "float32", 4)["all"]
-    assert b16 == by_hand  # the bfloat16 weights, no autocast, the block-causal attention
+        by_hand = evaluate(copy.deepcopy(model).to(torch.bfloat16), ev, "cpu", "float32", 4)["all"]
+    assert b16 == by_hand  # the bfloat16 weights, no autocast
     assert b16[1:] == f32[1:] == (179, 300)
     assert b16[0] != f32[0] and b16[0] == pytest.approx(f32[0], rel=5e-3)  # bfloat16 rounding only
     assert model.training  # the caller's model: its mode, dtype and weights as they were
     assert all(torch.equal(v, before[k]) and v.dtype == before[k].dtype for k, v in model.state_dict().items())
-
-
-@pytest.mark.parametrize("positions", [128, 45, 1])  # whole blocks, a part block, one position
-def test_block_causal_attention_matches_sdpa(positions):
-    from datamask.analysis.proxy_lm.attention import block_causal_attention
-
-    g = torch.Generator().manual_seed(positions)
-    q, k, v = (torch.randn(3, 4, positions, 32, generator=g) * 1.5 for _ in range(3))
-    exact = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
-    exact = exact.transpose(1, 2)
-    out, weights = block_causal_attention(None, q, k, v, None, scaling=32**-0.5)
-    assert weights is None and out.shape == (3, positions, 4, 32) and out.dtype == torch.float32
-    np.testing.assert_allclose(out.double().numpy(), exact.numpy(), atol=1e-5)  # float32 rounding
-    low, _ = block_causal_attention(None, q.bfloat16(), k.bfloat16(), v.bfloat16(), None, scaling=32**-0.5)
-    flash = torch.nn.functional.scaled_dot_product_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), is_causal=True)
-    assert low.dtype == torch.bfloat16
-    err, flash_err = ((x.transpose(1, 2).double() if x is flash else x.double()) - exact for x in (low, flash))
-    # bfloat16 operands and output (unit roundoff 2**-9 on values of about 1): as close as SDPA's own
-    assert float(err.abs().mean()) <= 1.5 * float(flash_err.abs().mean()) + 1e-4
-    assert float(err.abs().max()) < 0.1
-
-
-def test_block_causal_attention_leaves_masks_to_sdpa():
-    from datamask.analysis.proxy_lm.attention import block_causal_attention
-
-    g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(2, 2, 40, 16, generator=g) for _ in range(3))
-    mask = torch.ones(2, 1, 40, 40, dtype=torch.bool).tril()
-    mask[1, :, :, :7] = False  # the second row's first positions are padding
-    mask[1, :, :7, :7] = torch.eye(7, dtype=torch.bool)  # (each padded query sees itself: no empty rows)
-
-    class Attention:
-        num_key_value_groups, is_causal = 1, True
-
-    out, _ = block_causal_attention(Attention(), q, k, v, mask, scaling=0.25)
-    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.25).transpose(1, 2)
-    np.testing.assert_allclose(out.numpy(), ref.numpy(), atol=1e-6)
 
 
 def test_auto_precision_takes_bfloat16_where_the_cpu_has_it():

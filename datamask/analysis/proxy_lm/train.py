@@ -158,21 +158,16 @@ def token_nll(model, x, y, rows: int | None = None):
 
 def _scoring_model(model, device: str, precision: str):
     """(the model the evaluation runs, its autocast): on the CPU in bfloat16 a bfloat16 copy of
-    the model with no autocast — the weights cast once, not the activations at every product —
-    whose attention takes the queries in causal blocks (:mod:`.attention`; a model without
-    ``set_attn_implementation`` keeps its own); else the model under :func:`_autocast`. The
-    losses move by bfloat16 rounding only (benchmarks/results/eval_copy.md, round 10)."""
+    the model with no autocast — the weights cast once, not the activations at every product
+    (0.95 of autocast's evaluation time, losses within 2e-4 nats of it on four search_real
+    models: benchmarks/results/proxy_precision.md, round 10); else the model under
+    :func:`_autocast`."""
     import copy
 
     import torch
 
     if device == "cpu" and precision == "bfloat16":
-        scorer = copy.deepcopy(model).to(torch.bfloat16)
-        if hasattr(scorer, "set_attn_implementation"):
-            from .attention import register
-
-            scorer.set_attn_implementation(register())
-        return scorer, contextlib.nullcontext()
+        return copy.deepcopy(model).to(torch.bfloat16), contextlib.nullcontext()
     return model, _autocast(device, precision)
 
 
