@@ -22,7 +22,6 @@ import pyarrow as pa
 from ..core.pg import MIN_STEPS
 from ..errors import DataError
 from ..methods.registry import split_budget
-from ..pipeline.config import SelectConfig
 from ..pipeline.holdout import split_off_holdout
 from ..pipeline.io import Split, normalize_embedding, read_split, write_parquet_atomic
 from ..pipeline.output import n_splits, split_records
@@ -32,7 +31,8 @@ from ..pipeline.schema import Columns
 from ..pipeline.select_split import duplicate_ids_message, select_split, selected_table
 from ..pipeline.side_by_side import combine, format_side_by_side, side_by_side_note
 from ..pipeline.tokens import budget_given, check_prune_left, prunes_checked, share_tokens, token_totals
-from .base import SplitStage, split_runs
+from .base import split_runs
+from .declared import Select
 
 __all__ = ["SelectStage", "run_select", "plan_run", "find_duplicates"]
 
@@ -108,12 +108,7 @@ def _progress_callback(name):
     return cb
 
 
-class SelectStage(SplitStage):
-    name = "select"
-    config = SelectConfig
-    help = "select rows of a corpus: INPUT (Parquet/JSONL) -> OUTPUT (Parquet)"
-    output_help = "output directory (data/, manifest.json, report/)"
-    report = True
+class SelectStage(Select):  # name, config, help: .declared
     gpu_frames = True
 
     drops: dict = {}  # split name -> rows of ids repeated across the corpus (check)
