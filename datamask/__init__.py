@@ -2,16 +2,17 @@
 
 The core is :class:`DataMask` (one partition in, a boolean mask out) and
 :func:`evaluate` (score any selection on the same objective). Both import without Dask or
-torch; the pipeline's entry points below are imported on first use.
+torch. Every name here is imported on first use (``datamask.DataMask`` imports scikit-learn
+then), so ``import datamask``, and the ``datamask`` command that starts with it, stay light.
 """
 
 import sys
 
-from .core.estimator import DataMask
-from .core.objectives import evaluate
-
 __version__ = "0.2.0"
 __all__ = ["DataMask", "evaluate", "__version__"]
+
+# The public names, each from the module that defines it (imported on first use).
+_PUBLIC = {"DataMask": "datamask.core.estimator", "evaluate": "datamask.core.objectives"}
 
 # Entry points that moved into the layer packages in 0.2 (CHANGELOG.md, 0.2.0), reachable
 # here for one release; imported lazily so ``import datamask`` stays light.
@@ -31,11 +32,18 @@ _MOVED = {
 
 
 def __getattr__(name):
-    if name in _MOVED:
+    if name in _PUBLIC or name in _MOVED:
         import importlib
 
-        return getattr(importlib.import_module(_MOVED[name]), name)
+        value = getattr(importlib.import_module(_PUBLIC.get(name) or _MOVED[name]), name)
+        if name in _PUBLIC:
+            globals()[name] = value  # found directly from now on
+        return value
     raise AttributeError(f"module 'datamask' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))
 
 
 # Modules that moved out of their 0.2 package into the stages layer (CHANGELOG.md,

@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["write_corpus", "run_demo", "DEMO_WORKFLOW", "packaged_workflow"]
 
@@ -34,6 +36,8 @@ DEMO_WORKFLOW = packaged_workflow("demo.yaml")
 
 def corpus_table(corpus: dict, lo: int = 0, hi: int | None = None, dtype=np.float16) -> pa.Table:
     """Rows ``[lo, hi)`` of a ``make_corpus`` dict as an Arrow table (docs/design.md, "Data")."""
+    import pyarrow as pa  # (here, not at the top: the command line's parser is built without it)
+
     hi = len(corpus["id"]) if hi is None else hi
     E = np.ascontiguousarray(corpus["embedding"][lo:hi].astype(dtype))
     emb = pa.FixedSizeListArray.from_arrays(pa.array(E.reshape(-1)), E.shape[1])
@@ -46,6 +50,8 @@ def write_corpus(
     directory, n_rows=200_000, dim=384, n_files=4, seed=0, dtype=np.float16, row_group_size=50_000, **kw
 ) -> list:
     """Generate a corpus and write it as ``n_files`` Parquet files; returns their paths."""
+    import pyarrow.parquet as pq
+
     from ..core.synthetic import make_corpus
     from ..pipeline.io import dictionary_columns
 

@@ -11,7 +11,8 @@ __all__ = ["add_parsers", "COMMANDS", "run_stage_command"]
 
 
 def add_parsers(sub):
-    for name, st in STAGES.items():
+    for name in STAGES:
+        st = STAGES.declared(name)  # (the stage's module is imported when it runs)
         p = sub.add_parser(name, help=st.help, description=st.description)
         add_stage_arguments(p, st.config, st.output_help, input_help=st.input_help)
         p.epilog = stopped_run(st) or p.epilog

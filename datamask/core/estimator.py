@@ -20,8 +20,9 @@ from .backend import default_rng, get_namespace
 from .budget import check_budget, rows_after_pruning
 from .diversity import DIVERSITIES, Diversity, get_diversity
 from .objectives import Objective, normalize_quality
+from .params import BATCH_MAX, DataMaskParams  # noqa: F401 (BATCH_MAX: read here by benchmarks/optimizer.py)
 from .provenance import optimizer_record, start_trajectory
-from .renamed import DEPRECATED, current_params
+from .renamed import current_params
 from .solvers import solve
 from .start import check_logit_range
 from .state import FITTED, FitState
@@ -32,8 +33,6 @@ __all__ = ["DataMask", "METHODS", "check_params", "tokens_after_pruning"]
 
 METHODS = ("pg", "greedy", "relaxed")  # DataMask's method parameter (select's --method: pipeline.config)
 __getattr__ = renamed(globals(), {"SOLVERS": "METHODS"})  # its 0.2 name, until 0.4
-# Default cap on the rows of one batch-updating step (the batch_max parameter).
-BATCH_MAX = 512
 # lr=None / logit_range=None: each diversity's own (datamask.core.diversity: lr, default_logit_range(init))
 
 
@@ -63,7 +62,7 @@ def _check_one(name, value, constraints):
     raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
-class DataMask(BaseEstimator):
+class DataMask(DataMaskParams, BaseEstimator):
     """Select ``S`` of ``N`` rows that maximise ``lam * quality + (1 - lam) * diversity``.
 
     Parameters
@@ -247,6 +246,7 @@ class DataMask(BaseEstimator):
         solver makes the selection and pg only polishes it (often not at all).
     """
 
+    # the constructor and its defaults: DataMaskParams (core.params), read without scikit-learn
     _parameter_constraints: dict = {
         "ratio": [Interval(Real, 0, 1, closed="neither"), None],  # None: with a token budget
         "budget": [Interval(Integral, 1, None, closed="left"), None],
@@ -277,67 +277,6 @@ class DataMask(BaseEstimator):
         "solver": "no_validation",  # 0.2's names (core.renamed): checked under the new ones
         "tokens": "no_validation",
     }
-
-    def __init__(
-        self,
-        ratio=0.1,
-        *,
-        budget=None,
-        token_budget=None,
-        lam=0.5,
-        diversity="pairwise",
-        method="pg",
-        group_size=128,
-        lr=None,
-        steps=None,
-        batch_ratio=0.05,
-        batch_max=BATCH_MAX,
-        prune=0.5,
-        init=None,
-        logit_range=None,
-        final="topk",
-        reference_size=2048,
-        seed=0,
-        callback=None,
-        eval_every=100,
-        patience=10,
-        tol=1e-5,
-        start_patience=None,
-        lr_schedule="constant",
-        relaxed_iter=None,
-        n_threads=1,
-        progress=False,
-        solver=DEPRECATED,
-        tokens=DEPRECATED,
-    ):
-        self.ratio = ratio
-        self.budget = budget
-        self.token_budget = token_budget
-        self.lam = lam
-        self.diversity = diversity
-        self.method = method
-        self.group_size = group_size
-        self.lr = lr
-        self.steps = steps
-        self.batch_ratio = batch_ratio
-        self.batch_max = batch_max
-        self.prune = prune
-        self.init = init
-        self.logit_range = logit_range
-        self.final = final
-        self.reference_size = reference_size
-        self.seed = seed
-        self.callback = callback
-        self.eval_every = eval_every
-        self.patience = patience
-        self.tol = tol
-        self.start_patience = start_patience
-        self.lr_schedule = lr_schedule
-        self.relaxed_iter = relaxed_iter
-        self.n_threads = n_threads
-        self.progress = progress
-        self.solver = solver
-        self.tokens = tokens
 
     def _check_params(self, n_rows):
         """The parameters (:func:`current_params`), checked; S (None under a token budget)

@@ -74,25 +74,52 @@ def _record_row(rec: dict) -> dict:
     }
 
 
-def _count_tokens_part(df, partition_info=None, *, cfg):
-    from ..pipeline.tokens import split_lengths
+def _count_tokens_part(df, partition_info=None, *, cfg, prunes=()):
+    """One partition's tokens, of the rows its selection sees (without the ids ``dedupe_ids``
+    drops); ``prunes``: also ``where`` and ``left``, the tokens pruning leaves at each (JSON), as
+    ``datamask select``'s counting pass gives them (:func:`~datamask.pipeline.tokens.count_corpus_tokens`)."""
+    from ..pipeline.tokens import left_after_pruning, split_lengths
 
     p = part_split(df, partition_info)
     cols = Columns.from_config(cfg)
-    n = (
-        int(split_lengths(part_table(df, cols, p.where, p.first_row), cfg, p.where, p.first_row)[0].sum())
-        if len(df)
-        else 0
-    )
-    return pd.DataFrame({"split": [p.number], "tokens": [n]})
+    df, _ = _drop_duplicate_ids(df, p, cols, cfg)
+    row = {"split": [p.number], "tokens": [0]}
+    left = None
+    if len(df):
+        table = part_table(df, cols, p.where, p.first_row)
+        counts = split_lengths(table, cfg, p.where, p.first_row)[0]
+        row["tokens"] = [int(counts.sum())]
+        left = left_after_pruning(table, cols, counts, prunes) if prunes else None
+    if prunes:
+        row.update(where=[p.where], left=[json.dumps(left)])
+    return pd.DataFrame(row)
 
 
-def _apportion(counts, cfg):
-    """``{split: T_s}``: the frame's token budget shared out by its splits' (partitions') tokens."""
-    from ..pipeline.tokens import apportion
+def _apportion(counts, cfg, prunes=()):
+    """``{split: T_s}``: the frame's token budget shared out by its splits' (partitions') tokens;
+    ``prunes`` (``cfg.prune`` and the grid, as counted): a ``prune`` that leaves a split no more
+    than its share is refused here, before any partition selects."""
+    from ..pipeline.tokens import apportion, budget_given, check_prune_left, split_left
 
     counts = pd.concat(counts)
-    return apportion(dict(zip(counts["split"].tolist(), counts["tokens"].tolist())), cfg)[0]
+    budgets, info = apportion(dict(zip(counts["split"].tolist(), counts["tokens"].tolist())), cfg)
+    if prunes:
+        left = [split_left(r.where, r.tokens, budgets[r.split], r.left, prunes) for r in counts.itertuples()]
+        check_prune_left(left, cfg.prune, budget_given(cfg, info))
+    return budgets
+
+
+def _drop_duplicate_ids(df, p, cols, cfg):
+    """``(df, n)``: the partition without the ``n`` repeated ids ``dedupe_ids`` drops (the first
+    kept); a repeat without it is a DataError naming the partition, as in the CLI."""
+    if not (len(df) and cols.id in df.columns):  # a missing column fails in select_split, as in the CLI
+        return df, 0
+    drop = duplicate_ids(df[cols.id].to_numpy(), p.where, cols.id, cfg.dedupe_ids, p.first_row)
+    if drop is None:
+        return df, 0
+    keep = np.ones(len(df), dtype=bool)
+    keep[drop] = False
+    return keep_attrs(df.iloc[keep], df), int(drop.size)
 
 
 def _select_part(df, partition_info=None, *, cfg, level, d, token_budgets=None):
@@ -100,14 +127,7 @@ def _select_part(df, partition_info=None, *, cfg, level, d, token_budgets=None):
     every row with ``selected`` and ``datamask_logit``), its record in ``attrs``."""
     p = part_split(df, partition_info)
     cols = Columns.from_config(cfg)
-    n_dupes = 0
-    if len(df) and cols.id in df.columns:  # a missing column fails in select_split, as in the CLI
-        drop = duplicate_ids(df[cols.id].to_numpy(), p.where, cols.id, cfg.dedupe_ids, p.first_row)
-        if drop is not None:
-            keep = np.ones(len(df), dtype=bool)
-            keep[drop] = False
-            n_dupes = int(drop.size)
-            df = keep_attrs(df.iloc[keep], df)
+    df, n_dupes = _drop_duplicate_ids(df, p, cols, cfg)
     table = part_table(df, cols, p.where, p.first_row)
     seed = split_seed(cfg.seed, p.identity)
     tokens = None if token_budgets is None else token_budgets[p.number]
@@ -139,16 +159,21 @@ def select(ddf, cfg=None):
     if cfg.keep_all:
         meta = meta.assign(**{SELECTED: np.zeros(0, dtype=bool), LOGIT: np.zeros(0, dtype=np.float64)})
     kw = {}
-    if cfg.token_budget:  # one counting pass over the frame, shared out before any partition selects
+    if cfg.token_budget:  # one counting pass over the frame, shared out (and prune checked) before any selects
         import dask
 
+        from ..pipeline.tokens import prune_grid, prunes_checked
+
+        grid = prune_grid(prunes_checked(cfg))
+        cols_meta = {"split": "int64", "tokens": "int64", **({"where": object, "left": object} if grid else {})}
         counts = ddf.map_partitions(
             _count_tokens_part,
             cfg=cfg,
-            meta=pd.DataFrame({"split": pd.Series([], dtype="int64"), "tokens": pd.Series([], dtype="int64")}),
+            prunes=grid,
+            meta=pd.DataFrame({c: pd.Series([], dtype=t) for c, t in cols_meta.items()}),
             enforce_metadata=False,
         )
-        kw["token_budgets"] = dask.delayed(_apportion, pure=True)(counts.to_delayed(), cfg)
+        kw["token_budgets"] = dask.delayed(_apportion, pure=True)(counts.to_delayed(), cfg, grid)
     return ddf.map_partitions(
         _select_part,
         cfg=cfg,

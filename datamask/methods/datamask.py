@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 from ..core.backend import get_namespace, to_numpy
-from ..core.estimator import DataMask
 from .registry import Selection, register
 
 __all__ = ["select_datamask", "select_greedy", "select_relaxed", "trajectory", "trajectory_rows"]
@@ -16,6 +15,8 @@ __all__ = ["select_datamask", "select_greedy", "select_relaxed", "trajectory", "
 @register("datamask")
 def select_datamask(E, q, cfg, seed, budget, callback=None, method="pg") -> Selection:
     """DATAMASK's estimator on the split (its own pruning and budget rule, the config's)."""
+    from ..core.estimator import DataMask  # (scikit-learn: imported when a split is selected)
+
     t0 = time.perf_counter()
     est = DataMask(**cfg.estimator_params(seed, method=method), callback=callback, token_budget=budget.tokens)
     lengths = None if budget.tokens is None else get_namespace(E).asarray(budget.lengths)

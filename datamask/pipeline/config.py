@@ -4,7 +4,8 @@ The text stages' configs (embed, score, dedup) build on the same base in :mod:`.
 
 YAML workflow keys and command-line flags fill the same fields under the same names
 (``--split-size`` is ``split_size``). The estimator's defaults are read from
-``DataMask.__init__`` itself, so they cannot drift apart.
+``DataMask.__init__`` itself (:class:`~datamask.core.params.DataMaskParams`, which imports no
+scikit-learn, so the command line builds its flags without it), so they cannot drift apart.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, ClassVar
 
 from ..core.budget import check_token_budget
 from ..core.diversity import DIVERSITIES
-from ..core.estimator import DataMask, check_params
+from ..core.params import DataMaskParams
 from ..core.renamed import RENAMED as _DM_RENAMED
 from ..errors import ConfigError, renamed, warn_deprecated
 from ..methods import REGISTRY
@@ -35,7 +36,7 @@ __all__ = [
 
 _DM = {
     k: p.default
-    for k, p in inspect.signature(DataMask.__init__).parameters.items()
+    for k, p in inspect.signature(DataMaskParams.__init__).parameters.items()  # DataMask.__init__
     if k != "self" and k not in _DM_RENAMED  # (its 0.2 names)
 }
 # DataMask parameters that are not pipeline settings (set per split or by the runner;
@@ -314,6 +315,8 @@ class SelectConfig(StageConfig):
             self.method, self.solver = self.solver, "pg"
         if self.ratio is None and not self.token_budget:
             self.ratio = _DM["ratio"]  # null: the default
+        from ..core.estimator import check_params  # (scikit-learn's constraints: imported when a config is built)
+
         try:  # the estimator's own check of every parameter it takes
             check_params(self.estimator_params(0))
         except ValueError as e:

@@ -46,7 +46,8 @@ from .io import Split, discover, hive_path, inspect_file, make_splits, write_jso
 from .manifest import build_manifest, public_config, throughput, versions  # noqa: F401
 from .output import DATA_DIR, MANIFEST, SHARED_STORAGE, STATE_DIR, Output, n_splits  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
-from .storage import StorageOptionsPlugin, inside, is_url, parse_options, resolve, set_options
+from .storage import inside, is_url, parse_options, resolve, set_options
+from .storage_plugin import StorageOptionsPlugin
 
 __all__ = [
     "run_stage",

@@ -8,7 +8,8 @@ becomes a local path, a URL stays a URL. Local paths are :class:`pathlib.Path`; 
 
 Storage options (``--storage-options JSON``, the workflow key ``storage_options``) are this
 process's (:func:`set_options`); the runner sends them to every worker with
-:class:`StorageOptionsPlugin`. Without them each backend reads its standard environment
+:class:`~datamask.pipeline.storage_plugin.StorageOptionsPlugin` (a module of its own: this one
+imports no Dask, so the command line reads paths and options without it). Without them each backend reads its standard environment
 (for S3: ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
 ``AWS_PROFILE``...), on the client and on every worker.
 
@@ -26,8 +27,6 @@ import posixpath
 import re
 from pathlib import Path
 
-from distributed.diagnostics.plugin import WorkerPlugin
-
 from ..errors import ConfigError
 
 __all__ = [
@@ -42,7 +41,6 @@ __all__ = [
     "open_file",
     "rmtree",
     "inside",
-    "StorageOptionsPlugin",
 ]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
@@ -125,7 +123,8 @@ class Remote:
     """A URL with the ``pathlib.Path`` methods the pipeline uses, over fsspec.
 
     Holds only the URL string, so it pickles to workers, which find their own filesystem
-    (and this process's storage options, see :class:`StorageOptionsPlugin`)."""
+    (and this process's storage options, see
+    :class:`~datamask.pipeline.storage_plugin.StorageOptionsPlugin`)."""
 
     def __init__(self, url: str):
         self.url = str(url).rstrip("/") if str(url).rstrip("/").count("://") else str(url)
@@ -302,15 +301,3 @@ def inside(a, b) -> bool:
         return p.rstrip("/") + "/"
 
     return base(a).startswith(base(b))
-
-
-class StorageOptionsPlugin(WorkerPlugin):
-    """Worker plugin: this run's storage options on every worker (those joining later too)."""
-
-    name = "datamask-storage-options"
-
-    def __init__(self, opts: dict):
-        self.opts = dict(opts)
-
-    def setup(self, worker):
-        set_options(self.opts)

@@ -12,6 +12,12 @@ counted from the text column with ``--tokenizer`` or as whitespace words. A budg
 tokens gives split s the share ``T_s = floor(T * tokens_s / tokens)``, computed in one pass
 over the corpus before any split is selected, so the result does not depend on how many
 workers run or in which order, and the splits' budgets sum to at most T.
+
+Under quality-aware pruning a split's share must stay below the tokens of the rows its pruning
+leaves (:func:`~datamask.core.budget.check_tokens_left`). The same counting pass counts those
+tokens, at the prunes checked and at every hundredth (:data:`PRUNE_GRID`), so ``select`` and
+``search`` refuse a prune that leaves some split no more than its share before any split is
+selected, naming the split and the largest prune that fits (:func:`check_prune_left`).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..core.budget import check_corpus_tokens
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 
 __all__ = [
     "AUTO_TOKEN_COLUMNS",
@@ -31,8 +37,17 @@ __all__ = [
     "split_lengths",
     "known_lengths",
     "count_corpus_tokens",
+    "left_after_pruning",
     "apportion",
+    "share_tokens",
     "token_totals",
+    "PRUNE_GRID",
+    "prunes_checked",
+    "prune_grid",
+    "split_left",
+    "budget_given",
+    "prune_shortfall",
+    "check_prune_left",
 ]
 
 # Token-count columns used when --tokens-column is not given, in this order (FineWeb's, then
@@ -117,11 +132,14 @@ def _split_tokens(s, cfg, drops, cols, prunes=()):
     row = {"name": [s.name], "tokens": [int(counts.sum())], "source": [source]}
     if prunes:
         row["where"] = [s.where()]
-        row["left"] = [json.dumps(_left_after_pruning(table, cols, counts, prunes))]  # text: a string column
+        row["left"] = [json.dumps(left_after_pruning(table, cols, counts, prunes))]  # text: a string column
     return pd.DataFrame(row)
 
 
-def _left_after_pruning(table, cols, counts, prunes):
+def left_after_pruning(table, cols, counts, prunes):
+    """The tokens (``counts``, the table's rows') that pruning each of ``prunes`` leaves, by the
+    table's quality column as a fit takes it; None when that column is missing or not finite
+    numbers (the selection's own check says why)."""
     from ..core.estimator import tokens_after_pruning
 
     if cols.quality not in table.schema.names:
@@ -165,6 +183,96 @@ def apportion(per_split: dict, cfg, source: str | None = None) -> tuple[dict, di
         budgets[name] = int(tok) if covers else (T * int(tok)) // max(total, 1)
     info = {"budget": T, "corpus_tokens": total, "covers_corpus": bool(covers)}
     return budgets, info
+
+
+def share_tokens(client, splits, cfg, drops, cols, prunes=()) -> tuple:
+    """``({split: T_s}, summary, left)``: every split's share of the token budget
+    (:func:`count_corpus_tokens`, then :func:`apportion`; ``summary`` with ``source``), and, when
+    ``prunes`` are to be checked, from the same pass, each split's :func:`split_left` in the order
+    of ``splits`` for :func:`check_prune_left` (None when none is)."""
+    grid = prune_grid(prunes)
+    counts = count_corpus_tokens(client, splits, cfg, drops, cols, prunes=grid)
+    source = ", ".join(sorted(set(counts["source"])))
+    budgets, info = apportion(dict(zip(counts["name"], counts["tokens"])), cfg, source)
+    info = dict(info, source=source)
+    if not grid:
+        return budgets, info, None
+    rows = counts.set_index("name").loc[[s.name for s in splits]]
+    left = [split_left(r.where, r.tokens, budgets[r.Index], r.left, grid) for r in rows.itertuples()]
+    return budgets, info, left
+
+
+#: the prunes at which each split reports the tokens pruning leaves, beside the ones checked: the
+#: largest that fits every split's share is the fix a refusal names
+PRUNE_GRID = tuple(k / 100 for k in range(100))
+
+
+def prunes_checked(cfg) -> list:
+    """The prunes a selection of ``cfg`` must leave room for under its token budget: ``[cfg.prune]``
+    when its method prunes (and the prune drops rows), else none."""
+    from ..methods import prunes
+
+    return [float(cfg.prune)] if prunes(cfg.method) and cfg.prune > 0 else []
+
+
+def prune_grid(prunes) -> tuple:
+    """The prunes a counting pass reports the tokens left at: ``prunes`` and every
+    :data:`PRUNE_GRID` value, sorted; () when no prune is checked."""
+    prunes = {float(p) for p in prunes}
+    return tuple(sorted(set(PRUNE_GRID) | prunes)) if prunes else ()
+
+
+def split_left(where: str, tokens: int, share: int, left: str, grid) -> dict:
+    """A split as :func:`check_prune_left` takes it: ``where``, its ``tokens``, its ``share`` and
+    ``left``, ``{prune: tokens left}`` at every prune of ``grid`` (``left``: the counting pass's
+    JSON list; None: the split's quality is unusable, which the selection itself reports)."""
+    got = json.loads(left)
+    by_prune = None if got is None else dict(zip(grid, (int(x) for x in got)))
+    return {"where": where, "tokens": int(tokens), "share": int(share), "left": by_prune}
+
+
+def budget_given(cfg, info: dict) -> str:
+    """The token budget as the user gave it: ``--tokens 5000`` or ``--token-ratio 0.25 (5,358 tokens)``."""
+    if cfg.tokens is not None:
+        return f"--tokens {cfg.tokens}"
+    return f"--token-ratio {cfg.token_ratio:g} ({info['budget']:,} tokens)"
+
+
+def _fits(split: dict, p: float) -> bool:
+    """A fit at prune ``p`` keeps the split's share below the tokens pruning leaves, as
+    :func:`~datamask.core.budget.check_tokens_left` requires (a share of no token, or one that
+    covers the split, prunes nothing; ``left`` None: unusable quality, reported by the selection)."""
+    share, left = split["share"], split["left"]
+    return left is None or not 1 <= share < split["tokens"] or share < left[p]
+
+
+def prune_shortfall(splits: list, p: float, budget: str):
+    """None when pruning ``p`` leaves every split of ``splits`` (:func:`split_left`) more tokens
+    than its share of ``budget`` (:func:`budget_given`); else ``(head, room)``: the message's head,
+    naming the split short by the most (``pruning 0.9 of the rows of F (rows 0-200) leaves 1,632
+    tokens, not more than its 2,747-token share of --tokens 5000``), and the largest
+    :data:`PRUNE_GRID` prune up to ``p`` that fits every split."""
+    bad = [s for s in splits if not _fits(s, p)]
+    if not bad:
+        return None
+    s = max(bad, key=lambda s: s["share"] - s["left"][p])
+    room = max(g for g in PRUNE_GRID if g <= p and all(_fits(x, g) for x in splits))
+    head = (
+        f"pruning {p:g} of the rows of {s['where']} leaves {s['left'][p]:,} tokens, not more than its "
+        f"{s['share']:,}-token share of {budget}"
+    )
+    return head, room
+
+
+def check_prune_left(splits: list, prune: float, budget: str, whose: str = "") -> None:
+    """Refuse ``--prune`` when it leaves some split of ``splits`` (:func:`split_left`) no more
+    tokens than its share of the token budget ``budget`` (:func:`budget_given`): that split's
+    selection would fail. One line naming the split and the largest prune that fits every split;
+    ``whose``: said after the value (search's ``(the default recipe's, ...)``)."""
+    hit = prune_shortfall(splits, prune, budget)
+    if hit is not None:
+        head, room = hit
+        raise ConfigError(f"--prune {prune:g}{whose}: {head}; lower --prune to {room:g} or the token budget")
 
 
 def token_totals(parts: list, info: dict) -> dict:

@@ -72,9 +72,10 @@ wants the machine's cores once the run's own Dask cluster is closed goes in
 from __future__ import annotations
 
 import copy
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from ..pipeline.output import Output, n_splits
+if TYPE_CHECKING:  # the stages' declarations import nothing heavy: pipeline.output (pyarrow) on use
+    from ..pipeline.output import Output
 
 __all__ = ["Stage", "SplitStage", "CorpusStage", "INPUT_HELP", "split_runs", "reused"]
 
@@ -163,6 +164,8 @@ class SplitStage(Stage):
     @property
     def output(self) -> Output:
         """The run's output directory (on the client and on workers)."""
+        from ..pipeline.output import Output
+
         return Output(self.cfg.output)
 
     # ------------------------------------------------------------------ the runner's side
@@ -215,6 +218,8 @@ def reused(manifest: dict) -> str:
 
 def split_runs(totals: dict, out) -> str:
     """``in N splits (C computed, R resumed) -> OUT``, the tail of a per-split stage's summary."""
+    from ..pipeline.output import n_splits
+
     n = n_splits(totals)
     return (
         f"in {n} split{'' if n == 1 else 's'} ({totals['computed_this_run']} computed, {totals['resumed']} "

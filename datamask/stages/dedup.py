@@ -20,8 +20,8 @@ import pyarrow as pa
 from ..dedup.deduplicator import parse_kinds
 from ..dedup.minhash import lsh_params
 from ..pipeline.io import read_parquet_table
-from ..pipeline.text_config import DedupConfig
-from .base import SplitStage, split_runs
+from .base import split_runs
+from .declared import Dedup
 from .dedup_groups import DEDUP_DIR, REMOVED_DIR, SUMMARY_FILE, find_groups
 from .dedup_read import DedupColumns, doc_range, file_ranks
 
@@ -30,28 +30,7 @@ __all__ = ["DedupStage", "run_dedup", "DUPLICATE_OF"]
 DUPLICATE_OF = "duplicate_of"
 
 
-class DedupStage(SplitStage):
-    name = "dedup"
-    config = DedupConfig
-    help = "remove exact, fuzzy (MinHash-LSH) and semantic duplicates across the whole corpus"
-    description = (
-        "Find duplicate groups across every file and split of INPUT and keep one row per group: the "
-        "highest quality one when the quality column exists, else the first by path and row. --kind exact: "
-        "equal text after folding case and whitespace; fuzzy: MinHash signatures of word n-grams (--ngram, "
-        "--num-perm) and LSH bands (--bands, or chosen from --threshold), candidates verified against "
-        "--threshold on their estimated Jaccard, groups as connected components; semantic: SemDeDup within "
-        "clusters (the cluster column, or k-means), cosine above 1 - eps. Null texts are kept, counted, never "
-        "grouped. With --keep-all every row is written with a duplicate_of column (the kept row's id). The "
-        "corpus-wide passes work out of core in OUTPUT/_datamask/dedup/ (memory: one split or one partition "
-        "per worker; semantic: the largest cluster), and a rerun resumes at the first pass not finished."
-    )
-    input_help = (
-        "directory, file or glob of Parquet / JSONL / JSONL.gz with id and text columns, or the output "
-        "directory of another datamask stage"
-    )
-    output_help = "output directory (data/, manifest.json, report/)"
-    report = True
-
+class DedupStage(Dedup):  # name, config, help: .declared
     summed = ("null_texts",)
 
     removed_dir = None  # _datamask/dedup/removed (setup)

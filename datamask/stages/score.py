@@ -28,8 +28,8 @@ from ..pipeline.progress import row_progress
 from ..pipeline.runner import Output, ProgressBars, run_pending, split_record
 from ..pipeline.schema import TextColumns
 from ..pipeline.storage import options
-from ..pipeline.text_config import ScoreConfig
-from .base import SplitStage, split_runs
+from .base import split_runs
+from .declared import Score
 
 __all__ = [
     "ScoreStage",
@@ -254,17 +254,7 @@ def fasttext_scorer(cfg):
     return scorer
 
 
-class ScoreStage(SplitStage):
-    name = "score"
-    config = ScoreConfig
-    help = "build the quality column (and n_tokens) from score columns, heuristics, fastText"
-    description = (
-        "quality = weighted sum of components, each normalised over the whole corpus "
-        "(--normalize); components are existing score columns (--scores NAME:WEIGHT,...), built-in "
-        "heuristics (--heuristics) and a fastText classifier (--fasttext MODEL.bin). Corpus statistics are "
-        "stored in the output, so a resumed run uses the same ones. Null or empty texts score 0 and are "
-        "counted in the manifest."
-    )
+class ScoreStage(Score):  # name, config, help: .declared
     summed = ("unusable_texts",)
 
     stats = None  # the corpus statistics of every weighted column (setup)

@@ -7,7 +7,8 @@ import os
 from ..analysis.search.config import SearchConfig
 from ..analysis.search.run import KEEPS, WRITES, compute_search, resolve_eval
 from ..pipeline.runner import resolve_io
-from .base import CorpusStage, reused
+from .base import reused
+from .declared import Search
 
 __all__ = ["SearchStage", "run_search"]
 
@@ -25,26 +26,11 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-class SearchStage(CorpusStage):
+class SearchStage(Search):
     """A whole-corpus stage (the output contract of :func:`~datamask.pipeline.corpus.run_corpus_stage`):
     its trial records (``_search/``) survive a rerun of the same config, so a killed search resumes."""
 
-    name = "search"
-    config = SearchConfig
-    help = "choose a recipe (lam, diversity, QuaDMix's parameters) with proxy LMs and a regressor"
-    description = (
-        "Sample recipes from --space (scrambled Sobol), select the input with each and train one small proxy LM "
-        "per seed on the same number of tokens (Dask tasks), fit a regressor from recipe to held-out loss on --eval, "
-        "predict many candidates and average the best into the chosen recipe, then retrain it beside the default "
-        "recipe, top-k and random on fresh seeds. Writes trials.parquet, verify.parquet, search.json, recipe.yaml "
-        "(datamask run applies it to INPUT) and the HTML report. See docs/search.md."
-    )
-    output_help = "output directory (trials.parquet, verify.parquet, search.json, recipe.yaml, figures/, report/)"
-    stopped_run = (
-        "If the search stops (bad input, a killed job), every proxy model it finished stays in "
-        "OUTPUT/_search/records/ and no manifest.json is written; rerun the same command to train only the "
-        "missing ones (another config is refused unless --overwrite). `datamask status OUTPUT` says whether it finished."
-    )
+    # name, config, help: .declared
     needs = ()
     writes = WRITES + KEEPS
     keeps = KEEPS

@@ -3,6 +3,8 @@
 1. plan (client, cheap): find input files, read Parquet footers, check columns and widths,
    cut files into splits of at most ``split_size`` rows, check every split's budget;
 2. ids (Dask workers): one pass over the id column for duplicates (error or ``--dedupe-ids``);
+   under a token budget, one counting pass: every split's share, and the tokens ``--prune``
+   leaves in it (a prune that leaves a split no more than its share is refused here);
 3. select (cluster, per split): validate on the host, run the selection method with the
    split's own seed (:mod:`datamask.methods`) on the run's arrays (numpy, or cupy on a GPU
    level: the embeddings go to the GPU once, one split per GPU at a time while the next split
@@ -20,7 +22,6 @@ import pyarrow as pa
 from ..core.pg import MIN_STEPS
 from ..errors import DataError
 from ..methods.registry import split_budget
-from ..pipeline.config import SelectConfig
 from ..pipeline.holdout import split_off_holdout
 from ..pipeline.io import Split, normalize_embedding, read_split, write_parquet_atomic
 from ..pipeline.output import n_splits, split_records
@@ -29,8 +30,9 @@ from ..pipeline.runner import Plan, plan_splits
 from ..pipeline.schema import Columns
 from ..pipeline.select_split import duplicate_ids_message, select_split, selected_table
 from ..pipeline.side_by_side import combine, format_side_by_side, side_by_side_note
-from ..pipeline.tokens import apportion, count_corpus_tokens, token_totals
-from .base import SplitStage, split_runs
+from ..pipeline.tokens import budget_given, check_prune_left, prunes_checked, share_tokens, token_totals
+from .base import split_runs
+from .declared import Select
 
 __all__ = ["SelectStage", "run_select", "plan_run", "find_duplicates"]
 
@@ -106,12 +108,7 @@ def _progress_callback(name):
     return cb
 
 
-class SelectStage(SplitStage):
-    name = "select"
-    config = SelectConfig
-    help = "select rows of a corpus: INPUT (Parquet/JSONL) -> OUTPUT (Parquet)"
-    output_help = "output directory (data/, manifest.json, report/)"
-    report = True
+class SelectStage(Select):  # name, config, help: .declared
     gpu_frames = True
 
     drops: dict = {}  # split name -> rows of ids repeated across the corpus (check)
@@ -133,13 +130,17 @@ class SelectStage(SplitStage):
             self.in_type = read_split(empty, self.cols).schema.field(self.cols.embedding).type
 
     def check(self, client, pending):
-        self.drops = find_duplicates(client, self.plan_, self.cols, self.cfg.dedupe_ids)
-        if self.cfg.token_budget:  # every split's share, from the whole corpus's tokens
-            counts = count_corpus_tokens(client, self.plan_.splits, self.cfg, self.drops, self.cols)
-            source = ", ".join(sorted(set(counts["source"])))
-            self.token_budgets, self.token_info = apportion(
-                dict(zip(counts["name"], counts["tokens"])), self.cfg, source
+        cfg = self.cfg
+        self.drops = find_duplicates(client, self.plan_, self.cols, cfg.dedupe_ids)
+        if cfg.token_budget:  # every split's share, from the whole corpus's tokens
+            # the same pass counts the tokens --prune leaves: a split it leaves no more than its
+            # share is refused here, before any split is selected or anything written
+            checked = prunes_checked(cfg)
+            self.token_budgets, self.token_info, left = share_tokens(
+                client, self.plan_.splits, cfg, self.drops, self.cols, prunes=checked
             )
+            if checked:
+                check_prune_left(left, cfg.prune, budget_given(cfg, self.token_info))
 
     def steps_per_split(self):
         return int(self.cfg.steps or MIN_STEPS) if self.cfg.method == "datamask" else 0  # None: at least MIN_STEPS

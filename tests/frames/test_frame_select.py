@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from dataclasses import fields
 
 import dask
@@ -16,7 +17,7 @@ from dask.callbacks import Callback
 
 import datamask.dask as dmd
 from datamask.cli import main
-from datamask.errors import DataError
+from datamask.errors import ConfigError, DataError
 from datamask.pipeline.config import SelectConfig
 from tests.helpers.pipeline_data import SPLIT, STEPS, args, manifest, read_out, write_files
 
@@ -24,14 +25,16 @@ KW = dict(steps=int(STEPS), ratio=0.1)
 
 
 class Count(Callback):
-    """Counts the tasks the local schedulers run."""
+    """Counts the tasks the local schedulers run (``keys``: which)."""
 
     def __init__(self):
         super().__init__()
         self.n = 0
+        self.keys = []
 
     def _pretask(self, key, dsk, state):
         self.n += 1
+        self.keys.append(str(key))
 
 
 @pytest.fixture(scope="module")
@@ -279,3 +282,28 @@ def test_token_budget_is_shared_out_like_the_cli(corpus, address, tmp_path):
     assert sorted(frame["id"]) == sorted(read_out(out).column("id").to_pylist())
     budgets = {p["identity"]: p["token_budget"] for p in manifest(out)["splits"]}
     assert {r["identity"]: json.loads(r["record"])["token_budget"] for _, r in recs.iterrows()} == budgets
+
+
+def test_a_prune_that_cannot_fill_a_share_is_refused_before_any_partition_selects(corpus):
+    """The CLI's refusal (tests/pipeline/test_select_tokens.py), from the frame's counting pass:
+    a ``prune`` that leaves some partition no more tokens than its share of ``tokens`` fails the
+    compute before any partition's selection starts, naming the partition and the prune that fits;
+    that prune selects within every share."""
+    ddf = dmd.read(corpus, split_size=int(SPLIT))
+    T = int(sum(pq.read_table(f, columns=["n_tokens"]).column(0).to_numpy().sum() for f in corpus.glob("*.parquet")))
+    T //= 2
+    msg = (
+        r"^--prune 0.9: pruning 0.9 of the rows of split \d \(shard-\d.parquet \(rows \d+-\d+\)\) leaves [\d,]+ "
+        rf"tokens, not more than its [\d,]+-token share of --tokens {T}; lower --prune to (0\.\d+) or the token budget$"
+    )
+    with Count() as c, dask.config.set(scheduler="sync"):
+        sel = dmd.select(ddf, tokens=T, prune=0.9, steps=int(STEPS))
+        with pytest.raises(ConfigError, match=msg) as e:
+            sel.compute()
+    assert any("_count_tokens_part" in k for k in c.keys) and not any("_select_part" in k for k in c.keys), c.keys
+    room = float(re.match(msg, str(e.value))[1])
+    _, recs = dmd.compute(
+        dmd.select(ddf, tokens=T, prune=room, steps=int(STEPS)), return_records=True, scheduler="sync"
+    )
+    got = [json.loads(r) for r in recs["record"]]
+    assert len(got) == 5 and all(0 < r["tokens_out"] <= r["token_budget"] for r in got)

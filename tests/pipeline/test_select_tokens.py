@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -106,6 +108,59 @@ def test_a_budget_over_the_corpus_follows_the_row_budget_rule(skewed, address, t
     assert "every row is kept" in capsys.readouterr().out
     assert manifest(out)["totals"]["rows_out"] == sum(ROWS)
     assert manifest(out)["totals"]["tokens"]["covers_corpus"]
+
+
+def _left(inp, split, p) -> int:
+    """The tokens pruning ``p`` leaves in a split (a manifest record), counted here from its
+    file: the best ``n - floor(p * n)`` rows by quality, ties by row order."""
+    tab = pq.read_table(inp / split["source"]).slice(split["start"], split["stop"] - split["start"])
+    t, q = tab.column("token_count").to_numpy(), tab.column("quality").to_numpy().astype(np.float64)
+    return int(t[np.argsort(-q, kind="stable")[: len(t) - math.floor(p * len(t))]].sum())
+
+
+def test_a_prune_that_cannot_fill_a_share_is_refused_before_any_split_runs(skewed, address, tmp_path, capsys):
+    """A ``--prune`` that leaves some split no more tokens than its share of ``--tokens`` (or
+    ``--token-ratio``) is refused by the counting pass, before any split is selected: one line
+    naming the split short by the most and the largest prune (in hundredths) that fits every
+    split; no output. That prune runs, and the next hundredth would not have fitted."""
+    inp, t = skewed
+    total = int(t.sum())
+    T = total // 2
+    out = tmp_path / "out"
+    line = (
+        r"^datamask: error: --prune 0.9: pruning 0.9 of the rows of (\S+) \(rows (\d+)-(\d+)\) leaves ([\d,]+) tokens, "
+    )
+    line += r"not more than its ([\d,]+)-token share of {}; lower --prune to (0\.\d+) or the token budget$"
+    err = assert_fails(
+        capsys, args(inp, out, "--split-size", "1000", "--tokens", T, "--prune", "0.9", scheduler=address)
+    )
+    got = re.match(line.format(f"--tokens {T}"), err)
+    assert got, err
+    assert not out.exists()
+    ratio = assert_fails(
+        capsys, args(inp, out, "--split-size", "1000", "--token-ratio", "0.5", "--prune", "0.9", scheduler=address)
+    )
+    assert re.match(line.format(rf"--token-ratio 0.5 \({T:,} tokens\)"), ratio).groups() == got.groups(), ratio
+    assert not out.exists()
+    room = float(got[6])
+    _select(inp, out, address, "--tokens", str(T), "--prune", str(room))
+    m = manifest(out)
+    assert m["config"]["prune"] == room and m["totals"]["tokens"]["tokens_out"] <= T
+    splits = m["splits"]
+    assert len(splits) == 5
+    for s in splits:
+        assert s["token_budget"] == T * s["tokens_in"] // total and s["tokens_out"] <= s["token_budget"]
+        assert s["token_budget"] < _left(inp, s, room)  # the fix fits every split...
+    nxt = (round(room * 100) + 1) / 100  # ...and is the largest hundredth that does
+    assert any(s["token_budget"] >= _left(inp, s, nxt) for s in splits)
+    short = {(s["source"], s["start"], s["stop"]): s["token_budget"] - _left(inp, s, 0.9) for s in splits}
+    named = (got[1], int(got[2]), int(got[3]))
+    assert short[named] == max(short.values()) > 0  # the split named is short by the most
+    named_split = next(s for s in splits if (s["source"], s["start"], s["stop"]) == named)
+    assert (int(got[4].replace(",", "")), int(got[5].replace(",", ""))) == (
+        _left(inp, named_split, 0.9),
+        named_split["token_budget"],
+    )
 
 
 def test_bad_token_counts_fail_in_one_line_naming_file_row_column(tmp_path, address, capsys):
