@@ -151,6 +151,21 @@ def test_the_regime_and_the_workers_time_are_recorded(searched):
     assert s["tokens_per_worker_second"] == pytest.approx(MODELS * 8192 / (s["wall_seconds"] * c["workers"]), rel=1e-3)
 
 
+def test_trials_score_the_first_documents_and_the_verification_the_whole_set(searched):
+    """A trial's model scores each evaluation set's first documents up to trial_eval_tokens (default
+    half of the proxy's eval_tokens: 2,000 here), the one crossing it included; a verification
+    model scores every prepared window (up to eval_tokens: 4,000)."""
+    s = json.loads((searched / "search.json").read_text())
+    assert s["trial_eval_tokens"] == 2000
+    (e,) = s["eval_sets"]
+    assert 2000 <= e["trial_tokens"] < e["scored_tokens"] and e["scored_tokens"] >= 4000
+    t, v = pd.read_parquet(searched / "trials.parquet"), pd.read_parquet(searched / "verify.parquet")
+    assert (t["eval_tokens.eval"] == e["trial_tokens"]).all()
+    assert (v["eval_tokens.eval"] == e["scored_tokens"]).all()
+    html = (searched / "report" / "index.html").read_text()
+    assert f"{e['trial_tokens']:,} of {e['scored_tokens']:,} tokens of eval" in html
+
+
 def test_no_selection_trains_on_an_evaluation_text(searched, corpus):
     import dask
 
@@ -284,6 +299,7 @@ def test_one_line_errors(searched, corpus, tmp_path, capsys):
     assert_fails(capsys, [*base, *ev, "--space", "temperature=0:1"], "unknown name 'temperature'")
     assert_fails(capsys, [*base, *ev, "--proxy-options", "depth=3"], "proxy_options 'depth=3'")
     assert_fails(capsys, [*base, *ev, "--method", "semdedup"], "search takes --method")
+    assert_fails(capsys, [*base, *ev, "--trial-eval-tokens", "0"], "trial_eval_tokens must be >= 1, got 0")
     for bad in ("x", "-2x", "0x"):
         assert_fails(capsys, [*base, *ev, f"--proxy-tokens={bad}"], "proxy_tokens must be", "4x", repr(bad))
     assert not (tmp_path / "o").exists()

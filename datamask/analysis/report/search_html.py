@@ -93,6 +93,21 @@ def _figure(d, name: str, caption: str) -> str:
     )
 
 
+def _trial_scale(s: dict) -> str:
+    """Where the trials scored fewer evaluation tokens than the verification: on which tokens the
+    prediction is (the verified losses are on every scored token)."""
+    cut = [e for e in s.get("eval_sets", ()) if e.get("trial_tokens") and e["trial_tokens"] < e["scored_tokens"]]
+    if not cut:
+        return ""
+    parts = ", ".join(
+        f"{e['trial_tokens']:,} of {e['scored_tokens']:,} tokens of {html.escape(e['name'])}" for e in cut
+    )
+    return (
+        f", on the trials' evaluation ({parts}: the first documents of each set; the verification below scores "
+        "them all, so its losses are on another scale)"
+    )
+
+
 def search_html(search: dict) -> str:
     """The HTML of a search output's section (``search``: ``{"dir", "summary"}``)."""
     s, d = search["summary"], search["dir"]
@@ -102,7 +117,7 @@ def search_html(search: dict) -> str:
         "<h2>Chosen recipe</h2>",
         _table([[k, _value(v)] for k, v in s["chosen"].items()], ["parameter", "value"]),
         f"<p>Predicted loss {s['predicted_loss']:.4f}: the mean of the best {s['top']} of {s['candidates']:,} "
-        f"sampled recipes under the {html.escape(s['regressor'])} regressor.</p>",
+        f"sampled recipes under the {html.escape(s['regressor'])} regressor{_trial_scale(s)}.</p>",
         "<h2>Regressor</h2>",
         _table(
             [[k, v["spearman"], v["spearman_sd"], k == s["regressor"]] for k, v in s["cv"].items()],

@@ -29,7 +29,8 @@ _STATS = ("quality", "diversity", "coverage", "near_duplicate_share", "rows", "l
 
 
 def records_frame(records: list) -> pd.DataFrame:
-    """One row per record: name, seed, the losses (mean and per set), the selection's statistics."""
+    """One row per record: name, seed, the losses (mean and per set), the tokens scored of each
+    set, the selection's statistics."""
     rows = []
     for r in records:
         row = {"name": r["name"], "kind": r.get("kind"), "trial": r.get("trial"), "seed": int(r["seed"])}
@@ -38,6 +39,7 @@ def records_frame(records: list) -> pd.DataFrame:
         row["bits_per_byte"] = float(np.mean([v["bits_per_byte"] for v in sets.values()]))
         for s, v in sets.items():
             row[f"loss.{s}"], row[f"bits_per_byte.{s}"] = v["loss"], v["bits_per_byte"]
+            row[f"eval_tokens.{s}"] = int(v["eval_tokens"])  # scored: a trial's first documents, or all
         st = r["stats"]
         for k in _STATS:
             row["diversity_pairwise" if k == "diversity" else k] = st.get(k)

@@ -225,11 +225,22 @@ class Prep:
         self.groups, self.leak, self.offsets = rows["groups"], rows["leak"], rows["offsets"]
         self.usable, self.ids, self.id_starts = rows["usable"], rows["ids"], rows["id_starts"]
         self._init: dict = {}
+        self._trial_evals: dict = {}
 
     def docs(self, rows) -> list:
         """The token ids of the input rows at corpus positions ``rows`` (views, no copies)."""
         s = self.id_starts
         return [self.ids[s[i] : s[i + 1]] for i in np.asarray(rows, dtype=np.int64)]
+
+    def trial_evals(self, cap: int) -> list:
+        """The evaluation sets a trial's model scores: each set's first documents (their seeded
+        order) up to ``cap`` tokens, the one that crosses it included; a set of at most ``cap``
+        tokens whole."""
+        from ..proxy_lm.train import subset
+
+        if cap not in self._trial_evals:
+            self._trial_evals[cap] = [e if e.tokens <= cap else subset(e, cap) for e in self.evals]
+        return self._trial_evals[cap]
 
     def initial_state(self, r) -> dict:
         """The initial weights of the resolved proxy config ``r`` (its seed), built once per process."""

@@ -253,11 +253,23 @@ def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files, r
         "leaks": prep["leaks"],
         "near_duplicate_rows": prep["near_duplicate_rows"],
         "domains": len(prep["domains"]),
-        "eval_sets": prep["eval_sets"],
+        "trial_eval_tokens": cfg.trial_eval_cap(),
+        "eval_sets": _eval_sets(prep, frame),
         "models": counts,
         "files": files,
         "warnings": _warnings(fit, recommended) + _mixed_precision(frame, vframe),
     }
+
+
+def _eval_sets(prep, frame) -> list:
+    """The evaluation sets as prepared, with the tokens a trial's model scored of each
+    (``trial_tokens``: the first documents up to ``trial_eval_tokens``; the verification
+    scores ``scored_tokens``)."""
+    col = {e["name"]: f"eval_tokens.{e['name']}" for e in prep["eval_sets"]}
+    return [
+        dict(e, trial_tokens=int(frame[col[e["name"]]].max()) if col[e["name"]] in frame else None)
+        for e in prep["eval_sets"]
+    ]
 
 
 def _precisions(frame, vframe) -> list:

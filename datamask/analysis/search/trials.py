@@ -11,8 +11,9 @@ input row of its best cosine to a selected row) and its near-duplicate share (se
 already has a selected row); it hands the training tasks the selected rows' positions, not
 their text. :func:`train_recipe` (one Dask task per seed) trains the proxy model from the
 seed's initial weights on the selected rows' token ids (tokenised once, by the preparation)
-for the configured tokens (a count, or passes over the selection) and writes the trial's
-record as soon as it finishes.
+for the configured tokens (a count, or passes over the selection), scores it (a trial's model
+on the first ``trial_eval_tokens`` of each evaluation set, a verification model on all of it)
+and writes the record as soon as it finishes.
 """
 
 from __future__ import annotations
@@ -187,10 +188,12 @@ def train_recipe(sel: dict, *, name: str, seed: int, cfg, out: str, extra: dict)
     pc = cfg.proxy_config(seed)
     r = pc.resolved()
     device, precision = proxy_device(pc)
+    # a trial's model scores the first documents of each evaluation set, a verification model all of it
+    evals = prep.trial_evals(cfg.trial_eval_cap()) if extra.get("kind") == "trial" else prep.evals
     with deterministic(int(r.threads)), large_blocks():  # a Dask worker's heap: core/heap.py
         init = prep.initial_state(r)
         res = train_selection(
-            name, prep.docs(sel["rows"]), prep.tok, r, init, [(e, e) for e in prep.evals], device, precision, quiet=True
+            name, prep.docs(sel["rows"]), prep.tok, r, init, [(e, e) for e in evals], device, precision, quiet=True
         )
     rec = {
         "name": name,

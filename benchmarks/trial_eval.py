@@ -1,0 +1,177 @@
+"""What a trial loses by scoring the first documents of the evaluation set -> benchmarks/results/trial_eval.md
+
+Since round 11 a search's trials score each proxy on the first documents of every evaluation set
+(its seeded order) up to ``trial_eval_tokens`` (default: half the proxy's ``eval_tokens``, 50,000
+for ``tiny``); the verification still scores all of it. This measures what that costs and what
+it changes, on ``search_corpus.py``'s real text and its 300-document evaluation set (90,816
+scored tokens): ``tiny`` models trained in bfloat16 as a search's worker trains them on three
+selections (proxy_precision.py's) x ``--seeds`` seeds, each scored once per document.
+
+Reported, for each cap: the seconds of an evaluation (median over models, the capped and the
+whole set timed in turn); each model's loss on the capped set against the whole; for every pair
+of models, how far the capped set moves their difference from the whole set's (the subset a
+search uses, and the spread over random document subsets of the same size); and, for scale,
+the seed-to-seed sd of a model's loss and the paired one (the selections' differences across
+seeds) on the whole set.
+
+    MALLOC_TRIM_THRESHOLD_=65536 python benchmarks/trial_eval.py --work /work/cache/search
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RESULT = ROOT / "benchmarks" / "results" / "trial_eval.md"
+
+
+def doc_nll(model, ev) -> np.ndarray:
+    """Each document's summed NLL (nats), as ``evaluate`` sums them (bfloat16 copy, 256-row head)."""
+    import torch
+
+    from datamask.analysis.proxy_lm import train as T
+
+    lens = (ev.windows >= 0).sum(axis=1)
+    order = np.argsort(-lens, kind="stable")
+    out = np.zeros(len(ev.doc_tokens))
+    scorer, _ = T._scoring_model(model, "cpu", "bfloat16")
+    with torch.no_grad():
+        for s in range(0, len(order), 32):
+            idx = order[s : s + 32]
+            w = torch.from_numpy(ev.windows[idx, : int(lens[idx].max())])
+            y = w[:, 1:].clone()
+            y[y < 0] = -100
+            nll = T.token_nll(scorer, w[:, :-1].clamp(min=0), y, T.EVAL_HEAD_ROWS).reshape(len(idx), -1)
+            np.add.at(out, ev.doc[idx], nll.sum(dim=1).double().numpy())
+    return out
+
+
+def timed(models, ev, caps: list, repeats: int) -> dict:
+    """Median seconds of ``evaluate`` on each cap's subset (None: the whole set)."""
+    from datamask.analysis.proxy_lm import train as T
+    from datamask.core.heap import large_blocks
+
+    sets = {c: ev if c is None or ev.tokens <= c else T.subset(ev, c) for c in caps}
+    secs = {c: [] for c in caps}
+    for _ in range(repeats):
+        for _, _, m in models:
+            for c, e in sets.items():
+                with T.deterministic(1), large_blocks():
+                    t0 = time.perf_counter()
+                    T.evaluate(m, e, "cpu", "bfloat16", 32)
+                    secs[c].append(time.perf_counter() - t0)
+    return {c: (float(np.median(v)), sets[c].tokens, len(sets[c].doc_tokens)) for c, v in secs.items()}
+
+
+def pair_errors(D: np.ndarray, tok: np.ndarray, n_docs: int, draws: int, rng) -> tuple:
+    """(error of every pairwise difference on the first ``n_docs`` documents against all of them,
+    sd of that error over ``draws`` random subsets of ``n_docs`` documents)."""
+    full = D.sum(1) / tok.sum()
+    pairs = list(itertools.combinations(range(len(D)), 2))
+
+    def err(idx):
+        sub = D[:, idx].sum(1) / tok[idx].sum()
+        return np.array([(sub[i] - sub[j]) - (full[i] - full[j]) for i, j in pairs])
+
+    first = err(np.arange(n_docs))
+    spread = np.array([err(rng.choice(len(tok), n_docs, replace=False)) for _ in range(draws)]).std(axis=0)
+    return first, spread
+
+
+def report(models, ev, D, timing, caps, args, load0, load1) -> str:
+    import torch
+    from scipy.stats import spearmanr
+
+    tok = ev.doc_tokens.astype(float)
+    full = D.sum(1) / tok.sum()
+    names = [f"{n} s{s}" for n, s, _ in models]
+    frame = pd.DataFrame({"selection": [n for n, _, _ in models], "seed": [s for _, s, _ in models], "loss": full})
+    seed_sd = frame.groupby("selection")["loss"].std().mean()
+    piv = frame.pivot(index="seed", columns="selection", values="loss")
+    paired = np.mean([(piv[a] - piv[b]).std() for a, b in itertools.combinations(piv.columns, 2)])
+    t_full = timing[None][0]
+    out = [
+        "# What a trial loses by scoring the first documents of the evaluation set",
+        "",
+        f"Host: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, CPU capability "
+        f"{torch.backends.cpu.get_cpu_capability()}; load average {load0:.2f} at start, {load1:.2f} at the end. "
+        f"Command: `python benchmarks/trial_eval.py --seeds {args.seeds} --repeats {args.repeats}`.",
+        "",
+        f"{len(models)} `tiny` models trained in bfloat16 on {args.tokens:,} tokens (3 selections x {args.seeds} "
+        f"seeds) of search_corpus's real text, scored on its evaluation set: {len(tok)} documents, "
+        f"{int(tok.sum()):,} scored tokens. On the whole set, the seed-to-seed sd of a model's loss is "
+        f"**{seed_sd:.4f}** nats/token (mean over the selections) and the paired sd of a difference between two "
+        f"selections over the seeds **{paired:.4f}**.",
+        "",
+        "| evaluation scored | documents | tokens | seconds per evaluation (median) | / whole set | "
+        "Spearman of the models' losses with the whole set's | largest change of a pairwise difference, "
+        "the search's subset | its sd over random subsets of as many documents |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    rng = np.random.default_rng(0)
+    for c in caps:
+        sec, ntok, ndoc = timing[c]
+        if c is None:
+            out.append(f"| whole set | {ndoc} | {ntok:,} | {sec:.3f} | 1.000 | 1 | 0 | 0 |")
+            continue
+        sub = D[:, :ndoc].sum(1) / tok[:ndoc].sum()
+        first, spread = pair_errors(D, tok, ndoc, args.draws, rng)
+        rho = spearmanr(sub, full).statistic
+        out.append(
+            f"| first documents up to {c:,} tokens | {ndoc} | {ntok:,} | {sec:.3f} | {sec / t_full:.3f} | "
+            f"{rho:.3f} | {np.abs(first).max():.4f} | {spread.mean():.4f} |"
+        )
+    out += ["", "| model | loss, whole set | " + " | ".join(f"loss, first {c:,}" for c in caps if c) + " |"]
+    out.append("| --- | --- |" + " --- |" * sum(1 for c in caps if c))
+    for k, name in enumerate(names):
+        cells = [f"{D[k, : timing[c][2]].sum() / tok[: timing[c][2]].sum():.4f}" for c in caps if c]
+        out.append(f"| {name} | {full[k]:.4f} | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "- A trial's loss on the capped set sits on another scale than the whole set's (other documents): the "
+        "regressor only ranks the trials, and every trial is scored on the same documents.",
+        "- The change a cap makes to a difference between two models is eval-sampling noise; set it beside the "
+        "paired sd above (and a single-seed trial's seed-to-seed sd) before trusting a cap.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def main(argv=None):
+    from benchmarks.eval_copy import trained_models
+    from benchmarks.search_corpus import CACHE, prepare
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--work", default=str(CACHE))
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--tokens", type=int, default=100_000)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--draws", type=int, default=2000)
+    ap.add_argument("--out", default=str(RESULT))
+    args = ap.parse_args(argv)
+    prepare(Path(args.work))
+    load0 = os.getloadavg()[0]
+    models, ev, _ = trained_models(Path(args.work), args.seeds, args.tokens)
+    from datamask.analysis.proxy_lm import train as T
+
+    with T.deterministic(1):
+        D = np.stack([doc_nll(m, ev) for _, _, m in models])
+    caps = [None, 50_000, 25_000]
+    timing = timed(models, ev, caps, args.repeats)
+    text = report(models, ev, D, timing, caps, args, load0, os.getloadavg()[0])
+    Path(args.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
