@@ -117,6 +117,25 @@ def test_a_failing_trial_stops_the_references_submitted_early(planted, client, t
     assert planted_search.marked(out, "started") == started
 
 
+def test_every_training_task_is_one_dask_prefix_so_its_learned_duration_applies_to_all(tmp_path):
+    """A verification recipe's models must not look like new, unknown-duration tasks to Dask."""
+    from dask.utils import key_split
+
+    cfg = _cfg(tmp_path)
+    jobs = [
+        schedule.Job("trial-0003", {"lam": 0.2}, [0], {"kind": "trial", "fingerprint": "0123456789abcdef"}),
+        schedule.Job("verify-random", {"method": "random"}, [10000, 10001], {"kind": "verify", "fingerprint": "fe" * 8}),
+        schedule.Job("verify-chosen", {"lam": 0.4}, [10000], {"kind": "verify", "fingerprint": "abcdefab" * 2}),
+    ]
+    todo = {j.name: list(j.seeds) for j in jobs}
+    tasks = schedule._graph([], jobs, cfg, str(tmp_path), todo)
+    trains = [t.key for t in tasks]
+    selects = {k for t in tasks for k in t.dask if k not in trains}
+    assert len(trains) == 4 and {key_split(k) for k in trains} == {"search-train"}
+    assert len(selects) == 3 and {key_split(k) for k in selects} == {"search-select"}
+    assert any("verify-random-s10001" in k for k in trains)  # the names stay readable on the dashboard
+
+
 def test_references_go_early_only_when_no_chosen_recipe_changes_them():
     for chosen in ({"lam": 0.2, "diversity": "facility"}, {"lam": 0.9, "diversity": "pairwise", "prune": 0.3}):
         got = verification_recipes("datamask", chosen, 0.5)
