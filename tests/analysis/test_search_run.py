@@ -300,6 +300,7 @@ def test_one_line_errors(searched, corpus, tmp_path, capsys):
     assert_fails(capsys, [*base, *ev, "--proxy-options", "depth=3"], "proxy_options 'depth=3'")
     assert_fails(capsys, [*base, *ev, "--method", "semdedup"], "search takes --method")
     assert_fails(capsys, [*base, *ev, "--trial-eval-tokens", "0"], "trial_eval_tokens must be >= 1, got 0")
+    assert_fails(capsys, [*base, *ev, "--trial-eval-tokens", "lots"], "trial_eval_tokens must be a token count")
     for bad in ("x", "-2x", "0x"):
         assert_fails(capsys, [*base, *ev, f"--proxy-tokens={bad}"], "proxy_tokens must be", "4x", repr(bad))
     assert not (tmp_path / "o").exists()

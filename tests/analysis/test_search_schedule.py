@@ -117,6 +117,11 @@ def test_a_failing_trial_stops_the_references_submitted_early(planted, client, t
     assert planted_search.marked(out, "started") == started
 
 
+def test_trial_eval_tokens_reads_a_token_count_and_defaults_to_half_the_proxy_s_eval_tokens(tmp_path):
+    assert _cfg(tmp_path).trial_eval_cap() == 50_000  # tiny: eval_tokens 100,000
+    assert SearchConfig.from_dict({**_cfg(tmp_path).to_dict(), "trial_eval_tokens": "20k"}).trial_eval_cap() == 20_000
+
+
 def test_every_training_task_is_one_dask_prefix_so_its_learned_duration_applies_to_all(tmp_path):
     """A verification recipe's models must not look like new, unknown-duration tasks to Dask."""
     from dask.utils import key_split

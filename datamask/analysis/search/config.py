@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ...errors import ConfigError
-from ...pipeline.config import SelectConfig, _f
+from ...pipeline.config import SelectConfig, _f, parse_tokens
 from ..proxy_lm.config import parse_proxy_tokens
 from .space import DEFAULT_SPACE, NAMES, RATIO_RANGE, check_prune, default_space, parse_space
 
@@ -111,10 +111,11 @@ class SearchConfig(SelectConfig):
     )
     trial_eval_tokens: int | None = _f(
         None,
-        "evaluation tokens each trial's models are scored on: the first documents of every evaluation set (in "
-        "its seeded order) up to this count; the verification scores the whole set (default: half the proxy's "
-        "eval_tokens, tiny: 50,000; a set that small or smaller is scored whole); docs/search.md",
+        "evaluation tokens each trial's models are scored on (50000, 50k): the first documents of every "
+        "evaluation set (in its seeded order) up to this count; the verification scores the whole set (default: "
+        "half the proxy's eval_tokens, tiny: 50k; a set of at most this many tokens is scored whole); docs/search.md",
         group="search",
+        parse=lambda v, name: parse_tokens(v, name),
     )
     regressor: str = _f(
         "auto",
