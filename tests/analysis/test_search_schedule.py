@@ -129,7 +129,9 @@ def test_every_training_task_is_one_dask_prefix_so_its_learned_duration_applies_
     cfg = _cfg(tmp_path)
     jobs = [
         schedule.Job("trial-0003", {"lam": 0.2}, [0], {"kind": "trial", "fingerprint": "0123456789abcdef"}),
-        schedule.Job("verify-random", {"method": "random"}, [10000, 10001], {"kind": "verify", "fingerprint": "fe" * 8}),
+        schedule.Job(
+            "verify-random", {"method": "random"}, [10000, 10001], {"kind": "verify", "fingerprint": "fe" * 8}
+        ),
         schedule.Job("verify-chosen", {"lam": 0.4}, [10000], {"kind": "verify", "fingerprint": "abcdefab" * 2}),
     ]
     todo = {j.name: list(j.seeds) for j in jobs}
