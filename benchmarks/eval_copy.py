@@ -17,7 +17,6 @@ evaluation by each path (median over models and repeats) and their ratio.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import platform
@@ -160,17 +159,9 @@ def report(df: pd.DataFrame, eval_tokens: int, load0: float, load1: float, args)
 
 
 def main(argv=None):
-    from benchmarks.search_corpus import CACHE, prepare
+    from benchmarks.proxy_precision import proxy_bench_args
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--work", default=str(CACHE))
-    ap.add_argument("--seeds", type=int, default=2)
-    ap.add_argument("--tokens", type=int, default=100_000)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--out", default=str(RESULT))
-    args = ap.parse_args(argv)
-    prepare(Path(args.work))
-    load0 = os.getloadavg()[0]
+    args, load0 = proxy_bench_args(argv, __doc__, RESULT, seeds=2, repeats=3)
     models, ev, batch = trained_models(Path(args.work), args.seeds, args.tokens)
     df = measure(models, ev, batch, args.repeats)
     text = report(df, ev.tokens, load0, os.getloadavg()[0], args)

@@ -139,17 +139,26 @@ def report(df: pd.DataFrame, eval_tokens: int, trained: int, load0, load1, args)
     return "\n".join(out)
 
 
-def main(argv=None):
+def proxy_bench_args(argv, doc: str, result: Path, seeds: int, **more) -> tuple:
+    """(arguments, load average at start) of a benchmark that trains ``tiny`` proxies on
+    search_corpus.py's text (built under ``--work`` when missing): ``--work``, ``--seeds``,
+    ``--tokens``, ``--out`` and ``more`` (``--name``: default, an int)."""
     from benchmarks.search_corpus import CACHE, prepare
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--work", default=str(CACHE))
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seeds", type=int, default=seeds)
     ap.add_argument("--tokens", type=int, default=100_000)
-    ap.add_argument("--out", default=str(RESULT))
+    for name, default in more.items():
+        ap.add_argument(f"--{name}", type=int, default=default)
+    ap.add_argument("--out", default=str(result))
     args = ap.parse_args(argv)
     prepare(Path(args.work))
-    load0 = os.getloadavg()[0]
+    return args, os.getloadavg()[0]
+
+
+def main(argv=None):
+    args, load0 = proxy_bench_args(argv, __doc__, RESULT, seeds=3)
     df, eval_tokens, trained = run_models(Path(args.work), args.seeds, args.tokens)
     text = report(df, eval_tokens, trained, load0, os.getloadavg()[0], args)
     Path(args.out).write_text(text)

@@ -19,7 +19,6 @@ seeds) on the whole set.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import platform
@@ -149,18 +148,9 @@ def report(models, ev, D, timing, caps, args, load0, load1) -> str:
 
 def main(argv=None):
     from benchmarks.eval_copy import trained_models
-    from benchmarks.search_corpus import CACHE, prepare
+    from benchmarks.proxy_precision import proxy_bench_args
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--work", default=str(CACHE))
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--tokens", type=int, default=100_000)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--draws", type=int, default=2000)
-    ap.add_argument("--out", default=str(RESULT))
-    args = ap.parse_args(argv)
-    prepare(Path(args.work))
-    load0 = os.getloadavg()[0]
+    args, load0 = proxy_bench_args(argv, __doc__, RESULT, seeds=3, repeats=2, draws=2000)
     models, ev, _ = trained_models(Path(args.work), args.seeds, args.tokens)
     from datamask.analysis.proxy_lm import train as T
 
