@@ -11,7 +11,8 @@ import pandas as pd
 __all__ = ["search_html"]
 
 _FIGURES = {
-    "loss_by_parameter": "Each trial's held-out loss (mean over its seeds) against each searched parameter; the "
+    "loss_by_parameter": "Each trial's held-out loss (mean over its seeds, on the trials' evaluation tokens: see "
+    "the predicted loss) against each searched parameter; the "
     "curve is the regressor's prediction along it with the other parameters at the chosen recipe, the dashed line "
     "the chosen value.",
     "verification": "The chosen recipe, the default one, top-k and random retrained on fresh seeds: mean loss, "
