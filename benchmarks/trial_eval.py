@@ -15,6 +15,9 @@ the seed-to-seed sd of a model's loss and the paired one (the selections' differ
 seeds) on the whole set.
 
     MALLOC_TRIM_THRESHOLD_=65536 python benchmarks/trial_eval.py --work /work/cache/search
+
+``--suite 1`` (default) also counts the scored tokens of the recipe suite's evaluation sets
+(``suite_corpora.py``'s texts, no embedding), so one can see which of them the cap touches.
 """
 
 from __future__ import annotations
@@ -146,11 +149,46 @@ def report(models, ev, D, timing, caps, args, load0, load1) -> str:
     return "\n".join(out)
 
 
+def suite_eval_tokens(seed: int = 0) -> list:
+    """(corpus, evaluation documents, their scored tokens under a search's ``tiny`` proxy) of every
+    corpus of ``suite_corpora.py``: the texts as it builds them (no embedding), a tokenizer trained
+    as a search's preparation trains it on the input, the set cut as the preparation cuts it."""
+    from benchmarks.suite_corpora import BUILDERS, CORPORA, _split, planted_docs
+    from datamask.analysis.proxy_lm.config import ProxyLMConfig
+    from datamask.analysis.proxy_lm.tokenizer import sample_for_tokenizer, train_bpe
+    from datamask.analysis.proxy_lm.train import prepare_eval
+
+    r = ProxyLMConfig(preset="tiny", curve_points=0, threads=1).resolved()
+    out = []
+    for name in CORPORA:
+        inp, ev = planted_docs(seed)[:2] if name == "planted" else _split(BUILDERS[name](seed), seed)
+        tok = train_bpe(sample_for_tokenizer([[t for _, t in inp]], r.tokenizer_sample_chars, seed), r.vocab_size)
+        d = prepare_eval(name, [t for _, t in ev], None, tok, r.seq_len, r.eval_tokens, seed)
+        out.append((name, len(d.doc_tokens), d.tokens))
+    return out
+
+
+def suite_lines(rows: list) -> list:
+    cap = 50_000
+    return [
+        "",
+        "## The recipe suite's evaluation sets",
+        "",
+        f"Scored tokens of each suite corpus's evaluation set under the `tiny` proxy (`--suite`): a set of at most "
+        f"{cap:,} tokens is scored whole by the trials too.",
+        "",
+        "| corpus | evaluation documents | scored tokens | the trials score |",
+        "| --- | --- | --- | --- |",
+        *[f"| {n} | {d} | {t:,} | {'all of it' if t <= cap else 'the first ~50,000 tokens'} |" for n, d, t in rows],
+        "",
+    ]
+
+
 def main(argv=None):
     from benchmarks.eval_copy import trained_models
     from benchmarks.proxy_precision import proxy_bench_args
 
-    args, load0 = proxy_bench_args(argv, __doc__, RESULT, seeds=3, repeats=2, draws=2000)
+    args, load0 = proxy_bench_args(argv, __doc__, RESULT, seeds=3, repeats=2, draws=2000, suite=1)
     models, ev, _ = trained_models(Path(args.work), args.seeds, args.tokens)
     from datamask.analysis.proxy_lm import train as T
 
@@ -159,6 +197,8 @@ def main(argv=None):
     caps = [None, 50_000, 25_000]
     timing = timed(models, ev, caps, args.repeats)
     text = report(models, ev, D, timing, caps, args, load0, os.getloadavg()[0])
+    if args.suite:  # the recipe suite's sets, built from this machine's text (suite_corpora.py)
+        text += "\n".join(suite_lines(suite_eval_tokens()))
     Path(args.out).write_text(text)
     print(text)
 

@@ -225,7 +225,7 @@ class SearchConfig(SelectConfig):
     def trial_eval_cap(self) -> int:
         """The evaluation tokens a trial's model scores per set: ``trial_eval_tokens``, else half
         the proxy's ``eval_tokens``. On search_real's 90,816-token evaluation set, 50,000 tokens
-        took 0.58 of the whole set's evaluation time and moved a difference between two models by
+        took 0.57 of the whole set's evaluation time and moved a difference between two models by
         an sd of 0.006 nats/token over random subsets, about a tenth of a model's seed-to-seed sd
         (0.050): benchmarks/results/trial_eval.md."""
         if self.trial_eval_tokens is not None:
