@@ -44,21 +44,14 @@ def autocast_evaluate(model, ev, batch_size):
 
 def trained_models(work: Path, seeds: int, tokens: int):
     """(name, seed, model) of ``tiny`` models trained in bfloat16 as a search's worker trains them."""
-    from benchmarks.proxy_precision import selections
+    from benchmarks.proxy_precision import corpus_setup, selections
     from datamask.analysis.proxy_lm import train as T
     from datamask.analysis.proxy_lm.config import ProxyLMConfig
     from datamask.analysis.proxy_lm.head_loss import fused_forward_loss
     from datamask.analysis.proxy_lm.model import TokenStream, build_model
-    from datamask.analysis.proxy_lm.tokenizer import sample_for_tokenizer, train_bpe
     from datamask.core.heap import large_blocks
 
-    raw = pd.read_parquet(work / "raw" / "corpus.parquet")
-    raw = raw[raw["kind"] != "leak"].reset_index(drop=True)
-    evtexts = pd.read_parquet(next((work / "eval").glob("*.parquet")))["text"].tolist()
-    base = ProxyLMConfig(preset="tiny", tokens=tokens, curve_points=0, threads=1).resolved()
-    tok = train_bpe(sample_for_tokenizer([raw["text"].tolist()], base.tokenizer_sample_chars, 0), base.vocab_size)
-    ev = T.prepare_eval("eval", evtexts, None, tok, base.seq_len, base.eval_tokens, 0)
-    ids = tok.encode(raw["text"].tolist())
+    raw, base, tok, ev, ids = corpus_setup(work, tokens)
 
     class Quiet:
         def update(self, n):

@@ -46,10 +46,12 @@ def selections(kinds: pd.Series, size: int, seed: int = 0) -> dict:
     }
 
 
-def run_models(work: Path, seeds: int, tokens: int):
+def corpus_setup(work: Path, tokens: int) -> tuple:
+    """(input rows without the leaks, the resolved ``tiny`` config, tokenizer, evaluation set, token
+    ids of every row) of search_corpus.py's text under ``work``: what every proxy benchmark trains on."""
     from datamask.analysis.proxy_lm.config import ProxyLMConfig
     from datamask.analysis.proxy_lm.tokenizer import sample_for_tokenizer, train_bpe
-    from datamask.analysis.proxy_lm.train import deterministic, initial_state, prepare_eval, train_selection
+    from datamask.analysis.proxy_lm.train import prepare_eval
 
     raw = pd.read_parquet(work / "raw" / "corpus.parquet")
     raw = raw[raw["kind"] != "leak"].reset_index(drop=True)
@@ -57,7 +59,14 @@ def run_models(work: Path, seeds: int, tokens: int):
     base = ProxyLMConfig(preset="tiny", tokens=tokens, curve_points=0, threads=1).resolved()
     tok = train_bpe(sample_for_tokenizer([raw["text"].tolist()], base.tokenizer_sample_chars, 0), base.vocab_size)
     ev = prepare_eval("eval", evtexts, None, tok, base.seq_len, base.eval_tokens, 0)
-    ids = tok.encode(raw["text"].tolist())
+    return raw, base, tok, ev, tok.encode(raw["text"].tolist())
+
+
+def run_models(work: Path, seeds: int, tokens: int):
+    from datamask.analysis.proxy_lm.config import ProxyLMConfig
+    from datamask.analysis.proxy_lm.train import deterministic, initial_state, train_selection
+
+    raw, _, tok, ev, ids = corpus_setup(work, tokens)
     sels = selections(raw["kind"], int(0.3 * len(raw)))
     rows = []
     for seed in range(seeds):

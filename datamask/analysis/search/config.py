@@ -115,7 +115,7 @@ class SearchConfig(SelectConfig):
         "evaluation set (in its seeded order) up to this count; the verification scores the whole set (default: "
         "half the proxy's eval_tokens, tiny: 50k; a set of at most this many tokens is scored whole); docs/search.md",
         group="search",
-        parse=lambda v, name: parse_tokens(v, name),
+        parse=parse_tokens,
     )
     regressor: str = _f(
         "auto",
