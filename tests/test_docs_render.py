@@ -114,3 +114,11 @@ def test_display_blocks_are_wrapped_and_inline_blocks_kept_on_their_line():
     assert max(len(line) for line in display.split("\n")) <= R.WIDTH
     assert "\n\n| a | b |\n| --- | --- |\n" in display  # a table is left as it is
     assert R.fill(long, "old") == long
+
+
+def test_trial_eval_md_is_what_its_json_writes():
+    import trial_eval
+
+    r = json.loads((R.RESULTS / "trial_eval.json").read_text())
+    suite = [(x["corpus"], x["docs"], x["scored_tokens"]) for x in r["suite"]]
+    assert trial_eval.report(r) + "\n".join(trial_eval.suite_lines(suite)) == (R.RESULTS / "trial_eval.md").read_text()
