@@ -199,6 +199,11 @@ def search_real_evidence(sr):
 
 
 # ---------------------------------------------------------------------- trial_eval.json
+def paired_sd(sr: dict):
+    """The verification's paired seed-to-seed sd of a loss on search_real's (first) evaluation set."""
+    return next(iter(sr["latest"]["noise"].values()))["loss_sd_paired"]
+
+
 def _cap(te: dict, cap: int = 50000) -> dict:
     return next(c for c in te["caps"] if c["cap"] == cap)
 
@@ -206,7 +211,7 @@ def _cap(te: dict, cap: int = 50000) -> dict:
 @block("trial_eval_cap", "trial_eval.json", "search_real.json")
 def trial_eval_cap(te, sr):
     c = _cap(te)
-    paired = sr["latest"]["noise"]["eval"]["loss_sd_paired"]
+    paired = paired_sd(sr)
     side = "more than" if c["largest_change"] > paired else "less than"
     return (
         f"On search_real's set the first {num(c['tokens'], ',')} of {num(te['eval']['scored_tokens'], ',')} tokens "
@@ -229,7 +234,7 @@ def suite_eval_tokens(te):
 @block("changelog_trial_eval", "trial_eval.json", "search_real.json")
 def changelog_trial_eval(te, sr):
     c = _cap(te)
-    paired = sr["latest"]["noise"]["eval"]["loss_sd_paired"]
+    paired = paired_sd(sr)
     toks = [r["scored_tokens"] for r in te["suite"]]
     return (
         f"the recipe suite's {num(count(toks))} sets hold {span(toks, ',')} tokens). On search_real's set: "

@@ -122,3 +122,14 @@ def test_trial_eval_md_is_what_its_json_writes():
     r = json.loads((R.RESULTS / "trial_eval.json").read_text())
     suite = [(x["corpus"], x["docs"], x["scored_tokens"]) for x in r["suite"]]
     assert trial_eval.report(r) + "\n".join(trial_eval.suite_lines(suite)) == (R.RESULTS / "trial_eval.md").read_text()
+
+
+def test_the_design_docs_example_block_renders(monkeypatch):
+    text = (ROOT / "docs" / "design.md").read_text().split("## From a benchmark to the docs", 1)[1]
+    code = re.search(r"```python\n# benchmarks/doc_blocks.py\n(.*?)```", text, flags=re.S).group(1)
+    monkeypatch.setattr(R, "BLOCKS", {})
+    exec(code, {"block": R.block, "num": R.num, "txt": R.txt})
+    (name,) = R.BLOCKS
+    with R.trace():
+        out = R.BLOCKS[name].render()
+    assert R.untraced_digits(out) == [] and "0.0501" in out
