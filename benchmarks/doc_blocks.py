@@ -243,3 +243,139 @@ def changelog_trial_eval(te, sr):
         f"{'above' if c['largest_change'] > paired else 'below'} the paired sd of the search's verification there "
         f"({num(paired, '.4f')}; random subsets of as many documents: an sd of {num(c['random_subset_sd'], '.4f')})"
     )
+
+
+# ---------------------------------------------------------------------- recipe_suite.json
+def cells(rs: dict) -> list:
+    """The suite's cells in the docs' order: corpus as built, then regime."""
+    order = [c["name"] for c in rs["corpora"]]
+    return sorted(rs["cells"], key=lambda c: (order.index(c["corpus"]), c["regime"]))
+
+
+def signed(d: dict) -> str:
+    """``+0.095 ± 0.054``, in bold when beyond two standard errors (the suite's test)."""
+    text = f"{num(d['mean'], '+.3f')} ± {num(d['two_se'], '.3f')}".replace("-", "−")
+    return f"**{text}**" if d["beyond"] else text
+
+
+def where(items: list, regimes: int) -> str:
+    """Cells ``(corpus, regime)`` in words: ``man and pydoc in both regimes, planted 3x``."""
+    by: dict = {}
+    for c, r in items:
+        by.setdefault(c, []).append(r)
+    both = [c for c, rs in by.items() if len(rs) == regimes]
+    parts = (
+        [(", ".join(both[:-1]) + " and " + both[-1] if len(both) > 1 else both[0]) + " in both regimes"] if both else []
+    )
+    parts += [f"{c} {txt(r)}" for c, rs in by.items() if c not in both for r in rs]
+    return ", ".join(parts)
+
+
+def versus_ref(rs: dict, ref: str) -> dict:
+    """The default against ``ref``: the cells it loses, is level in and wins, beyond two standard errors."""
+    out = {"loses": [], "level": [], "wins": []}
+    for c in cells(rs):
+        d = c["differences"][f"default-{ref}"]
+        out["level" if not d["beyond"] else ("loses" if d["mean"] > 0 else "wins")].append((c, d))
+    return out
+
+
+@block("suite_table", "recipe_suite.json")
+def suite_table(rs):
+    lines = [
+        "| corpus | regime | default − top-k | default − random | recommended (`recipe.yaml`) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for c in cells(rs):
+        dd, rec, ch = c["differences"], c["recommended"], c["chosen"]
+        words = f"λ {num(ch['lam'], '.2f')}, {DIVERSITY[ch['diversity']]}, prune {num(ch['prune'], '.2f')}"
+        if rec["name"] != "chosen":
+            d = dd[f"chosen-{rec['name']}"]
+            what = (
+                f"**{rec['name']}** (beat the chosen {DIVERSITY[ch['diversity']]} recipe by "
+                f"{num(d['mean'], '.3f')} ± {num(d['two_se'], '.3f')})"
+            )
+        else:
+            what = f"chosen: {words}"
+            t = dd["chosen-topk"]
+            if t["mean"] == 0 and t["two_se"] == 0:
+                what += " (top-k's selection)"
+            elif c["corpus"] == "planted":  # the known answer: how the chosen recipe fared against both
+                r = dd["chosen-random"]
+                what += f" (against top-k {signed(t)}, against random {signed(r)})"
+        lines.append(
+            f"| {c['corpus']} | {txt(c['regime'])} | {signed(dd['default-topk'])} | {signed(dd['default-random'])} "
+            f"| {what} |"
+        )
+    return "\n".join(lines)
+
+
+@block("suite_findings", "recipe_suite.json")
+def suite_findings(rs):
+    n, regimes = count(rs["cells"]), count({c["regime"] for c in rs["cells"]})
+    top, rnd = versus_ref(rs, "topk"), versus_ref(rs, "random")
+
+    def sizes(items):
+        return span([abs(d["mean"]) for _, d in items], ".2f")
+
+    def named(items):
+        return where([(c["corpus"], c["regime"]) for c, _ in items], regimes)
+
+    lost = [(c, d) for c, d in rnd["loses"]]
+    also = [
+        c for c, _ in lost if c["differences"]["random-topk"]["beyond"] and c["differences"]["random-topk"]["mean"] < 0
+    ]
+    rec = [c for c, _ in lost if c["recommended"]["name"] == "random"]
+    planted = [c for c in cells(rs) if c["corpus"] == "planted"]
+    known = all(
+        c["differences"]["chosen-topk"]["beyond"]
+        and c["differences"]["chosen-topk"]["mean"] < 0
+        and not (c["differences"]["chosen-random"]["beyond"] and c["differences"]["chosen-random"]["mean"] > 0)
+        for c in planted
+    )
+    lines = [
+        f"- **Against top-k the default loses beyond noise in {num(count(top['loses']))} of {num(n)} cells** "
+        f"({named(top['loses'])}; by {sizes(top['loses'])} nats/token), is within noise in "
+        f"{num(count(top['level']))}"
+        + (f" ({named(top['level'])})" if top["level"] else "")
+        + f" and wins in {num(count(top['wins']))}"
+        + (f" ({named(top['wins'])}; by {sizes(top['wins'])})" if top["wins"] else "")
+        + ".",
+        f"- **Against random the default wins beyond noise in {num(count(rnd['wins']))} of {num(n)} cells and loses "
+        f"in {num(count(lost))}**"
+        + (f" ({named(lost)}; by {sizes(lost)})" if lost else "")
+        + (
+            f". In {num(count(also))} of those random also beats top-k beyond noise, and in {num(count(rec))} "
+            f"({where([(c['corpus'], c['regime']) for c in rec], regimes)}) the search's `recommended` is random "
+            "itself: its verification found nothing it tried better, and `recipe.yaml` applies random."
+            if rec
+            else "."
+        ),
+        f"- **The known answer {'holds' if known else 'does not hold'}**: on planted (the best-scored rows are "
+        "near-copies of a few documents), the chosen recipe "
+        + (
+            "beats top-k beyond noise and does not lose to random in either regime."
+            if known
+            else "does not both beat top-k beyond noise and stay level with random or better in every regime."
+        ),
+    ]
+    return "\n".join(lines)
+
+
+@block("readme_suite", "recipe_suite.json")
+def readme_suite(rs):
+    n, regimes = count(rs["cells"]), count({c["regime"] for c in rs["cells"]})
+    top, rnd = versus_ref(rs, "topk"), versus_ref(rs, "random")
+    default = cells(rs)[0]["recipes"]["default"]["recipe"]
+    seeds = cells(rs)[0]["recipes"]["default"]["seeds"]
+    corpora = [c["name"] for c in rs["corpora"]]
+    beats = [(c["corpus"], c["regime"]) for c, _ in top["wins"]]
+    return (
+        f"**What the suite shows** ({num(count(corpora))} corpora: {', '.join(corpora)}; "
+        f"{', '.join(txt(r) for r in sorted({c['regime'] for c in rs['cells']}))} passes; {num(seeds)} paired seeds): "
+        f"the default (λ {num(default['lam'], '.1f')}, {DIVERSITY[default['diversity']]}) trains proxies **worse "
+        f"than top-k beyond noise in {num(count(top['loses']))} of {num(n)} cells**, better than random in "
+        f"{num(count(rnd['wins']))} and worse in {num(count(rnd['loses']))}"
+        + (f" ({where([(c['corpus'], c['regime']) for c, _ in rnd['loses']], regimes)})" if rnd["loses"] else "")
+        + (f"; it beats top-k beyond noise only on {where(beats, regimes)}" if beats else "; it never beats top-k")
+    )
