@@ -379,3 +379,42 @@ def readme_suite(rs):
         + (f" ({where([(c['corpus'], c['regime']) for c, _ in rnd['loses']], regimes)})" if rnd["loses"] else "")
         + (f"; it beats top-k beyond noise only on {where(beats, regimes)}" if beats else "; it never beats top-k")
     )
+
+
+# ---------------------------------------------------------------------- defaults_fit_*.json, facility_seeds.json
+def now_default(fit: dict) -> dict:
+    """The worst-case row of the candidate that is the default fit now."""
+    return next(w for w in fit["worst"] if w["candidate"] == fit["now_default"])
+
+
+@block(
+    "readme_default_fit",
+    "defaults_fit_pairwise.json",
+    "defaults_fit_facility.json",
+    "defaults_fit_disf.json",
+    "facility_seeds.json",
+)
+def readme_default_fit(pairwise, facility, disf, seeds):
+    from datamask.core.stochastic import SAMPLE_FACTOR
+
+    sampled = next(w for w in seeds["worst"] if w["factor"] == SAMPLE_FACTOR)  # the factor the library uses
+    k = num(pairwise["large_from"] // 1000, "d")
+    lines = [
+        f"| objective (default fit) | lowest % of greedy's gain | whole fit / greedy's, N < {k}k | "
+        f"whole fit / greedy's, N ≥ {k}k |",
+        "| --- | --- | --- | --- |",
+    ]
+    for fit in (pairwise, facility, disf):
+        w = now_default(fit)
+        low = num(w["lowest_pct"], ".3f")
+        if fit["diversity"] == "facility":
+            low += f" ({num(sampled['lowest_pct'], '.3f')} over {num(sampled['seeds'])} seeds)"
+        lines.append(
+            f"| `{fit['diversity']}` | {low} | {num(w['largest_20k'], '.2f')} | {num(w['largest_50k'], '.2f')} |"
+        )
+    return "\n".join(lines)
+
+
+@block("readme_default_cases", "defaults_fit_pairwise.json", "defaults_fit_facility.json", "defaults_fit_disf.json")
+def readme_default_cases(*fits):
+    return f"{span([now_default(f)['scored'] for f in fits], 'd')} cases an objective"
