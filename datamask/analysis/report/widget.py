@@ -136,7 +136,7 @@ class CorpusMapWidget:
 
         if colour not in COLOURINGS:
             raise ValueError(f"colour must be one of {', '.join(COLOURINGS)}; got {colour!r}")
-        self.frame = frame
+        self.frame = frame = frame.reset_index(drop=True)  # the widget's selection: positions = labels
         self.scatter = jscatter.Scatter(
             data=frame,
             x="x",
