@@ -6,6 +6,8 @@ map's sample (and a sampled one). Screenshot ``report-map-search.png`` beside th
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -103,23 +105,25 @@ def test_map_names_never_overlap_and_the_search_finds_rows_beyond_the_sample(bro
     kept = pq.read_table(tmp_path / "o" / "data").column("id").to_pylist()
     beyond = next(i for i in kept if i not in set(sample_ids))
     search = page.locator("input[placeholder^='find a row by id']")
-    search.fill(str(beyond))
-    search.press("Enter")
-    result = page.get_by_text(f"id {beyond}", exact=False).first
-    result.wait_for(timeout=10_000)
-    text = result.inner_text()
-    assert "selected, not among the map's sampled rows" in text and f"{topic[beyond]}: " in text, text
-    assert "marked (a star) at its cluster's centre" in text
+
+    def answer(query):  # type the id, press Enter: the answer line's text, once it is drawn
+        search.fill(query)
+        search.press("Enter")
+        page.get_by_text(f"id {query}", exact=False).first.wait_for(timeout=10_000)  # drawn on the page
+        html = page.evaluate("() => Bokeh.documents[0].get_model_by_name('map-search-result').text")
+        return re.sub(r"<[^>]+>", "", html)
+
+    text = answer(str(beyond))
+    assert text.startswith(f"id {beyond}: selected, not among the map's sampled rows; {topic[beyond]}: "), text
+    assert text.endswith("marked (a star) at its cluster's centre"), text
     star = page.evaluate("() => Bokeh.documents[0].get_model_by_name('corpus-map-star').data.x.length")
     assert star == 1
     page.screenshot(path=str(_shots(tmp_path) / "report-map-search.png"))
     # a sampled row: on the map, selected there; an unknown id: not found, and where it looked
-    search.fill(str(sample_ids[3]))
-    search.press("Enter")
-    page.get_by_text(f"id {sample_ids[3]}: on the map", exact=False).first.wait_for(timeout=10_000)
-    search.fill("no-such-id")
-    search.press("Enter")
-    page.get_by_text("id no-such-id: not found among the map's 300 sampled rows", exact=False).first.wait_for()
+    assert answer(str(sample_ids[3])).startswith(f"id {sample_ids[3]}: on the map (a star)")
+    assert page.evaluate("() => Bokeh.documents[0].get_model_by_name('corpus-map-points').selected.indices") == [3]
+    text = answer("no-such-id")
+    assert text.startswith("id no-such-id: not found among the map's 300 sampled rows and the "), text
     assert refused == [], refused
     page.close()
 
