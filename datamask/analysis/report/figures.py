@@ -382,10 +382,7 @@ def pareto_front(table: pd.DataFrame, x="quality", y="pairwise") -> list:
 
 def pareto_plot(table: pd.DataFrame, path=None, x="quality", y="pairwise", ax=None):
     """Quality vs diversity, one labelled point per method, the Pareto front joined."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # Agg, except in a notebook's kernel (its inline figures stay inline)
 
     own = ax is None
     if own:
