@@ -50,6 +50,7 @@ class ReportData:
     search: dict | None = None  # a search: {"dir", "summary" (search.json)}
     reference_size: int | None = None  # the run's coverage sample (the table's note)
     examples: pd.DataFrame | None = None  # kept and dropped texts per cluster (.kept_dropped)
+    id_column: str = "id"  # the id column of ``selections`` (the map's search finds its rows)
 
     @property
     def methods(self):
@@ -217,6 +218,7 @@ def load_select(directory, sample_rows=2000) -> ReportData:
         sample_embedding=emb,
         cluster_stats=_select_cluster_stats(corpus, files, cols),
         title="datamask select",
+        id_column=cols.id,
         reference_size=cfg.get("reference_size"),
         notes={
             "input": cfg["input"],
