@@ -220,3 +220,32 @@ def test_a_prune_that_leaves_fewer_tokens_than_a_splits_share_is_refused_with_th
 def test_a_searched_ratio_beside_a_budget_names_the_budget_given(budget, flag):
     with pytest.raises(ConfigError, match=rf"ratio is searched only with a row budget by ratio \(drop {flag}\)$"):
         SearchConfig(eval=["x"], space="lam=0:1,ratio=0.1:0.3", **budget).validated()
+
+
+def test_a_token_ratio_caps_prune_where_select_accepts_it():
+    """``TokenCounts.room`` (the cap of a trial's prune under a ratio counted in tokens) is the
+    largest prune of the grid at which ``select``'s own check (``prune_shortfall``, on the shares
+    ``apportion`` gives) lets every split keep its share, at any token ratio; the space caps each
+    trial's prune there."""
+    from datamask.analysis.search.budget import TokenCounts
+    from datamask.pipeline.config import SelectConfig
+    from datamask.pipeline.tokens import PRUNE_GRID, prune_shortfall
+
+    rng = np.random.default_rng(3)
+    grid = tuple(PRUNE_GRID)
+    tokens = [int(t) for t in rng.integers(5_000, 50_000, 4)]
+    # tokens left after pruning: falling with the prune, faster in some splits (short high-quality rows)
+    left = [[int(t * (1 - g) ** rng.uniform(0.5, 3.0)) for g in grid] for t in tokens]
+    counts = TokenCounts(tokens, "column token_count", [f"split {i}" for i in range(4)], left, grid)
+    ratios = np.concatenate([rng.uniform(0.01, 0.99, 60), [1.0]])
+    got = counts.room(ratios)
+    for r, cap in zip(ratios, got):
+        scfg = SelectConfig(token_ratio=float(r), ratio=None).validated()
+        hit = prune_shortfall(counts.splits_left(scfg), grid[-1], "budget")
+        assert cap == (grid[-1] if hit is None else hit[1]), r
+    assert got[-1] == grid[-1] and np.all(np.diff(got[np.argsort(ratios)]) <= 0)  # more tokens, less room
+    cfg = SearchConfig(eval=["x"])
+    items = parse_space("lam=0:1,prune=0:0.9,ratio=0.05:0.5", "datamask", cfg._check_value)
+    sp = Space.build(items, "datamask", prune_cap=counts.room)
+    f = sp.frame(sp.design(64, 0))
+    assert (f["prune"] <= counts.room(f["ratio"]) + 1e-12).all() and (f["prune"] < 0.9).any()
