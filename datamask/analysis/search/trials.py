@@ -54,14 +54,14 @@ def recipe_select_config(cfg, recipe: dict):
     counts it in tokens (``cfg.ratio_in_tokens``)."""
     method = recipe.get("method", cfg.method)
     change = {"method": method, **{k: recipe[k] for k in ("ratio",) if k in recipe}}
+    if method in ("datamask", "greedy", "relaxed"):
+        change.update({k: recipe[k] for k in _DATAMASK_KEYS if k in recipe})
     if cfg.ratio_in_tokens:
         change["token_ratio"] = float(change.get("ratio", cfg.select_config().ratio))
         change["ratio"] = None
     if method == "quadmix":
         scfg = cfg.replace_unchecked(**change)
         return dataclasses.replace(scfg, quadmix_params=quadmix_spec(recipe))  # a mapping, not a file
-    if method in ("datamask", "greedy", "relaxed"):
-        change.update({k: recipe[k] for k in _DATAMASK_KEYS if k in recipe})
     return cfg.replace_unchecked(**change)
 
 
