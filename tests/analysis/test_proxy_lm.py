@@ -180,6 +180,11 @@ def test_a_multiple_trains_each_selection_on_its_own_passes(corpus, tmp_path):
         assert s["passes"] >= 1.5 and s["passes"] < 1.5 + BT / n  # at most one batch more
         assert t.loc[t.selection == s["name"], "passes"].iloc[0] == pytest.approx(want / n)
     assert len({s["tokens"] for s in m["selections"]}) == 2  # not equal tokens: equal passes
+    lo, hi = sorted(s["steps"] for s in m["selections"])
+    assert (
+        m["warnings"][-1].startswith("--tokens 1.5x trains each selection for passes")
+        and f"({lo:,}-{hi:,} steps)" in m["warnings"][-1]
+    )
 
 
 @pytest.mark.parametrize("bad", ["x", "-2x", "0x", "2.5.1x", "fourx"])

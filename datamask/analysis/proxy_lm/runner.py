@@ -383,7 +383,7 @@ def _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0) -> dict:
             for e, (f, _) in zip(evals, data)
         ],
         "selections": [_selection_entry(s, runs[s.name]) for s in sels],
-        "warnings": _warnings(runs, evals, "selections' models"),
+        "warnings": _warnings(runs, evals, "selections' models", r.tokens),
         "totals": {
             "selections": len(sels),
             "computed_this_run": sum(not v["resumed"] for v in runs.values()),
@@ -393,12 +393,18 @@ def _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0) -> dict:
     }
 
 
-def _warnings(runs: dict, evals, what: str) -> list:
-    """:func:`~.baseline.learned_warning` over the runs, as a list (empty when every model learned)."""
-    w = learned_warning(
-        [r["steps"] for r in runs.values()], {e.name: [_margin(r, e.name) for r in runs.values()] for e in evals}, what
-    )
-    return [w] if w else []
+def _warnings(runs: dict, evals, what: str, tokens) -> list:
+    """:func:`~.baseline.learned_warning` over the runs (first), and under a multiple (``4x``) that
+    the steps follow each selection's size; empty when every model learned at equal steps."""
+    steps = [r["steps"] for r in runs.values()]
+    w = learned_warning(steps, {e.name: [_margin(r, e.name) for r in runs.values()] for e in evals}, what)
+    out = [w] if w else []
+    if passes_of(tokens) is not None:
+        out.append(
+            f"--tokens {tokens} trains each selection for passes over its own tokens, so its optimiser steps follow "
+            f"its size ({min(steps):,}-{max(steps):,} steps)"
+        )
+    return out
 
 
 def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
