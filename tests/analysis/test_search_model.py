@@ -273,3 +273,15 @@ def test_paired_t_on_one_seed_and_on_equal_differences():
     assert same["t"] == 0.0 and same["p"] == 1.0 and not same["beyond"] and same["lo"] == same["hi"] == 0.0
     shifted = paired_t([5.5, 6.5, 7.5], [5.0, 6.0, 7.0])  # exactly 0.5 on every seed
     assert shifted["beyond"] and shifted["p"] == 0.0 and shifted["lo"] == shifted["hi"] == 0.5
+
+
+def test_the_budget_is_said_and_a_row_ratio_is_labelled_as_mixing_size_with_content():
+    from datamask.analysis.search.summary import budget_words
+
+    rows = budget_words(SearchConfig(eval=["x"], ratio=0.2, budget_unit="rows").validated(), None)
+    assert "--budget-unit rows" in rows and "mixes size with content" in rows
+    fixed = budget_words(SearchConfig(eval=["x"], ratio=0.2).validated(), {"token_ratio": 0.2})
+    searched = budget_words(SearchConfig(eval=["x"]).validated(), {"token_ratio": "searched"})
+    assert fixed.startswith("the ratio 0.2 as a share of the corpus's tokens") and "searched ratio" in searched
+    given = budget_words(SearchConfig(eval=["x"], tokens=5000).validated(), None)
+    assert "as many tokens, to one document" in given and "mixes" not in fixed + searched + given
