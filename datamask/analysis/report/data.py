@@ -313,13 +313,18 @@ def _proxy_note(p: dict) -> str:
     if "regime" not in p:  # a search.json of an earlier version
         return f"{head}, {p['tokens']:,} tokens"
     n = p.get("passes") or {}
-    return f"{head}, {p['regime']} ({n.get('min', 0):.2f}-{n.get('max', 0):.2f} passes over a selection)"
+    text = f"{head}, {p['regime']} ({n.get('min', 0):.2f}-{n.get('max', 0):.2f} passes over a selection"
+    k = p.get("steps")  # (a search.json before issue 48 has no steps)
+    if k:
+        text += f", {k['min']:,.0f}-{k['max']:,.0f} optimiser steps; lr {p['lr']:g}, weight decay {p['weight_decay']:g}"
+    return text + ")"
 
 
 def load_search(directory) -> ReportData:
     """A ``datamask search`` output: ``search.json`` and the figures beside it."""
     d = _dir(directory)
     s = json.loads((d / "search.json").read_text())
+    v = d / "verify.parquet"
     return ReportData(
         corpus=pd.DataFrame(),
         selections=pd.DataFrame({"method": []}),
@@ -330,9 +335,10 @@ def load_search(directory) -> ReportData:
             "method and space": f"{s['method']}: {s['space']}",
             "trials": f"{s['trials']} x {s['seeds']} seed(s)",
             "proxy": _proxy_note(s["proxy"]),
+            "budget": (s.get("budget") or {}).get("words", "–"),
             "evaluation texts found in the input (removed)": s["leaks"],
         },
-        search={"dir": d, "summary": s},
+        search={"dir": d, "summary": s, "verify": _read(v, pd.read_parquet) if v.exists() else None},
     )
 
 
