@@ -92,7 +92,7 @@ def search_figures(sr):
 
 @block("search_cv", "search_real.json")
 def search_cv(sr):
-    from datamask.analysis.search.run import WEAK_SPEARMAN
+    from datamask.analysis.search.summary import WEAK_SPEARMAN
 
     s = sr["latest"]
     cv = s["cv"]
