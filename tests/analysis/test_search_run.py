@@ -190,7 +190,10 @@ def test_recipe_yaml_selects_as_the_verified_recommended_recipe(searched, corpus
     v = pd.read_parquet(searched / "verify.parquet")
     name = json.loads((searched / "search.json").read_text())["recommended"]["name"]
     rows = v.loc[v.name == name, "rows"].iloc[0]
-    assert len(texts) - len(set(texts) & corpus["eval_texts"]) == rows  # the same rows, leaks aside
+    # the same rows, and no evaluation text: recipe.yaml keeps the leaks out as the trials did
+    assert len(texts) == rows and not set(texts) & corpus["eval_texts"]
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["totals"]["excluded_rows"] == m["totals"]["excluded_by_text"] == N_LEAKS
 
 
 def test_an_external_cluster_gives_the_same_trials(searched, corpus, tmp_path):

@@ -22,7 +22,9 @@ def split_token_budgets(client, cfg, splits) -> tuple:
     (:func:`~datamask.pipeline.tokens.share_tokens`: one counting task per split on the workers,
     then the shares on the client: one count per split, no document), and the budget as
     ``select``'s manifest records it (``budget``, ``corpus_tokens``, ``covers_corpus``,
-    ``source``). ``(None, None)`` under a row budget. A search sets no holdout aside and drops no ids.
+    ``source``). ``(None, None)`` under a row budget. A search sets no holdout aside and drops no ids;
+    the rows of its evaluation sets are not counted (no selection holds them, as ``select
+    --exclude`` keeps them out of recipe.yaml's).
 
     Under DATAMASK's objective the same pass counts the tokens pruning leaves in each split, and a
     ``prune`` (the space's highest, the base recipe's) that leaves a split no more than its share is
@@ -30,12 +32,14 @@ def split_token_budgets(client, cfg, splits) -> tuple:
     if not cfg.token_budget:
         return None, None
     from ...methods import prunes
+    from ...pipeline.exclude import load_excluded
     from ...pipeline.schema import Columns
     from ...pipeline.tokens import share_tokens
 
     checks = prune_checks(cfg.items(), cfg.prune, cfg.verify) if prunes(cfg.method) else []
     cols = Columns.from_config(cfg)
-    budgets, info, left = share_tokens(client, splits, cfg, {}, cols, prunes=[p for _, p in checks])
+    excluded = load_excluded(cfg.excluded_sets(), cfg.text_column)
+    budgets, info, left = share_tokens(client, splits, cfg, {}, cols, prunes=[p for _, p in checks], excluded=excluded)
     if checks:
         check_prune_tokens(checks, left, budget_given(cfg, info))
     return [int(budgets[s.name]) for s in splits], info

@@ -303,10 +303,17 @@ def _warnings(fit, recommended) -> list:
         out.append(f"recipe.yaml applies {recommended['name']}, not the chosen recipe: {recommended['why']}")
     rho = fit["cv"][fit["regressor"]]["spearman"]
     if rho < WEAK_SPEARMAN:
-        out.append(
+        head = (
             f"the regressor ranks the trials poorly (cross-validated Spearman {rho:.2f} < {WEAK_SPEARMAN}): the chosen "
-            "recipe is weakly informed; add --trials or --proxy-tokens, or keep the default recipe"
         )
+        if recommended["name"] != "chosen":  # what recipe.yaml does, said once above
+            out.append(head + f"recipe is weakly informed, and recipe.yaml applies {recommended['name']} instead")
+        else:  # the same words as the line that says what recipe.yaml applies, and why
+            out.append(
+                head + "recipe is weakly informed; recipe.yaml applies it (why: below), so add --trials or "
+                "--proxy-tokens before relying on it, or select with the default recipe instead (datamask select "
+                "INPUT OUTPUT)"
+            )
     return out
 
 
@@ -375,6 +382,8 @@ def compute_search(cfg, out, client, level=None) -> dict:
     prep = _prepared(client, parts, cfg, out, fp)
     clock.lap("prepare")
     base_fp = fingerprint_of(fp, prep["tokenizer"]["sha256"], prep["eval_fingerprint"])
+    if prep["leaks"]:  # leaked rows are kept out before selecting (they were dropped after)
+        base_fp = fingerprint_of(base_fp, "leaks kept out before selecting")
     space = build_space(cfg, prep)
     workers = worker_threads(client)  # counted while the cluster works (a loaded one's may miss a late count)
     recs, n_trials, frame, fit, means, drawn, verified = _run(
