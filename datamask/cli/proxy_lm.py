@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ConfigError
-from .common import add_config_flags, config_from_args, write_report_after
+from .common import add_config_flags, config_from_args, report_first, report_line
 
 __all__ = ["add_parsers", "COMMANDS"]
 
@@ -80,7 +80,7 @@ def _proxy_lm(args) -> int:
             "proxy-lm needs an evaluation set: --eval EVAL_DIR (e.g. the holdout/ of "
             "select/compare --holdout, or any trusted text corpus)"
         )
-    m = run_proxy_lm(cfg)
+    m = run_proxy_lm(cfg, finish=None if cfg.no_report else report_first(cfg.output))
     if not cfg.quiet:
         t = m["table"]
         wide = t[t["domain"] == "all"].pivot_table(index="selection", columns="eval_set", values="loss", sort=False)
@@ -96,8 +96,7 @@ def _proxy_lm(args) -> int:
             f"{m['params']:,}-parameter model ({tot['computed_this_run']} trained, {tot['resumed']} resumed) "
             f"-> {cfg.output}"
         )
-    if not cfg.no_report:
-        write_report_after(cfg.output, cfg.quiet)
+    report_line(m, cfg.quiet)
     return 0
 
 
