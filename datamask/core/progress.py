@@ -97,10 +97,12 @@ class LineBar:
         return False
 
 
-def bar(total, initial=0, desc="", unit="it", leave=True, disable=False, **tqdm_kw):
+def bar(total, initial=0, desc="", unit="it", leave=True, disable=False, jupyter=True, **tqdm_kw):
     """A progress bar: tqdm on a terminal, :class:`LineBar` when stderr is a file or a pipe
-    (``total=None``: open-ended, see :class:`LineBar`); ``tqdm_kw`` go to tqdm only."""
-    if not sys.stderr.isatty():
+    (``total=None``: open-ended, see :class:`LineBar`); ``tqdm_kw`` go to tqdm only. In a Jupyter
+    kernel (stderr not a terminal either): tqdm's own when ``jupyter``, else lines."""
+    kernel = type(sys.stderr).__name__ == "OutStream"  # ipykernel's stream
+    if not sys.stderr.isatty() and not (jupyter and kernel):
         return LineBar(total, initial, desc, unit, leave, disable=disable)
     from tqdm.auto import tqdm
 

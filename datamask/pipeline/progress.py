@@ -11,8 +11,13 @@ with no percentage and no time left; the bar over splits says the time left.
 
 from __future__ import annotations
 
-from ..core.progress import INTERVAL_ENV, LineBar
-from ..core.progress import bar as _bar
+from ..core.progress import INTERVAL_ENV, LineBar, bar
+
+
+def _bar(total, initial=0, desc="", unit="it", leave=True):
+    """The stages' bars: lines whenever stderr is not a terminal (in Jupyter too)."""
+    return bar(total, initial, desc, unit, leave, jupyter=False)
+
 
 __all__ = ["ProgressBars", "PROGRESS_TOPIC", "row_progress", "INTERVAL_ENV", "LineBar"]
 

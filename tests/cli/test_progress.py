@@ -150,3 +150,18 @@ def test_no_carriage_return_in_any_stage_log(tmp_path):
             assert any(re.search(r"splits \d+/\d+ \(\d+%\)", line) for line in lines)  # the splits: a total
         else:
             assert any(re.search(r"datamask search: trials \d+/4", line) for line in lines), lines
+
+
+def test_an_open_ended_bar_counts_what_ran_and_says_no_time_left(capsys):
+    """The policy-gradient steps stop when the fit stops improving: ``steps`` is a maximum, so the
+    bar over them counts the steps run, with their rate, no total, no percentage, no time left
+    (the stages' bar over them, on a Dask cluster: test_no_carriage_return_in_any_stage_log)."""
+    bar = LineBar(None, desc="policy-gradient steps", unit="step", interval=0)
+    bar.t0 -= 10
+    bar.update(20)
+    bar.set_postfix(objective="0.41200")
+    bar.update(20)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("datamask: policy-gradient steps 20 so far, 2 steps/s"), err
+    assert err[1].endswith("(objective 0.41200)") and "40 so far" in err[1]
+    assert not [line for line in err if " left" in line or "%" in line or "/" in line.split(",")[0]]
