@@ -1,8 +1,9 @@
 """Facility location's default start: stochastic greedy (datamask.core.stochastic).
 
-Its gains are gathers from the (n, r) similarities the numpy scorer keeps when they fit, or
-come from the scorer's neighbour lists where a reference row is saturated and from one
-product elsewhere: exact either way, so each picks what the dense scorer's products pick.
+On numpy its gains come from the scorer's threshold lists where a reference row is saturated
+and from one product elsewhere (compiled, datamask.core.facility_kernels); on the dense scorer
+they are gathers of its (n, r) similarities: exact either way, so each picks what the other
+picks (tests/core/test_facility_kernels.py holds them to a float64 brute force).
 """
 
 import numpy as np
@@ -20,14 +21,15 @@ def corpus():
     return c["embedding"], c["quality"]
 
 
-@pytest.mark.parametrize("host_matrix", [True, False], ids=["host matrix", "lists only"])
-def test_host_gains_pick_what_dense_products_pick(corpus, monkeypatch, host_matrix):
+@pytest.mark.parametrize("per_row", [16, 4000], ids=["short lists", "every pair"])
+def test_host_gains_pick_what_dense_products_pick(corpus, monkeypatch, per_row):
+    # numpy's scorer keeps threshold lists and its picks are compiled; the dense scorer's
+    # (the device's) are the Python loop over gathers of its (n, r) similarities
     E, q = corpus
     R = E[np.random.default_rng(0).choice(2000, 300, replace=False)]
-    if not host_matrix:  # a split too large to keep its (n, r) similarities
-        monkeypatch.setattr(facility, "HOST_DENSE_MAX_BYTES", 4 * 2000 * 300 - 1)
-    host = FacilityGroups(E, R, n_neighbors=16)  # short lists: rows saturate late, both parts run
-    assert (host.C is not None) == host_matrix and host.method == "neighbors"
+    monkeypatch.setattr(facility, "LIST_ENTRIES", per_row * 300)  # short lists: rows saturate late, both parts run
+    host = FacilityGroups(E, R, n_neighbors=16)
+    assert host.C is None and host.lists is not None and host.method == "neighbors"
     dense = FacilityGroups(E, R, method="dense")
     np.testing.assert_allclose(host.cover, dense.cover, rtol=1e-6)  # float32 sums of 300 cosines
     # a sample of 1,600 of the 2,000 rows a pick (the default factor would take them all)
@@ -37,16 +39,16 @@ def test_host_gains_pick_what_dense_products_pick(corpus, monkeypatch, host_matr
     np.testing.assert_allclose(ub_a, ub_b, rtol=1e-5, atol=1e-9)
 
 
-def test_kept_matrix_builds_the_lists_only_when_a_step_asks(corpus):
-    # a start returned as it is never reads the lists; pg's steps do, and then the matrix goes
+def test_lists_are_sorted_for_pg_only_when_a_step_asks(corpus):
+    # a start returned as it is never reads pg's sorted lists; pg's steps do
     E, _ = corpus
     R = E[::5]
     kept = FacilityGroups(E, R, n_neighbors=16)
-    assert kept._nbr is None and kept.C.shape == (2000, 400)
+    assert kept._nbr is None and kept.C is None
     idx = np.stack([np.random.default_rng(s).permutation(2000)[:50] for s in range(4)])
     want = [(R @ E[r].T).max(axis=1).mean() for r in idx]
     np.testing.assert_allclose(kept.values(idx), want, rtol=0, atol=1e-6)
-    assert kept.C is None and kept.nbr.shape == (400, 16)
+    assert kept.nbr.shape == (400, 16)
     np.testing.assert_allclose(kept.sim, -np.sort(-(R @ E.T), axis=1)[:, :16], rtol=0, atol=32 * 2.0**-24)
 
 
