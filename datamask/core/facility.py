@@ -139,11 +139,12 @@ def threshold_lists(E, R, T):
     cap = max(1024, int(1.25 * min(n, T) * r) + 1024)
     ref, sim = np.empty(cap, dtype=np.int32), np.empty(cap, dtype=np.float32)
     Rt, pos = np.ascontiguousarray(R.T), 0
+    total = R.sum(axis=0, dtype=np.float64)  # sum_x (C[i, x] + 1) = e_i . sum_x r_x + r
     buf = np.empty((min(n, CANDIDATE_BLOCK), r), dtype=np.float32)
     for i0 in range(0, n, CANDIDATE_BLOCK):
         i1 = min(n, i0 + CANDIDATE_BLOCK)
         C = np.matmul(E[i0:i1], Rt, out=buf[: i1 - i0])
-        cover[i0:i1] = C.sum(axis=1, dtype=np.float64) + float(r)
+        cover[i0:i1] = E[i0:i1].astype(np.float64) @ total + float(r)
         while (end := scan_block(C, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)) < 0:
             ref, sim = np.resize(ref, 2 * ref.shape[0]), np.resize(sim, 2 * sim.shape[0])  # rare: rescan
         pos = end

@@ -11,16 +11,18 @@ plus products with the reference rows not yet saturated (all of them at first; n
 the first picks on the suite's corpora).
 
 **Picks** (:func:`picks`): the loop of :func:`datamask.core.stochastic.stochastic_greedy_facility`
-(a sample of ``k`` rows a pick, scored best bound first a block of :data:`BLOCK` rows at a
-time until no bound left beats the best exact gain), compiled, with the gains from the lists.
-It picks what the Python loop over exact gains picks from the same sample (ties aside:
-equal bounds are scored in sample order).
+(a sample of ``k`` rows a pick, scored best bound first in blocks of :func:`block_size` rows
+until no bound left beats the best exact gain), compiled, with the gains from the lists. It
+scores the rows the Python loop scores (equal bounds in sample order) and picks what it
+picks from the same sample (ties in exact gain aside).
 
 **The sample** (:func:`sample`, :func:`remove`): the rows left are ``rows[:left]`` with each
-row's place in ``at``; a draw moves ``k`` of them, uniformly without replacement, to the
-front by a partial Fisher-Yates shuffle on splitmix64 numbers (``state``, one uint64). The
-Python loop (cupy, the dense scorer) draws through the same functions, so both loops see
-the same samples for a seed.
+row's place in ``at``; a draw takes ``k`` places uniformly without replacement, one at a
+time on splitmix64 numbers (``state``, one uint64), a place drawn twice drawn again (a
+uniform k-subset; at most about ``left ln(left)`` draws when k nears ``left``). The compiled
+loop keeps each place's bound beside it (``pub``), so a draw reads one array at random
+places, not the rows and then their bounds. The Python loop (cupy, the dense scorer) draws
+through the same functions, so both loops see the same samples for a seed.
 
 The kernels are compiled on first use in each process (a few seconds; cached on disk by
 numba afterwards).
@@ -31,10 +33,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["BLOCK", "sample", "remove", "seed_state", "scan_block", "picks"]
+__all__ = ["BLOCK", "MAX_BLOCK", "block_size", "sample", "remove", "seed_state", "scan_block", "picks"]
 
-# Rows of a sample scored at a time (stochastic.SCORE_BLOCK).
-BLOCK = 16
+# Rows of a sample scored at a time: BLOCK in a pick's first two blocks, then twice as many
+# each block up to MAX_BLOCK (a pick early on scores most of its sample, against reference
+# rows not yet saturated: larger products run faster).
+BLOCK, MAX_BLOCK = 16, 256
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -58,19 +62,29 @@ def _uniform(state):
 
 
 @njit(cache=True)
-def sample(rows, at, left, k, state):
-    """Move ``k`` rows drawn uniformly without replacement from ``rows[:left]`` to
-    ``rows[:k]`` (``at`` follows); returns how many: ``left`` when ``k >= left`` (every
-    row left, no draw)."""
+def block_size(b):
+    """Rows in a pick's block ``b`` (0, 1, ...): 16, 16, 32, 64, 128, 256, 256, ..."""
+    return min(MAX_BLOCK, BLOCK << max(0, b - 1))
+
+
+@njit(cache=True)
+def sample(left, k, state, mark, out):
+    """``k`` places of the pool drawn uniformly without replacement from ``0 .. left - 1``
+    into ``out`` (a draw that repeats a place is redrawn; ``mark``, one flag a place, all
+    False between calls); returns how many: ``left`` when ``k >= left`` (every place, no
+    draw). The rows are ``rows[out]``."""
     if k >= left:
+        for j in range(left):
+            out[j] = j
         return left
     for j in range(k):
-        t = j + int(_uniform(state) * (left - j))
-        if t >= left:  # u < 1: never, but an index past the rows left would corrupt the pool
-            t = left - 1
-        a, b = rows[j], rows[t]
-        rows[j], rows[t] = b, a
-        at[b], at[a] = j, t
+        p = min(left - 1, int(_uniform(state) * left))
+        while mark[p]:
+            p = min(left - 1, int(_uniform(state) * left))
+        mark[p] = True
+        out[j] = p
+    for j in range(k):
+        mark[out[j]] = False
     return k
 
 
@@ -84,43 +98,54 @@ def remove(rows, at, left, i):
     return left
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=True)
 def scan_block(C, theta, ref, sim, ends, pos):
     """Append each row's entries ``C[i, x] >= theta[x]`` of block ``C`` (c, r) to ``ref`` /
     ``sim`` from ``pos``, row by row, and each row's end to ``ends``; returns the new end,
-    or -1 when ``ref`` is too short (nothing then counts: the caller grows it and rescans)."""
+    or -1 when ``ref`` is too short (nothing then counts: the caller grows it and rescans).
+    Each run of 16 entries is counted first (a loop the compiler vectorises), and only a
+    run with an entry at its threshold is walked."""
     c, r = C.shape
     cap = ref.shape[0]
     for i in range(c):
-        for x in range(r):
-            v = C[i, x]
-            if v >= theta[x]:
-                if pos >= cap:
-                    return -1
-                ref[pos] = x
-                sim[pos] = v
-                pos += 1
+        row = C[i]
+        for x0 in range(0, r + 15, 16):
+            x1 = min(r, x0 + 16)
+            if x1 - x0 == 16:
+                hits = 0
+                for x in range(x0, x0 + 16):
+                    hits += row[x] >= theta[x]
+                if hits == 0:
+                    continue
+            for x in range(x0, x1):
+                v = row[x]
+                if v >= theta[x]:
+                    if pos >= cap:
+                        return -1
+                    ref[pos] = x
+                    sim[pos] = v
+                    pos += 1
         ends[i] = pos
     return pos
 
 
 @njit(cache=True)
-def _next_block(bound, taken, m, blk):
-    """The up to ``BLOCK`` untaken sample places of largest ``bound`` (ties: earlier place
+def _next_block(bound, taken, m, blk, size):
+    """The up to ``size`` untaken sample places of largest ``bound`` (ties: earlier place
     first) into ``blk``, largest first, marked taken; returns how many."""
     nb = 0
     for j in range(m):
         if taken[j]:
             continue
         v = bound[j]
-        if nb == BLOCK and v <= bound[blk[nb - 1]]:
+        if nb == size and v <= bound[blk[nb - 1]]:
             continue
-        p = nb if nb < BLOCK else BLOCK - 1
+        p = nb if nb < size else size - 1
         while p > 0 and bound[blk[p - 1]] < v:
             blk[p] = blk[p - 1]
             p -= 1
         blk[p] = j
-        if nb < BLOCK:
+        if nb < size:
             nb += 1
     for b in range(nb):
         taken[blk[b]] = True
@@ -128,31 +153,50 @@ def _next_block(bound, taken, m, blk):
 
 
 @njit(cache=True)
-def _gains(E, blk_rows, nb, cur, theta, start, lref, lsim, uidx, Ru, u, Eb, out):
-    """Facility gains ``sum_x max(0, C[i, x] - cur[x])`` of ``blk_rows[:nb]`` into ``out``:
-    the saturated rows from each candidate's entries, the others from one product."""
+def _gains(blk_rows, nb, scan, bar, Eb, out):
+    """Gains ``sum_x max(0, C[i, x] - cur[x])`` of the candidates ``blk_rows[:nb]`` into
+    ``out``, exact where it can matter: from each candidate's entries, plus for the
+    reference rows not yet saturated either their threshold (a bound: an unlisted candidate
+    is below it) or, for the candidates whose bound so beats the best gain so far (``bar``:
+    it, the quality part and the weight), one product. The others' ``out`` is that bound:
+    they cannot be the pick."""
+    E, cur, theta, start, lref, lsim, uidx, Ru, u, slack = scan
+    best, lin, w = bar
+    keep = np.empty(nb, dtype=np.int64)
+    listed = np.empty(nb, dtype=np.float64)
+    ns = 0
     for b in range(nb):
         i = blk_rows[b]
-        g = 0.0
+        g_sat, g, cut = 0.0, 0.0, 0.0
         for e in range(start[i], start[i + 1]):
             x = lref[e]
             c = cur[x]
-            if c >= theta[x] and lsim[e] > c:
-                g += lsim[e] - c
-        out[b] = g
-    if u == 0:
+            d = lsim[e] - c
+            if c >= theta[x]:
+                if d > 0:
+                    g_sat += d
+            else:  # not saturated: exact here, and out of the threshold bound below
+                if d > 0:
+                    g += d
+                cut += theta[x] - c
+        listed[b] = g_sat
+        out[b] = g_sat + g + max(0.0, slack - cut) * (1.0 + 1e-9)  # a bound (rounding covered)
+        if u > 0 and lin[i] + w * out[b] > best:
+            keep[ns] = b
+            ns += 1
+    if ns == 0:
         return
-    for b in range(nb):
-        Eb[b] = E[blk_rows[b]]
-    D = np.dot(Eb[:nb], Ru[:u].T)  # (nb, u): the rows not yet saturated
-    for b in range(nb):
-        g = 0.0
+    for s in range(ns):
+        Eb[s] = E[blk_rows[keep[s]]]
+    D = np.dot(Eb[:ns], Ru[:u].T)  # (ns, u): the rows not yet saturated
+    for s in range(ns):
+        g = listed[keep[s]]
         for j in range(u):
             x = uidx[j]
             c = cur[x]
-            if c < theta[x] and D[b, j] > c:
-                g += D[b, j] - c
-        out[b] += g
+            if c < theta[x] and D[s, j] > c:
+                g += D[s, j] - c
+        out[keep[s]] = g
 
 
 @njit(cache=True)
@@ -186,13 +230,64 @@ def _add(E, R, i, cur, theta, start, lref, lsim, uidx, Ru, u):
 
 
 @njit(cache=True)
-def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, state):
+def _order_rest(bound, taken, m):
+    """The untaken sample places, by ``bound`` down (ties: earlier place first)."""
+    rest = np.empty(m, dtype=np.int64)
+    c = 0
+    for j in range(m):
+        if not taken[j]:
+            rest[c] = j
+            c += 1
+    rest = rest[:c]
+    return rest[np.argsort(-bound[rest], kind="mergesort")]
+
+
+@njit(cache=True)
+def _best_of_sample(drawn, m, bound, taken, pool, lin, w, scan, buf):
+    """``(gain, row)``: the sampled row (places ``drawn[:m]``, bounds ``bound``) of best exact
+    gain, scored best bound first in blocks of :func:`block_size` rows until no bound left
+    beats the best gain found; each scored row's bound (``ub``, and ``pub`` at its place)
+    becomes its exact gain. ``pool`` is ``(rows, ub, pub)``, ``scan`` the lists' arrays
+    (:func:`_gains`), ``buf`` the block buffers."""
+    rows, ub, pub = pool
+    blk, blk_rows, Eb, g = buf
+    for j in range(m):
+        taken[j] = False
+    best, pick, nblk, at = -np.inf, -1, 0, 0
+    rest = blk[:0]
+    while True:
+        size = block_size(nblk)
+        if nblk < 2:  # the first two blocks by selection: a pick rarely needs a third
+            nb = _next_block(bound, taken, m, blk, size)
+        else:
+            if nblk == 2:
+                rest = _order_rest(bound, taken, m)
+            nb = min(size, rest.shape[0] - at)
+            blk[:nb] = rest[at : at + nb]
+            at += nb
+        if nb == 0 or bound[blk[0]] <= best:  # no bound left beats the best exact gain
+            return best, pick
+        for b in range(nb):
+            blk_rows[b] = rows[drawn[blk[b]]]
+        _gains(blk_rows, nb, scan, (best, lin, w), Eb, g)
+        for b in range(nb):
+            i = blk_rows[b]
+            val = lin[i] + w * g[b]
+            ub[i] = val
+            pub[drawn[blk[b]]] = val
+            if val > best:
+                best, pick = val, i
+        nblk += 1
+
+
+@njit(cache=True)
+def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, state, mark):
     """Stochastic greedy's ``S`` picks over candidates ``E`` (n, d) and reference rows ``R``
     (r, d) with the threshold lists (``start``, ``lref``, ``lsim``, ``theta``); ``lin`` the
     quality part of each gain, ``w`` the weight of the facility part, ``ub`` (n,) the
-    bounds (updated: each scored row's last exact gain), ``rows`` / ``at`` the pool.
-    Returns ``(order, gains)``: the picks, and each one's gain when picked."""
-    n = E.shape[0]
+    bounds (updated: each scored row's last exact gain), ``rows`` / ``at`` / ``state`` /
+    ``mark`` the pool and its sampler. Returns ``(order, gains, cur)``: the picks, each
+    one's gain when picked, and each reference row's best cosine to the picks."""
     r = R.shape[0]
     cur = np.full(r, -1.0, dtype=np.float32)  # max over an empty set: cos >= -1
     uidx = np.arange(r).astype(np.int64)
@@ -200,33 +295,29 @@ def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, state):
     u = r
     bound = np.empty(k, dtype=np.float64)
     taken = np.empty(k, dtype=np.bool_)
-    blk = np.empty(BLOCK, dtype=np.int64)
-    blk_rows = np.empty(BLOCK, dtype=np.int64)
-    Eb = np.empty((BLOCK, E.shape[1]), dtype=E.dtype)
-    g = np.empty(BLOCK, dtype=np.float64)
+    drawn = np.empty(k, dtype=np.int64)
+    buf = (
+        np.empty(MAX_BLOCK, dtype=np.int64),
+        np.empty(MAX_BLOCK, dtype=np.int64),
+        np.empty((MAX_BLOCK, E.shape[1]), dtype=E.dtype),
+        np.empty(MAX_BLOCK, dtype=np.float64),
+    )
     order = np.empty(S, dtype=np.int64)
     gains = np.empty(S, dtype=np.float64)
-    left = n
+    left = E.shape[0]
+    pub = ub[rows[:left]]  # each place's bound
     for t in range(S):
-        m = sample(rows, at, left, k, state)
+        m = sample(left, k, state, mark, drawn)
         for j in range(m):
-            bound[j] = ub[rows[j]]
-            taken[j] = False
-        best, pick = -np.inf, -1
-        while True:
-            nb = _next_block(bound, taken, m, blk)
-            if nb == 0 or bound[blk[0]] <= best:  # no bound left beats the best exact gain
-                break
-            for b in range(nb):
-                blk_rows[b] = rows[blk[b]]
-            _gains(E, blk_rows, nb, cur, theta, start, lref, lsim, uidx, Ru, u, Eb, g)
-            for b in range(nb):
-                i = blk_rows[b]
-                val = lin[i] + w * g[b]
-                ub[i] = val
-                if val > best:
-                    best, pick = val, i
-        order[t], gains[t] = pick, best
-        left = remove(rows, at, left, pick)
-        u = _add(E, R, pick, cur, theta, start, lref, lsim, uidx, Ru, u)
-    return order, gains
+            bound[j] = pub[drawn[j]]
+        slack = 0.0  # sum over the rows not saturated of theta - cur: an unlisted candidate's most
+        for j in range(u):
+            x = uidx[j]
+            if cur[x] < theta[x]:
+                slack += theta[x] - cur[x]
+        scan = (E, cur, theta, start, lref, lsim, uidx, Ru, u, slack)
+        gains[t], order[t] = _best_of_sample(drawn, m, bound, taken, (rows, ub, pub), lin, w, scan, buf)
+        pub[at[order[t]]] = pub[left - 1]  # the last place's row moves to the pick's place
+        left = remove(rows, at, left, order[t])
+        u = _add(E, R, order[t], cur, theta, start, lref, lsim, uidx, Ru, u)
+    return order, gains, cur

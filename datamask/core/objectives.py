@@ -98,6 +98,14 @@ class Objective:
         self._last = (key, value)
         return value
 
+    def remember(self, rows, diversity):
+        """Keep ``diversity`` as the value of the selection ``rows`` (a solver that computed it
+        on the way, from the same float32 cosines: stochastic greedy's picks), when the
+        diversity keeps its last value (``div.remember``)."""
+        if self.div.remember:
+            xp = get_namespace(self.E)
+            self._last = (xp.sort(xp.asarray(rows)), float(diversity))
+
     def evaluate_rows(self, rows) -> dict:
         """``{"objective", "quality", "diversity"}`` of the selection ``rows``."""
         xp = get_namespace(self.E)

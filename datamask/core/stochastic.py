@@ -34,10 +34,6 @@ __all__ = ["stochastic_greedy_facility", "SAMPLE_FACTOR"]
 # 99.314% of greedy's gain at worst (a seed other than the suite's), 320 99.556%, 640 99.720%,
 # 1280 99.814% but 1.3x 640's time on 1M rows. At ratio <= 1/640 a sample is every row left.
 SAMPLE_FACTOR = 640
-# Rows of a sample scored against the reference at a time (facility_kernels.BLOCK, compiled).
-SCORE_BLOCK = 16
-# Rows of a sample sorted by bound before the first is scored (the rest only if they matter).
-HEAD = 256
 # Points of stochastic greedy's trace (the objective as it picks): about one per S / TRACE_POINTS picks.
 TRACE_POINTS = 50
 
@@ -76,12 +72,13 @@ class _Pool:
         from .facility_kernels import seed_state
 
         self.rows, self.at, self.left = np.arange(n), np.arange(n), n  # at[row]: its place in rows
-        self.state = seed_state(seed)
+        self.state, self.mark = seed_state(seed), np.zeros(n, dtype=bool)  # mark: the draw's repeats
 
     def sample(self, k):
         from .facility_kernels import sample
 
-        return self.rows[: sample(self.rows, self.at, self.left, int(k), self.state)].copy()
+        out = np.empty(min(int(k), self.left), dtype=np.int64)
+        return self.rows[out[: sample(self.left, int(k), self.state, self.mark, out)]]
 
     def remove(self, i):
         from .facility_kernels import remove
@@ -89,7 +86,7 @@ class _Pool:
         self.left = remove(self.rows, self.at, self.left, int(i))
 
 
-def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None):
+def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None, value=None):
     """Stochastic greedy picks for quality + facility location, over ``fac``'s candidates
     and reference rows (a :class:`~datamask.core.facility.FacilityGroups`: pg's scorer,
     whose pass over the similarities gives the first gains, :attr:`cover`).
@@ -102,7 +99,10 @@ def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None):
     ``trace`` (a list, optional) is appended ``(picks, value)`` about every ``S / TRACE_POINTS``
     picks and at the last: the objective of the picks so far, as the sum of their gains
     (quality counted over S; the reference rows' cover starts at -1). Host floats the picks
-    compute anyway.
+    compute anyway. ``value`` (a list, optional) is appended the picks' facility location
+    over the reference rows (the mean of each one's best cosine to them, kept as it picks:
+    the value :meth:`datamask.core.diversity.Facility.value` computes for them, from the
+    same float32 cosines).
     """
     xp = get_namespace(fac.E)
     n, r, S = fac.E.shape[0], fac.R.shape[0], int(S)
@@ -115,11 +115,13 @@ def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None):
         from .facility_kernels import picks
 
         L = fac.lists
-        order, gains = picks(
-            fac.E, fac.R, lin, w, ub, L.start, L.ref, L.sim, L.theta, S, k, pool.rows, pool.at, pool.state
+        order, gains, cur = picks(
+            fac.E, fac.R, lin, w, ub, L.start, L.ref, L.sim, L.theta, S, k, pool.rows, pool.at, pool.state, pool.mark
         )
     else:
-        order, gains = _picks(fac, xp, S, k, ub, lin, w, pool)
+        order, gains, cur = _picks(fac, xp, S, k, ub, lin, w, pool)
+    if value is not None:
+        value.append(float(xp.asarray(cur).astype(xp.float64).mean()))
     if trace is not None:
         value = -(1.0 - lam) + np.concatenate([[0.0], np.cumsum(gains)])  # f of no pick: every cover at -1
         every = max(1, S // TRACE_POINTS)
@@ -128,44 +130,34 @@ def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None):
 
 
 def _picks(fac, xp, S, k, ub, lin, w, pool):
-    """The picks' Python loop (the dense scorer, cupy): ``(order, gains)``, host arrays."""
+    """The picks' Python loop (the dense scorer, cupy): ``(order, gains, cur)``, the first
+    two host arrays, ``cur`` each reference row's best cosine to the picks."""
     cover = _Cover(fac, xp)
     order, gains = np.empty(S, dtype=np.int64), np.empty(S, dtype=np.float64)
     for i in range(S):
         gains[i], order[i] = _best_of_sample(pool.sample(k), ub, lin, w, cover)
         pool.remove(order[i])
         cover.add(int(order[i]))
-    return order, gains
+    return order, gains, cover.cur
 
 
 def _best_of_sample(cands, ub, lin, w, cover):
-    """``(gain, row)``: the sampled row of best exact gain, scoring rows best bound first, a block at a time,
-    until no bound left beats the best gain found (the scored rows' bounds are updated).
+    """``(gain, row)``: the sampled row of best exact gain, scoring rows best bound first (equal
+    bounds in sample order) in blocks of :func:`~datamask.core.facility_kernels.block_size`
+    rows, until no bound left beats the best gain found (the scored rows' bounds are
+    updated): the rows the compiled loop scores."""
+    from .facility_kernels import block_size
 
-    Only the head of the order is sorted (the ``HEAD`` best bounds, by one partition): a pick
-    rarely scores more, and a whole sort of a large sample cost more than its gains did."""
     bound = ub[cands]
     k = cands.shape[0]
-    head, rest = (np.arange(k), np.arange(0)) if k <= HEAD else np.split(np.argpartition(-bound, HEAD - 1), [HEAD])
-    best, pick = -math.inf, None
-    for part in (head, rest):  # the rest only when the head did not settle it (rare)
-        if part.shape[0] == 0 or float(bound[part].max()) <= best:
-            break
-        by = part[np.argsort(-bound[part], kind="stable")]
-        best, pick = _scan(cands[by], bound[by], lin, w, cover, ub, best, pick)
-    return best, pick
-
-
-def _scan(cands, bound, lin, w, cover, ub, best, pick):
-    """Score ``cands`` (sorted by ``bound``, best first) a block at a time until no bound left
-    beats ``best``; returns the best ``(gain, row)`` so far."""
-    for b0 in range(0, cands.shape[0], SCORE_BLOCK):
-        if bound[b0] <= best:  # no bound left beats the best exact gain
-            break
-        blk = cands[b0 : b0 + SCORE_BLOCK]
+    by = np.lexsort((np.arange(k), -bound))
+    best, pick, b0, nblk = -math.inf, None, 0, 0
+    while b0 < k and bound[by[b0]] > best:  # else no bound left beats the best exact gain
+        blk = cands[by[b0 : b0 + block_size(nblk)]]
         g = lin[blk] + w * cover.gains(blk)
         ub[blk] = g
         j = int(g.argmax())
         if g[j] > best:
             best, pick = float(g[j]), int(blk[j])
+        b0, nblk = b0 + blk.shape[0], nblk + 1
     return best, pick
