@@ -13,36 +13,28 @@ That exact pass depends on which pairs missed, a value read back to the host. So
 the maximum over its rows: exact, with no value read back (a step can be captured as a
 CUDA graph), at G * S * r gathers per step.
 
-On numpy the scorer's one pass over the similarities (:func:`threshold_lists`: blocks of
-candidate rows against every reference row, so each candidate row is read once) keeps the
-first gains (:attr:`FacilityGroups.cover`) and each reference row's *threshold list*, every
-candidate above a threshold that about :data:`LIST_ENTRIES` / r of them pass, from which
-stochastic greedy's gains are exact (:mod:`datamask.core.facility_kernels`). pg's sorted
-neighbour lists are taken from them only if a step asks (a start returned as it is never
-does).
+On numpy the scorer reads the candidates from the split's own array (no copy of them,
+:class:`~datamask.core.facility_lists.HostRows`), and its one pass over the similarities
+(:func:`~datamask.core.facility_lists.threshold_lists`) keeps the first gains
+(:attr:`FacilityGroups.cover`) and each reference row's *threshold list*, every candidate
+above a threshold that about ``LIST_ENTRIES`` / r of them pass, from which stochastic
+greedy's gains are exact (:mod:`datamask.core.facility_kernels`). pg's sorted neighbour
+lists are taken from them only if a step asks (a start returned as it is never does).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import numpy as np
 
+from . import facility_lists
 from .backend import get_namespace
+from .facility_lists import HostRows, as_host_rows, sorted_lists, threshold_lists
 from .metrics import BLOCK_ELEMENTS as _BLOCK_ELEMENTS
 
-__all__ = ["FacilityGroups", "DENSE_MAX_BYTES", "LIST_ENTRIES", "ThresholdLists", "threshold_lists", "top_neighbors"]
+__all__ = ["FacilityGroups", "DENSE_MAX_BYTES", "top_neighbors"]
 
 # Largest candidate-by-reference float32 similarity matrix kept for the dense method.
 DENSE_MAX_BYTES = 1 << 32
-# Entries of the threshold lists, about (8 bytes each: 64 MiB): each reference row lists
-# about LIST_ENTRIES / r candidates (4,096 of them against the default 2,048 reference rows).
-LIST_ENTRIES = 1 << 23
-# Candidate rows sampled to set each reference row's threshold (all of them below this).
-THRESHOLD_SAMPLE = 16384
-# Candidate rows per block of the threshold lists' pass (an 8 MiB block against 1,024 reference rows).
-CANDIDATE_BLOCK = 2048
 # top_neighbors' threshold: the (OVERSAMPLE * T / stride)-th largest of every stride-th column,
 # so about OVERSAMPLE * T entries of a row pass it (a row with fewer than T is redone exactly).
 OVERSAMPLE = 2
@@ -95,80 +87,6 @@ def top_neighbors_exact(C, T):
     return np.take_along_axis(top, o, axis=1), np.take_along_axis(v, o, axis=1)
 
 
-@dataclass
-class ThresholdLists:
-    """Each reference row x's candidates i with ``C[i, x] >= theta[x]``, stored by candidate:
-    candidate i's entries are ``ref[start[i]:start[i + 1]]`` (reference rows, int32) and
-    ``sim`` (their cosines, float32); ``cover`` (n,) float64 is each candidate's
-    ``sum_x (C[i, x] + 1)``, its gain over the empty selection."""
-
-    start: np.ndarray
-    ref: np.ndarray
-    sim: np.ndarray
-    theta: np.ndarray
-    cover: np.ndarray
-
-
-def list_thresholds(E, R, T):
-    """(r,) float32: for each reference row, the ``ceil(T m / n)``-th largest cosine to a
-    fixed random sample of m = :data:`THRESHOLD_SAMPLE` candidates (all of them when fewer:
-    the T-th largest), so about T candidates reach it; -inf when ``T >= n`` (every one)."""
-    n, r = E.shape[0], R.shape[0]
-    if T >= n:
-        return np.full(r, -np.inf, dtype=np.float32)
-    m = min(n, THRESHOLD_SAMPLE)
-    rows = np.sort(np.random.default_rng(0).choice(n, m, replace=False)) if m < n else slice(None)
-    Es, kth = E[rows], m - max(1, math.ceil(T * m / n))
-    theta = np.empty(r, dtype=np.float32)
-    per = max(1, _BLOCK_ELEMENTS // m)
-    for r0 in range(0, r, per):
-        theta[r0 : r0 + per] = np.partition(R[r0 : r0 + per] @ Es.T, kth, axis=1)[:, kth]
-    return theta
-
-
-def threshold_lists(E, R, T):
-    """:class:`ThresholdLists` of candidates ``E`` (n, d) against reference rows ``R``
-    (r, d), numpy, about ``T`` entries a reference row, from one pass over blocks of
-    :data:`CANDIDATE_BLOCK` candidate rows (each row of ``E`` read once)."""
-    from .facility_kernels import scan_block
-
-    n, r = E.shape[0], R.shape[0]
-    theta = list_thresholds(E, R, T)
-    cover = np.empty(n, dtype=np.float64)
-    start = np.zeros(n + 1, dtype=np.int64)
-    cap = max(1024, int(1.25 * min(n, T) * r) + 1024)
-    ref, sim = np.empty(cap, dtype=np.int32), np.empty(cap, dtype=np.float32)
-    Rt, pos = np.ascontiguousarray(R.T), 0
-    total = R.sum(axis=0, dtype=np.float64)  # sum_x (C[i, x] + 1) = e_i . sum_x r_x + r
-    buf = np.empty((min(n, CANDIDATE_BLOCK), r), dtype=np.float32)
-    for i0 in range(0, n, CANDIDATE_BLOCK):
-        i1 = min(n, i0 + CANDIDATE_BLOCK)
-        C = np.matmul(E[i0:i1], Rt, out=buf[: i1 - i0])
-        cover[i0:i1] = E[i0:i1].astype(np.float64) @ total + float(r)
-        while (end := scan_block(C, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)) < 0:
-            ref, sim = np.resize(ref, 2 * ref.shape[0]), np.resize(sim, 2 * sim.shape[0])  # rare: rescan
-        pos = end
-    return ThresholdLists(start, ref[:pos], sim[:pos], theta, cover)  # views: no second copy
-
-
-def sorted_lists(lists, T):
-    """``(nbr, sim, short)``: each reference row's ``T`` most similar candidates, most similar
-    first (ties by candidate), and their cosines, from :class:`ThresholdLists`; ``short``: the
-    reference rows that list fewer than T (their rows of ``nbr`` and ``sim`` left unset).
-    A row listing at least T holds its T largest: all of them reach its threshold."""
-    r, n = lists.theta.shape[0], lists.start.shape[0] - 1
-    cand = np.repeat(np.arange(n), np.diff(lists.start))
-    o = np.lexsort((cand, -lists.sim, lists.ref))  # by reference row, then cosine down, then candidate
-    counts = np.bincount(lists.ref, minlength=r)
-    first = np.cumsum(counts) - counts
-    ok = counts >= T
-    nbr = np.empty((r, T), dtype=np.int64)
-    sim = np.empty((r, T), dtype=np.float32)
-    at = o[first[ok][:, None] + np.arange(T)]
-    nbr[ok], sim[ok] = cand[at], lists.sim[at]
-    return nbr, sim, np.flatnonzero(~ok)
-
-
 class FacilityGroups:
     """Per-step facility-location scorer for candidates ``E`` (n, d), references ``R`` (r, d).
 
@@ -181,25 +99,33 @@ class FacilityGroups:
     """
 
     def __init__(self, E, R, n_neighbors=128, method=None):
-        xp = get_namespace(E)
+        xp = np if isinstance(E, HostRows) else get_namespace(E)
         self.xp = xp
-        self.E, self.R = E, R
         n, r = E.shape[0], R.shape[0]
         if method is None:
             method = "dense" if xp is not np and 4 * n * r <= DENSE_MAX_BYTES else "neighbors"
         self.method = method
+        self.E = as_host_rows(E) if xp is np and method == "neighbors" else E
+        self.R = R
         self.C = self.lists = None  # (n, r) float32 similarities (dense); threshold lists (numpy)
         self._T, self._nbr, self._sim = min(int(n_neighbors), n), None, None
         if method == "dense":
-            self.C = (E @ R.T).astype(xp.float32)  # (n, r)
+            self.C = (self.rows() @ R.T).astype(xp.float32)  # (n, r)
             self.cover = self.C.sum(axis=1, dtype=xp.float64) + float(r)
             return
         if xp is np:
-            self.lists = threshold_lists(E, R, max(self._T, LIST_ENTRIES // max(1, r)))
+            T = max(self._T, facility_lists.LIST_ENTRIES // max(1, r))
+            self.lists = threshold_lists(self.E, R, T)
             self.cover = self.lists.cover
             return
         self.cover = xp.full(n, 0.0, dtype=xp.float64)
         self._lists(lambda r0, r1: R[r0:r1] @ E.T, count=True)
+
+    def rows(self, idx=None):
+        """(k, d) float32: the candidate rows ``idx`` (None: all)."""
+        if isinstance(self.E, HostRows):
+            return self.E.take(idx)
+        return self.E if idx is None else self.E[idx]
 
     def _lists(self, block, count=False, rows=None):
         """The neighbour lists of reference ``rows`` (None: all) from ``block(r0, r1)``, the
@@ -218,12 +144,20 @@ class FacilityGroups:
             at = slice(r0, r0 + per) if rows is None else rows[r0 : r0 + per]
             self._nbr[at], self._sim[at] = top_neighbors(C, T, xp)
 
+    def _by_reference(self, refs):
+        """(len(refs), n) float32: the cosines of reference rows ``refs`` to every candidate,
+        from blocks of candidates."""
+        out = np.empty((refs.shape[0], self.E.shape[0]), dtype=np.float32)
+        for i0, i1, blk in self.E.blocks():
+            out[:, i0:i1] = (blk @ self.R[refs].T).T
+        return out
+
     def _kept_lists(self):
         """The neighbour lists; on numpy taken from the threshold lists on first use."""
         if self._nbr is None:
             self._nbr, self._sim, short = sorted_lists(self.lists, self._T)
             if short.shape[0]:  # rows listing fewer than T candidates: a product of their own
-                self._lists(lambda r0, r1: self.R[short[r0:r1]] @ self.E.T, rows=short)
+                self._lists(lambda r0, r1: self._by_reference(short[r0:r1]), rows=short)
         return self._nbr, self._sim
 
     @property
@@ -265,6 +199,6 @@ class FacilityGroups:
             gj, gx = xp.nonzero(~found)
             for j in map(int, xp.unique(gj)):
                 xs = gx[gj == j]
-                exact = (self.E[orders[j]] @ self.R[ref[xs]].T).max(axis=0)
+                exact = (self.rows(orders[j]) @ self.R[ref[xs]].T).max(axis=0)
                 vals[j, xs] = exact.astype(xp.float64)
         return vals.mean(axis=1)

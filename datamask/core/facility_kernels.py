@@ -31,9 +31,10 @@ numba afterwards).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
-__all__ = ["BLOCK", "MAX_BLOCK", "block_size", "sample", "remove", "seed_state", "scan_block", "picks"]
+__all__ = ["BLOCK", "MAX_BLOCK", "block_size", "sample", "remove", "seed_state", "scan_block", "screen_block", "picks"]
 
 # Rows of a sample scored at a time: BLOCK in a pick's first two blocks, then twice as many
 # each block up to MAX_BLOCK (a pick early on scores most of its sample, against reference
@@ -59,6 +60,33 @@ def _uniform(state):
     z = (z ^ (z >> np.uint64(27))) * _M2
     z = z ^ (z >> np.uint64(31))
     return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+def _value(src, table, c, k):
+    """Entry ``k`` of row ``c`` of a split's array as float32 (compiled: :func:`_value_impl`)."""
+    raise NotImplementedError
+
+
+@overload(_value)
+def _value_impl(src, table, c, k):
+    if isinstance(src.dtype, types.Integer):  # float16 storage, as its bits: through the table
+        return lambda src, table, c, k: table[src[c, k]]
+    return lambda src, table, c, k: np.float32(src[c, k])
+
+
+@njit(cache=True)
+def _load(rows, i, out):
+    """Candidate ``i``'s float32 unit row into ``out``, as ``validate.unit_rows`` makes it
+    (``rows``: the split's array, its float16 table, the candidates' rows, their norms or
+    nothing; :class:`~datamask.core.facility_lists.HostRows`)."""
+    src, table, cand, scale = rows
+    c = cand[i]
+    for k in range(out.shape[0]):
+        out[k] = _value(src, table, c, k)
+    if scale.shape[0]:
+        s = scale[c]
+        for k in range(out.shape[0]):
+            out[k] /= s
 
 
 @njit(cache=True)
@@ -129,6 +157,43 @@ def scan_block(C, theta, ref, sim, ends, pos):
     return pos
 
 
+@njit(cache=True, fastmath=True)
+def screen_block(B, key, blk, R, theta, ref, sim, ends, pos):
+    """:func:`scan_block` from the block's bfloat16 cosines, their bits ``B`` (c, r) int16:
+    a pair whose order key reaches ``key[x]`` (its threshold less the bfloat16 margin) has
+    its cosine computed again in float32 from the rows ``blk`` (c, d) and ``R`` (r, d), and
+    is listed when that reaches ``theta[x]``."""
+    c, r = B.shape
+    d = blk.shape[1]
+    cap = ref.shape[0]
+    for i in range(c):
+        row = B[i]
+        for x0 in range(0, r, 16):
+            x1 = min(r, x0 + 16)
+            if x1 - x0 == 16:
+                hits = 0
+                for x in range(x0, x0 + 16):
+                    b = np.int32(row[x])
+                    hits += (b if b >= 0 else -32768 - b) >= key[x]
+                if hits == 0:
+                    continue
+            for x in range(x0, x1):
+                b = np.int32(row[x])
+                if (b if b >= 0 else -32768 - b) < key[x]:
+                    continue
+                v = np.float32(0.0)
+                for j in range(d):
+                    v += blk[i, j] * R[x, j]
+                if v >= theta[x]:
+                    if pos >= cap:
+                        return -1
+                    ref[pos] = x
+                    sim[pos] = v
+                    pos += 1
+        ends[i] = pos
+    return pos
+
+
 @njit(cache=True)
 def _next_block(bound, taken, m, blk, size):
     """The up to ``size`` untaken sample places of largest ``bound`` (ties: earlier place
@@ -160,7 +225,7 @@ def _gains(blk_rows, nb, scan, bar, Eb, out):
     is below it) or, for the candidates whose bound so beats the best gain so far (``bar``:
     it, the quality part and the weight), one product. The others' ``out`` is that bound:
     they cannot be the pick."""
-    E, cur, theta, start, lref, lsim, uidx, Ru, u, slack = scan
+    rows, cur, theta, start, lref, lsim, uidx, Ru, u, slack = scan
     best, lin, w = bar
     keep = np.empty(nb, dtype=np.int64)
     listed = np.empty(nb, dtype=np.float64)
@@ -187,7 +252,7 @@ def _gains(blk_rows, nb, scan, bar, Eb, out):
     if ns == 0:
         return
     for s in range(ns):
-        Eb[s] = E[blk_rows[keep[s]]]
+        _load(rows, blk_rows[keep[s]], Eb[s])
     D = np.dot(Eb[:ns], Ru[:u].T)  # (ns, u): the rows not yet saturated
     for s in range(ns):
         g = listed[keep[s]]
@@ -200,7 +265,7 @@ def _gains(blk_rows, nb, scan, bar, Eb, out):
 
 
 @njit(cache=True)
-def _add(E, R, i, cur, theta, start, lref, lsim, uidx, Ru, u):
+def _add(rows, R, i, cur, theta, start, lref, lsim, uidx, Ru, u, row):
     """Take candidate ``i``: raise ``cur`` to its cosines; returns the rows not yet
     saturated (``uidx[:u]``, ``Ru`` their rows; compacted once an eighth of them is)."""
     for e in range(start[i], start[i + 1]):
@@ -209,7 +274,8 @@ def _add(E, R, i, cur, theta, start, lref, lsim, uidx, Ru, u):
             cur[x] = lsim[e]
     if u == 0:
         return 0
-    dv = np.dot(Ru[:u], E[i])
+    _load(rows, i, row)
+    dv = np.dot(Ru[:u], row)
     done = 0
     for j in range(u):
         x = uidx[j]
@@ -282,8 +348,8 @@ def _best_of_sample(drawn, m, bound, taken, pool, lin, w, scan, buf):
 
 @njit(cache=True)
 def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, state, mark):
-    """Stochastic greedy's ``S`` picks over candidates ``E`` (n, d) and reference rows ``R``
-    (r, d) with the threshold lists (``start``, ``lref``, ``lsim``, ``theta``); ``lin`` the
+    """Stochastic greedy's ``S`` picks over the candidates ``E`` (their rows as :func:`_load`
+    reads them) and reference rows ``R`` (r, d) with the threshold lists (``start``, ``lref``, ``lsim``, ``theta``); ``lin`` the
     quality part of each gain, ``w`` the weight of the facility part, ``ub`` (n,) the
     bounds (updated: each scored row's last exact gain), ``rows`` / ``at`` / ``state`` /
     ``mark`` the pool and its sampler. Returns ``(order, gains, cur)``: the picks, each
@@ -299,12 +365,13 @@ def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, state, mar
     buf = (
         np.empty(MAX_BLOCK, dtype=np.int64),
         np.empty(MAX_BLOCK, dtype=np.int64),
-        np.empty((MAX_BLOCK, E.shape[1]), dtype=E.dtype),
+        np.empty((MAX_BLOCK, R.shape[1]), dtype=np.float32),
         np.empty(MAX_BLOCK, dtype=np.float64),
     )
     order = np.empty(S, dtype=np.int64)
     gains = np.empty(S, dtype=np.float64)
-    left = E.shape[0]
+    left = rows.shape[0]
+    e = np.empty(R.shape[1], dtype=np.float32)
     pub = ub[rows[:left]]  # each place's bound
     for t in range(S):
         m = sample(left, k, state, mark, drawn)
@@ -319,5 +386,5 @@ def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, state, mar
         gains[t], order[t] = _best_of_sample(drawn, m, bound, taken, (rows, ub, pub), lin, w, scan, buf)
         pub[at[order[t]]] = pub[left - 1]  # the last place's row moves to the pick's place
         left = remove(rows, at, left, order[t])
-        u = _add(E, R, order[t], cur, theta, start, lref, lsim, uidx, Ru, u)
+        u = _add(E, R, order[t], cur, theta, start, lref, lsim, uidx, Ru, u, e)
     return order, gains, cur

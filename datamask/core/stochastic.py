@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .backend import get_namespace, to_numpy
+from .backend import to_numpy
 
 __all__ = ["stochastic_greedy_facility", "SAMPLE_FACTOR"]
 
@@ -47,13 +47,13 @@ class _Cover:
     """
 
     def __init__(self, fac, xp):
-        self.xp, self.E, self.R, self.C = xp, fac.E, fac.R, fac.C
+        self.xp, self.fac, self.R, self.C = xp, fac, fac.R, fac.C
         self.cur = xp.full(self.R.shape[0], -1.0, dtype=xp.float32)  # max over an empty set: cos >= -1
 
     def gains(self, rows):
         """(b,) float64: ``sum_x max(0, cos(e_x, e_i) - cur[x])`` for each candidate i of ``rows``."""
         xp = self.xp
-        D = self.C[rows] if self.C is not None else (self.R @ self.E[rows].T).T
+        D = self.C[rows] if self.C is not None else (self.R @ self.fac.rows(rows).T).T
         D = D - self.cur
         xp.maximum(D, 0.0, out=D)
         return np.asarray(to_numpy(D.sum(axis=1, dtype=xp.float64)))
@@ -61,7 +61,7 @@ class _Cover:
     def add(self, i):
         """Take candidate ``i``: raise ``cur`` to its cosines."""
         xp = self.xp
-        xp.maximum(self.cur, self.C[i] if self.C is not None else self.R @ self.E[i], out=self.cur)
+        xp.maximum(self.cur, self.C[i] if self.C is not None else self.R @ self.fac.rows(i), out=self.cur)
 
 
 class _Pool:
@@ -104,7 +104,7 @@ def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None, 
     the value :meth:`datamask.core.diversity.Facility.value` computes for them, from the
     same float32 cosines).
     """
-    xp = get_namespace(fac.E)
+    xp = fac.xp
     n, r, S = fac.E.shape[0], fac.R.shape[0], int(S)
     lin = np.asarray(to_numpy(lam * q / S), dtype=np.float64)
     w = (1.0 - lam) / r
@@ -114,9 +114,11 @@ def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None, 
     if getattr(fac, "lists", None) is not None:  # numpy's threshold lists: the compiled loop
         from .facility_kernels import picks
 
-        L = fac.lists
+        L, H = fac.lists, fac.E
+        rows = (H.src, H.table, H.rows, H.scale)
+        R = np.ascontiguousarray(fac.R, dtype=np.float32)
         order, gains, cur = picks(
-            fac.E, fac.R, lin, w, ub, L.start, L.ref, L.sim, L.theta, S, k, pool.rows, pool.at, pool.state, pool.mark
+            rows, R, lin, w, ub, L.start, L.ref, L.sim, L.theta, S, k, pool.rows, pool.at, pool.state, pool.mark
         )
     else:
         order, gains, cur = _picks(fac, xp, S, k, ub, lin, w, pool)

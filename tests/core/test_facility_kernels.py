@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from datamask import DataMask, evaluate
-from datamask.core import diversity, facility, metrics, stochastic
-from datamask.core.facility import FacilityGroups, threshold_lists
+from datamask.core import diversity, facility_lists, metrics, stochastic
+from datamask.core.facility import FacilityGroups
+from datamask.core.facility_lists import threshold_lists
 from datamask.core.synthetic import make_corpus
 
 
@@ -36,8 +37,8 @@ def entries(L, n, r):
 def test_threshold_lists_hold_every_pair_above_the_threshold(monkeypatch, sampled):
     n, r, d, T = 3000, 40, 16, 60
     if sampled:  # thresholds from 1,000 of the 3,000 candidates: about T entries, not exactly
-        monkeypatch.setattr(facility, "THRESHOLD_SAMPLE", 1000)
-    monkeypatch.setattr(facility, "CANDIDATE_BLOCK", 700)  # blocks that do not divide n
+        monkeypatch.setattr(facility_lists, "THRESHOLD_SAMPLE", 1000)
+    monkeypatch.setattr(facility_lists, "CANDIDATE_BLOCK", 700)  # blocks that do not divide n
     E, R = unit(n, d, 0), unit(r, d, 1)
     L = threshold_lists(E, R, T)
     C = E.astype(np.float64) @ R.astype(np.float64).T
@@ -58,7 +59,7 @@ def test_threshold_lists_hold_every_pair_above_the_threshold(monkeypatch, sample
 
 def test_threshold_lists_grow_when_more_pass_than_expected(monkeypatch):
     # a threshold every pair passes (as when T >= n): the lists outgrow their first guess
-    monkeypatch.setattr(facility, "list_thresholds", lambda E, R, T: np.full(R.shape[0], -np.inf, np.float32))
+    monkeypatch.setattr(facility_lists, "list_thresholds", lambda E, R, T: np.full(R.shape[0], -np.inf, np.float32))
     E, R = unit(900, 8, 2), unit(30, 8, 3)
     L = threshold_lists(E, R, 5)
     listed, sims = entries(L, 900, 30)
@@ -111,7 +112,7 @@ def test_compiled_picks_are_the_float64_brute_force_picks(monkeypatch, per_row):
     # product with the rows not yet saturated; every pair: the lists alone
     E, q = unit(2000, 24, 11), np.random.default_rng(12).random(2000)
     R = E[np.random.default_rng(0).choice(2000, 250, replace=False)]
-    monkeypatch.setattr(facility, "LIST_ENTRIES", per_row * 250)
+    monkeypatch.setattr(facility_lists, "LIST_ENTRIES", per_row * 250)
     fac = FacilityGroups(E, R, n_neighbors=8)
     S, lam, factor = 100, 0.5, 10
     k = math.ceil(2000 / S * factor)  # 200 of the rows left a pick
@@ -143,7 +144,7 @@ def test_compiled_and_python_loops_pick_alike(monkeypatch):
     c = make_corpus(3000, dim=32, seed=2)
     E, q = c["embedding"], c["quality"] / c["quality"].max()
     R = E[::10]
-    monkeypatch.setattr(facility, "LIST_ENTRIES", 40 * 300)
+    monkeypatch.setattr(facility_lists, "LIST_ENTRIES", 40 * 300)
     lists, dense = FacilityGroups(E, R), FacilityGroups(E, R, method="dense")
     a, ub_a = stochastic.stochastic_greedy_facility(lists, q, 300, 0.3, seed=7, factor=200)
     b, ub_b = stochastic.stochastic_greedy_facility(dense, q, 300, 0.3, seed=7, factor=200)
@@ -160,8 +161,8 @@ def test_compiled_and_python_loops_pick_alike(monkeypatch):
 def test_sorted_lists_are_the_top_neighbours_also_for_rows_listing_too_few(monkeypatch):
     # thresholds from 200 sampled candidates: some reference rows list fewer than the 16
     # neighbours pg's steps need, and those are computed exactly on first use
-    monkeypatch.setattr(facility, "THRESHOLD_SAMPLE", 200)
-    monkeypatch.setattr(facility, "LIST_ENTRIES", 16 * 60)
+    monkeypatch.setattr(facility_lists, "THRESHOLD_SAMPLE", 200)
+    monkeypatch.setattr(facility_lists, "LIST_ENTRIES", 16 * 60)
     E, R = unit(2000, 12, 5), unit(60, 12, 6)
     fac = FacilityGroups(E, R, n_neighbors=16)
     counts = np.bincount(fac.lists.ref, minlength=60)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from datamask import DataMask, evaluate
-from datamask.core import facility, stochastic
+from datamask.core import facility_lists, stochastic
 from datamask.core.facility import FacilityGroups
 from datamask.core.synthetic import make_corpus
 
@@ -27,7 +27,9 @@ def test_host_gains_pick_what_dense_products_pick(corpus, monkeypatch, per_row):
     # (the device's) are the Python loop over gathers of its (n, r) similarities
     E, q = corpus
     R = E[np.random.default_rng(0).choice(2000, 300, replace=False)]
-    monkeypatch.setattr(facility, "LIST_ENTRIES", per_row * 300)  # short lists: rows saturate late, both parts run
+    monkeypatch.setattr(
+        facility_lists, "LIST_ENTRIES", per_row * 300
+    )  # short lists: rows saturate late, both parts run
     host = FacilityGroups(E, R, n_neighbors=16)
     assert host.C is None and host.lists is not None and host.method == "neighbors"
     dense = FacilityGroups(E, R, method="dense")
