@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from .backend import get_namespace
 from .greedy import greedy_disf, greedy_facility, greedy_pairwise
-from .metrics import disf_from_moments, disf_groups, disf_one, facility_value, pairwise_from_sums
+from .metrics import disf_from_moments, disf_groups, disf_one, facility_best, pairwise_from_sums
 from .relaxed import disf_terms, pairwise_terms
 from .relaxed_tokens import disf_token_terms, pairwise_token_terms
 from .stochastic import stochastic_greedy_facility
@@ -52,6 +52,7 @@ class Diversity:
     uses_reference = False  # scored against reference rows (pg batches those, not candidates)
     row_sums_only = False  # a pg group needs only row sums (the int8 kernel can compute them)
     whole_split_known = False  # its value on the whole split is known without computing it
+    remember = False  # an Objective keeps its last value (a costly one: facility location)
     relaxed_terms = None  # relaxed.frank_wolfe's terms, or None: no relaxation
     relaxed_token_terms = None  # relaxed_tokens.frank_wolfe_tokens's terms
     stochastic_greedy = None  # init="stochastic_greedy"'s picks (datamask.core.stochastic), or None
@@ -160,12 +161,17 @@ class Facility(Diversity):
     start_patience = 0
     logit_range = (0.0, 2.0)  # init="quality"'s range
     uses_reference = True
+    remember = True  # its value is S x r products
     whole_split_known = True  # every row is its own nearest neighbour: 1
     stochastic_greedy = staticmethod(stochastic_greedy_facility)
     no_relaxed = "facility location is submodular, not concave"
 
     def value(self, obj, rows):
-        return facility_value(obj.rows(obj.reference), obj.rows(rows))
+        xp = get_namespace(obj.E)
+        R, best = obj.rows(obj.reference), None
+        for i0 in range(0, int(rows.shape[0]), BLOCK_ROWS):  # blocked: no (S, d) copy
+            best = facility_best(R, obj.rows(rows[i0 : i0 + BLOCK_ROWS]), best)
+        return float(best.astype(xp.float64).mean()) if best is not None else 0.0
 
     def groups(self, step, B, orders, ref):
         return step.fac.values(orders, ref)

@@ -2,10 +2,10 @@
 
 For reference row x and mask U the value is ``max_{u in U} cos(e_x, e_u)``. Scanning x's
 candidates from most to least similar, the first one that belongs to U is that maximum. So
-each reference row keeps its ``n_neighbors`` most similar candidates (computed once, in
-blocks), and a group of masks is scored by looking for the first member among them. Pairs
-(mask, reference row) with no member in the list are scored exactly with one product, so
-the value is exact, not an approximation.
+each reference row keeps its ``n_neighbors`` most similar candidates, and a group of masks
+is scored by looking for the first member among them. Pairs (mask, reference row) with no
+member in the list are scored exactly with one product, so the value is exact, not an
+approximation.
 
 That exact pass depends on which pairs missed, a value read back to the host. So on a GPU
 (any array module but numpy), when the candidate-by-reference similarity matrix fits in
@@ -13,49 +13,31 @@ That exact pass depends on which pairs missed, a value read back to the host. So
 the maximum over its rows: exact, with no value read back (a step can be captured as a
 CUDA graph), at G * S * r gathers per step.
 
-On numpy the neighbour lists stay the scorer of pg's steps, but when the matrix fits
-``HOST_DENSE_MAX_BYTES`` it is kept too, as one (n, r) product: stochastic greedy's gains
-(:mod:`datamask.core.stochastic`) are then gathers of its rows instead of products with the
-reference rows, and the lists are built only if a step asks for them (a start returned as it
-is never does).
+On numpy the scorer reads the candidates from the split's own array (no copy of them,
+:class:`~datamask.core.facility_lists.HostRows`), and its one pass over the similarities
+(:func:`~datamask.core.facility_lists.threshold_lists`) keeps the first gains
+(:attr:`FacilityGroups.cover`) and each reference row's *threshold list*, every candidate
+above a threshold that about ``LIST_ENTRIES`` / r of them pass, from which stochastic
+greedy's gains are exact (:mod:`datamask.core.facility_kernels`). pg's sorted neighbour
+lists are taken from them only if a step asks (a start returned as it is never does).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import facility_lists
 from .backend import get_namespace
+from .facility_lists import HostRows, as_host_rows, sorted_lists, threshold_lists
 from .metrics import BLOCK_ELEMENTS as _BLOCK_ELEMENTS
 
-__all__ = ["FacilityGroups", "DENSE_MAX_BYTES", "HOST_DENSE_MAX_BYTES", "top_neighbors"]
+__all__ = ["FacilityGroups", "DENSE_MAX_BYTES", "top_neighbors"]
 
 # Largest candidate-by-reference float32 similarity matrix kept for the dense method.
 DENSE_MAX_BYTES = 1 << 32
-# ... and kept on numpy beside the neighbour lists (1 GiB: 131k candidates against the
-# default 2,048 reference rows; a larger split scores its gains from the lists instead).
-HOST_DENSE_MAX_BYTES = 1 << 30
 # top_neighbors' threshold: the (OVERSAMPLE * T / stride)-th largest of every stride-th column,
 # so about OVERSAMPLE * T entries of a row pass it (a row with fewer than T is redone exactly).
 OVERSAMPLE = 2
-
-
-def host_matrix(n, r):
-    """An uninitialised (n, r) float32 host array in small pages.
-
-    numpy asks the kernel for transparent huge pages on large arrays; where the kernel
-    then compacts memory on the first write (``defrag=madvise``, a common default), filling
-    a 400 MB matrix took 3-4 s of system time after a greedy fit in the same process, not
-    0.6 s (benchmarks/results/defaults.md, round 5). Small pages cost about 0.2 s for it,
-    always. Elsewhere (no ``madvise``): ``numpy.empty``.
-    """
-    import mmap
-
-    size = 4 * n * r
-    if size == 0 or not hasattr(mmap, "MADV_NOHUGEPAGE"):
-        return np.empty((n, r), dtype=np.float32)
-    buf = mmap.mmap(-1, size)
-    buf.madvise(mmap.MADV_NOHUGEPAGE)
-    return np.frombuffer(buf, dtype=np.float32).reshape(n, r)
 
 
 def top_neighbors(C, T, xp):
@@ -112,49 +94,70 @@ class FacilityGroups:
     when the (n, r) matrix fits ``DENSE_MAX_BYTES``), or None for that default.
     ``cover`` (n,) float64: each candidate's ``sum_x (cos(e_x, e_i) + 1)`` over the reference
     rows, its facility gain over the empty selection, from the same pass over the
-    similarities (greedy starts from it).
+    similarities (greedy starts from it). On numpy with ``"neighbors"``, ``lists`` holds the
+    :class:`ThresholdLists` of that pass (stochastic greedy's gains).
     """
 
     def __init__(self, E, R, n_neighbors=128, method=None):
-        xp = get_namespace(E)
+        xp = np if isinstance(E, HostRows) else get_namespace(E)
         self.xp = xp
-        self.E, self.R = E, R
         n, r = E.shape[0], R.shape[0]
         if method is None:
             method = "dense" if xp is not np and 4 * n * r <= DENSE_MAX_BYTES else "neighbors"
         self.method = method
-        self.C = None  # (n, r) float32 similarities, when kept
+        self.E = as_host_rows(E) if xp is np and method == "neighbors" else E
+        self.R = R
+        self.C = self.lists = None  # (n, r) float32 similarities (dense); threshold lists (numpy)
         self._T, self._nbr, self._sim = min(int(n_neighbors), n), None, None
         if method == "dense":
-            self.C = (E @ R.T).astype(xp.float32)  # (n, r)
+            self.C = (self.rows() @ R.T).astype(xp.float32)  # (n, r)
             self.cover = self.C.sum(axis=1, dtype=xp.float64) + float(r)
             return
-        if xp is np and 4 * n * r <= HOST_DENSE_MAX_BYTES:
-            self.C = np.matmul(E, R.T, out=host_matrix(n, r))
-            self.cover = self.C.sum(axis=1, dtype=np.float64) + float(r)
+        if xp is np:
+            T = max(self._T, facility_lists.LIST_ENTRIES // max(1, r))
+            self.lists = threshold_lists(self.E, R, T)
+            self.cover = self.lists.cover
             return
         self.cover = xp.full(n, 0.0, dtype=xp.float64)
         self._lists(lambda r0, r1: R[r0:r1] @ E.T, count=True)
 
-    def _lists(self, block, count=False):
-        """Each reference row's neighbour list from ``block(r0, r1)``, its (b, n) similarities
-        (and, with ``count``, the cover from the same pass)."""
-        xp, (n, r), T = self.xp, (self.E.shape[0], self.R.shape[0]), self._T
-        self._nbr = xp.empty((r, T), dtype=xp.int64)
-        self._sim = xp.empty((r, T), dtype=xp.float32)
+    def rows(self, idx=None):
+        """(k, d) float32: the candidate rows ``idx`` (None: all)."""
+        if isinstance(self.E, HostRows):
+            return self.E.take(idx)
+        return self.E if idx is None else self.E[idx]
+
+    def _lists(self, block, count=False, rows=None):
+        """The neighbour lists of reference ``rows`` (None: all) from ``block(r0, r1)``, the
+        (b, n) similarities of the ``r0:r1`` of them (and, with ``count``, the cover from the
+        same pass)."""
+        xp, n, T = self.xp, self.E.shape[0], self._T
+        r = self.R.shape[0] if rows is None else rows.shape[0]
+        if self._nbr is None:
+            self._nbr = xp.empty((self.R.shape[0], T), dtype=xp.int64)
+            self._sim = xp.empty((self.R.shape[0], T), dtype=xp.float32)
         per = max(1, _BLOCK_ELEMENTS // max(1, n))
         for r0 in range(0, r, per):
             C = block(r0, r0 + per)  # (b, n)
             if count:
                 self.cover += C.sum(axis=0, dtype=xp.float64) + float(C.shape[0])
-            self._nbr[r0 : r0 + per], self._sim[r0 : r0 + per] = top_neighbors(C, T, xp)
+            at = slice(r0, r0 + per) if rows is None else rows[r0 : r0 + per]
+            self._nbr[at], self._sim[at] = top_neighbors(C, T, xp)
+
+    def _by_reference(self, refs):
+        """(len(refs), n) float32: the cosines of reference rows ``refs`` to every candidate,
+        from blocks of candidates."""
+        out = np.empty((refs.shape[0], self.E.shape[0]), dtype=np.float32)
+        for i0, i1, blk in self.E.blocks():
+            out[:, i0:i1] = (blk @ self.R[refs].T).T
+        return out
 
     def _kept_lists(self):
-        """The neighbour lists, built from the kept matrix on first use (which then goes:
-        pg's steps score from the lists)."""
+        """The neighbour lists; on numpy taken from the threshold lists on first use."""
         if self._nbr is None:
-            self._lists(lambda r0, r1: np.ascontiguousarray(self.C[:, r0:r1].T))
-            self.C = None
+            self._nbr, self._sim, short = sorted_lists(self.lists, self._T)
+            if short.shape[0]:  # rows listing fewer than T candidates: a product of their own
+                self._lists(lambda r0, r1: self._by_reference(short[r0:r1]), rows=short)
         return self._nbr, self._sim
 
     @property
@@ -196,6 +199,6 @@ class FacilityGroups:
             gj, gx = xp.nonzero(~found)
             for j in map(int, xp.unique(gj)):
                 xs = gx[gj == j]
-                exact = (self.E[orders[j]] @ self.R[ref[xs]].T).max(axis=0)
+                exact = (self.rows(orders[j]) @ self.R[ref[xs]].T).max(axis=0)
                 vals[j, xs] = exact.astype(xp.float64)
         return vals.mean(axis=1)

@@ -18,6 +18,7 @@ __all__ = [
     "disf_from_moments",
     "disf_groups",
     "facility_value",
+    "facility_best",
     "BLOCK_ELEMENTS",
 ]
 
@@ -118,12 +119,20 @@ def disf_groups(E, idx):
 def facility_value(R, EU):
     """Facility location of one selection: reference rows ``R`` (r, d), selected ``EU`` (S, d).
 
-    Blocked over reference rows, so memory stays at about ``BLOCK_ELEMENTS`` floats.
+    Blocked over the selected rows against every reference row (each row of ``EU`` read
+    once), so memory stays at about ``BLOCK_ELEMENTS`` floats.
     """
     xp = get_namespace(R)
-    r, S = R.shape[0], EU.shape[0]
-    per = max(1, BLOCK_ELEMENTS // max(1, S))
-    total = 0.0
-    for r0 in range(0, r, per):
-        total += float((R[r0 : r0 + per] @ EU.T).max(axis=1).astype(xp.float64).sum())
-    return total / r
+    return float(facility_best(R, EU).astype(xp.float64).mean())
+
+
+def facility_best(R, EU, best=None):
+    """(r,) float32: each reference row's best cosine to the rows ``EU`` (S, d), or to them
+    and the rows behind ``best`` (updated in place when given), blocked over ``EU``'s rows."""
+    xp = get_namespace(R)
+    if best is None:
+        best = xp.full(R.shape[0], -xp.inf, dtype=xp.float32)
+    per = max(1, BLOCK_ELEMENTS // max(1, R.shape[0]))
+    for i0 in range(0, EU.shape[0], per):
+        xp.maximum(best, (EU[i0 : i0 + per] @ R.T).max(axis=0), out=best)
+    return best

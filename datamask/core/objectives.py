@@ -76,15 +76,35 @@ class Objective:
         self.norms = norms
         xp = get_namespace(embeddings)
         self.reference = xp.arange(embeddings.shape[0]) if reference is None else reference
+        self._last = None  # (sorted rows, diversity) of the last selection scored, when the diversity keeps it
 
     def rows(self, rows):
         """Float32 unit embeddings of ``rows``."""
         return unit_rows(self.E, rows, self.norms)
 
     def diversity_of(self, rows):
-        """Diversity of one selection given as row indices."""
+        """Diversity of one selection given as row indices. A diversity whose value costs a
+        pass over the reference rows (``div.remember``: facility location) keeps its last
+        value: a fit scores its start and then its result, often the same rows."""
         xp = get_namespace(self.E)
-        return self.div.value(self, xp.asarray(rows))
+        rows = xp.asarray(rows)
+        if not self.div.remember:
+            return self.div.value(self, rows)
+        key = xp.sort(rows)
+        last = self._last
+        if last is not None and last[0].shape == key.shape and bool(xp.all(last[0] == key)):
+            return last[1]
+        value = self.div.value(self, rows)
+        self._last = (key, value)
+        return value
+
+    def remember(self, rows, diversity):
+        """Keep ``diversity`` as the value of the selection ``rows`` (a solver that computed it
+        on the way, from the same float32 cosines: stochastic greedy's picks), when the
+        diversity keeps its last value (``div.remember``)."""
+        if self.div.remember:
+            xp = get_namespace(self.E)
+            self._last = (xp.sort(xp.asarray(rows)), float(diversity))
 
     def evaluate_rows(self, rows) -> dict:
         """``{"objective", "quality", "diversity"}`` of the selection ``rows``."""

@@ -25,6 +25,7 @@ from .backend import get_namespace
 from .cuda_graph import CupyGraphs, StepRunner, capture_enabled
 from .diversity import get_diversity
 from .facility import FacilityGroups
+from .facility_lists import HostRows
 from .groupsum import GroupSums
 from .policy import LOGIT_SPAN, policy_gradient, sample_masks
 from .rng import CounterRNG
@@ -68,7 +69,9 @@ def facility_scorer(state, E, norms):
     """The fit's :class:`FacilityGroups` (built once: its pass over the similarities also
     gives stochastic greedy's first gains)."""
     if "facility" not in state.cache:
-        rows = candidate_rows(state, E, norms, "float32").take()
+        xp = get_namespace(E)
+        # numpy: read from the split's own array, no copy of the candidates (facility_lists.HostRows)
+        rows = HostRows(E, state.cand, norms) if xp is np else candidate_rows(state, E, norms, "float32").take()
         state.cache["facility"] = FacilityGroups(rows, state.objective.rows(state.objective.reference))
     return state.cache["facility"]
 
@@ -241,8 +244,8 @@ class PolicyGradient:
         div = state.div
         if div.uses_reference:
             # Batch updating samples reference rows, not candidates (sampling candidates
-            # pushes up near-duplicates).
-            rows = candidate_rows(state, E, norms, "float32")
+            # pushes up near-duplicates). Its groups read the scorer only: no rows of its own.
+            rows = None
             fac = facility_scorer(state, E, norms)
             k = self.batch_rows(fac.n_reference, MIN_REFERENCE_BATCH)
             passes = Passes(fac.n_reference, k, CounterRNG(xp, [int(est.seed), 2]))

@@ -129,8 +129,10 @@ def greedy_scores(state, E, scale, qc, xp):
     others their last gain scaled onto [0, 1/2] (a bound on what each would add)."""
     est = state.est
     fac = facility_scorer(state, E, scale)  # pg's scorer: its pass gives the first gains
-    trace = state.fitted["start_history"] = []
-    order, bounds = state.div.stochastic_greedy(fac, qc, state.S, est.lam, est.seed, trace=trace)
+    trace, value = [], []
+    state.fitted["start_history"] = trace
+    order, bounds = state.div.stochastic_greedy(fac, qc, state.S, est.lam, est.seed, trace=trace, value=value)
+    state.objective.remember(state.cand[order], value[0])  # the picks' diversity: pg's step 0 scores them
     b = xp.asarray(bounds, dtype=xp.float64)
     lo, hi = float(b.min()), float(b.max())
     v = (b - lo) / (hi - lo) / 2.0 if hi > lo else b * 0.0

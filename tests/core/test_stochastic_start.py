@@ -1,15 +1,16 @@
 """Facility location's default start: stochastic greedy (datamask.core.stochastic).
 
-Its gains are gathers from the (n, r) similarities the numpy scorer keeps when they fit, or
-come from the scorer's neighbour lists where a reference row is saturated and from one
-product elsewhere: exact either way, so each picks what the dense scorer's products pick.
+On numpy its gains come from the scorer's threshold lists where a reference row is saturated
+and from one product elsewhere (compiled, datamask.core.facility_kernels); on the dense scorer
+they are gathers of its (n, r) similarities: exact either way, so each picks what the other
+picks (tests/core/test_facility_kernels.py holds them to a float64 brute force).
 """
 
 import numpy as np
 import pytest
 
 from datamask import DataMask, evaluate
-from datamask.core import facility, stochastic
+from datamask.core import facility_lists, stochastic
 from datamask.core.facility import FacilityGroups
 from datamask.core.synthetic import make_corpus
 
@@ -20,33 +21,39 @@ def corpus():
     return c["embedding"], c["quality"]
 
 
-@pytest.mark.parametrize("host_matrix", [True, False], ids=["host matrix", "lists only"])
-def test_host_gains_pick_what_dense_products_pick(corpus, monkeypatch, host_matrix):
+@pytest.mark.parametrize("per_row", [16, 4000], ids=["short lists", "every pair"])
+def test_host_gains_pick_what_dense_products_pick(corpus, monkeypatch, per_row):
+    # numpy's scorer keeps threshold lists and its picks are compiled; the dense scorer's
+    # (the device's) are the Python loop over gathers of its (n, r) similarities
     E, q = corpus
     R = E[np.random.default_rng(0).choice(2000, 300, replace=False)]
-    if not host_matrix:  # a split too large to keep its (n, r) similarities
-        monkeypatch.setattr(facility, "HOST_DENSE_MAX_BYTES", 4 * 2000 * 300 - 1)
-    host = FacilityGroups(E, R, n_neighbors=16)  # short lists: rows saturate late, both parts run
-    assert (host.C is not None) == host_matrix and host.method == "neighbors"
+    monkeypatch.setattr(
+        facility_lists, "LIST_ENTRIES", per_row * 300
+    )  # short lists: rows saturate late, both parts run
+    host = FacilityGroups(E, R, n_neighbors=16)
+    assert host.C is None and host.lists is not None and host.method == "neighbors"
     dense = FacilityGroups(E, R, method="dense")
     np.testing.assert_allclose(host.cover, dense.cover, rtol=1e-6)  # float32 sums of 300 cosines
     # a sample of 1,600 of the 2,000 rows a pick (the default factor would take them all)
     a, ub_a = stochastic.stochastic_greedy_facility(host, q / q.max(), 200, 0.5, seed=3, factor=160)
     b, ub_b = stochastic.stochastic_greedy_facility(dense, q / q.max(), 200, 0.5, seed=3, factor=160)
     assert np.array_equal(a, b) and len(set(a.tolist())) == 200
-    np.testing.assert_allclose(ub_a, ub_b, rtol=1e-5, atol=1e-9)
+    # bounds on the gains given the picks (tests/core/test_facility_kernels.py: the same for both)
+    C = (E @ R.T).astype(np.float64)
+    now = 0.5 * q / q.max() / 200 + 0.5 / 300 * np.maximum(C - C[a].max(axis=0), 0).sum(axis=1)
+    assert np.all(ub_a >= now - 1e-9) and np.all(ub_b >= now - 1e-9)
 
 
-def test_kept_matrix_builds_the_lists_only_when_a_step_asks(corpus):
-    # a start returned as it is never reads the lists; pg's steps do, and then the matrix goes
+def test_lists_are_sorted_for_pg_only_when_a_step_asks(corpus):
+    # a start returned as it is never reads pg's sorted lists; pg's steps do
     E, _ = corpus
     R = E[::5]
     kept = FacilityGroups(E, R, n_neighbors=16)
-    assert kept._nbr is None and kept.C.shape == (2000, 400)
+    assert kept._nbr is None and kept.C is None
     idx = np.stack([np.random.default_rng(s).permutation(2000)[:50] for s in range(4)])
     want = [(R @ E[r].T).max(axis=1).mean() for r in idx]
     np.testing.assert_allclose(kept.values(idx), want, rtol=0, atol=1e-6)
-    assert kept.C is None and kept.nbr.shape == (400, 16)
+    assert kept.nbr.shape == (400, 16)
     np.testing.assert_allclose(kept.sim, -np.sort(-(R @ E.T), axis=1)[:, :16], rtol=0, atol=32 * 2.0**-24)
 
 
@@ -114,10 +121,12 @@ def test_neighbour_lists_from_a_sampled_threshold_are_a_full_selection():
     assert idx[4].tolist() == list(range(T))  # ties keep column order
 
 
-@pytest.mark.parametrize("settled", [True, False], ids=["head settles it", "rest needed"])
+@pytest.mark.parametrize("settled", [True, False], ids=["first blocks settle it", "the sorted rest needed"])
 def test_best_of_sample_is_the_best_exact_gain(settled):
     # stale bounds only bound the exact gains from above; the pick is the sampled row of best
-    # exact gain whether the head of the order settles it or the rest has to be scored
+    # exact gain whether the first two blocks settle it or the rest has to be sorted and scored
+    from datamask.core.facility_kernels import block_size
+
     rng = np.random.default_rng(4)
     n = 5000
     exact = rng.random(n)
@@ -126,15 +135,19 @@ def test_best_of_sample_is_the_best_exact_gain(settled):
         def gains(self, rows):
             return exact[rows]
 
-    slack = rng.random(n) * (0.01 if settled else 5.0)  # loose bounds: the head does not decide
+    slack = rng.random(n) * (0.0001 if settled else 5.0)  # loose bounds: the first blocks do not decide
     ub = exact + slack
     cands = rng.choice(n, 3000, replace=False)
+    first = ub[cands].copy()
     gain, pick = stochastic._best_of_sample(cands, ub, np.zeros(n), 1.0, Gains())
     assert pick == cands[np.argmax(exact[cands])]
     assert gain == pytest.approx(exact[pick])
     scored = np.flatnonzero(ub == exact)
-    assert (len(scored) > stochastic.HEAD) == (not settled)  # which path ran
     assert set(scored) <= set(cands.tolist())
+    # the scored rows are the best bounds, whole blocks of 16, 16, 32, 64, ... of them
+    assert set(scored) == set(cands[np.argsort(-first)[: len(scored)]].tolist())
+    assert len(scored) in np.cumsum([block_size(b) for b in range(40)])
+    assert (len(scored) > 2 * block_size(0)) == (not settled)  # which path ran
 
 
 def test_pool_samples_the_rows_left_and_all_of_them_when_asked_for_more():

@@ -1,0 +1,390 @@
+"""Compiled loops (numba) of facility location on the host: stochastic greedy's picks, its
+sample of the rows left, and the pass that builds the threshold lists.
+
+**Threshold lists** (:func:`scan_block`, called by :func:`datamask.core.facility.threshold_lists`
+on blocks of the candidate-by-reference similarities): reference row x lists every candidate
+i with ``C[i, x] >= theta[x]``, stored by candidate (CSR: ``start``, then each entry's
+reference row and cosine). Once the picks' best cosine ``cur[x]`` reaches ``theta[x]``, x is
+*saturated*: a candidate not in its list has ``C[i, x] < theta[x] <= cur[x]`` and gains
+nothing from x. So a gain is exact from the candidate's own entries for the saturated rows,
+plus products with the reference rows not yet saturated (all of them at first; none after
+the first picks on the suite's corpora).
+
+**Picks** (:func:`picks`): the loop of :func:`datamask.core.stochastic.stochastic_greedy_facility`
+(a sample of ``k`` rows a pick, scored best bound first in blocks of :func:`block_size` rows
+until no bound left beats the best exact gain), compiled, with the gains from the lists. It
+scores the rows the Python loop scores (equal bounds in sample order) and picks what it
+picks from the same sample (ties in exact gain aside).
+
+**The sample** (:func:`sample`, :func:`remove`): the rows left are ``rows[:left]`` with each
+row's place in ``at``; a draw takes ``k`` places uniformly without replacement, one at a
+time on splitmix64 numbers (``state``, one uint64), a place drawn twice drawn again (a
+uniform k-subset; at most about ``left ln(left)`` draws when k nears ``left``). The compiled
+loop keeps each place's bound beside it (``pub``), so a draw reads one array at random
+places, not the rows and then their bounds. The Python loop (cupy, the dense scorer) draws
+through the same functions, so both loops see the same samples for a seed.
+
+The kernels are compiled on first use in each process (a few seconds; cached on disk by
+numba afterwards).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+__all__ = ["BLOCK", "MAX_BLOCK", "block_size", "sample", "remove", "seed_state", "scan_block", "screen_block", "picks"]
+
+# Rows of a sample scored at a time: BLOCK in a pick's first two blocks, then twice as many
+# each block up to MAX_BLOCK (a pick early on scores most of its sample, against reference
+# rows not yet saturated: larger products run faster).
+BLOCK, MAX_BLOCK = 16, 256
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_MASK = (1 << 64) - 1
+
+
+def seed_state(seed) -> np.ndarray:
+    """The sampler's state for ``seed``: one uint64 (a different stream per seed)."""
+    return np.array([(int(seed) * 0x9E3779B97F4A7C15 + 0x3C6EF372FE94F82B) & _MASK], dtype=np.uint64)
+
+
+@njit(cache=True)
+def _uniform(state):
+    """A float64 in [0, 1) from splitmix64 (the state advances by one step)."""
+    state[0] += _GOLDEN
+    z = state[0]
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+def _value(src, table, c, k):
+    """Entry ``k`` of row ``c`` of a split's array as float32 (compiled: :func:`_value_impl`)."""
+    raise NotImplementedError
+
+
+@overload(_value)
+def _value_impl(src, table, c, k):
+    if isinstance(src.dtype, types.Integer):  # float16 storage, as its bits: through the table
+        return lambda src, table, c, k: table[src[c, k]]
+    return lambda src, table, c, k: np.float32(src[c, k])
+
+
+@njit(cache=True)
+def _load(rows, i, out):
+    """Candidate ``i``'s float32 unit row into ``out``, as ``validate.unit_rows`` makes it
+    (``rows``: the split's array, its float16 table, the candidates' rows, their norms or
+    nothing; :class:`~datamask.core.facility_lists.HostRows`)."""
+    src, table, cand, scale = rows
+    c = cand[i]
+    for k in range(out.shape[0]):
+        out[k] = _value(src, table, c, k)
+    if scale.shape[0]:
+        s = scale[c]
+        for k in range(out.shape[0]):
+            out[k] /= s
+
+
+@njit(cache=True)
+def block_size(b):
+    """Rows in a pick's block ``b`` (0, 1, ...): 16, 16, 32, 64, 128, 256, 256, ..."""
+    return min(MAX_BLOCK, BLOCK << max(0, b - 1))
+
+
+@njit(cache=True)
+def sample(left, k, state, mark, out):
+    """``k`` places of the pool drawn uniformly without replacement from ``0 .. left - 1``
+    into ``out`` (a draw that repeats a place is redrawn; ``mark``, one flag a place, all
+    False between calls); returns how many: ``left`` when ``k >= left`` (every place, no
+    draw). The rows are ``rows[out]``."""
+    if k >= left:
+        for j in range(left):
+            out[j] = j
+        return left
+    for j in range(k):
+        p = min(left - 1, int(_uniform(state) * left))
+        while mark[p]:
+            p = min(left - 1, int(_uniform(state) * left))
+        mark[p] = True
+        out[j] = p
+    for j in range(k):
+        mark[out[j]] = False
+    return k
+
+
+@njit(cache=True)
+def remove(rows, at, left, i):
+    """Take row ``i`` out of ``rows[:left]`` (swapped with the last row left); returns ``left - 1``."""
+    j, left = at[i], left - 1
+    last = rows[left]
+    rows[j], at[last] = last, j
+    rows[left], at[i] = i, left
+    return left
+
+
+@njit(cache=True, fastmath=True)
+def scan_block(C, theta, ref, sim, ends, pos):
+    """Append each row's entries ``C[i, x] >= theta[x]`` of block ``C`` (c, r) to ``ref`` /
+    ``sim`` from ``pos``, row by row, and each row's end to ``ends``; returns the new end,
+    or -1 when ``ref`` is too short (nothing then counts: the caller grows it and rescans).
+    Each run of 16 entries is counted first (a loop the compiler vectorises), and only a
+    run with an entry at its threshold is walked."""
+    c, r = C.shape
+    cap = ref.shape[0]
+    for i in range(c):
+        row = C[i]
+        for x0 in range(0, r + 15, 16):
+            x1 = min(r, x0 + 16)
+            if x1 - x0 == 16:
+                hits = 0
+                for x in range(x0, x0 + 16):
+                    hits += row[x] >= theta[x]
+                if hits == 0:
+                    continue
+            for x in range(x0, x1):
+                v = row[x]
+                if v >= theta[x]:
+                    if pos >= cap:
+                        return -1
+                    ref[pos] = x
+                    sim[pos] = v
+                    pos += 1
+        ends[i] = pos
+    return pos
+
+
+@njit(cache=True, fastmath=True)
+def screen_block(B, key, blk, R, theta, ref, sim, ends, pos):
+    """:func:`scan_block` from the block's bfloat16 cosines, their bits ``B`` (c, r) int16:
+    a pair whose order key reaches ``key[x]`` (its threshold less the bfloat16 margin) has
+    its cosine computed again in float32 from the rows ``blk`` (c, d) and ``R`` (r, d), and
+    is listed when that reaches ``theta[x]``."""
+    c, r = B.shape
+    d = blk.shape[1]
+    cap = ref.shape[0]
+    for i in range(c):
+        row = B[i]
+        for x0 in range(0, r, 16):
+            x1 = min(r, x0 + 16)
+            if x1 - x0 == 16:
+                hits = 0
+                for x in range(x0, x0 + 16):
+                    b = np.int32(row[x])
+                    hits += (b if b >= 0 else -32768 - b) >= key[x]
+                if hits == 0:
+                    continue
+            for x in range(x0, x1):
+                b = np.int32(row[x])
+                if (b if b >= 0 else -32768 - b) < key[x]:
+                    continue
+                v = np.float32(0.0)
+                for j in range(d):
+                    v += blk[i, j] * R[x, j]
+                if v >= theta[x]:
+                    if pos >= cap:
+                        return -1
+                    ref[pos] = x
+                    sim[pos] = v
+                    pos += 1
+        ends[i] = pos
+    return pos
+
+
+@njit(cache=True)
+def _next_block(bound, taken, m, blk, size):
+    """The up to ``size`` untaken sample places of largest ``bound`` (ties: earlier place
+    first) into ``blk``, largest first, marked taken; returns how many."""
+    nb = 0
+    for j in range(m):
+        if taken[j]:
+            continue
+        v = bound[j]
+        if nb == size and v <= bound[blk[nb - 1]]:
+            continue
+        p = nb if nb < size else size - 1
+        while p > 0 and bound[blk[p - 1]] < v:
+            blk[p] = blk[p - 1]
+            p -= 1
+        blk[p] = j
+        if nb < size:
+            nb += 1
+    for b in range(nb):
+        taken[blk[b]] = True
+    return nb
+
+
+@njit(cache=True)
+def _gains(blk_rows, nb, scan, bar, Eb, out):
+    """Gains ``sum_x max(0, C[i, x] - cur[x])`` of the candidates ``blk_rows[:nb]`` into
+    ``out``, exact where it can matter: from each candidate's entries, plus for the
+    reference rows not yet saturated either their threshold (a bound: an unlisted candidate
+    is below it) or, for the candidates whose bound so beats the best gain so far (``bar``:
+    it, the quality part and the weight), one product. The others' ``out`` is that bound:
+    they cannot be the pick."""
+    rows, cur, theta, start, lref, lsim, uidx, Ru, u, slack = scan
+    best, lin, w = bar
+    keep = np.empty(nb, dtype=np.int64)
+    listed = np.empty(nb, dtype=np.float64)
+    ns = 0
+    for b in range(nb):
+        i = blk_rows[b]
+        g_sat, g, cut = 0.0, 0.0, 0.0
+        for e in range(start[i], start[i + 1]):
+            x = lref[e]
+            c = cur[x]
+            d = lsim[e] - c
+            if c >= theta[x]:
+                if d > 0:
+                    g_sat += d
+            else:  # not saturated: exact here, and out of the threshold bound below
+                if d > 0:
+                    g += d
+                cut += theta[x] - c
+        listed[b] = g_sat
+        out[b] = g_sat + g + max(0.0, slack - cut) * (1.0 + 1e-9)  # a bound (rounding covered)
+        if u > 0 and lin[i] + w * out[b] > best:
+            keep[ns] = b
+            ns += 1
+    if ns == 0:
+        return
+    for s in range(ns):
+        _load(rows, blk_rows[keep[s]], Eb[s])
+    D = np.dot(Eb[:ns], Ru[:u].T)  # (ns, u): the rows not yet saturated
+    for s in range(ns):
+        g = listed[keep[s]]
+        for j in range(u):
+            x = uidx[j]
+            c = cur[x]
+            if c < theta[x] and D[s, j] > c:
+                g += D[s, j] - c
+        out[keep[s]] = g
+
+
+@njit(cache=True)
+def _add(rows, R, i, cur, theta, start, lref, lsim, uidx, Ru, u, row):
+    """Take candidate ``i``: raise ``cur`` to its cosines; returns the rows not yet
+    saturated (``uidx[:u]``, ``Ru`` their rows; compacted once an eighth of them is)."""
+    for e in range(start[i], start[i + 1]):
+        x = lref[e]
+        if lsim[e] > cur[x]:
+            cur[x] = lsim[e]
+    if u == 0:
+        return 0
+    _load(rows, i, row)
+    dv = np.dot(Ru[:u], row)
+    done = 0
+    for j in range(u):
+        x = uidx[j]
+        if dv[j] > cur[x]:
+            cur[x] = dv[j]
+        if cur[x] >= theta[x]:
+            done += 1
+    if 8 * done < u:
+        return u
+    nu = 0
+    for j in range(u):
+        x = uidx[j]
+        if cur[x] < theta[x]:
+            uidx[nu] = x
+            Ru[nu] = R[x]
+            nu += 1
+    return nu
+
+
+@njit(cache=True)
+def _order_rest(bound, taken, m):
+    """The untaken sample places, by ``bound`` down (ties: earlier place first)."""
+    rest = np.empty(m, dtype=np.int64)
+    c = 0
+    for j in range(m):
+        if not taken[j]:
+            rest[c] = j
+            c += 1
+    rest = rest[:c]
+    return rest[np.argsort(-bound[rest], kind="mergesort")]
+
+
+@njit(cache=True)
+def _best_of_sample(drawn, m, bound, taken, pool, lin, w, scan, buf):
+    """``(gain, row)``: the sampled row (places ``drawn[:m]``, bounds ``bound``) of best exact
+    gain, scored best bound first in blocks of :func:`block_size` rows until no bound left
+    beats the best gain found; each scored row's bound (``ub``, and ``pub`` at its place)
+    becomes its exact gain. ``pool`` is ``(rows, ub, pub)``, ``scan`` the lists' arrays
+    (:func:`_gains`), ``buf`` the block buffers."""
+    rows, ub, pub = pool
+    blk, blk_rows, Eb, g = buf
+    for j in range(m):
+        taken[j] = False
+    best, pick, nblk, at = -np.inf, -1, 0, 0
+    rest = blk[:0]
+    while True:
+        size = block_size(nblk)
+        if nblk < 2:  # the first two blocks by selection: a pick rarely needs a third
+            nb = _next_block(bound, taken, m, blk, size)
+        else:
+            if nblk == 2:
+                rest = _order_rest(bound, taken, m)
+            nb = min(size, rest.shape[0] - at)
+            blk[:nb] = rest[at : at + nb]
+            at += nb
+        if nb == 0 or bound[blk[0]] <= best:  # no bound left beats the best exact gain
+            return best, pick
+        for b in range(nb):
+            blk_rows[b] = rows[drawn[blk[b]]]
+        _gains(blk_rows, nb, scan, (best, lin, w), Eb, g)
+        for b in range(nb):
+            i = blk_rows[b]
+            val = lin[i] + w * g[b]
+            ub[i] = val
+            pub[drawn[blk[b]]] = val
+            if val > best:
+                best, pick = val, i
+        nblk += 1
+
+
+@njit(cache=True)
+def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, state, mark):
+    """Stochastic greedy's ``S`` picks over the candidates ``E`` (their rows as :func:`_load`
+    reads them) and reference rows ``R`` (r, d) with the threshold lists (``start``, ``lref``, ``lsim``, ``theta``); ``lin`` the
+    quality part of each gain, ``w`` the weight of the facility part, ``ub`` (n,) the
+    bounds (updated: each scored row's last exact gain), ``rows`` / ``at`` / ``state`` /
+    ``mark`` the pool and its sampler. Returns ``(order, gains, cur)``: the picks, each
+    one's gain when picked, and each reference row's best cosine to the picks."""
+    r = R.shape[0]
+    cur = np.full(r, -1.0, dtype=np.float32)  # max over an empty set: cos >= -1
+    uidx = np.arange(r).astype(np.int64)
+    Ru = R.copy()
+    u = r
+    bound = np.empty(k, dtype=np.float64)
+    taken = np.empty(k, dtype=np.bool_)
+    drawn = np.empty(k, dtype=np.int64)
+    buf = (
+        np.empty(MAX_BLOCK, dtype=np.int64),
+        np.empty(MAX_BLOCK, dtype=np.int64),
+        np.empty((MAX_BLOCK, R.shape[1]), dtype=np.float32),
+        np.empty(MAX_BLOCK, dtype=np.float64),
+    )
+    order = np.empty(S, dtype=np.int64)
+    gains = np.empty(S, dtype=np.float64)
+    left = rows.shape[0]
+    e = np.empty(R.shape[1], dtype=np.float32)
+    pub = ub[rows[:left]]  # each place's bound
+    for t in range(S):
+        m = sample(left, k, state, mark, drawn)
+        for j in range(m):
+            bound[j] = pub[drawn[j]]
+        slack = 0.0  # sum over the rows not saturated of theta - cur: an unlisted candidate's most
+        for j in range(u):
+            x = uidx[j]
+            if cur[x] < theta[x]:
+                slack += theta[x] - cur[x]
+        scan = (E, cur, theta, start, lref, lsim, uidx, Ru, u, slack)
+        gains[t], order[t] = _best_of_sample(drawn, m, bound, taken, (rows, ub, pub), lin, w, scan, buf)
+        pub[at[order[t]]] = pub[left - 1]  # the last place's row moves to the pick's place
+        left = remove(rows, at, left, order[t])
+        u = _add(E, R, order[t], cur, theta, start, lref, lsim, uidx, Ru, u, e)
+    return order, gains, cur

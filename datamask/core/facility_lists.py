@@ -1,0 +1,266 @@
+"""The numpy facility scorer's one pass over the candidate-by-reference similarities: each
+candidate's first gain and the *threshold lists* that stochastic greedy's compiled loop
+(:mod:`datamask.core.facility_kernels`) reads its exact gains from.
+
+Reference row x lists every candidate i with ``C[i, x] >= theta[x]``, ``theta[x]`` set so
+that about :data:`LIST_ENTRIES` / r candidates pass it (from a fixed sample of the
+candidates, :func:`list_thresholds`). The pass reads the candidates in blocks of
+:data:`CANDIDATE_BLOCK` rows against every reference row, so each candidate row is read
+once, and it reads them from the split's own array (:class:`HostRows`: no copy of the
+candidates is kept; float16 storage stays float16).
+
+**The products.** Float32 on every CPU (:func:`screen_kernel` ``"float32"``). Where the CPU
+has bfloat16 dot products (``amx_bf16``, ``avx512_bf16``) and torch is installed, a large
+pass (:data:`BF16_MIN_PAIRS` pairs or more) screens the pairs with one bfloat16 product
+instead, then computes the cosine of every pair that may reach its threshold again in float32
+(:func:`~datamask.core.facility_kernels.screen_block`): a bfloat16 cosine of unit rows is
+within :func:`screen_margin` of the exact one before its monotone rounding to bfloat16 (a
+bound from each row's own rounding: about 2^-8 for random unit rows of 384 entries, 2^-7
+at worst), so a pair whose bfloat16 cosine is below ``theta[x]`` less that margin, rounded
+down, cannot reach ``theta[x]``. The lists are the same pairs with the same float32 cosines
+either way (up to the order the sums run in); only the time differs. ``DATAMASK_FACILITY_PRODUCT=float32`` forces the portable one.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .metrics import BLOCK_ELEMENTS
+from .validate import unit_rows
+
+__all__ = [
+    "HostRows",
+    "ThresholdLists",
+    "LIST_ENTRIES",
+    "list_thresholds",
+    "threshold_lists",
+    "sorted_lists",
+    "screen_kernel",
+    "screen_margin",
+]
+
+# Entries of the threshold lists, about (8 bytes each: 64 MiB): each reference row lists
+# about LIST_ENTRIES / r candidates (4,096 of them against the default 2,048 reference rows).
+LIST_ENTRIES = 1 << 23
+# Candidate rows sampled to set each reference row's threshold (all of them below this).
+THRESHOLD_SAMPLE = 16384
+# Candidate rows per block of the pass (a 4 MiB float32 block against 2,048 reference rows).
+CANDIDATE_BLOCK = 512
+# Candidate-reference pairs from which the bfloat16 screen is worth importing torch (about a
+# second): 131k candidates against 2,048 reference rows, where the float32 pass took 1.4 s.
+BF16_MIN_PAIRS = 1 << 28
+_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+class HostRows:
+    """The fit's candidate rows ``E[rows]`` as float32 unit rows (``norms``: rescale, as
+    :func:`~datamask.core.validate.unit_rows` does), read from the split's own numpy array
+    a block at a time: no copy of the candidates. The compiled loops read them through
+    :attr:`src` (float16 storage as its uint16 bits, through :attr:`table`)."""
+
+    def __init__(self, E, rows, norms=None):
+        self.E, self.rows, self.norms = E, np.ascontiguousarray(rows, dtype=np.int64), norms
+        self.shape = (int(self.rows.shape[0]), int(E.shape[1]))
+        self.src = E.view(np.uint16) if E.dtype == np.float16 else E
+        self.scale = np.empty(0, dtype=np.float32) if norms is None else np.asarray(norms, dtype=np.float32)
+        self.table = _half_table() if E.dtype == np.float16 else np.empty(0, dtype=np.float32)
+
+    def take(self, idx=None):
+        """(k, d) float32: the candidates ``idx`` (None: all of them, a copy)."""
+        return unit_rows(self.E, self.rows if idx is None else self.rows[idx], self.norms)
+
+    def blocks(self, size=CANDIDATE_BLOCK):
+        """``(i0, i1, rows)`` for consecutive blocks of candidates, float32 unit rows."""
+        for i0 in range(0, self.shape[0], size):
+            i1 = min(self.shape[0], i0 + size)
+            yield i0, i1, unit_rows(self.E, self.rows[i0:i1], self.norms)
+
+
+@functools.lru_cache(maxsize=1)
+def _half_table():
+    """float32 value of every float16 bit pattern (256 KiB)."""
+    return np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+
+
+def as_host_rows(E):
+    """``E`` as :class:`HostRows` (an array: all its rows)."""
+    return E if isinstance(E, HostRows) else HostRows(E, np.arange(E.shape[0]))
+
+
+@dataclass
+class ThresholdLists:
+    """Each reference row x's candidates i with ``C[i, x] >= theta[x]``, stored by candidate:
+    candidate i's entries are ``ref[start[i]:start[i + 1]]`` (reference rows) and ``sim``
+    (their float32 cosines); ``cover`` (n,) float64 is each candidate's ``sum_x (C[i, x] + 1)``,
+    its gain over the empty selection."""
+
+    start: np.ndarray
+    ref: np.ndarray
+    sim: np.ndarray
+    theta: np.ndarray
+    cover: np.ndarray
+
+
+def list_thresholds(E, R, T):
+    """(r,) float32: for each reference row, the ``ceil(T m / n)``-th largest cosine to a
+    fixed random sample of m = :data:`THRESHOLD_SAMPLE` candidates (:class:`HostRows` ``E``;
+    all of them when fewer: the T-th largest), so about T candidates reach it; -inf when
+    ``T >= n`` (every one)."""
+    n, r = E.shape[0], R.shape[0]
+    if T >= n:
+        return np.full(r, -np.inf, dtype=np.float32)
+    m = min(n, THRESHOLD_SAMPLE)
+    Es = E.take(np.sort(np.random.default_rng(0).choice(n, m, replace=False)) if m < n else None)
+    kth = m - max(1, math.ceil(T * m / n))
+    theta = np.empty(r, dtype=np.float32)
+    per = max(1, (BLOCK_ELEMENTS >> 2) // m)
+    for r0 in range(0, r, per):
+        theta[r0 : r0 + per] = np.partition(R[r0 : r0 + per] @ Es.T, kth, axis=1)[:, kth]
+    return theta
+
+
+def threshold_lists(E, R, T):
+    """:class:`ThresholdLists` of candidates ``E`` (:class:`HostRows` or an (n, d) array)
+    against reference rows ``R`` (r, d), about ``T`` entries a reference row, from one pass
+    over blocks of candidates (the products of :func:`screen_kernel`)."""
+    from .facility_kernels import scan_block, screen_block
+
+    E = as_host_rows(E)
+    n, r = E.shape[0], R.shape[0]
+    theta = list_thresholds(E, R, T)
+    cover = np.empty(n, dtype=np.float64)
+    start = np.zeros(n + 1, dtype=np.int64)
+    cap = max(1024, int(1.05 * min(n, T) * r) + 1024)  # the sampled thresholds give T r within a few %
+    ref = np.empty(cap, dtype=np.int16 if r <= 1 << 15 else np.int32)
+    sim, pos = np.empty(cap, dtype=np.float32), 0
+    total = R.sum(axis=0, dtype=np.float64)  # sum_x (C[i, x] + 1) = e_i . sum_x r_x + r
+    bf16 = screen_kernel(n * r) == "bfloat16" and np.isfinite(theta).all()
+    product = _Bf16Product(R, theta) if bf16 else _f32_product(R)
+    for i0, i1, blk in E.blocks():
+        cover[i0:i1] = blk.astype(np.float64) @ total + float(r)
+        C = product(blk)
+        while True:
+            if bf16:
+                end = screen_block(C, product.key, blk, R, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)
+            else:
+                end = scan_block(C, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)
+            if end >= 0:
+                break
+            ref, sim = np.resize(ref, 2 * ref.shape[0]), np.resize(sim, 2 * sim.shape[0])  # rare: rescan
+        pos = end
+    return ThresholdLists(start, ref[:pos], sim[:pos], theta, cover)  # views: no second copy
+
+
+def _f32_product(R):
+    Rt = np.ascontiguousarray(R.T)
+    buf = np.empty((CANDIDATE_BLOCK, R.shape[0]), dtype=np.float32)
+    return lambda blk: np.matmul(blk, Rt, out=buf[: blk.shape[0]])
+
+
+class _Bf16Product:
+    """(c, r) bfloat16 cosines of a block of candidates, as int16 bits; after each block,
+    ``key`` (r,) the order keys (:func:`bf16_keys`) of each threshold less the block's
+    :func:`screen_margin`, rounded down."""
+
+    def __init__(self, R, theta):
+        import torch
+
+        self.torch = torch
+        R32 = torch.from_numpy(np.ascontiguousarray(R, dtype=np.float32))
+        Rb = R32.to(torch.bfloat16)
+        self.Rt, self.dr = Rb.T, _rounding(R32, Rb)
+        self.theta, self.d, self.key = theta.astype(np.float64), R.shape[1], None
+
+    def __call__(self, blk):
+        t = self.torch
+        b32 = t.from_numpy(blk)
+        b = b32.to(t.bfloat16)
+        da = float(_rounding(b32, b).max())
+        self.key = bf16_keys(self.theta - screen_margin(self.d, da, self.dr), down=True)
+        return (b @ self.Rt).view(t.int16).numpy()
+
+
+def _rounding(x32, xb):
+    """(rows,) float64: each row's ``||x - bfloat16(x)||``, a bound (the differences are exact
+    in float32; their float32 sum of squares is within 2^-10 of its value)."""
+    return np.sqrt((x32 - xb.float()).square().sum(dim=1).double().numpy()) * (1 + 2.0**-10)
+
+
+def bf16_keys(x, down=False):
+    """int16 keys that order bfloat16 values as the values (``x`` float32, truncated to
+    bfloat16; ``down``: rounded towards -inf instead, so the key's value is <= ``x``)."""
+    x = np.asarray(x, dtype=np.float32)
+    bits = (x.view(np.int32) >> 16).astype(np.int16)
+    key = np.where(bits >= 0, bits, -32768 - bits.astype(np.int32)).astype(np.int32)
+    if down:  # truncation moved a negative value up: one bfloat16 step down
+        back = (bits.astype(np.int32) << 16).view(np.float32)
+        key = np.where(back > x, key - 1, key)
+    return key.astype(np.int32)
+
+
+def screen_margin(d, da, dr):
+    """Most a bfloat16 product moves the cosine of a unit row a (``da``: ``||a - a'||``, a'
+    its bfloat16 rounding) and unit rows r (``dr``) from the exact one before the output's
+    rounding: ``|a'.r' - a.r| <= da + dr + da dr`` (Cauchy-Schwarz), plus the float32 sum
+    of ``d`` products (``2 d 2^-24``, any order) and 2^-20 to spare. The output's rounding
+    to bfloat16 needs none: it is monotone, and the thresholds' keys are rounded down."""
+    dr = np.asarray(dr, dtype=np.float64)
+    return da + dr + da * dr + (2 * d * 2.0**-24) * (1 + da) * (1 + dr) + 2.0**-20
+
+
+@functools.lru_cache(maxsize=1)
+def _bf16_usable() -> bool:
+    """This CPU has bfloat16 dot products and torch multiplies bfloat16 within the margin."""
+    if os.environ.get("DATAMASK_FACILITY_PRODUCT", "").lower() == "float32":
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((ln for ln in f if ln.startswith("flags")), "").split())
+    except OSError:
+        return False
+    if not flags.intersection(_CPU_FLAGS):
+        return False
+    try:
+        import torch
+
+        rng = np.random.default_rng(0)
+        A = rng.standard_normal((37, 384)).astype(np.float32)
+        A /= np.linalg.norm(A, axis=1, keepdims=True)
+        A32 = torch.from_numpy(A)
+        Ab = A32.to(torch.bfloat16)
+        got = (Ab @ Ab.T).float().numpy()
+        da = _rounding(A32, Ab)
+    except Exception:
+        return False
+    # within the margin, plus the output's rounding (half a bfloat16 step at 1): float32 sums
+    bound = screen_margin(384, da[:, None], da[None, :]) + 2.0**-8
+    return bool((np.abs(got - A.astype(np.float64) @ A.T.astype(np.float64)) <= bound).all())
+
+
+def screen_kernel(pairs) -> str:
+    """``"bfloat16"`` when a pass over ``pairs`` candidate-reference pairs screens with one
+    bfloat16 product (a large pass, on a CPU and torch that can), else ``"float32"``."""
+    return "bfloat16" if pairs >= BF16_MIN_PAIRS and _bf16_usable() else "float32"
+
+
+def sorted_lists(lists, T):
+    """``(nbr, sim, short)``: each reference row's ``T`` most similar candidates, most similar
+    first (ties by candidate), and their cosines, from :class:`ThresholdLists`; ``short``: the
+    reference rows that list fewer than T (their rows of ``nbr`` and ``sim`` left unset).
+    A row listing at least T holds its T largest: all of them reach its threshold."""
+    r, n = lists.theta.shape[0], lists.start.shape[0] - 1
+    cand = np.repeat(np.arange(n), np.diff(lists.start))
+    o = np.lexsort((cand, -lists.sim, lists.ref))  # by reference row, then cosine down, then candidate
+    counts = np.bincount(lists.ref, minlength=r)
+    first = np.cumsum(counts) - counts
+    ok = counts >= T
+    nbr = np.empty((r, T), dtype=np.int64)
+    sim = np.empty((r, T), dtype=np.float32)
+    at = o[first[ok][:, None] + np.arange(T)]
+    nbr[ok], sim[ok] = cand[at], lists.sim[at]
+    return nbr, sim, np.flatnonzero(~ok)

@@ -1,0 +1,211 @@
+"""Facility location's compiled host path (datamask.core.facility_kernels): the threshold
+lists, the sampler, and stochastic greedy's compiled picks, against float64 brute force.
+
+Tolerances: a float32 cosine of two unit rows of d entries is off its float64 value by at
+most about d float32 units (2**-24 each), whatever order the BLAS kernel sums in; a gain
+sums r such terms with weight (1 - lam) / r.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from datamask import DataMask, evaluate
+from datamask.core import diversity, facility_lists, metrics, stochastic
+from datamask.core.facility import FacilityGroups
+from datamask.core.facility_lists import threshold_lists
+from datamask.core.synthetic import make_corpus
+
+
+def unit(n, d, seed):
+    X = np.random.default_rng(seed).normal(size=(n, d))
+    return (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
+
+
+def entries(L, n, r):
+    """The lists as a dense (n, r) membership matrix and (n, r) cosines (NaN where unlisted)."""
+    cand = np.repeat(np.arange(n), np.diff(L.start))
+    listed = np.zeros((n, r), dtype=bool)
+    listed[cand, L.ref] = True
+    sims = np.full((n, r), np.nan)
+    sims[cand, L.ref] = L.sim
+    return listed, sims
+
+
+@pytest.mark.parametrize("sampled", [False, True], ids=["every candidate", "sampled threshold"])
+def test_threshold_lists_hold_every_pair_above_the_threshold(monkeypatch, sampled):
+    n, r, d, T = 3000, 40, 16, 60
+    if sampled:  # thresholds from 1,000 of the 3,000 candidates: about T entries, not exactly
+        monkeypatch.setattr(facility_lists, "THRESHOLD_SAMPLE", 1000)
+    monkeypatch.setattr(facility_lists, "CANDIDATE_BLOCK", 700)  # blocks that do not divide n
+    E, R = unit(n, d, 0), unit(r, d, 1)
+    L = threshold_lists(E, R, T)
+    C = E.astype(np.float64) @ R.astype(np.float64).T
+    tol = d * 2.0**-24
+    listed, sims = entries(L, n, r)
+    assert np.all(np.diff(L.start) >= 0) and L.start[-1] == L.ref.shape[0] == L.sim.shape[0]
+    np.testing.assert_allclose(sims[listed], C[listed], rtol=0, atol=tol)
+    th = L.theta.astype(np.float64)
+    assert not (listed & (C < th - tol)).any()  # nothing below the threshold
+    assert (listed | (C < th + tol)).all()  # nothing above it left out
+    np.testing.assert_allclose(L.cover, C.sum(axis=1) + r, rtol=1e-6)
+    counts = listed.sum(axis=0)
+    if sampled:
+        assert T / 2 <= counts.mean() <= 2 * T and counts.min() > 0
+    else:  # the T-th largest of every candidate: T entries (more only on a tie)
+        assert counts.min() >= T and counts.max() <= T + 2
+
+
+def test_threshold_lists_grow_when_more_pass_than_expected(monkeypatch):
+    # a threshold every pair passes (as when T >= n): the lists outgrow their first guess
+    monkeypatch.setattr(facility_lists, "list_thresholds", lambda E, R, T: np.full(R.shape[0], -np.inf, np.float32))
+    E, R = unit(900, 8, 2), unit(30, 8, 3)
+    L = threshold_lists(E, R, 5)
+    listed, sims = entries(L, 900, 30)
+    assert listed.all()
+    np.testing.assert_allclose(sims, E.astype(np.float64) @ R.T.astype(np.float64), rtol=0, atol=8 * 2.0**-24)
+
+
+def test_sampler_draws_uniformly_without_replacement_from_the_rows_left():
+    pool = stochastic._Pool(12, seed=1)
+    for i in (2, 7):
+        pool.remove(i)
+    counts = np.zeros(12)
+    for _ in range(3000):
+        s = pool.sample(4)
+        assert len(set(s.tolist())) == 4 and not {2, 7} & set(s.tolist())
+        counts[s] += 1
+    left = np.delete(counts, [2, 7])
+    assert counts[[2, 7]].sum() == 0
+    # 1,200 expected draws per row: a chi-square of 9 degrees of freedom below 30 (p ~ 4e-4)
+    assert ((left - 1200) ** 2 / 1200).sum() < 30
+    a, b = stochastic._Pool(50, seed=9), stochastic._Pool(50, seed=9)
+    assert all(np.array_equal(a.sample(10), b.sample(10)) for _ in range(5))  # one stream per seed
+    assert not np.array_equal(stochastic._Pool(50, seed=8).sample(10), stochastic._Pool(50, seed=9).sample(10))
+
+
+def brute_force(E, R, q, S, lam, seed, k):
+    """Stochastic greedy on float64 gains of every sampled row, from the same sampler:
+    ``(order, margins)``, margins the best gain minus the runner-up's at each pick."""
+    C = E.astype(np.float64) @ R.astype(np.float64).T
+    n, r = C.shape
+    lin, w = lam * q / S, (1.0 - lam) / r
+    cur = np.full(r, -1.0)
+    pool = stochastic._Pool(n, seed)
+    order, margins = [], []
+    for _ in range(S):
+        cands = pool.sample(k)
+        g = lin[cands] + w * np.maximum(C[cands] - cur, 0.0).sum(axis=1)
+        top = np.argsort(-g)[:2]
+        margins.append(g[top[0]] - g[top[1]])
+        i = int(cands[top[0]])
+        order.append(i)
+        pool.remove(i)
+        cur = np.maximum(cur, C[i])
+    return np.array(order), np.array(margins)
+
+
+@pytest.mark.parametrize("per_row", [12, 120, 10_000], ids=["short lists", "long lists", "every pair"])
+def test_compiled_picks_are_the_float64_brute_force_picks(monkeypatch, per_row):
+    # short lists: reference rows saturate late, so gains come from both the lists and the
+    # product with the rows not yet saturated; every pair: the lists alone
+    E, q = unit(2000, 24, 11), np.random.default_rng(12).random(2000)
+    R = E[np.random.default_rng(0).choice(2000, 250, replace=False)]
+    monkeypatch.setattr(facility_lists, "LIST_ENTRIES", per_row * 250)
+    fac = FacilityGroups(E, R, n_neighbors=8)
+    S, lam, factor = 100, 0.5, 10
+    k = math.ceil(2000 / S * factor)  # 200 of the rows left a pick
+    want, margins = brute_force(E, R, q, S, lam, seed=4, k=k)
+    trace = []
+    got, ub = stochastic.stochastic_greedy_facility(fac, q, S, lam, seed=4, factor=factor, trace=trace)
+    # float32 cosines move a gain's facility part by (1 - lam) d 2**-24 at most (and cur by as
+    # much): a pick whose best two gains are closer than twice that may go either way, and
+    # the picks after it differ. Every pick before the first such one is compared.
+    close = margins <= 2 * (1 - lam) * 24 * 2.0**-24
+    first = int(np.argmax(close)) if close.any() else S
+    assert first >= S // 2  # most picks are decided far outside rounding
+    assert np.array_equal(got[:first], want[:first])
+    cur = (E[got].astype(np.float64) @ R.T.astype(np.float64)).max(axis=0)
+    sat = cur >= fac.lists.theta  # reference rows whose gains came from the lists by the end
+    if per_row == 12:  # both parts ran: rows saturated on the way, and rows the product scored to the end
+        assert 0 < sat.sum() < 250
+    # the picks' summed gains are the objective of the selection (against these reference rows)
+    assert trace[-1][0] == S
+    assert trace[-1][1] == pytest.approx(lam * q[got].mean() + (1 - lam) * cur.mean(), rel=1e-6)
+    # each bound is the row's last exact gain or its first, never below its gain now
+    lin, w = lam * q / S, (1 - lam) / 250
+    now = lin + w * np.maximum(E.astype(np.float64) @ R.T.astype(np.float64) - cur, 0).sum(axis=1)
+    assert np.all(ub >= now - 1e-6)
+
+
+def test_compiled_and_python_loops_pick_alike(monkeypatch):
+    # the compiled loop on numpy's lists, the Python loop on the dense scorer (cupy's): one sampler
+    c = make_corpus(3000, dim=32, seed=2)
+    E, q = c["embedding"], c["quality"] / c["quality"].max()
+    R = E[::10]
+    monkeypatch.setattr(facility_lists, "LIST_ENTRIES", 40 * 300)
+    lists, dense = FacilityGroups(E, R), FacilityGroups(E, R, method="dense")
+    a, ub_a = stochastic.stochastic_greedy_facility(lists, q, 300, 0.3, seed=7, factor=200)
+    b, ub_b = stochastic.stochastic_greedy_facility(dense, q, 300, 0.3, seed=7, factor=200)
+    assert np.array_equal(a, b)
+    # the compiled loop leaves a bound, not the exact gain, on a row its lists already rule
+    # out (so later picks score other rows); the Python loop scores every row it reaches
+    # exactly: both are bounds on the gains now, and most rows keep their first one
+    C = E.astype(np.float64) @ R.T.astype(np.float64)
+    now = 0.3 * q / 300 + 0.7 / 300 * np.maximum(C - C[a].max(axis=0), 0).sum(axis=1)
+    assert np.all(ub_a >= now - 1e-9) and np.all(ub_b >= now - 1e-9)
+    assert np.mean(np.isclose(ub_a, ub_b, rtol=0, atol=32 * 2.0**-24)) > 0.5
+
+
+def test_sorted_lists_are_the_top_neighbours_also_for_rows_listing_too_few(monkeypatch):
+    # thresholds from 200 sampled candidates: some reference rows list fewer than the 16
+    # neighbours pg's steps need, and those are computed exactly on first use
+    monkeypatch.setattr(facility_lists, "THRESHOLD_SAMPLE", 200)
+    monkeypatch.setattr(facility_lists, "LIST_ENTRIES", 16 * 60)
+    E, R = unit(2000, 12, 5), unit(60, 12, 6)
+    fac = FacilityGroups(E, R, n_neighbors=16)
+    counts = np.bincount(fac.lists.ref, minlength=60)
+    assert (counts < 16).any() and (counts >= 16).any()
+    C = R.astype(np.float64) @ E.T.astype(np.float64)
+    want = -np.sort(-C, axis=1)[:, :16]
+    np.testing.assert_allclose(fac.sim, want, rtol=0, atol=12 * 2.0**-24)
+    np.testing.assert_allclose(np.take_along_axis(C, fac.nbr, axis=1), want, rtol=0, atol=12 * 2.0**-24)
+    assert all(len(set(row.tolist())) == 16 for row in fac.nbr)
+
+
+def test_facility_value_blocked_over_the_selection_is_the_brute_force(monkeypatch):
+    monkeypatch.setattr(metrics, "BLOCK_ELEMENTS", 3 * 70)  # 3 selected rows a block
+    monkeypatch.setattr(diversity, "BLOCK_ROWS", 11)  # and gathers of 11
+    E = unit(500, 16, 7)
+    ref = np.arange(0, 500, 7)
+    rows = np.random.default_rng(0).choice(500, 101, replace=False)
+    want = (E[ref].astype(np.float64) @ E[rows].T.astype(np.float64)).max(axis=1).mean()
+    assert metrics.facility_value(E[ref], E[rows]) == pytest.approx(want, abs=16 * 2.0**-24)
+    from datamask.core.objectives import Objective
+
+    obj = Objective(E, np.zeros(500), 0.5, "facility", reference=ref)
+    assert obj.diversity_of(rows) == pytest.approx(want, abs=16 * 2.0**-24)
+    # the objective keeps its last value: the same rows in any order give it, others do not
+    assert obj.diversity_of(rows[::-1]) == obj.diversity_of(rows)
+    other = rows.copy()
+    other[0] = np.setdiff1d(np.arange(500), rows)[0]
+    want_other = (E[ref].astype(np.float64) @ E[other].T.astype(np.float64)).max(axis=1).mean()
+    assert obj.diversity_of(other) == pytest.approx(want_other, abs=16 * 2.0**-24)
+    assert obj.diversity_of(rows[:50]) < obj.diversity_of(rows)
+
+
+def test_fit_objective_kept_from_the_picks_is_the_evaluated_objective():
+    # stochastic greedy keeps each reference row's best cosine to its picks, and the fit
+    # reports their mean instead of computing it again: the same value as a fresh evaluation
+    c = make_corpus(3000, dim=32, seed=3)
+    E, q = c["embedding"], c["quality"]
+    m = DataMask(diversity="facility", reference_size=500, seed=2).fit(E, q)
+    fresh = evaluate(E, q, m.mask_, lam=0.5, diversity="facility", reference_size=500, seed=2)
+    assert m.objective_["diversity"] == pytest.approx(fresh["diversity"], rel=0, abs=32 * 2.0**-24)
+    assert m.objective_["quality"] == pytest.approx(fresh["quality"], rel=1e-12)
+    value = []
+    fac = FacilityGroups(E[:2000], E[2000:2300])
+    order, _ = stochastic.stochastic_greedy_facility(fac, q[:2000] / q.max(), 100, 0.5, seed=1, value=value)
+    want = (E[:2000][order].astype(np.float64) @ E[2000:2300].T.astype(np.float64)).max(axis=0).mean()
+    assert value[0] == pytest.approx(want, rel=0, abs=32 * 2.0**-24)

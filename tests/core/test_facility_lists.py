@@ -1,0 +1,130 @@
+"""The numpy facility scorer's pass (datamask.core.facility_lists): the candidates read from
+the split's own float16 array (HostRows), and the bfloat16 screen, against the float32 pass
+and float64 products.
+
+Tolerances: a float32 cosine of two unit rows of d entries is off its float64 value by at
+most about d float32 units (2**-24 each), whatever order the sums run in.
+"""
+
+import numpy as np
+import pytest
+
+from datamask import DataMask, evaluate
+from datamask.core import facility_lists, stochastic
+from datamask.core.facility import FacilityGroups
+from datamask.core.facility_lists import HostRows, screen_margin, threshold_lists
+from datamask.core.synthetic import make_corpus
+from datamask.core.validate import unit_rows
+
+bf16 = pytest.mark.skipif(not facility_lists._bf16_usable(), reason="no bfloat16 dot products on this CPU/torch")
+
+
+def unit(n, d, seed):
+    X = np.random.default_rng(seed).normal(size=(n, d))
+    return (X / np.linalg.norm(X, axis=1, keepdims=True)).astype(np.float32)
+
+
+def pairs(L):
+    cand = np.repeat(np.arange(L.start.shape[0] - 1), np.diff(L.start))
+    return dict(zip(zip(cand.tolist(), L.ref.tolist()), L.sim.tolist()))
+
+
+def split16(n, d, seed):
+    """A float16 split whose rows are not unit (norms 0.5-2), its norms, and a candidate subset."""
+    rng = np.random.default_rng(seed)
+    E16 = (unit(n, d, seed) * rng.uniform(0.5, 2.0, size=(n, 1))).astype(np.float16)
+    norms = np.linalg.norm(E16.astype(np.float32), axis=1).astype(np.float32)
+    cand = np.sort(rng.choice(n, n * 3 // 4, replace=False))
+    return E16, norms, cand
+
+
+def test_screen_margin_bounds_the_rounding_of_coherent_and_random_rows():
+    import torch
+
+    d = 384
+    flat = np.full((1, d), 1 / np.sqrt(d), dtype=np.float32)  # every entry rounds the same way
+    for A in (flat, unit(300, d, 0), np.abs(unit(300, d, 1))):
+        A32 = torch.from_numpy(A)
+        Ab = A32.to(torch.bfloat16)
+        da = facility_lists._rounding(A32, Ab)
+        want = A.astype(np.float64) @ A.T.astype(np.float64)
+        got = Ab.double().numpy() @ Ab.double().numpy().T  # the inputs' rounding, exact sums
+        err = np.abs(got - want)
+        assert np.all(err <= screen_margin(d, da[:, None], da[None, :]))
+        if A is flat:  # the bound is tight there: all of its rounding part is the error
+            assert err[0, 0] >= 0.99 * (2 * da[0] + da[0] ** 2) > 0
+
+
+@bf16
+def test_bfloat16_screen_lists_the_float32_pass_pairs(monkeypatch):
+    n, r, d, T = 4000, 300, 384, 80
+    E, R = unit(n, d, 2), unit(r, d, 3)
+    monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 1 << 62)
+    f32 = threshold_lists(E, R, T)
+    monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 0)
+    assert facility_lists.screen_kernel(n * r) == "bfloat16"
+    b16 = threshold_lists(E, R, T)
+    np.testing.assert_array_equal(b16.theta, f32.theta)
+    np.testing.assert_allclose(b16.cover, f32.cover, rtol=1e-12)
+    a, b = pairs(f32), pairs(b16)
+    C = E.astype(np.float64) @ R.T.astype(np.float64)
+    # the same pairs, but for one whose float32 cosine is within the sums' rounding of its
+    # threshold (each row's threshold is its 80th cosine here: that pair is on the edge)
+    for i, x in set(a) ^ set(b):
+        assert abs(C[i, x] - f32.theta[x]) <= 2 * d * 2.0**-24
+    assert len(set(a) & set(b)) >= 0.99 * len(a)
+    same = list(set(a) & set(b))
+    np.testing.assert_allclose([b[p] for p in same], [a[p] for p in same], rtol=0, atol=2 * d * 2.0**-24)
+    # the screen had work to do: listed pairs whose bfloat16 cosine is below their threshold
+    import torch
+
+    Cb = (torch.from_numpy(E).to(torch.bfloat16) @ torch.from_numpy(R).to(torch.bfloat16).T).float().numpy()
+    cand = np.repeat(np.arange(n), np.diff(b16.start))
+    assert (Cb[cand, b16.ref.astype(np.int64)] < b16.theta[b16.ref]).sum() > 0
+
+
+def test_host_rows_read_the_float16_split_as_its_unit_rows():
+    E16, norms, cand = split16(3000, 48, 4)
+    H = HostRows(E16, cand, norms)
+    want = unit_rows(E16, cand, norms)
+    np.testing.assert_array_equal(H.take(), want)
+    np.testing.assert_array_equal(np.concatenate([b for _, _, b in H.blocks(size=700)]), want)
+    idx = np.array([5, 0, 2249, 17])
+    np.testing.assert_array_equal(H.take(idx), want[idx])
+    # the compiled picks read the float16 rows themselves (through the table, rescaled): the
+    # same picks, gains bounds and objective as on the float32 copy
+    q = np.random.default_rng(5).random(cand.shape[0])
+    R = want[::15]
+    value_h, value_c = [], []
+    a, ub_a = stochastic.stochastic_greedy_facility(FacilityGroups(H, R), q, 150, 0.5, seed=3, value=value_h)
+    b, ub_b = stochastic.stochastic_greedy_facility(FacilityGroups(want, R), q, 150, 0.5, seed=3, value=value_c)
+    assert np.array_equal(a, b)
+    np.testing.assert_array_equal(ub_a, ub_b)
+    assert value_h == value_c
+
+
+@pytest.mark.parametrize("screen", [False, pytest.param(True, marks=bf16)], ids=["float32", "bfloat16"])
+def test_fit_on_the_float16_split_selects_as_on_its_float32_copy(monkeypatch, screen):
+    # before: the scorer copied the candidates to float32 unit rows and took float32
+    # products; now it reads the float16 split (and may screen in bfloat16). Same selection,
+    # same objective, and a coverage above top-k's and random's on the seeded corpus
+    c = make_corpus(6000, dim=64, seed=6)
+    rng = np.random.default_rng(7)
+    E16 = (c["embedding"] * rng.uniform(0.5, 2.0, size=(6000, 1))).astype(np.float16)
+    q = c["quality"]
+    copy = unit_rows(E16, None, np.linalg.norm(E16.astype(np.float32), axis=1).astype(np.float32))
+    monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 0 if screen else 1 << 62)
+    kw = dict(diversity="facility", reference_size=1000, seed=1)
+    now = DataMask(**kw).fit(E16, q)
+    monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 1 << 62)
+    before = DataMask(**kw).fit(copy, q)
+    assert now.init_ == before.init_ == "stochastic_greedy"
+    assert np.mean(now.mask_ == before.mask_) >= 0.995
+    assert now.objective_["objective"] == pytest.approx(before.objective_["objective"], rel=0, abs=1e-6)
+    assert now.objective_["diversity"] == pytest.approx(before.objective_["diversity"], rel=0, abs=1e-6)
+    S = int(now.mask_.sum())
+    ev = dict(lam=0.5, diversity="facility", reference_size=1000, seed=1)
+    topk = evaluate(copy, q, np.argsort(-q)[:S], **ev)
+    rand = evaluate(copy, q, np.random.default_rng(0).permutation(6000)[:S], **ev)
+    assert now.objective_["diversity"] > max(topk["diversity"], rand["diversity"])
+    assert now.objective_["objective"] > max(topk["objective"], rand["objective"])
