@@ -155,7 +155,7 @@ def select_split(
 
 
 def _why(table, cfg, cols, E, q, mask, centroids):
-    labels, source = split_labels(table, E, centroids)
+    labels, source = split_labels(table, E, centroids, getattr(cfg, "domain_column", "cluster"))
     text = getattr(cfg, "text_column", "text")
     texts = table.column(text) if text in table.schema.names else None
     ids = table.column(cols.id)

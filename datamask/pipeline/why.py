@@ -47,11 +47,11 @@ def near_line(cfg) -> float:
     return float(v) if v else NEAR_DUPLICATE_COSINE
 
 
-def split_labels(table, E, centroids):
+def split_labels(table, E, centroids, column=CLUSTER_COLUMN):
     """(labels (N,) int64 on the host, where they came from) or (None, None): the table's
-    ``cluster`` column (nulls -1), else the nearest of ``centroids``."""
-    if CLUSTER_COLUMN in table.schema.names:
-        col = table.column(CLUSTER_COLUMN).fill_null(-1)
+    ``column`` (the run's ``domain_column``; nulls -1), else the nearest of ``centroids``."""
+    if column in table.schema.names:
+        col = table.column(column).fill_null(-1)
         return np.asarray(col.to_numpy(), dtype=np.int64), "input"
     if centroids is None:
         return None, None

@@ -67,7 +67,7 @@ def report_centroids(cfg, cols, state, sample_rows=REPORT_SAMPLE) -> np.ndarray 
         return kept
     mats = []
     for f, t in sample_tables(discover(cfg.input), cols, sample_rows):
-        if CLUSTER_COLUMN in t.schema.names:
+        if getattr(cfg, "domain_column", CLUSTER_COLUMN) in t.schema.names:
             return None  # the input's own clusters
         mats.append(embedding_matrix(t.column(cols.embedding), f.rel, cols.embedding).astype(np.float32))
     E = np.concatenate(mats) if mats else np.zeros((0, 0), np.float32)

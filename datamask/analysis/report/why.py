@@ -84,7 +84,8 @@ def _pct(v) -> str:
 def reason(d: dict, method: str = "datamask") -> str:
     """What the data show about why the dropped row ``d`` (:func:`dropped_rows`' item) is
     not in the selection: a selected near-duplicate, its cluster's share already held, or
-    neither (below the method's cut)."""
+    neither (below the method's cut). Top-k and random see neither copies nor clusters: their
+    reason is their cut or their draw, with the same facts beside it."""
     near, line = d.get("nearest_selected"), d["line"]
     cluster = d.get("cluster", -1) is not None and d.get("cluster", -1) >= 0 and "cluster_rows" in d
     share = None
@@ -92,7 +93,7 @@ def reason(d: dict, method: str = "datamask") -> str:
         share = (d["cluster_selected"] / d["split_selected"], d["cluster_rows"] / d["split_rows"])
     if near is not None and near["cosine"] >= line:
         text = f"a near-duplicate of a selected row (cosine {near['cosine']:.3f} >= {line:g})"
-    elif share is not None and share[0] >= share[1]:
+    elif share is not None and share[0] >= share[1] and method not in ("random", "topk"):  # (neither sees clusters)
         text = (
             f"its cluster's share was full: its cluster makes up {_pct(share[0])} of the selection in its split, "
             f"against {_pct(share[1])} of the split's rows"
@@ -210,7 +211,11 @@ def why_section(data, frame, d) -> str:
     names = dict(zip(frame["cluster"], frame["label"])) if frame is not None and len(frame) else {}
     shares, what = (why or {}).get("shares"), None
     if shares is not None:
-        source = "the input's cluster column" if why["source"] == "input" else "k-means fitted on the report's sample"
+        source = (
+            "the input's cluster column"
+            if why["source"] == "input"
+            else "k-means, every row assigned to its nearest centre"
+        )
         what = f"every row; clusters: {source}"
     elif frame is not None and len(frame):
         shares = sample_shares(frame)
