@@ -21,8 +21,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from datamask.pipeline.config import SelectConfig
-from tests.analysis.test_report import _tables
-from tests.analysis.test_report import chromium  # noqa: F401  (the fixture: installs or skips)
+from tests.analysis.test_report import (
+    _tables,
+    chromium,  # noqa: F401  (the fixture: installs or skips)
+)
 from tests.analysis.test_report_browser import _shots, browser  # noqa: F401
 
 N, D, GROUPS, COPIES = 600, 16, 6, 5
@@ -124,7 +126,7 @@ def test_select_report_names_the_selected_copy_that_displaced_a_top_row(corpus, 
 
 
 def test_cluster_shares_add_up(facility):
-    from datamask.analysis.report.why import cluster_shares
+    from datamask.analysis.report.why_data import cluster_shares
 
     _, manifest, html, _, ids = facility
     shares, source = cluster_shares(manifest["splits"])
@@ -185,7 +187,8 @@ def test_compare_report_explains_datamask(corpus, tmp_path):
 def test_share_full_reason():
     """A dropped row with no selected copy, whose cluster the selection already holds more of
     than the split does: the reason says its cluster's share was full."""
-    from datamask.analysis.report.why import dropped_rows, reason
+    from datamask.analysis.report.why import reason
+    from datamask.analysis.report.why_data import dropped_rows
     from datamask.pipeline.why import split_why
 
     E, q = planted()

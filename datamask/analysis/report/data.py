@@ -35,7 +35,7 @@ class ReportData:
     title, notes : page title and a dict of facts shown under it
     dedup_examples : example duplicate groups of a ``dedup`` output (``{"kind", "kept",
         "duplicates"}``, each member ``{"id", "text"}``), or None for other outputs
-    why : what the report's "why" section reads (:func:`.why.why_data` of the split records:
+    why : what the report's "why" section reads (:func:`.why_data.why_data` of the split records:
         per-cluster counts, the best rows left out), or None
     """
 
@@ -54,7 +54,7 @@ class ReportData:
     reference_size: int | None = None  # the run's coverage sample (the table's note)
     examples: pd.DataFrame | None = None  # kept and dropped texts per cluster (.kept_dropped)
     id_column: str = "id"  # the id column of ``selections`` (the map's search finds its rows)
-    why: dict | None = None  # per-cluster counts and the best dropped rows (.why.why_data), or None
+    why: dict | None = None  # per-cluster counts and the best dropped rows (.why_data.why_data), or None
 
     @property
     def methods(self):
@@ -84,7 +84,7 @@ def load_compare(directory) -> ReportData:
     table = _read(d / "compare.csv", pd.read_csv, index_col="method")
     why = None
     if (d / "why.json").exists():  # (compare_run.WHY_FILE; older outputs have none)
-        from .why import why_data
+        from .why_data import why_data
 
         records = json.loads((d / "why.json").read_text())
         why = why_data(records, records[0]["method"]) if records else None
@@ -189,7 +189,7 @@ def load_select(directory, sample_rows=REPORT_SAMPLE, manifest=None) -> ReportDa
     from ...pipeline.schema import Columns, embedding_matrix
     from .corpus_map import sample_columns
     from .sample import read_centroids, sample_tables
-    from .why import why_data
+    from .why_data import why_data
 
     d = _dir(directory)
     man = _manifest(d, manifest)
