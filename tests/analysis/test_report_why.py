@@ -179,6 +179,8 @@ def test_compare_report_explains_datamask(corpus, tmp_path):
     html = (tmp_path / "o" / "report" / "index.html").read_text()
     first = _why_rows(html)[0]
     assert f"id {best}" in first[0] and f"id {near}" in first[1] and first[2] == f"{cos:.3f}"
+    t = pd.read_csv(tmp_path / "o" / "compare.csv", index_col="method")  # top-k claims no coverage: not checked
+    assert ("<p class='warning'>" in html) == (t.at["datamask", "facility"] < t.at["random", "facility"])
     # no method here needs clusters and the input has none: the shares come from the map's sample
     assert all("clusters" not in r["why"] for r in records)
     assert "the map's 300 sampled rows; clusters: k-means fitted on them" in html
