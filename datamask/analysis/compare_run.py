@@ -19,9 +19,10 @@ from ..core.backend import to_numpy
 from ..pipeline.exclude import EXCLUDED_COUNTS
 from .compare import ALL_METHODS, compare_arrays, summarise
 
-__all__ = ["run_compare", "SPLITS_FILE", "SPLIT_COLUMN"]
+__all__ = ["run_compare", "SPLITS_FILE", "SPLIT_COLUMN", "WHY_FILE", "main_method"]
 
 SPLITS_FILE = "compare_splits.csv"  # one row per method and split (0.2: compare_partitions.csv)
+WHY_FILE = "why.json"  # the main method's split records with their ``why`` (datamask.pipeline.why)
 SPLIT_COLUMN = "split"  # the column naming the split in the files compare writes (0.2: partition)
 # The optimizer record's keys kept per split and method in compare_splits.csv and the manifest.
 OPTIMIZER_COLUMNS = ("start", "pg_steps", "pg_improved", "pg_gain", "stopped_by", "objective_start", "objective_end")
@@ -122,6 +123,7 @@ def _compare_split(split, task: CompareTask, token_budget=None) -> dict:
     texts = _texts(table, task.cfg)
     out = {"table": tab, **_samples(rows, masks, E, seed, task.sample_rows, texts, table)}
     out["examples"] = _examples(E, lab, masks, q, ids, texts)
+    out["why"] = _why(E, q, masks, lab, task, table, texts, split.name)
     picked = [rows[mask].assign(method=m) for m, mask in masks.items()]
     out["selections"] = pd.concat(picked, ignore_index=True)[["method", SPLIT_COLUMN, *rows.columns[1:]]]
     h = [df.assign(method=m, **{SPLIT_COLUMN: split.name}) for m, df in hist.items() if len(df)]
@@ -178,6 +180,25 @@ def _examples(E, lab, masks, q, ids, texts):
     return nearest_examples(E, lab, masks[method], q, ids, texts).assign(method=method)
 
 
+def main_method(methods) -> str | None:
+    """The method the report explains (why its rows): DATAMASK's, else the first."""
+    methods = list(methods)
+    return "datamask" if "datamask" in methods else (methods[0] if methods else None)
+
+
+def _why(E, q, masks, lab, task, table, texts, name):
+    """The main method's split record with its ``why`` (:func:`datamask.pipeline.why.split_why`)."""
+    from ..pipeline.why import near_line, split_why
+
+    m = main_method(masks)
+    if m is None:
+        return None
+    source = None if lab is None else ("input" if task.domain_column in table.schema.names else "k-means")
+    ids = table.column(task.cols[0])
+    facts = split_why(E, q, masks[m], ids, texts=texts, labels=lab, source=source, line=near_line(task.cfg))
+    return {"name": name, "rows_in": int(E.shape[0]), "method": m, "why": facts}
+
+
 def _cluster_sums(lab, q, E, tok, centroids):
     from .clusters import partial_stats
 
@@ -215,7 +236,8 @@ def run_compare(
     ``selections.parquet`` (id, quality, n_tokens, cluster of each selected row per method),
     ``history.parquet`` (DATAMASK's trajectory), ``sample.parquet`` and
     ``sample_embedding.npy`` (rows for the corpus map and the projection plot),
-    ``examples.parquet`` (kept and dropped rows nearest each cluster's centre), ``corpus_stats.parquet``
+    ``examples.parquet`` (kept and dropped rows nearest each cluster's centre), ``why.json`` (per split,
+    the main method's clusters and best dropped rows), ``corpus_stats.parquet``
     (quality, n_tokens, cluster of every row: three small columns), ``cluster_stats.parquet``,
     ``compare.json`` and ``pareto.png``; then the HTML report unless ``report`` is false.
     Returns the table.
@@ -382,6 +404,9 @@ def _write_results(out, results, meta, t0, report) -> pd.DataFrame:
     examples = merge_examples([r.get("examples") for r in results])
     if examples is not None:
         examples.to_parquet(out / "examples.parquet")
+    whys = [r["why"] for r in results if r.get("why") is not None]
+    if whys:  # the main method's per-split facts, for the report's "why" section
+        write_json_atomic(whys, out / WHY_FILE)
     np.save(out / "sample_embedding.npy", np.concatenate([r["sample_embedding"] for r in results]))
     pd.concat([r["corpus"] for r in results], ignore_index=True).to_parquet(out / "corpus_stats.parquet")
     sums = [r["cluster_sums"] for r in results if r["cluster_sums"] is not None]

@@ -26,6 +26,7 @@ from .io import split_seed  # noqa: F401  (re-exported: the seed of a split)
 from .schema import LOGIT, SELECTED, Columns, check_table, check_vectors
 from .side_by_side import split_side_by_side
 from .tokens import known_lengths
+from .why import near_line, split_labels, split_why
 
 __all__ = [
     "SplitSelection",
@@ -93,6 +94,8 @@ def select_split(
     callback=None,
     tokens=None,
     side_by_side=True,
+    why=True,
+    centroids=None,
 ) -> SplitSelection:
     """Validate one split (host), select on the level's arrays, score before and after.
 
@@ -101,7 +104,9 @@ def select_split(
     ``where`` names the split in errors; ``d`` is the width every split must have;
     ``tokens``: the split's token budget T_s (:mod:`datamask.pipeline.tokens`);
     ``side_by_side``: score top-k and random at the same budget beside the selection (the
-    record's ``side_by_side``, :mod:`datamask.pipeline.side_by_side`)."""
+    record's ``side_by_side``, :mod:`datamask.pipeline.side_by_side`); ``why``: the facts the
+    report's "why" section reads (the record's ``why``, :mod:`datamask.pipeline.why`), with
+    clusters from the table's ``cluster`` column, else the nearest of ``centroids`` (or none)."""
     cols = Columns.from_config(cfg)
     n = table.num_rows
     if n == 0:  # an empty split is skipped, not an error
@@ -122,6 +127,7 @@ def select_split(
             if side_by_side
             else None
         )
+        facts = _why(table, cfg, cols, E, q, sel.mask, centroids) if why else None
         del E, q
     logits = np.full(n, np.nan) if sel.logits is None else np.asarray(sel.logits, dtype=np.float64)
     rec = {
@@ -137,6 +143,8 @@ def select_split(
     }
     if side is not None:  # top-k and random at the same budget, every number of each
         rec["side_by_side"] = side
+    if facts is not None:  # what the report says about why (per cluster, the dropped rows)
+        rec["why"] = facts
     if sel.history:  # the trajectory the report draws
         rec["history"] = sel.history
     if sel.start_history:  # its first phase: the start solver's own progress
@@ -144,6 +152,14 @@ def select_split(
     if lengths is not None:
         rec.update(_token_record(lengths, np.asarray(sel.mask, dtype=bool), source, tokens))
     return SplitSelection(np.asarray(sel.mask, dtype=bool), logits, rec)
+
+
+def _why(table, cfg, cols, E, q, mask, centroids):
+    labels, source = split_labels(table, E, centroids, getattr(cfg, "domain_column", "cluster"))
+    text = getattr(cfg, "text_column", "text")
+    texts = table.column(text) if text in table.schema.names else None
+    ids = table.column(cols.id)
+    return split_why(E, q, mask, ids, texts=texts, labels=labels, source=source, line=near_line(cfg))
 
 
 def _token_record(lengths, mask, source, tokens):

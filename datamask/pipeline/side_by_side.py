@@ -26,6 +26,7 @@ __all__ = [
     "format_side_by_side",
     "format_value",
     "side_by_side_note",
+    "coverage_warning",
 ]
 
 # the methods scored beside the selection, at its budget, and their names in the table
@@ -119,6 +120,32 @@ def combine(records, method: str) -> pd.DataFrame | None:
                 row[c] = sum(v * w for v, w in vals) / max(sum(w for _, w in vals), 1)
         rows[label] = row
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("subset")
+
+
+def coverage_warning(table: pd.DataFrame | None, subsets=None) -> str | None:
+    """One sentence when a subset of the side-by-side ``table`` covers the corpus less than
+    ``random`` does at the same budget (their ``facility`` column), with both numbers; None
+    when none does or a number is missing. ``subsets``: the rows checked (default: every row
+    but random's and the whole split's; ``select`` checks its selection only)."""
+    if table is None or "facility" not in table or "random" not in table.index:
+        return None
+    rnd = float(table.at["random", "facility"])
+    rows = [i for i in table.index if i not in ("random", "whole split")] if subsets is None else list(subsets)
+    below = [(str(i), float(table.at[i, "facility"])) for i in rows if i in table.index]
+    below = [(i, v) for i, v in below if v < rnd]  # (NaN compares false: not below)
+    if not below:
+        return None
+    if len(below) == 1 and below[0][0].startswith("selection ("):  # select's own
+        who = (
+            f"this selection covers the corpus less than a random sample of the same budget: coverage {below[0][1]:.3f}"
+        )
+    else:
+        names = ", ".join(f"{i} ({v:.3f})" for i, v in below)
+        who = f"{names} cover{'s' if len(below) == 1 else ''} the corpus less than a random sample of the same budget"
+    return (
+        f"{who[0].upper() + who[1:]} against random's {rnd:.3f} (coverage: the mean over sampled rows of the corpus "
+        "of their best cosine to the subset; higher is better)"
+    )
 
 
 def format_value(column: str, v) -> str:

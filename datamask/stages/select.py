@@ -30,7 +30,7 @@ from ..pipeline.progress import row_progress
 from ..pipeline.runner import Plan, plan_splits
 from ..pipeline.schema import Columns
 from ..pipeline.select_split import duplicate_ids_message, select_split, selected_table
-from ..pipeline.side_by_side import combine, format_side_by_side, side_by_side_note
+from ..pipeline.side_by_side import combine, coverage_warning, format_side_by_side, side_by_side_note
 from ..pipeline.tokens import budget_given, check_prune_left, prunes_checked, share_tokens, token_totals
 from .base import split_runs
 from .declared import Select
@@ -115,6 +115,7 @@ class SelectStage(Select):  # name, config, help: .declared
     drops: dict = {}  # split name -> rows of ids repeated across the corpus (check)
     excluded_ = None  # the evaluation and held-out rows kept out of the selection (prepare; --exclude)
     token_budgets = token_info = None  # every split's token share, and how it was shared (check)
+    centroids_ = None  # the report's k-means of an input without clusters (setup; analysis.report.sample)
 
     def columns(self, cfg):
         return Columns.from_config(cfg)
@@ -145,6 +146,14 @@ class SelectStage(Select):  # name, config, help: .declared
             if checked:
                 check_prune_left(left, cfg.prune, budget_given(cfg, self.token_info))
 
+    def setup(self, client, pending, out):
+        """The report's clusters for an input without a ``cluster`` column: k-means fitted on
+        its sample before any split (kept in ``_datamask/``), so each split's ``why`` counts
+        its rows by the clusters the report's map names."""
+        from ..analysis.report.sample import report_centroids
+
+        self.centroids_ = report_centroids(self.cfg, self.cols, out.state)
+
     def steps_per_split(self):
         return int(self.cfg.steps or MIN_STEPS) if self.cfg.method == "datamask" else 0  # None: at least MIN_STEPS
 
@@ -164,6 +173,7 @@ class SelectStage(Select):  # name, config, help: .declared
             d=self.plan_.d,
             callback=_progress_callback(s.name),
             tokens=None if self.token_budgets is None else self.token_budgets[s.name],
+            centroids=self.centroids_,
         )
         rec.update(res.record)
         return (None if table.num_rows == 0 else selected_table(table, res, cfg.keep_all)), rec
@@ -235,6 +245,9 @@ class SelectStage(Select):  # name, config, help: .declared
         table = combine(split_records(manifest), cfg.get("method", "datamask"))
         if table is not None:  # the report's table: the same numbers under the same labels
             line += f"\n{format_side_by_side(table)}\n({side_by_side_note(cfg.get('reference_size'))})"
+            warning = coverage_warning(table, [table.index[0]])
+            if warning:
+                line += f"\ndatamask: warning: {warning}"
         return line
 
 

@@ -65,7 +65,15 @@ def test_report_pngs_and_html(compared):
     html = (rep / "index.html").read_text()
     pngs = sorted(rep.glob("*.png"))
     names = {p.stem for p in pngs}
-    assert names == {"trajectory", "pareto", "cluster_heatmap", "token_lengths", "clusters", "projection"}
+    assert names == {
+        "trajectory",
+        "pareto",
+        "cluster_heatmap",
+        "token_lengths",
+        "clusters",
+        "projection",
+        "cluster_shares",
+    }
     for p in pngs:
         data = p.read_bytes()
         w, h = _png_size(data)

@@ -21,6 +21,7 @@ import html
 import numpy as np
 import pandas as pd
 
+from ...pipeline.why import SNIPPET, snippets  # the hover's text: the first SNIPPET characters
 from .map_draw import map_html
 
 __all__ = [
@@ -39,13 +40,7 @@ __all__ = [
 
 MAP_ROWS = 100_000  # the most rows a map holds (the sample is cut to it)
 SEARCH_ROWS = 200_000  # the most selected rows beyond the sample that the map's search finds
-SNIPPET = 200  # characters of each text the hover shows
 UMAP_FROM = 5000  # "auto" projects a sample this large or larger with UMAP, smaller ones with PCA
-
-
-def snippets(texts, n=SNIPPET) -> list:
-    """The first ``n`` characters of each text (whitespace collapsed; None stays None)."""
-    return [None if t is None else " ".join(str(t)[: n * 2].split())[:n] for t in texts]
 
 
 def sample_columns(table, cols, cfg, extra=None) -> pd.DataFrame:

@@ -13,6 +13,7 @@ import pandas as pd
 from ...methods.datamask import trajectory_rows
 from ...pipeline.output import n_splits, split_named, split_records
 from ...pipeline.storage import is_url, location, open_file
+from .sample import REPORT_SAMPLE
 
 __all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load_proxy_lm", "load_search", "load"]
 
@@ -34,6 +35,8 @@ class ReportData:
     title, notes : page title and a dict of facts shown under it
     dedup_examples : example duplicate groups of a ``dedup`` output (``{"kind", "kept",
         "duplicates"}``, each member ``{"id", "text"}``), or None for other outputs
+    why : what the report's "why" section reads (:func:`.why_data.why_data` of the split records:
+        per-cluster counts, the best rows left out), or None
     """
 
     corpus: pd.DataFrame
@@ -51,6 +54,7 @@ class ReportData:
     reference_size: int | None = None  # the run's coverage sample (the table's note)
     examples: pd.DataFrame | None = None  # kept and dropped texts per cluster (.kept_dropped)
     id_column: str = "id"  # the id column of ``selections`` (the map's search finds its rows)
+    why: dict | None = None  # per-cluster counts and the best dropped rows (.why_data.why_data), or None
 
     @property
     def methods(self):
@@ -78,7 +82,14 @@ def load_compare(directory) -> ReportData:
     opt = lambda name: _read(d / name, pd.read_parquet) if (d / name).exists() else None  # noqa: E731
     emb = _read(d / "sample_embedding.npy", np.load) if (d / "sample_embedding.npy").exists() else None
     table = _read(d / "compare.csv", pd.read_csv, index_col="method")
+    why = None
+    if (d / "why.json").exists():  # (compare_run.WHY_FILE; older outputs have none)
+        from .why_data import why_data
+
+        records = json.loads((d / "why.json").read_text())
+        why = why_data(records, records[0]["method"]) if records else None
     return ReportData(
+        why=why,
         corpus=_read(d / "corpus_stats.parquet", pd.read_parquet),
         selections=split_named(_read(d / "selections.parquet", pd.read_parquet)),
         history=None if (h := opt("history.parquet")) is None else split_named(h),
@@ -170,12 +181,15 @@ def _manifest(d, manifest):
     return manifest if manifest is not None else json.loads((d / "manifest.json").read_text())
 
 
-def load_select(directory, sample_rows=2000, manifest=None) -> ReportData:
+def load_select(directory, sample_rows=REPORT_SAMPLE, manifest=None) -> ReportData:
     """A ``datamask select`` output: the manifest (``manifest``, or the one written), the
     selected rows and the input."""
-    from ...pipeline.io import Split, discover, read_split
+    from ...pipeline.io import discover
+    from ...pipeline.output import STATE_DIR
     from ...pipeline.schema import Columns, embedding_matrix
     from .corpus_map import sample_columns
+    from .sample import read_centroids, sample_tables
+    from .why_data import why_data
 
     d = _dir(directory)
     man = _manifest(d, manifest)
@@ -196,25 +210,21 @@ def load_select(directory, sample_rows=2000, manifest=None) -> ReportData:
             hist.append(dict(h, method=method, split=p["name"]))
     history = pd.DataFrame(hist) if hist else None
     table = _select_table(split_records(man), method, cfg["diversity"])
-    # sample for the projection: the first rows of each file, spread over the files
+    # sample for the projection: the first rows of each file, spread over the files (.sample)
     sample = emb = None
-    if files and sample_rows:
-        per = max(1, sample_rows // len(files))
-        chosen = set(sel[cols.id].tolist()) if cols.id in sel else set()
-        frames, mats = [], []
-        import pyarrow.parquet as pq
+    chosen = set(sel[cols.id].tolist()) if cols.id in sel else set()
+    frames, mats = [], []
+    for f, t in sample_tables(files, cols, sample_rows):
+        mats.append(embedding_matrix(t.column(cols.embedding), f.rel, cols.embedding).astype(np.float32))
+        ids = t.column(cols.id).to_pylist()
+        frames.append(sample_columns(t, cols, cfg, {f"selected_{method}": [i in chosen for i in ids]}))
+    if frames:
+        sample, emb = pd.concat(frames, ignore_index=True), np.concatenate(mats)
+        centroids = read_centroids(d / STATE_DIR)  # the clusters the workers counted rows by
+        if "cluster" not in sample and centroids is not None:
+            from ...core.kmeans import assign
 
-        for f in files:
-            with open_file(f.path) as fh:
-                n = min(per, pq.ParquetFile(fh).metadata.num_rows)
-            if n == 0:
-                continue
-            t = read_split(Split(f.path, f.rel, f.fmt, 0, n), cols)
-            mats.append(embedding_matrix(t.column(cols.embedding), f.rel, cols.embedding).astype(np.float32))
-            ids = t.column(cols.id).to_pylist()
-            frames.append(sample_columns(t, cols, cfg, {f"selected_{method}": [i in chosen for i in ids]}))
-        if frames:
-            sample, emb = pd.concat(frames, ignore_index=True), np.concatenate(mats)
+            sample["cluster"] = assign(emb, centroids)[0].astype(np.int64)
     t = man["totals"]
     return ReportData(
         corpus=corpus,
@@ -226,6 +236,7 @@ def load_select(directory, sample_rows=2000, manifest=None) -> ReportData:
         cluster_stats=_select_cluster_stats(corpus, files, cols),
         title="datamask select",
         id_column=cols.id,
+        why=why_data(split_records(man), method),
         reference_size=cfg.get("reference_size"),
         notes={
             "input": cfg["input"],

@@ -23,7 +23,7 @@ import pandas as pd
 from .data import ReportData
 from .placement import annotate_apart
 
-__all__ = ["FIGURES", "make_figures", "pareto_front", "pareto_plot", "project_2d", "trajectory_caption"]
+__all__ = ["FIGURES", "make_figures", "pareto_front", "pareto_plot", "project_2d", "trajectory_caption", "figure_html"]
 
 FIGURES = ("trajectory", "pareto", "cluster_heatmap", "token_lengths", "clusters", "projection")
 _CORPUS_COLOR = "0.55"
@@ -421,3 +421,22 @@ def pareto_plot(table: pd.DataFrame, path=None, x="quality", y="pairwise", ax=No
             plt.close(fig)
         return fig
     return ax
+
+
+def figure_html(fig, name: str, d, caption: str) -> str:
+    """The page's ``<figure>`` of ``fig``: its PNG written to ``d/name.png``, embedded (base64)
+    and linked; the figure is closed."""
+    import base64
+    import html
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    pyplot().close(fig)
+    png = buf.getvalue()
+    (d / f"{name}.png").write_bytes(png)
+    b64 = base64.b64encode(png).decode()
+    return (
+        f"<figure><img src='data:image/png;base64,{b64}' alt='{name}' data-file='{name}.png'>"
+        f"<figcaption>{html.escape(caption)} (<a href='{name}.png'>{name}.png</a>)</figcaption></figure>"
+    )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...core.diversity import DIVERSITIES
-from ...pipeline.side_by_side import COLUMNS, LABELS, format_value, side_by_side_note
+from ...pipeline.side_by_side import COLUMNS, LABELS, coverage_warning, format_value, side_by_side_note
 from .data import ReportData, load
 from .figures import DPI, FIGURES, make_figures, pyplot
 
@@ -25,6 +25,10 @@ table{border-collapse:collapse;font-size:.9em;margin:.6em 0} th,td{border:1px so
 text-align:right} th{background:#f2f2f2} td:first-child,th:first-child{text-align:left}
 figure{margin:1em 0} img{max-width:100%;border:1px solid #eee} figcaption{font-size:.85em;color:#555}
 .notes td{text-align:left} .missing{color:#777;font-size:.9em}
+.warning{background:#fff4e5;border:1px solid #f0b36b;padding:8px 12px;border-radius:4px}
+table.why-dropped{table-layout:fixed;width:100%} table.why-dropped td,table.why-dropped th{text-align:left;
+vertical-align:top;font-size:.85em;overflow-wrap:anywhere} table.why-dropped th:nth-child(3){width:7%}
+table.why-dropped th:nth-child(4){width:26%} table.why-shares td:nth-child(2){text-align:left}
 table.dedup{table-layout:fixed;width:100%} table.dedup th,table.dedup td{text-align:left;vertical-align:top;\nwhite-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word;font-size:.85em}
 table.kept-dropped{table-layout:fixed;width:100%} table.kept-dropped td,table.kept-dropped th{text-align:left;
 vertical-align:top;font-size:.85em;overflow-wrap:anywhere} table.kept-dropped ul{margin:0;padding-left:1.1em}
@@ -91,6 +95,16 @@ def _table_note(data: ReportData) -> str:
         note += "; whole split: every row of each split, on the run's objective"
     tail = f"; lower is better for {', '.join(lower)}" if lower else ""
     return f"<p class='missing'>{html.escape(note)}. Higher is better for every other number{tail}.</p>"
+
+
+def _coverage_warning(data: ReportData) -> str | None:
+    """``select``'s selection (or ``compare``'s methods) covering the corpus less than random."""
+    t = data.table
+    if t is None or data.dedup_examples is not None:
+        return None
+    if data.title == "datamask select":
+        return coverage_warning(t, [i for i in t.index if str(i).startswith("selection")])
+    return coverage_warning(t, [i for i in t.index if i not in ("topk", "random")])  # topk claims no diversity
 
 
 def _dedup_html(examples) -> str:
@@ -175,6 +189,9 @@ def write_report(data: ReportData, directory, figures=FIGURES, projection="auto"
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(data.title)}</title>",
         f"<style>{_CSS}</style></head><body><h1>{html.escape(data.title)}</h1>",
     ]
+    warning = _coverage_warning(data)
+    if warning:  # first thing on the page: the selection covers less than random
+        parts.append(f"<p class='warning'><b>Warning:</b> {html.escape(warning)}.</p>")
     if data.notes:
         rows = "".join(
             f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in data.notes.items()
@@ -185,14 +202,15 @@ def write_report(data: ReportData, directory, figures=FIGURES, projection="auto"
         if data.table is not None and len(data.table):
             parts.append("<h2>Duplicates by kind</h2>" + _table_html(data.table))
         parts.append(_dedup_html(data.dedup_examples))
-    elif data.table is not None:
-        parts.append("<h2>Comparison</h2>" + _table_html(data.table) + _table_note(data))
-    if data.dedup_examples is None:  # the corpus map and the texts kept and dropped (.corpus_map)
+    if data.dedup_examples is None:  # the table, why, the corpus map and the texts kept and dropped
         from .corpus_map import map_section
         from .kept_dropped import examples_section
+        from .why import why_section
 
         section, frame = map_section(data, projection)
-        parts += [section, examples_section(data, frame)]
+        if data.table is not None:
+            parts.append("<h2>Comparison</h2>" + _table_html(data.table) + _table_note(data))
+        parts += [why_section(data, frame, d), section, examples_section(data, frame)]
     if data.proxy is not None:
         parts.append(_proxy_html(data.proxy, d))
     if data.search is not None:

@@ -136,7 +136,9 @@ def _split_selection(df, i, scfg, cfg, weights, comp_range, tokens=None, leak=No
     keep = None if leak is None or not leak.any() else ~leak
     rows = table if keep is None else table.filter(pa.array(keep))
     # no side-by-side scores: a trial measures its selection itself (selection_stats)
-    res = select_split(rows, scfg, split_seed(cfg.seed, identity), where, first, tokens=tokens, side_by_side=False)
+    res = select_split(
+        rows, scfg, split_seed(cfg.seed, identity), where, first, tokens=tokens, side_by_side=False, why=False
+    )
     mask = np.asarray(res.mask, dtype=bool)
     if keep is not None:  # back onto the split's rows
         full = np.zeros(table.num_rows, dtype=bool)
