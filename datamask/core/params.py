@@ -37,6 +37,7 @@ class DataMaskParams:
         batch_ratio=0.05,
         batch_max=BATCH_MAX,
         prune=0.5,
+        near_duplicate=0.95,
         init=None,
         logit_range=None,
         final="topk",
@@ -66,6 +67,7 @@ class DataMaskParams:
         self.batch_ratio = batch_ratio
         self.batch_max = batch_max
         self.prune = prune
+        self.near_duplicate = near_duplicate
         self.init = init
         self.logit_range = logit_range
         self.final = final
