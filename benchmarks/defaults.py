@@ -23,6 +23,7 @@ the defaults are chosen by it (docs/defaults.md).
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
 import platform
@@ -231,15 +232,12 @@ def write(path, rows, argv, wall, jobs, diversity="pairwise"):
             "| candidate | lowest % of reference gain (case) | cases below 99.5% | largest whole fit / greedy "
             "at 20k (case) | largest whole fit / greedy at N >= 50k (case) |\n|---|---|---|---|---|\n"
         )
-        for lab in labels:
-            cs = [(r["cands"][lab], r) for r in rows if lab in r["cands"]]
-            scored = [(c, r) for c, r in cs if c["pct"] is not None]
-            worst = min(scored, key=lambda cr: cr[0]["pct"]) if scored else None
-            below = sum(c["pct"] < 99.5 for c, _ in scored)
-            small = _largest(cs, lambda r: r["N"] < 50_000)
-            big = _largest(cs, lambda r: r["N"] >= 50_000)
-            w = "—" if worst is None else f"{worst[0]['pct']:.3f} ({case_id(worst[1])})"
-            f.write(f"| {lab} | {w} | {below} of {len(scored)} | {small} | {big} |\n")
+        worst = worst_case(rows, labels)
+        for w in worst:
+            low = "—" if w["lowest_pct"] is None else f"{w['lowest_pct']:.3f} ({w['lowest_case']})"
+            small = "—" if w["largest_20k"] is None else f"{w['largest_20k']:.3f} ({w['largest_20k_case']})"
+            big = "—" if w["largest_50k"] is None else f"{w['largest_50k']:.3f} ({w['largest_50k_case']})"
+            f.write(f"| {w['candidate']} | {low} | {w['below_995']} of {w['scored']} | {small} | {big} |\n")
         f.write("\n## Per case\n\n")
         f.write(
             "| case | N | lam | ratio | greedy s | relaxed s | relaxed % | reference | candidate | % at the end "
@@ -259,12 +257,41 @@ def write(path, rows, argv, wall, jobs, diversity="pairwise"):
 
 
 def _largest(cs, where):
-    """The largest whole fit / greedy over the cases ``where`` holds, with its case, as text."""
+    """The largest whole fit / greedy over the cases ``where`` holds, and its case (None, None: none)."""
     got = [(c["fit_ratio"], r) for c, r in cs if where(r) and c["fit_ratio"] is not None]
     if not got:
-        return "—"
+        return None, None
     v, r = max(got, key=lambda x: x[0])
-    return f"{v:.3f} ({case_id(r)})"
+    return v, case_id(r)
+
+
+LARGE_FROM = 50_000  # the worst-case table's split: the 20k cases and those of N >= 50k
+
+
+def worst_case(rows, labels) -> list:
+    """Each candidate's worst case over the suite: the table the defaults are chosen by (also
+    written as defaults_fit_<diversity>.json, which the README renders from)."""
+    out = []
+    for lab in labels:
+        cs = [(r["cands"][lab], r) for r in rows if lab in r["cands"]]
+        scored = [(c, r) for c, r in cs if c["pct"] is not None]
+        worst = min(scored, key=lambda cr: cr[0]["pct"]) if scored else None
+        small, small_case = _largest(cs, lambda r: r["N"] < LARGE_FROM)
+        big, big_case = _largest(cs, lambda r: r["N"] >= LARGE_FROM)
+        out.append(
+            {
+                "candidate": lab,
+                "lowest_pct": None if worst is None else worst[0]["pct"],
+                "lowest_case": None if worst is None else case_id(worst[1]),
+                "below_995": sum(c["pct"] < 99.5 for c, _ in scored),
+                "scored": len(scored),
+                "largest_20k": small,
+                "largest_20k_case": small_case,
+                "largest_50k": big,
+                "largest_50k_case": big_case,
+            }
+        )
+    return out
 
 
 def case_id(r):
@@ -316,6 +343,18 @@ def main():
     name = ("defaults_quick" if args.quick else "defaults_fit") + f"_{args.diversity}"
     path = os.path.join(args.out, name + ".md")
     write(path, rows, sys.argv[1:], time.time() - t0, args.jobs, args.diversity)
+    labels = list(dict.fromkeys(lab for r in rows for lab in r["cands"]))
+    summary = {
+        "about": "The default-selection suite's worst case per candidate (benchmarks/defaults.py; the per-case "
+        "table is in the .md). 'now_default': the candidate that is the library's default fit.",
+        "command": "python benchmarks/defaults.py " + " ".join(sys.argv[1:]),
+        "diversity": args.diversity,
+        "now_default": "default",
+        "large_from": LARGE_FROM,
+        "worst": worst_case(rows, labels),
+    }
+    with open(path[: -len(".md")] + ".json", "w") as fh:
+        json.dump(summary, fh, indent=1)
     print(path)
 
 

@@ -15,6 +15,7 @@ each factor's worst over everything (the default is chosen by it, docs/defaults.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -55,6 +56,29 @@ def run_case(case, factors, seeds):
     return out, greedy_s
 
 
+def worst_by_factor(rows, factors, seeds) -> list:
+    """Each factor's worst over every case and seed (the table the default is chosen by; also
+    facility_seeds.json, which the README renders from)."""
+    out = []
+    for f in factors:
+        worst = min(((g, r, s) for r in rows for g, s in zip(r["out"][f][0], seeds)), key=lambda x: x[0])
+        ratio = max(rows, key=lambda r: np.median(r["out"][f][1]) / np.median(r["greedy"]))
+        out.append(
+            {
+                "factor": f,
+                "lowest_pct": float(worst[0]),
+                "lowest_case": worst[1]["id"],
+                "lowest_seed": worst[2],
+                "below_995": int(sum(g < 99.5 for r in rows for g in r["out"][f][0])),
+                "runs": len(rows) * len(seeds),
+                "seeds": len(seeds),
+                "largest_ratio": float(np.median(ratio["out"][f][1]) / np.median(ratio["greedy"])),
+                "largest_case": ratio["id"],
+            }
+        )
+    return out
+
+
 def write(path, rows, factors, seeds, argv, wall):
     with open(path, "w") as fh:
         fh.write("# Stochastic greedy's sample size over seeds (facility location's default start)\n\n")
@@ -72,14 +96,10 @@ def write(path, rows, factors, seeds, argv, wall):
             "| factor | lowest % of greedy's gain (case, seed) | runs below 99.5% | largest fit / greedy (medians) |\n"
         )
         fh.write("|---|---|---|---|\n")
-        for f in factors:
-            worst = min(((g, r, s) for r in rows for g, s in zip(r["out"][f][0], seeds)), key=lambda x: x[0])
-            below = sum(g < 99.5 for r in rows for g in r["out"][f][0])
-            ratio = max(rows, key=lambda r: np.median(r["out"][f][1]) / np.median(r["greedy"]))
-            rv = np.median(ratio["out"][f][1]) / np.median(ratio["greedy"])
+        for w in worst_by_factor(rows, factors, seeds):
             fh.write(
-                f"| {f} | {worst[0]:.3f} ({worst[1]['id']}, seed {worst[2]}) | {below} of "
-                f"{len(rows) * len(seeds)} | {rv:.3f} ({ratio['id']}) |\n"
+                f"| {w['factor']} | {w['lowest_pct']:.3f} ({w['lowest_case']}, seed {w['lowest_seed']}) | "
+                f"{w['below_995']} of {w['runs']} | {w['largest_ratio']:.3f} ({w['largest_case']}) |\n"
             )
         fh.write("\n## Per case\n\n| case | greedy s | factor | lowest % | mean % | sd | fit s | per seed % |\n")
         fh.write("|---|---|---|---|---|---|---|---|\n")
@@ -113,6 +133,14 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "facility_seeds.md")
     write(path, rows, args.factors, seeds, sys.argv[1:], time.time() - t0)
+    summary = {
+        "about": "Stochastic greedy's sample factor over seeds: the worst per factor (benchmarks/facility_seeds.py; "
+        "per case in the .md).",
+        "command": "python benchmarks/facility_seeds.py " + " ".join(sys.argv[1:]),
+        "worst": worst_by_factor(rows, args.factors, seeds),
+    }
+    with open(os.path.join(args.out, "facility_seeds.json"), "w") as fh:
+        json.dump(summary, fh, indent=1)
     print(path)
 
 

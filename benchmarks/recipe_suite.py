@@ -8,7 +8,7 @@ default space (the verification retrains the chosen recipe, the default, top-k a
 ``--verify`` paired seeds), then writes ``benchmarks/results/recipe_suite.md``:
 
 * per corpus x regime: each verified recipe's mean and sd loss, its paired difference from the
-  default, top-k and random with two standard errors, *beyond* or *within noise*; the
+  default, top-k and random with its paired 95% t-interval, *beyond* or *within noise*; the
   recommended recipe; the regressor's cross-validated Spearman;
 * why: per regime, Spearman of each selection property (mean quality, pairwise diversity,
   coverage, near-duplicate share, mean document length, proxy tokens per row, ...) with the
@@ -183,7 +183,8 @@ def write_markdown(path: Path, args, corpora, cells, records, meta) -> None:
             "column says what each recipe got."
         ),
         "Loss: mean nats/token on the corpus's evaluation set (lower is better). A paired difference is "
-        "*beyond noise* when its mean exceeds two standard errors of the per-seed differences.",
+        "*beyond noise* when its paired 95% t-interval (t quantile at seeds - 1 degrees of freedom) excludes zero; "
+        "± is the interval's half width.",
         "",
         "| corpus | input documents | words per document | evaluation documents |",
         "| --- | --- | --- | --- |",
@@ -219,7 +220,7 @@ def _args(argv):
     ap.add_argument("--regimes", default="1x,3x", help="passes over each selection, comma-separated")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--seeds", type=int, default=1, help="proxy seeds per trial")
-    ap.add_argument("--verify", type=int, default=3, help="paired verification seeds (>= 3 for the suite)")
+    ap.add_argument("--verify", type=int, default=5, help="paired verification seeds (>= 5 for the suite)")
     ap.add_argument("--ratio", type=float, default=0.2)
     ap.add_argument("--steps", type=int, default=None, help="policy-gradient steps per selection (search's default)")
     ap.add_argument("--space", default=None, help="the search space (default: the search's)")

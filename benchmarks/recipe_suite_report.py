@@ -12,6 +12,8 @@ import json
 import numpy as np
 import pandas as pd
 
+from datamask.analysis.search.noise import LEVEL, paired_t
+
 REFS = ("default", "topk", "random")
 #: properties of a selection item 5 of issue 35 asks about (column in the records, label)
 PROPERTIES = (
@@ -34,25 +36,22 @@ def _f(v, p=4, sign=False):
 
 
 def paired(wide: pd.DataFrame, a: str, b: str) -> dict | None:
-    """``a - b`` paired by seed: mean, 2 standard errors, seeds and the words (beyond / within noise)."""
+    """``a - b`` paired by seed: the search's rule (:func:`~datamask.analysis.search.noise.paired_t`:
+    mean, the 95% t-interval's half width, p, seeds; *beyond noise* when the interval excludes 0)."""
     if a not in wide or b not in wide:
         return None
-    d = (wide[a] - wide[b]).dropna().to_numpy(np.float64)
-    k = len(d)
-    if k == 0:
+    both = wide[[a, b]].dropna()
+    if len(both) == 0:
         return None
-    se = float(d.std(ddof=1) / np.sqrt(k)) if k > 1 else None
-    m = float(d.mean())
-    beyond = se is not None and abs(m) > 2 * se
-    return {"mean": m, "two_se": None if se is None else 2 * se, "seeds": k, "beyond": beyond}
+    return paired_t(both[a].to_numpy(np.float64), both[b].to_numpy(np.float64))
 
 
 def _words(d: dict | None) -> str:
     if d is None:
         return "–"
-    if d["two_se"] is None:
+    if d["half_width"] is None:
         return f"{_f(d['mean'], sign=True)} (one seed: not judged)"
-    return f"{_f(d['mean'], sign=True)} ± {_f(d['two_se'])} **{'beyond' if d['beyond'] else 'within'} noise**"
+    return f"{_f(d['mean'], sign=True)} ± {_f(d['half_width'])} **{'beyond' if d['beyond'] else 'within'} noise**"
 
 
 def verify_wide(records: pd.DataFrame, corpus: str, regime: str) -> pd.DataFrame:
@@ -208,9 +207,11 @@ def design_lines(records: pd.DataFrame, cells: list) -> tuple:
     on every corpus at one seed and ratio) against that cell's verified default.
 
     One trial seed against the default's mean over its verification seeds, not paired: the
-    difference is *beyond noise* when it exceeds 2 x sd x sqrt(1 + 1/n), sd the default's
-    seed-to-seed spread in that cell. Returns (lines, {design: number of cells where it beat the
-    default beyond noise, of how many})."""
+    difference is *beyond noise* when it is outside the default's 95% prediction interval for one
+    more seed, ``t_{0.975, n-1} x sd x sqrt(1 + 1/n)``, sd the default's seed-to-seed spread in that
+    cell. Returns (lines, {design: number of cells where it beat the default beyond noise, of how many})."""
+    from scipy import stats
+
     keys = sorted({(c["corpus"], c["regime"]) for c in cells})
     t = records[records["kind"] == "trial"].copy()
     if t.empty or not keys:
@@ -232,7 +233,8 @@ def design_lines(records: pd.DataFrame, cells: list) -> tuple:
             if not d or d["sd"] is None:
                 row.append("–")
                 continue
-            diff, band = float(x - d["mean"]), 2 * d["sd"] * np.sqrt(1 + 1 / d["seeds"])
+            q = float(stats.t.ppf(0.5 + LEVEL / 2, d["seeds"] - 1))
+            diff, band = float(x - d["mean"]), q * d["sd"] * np.sqrt(1 + 1 / d["seeds"])
             beyond = abs(diff) > band
             wins += beyond and diff < 0
             row.append(f"{diff:+.3f}" + (" **beyond**" if beyond else ""))
@@ -240,8 +242,8 @@ def design_lines(records: pd.DataFrame, cells: list) -> tuple:
         lines.append(f"| `{design}` | " + " | ".join(row) + f" | {wins} of {len(keys)} cells |")
     note = (
         "Trial loss minus the cell's verified default (nats/token; one trial seed against the default's "
-        "mean over its verification seeds, so *beyond* means beyond 2 x sd x sqrt(1 + 1/n) of the default's "
-        "seed-to-seed spread, not a paired test)."
+        "mean over its verification seeds, so *beyond* means outside the default's 95% prediction interval, "
+        "t(n-1) x sd x sqrt(1 + 1/n) of its seed-to-seed spread, not a paired test)."
     )
     return ["", note, "", *lines, ""], tally
 

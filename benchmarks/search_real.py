@@ -12,7 +12,10 @@ It reports the wall time, the regressor's cross-validated Spearman, the chosen r
 verification (chosen, default, top-k, random on fresh seeds) and whether the chosen recipe is
 within two seed-to-seed spreads of the default or better, and the rows ``recipe.yaml`` kept.
 
-    python benchmarks/search_real.py                 # 44 proxy models: ~32 CPU-minutes
+    python benchmarks/search_real.py --round 12      # 44 proxy models: ~13-32 CPU-minutes
+
+It writes search_real.md (this run) and search_real.json (this run as ``latest``, appended to
+``runs``), which the docs render from (``python benchmarks/render_docs.py`` afterwards).
     python benchmarks/search_real.py --trials 16 --extra --proxy-tokens 200k
 """
 
@@ -152,12 +155,108 @@ def write_markdown(path: Path, s: dict, argv: list, walls: dict, load, rows_appl
     print(path.read_text())
 
 
+def _host() -> str:
+    """The CPU, as /proc/cpuinfo names it (runs compare within one host)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), "")
+    except OSError:
+        model = ""
+    return f"{platform.machine()} {model}".strip()
+
+
+def summary(s: dict, walls: dict, load, rows_applied: int, corpus: dict, round_: int, host: str) -> dict:
+    """This run as search_real.json's ``latest`` (the fields docs render; benchmarks/doc_blocks.py)."""
+    c, v, p = s.get("cost") or {}, s["verified"], s["proxy"]
+    cores = os.cpu_count() or 1
+    noise = (s["noise"].get("verification") or {}) if s.get("noise") else {}
+    return {
+        "round": round_,
+        "host": host,
+        "cores": cores,
+        "command": "python benchmarks/search_real.py " + " ".join(sys.argv[1:]),
+        "load_start": [round(x, 2) for x in load],
+        "load_end": [round(x, 2) for x in walls["load_end"]],
+        "rows": s["rows"],
+        "kinds": corpus["kinds"],
+        "domains": s["domains"],
+        "eval_sets": [{k: e[k] for k in ("name", "docs", "scored_tokens")} for e in s["eval_sets"]],
+        "leaks": s["leaks"],
+        "wall_minutes": walls["search"] / 60,
+        "cpu_minutes": walls["search_cpu"] / 60,
+        "cpu_share": walls["search_cpu"] / walls["search"] / cores,
+        "models": s["models"]["trained"],
+        "trials": s["trials"],
+        "seeds": s["seeds"],
+        "verification_models": s["models"]["trained"] - s["trials"] * s["seeds"],
+        "proxy": {
+            "params": p["params"],
+            "preset": p["preset"],
+            "tokens": p.get("proxy_tokens", p.get("tokens")),
+            "passes_min": (p.get("passes") or {}).get("min"),
+            "passes_max": (p.get("passes") or {}).get("max"),
+        },
+        "train_share": c.get("train_share"),
+        "train_minutes": c["train_seconds"] / 60 if "train_seconds" in c else None,
+        "workers": c.get("workers"),
+        "tokens_per_worker_second": c.get("tokens_per_worker_second"),
+        "phases_seconds": c.get("phases"),
+        "space": s["space"],
+        "regressor": s["regressor"],
+        "cv_spearman": s["cv_spearman"],
+        "cv": {k: {"spearman": x["spearman"], "spearman_sd": x["spearman_sd"]} for k, x in s["cv"].items()},
+        "chosen": s["chosen"],
+        "predicted_loss": s["predicted_loss"],
+        "tracks": s["tracks"],
+        "noise": noise,
+        "applied_rows": rows_applied,
+        "applied_seconds": walls["run"],
+        "verified": {n: {k: v[n][k] for k in ("mean", "sd", "seeds")} for n in ("chosen", "default", "topk", "random")},
+        "differences": {n: {k: d[k] for k in ("mean", "sd", "seeds")} for n, d in v["differences"].items()},
+        "two_pooled_sd": 2 * v["pooled_sd"] if v.get("pooled_sd") else None,
+        "warnings": s.get("warnings", []),
+    }
+
+
+def write_json(path: Path, latest: dict, label: str, code_of: int, note: str | None):
+    """search_real.json: this run as ``latest`` and one more row of ``runs`` (the earlier kept)."""
+    old = json.loads(path.read_text()) if path.exists() else {"targets": {}, "runs": []}
+    old["latest"] = latest
+    old["runs"].append(
+        {
+            "round": latest["round"],
+            "label": label,
+            "code": note or "",
+            "host": latest["host"],
+            "load_start_end": [latest["load_start"][0], latest["load_end"][0]],
+            "wall_minutes": latest["wall_minutes"],
+            "cpu_share": latest["cpu_share"],
+            "train_share": latest["train_share"],
+            "tokens_per_worker_second": latest["tokens_per_worker_second"],
+            "cv_spearman": latest["cv_spearman"],
+            "note": None,
+            "code_of": code_of,
+        }
+    )
+    path.write_text(json.dumps(old, indent=1) + "\n")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--work", default=str(ROOT / "benchmarks" / ".cache" / "search"))
     ap.add_argument("--trials", type=int, default=None, help="(default: the command's)")
     ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more datamask search flags")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "search_real.md"))
+    ap.add_argument(
+        "--json",
+        default=str(ROOT / "benchmarks" / "results" / "search_real.json"),
+        help="the results the docs render from (this run becomes 'latest' and one more row of 'runs')",
+    )
+    ap.add_argument("--round", type=int, required=True, help="the project round this run belongs to")
+    ap.add_argument("--label", default=None, help="the run's row label (default: round N)")
+    ap.add_argument("--code-of", type=int, default=None, help="the round whose code ran (default: --round)")
+    ap.add_argument("--code", default=None, help="what the code changed, for the runs table")
+    ap.add_argument("--host", default=None, help="the host's name in the runs table (default: the CPU model)")
     args = ap.parse_args(argv)
     import pyarrow.parquet as pq
 
@@ -177,6 +276,10 @@ def main(argv=None):
     s = json.loads((out / "search.json").read_text())
     rows = sum(pq.read_metadata(f).num_rows for f in sorted((applied / "data").glob("*.parquet")))
     write_markdown(Path(args.out), s, cmd, walls, load, rows, corpus)
+    latest = summary(s, walls, load, rows, corpus, args.round, args.host or _host())
+    label = args.label or f"round {args.round}"
+    write_json(Path(args.json), latest, label, args.code_of or args.round, args.code)
+    print(f"wrote {args.json}; now: python benchmarks/render_docs.py")
 
 
 if __name__ == "__main__":

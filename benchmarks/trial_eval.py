@@ -16,13 +16,15 @@ seeds) on the whole set.
 
     MALLOC_TRIM_THRESHOLD_=65536 python benchmarks/trial_eval.py --work /work/cache/search
 
-``--suite 1`` (default) also counts the scored tokens of the recipe suite's evaluation sets
+Writes trial_eval.md and trial_eval.json (the same numbers; the docs render from the JSON:
+``python benchmarks/render_docs.py`` afterwards). ``--suite 1`` (default) also counts the scored tokens of the recipe suite's evaluation sets
 (``suite_corpora.py``'s texts, no embedding), so one can see which of them the cap touches.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import platform
 import sys
@@ -90,54 +92,96 @@ def pair_errors(D: np.ndarray, tok: np.ndarray, n_docs: int, draws: int, rng) ->
     return first, spread
 
 
-def report(models, ev, D, timing, caps, args, load0, load1) -> str:
+def measure(models, ev, D, timing, caps, args, load0, load1) -> dict:
+    """Everything trial_eval.json holds (and trial_eval.md shows): spreads, each cap's cost and
+    error, every model's losses."""
     import torch
     from scipy.stats import spearmanr
 
     tok = ev.doc_tokens.astype(float)
     full = D.sum(1) / tok.sum()
-    names = [f"{n} s{s}" for n, s, _ in models]
     frame = pd.DataFrame({"selection": [n for n, _, _ in models], "seed": [s for _, s, _ in models], "loss": full})
-    seed_sd = frame.groupby("selection")["loss"].std().mean()
     piv = frame.pivot(index="seed", columns="selection", values="loss")
     paired = np.mean([(piv[a] - piv[b]).std() for a, b in itertools.combinations(piv.columns, 2)])
     t_full = timing[None][0]
+    rng = np.random.default_rng(0)
+    rows = []
+    for c in caps:
+        sec, ntok, ndoc = timing[c]
+        row = {"cap": c, "docs": int(ndoc), "tokens": int(ntok), "seconds": float(sec), "of_whole": sec / t_full}
+        if c is None:
+            row.update(spearman=1, largest_change=0, random_subset_sd=0)
+        else:
+            sub = D[:, :ndoc].sum(1) / tok[:ndoc].sum()
+            first, spread = pair_errors(D, tok, ndoc, args.draws, rng)
+            row.update(
+                spearman=float(spearmanr(sub, full).statistic),
+                largest_change=float(np.abs(first).max()),
+                random_subset_sd=float(spread.mean()),
+            )
+        rows.append(row)
+    losses = []
+    for k, (n, sd, _) in enumerate(models):
+        cut = {f"first_{c}": float(D[k, : timing[c][2]].sum() / tok[: timing[c][2]].sum()) for c in caps if c}
+        losses.append({"model": f"{n} s{sd}", "whole": float(full[k]), **cut})
+    return {
+        "about": "What a trial loses by scoring the first documents of the evaluation set "
+        "(benchmarks/trial_eval.py). Losses in nats/token.",
+        "command": f"python benchmarks/trial_eval.py --seeds {args.seeds} --repeats {args.repeats}",
+        "host": {
+            "machine": platform.machine(),
+            "cores": os.cpu_count(),
+            "torch": torch.__version__,
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        },
+        "load": [load0, load1],
+        "models": len(models),
+        "selections": int(frame["selection"].nunique()),
+        "seeds": args.seeds,
+        "tokens": args.tokens,
+        "precision": "bfloat16",
+        "eval": {"docs": len(tok), "scored_tokens": int(tok.sum())},
+        "seed_sd": float(frame.groupby("selection")["loss"].std().mean()),
+        "paired_sd": float(paired),
+        "caps": rows,
+        "losses": losses,
+    }
+
+
+def report(r: dict) -> str:
+    """trial_eval.md from :func:`measure`'s results."""
+    h, caps = r["host"], [c["cap"] for c in r["caps"]]
     out = [
         "# What a trial loses by scoring the first documents of the evaluation set",
         "",
-        f"Host: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, CPU capability "
-        f"{torch.backends.cpu.get_cpu_capability()}; load average {load0:.2f} at start, {load1:.2f} at the end. "
-        f"Command: `python benchmarks/trial_eval.py --seeds {args.seeds} --repeats {args.repeats}`.",
+        f"Host: {h['machine']}, {h['cores']} cores, torch {h['torch']}, CPU capability {h['cpu_capability']}; "
+        f"load average {r['load'][0]:.2f} at start, {r['load'][1]:.2f} at the end. Command: `{r['command']}`.",
         "",
-        f"{len(models)} `tiny` models trained in bfloat16 on {args.tokens:,} tokens (3 selections x {args.seeds} "
-        f"seeds) of search_corpus's real text, scored on its evaluation set: {len(tok)} documents, "
-        f"{int(tok.sum()):,} scored tokens. On the whole set, the seed-to-seed sd of a model's loss is "
-        f"**{seed_sd:.4f}** nats/token (mean over the selections) and the paired sd of a difference between two "
-        f"selections over the seeds **{paired:.4f}**.",
+        f"{r['models']} `tiny` models trained in bfloat16 on {r['tokens']:,} tokens ({r['selections']} selections x "
+        f"{r['seeds']} seeds) of search_corpus's real text, scored on its evaluation set: {r['eval']['docs']} "
+        f"documents, {r['eval']['scored_tokens']:,} scored tokens. On the whole set, the seed-to-seed sd of a "
+        f"model's loss is **{r['seed_sd']:.4f}** nats/token (mean over the selections) and the paired sd of a "
+        f"difference between two selections over the seeds **{r['paired_sd']:.4f}**.",
         "",
         "| evaluation scored | documents | tokens | seconds per evaluation (median) | / whole set | "
         "Spearman of the models' losses with the whole set's | largest change of a pairwise difference, "
         "the search's subset | its sd over random subsets of as many documents |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    rng = np.random.default_rng(0)
-    for c in caps:
-        sec, ntok, ndoc = timing[c]
-        if c is None:
-            out.append(f"| whole set | {ndoc} | {ntok:,} | {sec:.3f} | 1.000 | 1 | 0 | 0 |")
+    for c in r["caps"]:
+        if c["cap"] is None:
+            out.append(f"| whole set | {c['docs']} | {c['tokens']:,} | {c['seconds']:.3f} | 1.000 | 1 | 0 | 0 |")
             continue
-        sub = D[:, :ndoc].sum(1) / tok[:ndoc].sum()
-        first, spread = pair_errors(D, tok, ndoc, args.draws, rng)
-        rho = spearmanr(sub, full).statistic
         out.append(
-            f"| first documents up to {c:,} tokens | {ndoc} | {ntok:,} | {sec:.3f} | {sec / t_full:.3f} | "
-            f"{rho:.3f} | {np.abs(first).max():.4f} | {spread.mean():.4f} |"
+            f"| first documents up to {c['cap']:,} tokens | {c['docs']} | {c['tokens']:,} | {c['seconds']:.3f} | "
+            f"{c['of_whole']:.3f} | {c['spearman']:.3f} | {c['largest_change']:.4f} | {c['random_subset_sd']:.4f} |"
         )
     out += ["", "| model | loss, whole set | " + " | ".join(f"loss, first {c:,}" for c in caps if c) + " |"]
     out.append("| --- | --- |" + " --- |" * sum(1 for c in caps if c))
-    for k, name in enumerate(names):
-        cells = [f"{D[k, : timing[c][2]].sum() / tok[: timing[c][2]].sum():.4f}" for c in caps if c]
-        out.append(f"| {name} | {full[k]:.4f} | " + " | ".join(cells) + " |")
+    for m in r["losses"]:
+        out.append(
+            f"| {m['model']} | {m['whole']:.4f} | " + " | ".join(f"{m[f'first_{c}']:.4f}" for c in caps if c) + " |"
+        )
     out += [
         "",
         "- A trial's loss on the capped set sits on another scale than the whole set's (other documents): the "
@@ -168,8 +212,11 @@ def suite_eval_tokens(seed: int = 0) -> list:
     return out
 
 
+SUITE_CAP = 50_000  # a search's default --trial-eval-tokens for the tiny proxy
+
+
 def suite_lines(rows: list) -> list:
-    cap = 50_000
+    cap = SUITE_CAP
     return [
         "",
         "## The recipe suite's evaluation sets",
@@ -196,10 +243,16 @@ def main(argv=None):
         D = np.stack([doc_nll(m, ev) for _, _, m in models])
     caps = [None, 50_000, 25_000]
     timing = timed(models, ev, caps, args.repeats)
-    text = report(models, ev, D, timing, caps, args, load0, os.getloadavg()[0])
+    results = measure(models, ev, D, timing, caps, args, load0, os.getloadavg()[0])
+    text = report(results)
     if args.suite:  # the recipe suite's sets, built from this machine's text (suite_corpora.py)
-        text += "\n".join(suite_lines(suite_eval_tokens()))
+        rows = suite_eval_tokens()
+        text += "\n".join(suite_lines(rows))
+        results["suite_cap"] = SUITE_CAP
+        results["suite"] = [{"corpus": n, "docs": d, "scored_tokens": t} for n, d, t in rows]
     Path(args.out).write_text(text)
+    # the docs render from the JSON (benchmarks/render_docs.py)
+    Path(args.out).with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n")
     print(text)
 
 

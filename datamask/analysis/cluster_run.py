@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.backend import get_namespace, to_numpy
-from ..core.kmeans import assign, check_k, fit_kmeans, inertia
+from ..core.kmeans import assign, check_k, fit_kmeans, inertia, readable_n_clusters
 from ..pipeline.files import count_rows
 from .cluster_stats import combine_stats, partial_stats, stats_frame
 from .clusters import _has_faiss, embeddings_of, read_corpus, sample_embeddings
@@ -112,7 +112,7 @@ def _merge_cluster(out_root, c):
 def run_cluster(
     input,
     output,
-    k: int,
+    k: int | None,
     sample_fraction=0.1,
     seed=0,
     split_size=1_000_000,
@@ -134,7 +134,7 @@ def run_cluster(
     and, with ``by_cluster``, ``by_cluster/cluster-NNNNN.parquet``: the corpus rewritten
     with one file, hence one pipeline split, per cluster (while a cluster fits in
     ``split_size``; a larger one is warned about and split by ``datamask select``).
-    Everything runs split by split, so the corpus need not fit in memory.
+    Everything runs split by split, so the corpus need not fit in memory (``k`` None: ``readable_n_clusters``).
 
     ``level`` (a :class:`~datamask.pipeline.gpu.Level`; default: from ``device``) says
     where: ``auto`` fits with cuML on the RAPIDS level, else on the host sample (faiss when
@@ -153,12 +153,14 @@ def run_cluster(
     names = [s.name for f, n in counts.items() for s in make_splits(f, n, int(split_size))]
     if embedding_column not in ddf.columns:
         raise ValueError(f"input has no column {embedding_column!r} (columns: {', '.join(ddf.columns)})")
+    k, given = (int(k), True) if k is not None else (readable_n_clusters(sum(counts.values())), False)
     check_k(k, int(sum(counts.values())))
     ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
     with ctx, dask.config.set({"dataframe.convert-string": False}):
         if backend == "auto":
             backend = level.kmeans if level.kmeans != "faiss" or _has_faiss() else "sklearn"
         X = sample_embeddings(ddf, sample_fraction, embedding_column, seed, max_rows=max_sample_rows)
+        k = k if given else max(1, min(k, X.shape[0]))  # the default never asks for more than the sample
         cent, fit_seconds = _fit(X, k, seed, backend, level)
         present = [c if c and c in ddf.columns else None for c in (quality_column, tokens_column)]
         columns = dict(column=embedding_column, quality_column=present[0], tokens_column=present[1])

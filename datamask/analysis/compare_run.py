@@ -6,7 +6,6 @@ DATAMASK's trajectory, a sample for the 2-D projection and the Pareto plot.
 
 from __future__ import annotations
 
-import math
 import tempfile
 import time
 from contextlib import contextmanager
@@ -198,7 +197,8 @@ def run_compare(
     """``datamask compare``: every method on every split of ``input``; results in ``output``.
 
     Clusters (SemDeDup's clusters, QuaDMix's domains) come from the input's ``domain_column``
-    or from k-means with ``n_clusters`` clusters (default ``sqrt(rows / 10)``) fitted on a
+    or from k-means with ``n_clusters`` clusters (default :func:`~datamask.core.kmeans.readable_n_clusters`:
+    ``sqrt(rows / 10)`` between 2 and 50) fitted on a
     ``sample_fraction`` of the rows and shared by all splits. The keyword arguments left None
     are read from ``cfg`` (a ``CompareConfig``; a ``SelectConfig`` takes compare's defaults);
     ``k`` and ``cluster_column``, their 0.2 names, warn.
@@ -278,7 +278,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
     """Every split's results, and what ``compare.json`` says about the run."""
     import dask
 
-    from ..core.kmeans import check_k
+    from ..core.kmeans import check_k, readable_n_clusters
     from .clusters import fit_kmeans_dask, read_corpus
     from .report.corpus_map import MAP_ROWS
 
@@ -292,7 +292,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
         ddf = read_corpus(input, split_size=cfg.split_size)
         has_cluster = opts["domain_column"] in ddf.columns
         if {"semdedup", "quadmix"} & set(methods) and not has_cluster:
-            k = int(k or max(1, round(math.sqrt(n_rows / 10))))
+            k = int(k or readable_n_clusters(n_rows))
             check_k(k, n_rows)
             centroids, _ = fit_kmeans_dask(ddf, k, opts["sample_fraction"], cfg.embedding_column, seed=cfg.seed)
         task = CompareTask(

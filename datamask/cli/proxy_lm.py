@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..errors import ConfigError
 from .common import add_config_flags, config_from_args, write_report_after
@@ -81,6 +82,8 @@ def _proxy_lm(args) -> int:
             "select/compare --holdout, or any trusted text corpus)"
         )
     m = run_proxy_lm(cfg)
+    for w in m.get("warnings", ()):  # first: what must be read before the table
+        print(f"datamask: proxy-lm: warning: {w}", file=sys.stderr)
     if not cfg.quiet:
         t = m["table"]
         wide = t[t["domain"] == "all"].pivot_table(index="selection", columns="eval_set", values="loss", sort=False)
@@ -88,7 +91,9 @@ def _proxy_lm(args) -> int:
         for s in m["selections"]:  # what each selection holds, and how often training went through it
             print(
                 f"datamask: proxy-lm: {s['name']}: {s['docs']:,} documents, {s['selection_tokens']:,} tokens "
-                f"({s['passes']:.2f} passes)"
+                f"({s['passes']:.2f} passes, {s['steps']:,} optimiser steps); unigram margin "
+                + ", ".join(f"{e} {v:+.3f}" for e, v in s["unigram_margin"].items())
+                + " nats/token"
             )
         tot = m["totals"]
         print(

@@ -31,6 +31,7 @@ __all__ = [
     "assign",
     "inertia",
     "check_k",
+    "readable_n_clusters",
     "unit32",
 ]
 
@@ -44,6 +45,18 @@ ASSIGN_BLOCK = 65536
 def unit32(X, xp):
     X = X.astype(xp.float32)
     return X / xp.sqrt((X * X).sum(axis=1, keepdims=True))
+
+
+READABLE_MAX = 50  # the most clusters a default gives: labels a person can still read on the map
+
+
+def readable_n_clusters(n_rows: int) -> int:
+    """The corpus analysis's default number of clusters (``datamask cluster``, ``compare``'s
+    k-means, the report's map): ``sqrt(rows / 10)`` rounded, between 2 and
+    :data:`READABLE_MAX` (50), and never more than the rows. 2,884 rows get 17 clusters,
+    25,000 rows and more get 50."""
+    n_rows = int(n_rows)
+    return max(1, min(n_rows, READABLE_MAX, max(2, int(round(math.sqrt(n_rows / 10))))))
 
 
 def check_k(k: int, n_rows: int, what="rows"):

@@ -67,5 +67,6 @@ def compute(*collections, return_records: bool = False, **kwargs):
     for i, c in enumerate(collections):
         if isinstance(c, ClusterModel):
             c.cluster_centers_ = values[i]
+            c.n_clusters = int(values[i].shape[0])
             values[i] = c
     return values[0] if len(values) == 1 else tuple(values)

@@ -21,10 +21,12 @@ __all__ = ["cluster", "ClusterModel"]
 def _fit(mats, k, fraction, seed, backend, level):
     from ..analysis.clusters import join_sample
     from ..core.backend import to_numpy
-    from ..core.kmeans import check_k, fit_kmeans
+    from ..core.kmeans import check_k, fit_kmeans, readable_n_clusters
 
     try:
         X = join_sample(mats, fraction, seed)
+        if k is None:  # the default of the rows the sample stands for, at most the sample
+            k = min(readable_n_clusters(round(X.shape[0] / fraction)), max(1, X.shape[0]))
         check_k(k, X.shape[0], "sampled rows")
     except ValueError as e:
         raise DataError(str(e)) from None
@@ -54,7 +56,7 @@ class ClusterModel:
 
     def __init__(self, centroids, cfg, backend):
         self.centroids = centroids
-        self.n_clusters = int(cfg.n_clusters)
+        self.n_clusters = None if cfg.n_clusters is None else int(cfg.n_clusters)  # None: known once fitted
         self.embedding_column = cfg.embedding_column
         self.backend = backend
         self.seed = int(cfg.seed)
@@ -62,6 +64,7 @@ class ClusterModel:
     def compute(self, **kwargs) -> ClusterModel:
         """Fit (run the sample and the fit tasks); returns ``self`` with ``cluster_centers_``."""
         self.cluster_centers_ = np.asarray(self.centroids.compute(**kwargs))
+        self.n_clusters = int(self.cluster_centers_.shape[0])
         return self
 
     def predict(self, ddf, out_column: str = "cluster"):
@@ -103,7 +106,12 @@ def cluster(ddf, cfg=None):
         backend = level.kmeans if level.kmeans != "faiss" or _has_faiss() else "sklearn"
     parts = sample_parts(ddf, float(cfg.sample_fraction), cfg.embedding_column, int(cfg.seed))
     cent = dask.delayed(_fit, pure=True)(
-        parts, int(cfg.n_clusters), float(cfg.sample_fraction), int(cfg.seed), backend, level
+        parts,
+        None if cfg.n_clusters is None else int(cfg.n_clusters),
+        float(cfg.sample_fraction),
+        int(cfg.seed),
+        backend,
+        level,
     )
     model = ClusterModel(cent, cfg, backend)
     return model.predict(ddf), model

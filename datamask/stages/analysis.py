@@ -34,7 +34,12 @@ class ClusterConfig(StageConfig):
     embedding_column: str = _f("embedding", "name of the embedding column (list of floats)", group="data")
     quality_column: str = _f("quality", "quality column for the statistics (skipped when absent)", group="data")
     tokens_column: str = _f("n_tokens", "token-count column for the statistics (skipped when absent)", group="data")
-    n_clusters: int = _f(100, "number of k-means clusters (<= rows in the sample)", group="clustering")
+    n_clusters: int | None = _f(
+        None,
+        "number of k-means clusters (<= rows in the sample; default sqrt(rows/10) between 2 and 50, "
+        "few enough to name on the report's map)",
+        group="clustering",
+    )
     sample_fraction: float = _f(
         0.1, "fraction of rows k-means is fitted on (then every row is labelled)", group="clustering"
     )
@@ -52,7 +57,7 @@ class ClusterConfig(StageConfig):
 
     def validated(self):
         super().validated()
-        if int(self.n_clusters) < 1:
+        if self.n_clusters is not None and int(self.n_clusters) < 1:
             raise ConfigError(f"n_clusters must be >= 1, got {self.n_clusters}")
         if not 0.0 < float(self.sample_fraction) <= 1.0:
             raise ConfigError(f"sample_fraction must be in (0, 1], got {self.sample_fraction}")
@@ -61,6 +66,12 @@ class ClusterConfig(StageConfig):
 
 @dataclass
 class CompareConfig(SelectConfig):
+    n_clusters: int | None = _f(
+        None,
+        "k-means clusters when the domain column is absent, shared by every split and the report's map "
+        "(default sqrt(rows/10) between 2 and 50)",
+        group="baselines",
+    )
     methods: str = _f(
         "datamask,topk,random,semdedup,quadmix,greedy",
         f"comma-separated methods ({', '.join(METHODS)})",
@@ -187,7 +198,7 @@ class ClusterStage(CorpusStage):
             summary = run_cluster(
                 cfg.input,
                 out,
-                int(cfg.n_clusters),
+                None if cfg.n_clusters is None else int(cfg.n_clusters),
                 sample_fraction=float(cfg.sample_fraction),
                 seed=cfg.seed,
                 split_size=int(cfg.split_size),

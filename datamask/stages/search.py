@@ -59,31 +59,47 @@ def _fmt(v) -> str:
     return f"{v:.3g}" if isinstance(v, float) else str(v)
 
 
+def _verified_lines(v) -> list:
+    """Each evaluation set's verified losses and paired differences (the target set first)."""
+    if not v:
+        return []
+    sets = v.get("sets") or {None: {"recipes": v, "differences": v["differences"]}}
+    order = sorted(sets, key=lambda k: k != v.get("target"))
+    lines = []
+    for name in order:
+        e = sets[name]
+        on = "" if name is None else f" on {name}" + (" (the target)" if name == v.get("target") else "")
+        lines.append(
+            f"datamask: search: verified loss{on} "
+            + ", ".join(
+                f"{n} {e['recipes'][n]['mean']:.4f}"
+                + (f" (sd {e['recipes'][n]['sd']:.4f})" if e["recipes"][n]["sd"] else "")
+                for n in ("chosen", "default", "topk", "random")
+                if n in e["recipes"]
+            )
+        )
+        lines += [f"datamask: search: {d['words']}" for d in e["differences"].values()]
+    return lines
+
+
 def summary_lines(m: dict, out) -> list:
     """What ``datamask search`` prints when it ends."""
     t, px = m["models"], m["proxy"]
-    passes = px.get("passes") or {}
+    passes, steps = px.get("passes") or {}, px.get("steps") or {}
     lines = [f"datamask: search: warning: {w}" for w in m.get("warnings", ())]  # first: what must be read
     lines += [
         f"datamask: search: {m['trials']} trials x {m['seeds']} seed(s) of a {px['params']:,}-parameter proxy "
-        f"on {px['regime']} ({passes.get('min', 0):.2f}-{passes.get('max', 0):.2f} passes over a selection; "
+        f"on {px['regime']} ({passes.get('min', 0):.2f}-{passes.get('max', 0):.2f} passes over a selection, "
+        f"{steps.get('min', 0):,.0f}-{steps.get('max', 0):,.0f} optimiser steps; "
         f"{t['computed_this_run']} models trained now, {t['resumed']} resumed)" + reused(m),
         f"datamask: search: regressor {m['regressor']}, cross-validated Spearman {m['cv_spearman']:.3f} ("
         + ", ".join(f"{k} {v['spearman']:.3f}" for k, v in m["cv"].items())
         + ")",
         "datamask: search: chosen " + ", ".join(f"{k}={_fmt(v)}" for k, v in m["chosen"].items()),
     ]
-    v = m.get("verified")
-    if v:
-        lines.append(
-            "datamask: search: verified loss "
-            + ", ".join(
-                f"{n} {v[n]['mean']:.4f}" + (f" (sd {v[n]['sd']:.4f})" if v[n]["sd"] else "")
-                for n in ("chosen", "default", "topk", "random")
-                if n in v
-            )
-        )
-        lines += [f"datamask: search: {d['words']}" for d in v["differences"].values()]
+    if m.get("budget"):
+        lines.append(f"datamask: search: every selection budgeted by {m['budget']['words']}")
+    lines += _verified_lines(m.get("verified"))
     rec = m.get("recommended")
     if rec and rec["name"] == "chosen":
         lines.append(f"datamask: search: recipe.yaml applies the chosen recipe: {rec['why']}")

@@ -163,6 +163,22 @@ def test_run_cluster_writes_labels_stats_and_per_cluster_files(blob_corpus, tmp_
         run_cluster(d, tmp_path / "out3", 3001)
 
 
+def test_the_default_cluster_count_is_one_a_person_can_read(blob_corpus, tmp_path):
+    """No n_clusters: sqrt(rows / 10) between 2 and 50 (3,000 rows: 17), from one function that
+    ``cluster``, ``compare``, the frame API and the report's map share; never more than the sample."""
+    from datamask.analysis.cluster_run import run_cluster
+    from datamask.core.kmeans import readable_n_clusters
+    from datamask.stages.analysis import ClusterConfig, CompareConfig
+
+    assert [readable_n_clusters(n) for n in (1, 3, 100, 2884, 3000, 25_000, 10**9)] == [1, 2, 3, 17, 17, 50, 50]
+    assert ClusterConfig().n_clusters is None and CompareConfig().n_clusters is None
+    d, _ = blob_corpus
+    s = run_cluster(d, tmp_path / "out", None, sample_fraction=0.3, split_size=1000)
+    assert s["n_clusters"] == 17 and pq.read_table(tmp_path / "out" / "centroids.parquet").num_rows == 17
+    s = run_cluster(d, tmp_path / "few", None, sample_fraction=0.004, split_size=1000)  # a 12-row sample
+    assert s["n_clusters"] == s["sample_rows"] < 17
+
+
 def test_cuda_level_fits_lloyd_on_its_arrays(blob_corpus, tmp_path):
     """The CUDA level's own fit (``lloyd`` on the level's arrays; numpy stands in for cupy)
     finds the planted clusters and the summary names it."""

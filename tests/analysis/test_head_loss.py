@@ -1,7 +1,11 @@
 """The fused LM-head loss (proxy_lm/head_loss.py) against torch's cross-entropy over the full
 logits: the same loss and gradients to float32 rounding, ignored positions ignored, and the same
 training losses through ``train_selection``; with bfloat16 products, the same to bfloat16
-rounding; and what ``precision: auto`` picks."""
+rounding; and what ``precision: auto`` picks.
+
+The docs claim bfloat16 moves a model's held-out loss by at most 0.0057 nats/token
+(benchmarks/results/proxy_precision.md): every bfloat16 loss here is held to a tolerance in
+nats below that (``BF16_NATS``), not a relative one that a loss near 6 would widen to 0.03."""
 
 import numpy as np
 import pytest
@@ -9,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from datamask.analysis.proxy_lm.head_loss import head_loss, uses_fused_loss  # noqa: E402
+from datamask.analysis.proxy_lm.head_loss import head_loss  # noqa: E402
 
 
 def _reference(h, w, y):
@@ -24,6 +28,10 @@ def _case(n=700, d=24, v=301, seed=0):
     y[torch.randperm(n, generator=g)[: n // 7]] = -100  # ignored positions, in every chunk
     return h, w, y
 
+
+# nats: below the 0.0057 the docs claim for bfloat16 against float32 (measured here: 0.0009 for one
+# loss of 600 positions, 0.0027 at most over 8 training steps, 0.0001 for a held-out loss)
+BF16_NATS = 5e-3
 
 SMALL = dict(vocab_size=300, d_model=32, n_layers=2, n_heads=2, d_ff=64, seq_len=32, batch_size=4, lr=1e-2)
 
@@ -78,16 +86,23 @@ def test_every_position_ignored_gives_zero_not_nan():
 
 def test_training_takes_it_on_the_cpu_and_gives_the_eager_losses(monkeypatch):
     from datamask.analysis.proxy_lm import train as train_mod
-    from datamask.analysis.proxy_lm.model import build_model
 
-    cfg = _small_config()
-    assert uses_fused_loss(build_model(cfg, 300), "cpu", "float32")
-    assert not uses_fused_loss(build_model(cfg, 300), "cuda", "float32")
-    assert uses_fused_loss(build_model(cfg, 300), "cpu", "bfloat16")
+    calls, real = [], train_mod.fused_forward_loss
 
+    def counted(*args, **kwargs):  # the real fused loss, its calls counted
+        calls.append(kwargs.get("precision"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_mod, "fused_forward_loss", counted)
     fused, ev_fused = _train_small("float32")
+    assert calls == ["float32"] * len(fused)  # every training step on the CPU took it
+    calls.clear()
+    _train_small("bfloat16")
+    assert calls == ["bfloat16"] * len(fused)
+    calls.clear()
     monkeypatch.setattr(train_mod, "uses_fused_loss", lambda *a: False)  # the eager cross-entropy
     eager, ev_eager = _train_small("float32")
+    assert calls == []
     assert not np.array_equal(fused, eager)  # it did take another path ...
     np.testing.assert_allclose(fused, eager, rtol=1e-5)  # ... to float32 rounding over 8 steps
     assert ev_fused == pytest.approx(ev_eager, rel=1e-5)
@@ -104,7 +119,7 @@ def test_bfloat16_products_match_the_full_logits_to_bfloat16_rounding():
     assert low.dtype == torch.float32 and h1.grad.dtype == w1.grad.dtype == torch.float32
     # bfloat16 keeps 8 significant bits (unit roundoff 2**-9 = 0.2%): the logits (24 products of
     # two rounded operands, then rounded) and the gradients carry errors of a few tenths of a percent
-    assert low.item() == pytest.approx(ref.item(), rel=5e-3)
+    assert abs(low.item() - ref.item()) < BF16_NATS / 2  # measured: 0.0009 nats (the loss is 14.3)
     assert low.item() != ref.item()  # ... and it did take the bfloat16 products
     for a, b in ((h1.grad, h2.grad), (w1.grad, w2.grad)):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-2, atol=2e-2 * float(b.abs().max()))
@@ -116,8 +131,8 @@ def test_training_in_bfloat16_gives_the_float32_losses_to_its_rounding():
     b16, ev16 = _train_small("bfloat16", seed=1)
     assert not np.array_equal(f32, b16)
     # 8 steps from the same weights: the losses (near ln 300 = 5.7) move by bfloat16 rounding only
-    np.testing.assert_allclose(b16, f32, rtol=5e-3)
-    assert ev16 == pytest.approx(ev32, rel=5e-3)
+    np.testing.assert_allclose(b16, f32, rtol=0, atol=BF16_NATS)
+    assert abs(ev16 - ev32) < BF16_NATS / 5  # held-out nats per token (measured: 0.0001)
 
 
 def test_bfloat16_evaluation_scores_a_bfloat16_copy_and_leaves_the_model_alone():
@@ -139,7 +154,7 @@ def test_bfloat16_evaluation_scores_a_bfloat16_copy_and_leaves_the_model_alone()
         by_hand = evaluate(copy.deepcopy(model).to(torch.bfloat16), ev, "cpu", "float32", 4)["all"]
     assert b16 == by_hand  # the bfloat16 weights, no autocast
     assert b16[1:] == f32[1:] == (179, 300)
-    assert b16[0] != f32[0] and b16[0] == pytest.approx(f32[0], rel=5e-3)  # bfloat16 rounding only
+    assert b16[0] != f32[0] and abs(b16[0] - f32[0]) / f32[1] < BF16_NATS / 5  # nats per token: rounding only
     assert model.training  # the caller's model: its mode, dtype and weights as they were
     assert all(torch.equal(v, before[k]) and v.dtype == before[k].dtype for k, v in model.state_dict().items())
 

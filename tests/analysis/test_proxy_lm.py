@@ -180,6 +180,11 @@ def test_a_multiple_trains_each_selection_on_its_own_passes(corpus, tmp_path):
         assert s["passes"] >= 1.5 and s["passes"] < 1.5 + BT / n  # at most one batch more
         assert t.loc[t.selection == s["name"], "passes"].iloc[0] == pytest.approx(want / n)
     assert len({s["tokens"] for s in m["selections"]}) == 2  # not equal tokens: equal passes
+    lo, hi = sorted(s["steps"] for s in m["selections"])
+    assert (
+        m["warnings"][-1].startswith("--tokens 1.5x trains each selection for passes")
+        and f"({lo:,}-{hi:,} steps)" in m["warnings"][-1]
+    )
 
 
 @pytest.mark.parametrize("bad", ["x", "-2x", "0x", "2.5.1x", "fourx"])
@@ -248,14 +253,29 @@ def test_outputs_written(run):
         "perplexity",
         "bits_per_byte",
         "eval_tokens",
+        "unigram_loss",
+        "unigram_margin",
         "tokens",
         "passes",
+        "steps",
         "params",
         "seconds",
     ]
     assert set(csv.domain) == {"all", "prose", *JUNK}
+    # every model's optimiser steps and its margin over a unigram model of its own training tokens
+    trained = csv[csv.selection != "untrained"]
+    assert (trained.steps * TEST_MODEL["batch_size"] * TEST_MODEL["seq_len"] == trained.tokens).all()
+    assert np.allclose(csv.unigram_margin, csv.unigram_loss - csv.loss)
+    untrained = csv[csv.selection == "untrained"]  # nothing counted: the uniform model, ln V
+    assert (
+        np.allclose(untrained.unigram_loss, np.log(manifest["tokenizer"]["vocab_size"]))
+        and (untrained.steps == 0).all()
+    )
     m = json.loads((out / "manifest.json").read_text())
     assert m["versions"]["torch"] and m["versions"]["transformers"] and m["config"]["d_model"] == 32
+    assert (m["lr"], m["weight_decay"]) == (m["config"]["lr"], m["config"]["weight_decay"])
+    assert [s["steps"] for s in m["selections"]] == [m["steps"]] * 2 and m["steps"] < 250
+    assert m["warnings"][0].startswith("these proxies measured token frequencies, not content: 2 of 2")
     assert m["params"] == csv.params.iloc[0] > 0
     from matplotlib.image import imread
 
@@ -516,3 +536,20 @@ def test_yaml_config_file_with_flags_on_top(corpus, tmp_path):
     m = json.loads((out / "manifest.json").read_text())
     assert m["config"]["d_model"] == 32 and m["train_tokens"] == 2048  # YAML, then the flag on top
     assert [s["name"] for s in m["selections"]] == ["prose"]
+
+
+def test_the_unigram_baseline_is_add_half_counts_on_the_scored_tokens():
+    """By hand: a vocabulary of 4, training counts (3, 1, 0, 0); two documents' windows scoring the
+    targets 1, 0 | 0, 3 (padding -1 unscored), in two domains."""
+    from datamask.analysis.proxy_lm.baseline import unigram_losses
+    from datamask.analysis.proxy_lm.train import EvalData
+
+    windows = np.array([[2, 1, 0, -1], [2, 0, 3, -1]])
+    ev = EvalData(
+        "e", windows, np.array([0, 1]), np.array(["a", "b"], dtype=object), np.array([2, 2]), np.array([9, 9])
+    )
+    p = (np.array([3, 1, 0, 0]) + 0.5) / (4 + 0.5 * 4)
+    got = unigram_losses(np.array([3, 1, 0, 0]), ev)
+    assert got["a"] == (pytest.approx(-np.log(p[1]) - np.log(p[0])), 2)
+    assert got["b"] == (pytest.approx(-np.log(p[0]) - np.log(p[3])), 2)
+    assert got["all"][0] == pytest.approx(got["a"][0] + got["b"][0]) and got["all"][1] == 4

@@ -96,8 +96,8 @@ def test_verification_says_when_a_difference_is_within_noise():
     s = summarize(pd.DataFrame(rows, columns=["name", "seed", "loss"]))
     assert s["recipes"]["default"]["mean"] == pytest.approx(5.1025)
     assert "lower than default by 0.1000" in s["differences"]["default"]["words"]
-    assert "larger than the noise" in s["differences"]["default"]["words"]
-    assert "within noise" in s["differences"]["topk"]["words"]
+    assert s["differences"]["default"]["words"].endswith(": beyond noise")
+    assert "95% interval" in s["differences"]["topk"]["words"] and "within noise" in s["differences"]["topk"]["words"]
     assert s["differences"]["default"]["spreads"] < -2
 
 
@@ -125,9 +125,17 @@ def test_the_recommendation_keeps_chosen_unless_a_reference_beats_it_beyond_nois
     within = recommend(_verification((-0.02, 0.015, -0.01)), RECIPES)  # topk's mean lower by 0.005, within noise
     assert within["name"] == "chosen" and within["recipe"] == RECIPES["chosen"]
     assert within["why"].startswith("no reference beat the chosen recipe beyond noise over 3 paired seeds")
+    # chosen was picked on the trials' seeds: the verification's seeds judge it independently
+    assert within["seeds"]["decided_on"] == "trials" and within["seeds"]["independent"] is True
+    assert within["why"].endswith(within["seeds"]["words"]) and "independent of the choice" in within["why"]
     beaten = recommend(_verification((-0.10, -0.09, -0.11)), RECIPES)  # topk lower on every seed
     assert beaten["name"] == "topk" and beaten["recipe"] == {"method": "topk"}
-    assert "topk 4.9000 against chosen 5.0000 nats/token, paired difference 0.1000 > 2 standard errors" in beaten["why"]
+    assert "topk 4.9000 against chosen 5.0000 nats/token, paired difference 0.1000, 95% interval" in beaten["why"]
+    # the verification's seeds decided it and are what its comparison reports: said, not hidden
+    assert beaten["seeds"] == dict(beaten["seeds"], decided_on="verification", independent=False)
+    assert "not independent of the decision" in beaten["why"]
+    # t = 3.5 over 3 seeds: beyond two standard errors, not beyond the 95% t-interval: chosen is kept
+    assert recommend(_verification((-0.10, -0.05, -0.15)), RECIPES)["name"] == "chosen"
     # random beats chosen beyond noise; topk (lower mean still, within noise of chosen) is what nothing beats
     s = _verification((-0.5, 0.2, 0.1), random_offset=-0.04)
     assert s["differences"]["topk"]["mean"] > s["differences"]["random"]["mean"]  # chosen minus each
@@ -136,6 +144,27 @@ def test_the_recommendation_keeps_chosen_unless_a_reference_beats_it_beyond_nois
     means = {n: r["mean"] for n, r in s["recipes"].items()}
     assert all(means[mixed["name"]] <= m for m in means.values())
     assert recommend(None, RECIPES)["name"] == "chosen" and "not verified" in recommend(None, RECIPES)["why"]
+
+
+def test_the_verification_reports_every_evaluation_set_and_judges_the_target():
+    """Two evaluation sets that disagree: top-k beats chosen on ``quality`` only. Judged on the
+    first set (the default target) chosen is kept; on ``quality`` top-k is recommended."""
+    from datamask.analysis.search.verify import recommend
+
+    rows = []
+    for k, base in enumerate((5.00, 5.03, 4.97, 5.01, 4.99)):
+        for name, held, quality in (("chosen", 0.0, 0.0), ("default", 0.05, 0.05), ("topk", 0.001 * (-1) ** k, -0.2)):
+            rows.append({"name": name, "seed": k, "loss.heldout": base + held, "loss.quality": base + 1 + quality})
+    f = pd.DataFrame(rows).assign(loss=lambda d: (d["loss.heldout"] + d["loss.quality"]) / 2)
+    first, other = summarize(f), summarize(f, "quality")
+    assert (
+        first["target"] == "heldout" and other["target"] == "quality" and set(first["sets"]) == {"heldout", "quality"}
+    )
+    assert first["differences"] == first["sets"]["heldout"]["differences"]
+    assert first["sets"]["quality"]["differences"]["topk"]["words"].startswith("on quality, chosen is higher")
+    kept, switched = recommend(first, RECIPES), recommend(other, RECIPES)
+    assert kept["name"] == "chosen" and kept["target"] == "heldout" and "on quality (not judged): chosen" in kept["why"]
+    assert switched["name"] == "topk" and "beyond noise on quality" in switched["why"]
 
 
 def test_a_statistic_that_does_not_vary_is_constant_not_nan():
@@ -205,3 +234,54 @@ def test_the_summary_prints_a_switched_recommendation_first():
     lines = summary_lines(kept, "out")
     assert not any("warning" in x for x in lines)
     assert "datamask: search: recipe.yaml applies the chosen recipe: no reference beat" in "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        # 3 seeds, t = 3.46: beyond two standard errors (the old rule), within the 95% t-interval (t 4.30)
+        ([5.10, 5.05, 5.15], [5.00, 5.00, 5.00]),
+        # 5 seeds, every difference negative and steady: beyond noise under both
+        ([4.90, 4.93, 4.88, 4.95, 4.91], [5.00, 5.01, 4.99, 5.02, 5.00]),
+        # 4 seeds, noise around zero
+        ([5.01, 4.98, 5.02, 4.99], [5.00, 5.00, 5.00, 5.00]),
+    ],
+)
+def test_paired_t_is_scipys_ttest_rel_and_not_two_standard_errors(a, b):
+    from scipy import stats
+
+    from datamask.analysis.search.noise import paired_t
+
+    got, want = paired_t(a, b), stats.ttest_rel(a, b)
+    ci = want.confidence_interval(0.95)
+    assert got["t"] == pytest.approx(float(want.statistic), rel=1e-10)
+    assert got["p"] == pytest.approx(float(want.pvalue), rel=1e-10)
+    assert (got["lo"], got["hi"]) == pytest.approx((float(ci.low), float(ci.high)), rel=1e-10)
+    assert got["df"] == len(a) - 1 == int(want.df) and got["seeds"] == len(a)
+    assert got["beyond"] == (float(want.pvalue) < 0.05) == (ci.low > 0 or ci.high < 0)
+    two_se = abs(got["mean"]) > 2 * got["se"]
+    if len(a) == 3:  # the data the two rules disagree on: restoring 2 standard errors fails here
+        assert two_se and not got["beyond"]
+
+
+def test_paired_t_on_one_seed_and_on_equal_differences():
+    from datamask.analysis.search.noise import paired_t
+
+    one = paired_t([5.0], [4.0])
+    assert one["sd"] is None and one["t"] is None and not one["beyond"] and one["mean"] == 1.0
+    same = paired_t([5.0, 5.1, 5.2], [5.0, 5.1, 5.2])  # top-k and a recipe that selected its rows
+    assert same["t"] == 0.0 and same["p"] == 1.0 and not same["beyond"] and same["lo"] == same["hi"] == 0.0
+    shifted = paired_t([5.5, 6.5, 7.5], [5.0, 6.0, 7.0])  # exactly 0.5 on every seed
+    assert shifted["beyond"] and shifted["p"] == 0.0 and shifted["lo"] == shifted["hi"] == 0.5
+
+
+def test_the_budget_is_said_and_a_row_ratio_is_labelled_as_mixing_size_with_content():
+    from datamask.analysis.search.summary import budget_words
+
+    rows = budget_words(SearchConfig(eval=["x"], ratio=0.2, budget_unit="rows").validated(), None)
+    assert "--budget-unit rows" in rows and "mixes size with content" in rows
+    fixed = budget_words(SearchConfig(eval=["x"], ratio=0.2).validated(), {"token_ratio": 0.2})
+    searched = budget_words(SearchConfig(eval=["x"]).validated(), {"token_ratio": "searched"})
+    assert fixed.startswith("the ratio 0.2 as a share of the corpus's tokens") and "searched ratio" in searched
+    given = budget_words(SearchConfig(eval=["x"], tokens=5000).validated(), None)
+    assert "as many tokens, to one document" in given and "mixes" not in fixed + searched + given

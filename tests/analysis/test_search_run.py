@@ -45,17 +45,20 @@ N_LEAKS = 5
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """The input (two quality components, three domains) and an evaluation set of 30 prose rows,
-    5 of which are also in the input."""
+    """The input (two quality components, three domains), an evaluation set of 30 prose rows, 5 of
+    which are also in the input, and a second one (``quality``) of 12 other prose rows."""
     root = tmp_path_factory.mktemp("search_corpus")
     df = pd.DataFrame([json.loads(line) for line in CORPUS.read_text().splitlines()])
     rng = np.random.default_rng(1)
     qa, qb = df.good.to_numpy() + rng.uniform(0, 0.5, len(df)), rng.uniform(0, 1, len(df))
-    held = df.index[df.kind == "prose"][:30]
+    held, second = df.index[df.kind == "prose"][:30], df.index[df.kind == "prose"][30:42]
     (root / "eval").mkdir()
+    (root / "quality").mkdir()
     df.loc[held, ["id", "text", "kind"]].to_parquet(root / "eval" / "eval.parquet")
+    df.loc[second, ["id", "text"]].to_parquet(root / "quality" / "quality.parquet")
     keep = np.ones(len(df), dtype=bool)
     keep[held[N_LEAKS:]] = False
+    keep[second] = False
     E = hashed_embeddings(df.text.tolist())[keep]
     t = pa.table(
         {
@@ -70,11 +73,14 @@ def corpus(tmp_path_factory):
     )
     (root / "in").mkdir()
     pq.write_table(t, root / "in" / "corpus.parquet")
-    return {"in": root / "in", "eval": root / "eval", "eval_texts": set(df.loc[held, "text"])}
+    c = {"in": root / "in", "eval": root / "eval", "quality": root / "quality", "eval_texts": set(df.loc[held, "text"])}
+    c["evals"] = ["--eval", str(c["eval"]), "--eval", str(c["quality"])]
+    c["lengths"] = np.array([len(t.split()) for t in df.text[keep]])
+    return c
 
 
 def _search(corpus, out, *extra, scheduler=None):
-    argv = ["search", str(corpus["in"]), str(out), "--eval", str(corpus["eval"]), *ARGS, *map(str, extra)]
+    argv = ["search", str(corpus["in"]), str(out), *corpus["evals"], *ARGS, *map(str, extra)]
     return main(argv + (["--scheduler", scheduler] if scheduler else []))
 
 
@@ -104,14 +110,20 @@ def test_outputs_hold_what_the_issue_names(searched):
         "near_duplicate_share",
     ):
         assert c in t.columns, c
-    assert (t.tokens == 8192).all() and t.loss.between(3, 8).all()
+    assert t.loss.between(3, 8).all() and np.allclose(t.loss, (t["loss.eval"] + t["loss.quality"]) / 2)
     s = json.loads((searched / "search.json").read_text())
     assert set(s["chosen"]) == {"lam", "diversity"} and 0 <= s["chosen"]["lam"] <= 1
     assert s["regressor"] in s["cv"] and -1 <= s["cv_spearman"] <= 1
     assert s["noise"]["trials"]["eval"]["loss_sd"] > 0 and s["noise"]["verification"]["eval"]["seeds"] == 2
     for name in ("chosen", "default", "topk", "random"):
         assert s["verified"][name]["sd"] is not None and s["verified"][name]["mean"] > 0
-    assert "chosen is" in s["verified"]["differences"]["default"]["words"]
+    # every evaluation set reported apart, by its folder's name; the first (eval) is the rule's target
+    assert s["target"] == s["verified"]["target"] == s["recommended"]["target"] == "eval"
+    assert set(s["verified"]["sets"]) == {"eval", "quality"} and s["noise"]["trials"].keys() == {"eval", "quality"}
+    v = pd.read_parquet(searched / "verify.parquet").pivot_table(index="seed", columns="name", values="loss.quality")
+    assert s["verified"]["sets"]["quality"]["recipes"]["topk"]["mean"] == pytest.approx(v["topk"].mean())
+    assert s["verified"]["differences"]["default"]["words"].startswith("on eval, chosen is")
+    assert "on quality (not judged)" in s["recommended"]["why"]
     assert s["leaks"] == N_LEAKS and set(s["tracks"]) == {
         "quality",
         "diversity_pairwise",
@@ -138,9 +150,15 @@ def test_the_regime_and_the_workers_time_are_recorded(searched):
     s = json.loads((searched / "search.json").read_text())
     p = s["proxy"]
     assert p["proxy_tokens"] == 8192 and p["regime"] == "8,192 tokens"
+    assert p["steps"] == {"min": 16, "median": 16, "max": 16} and (p["lr"], p["weight_decay"]) == (1e-2, 0.1)
     for f in ("trials.parquet", "verify.parquet"):
         t = pd.read_parquet(searched / f)
         assert np.allclose(t.passes, t.tokens / t.selection_tokens) and (t.passes > 0).all()
+        assert (t.steps * 512 == t.tokens).all() and (t.lr == 1e-2).all() and (t.weight_decay == 0.1).all()
+        for e in ("eval", "quality"):  # the unigram baseline of each model's own training tokens, per set
+            assert np.allclose(t[f"unigram_margin.{e}"], t[f"unigram_loss.{e}"] - t[f"loss.{e}"])
+            assert t[f"unigram_loss.{e}"].between(2, 12).all()
+        assert p["unigram_margin"]["eval"]["min"] <= t["unigram_margin.eval"].min()
         assert p["passes"]["min"] <= t.passes.min() and t.passes.max() <= p["passes"]["max"]
         assert set(t.precision) == {auto_precision("cpu")}  # what auto resolved to on these workers
     assert p["precision"] == [auto_precision("cpu")] and not [w for w in s["warnings"] if "trained in" in w]
@@ -157,7 +175,8 @@ def test_trials_score_the_first_documents_and_the_verification_the_whole_set(sea
     model scores every prepared window (up to eval_tokens: 4,000)."""
     s = json.loads((searched / "search.json").read_text())
     assert s["trial_eval_tokens"] == 2000
-    (e,) = s["eval_sets"]
+    e = s["eval_sets"][0]
+    assert [x["name"] for x in s["eval_sets"]] == ["eval", "quality"]
     assert 2000 <= e["trial_tokens"] < e["scored_tokens"] and e["scored_tokens"] >= 4000
     t, v = pd.read_parquet(searched / "trials.parquet"), pd.read_parquet(searched / "verify.parquet")
     assert (t["eval_tokens.eval"] == e["trial_tokens"]).all()
@@ -174,6 +193,7 @@ def test_no_selection_trains_on_an_evaluation_text(searched, corpus):
     from datamask.analysis.search.trials import select_recipe
 
     cfg = SearchConfig(**json.loads((searched / "manifest.json").read_text())["config"])
+    cfg = cfg.replace(budget_unit="rows")  # 95% of the rows (no token counts to share out here)
     parts, _ = corpus_parts(cfg)
     frames = dask.compute(*parts, scheduler="sync")
     sel = select_recipe(*frames, recipe={"method": "topk", "ratio": 0.95}, cfg=cfg, out=str(searched))
@@ -183,14 +203,30 @@ def test_no_selection_trains_on_an_evaluation_text(searched, corpus):
 
 
 def test_recipe_yaml_selects_as_the_verified_recommended_recipe(searched, corpus, address, tmp_path):
+    """The same selection: its rows (leaks aside) and their mean quality, which differ between recipes
+    that a token budget gives the same tokens."""
     out = tmp_path / "applied"
     argv = ["run", str(searched / "recipe.yaml"), "--set", f"output={out}", "--set", f"scheduler={address}", "--quiet"]
     assert main(argv + ["--no-report"]) == 0
-    texts = pq.read_table(out / "data", columns=["text"]).column("text").to_pylist()
+    got = pq.read_table(out / "data", columns=["text", "quality"]).to_pandas()
+    got = got[~got.text.isin(corpus["eval_texts"])]
     v = pd.read_parquet(searched / "verify.parquet")
     name = json.loads((searched / "search.json").read_text())["recommended"]["name"]
-    rows = v.loc[v.name == name, "rows"].iloc[0]
-    assert len(texts) - len(set(texts) & corpus["eval_texts"]) == rows  # the same rows, leaks aside
+    row = v.loc[v.name == name].iloc[0]
+    assert len(got) == row["rows"] and float(got.quality.astype(float).mean()) == pytest.approx(
+        row["quality"], rel=1e-6
+    )
+
+
+def test_every_verified_arm_selects_the_same_tokens(searched, corpus):
+    """``--ratio 0.3`` is a share of the corpus's tokens (the default budget unit): the four verified
+    recipes select as many whitespace words, each within one document of the budget."""
+    s = json.loads((searched / "search.json").read_text())
+    n = corpus["lengths"]
+    assert s["budget"]["unit"] == "tokens" and s["tokens"]["budget"] == int(np.floor(0.3 * n.sum()))
+    v = pd.read_parquet(searched / "verify.parquet").groupby("name").selected_tokens.first()
+    assert len(v) == 4 and v.max() - v.min() < 2 * n.max() and (v <= s["tokens"]["budget"]).all()
+    assert "(--budget-unit tokens)" in s["budget"]["words"]
 
 
 def test_an_external_cluster_gives_the_same_trials(searched, corpus, tmp_path):
@@ -210,7 +246,7 @@ def test_a_killed_search_resumes_only_the_missing_trials(searched, corpus, addre
     from distributed import Client
 
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "datamask.cli", "search", str(corpus["in"]), str(out), "--eval", str(corpus["eval"])]
+    cmd = [sys.executable, "-m", "datamask.cli", "search", str(corpus["in"]), str(out), *corpus["evals"]]
     proc = subprocess.Popen(cmd + ARGS + ["--scheduler", address], start_new_session=True, stderr=subprocess.PIPE)
     records = out / "_search" / "records"
     try:
@@ -252,6 +288,10 @@ def test_the_report_renders_in_headless_chromium(searched, chromium, tmp_path): 
     img = mpimg.imread(shot)[..., :3]
     assert img.std() > 0.05 and (img.mean(axis=2) < 0.9).mean() > 0.01
     page = (searched / "report" / "index.html").read_text()
+    # 16 optimiser steps: the first thing the report (and search.json, and the summary) says
+    first = json.loads((searched / "search.json").read_text())["warnings"][0]
+    assert first.startswith("these proxies measured token frequencies, not content: 16 of 16 models trained fewer")
+    assert page.index("these proxies measured token frequencies") < page.index("Recommended")
     for needle in (
         "Chosen recipe",
         "cross-validated Spearman",
@@ -295,6 +335,9 @@ def test_one_line_errors(searched, corpus, tmp_path, capsys):
     assert_fails(capsys, base, "search needs an evaluation set: --eval EVAL")
     assert_fails(capsys, [*base, "--eval", str(tmp_path / "nope")], "evaluation set", "nope")
     ev = ["--eval", str(corpus["eval"])]
+    assert_fails(capsys, [*base, *ev, "--target", "held"], "--target 'held' names no evaluation set; the sets are eval")
+    assert_fails(capsys, [*base, *ev, "--budget", "50"], "--budget 50 counts rows", "--budget-unit rows")
+    assert_fails(capsys, [*base, *ev, "--tokens", "5k", "--budget-unit", "rows"], "--tokens already counts tokens")
     assert_fails(capsys, [*base, *ev, "--space", "lam=0:2"], "space 'lam=0:2': lam must be")
     assert_fails(capsys, [*base, *ev, "--space", "temperature=0:1"], "unknown name 'temperature'")
     assert_fails(capsys, [*base, *ev, "--proxy-options", "depth=3"], "proxy_options 'depth=3'")
@@ -304,5 +347,5 @@ def test_one_line_errors(searched, corpus, tmp_path, capsys):
     for bad in ("x", "-2x", "0x"):
         assert_fails(capsys, [*base, *ev, f"--proxy-tokens={bad}"], "proxy_tokens must be", "4x", repr(bad))
     assert not (tmp_path / "o").exists()
-    again = ["search", str(corpus["in"]), str(searched), *ev, *ARGS, "--trials", "8"]
+    again = ["search", str(corpus["in"]), str(searched), *corpus["evals"], *ARGS, "--trials", "8"]
     assert_fails(capsys, again, "holds a run with a different config (trials: 4 -> 8)", "--overwrite")

@@ -65,10 +65,10 @@ def test_the_references_train_while_the_client_fits_then_the_chosen_recipe(plant
     cfg, out = _cfg(tmp_path), tmp_path / "out"
     fit, at_fit = search_run._fit, {}
 
-    def fit_when_a_reference_trains(space, frame, cfg):  # the old schedule submitted none before the fit
+    def fit_when_a_reference_trains(space, frame, cfg, target=None):  # the old schedule submitted none before the fit
         wait_until(lambda: _verifying(out), timeout=60, what="a reference model to start before the fit")
         at_fit["started"] = planted_search.marked(out, "started")
-        return fit(space, frame, cfg)
+        return fit(space, frame, cfg, target)
 
     monkeypatch.setattr(search_run, "_fit", fit_when_a_reference_trains)
     recs, n_trials, frame, _fit, _means, drawn, (vframe, vsum, n_verify, vrecs, recipes) = _run(client, cfg, out)

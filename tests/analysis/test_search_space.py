@@ -132,7 +132,10 @@ def test_default_space_prunes_and_searches_the_ratio_only_when_no_budget_is_give
     fixed = SearchConfig(eval=["x"], ratio=0.3).validated()
     assert fixed.default_space() == "lam=0:1,diversity=pairwise|facility|disf,prune=0:0.7"  # prune <= 1 - ratio
     assert SearchConfig(eval=["x"], ratio=0.05).validated().default_space().endswith("prune=0:0.9")
-    assert "prune" not in SearchConfig(eval=["x"], budget=50).validated().default_space()  # its cap is per split
+    rows = SearchConfig(eval=["x"], budget=50, budget_unit="rows").validated()
+    assert "prune" not in rows.default_space()  # its cap is per split
+    with pytest.raises(ConfigError, match="--budget 50 counts rows"):  # a row count at the default unit, tokens
+        SearchConfig(eval=["x"], budget=50).validated()
     assert "prune" not in SearchConfig(eval=["x"], tokens=10_000).validated().default_space()
     assert "prune" not in SearchConfig(eval=["x"], method="quadmix").validated().default_space()
     assert [it.name for it in SearchConfig(eval=["x"], space="lam=0:1,prune=0.2").validated().items()] == [
@@ -169,16 +172,22 @@ def test_a_trials_prune_reaches_select_and_recipe_yaml():
     from datamask.analysis.search.outputs import recipe_workflow
     from datamask.analysis.search.trials import recipe_select_config
 
-    cfg = SearchConfig(eval=["x"], input="in").validated()
     recipe = {"lam": 0.2, "diversity": "facility", "prune": 0.8, "ratio": 0.15}
-    scfg = recipe_select_config(cfg, recipe)
-    assert (scfg.prune, scfg.lam, scfg.diversity, scfg.ratio) == (0.8, 0.2, "facility", 0.15)
-    assert recipe_select_config(cfg, {"lam": 0.2}).prune == 0.5  # the base recipe's where the trial has none
-    wf = recipe_workflow(cfg, recipe, "sel")
-    assert (wf["method"], wf["prune"], wf["ratio"], wf["lam"]) == ("datamask", 0.8, 0.15, 0.2)
-    top = recipe_workflow(cfg, {"method": "topk", "ratio": 0.15}, "sel")
-    assert top["method"] == "topk" and top["ratio"] == 0.15 and "lam" not in top
-    assert recipe_workflow(cfg, {"method": "random"}, "sel")["ratio"] == pytest.approx(0.1)  # the base ratio
+    for unit, key in (("rows", "ratio"), ("tokens", "token_ratio")):  # the default: a share of the tokens
+        cfg = SearchConfig(eval=["x"], input="in", budget_unit=unit).validated()
+        scfg = recipe_select_config(cfg, recipe)
+        assert (scfg.prune, scfg.lam, scfg.diversity, getattr(scfg, key)) == (0.8, 0.2, "facility", 0.15)
+        assert scfg.token_budget == (unit == "tokens") and recipe_select_config(cfg, {"lam": 0.2}).prune == 0.5
+        wf = recipe_workflow(cfg, recipe, "sel")  # the base recipe's prune where the trial has none
+        assert (wf["method"], wf["prune"], wf[key], wf["lam"]) == ("datamask", 0.8, 0.15, 0.2)
+        top = recipe_workflow(cfg, {"method": "topk", "ratio": 0.15}, "sel")
+        assert (
+            top["method"] == "topk"
+            and top[key] == 0.15
+            and "lam" not in top
+            and len({"ratio", "token_ratio"} & set(top)) == 1
+        )
+        assert recipe_workflow(cfg, {"method": "random"}, "sel")[key] == pytest.approx(0.1)  # the base ratio
 
 
 def _splits(*shares, prunes=(0.9,)):
@@ -215,8 +224,38 @@ def test_a_prune_that_leaves_fewer_tokens_than_a_splits_share_is_refused_with_th
     check_prune_tokens(checks, [*_splits(0, 1000), unusable], budget)
 
 
-@pytest.mark.parametrize("budget, flag", [({"budget": 50}, "--budget"), ({"tokens": 900}, "--tokens"),
+@pytest.mark.parametrize("budget, flag", [({"budget": 50, "budget_unit": "rows"}, "--budget"), ({"tokens": 900}, "--tokens"),
                                           ({"token_ratio": 0.2}, "--token-ratio")])  # fmt: skip
 def test_a_searched_ratio_beside_a_budget_names_the_budget_given(budget, flag):
     with pytest.raises(ConfigError, match=rf"ratio is searched only with a row budget by ratio \(drop {flag}\)$"):
         SearchConfig(eval=["x"], space="lam=0:1,ratio=0.1:0.3", **budget).validated()
+
+
+def test_a_token_ratio_caps_prune_where_select_accepts_it():
+    """``TokenCounts.room`` (the cap of a trial's prune under a ratio counted in tokens) is the
+    largest prune of the grid at which ``select``'s own check (``prune_shortfall``, on the shares
+    ``apportion`` gives) lets every split keep its share, at any token ratio; the space caps each
+    trial's prune there."""
+    from datamask.analysis.search.budget import TokenCounts
+    from datamask.pipeline.config import SelectConfig
+    from datamask.pipeline.tokens import PRUNE_GRID, prune_shortfall
+
+    rng = np.random.default_rng(3)
+    grid = tuple(PRUNE_GRID)
+    tokens = [int(t) for t in rng.integers(5_000, 50_000, 4)]
+    # tokens left after pruning: falling with the prune, faster in some splits (short high-quality rows)
+    left = [[int(t * (1 - g) ** rng.uniform(0.5, 3.0)) for g in grid] for t in tokens]
+    counts = TokenCounts(tokens, "column token_count", [f"split {i}" for i in range(4)], left, grid)
+    ratios = np.concatenate([rng.uniform(0.01, 0.99, 60), [1.0]])
+    got = counts.room(ratios)
+    for r, cap in zip(ratios, got):
+        scfg = SelectConfig(token_ratio=float(r), ratio=None).validated()
+        hit = prune_shortfall(counts.splits_left(scfg), grid[-1], "budget")
+        assert cap == (grid[-1] if hit is None else hit[1]), r
+    inner = np.argsort(ratios)[:-1]  # (a ratio of 1 keeps every split whole: nothing to prune)
+    assert got[-1] == grid[-1] and np.all(np.diff(got[inner]) <= 0)  # more tokens, less room
+    cfg = SearchConfig(eval=["x"])
+    items = parse_space("lam=0:1,prune=0:0.9,ratio=0.05:0.5", "datamask", cfg._check_value)
+    sp = Space.build(items, "datamask", prune_cap=counts.room)
+    f = sp.frame(sp.design(64, 0))
+    assert (f["prune"] <= counts.room(f["ratio"]) + 1e-12).all() and (f["prune"] < 0.9).any()

@@ -40,13 +40,20 @@ def test_fit_sets_learned_state(solved_20k, clustered_20k):
     assert m.objective_["objective"] >= max(h["objective"] for h in m.history_) - 1e-12
 
 
-def test_pg_reaches_995_and_relaxed_9999_of_greedy_gain(solved_20k):
+def test_pg_from_the_quality_start_reaches_995_and_relaxed_9999_of_greedy_gain(solved_20k, clustered_20k):
     g = solved_20k["greedy"].objective_["objective"]
     r = solved_20k["random"]
-    pg = gain_ratio(solved_20k["pg"].objective_["objective"], r, g)
     relaxed = gain_ratio(solved_20k["relaxed"].objective_["objective"], r, g)
-    assert pg >= 0.995, pg
     assert relaxed >= 0.9999, relaxed
+    # the default fit starts at relaxed's answer, so its score says nothing of pg's steps: run pg
+    # from the paper's quality-aware start (a fixed range: no pilot), which is not the answer
+    E, q = clustered_20k["embedding"], clustered_20k["quality"]
+    m = DataMask(init="quality", logit_range=(0.0, 16.0), steps=1000, seed=0).fit(E, q)
+    start = gain_ratio(m.history_[0]["objective"], r, g)
+    pg = gain_ratio(m.objective_["objective"], r, g)
+    assert m.n_steps_ == 1000 and start < 0.97, start  # measured: 95.1% at step 0
+    assert pg >= 0.995, (start, pg)  # measured: 99.87% after 1,000 steps
+    assert (pg - start) / (1.0 - start) >= 0.9, (start, pg)  # pg's steps closed most of what was left
 
 
 def test_joint_selection_has_fewer_near_duplicates_than_topk_and_better_quality_than_random(solved_20k, clustered_20k):

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from datamask import DataMask
+from datamask import DataMask, evaluate
 from datamask.core.objectives import Objective, normalize_quality
 from datamask.core.pg import PolicyGradient, TokenBudget
 from datamask.core.policy import log_prob, policy_gradient, sample_masks
@@ -200,8 +200,16 @@ def test_pg_beats_the_quality_fill_on_its_objective(corpus):
     E, q, t = corpus
     T = int(0.1 * t.sum())
     est = DataMask(token_budget=T, steps=200, eval_every=20, group_size=32, prune=0.0).fit(E, q, lengths=t)
-    assert est.history_[0]["step"] == 0
-    assert est.objective_["objective"] >= est.history_[0]["objective"]
+    # the fill a token budget makes of the rows by quality (top-k under tokens), scored the same way
+    quality_fill = evaluate(E, q, fill(np.argsort(-q, kind="stable"), t.astype(np.float64), T))["objective"]
+    greedy = DataMask(token_budget=T, method="greedy", prune=0.0).fit(E, q, lengths=t).objective_["objective"]
+    start, end = est.history_[0]["objective"], est.objective_["objective"]
+    assert est.history_[0]["step"] == 0 and greedy > quality_fill
+    # the start (Frank-Wolfe's rounding under tokens) is below the fill here: what beats it is pg's steps
+    assert start < quality_fill
+    # measured: start 0.322, fill 0.389, greedy 0.437, pg 0.455; pg must close at least half of
+    # greedy's gain over the fill (the best-mask tracking alone keeps only the start)
+    assert end - quality_fill > 0.5 * (greedy - quality_fill), (start, quality_fill, greedy, end)
 
 
 def test_batch_budgets_are_the_batch_token_share_and_draws_are_long_enough():

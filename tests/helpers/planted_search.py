@@ -12,7 +12,7 @@ from pathlib import Path
 HOLD = 0.3  # seconds a planted model trains
 
 
-def select(*parts, recipe: dict, cfg, out: str) -> dict:
+def select(*parts, recipe: dict, cfg, out: str, counts=None) -> dict:
     lam = float(recipe.get("lam", 0.5))
     stats = {"rows": 10, "quality": lam, "diversity": -lam, "coverage": 1 - lam, "near_duplicate_share": 0.0}
     return {"rows": [], "stats": dict(stats, leaks_removed=0, selected_tokens=1000), "recipe": recipe, "seconds": 0.0}
@@ -34,9 +34,20 @@ def train(sel: dict, *, name: str, seed: int, cfg, out: str, extra: dict) -> dic
         **extra,
         "recipe": r,
         "stats": sel["stats"],
-        "evals": {"eval": {"loss": loss, "bits_per_byte": loss / 3, "eval_tokens": 100}},
+        "evals": {
+            "eval": {
+                "loss": loss,
+                "bits_per_byte": loss / 3,
+                "eval_tokens": 100,
+                "unigram_loss": 6.0,
+                "unigram_margin": 6.0 - loss,
+            }
+        },
         "tokens": 1000,
         "passes": 1.0,
+        "steps": 250,
+        "lr": 3e-3,
+        "weight_decay": 0.1,
         "selection_tokens": 1000,
         "docs": 10,
         "params": 1,

@@ -32,7 +32,7 @@ from ...pipeline.io import discover, make_splits, stage_output_data
 from ...pipeline.output import split_named
 from ...pipeline.schema import SELECTED
 
-__all__ = ["TextSet", "load_selections", "load_eval_sets", "exclude_texts", "text_key"]
+__all__ = ["TextSet", "load_selections", "load_eval_sets", "eval_set_names", "exclude_texts", "text_key"]
 
 
 @dataclass
@@ -220,17 +220,21 @@ def load_eval_sets(specs, text_column: str = "text", domain_column: str | None =
                 f"{text_column!r}); pass a set with text or the right --text-column"
             )
         dom = np.array([str(v) for v in extras[column]], dtype=object) if column else None
-        sets.append(
-            TextSet(
-                _safe(_base_name(spec)), str(spec), texts, domains=dom, skipped=skipped, info={"domain_column": column}
-            )
-        )
-    seen: dict = {}
-    for s in sets:
-        seen[s.name] = seen.get(s.name, 0) + 1
-        if seen[s.name] > 1:
-            s.name = f"{s.name}-{seen[s.name]}"
+        sets.append(TextSet(spec, str(spec), texts, domains=dom, skipped=skipped, info={"domain_column": column}))
+    for s, name in zip(sets, eval_set_names(specs)):
+        s.name = name
     return sets
+
+
+def eval_set_names(specs) -> list:
+    """The names the evaluation sets ``specs`` go by (their folder or file name, made safe; a
+    name given twice gets ``-2``, ``-3``): the ``SET`` of every per-set column and report row."""
+    names, seen = [], {}
+    for spec in specs:
+        name = _safe(_base_name(str(spec)))
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name}-{seen[name]}")
+    return names
 
 
 def exclude_texts(selections, eval_sets) -> None:

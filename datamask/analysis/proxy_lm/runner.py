@@ -9,8 +9,10 @@ tokenizer), so bad input stops with one line and nothing written. Then, in ``OUT
 ``runs/NAME.json``     one selection's result; a rerun reuses it when its fingerprint (config,
                        tokenizer, evaluation data, the selection's text) matches
 ``proxy.csv``          selection, eval_set, domain, loss (nats/token), perplexity, bits_per_byte,
-                       eval_tokens, tokens (trained), passes (over the selection), params, seconds; the untrained model's
-                       rows are labelled ``untrained``
+                       eval_tokens, unigram_loss (a smoothed unigram model of the selection's trained
+                       tokens, on the same scored tokens), unigram_margin (unigram_loss - loss), tokens
+                       (trained), passes (over the selection), steps (optimiser steps), params, seconds;
+                       the untrained model's rows are labelled ``untrained`` (its unigram: uniform)
 ``loss_curve.png``, ``final_loss.png``
 ``manifest.json``      config, versions, device, inputs and totals (written last)
 
@@ -33,6 +35,7 @@ import pandas as pd
 from ...core.heap import large_blocks
 from ...errors import ConfigError, OutputError
 from ...pipeline.io import write_json_atomic
+from .baseline import learned_warning, unigram_losses
 from .config import ProxyLMConfig, passes_of
 from .data import exclude_texts, load_eval_sets, load_selections
 from .figures import final_loss_figure, loss_curve_figure, save_atomic
@@ -60,8 +63,11 @@ CSV_COLUMNS = (
     "perplexity",
     "bits_per_byte",
     "eval_tokens",
+    "unigram_loss",
+    "unigram_margin",
     "tokens",
     "passes",
+    "steps",
     "params",
     "seconds",
 )
@@ -178,11 +184,12 @@ def _prepare_output(cfg) -> Path:
     return out
 
 
-def _rows(name, r, params, tokens, passes, seconds):
+def _rows(name, r, unigram, params, tokens, passes, steps, seconds):
     rows = []
     for s, by_dom in r.items():
         for dom, (nats, ntok, nbytes) in by_dom.items():
             loss = nats / ntok
+            u = unigram[s][dom][0] / max(unigram[s][dom][1], 1)
             rows.append(
                 {
                     "selection": name,
@@ -192,8 +199,11 @@ def _rows(name, r, params, tokens, passes, seconds):
                     "perplexity": float(np.exp(loss)),
                     "bits_per_byte": nats / np.log(2) / max(nbytes, 1),
                     "eval_tokens": ntok,
+                    "unigram_loss": u,
+                    "unigram_margin": u - loss,
                     "tokens": tokens,
                     "passes": passes,
+                    "steps": steps,
                     "params": params,
                     "seconds": seconds,
                 }
@@ -276,11 +286,12 @@ def _untrained(r, tok, data, device, precision):
     m0.to(device)
     params = count_params(m0)
     untrained = {f.name: evaluate(m0, f, device, precision, 2 * r.batch_size) for f, _ in data}
+    uniform = {f.name: unigram_losses(np.zeros(tok.vocab_size), f) for f, _ in data}  # nothing counted
     curve = {}
     for f, c in data:
         nats, ntok, _ = evaluate(m0, c, device, precision, 2 * r.batch_size)["all"]
         curve[f.name] = nats / ntok
-    return init, params, untrained, curve
+    return init, params, (untrained, uniform), curve
 
 
 def _selection_run(s, cfg, r, tok, init, data, env, out: Path) -> dict:
@@ -291,7 +302,7 @@ def _selection_run(s, cfg, r, tok, init, data, env, out: Path) -> dict:
     ).hexdigest()[:16]
     path = out / "runs" / f"{s.name}.json"
     res = json.loads(path.read_text()) if path.exists() else None
-    if res is not None and res.get("fingerprint") == fp and "passes" in res:  # (older runs said epochs)
+    if res is not None and res.get("fingerprint") == fp and "unigram" in res:  # (older runs: no baseline)
         res["resumed"] = True
         return res
     res = train_selection(s.name, tok.encode(s.texts), tok, r, init, data, device, precision, quiet=cfg.quiet)
@@ -322,7 +333,7 @@ def _write_results(out: Path, runs: dict, rows: list, untrained_curve: dict) -> 
 
 
 def _selection_entry(s, run: dict) -> dict:
-    keys = ("tokens", "selection_tokens", "passes", "resumed", "seconds", "tokens_per_second")
+    keys = ("tokens", "selection_tokens", "passes", "steps", "resumed", "seconds", "tokens_per_second")
     return {
         "name": s.name,
         "source": s.source,
@@ -330,7 +341,15 @@ def _selection_entry(s, run: dict) -> dict:
         "skipped_texts": s.skipped,
         "excluded_eval_rows": s.excluded,
         **{k: run[k] for k in keys},
+        "unigram_margin": {e: _margin(run, e) for e in run["evals"]},
     }
+
+
+def _margin(run: dict, name: str) -> float:
+    """A run's unigram margin on evaluation set ``name`` (all its scored tokens)."""
+    nats, ntok, _ = run["evals"][name]["all"]
+    u_nats, u_tok = run["unigram"][name]["all"]
+    return u_nats / max(u_tok, 1) - nats / ntok
 
 
 def _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0) -> dict:
@@ -347,6 +366,8 @@ def _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0) -> dict:
         "params": params,
         "train_tokens": cfg.train_tokens,
         "steps": cfg.steps,
+        "lr": float(r.lr),
+        "weight_decay": float(r.weight_decay),
         "regime": regime(r.tokens),
         "tokenizer": {"source": tok.source, "sha256": tok.sha256, "vocab_size": tok.vocab_size, "eos_id": tok.eos_id},
         "eval_sets": [
@@ -362,6 +383,7 @@ def _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0) -> dict:
             for e, (f, _) in zip(evals, data)
         ],
         "selections": [_selection_entry(s, runs[s.name]) for s in sels],
+        "warnings": _warnings(runs, evals, "selections' models", r.tokens),
         "totals": {
             "selections": len(sels),
             "computed_this_run": sum(not v["resumed"] for v in runs.values()),
@@ -369,6 +391,20 @@ def _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0) -> dict:
         },
         "wall_seconds": round(time.perf_counter() - t0, 3),
     }
+
+
+def _warnings(runs: dict, evals, what: str, tokens) -> list:
+    """:func:`~.baseline.learned_warning` over the runs (first), and under a multiple (``4x``) that
+    the steps follow each selection's size; empty when every model learned at equal steps."""
+    steps = [r["steps"] for r in runs.values()]
+    w = learned_warning(steps, {e.name: [_margin(r, e.name) for r in runs.values()] for e in evals}, what)
+    out = [w] if w else []
+    if passes_of(tokens) is not None:
+        out.append(
+            f"--tokens {tokens} trains each selection for passes over its own tokens, so its optimiser steps follow "
+            f"its size ({min(steps):,}-{max(steps):,} steps)"
+        )
+    return out
 
 
 def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
@@ -385,11 +421,20 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
     env = (device, precision, threads, eval_fp)
     runs, rows = {}, []
     with deterministic(threads), large_blocks():  # a Dask worker's heap: core/heap.py
-        init, params, untrained, untrained_curve = _untrained(r, tok, data, device, precision)
-        rows += _rows(UNTRAINED, untrained, params, 0, 0.0, 0.0)
+        init, params, (untrained, uniform), untrained_curve = _untrained(r, tok, data, device, precision)
+        rows += _rows(UNTRAINED, untrained, uniform, params, 0, 0.0, 0, 0.0)
         for s in sels:
             runs[s.name] = res = _selection_run(s, cfg, r, tok, init, data, env, out)
-            rows += _rows(s.name, res["evals"], res["params"], res["tokens"], res["passes"], res["seconds"])
+            rows += _rows(
+                s.name,
+                res["evals"],
+                res["unigram"],
+                res["params"],
+                res["tokens"],
+                res["passes"],
+                res["steps"],
+                res["seconds"],
+            )
     table = _write_results(out, runs, rows, untrained_curve)
     manifest = _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0)
     write_json_atomic(manifest, out / "manifest.json")

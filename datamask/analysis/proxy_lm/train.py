@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .baseline import unigram_losses
 from .compiled import training_loss
 from .head_loss import fused_forward_loss, uses_fused_loss
 from .model import TokenStream, build_model, count_params, lr_at
@@ -251,18 +252,20 @@ def _curve_steps(cfg, steps: int) -> set:
 
 def _train_loop(model, opt, stream, steps, cfg, evals, device, precision, bar, loss_fn=None):
     """``steps`` steps; the held-out loss at the curve points. Returns (trained tokens,
-    losses, curve, seconds of optimiser steps)."""
+    losses, curve, seconds of optimiser steps, how often each token id was a training target)."""
     import torch
 
     B, T = int(cfg.batch_size), int(cfg.seq_len)
     carry, curve_at = stream.take(1), _curve_steps(cfg, steps)
     trained, losses, curve, eval_s = 0, [], [], 0.0
+    counts = np.zeros(int(model.get_output_embeddings().weight.shape[0]), dtype=np.int64)
     t_loop = time.perf_counter()
     for step in range(steps):
         chunk = np.concatenate([carry, stream.take(B * T)])
         carry = chunk[-1:]
         loss, n = _step(model, opt, chunk, step, steps, cfg, device, precision, loss_fn)
         trained += n
+        counts += np.bincount(chunk[1:], minlength=counts.shape[0])[: counts.shape[0]]
         losses.append(loss)  # read back in bulk: no device sync per step
         bar.update(B * T)
         if step % 20 == 0 or step + 1 == steps:
@@ -277,7 +280,7 @@ def _train_loop(model, opt, stream, steps, cfg, evals, device, precision, bar, l
             eval_s += time.perf_counter() - te
     if device == "cuda":
         torch.cuda.synchronize()
-    return trained, losses, curve, time.perf_counter() - t_loop - eval_s
+    return trained, losses, curve, time.perf_counter() - t_loop - eval_s, counts
 
 
 def _train_curve(losses, steps: int, tokens_per_step: int) -> list:
@@ -300,9 +303,11 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
 
     Returns
     -------
-    dict with ``tokens`` (target tokens trained, counted), ``passes`` (over the selection), ``params``,
-    ``train_curve`` [[tokens, loss]], ``curve`` [{tokens, losses}], ``evals`` {set: {domain:
-    (nats, tokens, bytes)}}, ``train_seconds`` (the optimiser steps), ``eval_seconds`` (the final
+    dict with ``tokens`` (target tokens trained, counted), ``passes`` (over the selection), ``steps``
+    (optimiser steps), ``params``, ``train_curve`` [[tokens, loss]], ``curve`` [{tokens, losses}],
+    ``evals`` {set: {domain: (nats, tokens, bytes)}}, ``unigram`` {set: {domain: (nats, tokens)}}
+    (:func:`unigram_losses` of the tokens it trained on, on the same scored tokens), ``lr`` and
+    ``weight_decay``, ``train_seconds`` (the optimiser steps), ``eval_seconds`` (the final
     evaluation), ``seconds``.
     """
     import torch
@@ -331,7 +336,7 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
         leave=False,
     )
     try:
-        trained, losses, curve, train_s = _train_loop(
+        trained, losses, curve, train_s, counts = _train_loop(
             model, opt, stream, steps, cfg, evals, device, precision, bar, loss_fn
         )
     finally:
@@ -343,12 +348,16 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     return {
         "tokens": trained,
         "passes": trained / stream.n_tokens,
+        "steps": int(steps),
+        "lr": float(cfg.lr),
+        "weight_decay": float(cfg.weight_decay),
         "selection_tokens": stream.n_tokens,
         "docs": len(docs),
         "params": count_params(model),
         "train_curve": _train_curve(losses, steps, BT),
         "curve": curve,
         "evals": final,
+        "unigram": {full.name: unigram_losses(counts, full) for full, _ in evals},
         "train_seconds": train_s,
         "eval_seconds": eval_s,
         "tokens_per_second": trained / max(train_s, 1e-9),

@@ -4,9 +4,11 @@ The sample (at most :data:`MAP_ROWS` rows: id, quality, cluster, selected, dupli
 and the text's first :data:`SNIPPET` characters) is taken on the workers, split by split;
 the client projects its embeddings to 2-D (:func:`project`), names each cluster by its
 distinctive terms (:func:`cluster_labels`, c-TF-IDF over the cluster's snippets) and writes
-one bokeh layout (:func:`map_html`): four tabs sharing one data source and one zoom (colour
-by cluster, quality, selected, duplicate group), WebGL points, hover text, pan and wheel
-zoom. bokeh's JavaScript is inlined: the page fetches nothing.
+one bokeh layout (:func:`~.map_draw.map_html`): a search box (any row by id, the selected
+rows beyond the sample too), four tabs sharing one data source and one zoom (colour by
+cluster, quality, selected, duplicate group), WebGL points, hover text, pan and wheel zoom,
+the largest clusters named where their names do not overlap. bokeh's JavaScript is inlined:
+the page fetches nothing.
 
 The projection and the library were chosen by ``benchmarks/corpus_map.py``
 (``benchmarks/results/corpus_map.md``, docs/benchmarks.md).
@@ -19,8 +21,11 @@ import html
 import numpy as np
 import pandas as pd
 
+from .map_draw import map_html
+
 __all__ = [
     "MAP_ROWS",
+    "SEARCH_ROWS",
     "SNIPPET",
     "UMAP_FROM",
     "map_section",
@@ -33,9 +38,9 @@ __all__ = [
 ]
 
 MAP_ROWS = 100_000  # the most rows a map holds (the sample is cut to it)
+SEARCH_ROWS = 200_000  # the most selected rows beyond the sample that the map's search finds
 SNIPPET = 200  # characters of each text the hover shows
 UMAP_FROM = 5000  # "auto" projects a sample this large or larger with UMAP, smaller ones with PCA
-_COLOURINGS = ("cluster", "quality", "selected", "duplicate group")
 
 
 def snippets(texts, n=SNIPPET) -> list:
@@ -143,8 +148,10 @@ def map_frame(sample, embedding, selected=None, method="auto", seed=0, max_rows=
     if n and (cluster < 0).all():
         from sklearn.cluster import KMeans
 
-        k = int(min(30, max(2, round(np.sqrt(n / 10)))))
-        cluster = KMeans(min(k, n), n_init=2, random_state=seed).fit_predict(E) if n >= 2 else np.zeros(n, int)
+        from ...core.kmeans import readable_n_clusters
+
+        k = readable_n_clusters(n)
+        cluster = KMeans(k, n_init=2, random_state=seed).fit_predict(E) if n >= 2 else np.zeros(n, int)
     text = sample["snippet"].tolist() if "snippet" in sample else [None] * n
     names = cluster_labels(text, cluster)
     return pd.DataFrame(
@@ -160,103 +167,6 @@ def map_frame(sample, embedding, selected=None, method="auto", seed=0, max_rows=
             "label": names[cluster] if len(names) else [],
         }
     )
-
-
-def _source_data(frame):
-    dup = frame["dup_group"].to_numpy()
-    big = pd.Series(dup[dup >= 0]).value_counts().index[:19]  # the largest groups get a colour each
-    return {
-        "x": frame["x"].to_numpy(),
-        "y": frame["y"].to_numpy(),
-        "id": frame["id"].to_numpy(),
-        "quality": frame["quality"].to_numpy(),
-        "cluster": frame["label"].astype(str).to_numpy(),
-        "selected": np.where(frame["selected"], "selected", "not selected"),
-        "dup": np.where(dup < 0, "no group", np.where(np.isin(dup, big), "group " + dup.astype(str), "other group")),
-        "snippet": frame["snippet"].to_numpy(),
-    }
-
-
-def _colour(kind, data):
-    from bokeh.palettes import Category20, Turbo256, Viridis256
-    from bokeh.transform import factor_cmap, linear_cmap
-
-    if kind == "quality":
-        q = data["quality"]
-        return linear_cmap("quality", Viridis256, float(np.nanmin(q)), float(np.nanmax(q))) if len(q) else "grey"
-    field = {"cluster": "cluster", "selected": "selected", "duplicate group": "dup"}[kind]
-    factors = sorted(set(data[field].tolist()), key=lambda s: (s in ("no group", "not selected", "other group"), s))
-    if kind == "selected":
-        palette = ["#d62728", "#c8c8c8"][: len(factors)]
-    elif kind == "duplicate group":
-        palette = [("#dddddd" if f == "no group" else "#888888" if f == "other group" else None) for f in factors]
-        cycle = iter(Category20[20])
-        palette = [p or next(cycle) for p in palette]
-    else:
-        step = max(1, 256 // max(len(factors), 1))
-        palette = [Turbo256[(i * step + 20) % 256] for i in range(len(factors))]
-    return factor_cmap(field, palette, factors)
-
-
-def _figure(kind, source, labels, data, ranges):
-    from bokeh.models import ColorBar, HoverTool, LabelSet
-    from bokeh.plotting import figure
-
-    x_range, y_range = ranges or (None, None)
-    kw = {"x_range": x_range, "y_range": y_range} if ranges else {}
-    fig = figure(
-        height=620,
-        sizing_mode="stretch_width",
-        output_backend="webgl",
-        tools="pan,wheel_zoom,box_zoom,reset,save",
-        active_scroll="wheel_zoom",
-        name=f"map-{kind.replace(' ', '-')}",
-        **kw,
-    )
-    fill = _colour(kind, data)
-    pts = fig.scatter("x", "y", source=source, size=4, color=fill, alpha=0.75, name="points")
-    fig.add_tools(
-        HoverTool(
-            renderers=[pts],
-            tooltips="<div class='map-tip' style='max-width:360px;white-space:normal'><b>id @id</b> · quality "
-            "@quality{0.000} · @cluster<br>@snippet</div>",
-        )
-    )
-    if kind == "quality" and len(data["x"]):
-        fig.add_layout(ColorBar(color_mapper=fill["transform"], title="quality"), "right")
-    fig.add_layout(
-        LabelSet(x="x", y="y", text="label", source=labels, text_font_size="10pt", background_fill_color="white")
-    )
-    fig.axis.visible = fig.grid.visible = False
-    return fig
-
-
-def map_html(frame: pd.DataFrame, title=None) -> str:
-    """An HTML fragment (bokeh's JavaScript inlined, no request to any server) that draws
-    ``frame`` (:func:`map_frame`'s columns): one tab per colouring, sharing zoom and data."""
-    from bokeh.embed import components
-    from bokeh.embed.bundle import bundle_for_objs_and_resources
-    from bokeh.models import ColumnDataSource, TabPanel, Tabs
-    from bokeh.resources import INLINE
-
-    data = _source_data(frame)
-    source = ColumnDataSource(data, name="corpus-map-points")
-    centres = frame.groupby("label")[["x", "y"]].median().reset_index() if len(frame) else None
-    labels = ColumnDataSource(
-        {"x": [], "y": [], "label": []} if centres is None else {c: centres[c].to_numpy() for c in ("x", "y", "label")}
-    )
-    panels, ranges = [], None
-    for kind in _COLOURINGS:
-        if kind == "duplicate group" and (frame["dup_group"] < 0).all():
-            continue
-        fig = _figure(kind, source, labels, data, ranges)
-        ranges = ranges or (fig.x_range, fig.y_range)
-        panels.append(TabPanel(child=fig, title=f"colour: {kind}"))
-    tabs = Tabs(tabs=panels, sizing_mode="stretch_width", name="corpus-map")
-    script, div = components(tabs)
-    bundle = bundle_for_objs_and_resources([tabs], INLINE)
-    head = f"<p class='missing'>{html.escape(title)}</p>" if title else ""
-    return f"{bundle._render_css()}{bundle._render_js()}{head}<div class='corpus-map'>{div}</div>{script}"
 
 
 def _selected_column(sample) -> str | None:
@@ -284,15 +194,35 @@ def map_section(data, projection="auto") -> tuple[str, pd.DataFrame | None]:
         method=projection,
     )
     method = "UMAP" if _resolve(projection, len(frame)) == "umap" else "PCA"
+    more, n_selected = _beyond_sample(data, sel, frame)
     text = "" if "snippet" in data.sample else " The input has no text column: hover shows ids and quality only."
+    found = f"the {len(more):,} selected rows beyond them" + (
+        f" (the first {len(more):,} of {n_selected:,})" if n_selected > len(more) else ""
+    )
     intro = (
         f"<h2>Corpus map</h2><p class='missing'>{len(frame):,} sampled rows, their embeddings projected to 2-D "
-        f"({method}); each cluster labelled by its most distinctive words (c-TF-IDF over its texts). Hover a point "
+        f"({method}); the largest clusters named by their most distinctive words (c-TF-IDF over their texts) "
+        "where the names do not overlap, every cluster named in its points' hover text. Hover a point "
         "for its id, quality and first 200 characters; drag to pan, scroll to zoom; the tabs colour by cluster, "
         f"quality, selected ({html.escape(sel.removeprefix('selected_') if sel else 'none')}) and duplicate group "
-        f"(where the input has one).{text}</p>"
+        f"(where the input has one). The search finds a row by id among the sampled rows and {found}.{text}</p>"
     )
-    return intro + map_html(frame), frame
+    return intro + map_html(frame, more=more), frame
+
+
+def _beyond_sample(data, sel, frame) -> tuple[pd.DataFrame, int]:
+    """The selected rows (of the sample's method) that are not in the map's sample, at most
+    :data:`SEARCH_ROWS` (``id`` as text, ``quality``, ``cluster``), and how many there are."""
+    rows = data.selections
+    if sel is None or rows is None or not len(rows) or data.id_column not in rows:
+        return pd.DataFrame({"id": [], "quality": []}), 0
+    rows = rows[rows["method"] == sel.removeprefix("selected_")] if "method" in rows else rows
+    ids = rows[data.id_column].astype(str)
+    rows = rows.loc[~ids.isin(set(frame["id"])).to_numpy()]
+    out = pd.DataFrame({"id": ids.loc[rows.index].to_numpy(), "quality": rows["quality"].to_numpy(np.float64)})
+    if "cluster" in rows:
+        out["cluster"] = rows["cluster"].fillna(-1).to_numpy(np.int64)
+    return out.iloc[:SEARCH_ROWS], len(out)
 
 
 def _resolve(projection, n) -> str:

@@ -50,6 +50,7 @@ class ReportData:
     search: dict | None = None  # a search: {"dir", "summary" (search.json)}
     reference_size: int | None = None  # the run's coverage sample (the table's note)
     examples: pd.DataFrame | None = None  # kept and dropped texts per cluster (.kept_dropped)
+    id_column: str = "id"  # the id column of ``selections`` (the map's search finds its rows)
 
     @property
     def methods(self):
@@ -217,6 +218,7 @@ def load_select(directory, sample_rows=2000) -> ReportData:
         sample_embedding=emb,
         cluster_stats=_select_cluster_stats(corpus, files, cols),
         title="datamask select",
+        id_column=cols.id,
         reference_size=cfg.get("reference_size"),
         notes={
             "input": cfg["input"],
@@ -311,13 +313,18 @@ def _proxy_note(p: dict) -> str:
     if "regime" not in p:  # a search.json of an earlier version
         return f"{head}, {p['tokens']:,} tokens"
     n = p.get("passes") or {}
-    return f"{head}, {p['regime']} ({n.get('min', 0):.2f}-{n.get('max', 0):.2f} passes over a selection)"
+    text = f"{head}, {p['regime']} ({n.get('min', 0):.2f}-{n.get('max', 0):.2f} passes over a selection"
+    k = p.get("steps")  # (a search.json before issue 48 has no steps)
+    if k:
+        text += f", {k['min']:,.0f}-{k['max']:,.0f} optimiser steps; lr {p['lr']:g}, weight decay {p['weight_decay']:g}"
+    return text + ")"
 
 
 def load_search(directory) -> ReportData:
     """A ``datamask search`` output: ``search.json`` and the figures beside it."""
     d = _dir(directory)
     s = json.loads((d / "search.json").read_text())
+    v = d / "verify.parquet"
     return ReportData(
         corpus=pd.DataFrame(),
         selections=pd.DataFrame({"method": []}),
@@ -328,9 +335,10 @@ def load_search(directory) -> ReportData:
             "method and space": f"{s['method']}: {s['space']}",
             "trials": f"{s['trials']} x {s['seeds']} seed(s)",
             "proxy": _proxy_note(s["proxy"]),
+            "budget": (s.get("budget") or {}).get("words", "–"),
             "evaluation texts found in the input (removed)": s["leaks"],
         },
-        search={"dir": d, "summary": s},
+        search={"dir": d, "summary": s, "verify": _read(v, pd.read_parquet) if v.exists() else None},
     )
 
 

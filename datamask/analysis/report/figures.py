@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .data import ReportData
+from .placement import annotate_apart
 
 __all__ = ["FIGURES", "make_figures", "pareto_front", "pareto_plot", "project_2d", "trajectory_caption"]
 
@@ -381,10 +382,7 @@ def pareto_front(table: pd.DataFrame, x="quality", y="pairwise") -> list:
 
 def pareto_plot(table: pd.DataFrame, path=None, x="quality", y="pairwise", ax=None):
     """Quality vs diversity, one labelled point per method, the Pareto front joined."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # Agg, except in a notebook's kernel (its inline figures stay inline)
 
     own = ax is None
     if own:
@@ -392,11 +390,11 @@ def pareto_plot(table: pd.DataFrame, path=None, x="quality", y="pairwise", ax=No
     front = table.loc[pareto_front(table, x, y)].sort_values(x)
     ax.plot(front[x], front[y], "-", color="0.6", lw=1.2, zorder=1, label="Pareto front")
     cmap = plt.get_cmap("tab10")
+    names = []
     for i, (m, r) in enumerate(table.iterrows()):
         ax.scatter(r[x], r[y], s=70, color=cmap(i % 10), edgecolor="black", zorder=2, label=m)
         loss = r.get("proxy_loss", float("nan"))
-        label = m if loss != loss else f"{m}\nproxy loss {loss:.3f}"  # NaN: no proxy-LM run
-        ax.annotate(label, (r[x], r[y]), textcoords="offset points", xytext=(6, 5), fontsize=9)
+        names.append(m if loss != loss else f"{m}\nproxy loss {loss:.3f}")  # NaN: no proxy-LM run
     ax.set_xlabel("mean quality, raw score (higher is better)")
     ax.set_ylabel("pairwise diversity (−mean cosine, higher is better)")
     ax.set_title(
@@ -409,6 +407,8 @@ def pareto_plot(table: pd.DataFrame, path=None, x="quality", y="pairwise", ax=No
     ax.legend(fontsize=8, loc="best")
     if own:
         fig.tight_layout()
+    annotate_apart(ax, table[x].to_numpy(), table[y].to_numpy(), names)  # after the layout: boxes measured on it
+    if own:
         if path is not None:
             fig.savefig(path)
             plt.close(fig)

@@ -52,14 +52,61 @@ def _noise_rows(noise: dict) -> list:
     return rows
 
 
-def _verified_parts(v: dict) -> list:
-    names = [n for n in ("chosen", "default", "topk", "random") if n in v]
+_NAMES = ("chosen", "default", "topk", "random")
+
+
+def _verified_parts(v: dict, models) -> list:
+    """Per evaluation set, each verified recipe's mean loss and the paired differences (the rule:
+    a paired 95% t-interval), then what each recipe's models selected and trained on."""
+    sets = v.get("sets") or {v.get("target"): {"recipes": {n: v[n] for n in _NAMES if n in v}, **v}}
     parts = [
-        "<h2>Verification</h2>",
-        _table([[n, v[n]["mean"], v[n]["sd"], v[n]["seeds"]] for n in names], ["recipe", "mean loss", "sd", "seeds"]),
-        "<ul>" + "".join(f"<li>{html.escape(d['words'])}</li>" for d in v["differences"].values()) + "</ul>",
+        "<h2>Verification</h2><p>The chosen recipe and the references retrained on fresh seeds, paired; a "
+        "difference is beyond noise when its paired 95% t-interval (t quantile at seeds - 1 degrees of freedom) "
+        "excludes zero. Each evaluation set apart"
+        + (f"; the recommendation reads <b>{html.escape(str(v['target']))}</b>" if v.get("target") else "")
+        + ".</p>"
     ]
-    return parts
+    for name, e in sets.items():
+        rows = [
+            [n, e["recipes"][n]["mean"], e["recipes"][n]["sd"], e["recipes"][n]["seeds"]]
+            for n in _NAMES
+            if n in e["recipes"]
+        ]
+        parts += [
+            f"<h3>{html.escape(str(name or 'evaluation set'))}</h3>",
+            _table(rows, ["recipe", "mean loss (nats/token)", "sd", "seeds"]),
+            "<ul>" + "".join(f"<li>{html.escape(x['words'])}</li>" for x in e["differences"].values()) + "</ul>",
+        ]
+    return parts + _models_table(models)
+
+
+def _models_table(f) -> list:
+    """What every verified recipe's models selected and trained on (``f``: verify.parquet, or None)."""
+    if f is None or not len(f):
+        return []
+    cols = {
+        "selected_tokens": "selected tokens",
+        "selection_tokens": "selection in proxy tokens",
+        "tokens": "trained tokens",
+        "passes": "passes",
+        "steps": "optimiser steps",
+    }
+    margins = {
+        c: f"unigram margin on {c[len('unigram_margin.') :]} (least)"
+        for c in f.columns
+        if c.startswith("unigram_margin.")
+    }
+    g = f.groupby("name", sort=False)
+    rows = []
+    for n in [x for x in _NAMES if x in set(f["name"])]:
+        sub = g.get_group(n)
+        rows.append([n, *(sub[c].iloc[0] if c in sub else None for c in cols), *(sub[c].min() for c in margins)])
+    return [
+        "<p>What each recipe's models selected and trained on (every seed of a recipe trains on its one selection); "
+        "the unigram margin is the loss of a unigram model of a model's own training tokens minus the model's: under "
+        "0.3 nats/token a model measured token frequencies, not content.</p>",
+        _table(rows, ["recipe", *cols.values(), *margins.values()]),
+    ]
 
 
 def _track(v) -> str:
@@ -76,9 +123,13 @@ def _recommended(s: dict) -> str:
     head = (
         "the chosen recipe" if rec["name"] == "chosen" else f"<b>{html.escape(rec['name'])}</b>, not the chosen recipe"
     )
+    seeds = (rec.get("seeds") or {}).get("independent")
+    said = "" if seeds is None else f" <b>Seeds:</b> {'independent' if seeds else 'not independent'}."
+    budget = (s.get("budget") or {}).get("words")
     return (
-        f"<h2>Recommended</h2><p><code>recipe.yaml</code> applies {head}: {html.escape(rec['why'])}. Apply it with "
-        f"<code>datamask run {html.escape(str(s['recipe']))}</code>.</p>"
+        f"<h2>Recommended</h2><p><code>recipe.yaml</code> applies {head}: {html.escape(rec['why'])}.{said} Apply it "
+        f"with <code>datamask run {html.escape(str(s['recipe']))}</code>.</p>"
+        + (f"<p>Every selection was budgeted by {html.escape(budget)}.</p>" if budget else "")
         + _table([[k, _value(v)] for k, v in rec["recipe"].items()], ["parameter", "value"])
     )
 
@@ -110,7 +161,8 @@ def _trial_scale(s: dict) -> str:
 
 
 def search_html(search: dict) -> str:
-    """The HTML of a search output's section (``search``: ``{"dir", "summary"}``)."""
+    """The HTML of a search output's section (``search``: ``{"dir", "summary"}`` and ``verify``, the
+    verification's models: verify.parquet's frame, or None)."""
     s, d = search["summary"], search["dir"]
     parts = [
         *(f"<p class='missing'><b>Warning:</b> {html.escape(w)}.</p>" for w in s.get("warnings", ())),
@@ -132,7 +184,7 @@ def search_html(search: dict) -> str:
         ),
     ]
     if s.get("verified"):
-        parts += _verified_parts(s["verified"])
+        parts += _verified_parts(s["verified"], search.get("verify"))
     parts.append("<h2>What the loss tracks</h2>")
     parts.append(
         _table([[k, _track(v)] for k, v in s["tracks"].items()], ["selection statistic", "Spearman with trial loss"])

@@ -1,44 +1,152 @@
-"""A search's token budget (``--tokens``/``--token-ratio``): each split's share, and the check that
-no ``prune`` the search will run leaves a split fewer tokens than its share (docs/search.md).
+"""A search's token budget: the corpus's tokens counted once, each split's share of a recipe's
+budget, and the check that no ``prune`` the search will run leaves a split fewer tokens than its
+share (docs/search.md).
 
-Both come from one pass over the input, before anything is prepared or trained: the pass that
-counts each split's tokens (as ``datamask select`` counts them) also counts, under DATAMASK's
-objective, the tokens quality-aware pruning leaves at the prunes checked and at every hundredth,
-so a refusal names the largest prune that fits. The pass and the check are ``select``'s own
-(:mod:`datamask.pipeline.tokens`); the search adds the space's ``prune`` to what is checked.
+A search counts tokens under ``--tokens``/``--token-ratio`` and, by default, under a ratio too
+(``--budget-unit tokens``: ``--ratio``, or a searched ratio, is each trial's token ratio, so every
+recipe selects as much text). One pass over the input, before anything is prepared or trained,
+counts each split's tokens as ``datamask select`` counts them and, under DATAMASK's objective, the
+tokens quality-aware pruning leaves at every hundredth; :class:`TokenCounts` keeps them, gives
+each recipe's shares (``select``'s :func:`~datamask.pipeline.tokens.apportion`) and the largest
+prune that fits a token ratio (:meth:`TokenCounts.room`, the cap of a trial's ``prune``). The pass
+and the refusals are ``select``'s own (:mod:`datamask.pipeline.tokens`).
 """
 
 from __future__ import annotations
 
-from ...errors import ConfigError
-from ...pipeline.tokens import PRUNE_GRID, budget_given, check_prune_left, prune_shortfall
+import json
+from dataclasses import dataclass
 
-__all__ = ["split_token_budgets", "prune_checks", "check_prune_tokens", "PRUNE_GRID"]
+import numpy as np
+
+from ...errors import ConfigError
+from ...pipeline.tokens import PRUNE_GRID, apportion, budget_given, check_prune_left, prune_shortfall, split_left
+
+__all__ = ["split_token_budgets", "prune_checks", "check_prune_tokens", "PRUNE_GRID", "TokenCounts"]
+
+
+@dataclass
+class TokenCounts:
+    """Every split's tokens (in the order of the splits), where they were counted, and, when a
+    prune is checked, the tokens pruning leaves in each split at every prune of ``grid`` (``left``:
+    a list per split, None where its quality is unusable)."""
+
+    tokens: list
+    source: str
+    where: list
+    left: list | None = None
+    grid: tuple = ()
+
+    @property
+    def total(self) -> int:
+        return int(sum(self.tokens))
+
+    def shares(self, scfg) -> list:
+        """Each split's share of ``scfg``'s token budget, as ``datamask select`` shares it."""
+        budgets, _ = apportion(dict(enumerate(self.tokens)), scfg, self.source)
+        return [int(budgets[i]) for i in range(len(self.tokens))]
+
+    def info(self, scfg) -> dict:
+        """``scfg``'s budget as ``select``'s manifest records it."""
+        _, info = apportion(dict(enumerate(self.tokens)), scfg, self.source)
+        return dict(info, source=self.source)
+
+    def splits_left(self, scfg) -> list:
+        """:func:`~datamask.pipeline.tokens.split_left` of every split at ``scfg``'s shares."""
+        return [
+            split_left(w, t, s, json.dumps(lf), self.grid)
+            for w, t, s, lf in zip(self.where, self.tokens, self.shares(scfg), self.left)
+        ]
+
+    def most_tokens(self) -> np.ndarray:
+        """Per prune of ``grid``, the largest corpus budget ``T`` (``floor(token_ratio x tokens)``)
+        whose every split's share stays below the tokens pruning leaves there (``select``'s rule,
+        :func:`~datamask.pipeline.tokens.prune_shortfall`: a share of ``T x t_s // total`` fits when
+        it is below ``left``, under 1 or the whole split), in exact integers."""
+        total, out = self.total, []
+        for k in range(len(self.grid)):
+            most = total  # T = total keeps every split whole: it fits
+            for t, lf in zip(self.tokens, self.left):
+                if lf is None or t == 0:
+                    continue
+                # share < max(left, 1)  <=>  T x t < max(left, 1) x total (T below the corpus's tokens)
+                most = min(most, -(-max(int(lf[k]), 1) * total // int(t)) - 1)
+            out.append(most)
+        return np.asarray(out, dtype=np.int64)
+
+    def room(self, ratios) -> np.ndarray:
+        """The largest prune of ``grid`` at which every split keeps more tokens than its share of each
+        token ratio of ``ratios`` (what ``select`` at that ratio accepts); ``1 - ratio`` without ``left``."""
+        r = np.atleast_1d(np.asarray(ratios, dtype=float))
+        if not self.left:
+            return 1.0 - r
+        T = np.floor(r * self.total).astype(np.int64)  # apportion's budget of a token ratio
+        most, grid = self.most_tokens(), np.asarray(self.grid, dtype=float)
+        ok = (T[:, None] <= most[None, :]) | (T[:, None] >= self.total)  # the whole corpus: every split whole
+        last = np.where(ok, np.arange(len(grid)), 0).max(axis=1)  # the fit is monotone in the prune
+        return grid[last]
 
 
 def split_token_budgets(client, cfg, splits) -> tuple:
-    """``(shares, budget)`` of a token budget (``--tokens``/``--token-ratio``): each split's share,
-    in the order of ``splits``, shared out as ``datamask select`` shares it
-    (:func:`~datamask.pipeline.tokens.share_tokens`: one counting task per split on the workers,
-    then the shares on the client: one count per split, no document), and the budget as
-    ``select``'s manifest records it (``budget``, ``corpus_tokens``, ``covers_corpus``,
-    ``source``). ``(None, None)`` under a row budget. A search sets no holdout aside and drops no ids.
+    """``(counts, budget)``: every split's tokens (:class:`TokenCounts`, one counting task per
+    split on the workers, ``select``'s pass: no document reaches the client) and the budget as
+    ``select``'s manifest records it (``budget``, ``corpus_tokens``, ``covers_corpus``, ``source``;
+    with a ratio in tokens also ``token_ratio``, ``budget`` None when the ratio is searched).
+    ``(None, None)`` under a row budget. A search sets no holdout aside and drops no ids.
 
     Under DATAMASK's objective the same pass counts the tokens pruning leaves in each split, and a
     ``prune`` (the space's highest, the base recipe's) that leaves a split no more than its share is
-    refused here, before anything is prepared or trained (:func:`check_prune_tokens`)."""
-    if not cfg.token_budget:
+    refused here, before anything is prepared or trained (:func:`check_prune_tokens`); under a
+    ratio in tokens the space's ``prune`` is capped per trial instead (:meth:`TokenCounts.room`) and
+    only a lowest one that no trial could run is refused."""
+    if not cfg.counts_tokens:
         return None, None
     from ...methods import prunes
     from ...pipeline.schema import Columns
-    from ...pipeline.tokens import share_tokens
+    from ...pipeline.tokens import count_corpus_tokens, prune_grid
 
     checks = prune_checks(cfg.items(), cfg.prune, cfg.verify) if prunes(cfg.method) else []
-    cols = Columns.from_config(cfg)
-    budgets, info, left = share_tokens(client, splits, cfg, {}, cols, prunes=[p for _, p in checks])
-    if checks:
-        check_prune_tokens(checks, left, budget_given(cfg, info))
-    return [int(budgets[s.name]) for s in splits], info
+    grid = prune_grid([p for _, p in checks])
+    frame = count_corpus_tokens(client, splits, cfg, {}, Columns.from_config(cfg), prunes=grid)
+    rows = frame.set_index("name").loc[[s.name for s in splits]]
+    counts = TokenCounts(
+        tokens=[int(t) for t in rows["tokens"]],
+        source=", ".join(sorted(set(frame["source"]))),
+        where=list(rows["where"]) if grid else [s.where() for s in splits],
+        left=[json.loads(x) for x in rows["left"]] if grid else None,
+        grid=tuple(grid),
+    )
+    if cfg.token_budget:
+        info = counts.info(cfg)
+        if checks:
+            check_prune_tokens(checks, counts.splits_left(cfg), budget_given(cfg, info))
+        return counts, info
+    return counts, _ratio_budget(cfg, counts, checks)
+
+
+def _ratio_budget(cfg, counts: TokenCounts, checks) -> dict:
+    """The budget of a ratio counted in tokens, and its prune checks at the highest ratio a trial
+    runs: the space's lowest ``prune`` must fit there (higher ones are capped per trial), and the
+    base ``--prune`` too unless the space searches ``prune`` and the ratio (the default recipe's is
+    then capped at the chosen ratio's room)."""
+    items = {it.name: it for it in cfg.items()}
+    r = items.get("ratio")
+    top = float(r.hi) if r is not None else float(cfg.select_config().ratio)
+    at_top = cfg.replace_unchecked(token_ratio=top, ratio=None)
+    info = counts.info(at_top)
+    info.update(token_ratio="searched" if r is not None else top, budget=None if r is not None else info["budget"])
+    given = f"--ratio {top:g} in tokens ({counts.info(at_top)['budget']:,} tokens)"
+    for item, p in checks:
+        if item is not None:
+            hit = prune_shortfall(counts.splits_left(at_top), float(item.lo), given)
+            if hit is not None:
+                raise ConfigError(
+                    f"space {item.text()!r}: {hit[0]}; start the range at or below {hit[1]:g} (a trial's higher "
+                    "prune is capped where it fits) or lower the ratio"
+                )
+        elif r is None or "prune" not in items:
+            check_prune_left(counts.splits_left(at_top), p, given)
+    return info
 
 
 def prune_checks(items, prune: float, verify: int) -> list:

@@ -17,7 +17,15 @@ from ...pipeline.config import SelectConfig, _f, parse_tokens
 from ..proxy_lm.config import parse_proxy_tokens
 from .space import DEFAULT_SPACE, NAMES, RATIO_RANGE, check_prune, default_space, parse_space
 
-__all__ = ["SearchConfig", "REGRESSORS", "PROXY_KEYS", "DEFAULT_SEEDS", "DEFAULT_PROXY_TOKENS"]
+__all__ = [
+    "SearchConfig",
+    "REGRESSORS",
+    "PROXY_KEYS",
+    "DEFAULT_SEEDS",
+    "DEFAULT_PROXY_TOKENS",
+    "DEFAULT_VERIFY",
+    "BUDGET_UNITS",
+]
 
 REGRESSORS = ("auto", "lightgbm", "gp", "quadratic")
 #: proxy-LM settings ``--proxy-options`` may change (the others have flags of their own here)
@@ -44,7 +52,14 @@ PROXY_KEYS = (
 #: on one seed is as noisy as on two (common random numbers cut it 0.9-1.5x at 50k-200k tokens), so a
 #: second seed buys what a second trial does, and a trial is a new point of the space (docs/search.md)
 DEFAULT_SEEDS = 1
-DEFAULT_PROXY_TOKENS = 100_000
+#: 250 optimiser steps of the tiny preset (2,048 tokens a step): at 49 steps (100k tokens) a proxy beat a
+#: unigram model of its own training tokens by 0.16 nats/token on package descriptions, at 250 by 0.93
+#: (issue 48); below 250 steps the search warns that its proxies measured token frequencies
+DEFAULT_PROXY_TOKENS = 512_000
+#: paired verification seeds: a 95% t-interval at 4 degrees of freedom (t 2.78; at 2, 4.30)
+DEFAULT_VERIFY = 5
+#: what a trial's ratio counts: the corpus's tokens (equal-size selections) or rows
+BUDGET_UNITS = ("tokens", "rows")
 
 
 def _options(v, name="proxy_options") -> str:
@@ -97,9 +112,10 @@ class SearchConfig(SelectConfig):
     proxy_preset: str = _f("tiny", "proxy-LM size (datamask proxy-lm's presets)", group="search")
     proxy_tokens: int | str = _f(
         DEFAULT_PROXY_TOKENS,
-        "training tokens of every proxy model: a count (200k, 1M...; the fixed-token regime) or a multiple of "
-        "each selection's own tokens (4x: four passes over it; the fixed-pass regime), rounded up to whole "
-        "batches (tiny: 2,048 tokens); docs/search.md",
+        "training tokens of every proxy model: a count (512k: 250 optimiser steps of the tiny preset's 2,048 "
+        "tokens; the fixed-token regime) or a multiple of each selection's own tokens (4x: four passes over it; "
+        "the fixed-pass regime, whose steps follow each selection's size), rounded up to whole batches; "
+        "docs/search.md",
         group="search",
         parse=parse_proxy_tokens,
     )
@@ -126,9 +142,23 @@ class SearchConfig(SelectConfig):
     candidates: int = _f(100_000, "recipes the regressor predicts to choose from", group="search")
     top: int = _f(10, "best predicted candidates averaged into the chosen recipe", group="search")
     verify: int = _f(
-        3,
-        "fresh proxy seeds that retrain the chosen, default (lam 0.5, pairwise), top-k and random recipes "
-        "(0: no verification)",
+        DEFAULT_VERIFY,
+        "fresh proxy seeds that retrain the chosen, default (lam 0.5, pairwise), top-k and random recipes, paired; "
+        "a difference is beyond noise when its paired t-interval at the 0.95 level excludes zero (0: no verification)",
+        group="search",
+    )
+    budget_unit: str = _f(
+        "tokens",
+        "what --ratio (or a searched ratio) counts: tokens (a share of the corpus's tokens, as --token-ratio: "
+        "every recipe selects and trains on the same amount of text) or rows (each recipe keeps that share of "
+        "the rows, whatever their length: the comparison then mixes each selection's size with its content)",
+        choices=BUDGET_UNITS,
+        group="search",
+    )
+    target: str | None = _f(
+        None,
+        "the evaluation set the regressor fits and the recommendation judges, by its name (its folder or "
+        "file name, as search.json's eval_sets name it); default: the first --eval. Every set is reported",
         group="search",
     )
     no_report: bool = _f(False, "do not write the HTML report", group="output", result=False)
@@ -156,9 +186,33 @@ class SearchConfig(SelectConfig):
             raise ConfigError(f"trial_eval_tokens must be >= 1, got {self.trial_eval_tokens}")
         if int(self.verify) < 0:
             raise ConfigError(f"verify must be >= 0, got {self.verify}")
+        self._check_unit()
         self.proxy_config()  # the proxy settings' own checks
         self.items()  # the space's
         return self
+
+    def _check_unit(self) -> None:
+        if self.budget_unit not in BUDGET_UNITS:
+            raise ConfigError(f"budget_unit must be one of {', '.join(BUDGET_UNITS)}; got {self.budget_unit!r}")
+        if self.budget_unit == "rows" and self.token_budget:
+            given = "--tokens" if self.tokens is not None else "--token-ratio"
+            raise ConfigError(f"--budget-unit rows is for a row ratio; {given} already counts tokens (drop one)")
+        if self.budget_unit == "tokens" and self.budget is not None:
+            raise ConfigError(
+                f"--budget {self.budget} counts rows: the trials would compare selections of different sizes; give "
+                "--tokens or --token-ratio, or --budget-unit rows to compare at a row budget (size mixed with content)"
+            )
+
+    @property
+    def ratio_in_tokens(self) -> bool:
+        """True when a trial's ratio (``--ratio``, select's default or a searched one) is a share of
+        the corpus's tokens (``--budget-unit tokens``, no budget of its own)."""
+        return self.budget_unit == "tokens" and self.budget is None and not self.token_budget
+
+    @property
+    def counts_tokens(self) -> bool:
+        """True when every trial selects to a token budget (given, or its ratio in tokens)."""
+        return bool(self.token_budget) or self.ratio_in_tokens
 
     def items(self):
         """The parsed ``--space`` (its default for the method when unset)."""

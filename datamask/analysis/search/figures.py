@@ -128,20 +128,23 @@ def loss_by_parameter(space, means, curves: dict, chosen: dict):
 
 
 def verification_bars(frame, summary: dict):
-    """``frame``: verification records (``name``, ``seed``, ``loss``)."""
+    """``frame``: verification records (``name``, ``seed``, ``loss``, ``loss.SET``); ``summary``:
+    :func:`~.verify.summarize`'s (its ``target`` set's losses are drawn)."""
     plt = pyplot()
+    target = summary.get("target")
+    col = f"loss.{target}" if target and f"loss.{target}" in frame else "loss"
     names = [n for n in ("chosen", "default", "topk", "random") if n in summary["recipes"]]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     means = [summary["recipes"][n]["mean"] for n in names]
     sds = [summary["recipes"][n]["sd"] or 0.0 for n in names]
     ax.bar(range(len(names)), means, yerr=sds, capsize=6, color=[f"C{i}" for i in range(len(names))], alpha=0.6)
     for i, n in enumerate(names):
-        v = frame.loc[frame["name"] == n, "loss"].to_numpy()
+        v = frame.loc[frame["name"] == n, col].to_numpy()
         ax.scatter(np.full(len(v), i), v, color="k", s=14, zorder=3)
     lo, hi = min(means) - 3 * max(sds + [1e-3]), max(means) + 3 * max(sds + [1e-3])
     ax.set_ylim(lo, hi)
     ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel("held-out loss (nats/token)")
+    ax.set_ylabel(f"held-out loss on {target} (nats/token)" if col != "loss" else "held-out loss (nats/token)")
     suptitle(fig, "Verification on fresh seeds: mean loss, seed-to-seed sd (error bars) and every seed (dots)")
     fig.tight_layout()
     return fig

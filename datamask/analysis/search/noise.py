@@ -11,6 +11,11 @@ For a table of losses ``L[recipe, seed]`` this module reports, per evaluation se
                ``L = recipe + seed + e``): the noise in a difference between two recipes on one
                seed is about ``sqrt(2) * sd_paired``;
 ``recipes``, ``seeds``  how many of each the figures come from.
+
+:func:`paired_t` is the one rule every comparison of the search, the recipe suite and the
+report states: a paired difference is *beyond noise* when its two-sided t-interval (the t
+quantile at n - 1 degrees of freedom, 95% by default) excludes zero, which is ``scipy.stats.
+ttest_rel`` at p < 0.05 (tests/analysis/test_search_model.py pins the two together).
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["spread", "noise_table", "paired_difference"]
+__all__ = ["spread", "noise_table", "paired_difference", "paired_t", "LEVEL"]
+
+#: the confidence level of every beyond-noise statement (a paired two-sided t-interval)
+LEVEL = 0.95
 
 
 def spread(L: np.ndarray) -> dict:
@@ -56,8 +64,39 @@ def noise_table(records: pd.DataFrame, by: str = "name") -> dict:
 
 
 def paired_difference(a, b) -> dict:
-    """``a - b`` paired by seed: mean, sd (ddof 1), standard error and how many seeds."""
+    """``a - b`` paired by seed: :func:`paired_t` at :data:`LEVEL`."""
+    return paired_t(a, b)
+
+
+def paired_t(a, b, level: float = LEVEL) -> dict:
+    """The paired t-test of ``a - b`` (one value per seed, in the same order).
+
+    Returns ``{"mean", "sd", "se", "seeds", "df", "t", "p", "level", "lo", "hi", "half_width",
+    "beyond"}``: the mean difference, its sd (ddof 1) and standard error, the pairs ``n``
+    (``seeds``) and ``df = n - 1``, the t statistic and its two-sided p-value, the ``level``
+    t-interval ``mean -/+ t_{(1+level)/2, n-1} x se`` (``lo``, ``hi``) and ``beyond``: the
+    interval excludes zero. As ``scipy.stats.ttest_rel(a, b)`` and its ``confidence_interval``.
+    One pair has no spread: ``sd``, ``t``, ``p``, the interval are None and ``beyond`` False.
+    Equal differences on every seed (sd 0): a zero mean is ``t`` 0 and ``p`` 1, any other an
+    infinite ``t`` and ``p`` 0 (scipy: nan and 0), the interval the mean itself."""
+    from scipy import stats
+
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-    k = d.shape[0]
-    sd = float(d.std(ddof=1)) if k > 1 else None
-    return {"mean": float(d.mean()), "sd": sd, "se": sd / np.sqrt(k) if sd is not None else None, "seeds": int(k)}
+    k = int(d.shape[0])
+    m = float(d.mean()) if k else float("nan")
+    out = {"mean": m, "sd": None, "se": None, "seeds": k, "df": max(k - 1, 0), "t": None, "p": None}
+    out.update(level=float(level), lo=None, hi=None, half_width=None, beyond=False)
+    if k < 2:
+        return out
+    sd = float(d.std(ddof=1))
+    se = sd / np.sqrt(k)
+    q = float(stats.t.ppf(0.5 + float(level) / 2, k - 1))
+    if se > 0:
+        t = m / se
+        p = float(2 * stats.t.sf(abs(t), k - 1))
+    else:
+        t, p = (0.0, 1.0) if m == 0 else (float(np.copysign(np.inf, m)), 0.0)
+    lo, hi = m - q * se, m + q * se
+    out.update(sd=sd, se=float(se), t=float(t), p=p, lo=float(lo), hi=float(hi), half_width=float(q * se))
+    out["beyond"] = bool(lo > 0 or hi < 0)
+    return out

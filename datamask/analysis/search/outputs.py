@@ -4,10 +4,14 @@ assembled in :mod:`.run`).
 ``trials.parquet`` has one row per (trial, seed): ``trial``, ``seed``, each parameter (one
 column per value: ``lam``, ``diversity``, ``omega[3]``, ``weights.quality_a``), ``loss`` and
 ``bits_per_byte`` (the mean over the evaluation sets) and per set (``loss.SET``,
-``bits_per_byte.SET``), what the selection holds (``quality``, ``diversity_pairwise``,
-``coverage``, ``near_duplicate_share``, ``rows``, ``leaks_removed``), the training
-(``tokens``, ``passes`` over the selection, ``selection_tokens``) and the time (``select_seconds``,
-``train_seconds``, ``seconds``: the only columns a rerun does not repeat exactly).
+``bits_per_byte.SET``), the unigram baseline per set (``unigram_loss.SET``: a smoothed unigram model
+of the model's training tokens on the same scored tokens; ``unigram_margin.SET``: it minus
+``loss.SET``), what the selection holds (``quality``, ``diversity_pairwise``, ``coverage``,
+``near_duplicate_share``, ``rows``, ``leaks_removed``, ``selected_tokens``: its tokens as the budget
+counts them), the training (``tokens``: trained, ``passes`` over the selection, ``steps``: optimiser
+steps, ``selection_tokens``: the selection in the proxy's tokens, ``lr``, ``weight_decay``) and the
+time (``select_seconds``, ``train_seconds``, ``seconds``: the only columns a rerun does not repeat
+exactly).
 ``verify.parquet`` is the same for the verification runs, with ``name`` the recipe.
 ``recipe.yaml`` is a workflow ``datamask run`` applies to the input.
 """
@@ -15,6 +19,7 @@ column per value: ``lam``, ``diversity``, ``omega[3]``, ``weights.quality_a``), 
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -40,10 +45,12 @@ def records_frame(records: list) -> pd.DataFrame:
         for s, v in sets.items():
             row[f"loss.{s}"], row[f"bits_per_byte.{s}"] = v["loss"], v["bits_per_byte"]
             row[f"eval_tokens.{s}"] = int(v["eval_tokens"])  # scored: a trial's first documents, or all
+            row[f"unigram_loss.{s}"], row[f"unigram_margin.{s}"] = v["unigram_loss"], v["unigram_margin"]
         st = r["stats"]
         for k in _STATS:
             row["diversity_pairwise" if k == "diversity" else k] = st.get(k)
-        row.update({k: r[k] for k in ("tokens", "passes", "selection_tokens", "params", *TIME_COLUMNS)})
+        keys = ("tokens", "passes", "steps", "selection_tokens", "lr", "weight_decay", "params", *TIME_COLUMNS)
+        row.update({k: r[k] for k in keys})
         # records written before the precision was recorded: auto gave bfloat16 on CUDA, float32 on a CPU
         row["precision"] = r.get("precision") or ("bfloat16" if r.get("device") == "cuda" else "float32")
         row["recipe"] = json.dumps(r["recipe"], sort_keys=True)
@@ -88,7 +95,7 @@ def recipe_workflow(cfg, recipe: dict, selected: str, params_file: str | None = 
     select = {"method": method, **_select_keys(cfg)}
     ratio = recipe.get("ratio", cfg.select_config().ratio)  # None: a token budget
     if ratio is not None:
-        select["ratio"] = float(ratio)
+        select["token_ratio" if cfg.ratio_in_tokens else "ratio"] = float(ratio)
     if method == "quadmix":
         select["quadmix_params"] = params_file
     elif method in ("datamask", "greedy", "relaxed"):
@@ -129,11 +136,13 @@ def write_recipe(cfg, out, search: dict) -> str:
     selected = str(out.parent / f"{out.name}-selected")
     wf = recipe_workflow(cfg, recipe, selected, params)
     what = "chose" if rec["name"] == "chosen" else f"recommends ({rec['name']}, not its chosen recipe)"
+    why = textwrap.wrap(f"Why: {rec.get('why') or 'see search.json'}", 96)
     head = (
         f"# The recipe datamask search {what} for {cfg.input}\n"
         f"# (regressor {search['regressor']}, cross-validated Spearman {search['cv_spearman']:.3f}, "
         f"{search['trials']} trials; search.json's recommended says why).\n"
-        f"# Apply it:  datamask run {Path(str(out)) / 'recipe.yaml'}   (--set output=DIR to write elsewhere)\n"
+        + "".join(f"# {line}\n" for line in why)
+        + f"# Apply it:  datamask run {Path(str(out)) / 'recipe.yaml'}   (--set output=DIR to write elsewhere)\n"
     )
     text = head + yaml.safe_dump(wf, sort_keys=False)
     write_bytes_atomic(text.encode(), out / "recipe.yaml")

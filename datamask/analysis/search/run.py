@@ -32,12 +32,13 @@ from ...pipeline.storage import location
 from . import figures as figs
 from .budget import split_token_budgets
 from .choose import choose, curves
-from .noise import noise_table
 from .outputs import records_frame, trials_frame, write_parquet, write_recipe
 from .prepare import prepare, read_prep
 from .regress import fit_best
-from .schedule import Job, cancel, collect, cost_summary, fingerprint_of, proxy_regime, submit_jobs, worker_threads
+from .schedule import Job, cancel, collect, cost_summary, fingerprint_of, submit_jobs, worker_threads
 from .space import Space, parse_space
+from .summary import search_summary, target_set
+from .summary import tracks as _tracks  # noqa: F401  (tests read it here)
 from .verify import early_references, recommend, summarize, verification_recipes, verification_seeds
 
 __all__ = ["compute_search", "resolve_eval", "WRITES", "KEEPS", "corpus_parts", "split_token_budgets", "build_space"]
@@ -48,12 +49,17 @@ KEEPS = ("_search",)
 
 
 def resolve_eval(cfg):
-    """``cfg`` with its evaluation sets resolved on the client and checked to exist (one line each)."""
+    """``cfg`` with its evaluation sets resolved on the client and checked to exist (one line each),
+    and its ``target`` one of their names."""
     from ...pipeline.io import discover
     from ...pipeline.storage import inside, resolve
+    from ..proxy_lm.data import eval_set_names
 
     if not cfg.eval:
         raise ConfigError("search needs an evaluation set: --eval EVAL (Parquet/JSONL text the proxies are judged on)")
+    names = eval_set_names(cfg.eval)
+    if cfg.target is not None and cfg.target not in names:
+        raise ConfigError(f"--target {cfg.target!r} names no evaluation set; the sets are {', '.join(names)}")
     evals = [resolve(e) for e in cfg.eval]
     for e in evals:
         if cfg.output and inside(e, resolve(cfg.output)):
@@ -104,13 +110,15 @@ def _prepared(client, parts, cfg, out, fp) -> dict:
     return got
 
 
-def build_space(cfg, prep: dict) -> Space:
+def build_space(cfg, prep: dict, counts=None) -> Space:
     """The expanded space: the config's items, the input's domains and quality components
-    (QuaDMix's default space merges every component when the input has two or more)."""
+    (QuaDMix's default space merges every component when the input has two or more); under a
+    ratio in tokens, ``counts`` (:class:`~.budget.TokenCounts`) cap each trial's ``prune``."""
     items = cfg.items()
     if cfg.method == "quadmix" and cfg.space is None and len(prep["components"]) >= 2:
         items += parse_space("weights=auto", "quadmix")
-    return Space.build(items, cfg.method, prep["domains"], prep["components"], cfg.base_ratio())
+    cap = counts.room if cfg.ratio_in_tokens and counts is not None and counts.left else None
+    return Space.build(items, cfg.method, prep["domains"], prep["components"], cfg.base_ratio(), cap)
 
 
 def _trial_jobs(cfg, space, base_fp) -> list:
@@ -125,20 +133,20 @@ def _trial_jobs(cfg, space, base_fp) -> list:
     return jobs
 
 
-def _fit(space, frame, cfg) -> dict:
+def _target_loss(frame, target: str | None) -> str:
+    """The column of the target set's loss (``loss.SET``; ``loss`` when there is no such column)."""
+    return f"loss.{target}" if target and f"loss.{target}" in frame else "loss"
+
+
+def _fit(space, frame, cfg, target=None) -> dict:
+    """The regressors on the trials' mean loss on the ``target`` set, the best fitted, the choice."""
     means = frame.groupby("trial", sort=True).mean(numeric_only=True)
     by_trial = frame.drop_duplicates("trial").set_index("trial")
     X = np.stack([space.recipe_features(json.loads(r)) for r in by_trial.loc[means.index, "recipe"]])
-    y = means["loss"].to_numpy()
+    y = means[_target_loss(frame, target)].to_numpy()
     name, model, cv = fit_best(cfg.regressor, X, y, int(cfg.seed))
     choice = choose(space, model, int(cfg.candidates), int(cfg.top), int(cfg.seed))
     return {"regressor": name, "model": model, "cv": cv, **choice}
-
-
-def _tracks(means) -> dict:
-    """Spearman of each :data:`~.figures.TRACKS` statistic with trial loss; "constant" where the
-    statistic takes one value over the trials (no rank to correlate), None where under 3 trials have it."""
-    return {col: figs.track(means[col], means["loss"]) for col in figs.TRACKS}
 
 
 def _verify_jobs(cfg, recipes: dict, base_fp) -> list:
@@ -149,7 +157,7 @@ def _verify_jobs(cfg, recipes: dict, base_fp) -> list:
     ]
 
 
-def _early_references(client, parts, cfg, out, space, base_fp, budgets):
+def _early_references(client, parts, cfg, out, space, base_fp, counts):
     """The references' verification models, submitted before the chosen recipe is known (when
     the trials left no longer fill the workers: :func:`_run`) at a lower priority than the chosen
     recipe's, so no worker waits while the last trials end and the client fits the regressor,
@@ -159,32 +167,33 @@ def _early_references(client, parts, cfg, out, space, base_fp, budgets):
     if int(cfg.verify) < 1 or refs is None:
         return None
     jobs = _verify_jobs(cfg, refs, base_fp)
-    return submit_jobs(client, parts, jobs, cfg, str(out), "references", priority=-1, budgets=budgets)
+    return submit_jobs(client, parts, jobs, cfg, str(out), "references", priority=-1, counts=counts)
 
 
-def _submit_verification(client, parts, cfg, out, chosen, base_fp, early, budgets) -> tuple:
+def _submit_verification(client, parts, cfg, out, chosen, base_fp, early, counts, space) -> tuple:
     """(batch of the verification models not submitted early, every verified recipe by name)."""
-    recipes = verification_recipes(cfg.method, chosen, float(cfg.prune))
+    recipes = verification_recipes(cfg.method, chosen, float(cfg.prune), lambda r: float(space.cap_at([r])[0]))
     if int(cfg.verify) < 1:
         return None, recipes
     todo = {"chosen": recipes["chosen"]} if early is not None else recipes
     jobs = _verify_jobs(cfg, todo, base_fp)
-    return submit_jobs(client, parts, jobs, cfg, str(out), "verification", budgets=budgets), recipes
+    return submit_jobs(client, parts, jobs, cfg, str(out), "verification", counts=counts), recipes
 
 
-def _verification(client, cfg, batches):
+def _verification(client, cfg, batches, target=None):
     if not batches:
         return None, None, 0, []
     recs, n = collect(client, batches, cfg)
     frame = records_frame(recs)
     frame["name"] = frame["name"].str.replace("verify-", "", regex=False)
-    return frame, summarize(frame), n, recs
+    return frame, summarize(frame, target), n, recs
 
 
-def _trial_figures(out, space, frame, fit) -> tuple:
+def _trial_figures(out, space, frame, fit, target=None) -> tuple:
     """The trials' figures (drawn while the workers train the verification models) and the
-    trials' means."""
+    trials' means (``loss``: the ``target`` set's, what the regressor fitted)."""
     means = frame.groupby("trial", sort=True).mean(numeric_only=True)
+    means["loss"] = means[_target_loss(frame, target)]
     firsts = frame.drop_duplicates("trial").set_index("trial").loc[means.index]
     for c in space.columns:  # choices are text: the first seed's row holds them
         if c not in means.columns:
@@ -207,109 +216,6 @@ def _verification_figure(out, vframe, vsum) -> list:
     return ["figures/verification.png"]
 
 
-def _verified(vsum) -> dict | None:
-    if vsum is None:
-        return None
-    v = {n: {"mean": r["mean"], "sd": r["sd"], "seeds": r["seeds"]} for n, r in vsum["recipes"].items()}
-    v["differences"] = vsum["differences"]
-    v["pooled_sd"] = vsum["pooled_sd"]
-    return v
-
-
-def _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files, recommended) -> dict:
-    pc = cfg.proxy_config().resolved()
-    return {
-        "kind": "search",
-        "input": cfg.input,
-        "eval": list(cfg.eval),
-        "method": cfg.method,
-        "space": space.describe(),
-        "trials": int(frame["trial"].nunique()),
-        "seeds": int(cfg.seeds),
-        "proxy": {
-            "preset": cfg.proxy_preset,
-            **proxy_regime(
-                cfg.proxy_tokens, frame.to_dict("records") + ([] if vframe is None else vframe.to_dict("records"))
-            ),
-            "params": int(frame["params"].iloc[0]),
-            "precision": _precisions(frame, vframe),
-            "config": pc.to_dict(),
-        },
-        "chosen": fit["recipe"],
-        "predicted_loss": fit["predicted"],
-        "regressor": fit["regressor"],
-        "cv_spearman": fit["cv"][fit["regressor"]]["spearman"],
-        "cv": fit["cv"],
-        "candidates": fit["candidates"],
-        "top": fit["top"],
-        "noise": {
-            "trials": noise_table(frame, by="trial") or None,
-            "verification": noise_table(vframe) or None if vframe is not None else None,
-        },
-        "verified": _verified(vsum),
-        "recommended": recommended,
-        "tracks": _tracks(means),
-        "rows": prep["rows"],
-        "leaks": prep["leaks"],
-        "near_duplicate_rows": prep["near_duplicate_rows"],
-        "domains": len(prep["domains"]),
-        "trial_eval_tokens": cfg.trial_eval_cap(),
-        "eval_sets": _eval_sets(prep, frame),
-        "models": counts,
-        "files": files,
-        "warnings": _warnings(fit, recommended) + _mixed_precision(frame, vframe),
-    }
-
-
-def _eval_sets(prep, frame) -> list:
-    """The evaluation sets as prepared, with the tokens a trial's model scored of each
-    (``trial_tokens``: the first documents up to ``trial_eval_tokens``; the verification
-    scores ``scored_tokens``)."""
-    col = {e["name"]: f"eval_tokens.{e['name']}" for e in prep["eval_sets"]}
-    return [
-        dict(e, trial_tokens=int(frame[col[e["name"]]].max()) if col[e["name"]] in frame else None)
-        for e in prep["eval_sets"]
-    ]
-
-
-def _precisions(frame, vframe) -> list:
-    """The precisions the models trained in (``precision: auto`` resolves on each worker)."""
-    used = set()
-    for f in (frame, vframe):
-        if f is not None and "precision" in f:
-            used.update(f["precision"].dropna().astype(str))
-    return sorted(used)
-
-
-def _mixed_precision(frame, vframe) -> list:
-    used = _precisions(frame, vframe)
-    if len(used) < 2:
-        return []
-    return [
-        f"the models trained in {' and '.join(used)} (precision auto on workers whose CPUs differ): their losses "
-        "differ by that rounding too (within 0.006 nats where measured); set --proxy-options precision=float32 "
-        "for one precision everywhere"
-    ]
-
-
-#: below this cross-validated Spearman the regressor is said not to rank the trials
-WEAK_SPEARMAN = 0.3
-
-
-def _warnings(fit, recommended) -> list:
-    """What the user must read first: a reference that beat the chosen recipe, a regressor that does not rank."""
-    out = []
-    if recommended["name"] != "chosen":
-        out.append(f"recipe.yaml applies {recommended['name']}, not the chosen recipe: {recommended['why']}")
-    rho = fit["cv"][fit["regressor"]]["spearman"]
-    if rho < WEAK_SPEARMAN:
-        out.append(
-            f"the regressor ranks the trials poorly (cross-validated Spearman {rho:.2f} < {WEAK_SPEARMAN}): the chosen "
-            "recipe is weakly informed; add --trials or --proxy-tokens, or keep the default recipe"
-        )
-    return out
-
-
 class _Clock:
     """Wall seconds of the search's phases on the client (``search.json``'s ``cost.phases``)."""
 
@@ -327,35 +233,38 @@ class _Clock:
         return round(time.perf_counter() - self.t0, 3)
 
 
-def _run(client, parts, cfg, out, space, base_fp, clock, workers: int, budgets=None) -> tuple:
+def _run(client, parts, cfg, out, space, base_fp, clock, workers: int, counts=None, target=None) -> tuple:
     """Trials, fit and verification, every batch submitted as its inputs allow and the workers
     need it: the references once the trials left are no more than the ``workers`` (each has
     one: submitted earlier, Dask ran them between the trials, and the workers then waited
     through the fit and the chosen recipe's last models: search_real.md, round 10), the chosen
     recipe's models as soon as the fit ends, ahead of the references not started; the
     trials' outputs are written while the verification trains. A batch not collected when
-    the search stops is cancelled (its running tasks waited for). ``budgets``: each split's
-    share of a token budget, the same for every selection (:func:`split_token_budgets`)."""
-    trials = submit_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out), budgets=budgets)
+    the search stops is cancelled (its running tasks waited for). ``counts``: every split's tokens
+    under a token budget (:func:`split_token_budgets`); ``target``: the evaluation set the regressor
+    fits and the verification's rule reads (None: the mean over the sets)."""
+    trials = submit_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out), counts=counts)
     early: dict = {}  # the references' batch (None: they wait for the chosen recipe), once submitted
     batches = []
 
     def refs_when_drained(left: int) -> None:
         if "refs" not in early and left <= max(int(workers), 1):
-            early["refs"] = _early_references(client, parts, cfg, out, space, base_fp, budgets)
+            early["refs"] = _early_references(client, parts, cfg, out, space, base_fp, counts)
             batches.append(early["refs"])
 
     try:
         recs, n_trials = collect(client, [trials], cfg, on_left=refs_when_drained)
         clock.lap("trials")
         frame = trials_frame(recs, space)
-        fit = _fit(space, frame, cfg)
+        fit = _fit(space, frame, cfg, target)
         clock.lap("fit")
-        late, recipes = _submit_verification(client, parts, cfg, out, fit["recipe"], base_fp, early["refs"], budgets)
+        late, recipes = _submit_verification(
+            client, parts, cfg, out, fit["recipe"], base_fp, early["refs"], counts, space
+        )
         batches.append(late)
         write_parquet(frame, location(out) / "trials.parquet")
-        drawn, means = _trial_figures(out, space, frame, fit)
-        vframe, vsum, n_verify, vrecs = _verification(client, cfg, [b for b in batches if b is not None])
+        drawn, means = _trial_figures(out, space, frame, fit, target)
+        vframe, vsum, n_verify, vrecs = _verification(client, cfg, [b for b in batches if b is not None], target)
         clock.lap("verification")
     except BaseException:
         cancel(client, batches)
@@ -371,14 +280,14 @@ def compute_search(cfg, out, client, level=None) -> dict:
     parts, identities = corpus_parts(cfg, splits)
     fp = fingerprint_of(cfg.fingerprint("cpu"), identities)
     # before the preparation: a budget too large, or a prune that leaves too few tokens, is refused
-    budgets, token_budget = split_token_budgets(client, cfg, splits)
+    tokens, token_budget = split_token_budgets(client, cfg, splits)
     prep = _prepared(client, parts, cfg, out, fp)
     clock.lap("prepare")
     base_fp = fingerprint_of(fp, prep["tokenizer"]["sha256"], prep["eval_fingerprint"])
-    space = build_space(cfg, prep)
+    space = build_space(cfg, prep, tokens)
     workers = worker_threads(client)  # counted while the cluster works (a loaded one's may miss a late count)
     recs, n_trials, frame, fit, means, drawn, verified = _run(
-        client, parts, cfg, out, space, base_fp, clock, workers, budgets
+        client, parts, cfg, out, space, base_fp, clock, workers, tokens, target_set(cfg, prep)
     )
     vframe, vsum, n_verify, vrecs, recipes = verified
     files = ["trials.parquet"]
@@ -389,8 +298,9 @@ def compute_search(cfg, out, client, level=None) -> dict:
     total = len(recs) + (0 if vframe is None else len(vframe))
     counts = {"trained": total, "computed_this_run": n_trials + n_verify, "resumed": total - n_trials - n_verify}
     recommended = recommend(vsum, recipes)
-    summary = _summary(cfg, space, prep, fit, frame, means, vframe, vsum, counts, files + drawn, recommended)
-    summary["tokens"] = token_budget  # as select's manifest records it; None under a row budget
+    summary = search_summary(
+        cfg, space, prep, fit, (frame, vframe), means, vsum, counts, files + drawn, recommended, token_budget
+    )
     summary["recipe"] = write_recipe(cfg, out, summary)
     clock.lap("outputs")
     summary["wall_seconds"] = clock.total

@@ -58,10 +58,10 @@ def read_record(out, name: str, seed: int, fingerprint: str) -> dict | None:
         rec = json.loads(p.read_text())
     except (ValueError, OSError):  # a record is written whole; anything else is not ours
         return None
-    return rec if rec.get("fingerprint") == fingerprint and "passes" in rec else None  # (older: epochs)
+    return rec if rec.get("fingerprint") == fingerprint and "steps" in rec else None  # (older: no steps, baseline)
 
 
-def _graph(parts, jobs, cfg, out, todo, budgets=None):
+def _graph(parts, jobs, cfg, out, todo, counts=None):
     """The selection and training tasks of ``jobs``' missing seeds. Every key starts
     ``search-select-TAG-`` or ``search-train-TAG-`` (TAG: 8 hex digits of the job's fingerprint),
     so Dask files every training under one task prefix, ``search-train``: the duration it learns
@@ -71,7 +71,7 @@ def _graph(parts, jobs, cfg, out, todo, budgets=None):
     did not steal them: workers idled 2.5 and 6.3 s in a profiled search_real run, round 11)."""
     import dask
 
-    shares = {} if budgets is None else {"budgets": list(budgets)}  # each split's share of --tokens
+    shares = {} if counts is None else {"counts": counts}  # every split's tokens: each recipe's shares
 
     tasks = []
     for job in jobs:
@@ -107,13 +107,13 @@ class Submitted:
 
 
 def submit_jobs(
-    client, parts, jobs: list, cfg, out: str, desc: str = "trials", priority: int = 0, budgets=None
+    client, parts, jobs: list, cfg, out: str, desc: str = "trials", priority: int = 0, counts=None
 ) -> Submitted:
     """Submit the (recipe, seed) pairs of ``jobs`` that have no finished record; returns at once.
 
     ``priority``: Dask's (higher runs first), so a batch submitted early at a lower priority
-    fills the workers only when the batches before it leave one free. ``budgets``: under a token
-    budget, each split's share (:func:`~datamask.analysis.search.budget.split_token_budgets`)."""
+    fills the workers only when the batches before it leave one free. ``counts``: under a token
+    budget, every split's tokens (:func:`~datamask.analysis.search.budget.split_token_budgets`)."""
     done, todo = [], {}
     for job in jobs:
         todo[job.name] = []
@@ -123,7 +123,7 @@ def submit_jobs(
                 todo[job.name].append(s)
             else:
                 done.append(dict(rec, resumed=True))  # not timed in this run (cost_summary)
-    tasks = _graph(parts, jobs, cfg, out, todo, budgets)
+    tasks = _graph(parts, jobs, cfg, out, todo, counts)
     return Submitted(done, client.compute(tasks, priority=int(priority)) if tasks else [], desc)
 
 
@@ -166,10 +166,10 @@ def cancel(client, batches: list) -> None:
         stop(client, futures, "trial(s)")
 
 
-def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials", budgets=None) -> tuple[list, int]:
+def run_jobs(client, parts, jobs: list, cfg, out: str, desc: str = "trials", counts=None) -> tuple[list, int]:
     """Every record of ``jobs`` (finished ones read back, the others computed now) and how
     many were computed in this call."""
-    return collect(client, [submit_jobs(client, parts, jobs, cfg, out, desc, budgets=budgets)], cfg)
+    return collect(client, [submit_jobs(client, parts, jobs, cfg, out, desc, counts=counts)], cfg)
 
 
 def worker_threads(client) -> int:
@@ -208,7 +208,8 @@ def cost_summary(records: list, wall_seconds: float, workers: int) -> dict:
 
 def proxy_regime(given, records: list) -> dict:
     """The regime as given (``proxy_tokens``: a count, or ``"4x"`` passes over each selection), in
-    words, and the passes and trained tokens every model made (min / median / max)."""
+    words, and the passes, trained tokens, optimiser steps and, per evaluation set, the unigram
+    margins every model made (min / median / max); ``records``: the models' rows (``records_frame``)."""
     import numpy as np
 
     from ..proxy_lm.runner import regime
@@ -222,4 +223,10 @@ def proxy_regime(given, records: list) -> dict:
         "regime": regime(given),
         "passes": spread([r["passes"] for r in records]),
         "trained_tokens": spread([r["tokens"] for r in records]),
+        "steps": spread([r["steps"] for r in records]),
+        "unigram_margin": {  # the models' rows (records_frame): one unigram_margin.SET per evaluation set
+            k[len("unigram_margin.") :]: spread([r[k] for r in records])
+            for k in (records[0] if records else {})
+            if k.startswith("unigram_margin.")
+        },
     }

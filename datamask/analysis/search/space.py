@@ -1,22 +1,17 @@
 """The recipe space ``datamask search`` samples: what ``--space`` names, parsed and checked once.
 
-``--space`` is a comma-separated list of ``NAME=VALUES``:
+``--space`` is a comma-separated list of ``NAME=VALUES``: ``lam=0:1`` a range (uniform),
+``lam=1:100:log`` a log-uniform one, ``lam=0.3`` one value; ``diversity=pairwise|facility`` a
+choice; ``omega[domain]=0.05:1`` (QuaDMix) one value per domain; ``weights=auto`` (QuaDMix) merge
+weights of the quality components (every ``quality_<name>`` column, or ``weights=quality_a|quality_b``),
+uniform on the simplex, ``weights[domain]=auto`` one set per domain, as QuaDMix merges.
 
-* ``lam=0:1`` a range (uniform), ``lam=1:100:log`` a log-uniform one, ``lam=0.3`` one value;
-* ``diversity=pairwise|facility`` a choice (one of the options, equally likely);
-* ``omega[domain]=0.05:1`` (QuaDMix) one value per domain, each drawn from the range;
-* ``weights=auto`` (QuaDMix) merge weights of the quality components, uniform on the simplex
-  (``auto``: every ``quality_<name>`` column of the input; or ``weights=quality_a|quality_b``),
-  ``weights[domain]=auto`` one set per domain, as QuaDMix merges.
-
-Which names exist depends on the method (:data:`NAMES`): DATAMASK's objective takes ``lam``,
-``diversity``, ``prune`` and ``ratio`` (a trial's ``prune`` is capped at ``1 - ratio``, where it
-keeps exactly the top rows by quality); QuaDMix takes its sampling function's ``lam`` (steepness),
-``omega`` (cut-off), ``eta`` (oversampling), ``eps`` (floor), the merge ``weights`` and
-``ratio``. Every value is checked against what ``datamask select`` accepts before anything
-runs. :func:`parse_space` checks the text; :meth:`Space.build` expands it once the
-input's domains and quality components are known, into a :class:`Space` of unit coordinates
-(each trial is a point of the unit cube, decoded into a recipe).
+The names depend on the method (:data:`NAMES`): DATAMASK's objective takes ``lam``, ``diversity``,
+``prune`` and ``ratio`` (a trial's ``prune`` is capped where pruning leaves just what its ratio
+keeps: about the top by quality); QuaDMix its sampling function's ``lam``, ``omega``, ``eta``,
+``eps``, the merge ``weights`` and ``ratio``. Every value is checked as ``datamask select`` checks
+it before anything runs. :func:`parse_space` checks the text; :meth:`Space.build` expands it once
+the input's domains and quality components are known, into a :class:`Space` of unit coordinates.
 """
 
 from __future__ import annotations
@@ -314,15 +309,21 @@ def default_space(method: str, ratio="free") -> str:
 # ---------------------------------------------------------------------- the expanded space
 @dataclass
 class Space:
-    """The parameters of one search, each a slice of the unit cube's coordinates; ``ratio``: the
-    base recipe's (None: a budget in rows or tokens), what caps ``prune`` when ``ratio`` is not searched."""
+    """The parameters of one search, each a slice of the unit cube's coordinates; ``ratio``: the base
+    recipe's (None: a budget in rows or tokens); ``prune_cap``: ratios to the largest ``prune`` each
+    leaves room for (None: ``1 - ratio``; in tokens ``budget.TokenCounts.room``)."""
 
     params: list
     method: str
     ratio: float | None = None
+    prune_cap: object = None
+
+    def cap_at(self, ratios) -> np.ndarray:
+        r = np.asarray(ratios, dtype=float)  # the largest prune that leaves each ratio its rows (or tokens)
+        return 1.0 - r if self.prune_cap is None else np.asarray(self.prune_cap(r), dtype=float)
 
     @classmethod
-    def build(cls, items, method: str, domains=(), components=(), ratio=None) -> Space:
+    def build(cls, items, method: str, domains=(), components=(), ratio=None, prune_cap=None) -> Space:
         """Expand ``items`` for the input's ``domains`` (sorted, as strings) and quality ``components``."""
         check_prune(items, ratio)
         params = []
@@ -345,16 +346,17 @@ class Space:
                         + (f"; {', '.join(missing)} missing" if missing else "")
                     )
                 params.append(Weights(it.name, comps, doms))
-        return cls(params, method, None if ratio is None else float(ratio))
+        return cls(params, method, None if ratio is None else float(ratio), prune_cap)
 
     def feasible(self, U) -> np.ndarray:
-        """``U`` with each point's ``prune`` coordinate lowered to where its value is ``1 - ratio`` (pruning
-        must leave the rows the ratio keeps; at that cap the selection is the top rows by quality)."""
+        """``U`` with each point's ``prune`` coordinate lowered to where its value is :meth:`cap_at` its
+        ratio (pruning must leave what the ratio keeps; at that cap the selection is about the top by quality)."""
         got = {p.name: (p, s) for p, s in self._slices()}
         (p, s), (r, rs) = got.get("prune", (None, None)), got.get("ratio", (None, None))
         if p is None or not p.width or (r is None and self.ratio is None):
             return U
-        cap = np.clip(1.0 - (r.values(U[:, rs])[:, 0] if r is not None else self.ratio), p.lo, p.hi)
+        ratios = r.values(U[:, rs])[:, 0] if r is not None else np.full(U.shape[0], self.ratio)
+        cap = np.clip(self.cap_at(ratios), p.lo, p.hi)
         c = np.log(cap / p.lo) / np.log(p.hi / p.lo) if p.log else (cap - p.lo) / (p.hi - p.lo)
         U = np.array(U, dtype=float, copy=True)
         U[:, s.start] = np.minimum(U[:, s.start], c)
@@ -363,7 +365,7 @@ class Space:
     def _cap(self, recipe: dict) -> dict:
         r = recipe.get("ratio", self.ratio)
         if isinstance(recipe.get("prune"), float) and r is not None:
-            recipe["prune"] = min(recipe["prune"], max(0.0, 1.0 - float(r)))
+            recipe["prune"] = min(recipe["prune"], max(0.0, float(self.cap_at([float(r)])[0])))
         return recipe
 
     @property
@@ -377,8 +379,7 @@ class Space:
             i += p.width
 
     def design(self, n: int, seed: int) -> np.ndarray:
-        """``n`` space-filling points of the unit cube: scrambled Sobol, seeded (the same
-        points for the same seed; the first ``n`` of the sequence when ``n`` is not a power of 2)."""
+        """``n`` points of the unit cube: scrambled Sobol, seeded (the first ``n`` of the sequence)."""
         import warnings
 
         from scipy.stats import qmc

@@ -49,14 +49,19 @@ def quadmix_spec(recipe: dict) -> dict:
 
 
 def recipe_select_config(cfg, recipe: dict):
-    """The :class:`~datamask.pipeline.config.SelectConfig` of ``recipe`` (its ``method`` or the search's)."""
+    """The :class:`~datamask.pipeline.config.SelectConfig` of ``recipe`` (its ``method`` or the
+    search's); its ratio (the recipe's, else the base recipe's) a token ratio when the search
+    counts it in tokens (``cfg.ratio_in_tokens``)."""
     method = recipe.get("method", cfg.method)
     change = {"method": method, **{k: recipe[k] for k in ("ratio",) if k in recipe}}
+    if method in ("datamask", "greedy", "relaxed"):
+        change.update({k: recipe[k] for k in _DATAMASK_KEYS if k in recipe})
+    if cfg.ratio_in_tokens:
+        change["token_ratio"] = float(change.get("ratio", cfg.select_config().ratio))
+        change["ratio"] = None
     if method == "quadmix":
         scfg = cfg.replace_unchecked(**change)
         return dataclasses.replace(scfg, quadmix_params=quadmix_spec(recipe))  # a mapping, not a file
-    if method in ("datamask", "greedy", "relaxed"):
-        change.update({k: recipe[k] for k in _DATAMASK_KEYS if k in recipe})
     return cfg.replace_unchecked(**change)
 
 
@@ -130,19 +135,21 @@ def _split_selection(df, i, scfg, cfg, weights, comp_range, tokens=None):
     return res.mask, E, q_in, res.record.get("tokens_out")
 
 
-def select_recipe(*parts, recipe: dict, cfg, out: str, budgets=None) -> dict:
+def select_recipe(*parts, recipe: dict, cfg, out: str, counts=None) -> dict:
     """(a Dask task) The selection of ``recipe`` over every split (``parts``, in order):
     ``{"rows", "stats", "recipe", "seconds"}``, ``rows`` the corpus positions of the selected rows
     with usable text (the training tasks take their token ids from the preparation); evaluation
-    texts removed and counted. ``budgets``: under a token budget, each split's share of it, in
-    order (:func:`~datamask.analysis.search.budget.split_token_budgets`, as ``datamask select`` shares it)."""
+    texts removed and counted. ``counts``: under a token budget, every split's tokens
+    (:class:`~datamask.analysis.search.budget.TokenCounts`), from which each split's share of the
+    recipe's budget is taken as ``datamask select`` shares it."""
     t0 = time.perf_counter()
     prep = load_prep(out)
     scfg = recipe_select_config(cfg, recipe)
-    if scfg.token_budget and (budgets is None or len(budgets) != len(parts)):
+    if scfg.token_budget and (counts is None or len(counts.tokens) != len(parts)):
         raise ValueError(
-            f"a token budget needs each of the {len(parts)} splits' share: pass budgets= (split_token_budgets)"
+            f"a token budget needs each of the {len(parts)} splits' tokens: pass counts= (split_token_budgets)"
         )
+    budgets = counts.shares(scfg) if scfg.token_budget else None
     weights = recipe.get("weights")
     E_all, masks, quality, rows, leaks, tokens = [], [], [], [], 0, 0
     for i, df in enumerate(parts):
@@ -167,12 +174,21 @@ def select_recipe(*parts, recipe: dict, cfg, out: str, budgets=None) -> dict:
     return {"rows": rows, "stats": stats, "recipe": recipe, "seconds": time.perf_counter() - t0}
 
 
-def _losses(evals: dict) -> dict:
-    """``{set: {"loss", "bits_per_byte", "eval_tokens"}}`` of a run's ``{set: {domain: (nats, tokens, bytes)}}``."""
+def _losses(evals: dict, unigram: dict) -> dict:
+    """``{set: {"loss", "bits_per_byte", "eval_tokens", "unigram_loss", "unigram_margin"}}`` of a run's
+    ``{set: {domain: (nats, tokens, bytes)}}`` and its unigram baseline's ``{set: {domain: (nats, tokens)}}``."""
     out = {}
     for name, by_dom in evals.items():
         nats, ntok, nbytes = by_dom["all"]
-        out[name] = {"loss": nats / ntok, "bits_per_byte": nats / np.log(2) / max(nbytes, 1), "eval_tokens": ntok}
+        u = unigram[name]["all"][0] / max(unigram[name]["all"][1], 1)
+        loss = nats / ntok
+        out[name] = {
+            "loss": loss,
+            "bits_per_byte": nats / np.log(2) / max(nbytes, 1),
+            "eval_tokens": ntok,
+            "unigram_loss": u,
+            "unigram_margin": u - loss,
+        }
     return out
 
 
@@ -201,9 +217,12 @@ def train_recipe(sel: dict, *, name: str, seed: int, cfg, out: str, extra: dict)
         **extra,
         "recipe": sel["recipe"],
         "stats": sel["stats"],
-        "evals": _losses(res["evals"]),
+        "evals": _losses(res["evals"], res["unigram"]),
         "tokens": res["tokens"],
         "passes": res["passes"],
+        "steps": res["steps"],
+        "lr": res["lr"],
+        "weight_decay": res["weight_decay"],
         "selection_tokens": res["selection_tokens"],
         "docs": res["docs"],
         "params": res["params"],

@@ -1,0 +1,420 @@
+"""The docs' rendered blocks: one function each, from the results files it names.
+
+``@block(NAME, FILE, ...)`` registers a function that takes the loaded FILEs (under
+benchmarks/results/, JSON or CSV) and returns the text between ``<!-- render: NAME -->`` and
+``<!-- /render -->`` in README.md, docs/*.md or CHANGELOG.md's latest entry. Every number goes
+through ``num(value, spec)``; a number typed into the text (outside a code span) fails
+tests/test_docs_render.py. Run ``python benchmarks/render_docs.py`` after a benchmark writes
+its results. How to add a block: docs/design.md, "From a benchmark to the docs".
+"""
+
+from __future__ import annotations
+
+from render_docs import block, count, num, txt
+
+DIVERSITY = {"pairwise": "pairwise", "facility": "facility", "disf": "DiSF"}
+
+
+def span(values, spec: str, dash: str = "-") -> str:
+    """``lo-hi`` of sourced values (one value when they are equal)."""
+    lo, hi = min(values), max(values)
+    return num(lo, spec) if format(lo, spec) == format(hi, spec) else f"{num(lo, spec)}{dash}{num(hi, spec)}"
+
+
+def listed(values, spec: str) -> str:
+    """``a, b and c`` of sourced values."""
+    parts = [num(v, spec) for v in values]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def recipe_words(r: dict) -> str:
+    """A DATAMASK recipe as the docs write it: ``lam`` 0.37, facility, ``prune`` 0.70."""
+    words = [f"`lam` {num(r['lam'], '.2f')}", DIVERSITY[r["diversity"]]]
+    if "prune" in r:
+        words.append(f"`prune` {num(r['prune'], '.2f')}")
+    return ", ".join(words)
+
+
+# ---------------------------------------------------------------------- search_real.json
+def beyond(d: dict) -> bool:
+    """A paired difference beyond noise: its mean above two standard errors (datamask.analysis.search)."""
+    return abs(d["mean"]) > 2 * d["sd"] / d["seeds"] ** 0.5
+
+
+def current_runs(sr: dict) -> list:
+    """The recorded runs of the latest round's own code."""
+    at = sr["latest"]["round"]
+    return [r for r in sr["runs"] if r["round"] == at and r["code_of"] == at]
+
+
+def baseline(sr: dict) -> dict | None:
+    """Round 5's code on the latest run's host: what the time target halves."""
+    host = sr["latest"]["host"]
+    return next((r for r in sr["runs"] if r["code_of"] == 5 and r["host"] == host), None)
+
+
+def versus(sr: dict, ref: str) -> str:
+    """How the chosen recipe verified against ``ref``, with its noise."""
+    d, v = sr["latest"]["differences"][ref], sr["latest"]["verified"]
+    word = "below" if d["mean"] < 0 else "above"
+    if beyond(d):
+        noise = f"beyond the paired noise: sd {num(d['sd'], '.4f')} over {num(d['seeds'])} seeds"
+    else:
+        noise = f"within noise: two standard errors {num(2 * d['sd'] / d['seeds'] ** 0.5, '.4f')}"
+    name = {"default": "the default's", "topk": "top-k's", "random": "random's"}[ref]
+    return f"{num(abs(d['mean']), '.4f')} {word} {name} {num(v[ref]['mean'], '.4f')} ({noise})"
+
+
+@block("search_figures", "search_real.json")
+def search_figures(sr):
+    s = sr["latest"]
+    runs = current_runs(sr)
+    rand = s["differences"]["random"]
+    verdict = (
+        "random is worse beyond noise" if beyond(rand) and rand["mean"] < 0 else "random is not worse beyond noise"
+    )
+    return (
+        f"Measured on this repository's machine ({num(s['cores'])} cores), with the commands, in "
+        '[benchmarks.md](benchmarks.md) ("Recipe search") and benchmarks/results/search_real.md (.json). '
+        f"With the defaults ({num(s['trials'])} trials, {num(s['proxy']['tokens'], ',')} tokens, "
+        f"{num(s['verified']['chosen']['seeds'])} verification seeds) on {num(s['rows'], ',')} documents of Python "
+        f"documentation, a search trains {num(s['models'])} proxy models: **{num(s['wall_minutes'], '.1f')} minutes** "
+        f"in the latest run ({num(s['cpu_minutes'], '.1f')} CPU-minutes, {num(100 * s['cpu_share'], '.0f')}% of the "
+        f"cores; {span([r['wall_minutes'] for r in runs], '.1f')} minutes over round {num(s['round'])}'s "
+        f"{num(count(runs))} runs). Its regressor ({s['regressor']}) ranked the trials with a cross-validated "
+        f"Spearman of {num(s['cv_spearman'], '.3f')}. The chosen recipe ({recipe_words(s['chosen'])}) verified at "
+        f"{num(s['verified']['chosen']['mean'], '.4f')} nats/token: {versus(sr, 'default')}, {versus(sr, 'topk')} "
+        f"and {versus(sr, 'random')}. That is what a small proxy on this corpus can tell: {verdict}, and a "
+        "difference of a few hundredths of a nat between recipes needs more seeds than the verification's to be "
+        "sure of."
+    )
+
+
+@block("search_cv", "search_real.json")
+def search_cv(sr):
+    from datamask.analysis.search.summary import WEAK_SPEARMAN
+
+    s = sr["latest"]
+    cv = s["cv"]
+    above = [k for k in cv if cv[k]["spearman"] >= WEAK_SPEARMAN]
+    where = (
+        f"all {num(count(cv))} were above it"
+        if len(above) == len(cv)
+        else ("none was above it" if not above else f"{num(count(above))} of {num(count(cv))} were above it")
+    )
+    label = {"lightgbm": "LightGBM", "gp": "the Gaussian process", "quadratic": "the quadratic"}
+    return (
+        f"On the real-text run (benchmarks/results/search_real.md, {num(s['trials'])} trials) {where}: "
+        + ", ".join(f"{label[k]} {num(v['spearman'], '.3f')}" for k, v in cv.items())
+        + "."
+    )
+
+
+@block("bench_search_real", "search_real.json")
+def bench_search_real(sr):
+    s, t = sr["latest"], sr["targets"]
+    runs, base = current_runs(sr), baseline(sr)
+    shares = [r["train_share"] for r in runs]
+    met = "met" if min(shares) >= t["train_share"] else "not met"
+    text = (
+        f"{num(s['rows'], ',')} documents of Python documentation, {num(s['trials'])} trials x {num(s['seeds'])} "
+        f"seed + {num(s['verification_models'])} verification runs of the "
+        f"{num(s['proxy']['params'] / 1e6, '.1f')}M-parameter `{s['proxy']['preset']}` proxy on "
+        f"{num(s['proxy']['tokens'], ',')} tokens each. Round {num(s['round'])}'s {num(count(runs))} runs, on the "
+        f"{txt(s['host'])}: **{span([r['wall_minutes'] for r in runs], '.1f')} min** wall, training share "
+        f"**{span(shares, '.3f')}** (issue {num(t['issue'])}'s target {num(t['train_share'], '.1f')}: {met}), "
+        f"{span([r['tokens_per_worker_second'] for r in runs], ',.0f')} trained tokens per worker-second"
+    )
+    if base is not None:
+        frac = [r["wall_minutes"] / base["wall_minutes"] for r in runs]
+        ok = "met" if max(frac) <= t["wall_fraction_of_round5_code"] else "not met"
+        text += (
+            f"; round {num(base['code_of'])}'s code took {num(base['wall_minutes'], '.1f')} min on the same host, so "
+            f"{span(frac, '.2f')} of it (the target: {num(t['wall_fraction_of_round5_code'], '.1f')} of it, {ok})"
+        )
+    v = s["verified"]
+    return text + (
+        f". The latest run: {num(s['cpu_minutes'], '.1f')} CPU-minutes ({num(100 * s['cpu_share'], '.0f')}% of the "
+        f"{num(s['cores'])} cores); regressor {s['regressor']}, cross-validated Spearman {num(s['cv_spearman'], '.3f')}; "
+        f"chosen {recipe_words(s['chosen'])}, verified on {num(v['chosen']['seeds'])} fresh seeds at "
+        f"{num(v['chosen']['mean'], '.4f')} nats/token, default {num(v['default']['mean'], '.4f')}, top-k "
+        f"{num(v['topk']['mean'], '.4f')}, random {num(v['random']['mean'], '.4f')}. Every run, its load and "
+        "code: search_real.md's table."
+    )
+
+
+@block("search_share_runs", "search_real.json")
+def search_share_runs(sr):
+    t, runs, base = sr["targets"], current_runs(sr), baseline(sr)
+    shares = [r["train_share"] for r in runs]
+    share_met = min(shares) >= t["train_share"]
+    time_met = (
+        base is not None
+        and max(r["wall_minutes"] for r in runs) <= t["wall_fraction_of_round5_code"] * (base["wall_minutes"])
+    )
+    said = {
+        (True, True): "are both met",
+        (True, False): "the first is met, the second is not",
+        (False, True): "the second is met, the first is not",
+        (False, False): "are both missed",
+    }[(share_met, time_met)]
+    return (
+        f"On search_real: **{listed(shares, '.3f')} in {num(count(runs))} runs, "
+        f"{span([r['wall_minutes'] for r in runs], '.1f')} minutes** — the project's share target (issue "
+        f"{num(t['issue'])}: {num(t['train_share'], '.1f')}) and its time target (on this machine, "
+        + (
+            f"{num(t['wall_fraction_of_round5_code'], '.1f')} of round {num(base['code_of'])}'s code's "
+            f"{num(base['wall_minutes'], '.1f')} minutes"
+            if base
+            else "unmeasured"
+        )
+        + f") {said}"
+    )
+
+
+@block("search_real_evidence", "search_real.json")
+def search_real_evidence(sr):
+    s = sr["latest"]
+    v, d = s["verified"], s["differences"]
+    p = s["proxy"]
+
+    def vs(ref, word):
+        x = d[ref]
+        lower = "lower" if x["mean"] < 0 else "higher"
+        if not beyond(x):
+            two_se = num(2 * x["sd"] / x["seeds"] ** 0.5, ".4f")
+            return f"was level with {word} ({num(abs(x['mean']), '.4f')} {lower}; two standard errors {two_se})"
+        side = "beat" if x["mean"] < 0 else "lost to"
+        return f"{side} {word} by {num(abs(x['mean']), '.4f')} (paired sd {num(x['sd'], '.4f')}: beyond noise)"
+
+    return (
+        f"On `search_real` (benchmarks/results/search_real.md; {num(s['rows'], ',')} Python-documentation "
+        f"paragraphs, {num(p['passes_min'], '.2f')}-{num(p['passes_max'], '.2f')} passes, round {num(s['round'])}, "
+        f"{num(v['chosen']['seeds'])} paired seeds) the chosen recipe ({recipe_words(s['chosen'])}) "
+        f"{vs('default', 'the default')}, {vs('topk', 'top-k')} and {vs('random', 'random')}. The default's mean "
+        f"loss was {num(v['default']['mean'] - v['topk']['mean'], '+.4f')} nats/token against top-k's and "
+        f"{num(v['default']['mean'] - v['random']['mean'], '+.4f')} against random's on the same seeds (the search "
+        "records no paired spread between two references)."
+    )
+
+
+# ---------------------------------------------------------------------- trial_eval.json
+def paired_sd(sr: dict):
+    """The verification's paired seed-to-seed sd of a loss on search_real's (first) evaluation set."""
+    return next(iter(sr["latest"]["noise"].values()))["loss_sd_paired"]
+
+
+def _cap(te: dict, cap: int = 50000) -> dict:
+    return next(c for c in te["caps"] if c["cap"] == cap)
+
+
+@block("trial_eval_cap", "trial_eval.json", "search_real.json")
+def trial_eval_cap(te, sr):
+    c = _cap(te)
+    paired = paired_sd(sr)
+    side = "more than" if c["largest_change"] > paired else "less than"
+    return (
+        f"On search_real's set the first {num(c['tokens'], ',')} of {num(te['eval']['scored_tokens'], ',')} tokens "
+        f"moved a difference between two of the benchmark's {num(te['models'])} models by up to "
+        f"{num(c['largest_change'], '.4f')} nats/token ({num(c['random_subset_sd'], '.4f')}, the sd over random "
+        f"subsets of as many documents, understates it), {side} the paired sd of a search's verification there "
+        f"({num(paired, '.4f')}), for {num(c['of_whole'], '.2f')} of the evaluation time."
+    )
+
+
+@block("suite_eval_tokens", "trial_eval.json")
+def suite_eval_tokens(te):
+    toks = [r["scored_tokens"] for r in te["suite"]]
+    whole = max(toks) <= te["suite_cap"]
+    return f"The recipe suite's evaluation sets hold {span(toks, ',', '-')} tokens (trial_eval.md), so its trials " + (
+        "score them whole and its evidence below is unchanged." if whole else "score the larger ones in part."
+    )
+
+
+@block("changelog_trial_eval", "trial_eval.json", "search_real.json")
+def changelog_trial_eval(te, sr):
+    c = _cap(te)
+    paired = paired_sd(sr)
+    toks = [r["scored_tokens"] for r in te["suite"]]
+    return (
+        f"the recipe suite's {num(count(toks))} sets hold {span(toks, ',')} tokens). On search_real's set: "
+        f"{num(c['of_whole'], '.2f')} of the evaluation time, and the search's own subset moved a difference "
+        f"between two models by up to {num(c['largest_change'], '.4f')} nats/token, "
+        f"{'above' if c['largest_change'] > paired else 'below'} the paired sd of the search's verification there "
+        f"({num(paired, '.4f')}; random subsets of as many documents: an sd of {num(c['random_subset_sd'], '.4f')})"
+    )
+
+
+# ---------------------------------------------------------------------- recipe_suite.json
+def cells(rs: dict) -> list:
+    """The suite's cells in the docs' order: corpus as built, then regime."""
+    order = [c["name"] for c in rs["corpora"]]
+    return sorted(rs["cells"], key=lambda c: (order.index(c["corpus"]), c["regime"]))
+
+
+def signed(d: dict) -> str:
+    """``+0.095 ± 0.054``, in bold when beyond two standard errors (the suite's test)."""
+    text = f"{num(d['mean'], '+.3f')} ± {num(d['two_se'], '.3f')}".replace("-", "−")
+    return f"**{text}**" if d["beyond"] else text
+
+
+def where(items: list, regimes: int) -> str:
+    """Cells ``(corpus, regime)`` in words: ``man and pydoc in both regimes, planted 3x``."""
+    by: dict = {}
+    for c, r in items:
+        by.setdefault(c, []).append(r)
+    both = [c for c, rs in by.items() if len(rs) == regimes]
+    parts = (
+        [(", ".join(both[:-1]) + " and " + both[-1] if len(both) > 1 else both[0]) + " in both regimes"] if both else []
+    )
+    parts += [f"{c} {txt(r)}" for c, rs in by.items() if c not in both for r in rs]
+    return ", ".join(parts)
+
+
+def versus_ref(rs: dict, ref: str) -> dict:
+    """The default against ``ref``: the cells it loses, is level in and wins, beyond two standard errors."""
+    out = {"loses": [], "level": [], "wins": []}
+    for c in cells(rs):
+        d = c["differences"][f"default-{ref}"]
+        out["level" if not d["beyond"] else ("loses" if d["mean"] > 0 else "wins")].append((c, d))
+    return out
+
+
+@block("suite_table", "recipe_suite.json")
+def suite_table(rs):
+    lines = [
+        "| corpus | regime | default − top-k | default − random | recommended (`recipe.yaml`) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for c in cells(rs):
+        dd, rec, ch = c["differences"], c["recommended"], c["chosen"]
+        words = f"λ {num(ch['lam'], '.2f')}, {DIVERSITY[ch['diversity']]}, prune {num(ch['prune'], '.2f')}"
+        if rec["name"] != "chosen":
+            d = dd[f"chosen-{rec['name']}"]
+            what = (
+                f"**{rec['name']}** (beat the chosen {DIVERSITY[ch['diversity']]} recipe by "
+                f"{num(d['mean'], '.3f')} ± {num(d['two_se'], '.3f')})"
+            )
+        else:
+            what = f"chosen: {words}"
+            t = dd["chosen-topk"]
+            if t["mean"] == 0 and t["two_se"] == 0:
+                what += " (top-k's selection)"
+            elif c["corpus"] == "planted":  # the known answer: how the chosen recipe fared against both
+                r = dd["chosen-random"]
+                what += f" (against top-k {signed(t)}, against random {signed(r)})"
+        lines.append(
+            f"| {c['corpus']} | {txt(c['regime'])} | {signed(dd['default-topk'])} | {signed(dd['default-random'])} "
+            f"| {what} |"
+        )
+    return "\n".join(lines)
+
+
+@block("suite_findings", "recipe_suite.json")
+def suite_findings(rs):
+    n, regimes = count(rs["cells"]), count({c["regime"] for c in rs["cells"]})
+    top, rnd = versus_ref(rs, "topk"), versus_ref(rs, "random")
+
+    def sizes(items):
+        return span([abs(d["mean"]) for _, d in items], ".2f")
+
+    def named(items):
+        return where([(c["corpus"], c["regime"]) for c, _ in items], regimes)
+
+    lost = [(c, d) for c, d in rnd["loses"]]
+    also = [
+        c for c, _ in lost if c["differences"]["random-topk"]["beyond"] and c["differences"]["random-topk"]["mean"] < 0
+    ]
+    rec = [c for c, _ in lost if c["recommended"]["name"] == "random"]
+    planted = [c for c in cells(rs) if c["corpus"] == "planted"]
+    known = all(
+        c["differences"]["chosen-topk"]["beyond"]
+        and c["differences"]["chosen-topk"]["mean"] < 0
+        and not (c["differences"]["chosen-random"]["beyond"] and c["differences"]["chosen-random"]["mean"] > 0)
+        for c in planted
+    )
+    lines = [
+        f"- **Against top-k the default loses beyond noise in {num(count(top['loses']))} of {num(n)} cells** "
+        f"({named(top['loses'])}; by {sizes(top['loses'])} nats/token), is within noise in "
+        f"{num(count(top['level']))}"
+        + (f" ({named(top['level'])})" if top["level"] else "")
+        + f" and wins in {num(count(top['wins']))}"
+        + (f" ({named(top['wins'])}; by {sizes(top['wins'])})" if top["wins"] else "")
+        + ".",
+        f"- **Against random the default wins beyond noise in {num(count(rnd['wins']))} of {num(n)} cells and loses "
+        f"in {num(count(lost))}**"
+        + (f" ({named(lost)}; by {sizes(lost)})" if lost else "")
+        + (
+            f". In {num(count(also))} of those random also beats top-k beyond noise, and in {num(count(rec))} "
+            f"({where([(c['corpus'], c['regime']) for c in rec], regimes)}) the search's `recommended` is random "
+            "itself: its verification found nothing it tried better, and `recipe.yaml` applies random."
+            if rec
+            else "."
+        ),
+        f"- **The known answer {'holds' if known else 'does not hold'}**: on planted (the best-scored rows are "
+        "near-copies of a few documents), the chosen recipe "
+        + (
+            "beats top-k beyond noise and does not lose to random in either regime."
+            if known
+            else "does not both beat top-k beyond noise and stay level with random or better in every regime."
+        ),
+    ]
+    return "\n".join(lines)
+
+
+@block("readme_suite", "recipe_suite.json")
+def readme_suite(rs):
+    n, regimes = count(rs["cells"]), count({c["regime"] for c in rs["cells"]})
+    top, rnd = versus_ref(rs, "topk"), versus_ref(rs, "random")
+    default = cells(rs)[0]["recipes"]["default"]["recipe"]
+    seeds = cells(rs)[0]["recipes"]["default"]["seeds"]
+    corpora = [c["name"] for c in rs["corpora"]]
+    beats = [(c["corpus"], c["regime"]) for c, _ in top["wins"]]
+    return (
+        f"**What the suite shows** ({num(count(corpora))} corpora: {', '.join(corpora)}; "
+        f"{', '.join(txt(r) for r in sorted({c['regime'] for c in rs['cells']}))} passes; {num(seeds)} paired seeds): "
+        f"the default (λ {num(default['lam'], '.1f')}, {DIVERSITY[default['diversity']]}) trains proxies **worse "
+        f"than top-k beyond noise in {num(count(top['loses']))} of {num(n)} cells**, better than random in "
+        f"{num(count(rnd['wins']))} and worse in {num(count(rnd['loses']))}"
+        + (f" ({where([(c['corpus'], c['regime']) for c, _ in rnd['loses']], regimes)})" if rnd["loses"] else "")
+        + (f"; it beats top-k beyond noise only on {where(beats, regimes)}" if beats else "; it never beats top-k")
+    )
+
+
+# ---------------------------------------------------------------------- defaults_fit_*.json, facility_seeds.json
+def now_default(fit: dict) -> dict:
+    """The worst-case row of the candidate that is the default fit now."""
+    return next(w for w in fit["worst"] if w["candidate"] == fit["now_default"])
+
+
+@block(
+    "readme_default_fit",
+    "defaults_fit_pairwise.json",
+    "defaults_fit_facility.json",
+    "defaults_fit_disf.json",
+    "facility_seeds.json",
+)
+def readme_default_fit(pairwise, facility, disf, seeds):
+    from datamask.core.stochastic import SAMPLE_FACTOR
+
+    sampled = next(w for w in seeds["worst"] if w["factor"] == SAMPLE_FACTOR)  # the factor the library uses
+    k = num(pairwise["large_from"] // 1000, "d")
+    lines = [
+        f"| objective (default fit) | lowest % of greedy's gain | whole fit / greedy's, N < {k}k | "
+        f"whole fit / greedy's, N ≥ {k}k |",
+        "| --- | --- | --- | --- |",
+    ]
+    for fit in (pairwise, facility, disf):
+        w = now_default(fit)
+        low = num(w["lowest_pct"], ".3f")
+        if fit["diversity"] == "facility":
+            low += f" ({num(sampled['lowest_pct'], '.3f')} over {num(sampled['seeds'])} seeds)"
+        lines.append(
+            f"| `{fit['diversity']}` | {low} | {num(w['largest_20k'], '.2f')} | {num(w['largest_50k'], '.2f')} |"
+        )
+    return "\n".join(lines)
+
+
+@block("readme_default_cases", "defaults_fit_pairwise.json", "defaults_fit_facility.json", "defaults_fit_disf.json")
+def readme_default_cases(*fits):
+    return f"{span([now_default(f)['scored'] for f in fits], 'd')} cases an objective"
