@@ -1,9 +1,35 @@
+import signal
+
 import numpy as np
 import pytest
 
 from datamask.core.backend import gpu_available
 from tests.helpers import fake_cupy
 from tests.helpers.pipeline_data import local_cluster, write_files
+
+_CTRL_C: list = []  # set by a Ctrl-C during the session (see pytest_sessionstart)
+
+
+def pytest_sessionstart(session):
+    """Ctrl-C stops the session at once, with its summary. Many tests run ``datamask``'s ``main()``
+    in-process, which turns a KeyboardInterrupt into its one line and exit 130, as a command
+    should: the test then fails, and the session would go on with a Dask cluster whose workers
+    the same Ctrl-C stopped (each later test failing or waiting). The handler notes the Ctrl-C
+    and raises as Python's does; the test that took it is the last to run."""
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return  # a run that ignores SIGINT (started in the background) or handles it itself
+
+    def ctrl_c(signum, frame):
+        _CTRL_C.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, ctrl_c)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    if _CTRL_C:
+        pytest.exit("interrupted (Ctrl-C): the summary is of the tests run so far", returncode=2)
 
 
 def pytest_collection_modifyitems(config, items):

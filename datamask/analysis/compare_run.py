@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.backend import to_numpy
+from ..pipeline.exclude import EXCLUDED_COUNTS
 from .compare import ALL_METHODS, compare_arrays, summarise
 
 __all__ = ["run_compare", "SPLITS_FILE", "SPLIT_COLUMN"]
@@ -41,10 +42,12 @@ class CompareTask:
     tokens_column: str | None
     domain_column: str | None  # the input's cluster column (SemDeDup's clusters, QuaDMix's domains)
     holdout_dir: str
+    excluded: object = None  # the evaluation and held-out rows kept out (--exclude; pipeline.exclude)
 
 
 def _read(split, task: CompareTask):
-    """The split's table, its held-out slice written first (``cfg.holdout``)."""
+    """The split's table, its held-out slice written first (``cfg.holdout``), without the
+    excluded rows (``cfg.exclude``, after the holdout); the rows held out and excluded."""
     from ..pipeline.holdout import split_off_holdout
     from ..pipeline.io import read_split, write_parquet_atomic
     from ..pipeline.schema import Columns
@@ -52,11 +55,14 @@ def _read(split, task: CompareTask):
 
     cfg = task.cfg
     table = read_split(split, Columns(*task.cols))
-    if not cfg.holdout:  # else set aside before any method sees the split
-        return table, 0
-    table, held = split_off_holdout(table, cfg.holdout, split.seed(cfg.seed))
-    write_parquet_atomic(held, location(task.holdout_dir) / f"{split.name}.parquet")
-    return table, held.num_rows
+    n_held, counts = 0, {}
+    if cfg.holdout:  # set aside before any method sees the split
+        table, held = split_off_holdout(table, cfg.holdout, split.seed(cfg.seed))
+        write_parquet_atomic(held, location(task.holdout_dir) / f"{split.name}.parquet")
+        n_held = held.num_rows
+    if task.excluded is not None:
+        table, counts = task.excluded.split(table, task.cols[0], cfg.text_column)
+    return table, n_held, counts
 
 
 def _arrays(table, split, task: CompareTask, token_budget):
@@ -87,7 +93,7 @@ def _arrays(table, split, task: CompareTask, token_budget):
 def _compare_split(split, task: CompareTask, token_budget=None) -> dict:
     """One split: read, set the held-out slice aside, cluster, run every method; small
     results back to the client."""
-    table, n_held = _read(split, task)
+    table, n_held, excluded = _read(split, task)
     E, q, tok, lab = _arrays(table, split, task, token_budget)
     seed = split.seed(task.cfg.seed) % 2**32
     tab, masks, hist, extra = compare_arrays(
@@ -106,6 +112,8 @@ def _compare_split(split, task: CompareTask, token_budget=None) -> dict:
     )
     tab = tab.reset_index()
     tab[SPLIT_COLUMN], tab["rows"], tab["holdout_rows"] = split.name, E.shape[0], n_held
+    for key in EXCLUDED_COUNTS:
+        tab[key] = excluded.get(key, 0)
     tab["eps"] = [extra[m].get("eps", np.nan) for m in tab["method"]]
     for key in OPTIMIZER_COLUMNS:  # how each selection was made (the methods' optimizer records)
         tab[key] = [(extra[m].get("optimizer") or {}).get(key) for m in tab["method"]]
@@ -279,6 +287,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
     import dask
 
     from ..core.kmeans import check_k, readable_n_clusters
+    from ..pipeline.exclude import load_excluded
     from .clusters import fit_kmeans_dask, read_corpus
     from .report.corpus_map import MAP_ROWS
 
@@ -287,7 +296,8 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
     k = opts["n_clusters"]
     ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
     with ctx, dask.config.set({"dataframe.convert-string": False}):
-        budgets, token_info = _token_budgets(splits, cfg, cols) if cfg.token_budget else ({}, None)
+        excluded = load_excluded(getattr(cfg, "exclude", None), getattr(cfg, "text_column", "text"))
+        budgets, token_info = _token_budgets(splits, cfg, cols, excluded) if cfg.token_budget else ({}, None)
         centroids = None
         ddf = read_corpus(input, split_size=cfg.split_size)
         has_cluster = opts["domain_column"] in ddf.columns
@@ -307,6 +317,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
             opts["tokens_column"],
             opts["domain_column"],
             holdout_dir,
+            excluded,
         )
         results = dask.compute(*[dask.delayed(_compare_split)(s, task, budgets.get(s.name)) for s in splits])
     meta = {
@@ -326,13 +337,13 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
     return results, meta
 
 
-def _token_budgets(splits, cfg, cols):
+def _token_budgets(splits, cfg, cols, excluded=None):
     """Every split's share of the corpus's tokens, counted first (as ``select`` shares them)."""
     import dask
 
     from ..pipeline.tokens import _split_tokens, apportion
 
-    counts = dask.compute(*[dask.delayed(_split_tokens)(s, cfg, {}, cols) for s in splits])
+    counts = dask.compute(*[dask.delayed(_split_tokens)(s, cfg, {}, cols, excluded=excluded) for s in splits])
     source = ", ".join(sorted({c["source"][0] for c in counts}))
     budgets, info = apportion({c["name"][0]: int(c["tokens"][0]) for c in counts}, cfg, source)
     return budgets, dict(info, source=source)
@@ -380,6 +391,8 @@ def _write_results(out, results, meta, t0, report) -> pd.DataFrame:
         stats_frame(combine_stats(sums)).to_parquet(out / "cluster_stats.parquet")
     pareto_plot(table, out / "pareto.png")
     meta["holdout_rows"] = int(per.groupby(SPLIT_COLUMN)["holdout_rows"].first().sum())
+    for key in EXCLUDED_COUNTS:
+        meta[key] = int(per.groupby(SPLIT_COLUMN)[key].first().sum())
     meta["optimizer"] = optimizer_records(per)
     meta["tokens_kept"] = {m: int(v) for m, v in table.get("tokens", pd.Series(dtype=float)).items() if pd.notna(v)}
     meta["wall_seconds"] = round(time.perf_counter() - t0, 3)

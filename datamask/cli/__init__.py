@@ -98,7 +98,10 @@ def _log_hint() -> str:
 
 
 def main(argv=None) -> int:
-    with warnings.catch_warnings():
+    from ..core.progress import quiet_library_bars  # (light: no import of its own)
+
+    # stderr a file or a pipe: progress as lines, no library's carriage-return bar (workers inherit it)
+    with warnings.catch_warnings(), quiet_library_bars():
         warnings.simplefilter("default", DatamaskDeprecationWarning)
         warnings.showwarning = _show_warning
         rc = _run(argv)

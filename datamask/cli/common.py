@@ -16,6 +16,8 @@ __all__ = [
     "add_config_flags",
     "config_from_args",
     "write_report_after",
+    "report_first",
+    "report_line",
     "INPUT_HELP",
     "STOPPED_RUN",
 ]
@@ -101,21 +103,49 @@ def config_from_args(args, cls=SelectConfig):
     return cls(**values).validated()
 
 
-def write_report_after(output, quiet=False):
-    """The HTML report of a finished run; a failure here does not fail the run.
-
-    Returns the page's path, or None when it could not be written."""
+def _build(output, manifest=None):
+    """``(page, None)``, or ``(None, why)`` when the report could not be written."""
     from ..analysis.report import build_report
 
     try:
-        page = build_report(output)
+        return build_report(output, manifest=manifest), None
     except Exception as e:  # the selection is complete and valid without its report
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(
             f"datamask: warning: the report could not be written ({msg}); retry with: datamask report {output}",
             file=sys.stderr,
         )
-        return None
-    if not quiet:
+        return None, msg
+
+
+def write_report_after(output, quiet=False):
+    """The HTML report of a finished output (``datamask demo``'s page of its selection); a
+    failure here does not fail the run. Returns the page's path, or None when it could not be written."""
+    page, _ = _build(output)
+    if page is not None and not quiet:
         print(f"datamask: report {page}")
     return page
+
+
+def report_first(output):
+    """The ``finish`` hook of a command-line run (:func:`~datamask.pipeline.runner.run_stage`):
+    the HTML report, built from the manifest about to be written, which is written after it, so
+    an output with a manifest holds the report it lists. The manifest comes back with ``report``
+    (the page; None when it could not be written, ``report_error`` saying why: the output is
+    complete and valid without it, and ``datamask report OUTPUT`` retries)."""
+
+    def finish(manifest: dict) -> dict:
+        page, error = _build(output, manifest)
+        manifest["report"] = None if page is None else str(page)
+        manifest.pop("report_error", None)
+        if error is not None:
+            manifest["report_error"] = error
+        return manifest
+
+    return finish
+
+
+def report_line(manifest: dict, quiet=False) -> None:
+    """``datamask: report PAGE`` after a run's summary, when it wrote one."""
+    if not quiet and manifest.get("report"):
+        print(f"datamask: report {manifest['report']}")

@@ -72,7 +72,7 @@ def run_demo(directory="demo-output", workflow=None, overrides=(), quiet=False, 
     from ..pipeline.config import SelectConfig
     from ..stages.select import SelectStage, run_select
     from ..stages.workflow import load_workflow
-    from .common import write_report_after
+    from .common import report_first
 
     directory = Path(directory)
     wf = Path(workflow) if workflow else Path(str(DEMO_WORKFLOW))
@@ -96,12 +96,12 @@ def run_demo(directory="demo-output", workflow=None, overrides=(), quiet=False, 
     if quiet:
         raw["quiet"] = True
     cfg = SelectConfig.from_dict(raw, source=str(wf))
-    manifest = run_select(cfg)
+    manifest = run_select(cfg, finish=report_first(cfg.output))  # the report, then manifest.json
     print(f"selected rows: {Path(cfg.output) / 'data'}   manifest: {Path(cfg.output) / 'manifest.json'}")
     # the selection beside top-k and random, as each split's worker scored them (the report's table)
     print(SelectStage().summary(manifest, cfg.output))
     # the picture last: the HTML report of the selection (figures embedded in one page)
-    page = write_report_after(cfg.output, quiet=True)
+    page = manifest.get("report")
     if page is not None:
         print(f"report: {Path(page).resolve()}")
     return 0 if page is not None else 1

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..errors import ConfigError
-from .common import add_config_flags, config_from_args, write_report_after
+from .common import add_config_flags, config_from_args, report_first, report_line
 
 __all__ = ["add_parsers", "COMMANDS"]
 
@@ -81,7 +81,7 @@ def _proxy_lm(args) -> int:
             "proxy-lm needs an evaluation set: --eval EVAL_DIR (e.g. the holdout/ of "
             "select/compare --holdout, or any trusted text corpus)"
         )
-    m = run_proxy_lm(cfg)
+    m = run_proxy_lm(cfg, finish=None if cfg.no_report else report_first(cfg.output))
     for w in m.get("warnings", ()):  # first: what must be read before the table
         print(f"datamask: proxy-lm: warning: {w}", file=sys.stderr)
     if not cfg.quiet:
@@ -101,8 +101,7 @@ def _proxy_lm(args) -> int:
             f"{m['params']:,}-parameter model ({tot['computed_this_run']} trained, {tot['resumed']} resumed) "
             f"-> {cfg.output}"
         )
-    if not cfg.no_report:
-        write_report_after(cfg.output, cfg.quiet)
+    report_line(m, cfg.quiet)
     return 0
 
 

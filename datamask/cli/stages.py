@@ -5,7 +5,7 @@ stage's summary line (and writes the HTML report for the stages that have one)."
 from __future__ import annotations
 
 from ..stages.registry import STAGES
-from .common import add_stage_arguments, config_from_args, write_report_after
+from .common import add_stage_arguments, config_from_args, report_first, report_line
 
 __all__ = ["add_parsers", "COMMANDS", "run_stage_command"]
 
@@ -46,11 +46,13 @@ def stopped_run(st):
 def run_stage_command(args) -> int:
     st = STAGES[args.command]
     cfg = config_from_args(args, st.config)
-    manifest = st.run(cfg)
+    if st.report and not args.no_report:  # the report, then manifest.json (written last)
+        manifest = st.run(cfg, finish=report_first(cfg.output))
+    else:
+        manifest = st.run(cfg)
     if not cfg.quiet:
         print(st.summary(manifest, cfg.output))
-    if st.report and not args.no_report:
-        write_report_after(cfg.output, cfg.quiet)
+    report_line(manifest, cfg.quiet)
     return 0
 
 

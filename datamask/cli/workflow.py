@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from ..stages.registry import STAGES
-from .common import write_report_after
+from .common import report_first, report_line
 
 __all__ = ["add_parsers", "COMMANDS"]
 
@@ -56,11 +56,10 @@ def run_workflow_command(args) -> int:
         cfg = select.config.from_dict(raw, source=args.workflow)
         if not cfg.input or not cfg.output:
             raise ConfigError("the workflow needs input and output keys (or --set input=... --set output=...)")
-        manifest = select.run(cfg)
+        manifest = select.run(cfg, finish=None if args.no_report else report_first(cfg.output))
         if not cfg.quiet:
             print(select.summary(manifest, cfg.output))
-        if not args.no_report:
-            write_report_after(cfg.output, cfg.quiet)
+        report_line(manifest, cfg.quiet)
         return 0
 
     # a chain such as embed -> score -> dedup -> select (workflows/raw_jsonl.yaml): the last
@@ -68,13 +67,17 @@ def run_workflow_command(args) -> int:
     # stages before it leave theirs to their own commands
     with_report = [n for n in stage_list(raw, args.workflow) if STAGES[n].report]
 
-    def report(stage, cfg, manifest):
+    def finish(stage, cfg):  # the report, then the stage's manifest.json (written last)
+        if with_report and stage == with_report[-1] and not args.no_report:
+            return report_first(cfg.output)
+        return None
+
+    def summary(stage, cfg, manifest):
         if not cfg.quiet:
             print(STAGES[stage].summary(manifest, cfg.output))
-        if with_report and stage == with_report[-1] and not args.no_report:
-            write_report_after(cfg.output, cfg.quiet)
+        report_line(manifest, cfg.quiet)
 
-    run_workflow(raw, source=args.workflow, on_stage=report)
+    run_workflow(raw, source=args.workflow, on_stage=summary, finish=finish)
     return 0
 
 

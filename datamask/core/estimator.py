@@ -51,15 +51,48 @@ def check_params(params: dict) -> None:
 
 
 def _check_one(name, value, constraints):
-    """A ValueError ``name must be <what the constraints allow>, got <value>``."""
+    """A ValueError ``name must be <what the constraints allow, in words>, got <value>``
+    (``ratio must be a number between 0 and 1, both excluded, got 1.5``)."""
     if constraints == "no_validation":
         return
     cs = [make_constraint(c) for c in constraints]
     if any(c.is_satisfied_by(value) for c in cs):
         return
-    allowed = [str(c) for c in cs if not getattr(c, "hidden", False)]
+    allowed = [w for c in cs if not getattr(c, "hidden", False) and (w := _words(c))]
     what = allowed[0] if len(allowed) == 1 else ", ".join(allowed[:-1]) + " or " + allowed[-1]
     raise ValueError(f"{name} must be {what}, got {value!r}")
+
+
+def _words(c) -> str | None:
+    """One of scikit-learn's parameter constraints in plain words (None: unset, which no flag
+    or key gives by mistake)."""
+    if isinstance(c, Interval):
+        kind = "a whole number" if c.type is Integral else "a number"
+        lo, hi = (None if v is None else f"{v:g}" for v in (c.left, c.right))
+        if lo is not None and hi is not None:
+            return {
+                "both": f"{kind} from {lo} to {hi}",
+                "neither": f"{kind} between {lo} and {hi}, both excluded",
+                "left": f"{kind} from {lo} up to {hi}, {hi} excluded",
+                "right": f"{kind} above {lo}, at most {hi}",
+            }[c.closed]
+        if lo is not None:
+            return f"{kind} of {lo} or more" if c.closed in ("left", "both") else f"{kind} above {lo}"
+        if hi is not None:
+            return f"{kind} of {hi} or less" if c.closed in ("right", "both") else f"{kind} below {hi}"
+        return kind
+    if isinstance(c, StrOptions):
+        return "one of " + ", ".join(sorted(c.options))
+    kind = type(c).__name__
+    if kind == "_NoneConstraint":
+        return None
+    if kind == "_Booleans":
+        return "true or false"
+    if kind == "_Callables":
+        return "a function"
+    if kind == "_InstancesOf":
+        return f"a {c.type.__name__} object"
+    return str(c)
 
 
 class DataMask(DataMaskParams, BaseEstimator):

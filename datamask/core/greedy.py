@@ -29,9 +29,9 @@ __all__ = ["greedy_pairwise", "greedy_facility", "greedy_disf", "standardize"]
 def _progress(total, enabled, desc):
     if not enabled:
         return None
-    from tqdm.auto import tqdm
+    from .progress import bar
 
-    return tqdm(total=total, desc=desc, unit="pick", leave=False)
+    return bar(total, desc=desc, unit="pick", leave=False)
 
 
 class _Picks:

@@ -327,9 +327,10 @@ class PolicyGradient:
         """The progress bar over steps when the estimator asks for one (from the steps run)."""
         if not self.state.progress or self.bar is not None:
             return
-        from tqdm.auto import tqdm
+        from .progress import bar
 
-        self.bar = tqdm(total=self.steps, initial=self.t, desc="datamask", unit="step", leave=False)
+        # at most self.steps: the fit stops when it stops improving, so no total and no time left
+        self.bar = bar(None, initial=self.t, desc="datamask: policy-gradient steps", unit="step", leave=False)
         self.bar.set_postfix(objective=f"{self.tracker.values[-1]:.5f}")
 
     def advance(self, until):

@@ -84,11 +84,13 @@ def check_logit_range(value):
     """ValueError unless ``value`` is None, ``"auto"`` or ``(l_min, l_max)`` with l_min <= l_max."""
     if isinstance(value, str):
         if value != "auto":
-            raise ValueError(f"logit_range must be 'auto', (l_min, l_max) or None, got {value!r}")
+            raise ValueError(f"logit_range must be auto or two numbers LOW,HIGH (e.g. 0,4), got {value!r}")
     elif value is not None:
         lo, hi = value
         if not float(lo) <= float(hi):
-            raise ValueError(f"logit_range must be (l_min, l_max) with l_min <= l_max, got {value}")
+            raise ValueError(
+                f"logit_range must be two numbers LOW,HIGH with LOW <= HIGH (e.g. 0,4), got {float(lo):g},{float(hi):g}"
+            )
 
 
 def solve_relaxed(state, Ec, qc, xp):

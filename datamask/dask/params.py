@@ -32,6 +32,7 @@ FILE_ONLY = frozenset(
         "quiet",
         "partition_on",
         "holdout",
+        "exclude",  # (a frame is filtered before the call: ddf[~ddf.id.isin(held_ids)])
         "split_size",
         "storage_options",
     }

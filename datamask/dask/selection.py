@@ -151,7 +151,7 @@ def select(ddf, cfg=None):
     come with it in one pass: ``datamask.dask.compute(result, return_records=True)`` or
     ``dask.compute(result, records(result))``. Bad input fails at compute time with the
     CLI's one-line message, naming the partition. Ids are checked within each partition
-    (``dedupe_ids`` keeps the first); ``holdout`` and ``partition_on`` are file-only.
+    (``dedupe_ids`` keeps the first); ``holdout``, ``exclude`` and ``partition_on`` are file-only.
     """
     check_not_strings(ddf._meta, cfg.embedding_column)
     level = select_level(cfg.device, ("cupy",))

@@ -20,6 +20,7 @@ same part of a long document; ``chunk=True`` embeds the whole text.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +71,7 @@ def static_folder(source: str, cache_dir: str | None, log=None) -> Path:
         return folder
     distill = _model2vec(distiller=True)
     with build_atomically(folder) as tmp:
+        t0 = time.perf_counter()
         if log is not None:
             log(f"datamask: distilling a static model from {source} (once; cached in {folder})")
         os.environ["HF_HUB_OFFLINE"] = "1"
@@ -90,6 +92,8 @@ def static_folder(source: str, cache_dir: str | None, log=None) -> Path:
                 if quiet:
                     del os.environ["TQDM_DISABLE"]
             model.save_pretrained(str(tmp))
+            if log is not None:  # (its own bar is off when stderr is a file: datamask.core.progress)
+                log(f"datamask: distilled the static model in {time.perf_counter() - t0:.0f} s")
         except Exception as e:  # noqa: BLE001 - any distillation failure is one clear line
             raise ValueError(
                 f"could not distill a static model from {source!r} ({build_failure(e)}); "

@@ -23,6 +23,7 @@ from ..core.params import DataMaskParams
 from ..core.renamed import RENAMED as _DM_RENAMED
 from ..errors import ConfigError, renamed, warn_deprecated
 from ..methods import REGISTRY
+from .flags import type_words, with_flag
 from .presets import PRESETS, preset_help, with_preset
 
 __all__ = [
@@ -303,6 +304,14 @@ class SelectConfig(StageConfig):
         "OUTPUT/holdout/: an evaluation set for datamask proxy-lm",
         group="output",
     )
+    exclude: list | None = _f(
+        None,
+        "evaluation or held-out sets (Parquet/JSONL, e.g. held/holdout/ or a search's --eval) kept out of the "
+        "selection: every input row whose exact text is in one, or whose id is in a datamask holdout "
+        "(OUTPUT/holdout/), is removed before the method sees its split; counted in the manifest",
+        group="data",
+        parse=lambda v, name: [str(x) for x in ([v] if isinstance(v, str) else v)],
+    )
 
     # ------------------------------------------------------------------ validation
     def validated(self) -> SelectConfig:
@@ -325,7 +334,7 @@ class SelectConfig(StageConfig):
         try:  # the estimator's own check of every parameter it takes
             check_params(self.estimator_params(0))
         except ValueError as e:
-            raise ConfigError(str(e)) from None
+            raise ConfigError(with_flag(str(e), type(self))) from None
         self._check_tokens()
         if not 0.0 <= float(self.holdout) < 1.0:
             raise ConfigError(f"holdout must be in [0, 1), got {self.holdout}; e.g. --holdout 0.05 sets 5% aside")
@@ -435,4 +444,5 @@ def parse_value(f: dataclasses.Field, v: Any, source: str = "config"):
     except ConfigError:
         raise
     except (TypeError, ValueError):
-        raise ConfigError(f"{source}: {name} has the wrong type ({v!r}); expected {t}") from None
+        head = source if source == f"--{name.replace('_', '-')}" else f"{source}: {name}"
+        raise ConfigError(f"{head} must be {type_words(t)}, got {v!r}") from None

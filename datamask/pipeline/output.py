@@ -17,7 +17,17 @@ from .holdout import HOLDOUT_DIR
 from .io import parquet_rows, write_json_atomic
 from .storage import Remote, location, rmtree
 
-__all__ = ["Output", "DATA_DIR", "STATE_DIR", "MANIFEST", "SHARED_STORAGE", "split_records", "n_splits", "split_named"]
+__all__ = [
+    "Output",
+    "DATA_DIR",
+    "STATE_DIR",
+    "MANIFEST",
+    "SHARED_STORAGE",
+    "split_records",
+    "n_splits",
+    "split_named",
+    "listed_missing",
+]
 
 DATA_DIR = "data"
 STATE_DIR = "_datamask"
@@ -36,6 +46,17 @@ def split_records(manifest: dict) -> list:
 def n_splits(totals: dict) -> int:
     """The number of splits in a manifest's totals (``partitions`` in manifests of 0.2)."""
     return int(totals["splits"] if "splits" in totals else totals["partitions"])
+
+
+def listed_missing(manifest: dict, root) -> list:
+    """What a manifest lists beside the splits that is not there: its ``report`` (a path,
+    written before the manifest; None when no report was asked for or it could not be written)."""
+    page = manifest.get("report")
+    if not page:
+        return []
+    p = location(page) if "://" in str(page) or str(page).startswith("/") else location(root) / page
+    here = location(root) / "report" / p.name  # the output moved since: its report moved with it
+    return [] if p.exists() or here.exists() else [f"report {page}"]
 
 
 def split_named(frame):

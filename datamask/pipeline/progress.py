@@ -3,20 +3,25 @@
 steps, embed's and score's rows).
 
 On a terminal the bars are tqdm's; when stderr is not a terminal (a log file, a pipe) they are
-plain lines every :data:`INTERVAL_ENV` seconds (default 10) with the rate and the time left,
-and no cursor escapes.
+plain lines every :data:`INTERVAL_ENV` seconds (default 10), and no carriage return or cursor
+escape (:mod:`datamask.core.progress`). The bar within the splits of a fit that may stop early
+(select's policy-gradient steps: ``steps`` is a maximum) counts the steps run and their rate,
+with no percentage and no time left; the bar over splits says the time left.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import time
+from ..core.progress import INTERVAL_ENV, LineBar, bar
+
+
+def _bar(total, initial=0, desc="", unit="it", leave=True):
+    """The stages' bars: lines whenever stderr is not a terminal (in Jupyter too)."""
+    return bar(total, initial, desc, unit, leave, jupyter=False)
+
 
 __all__ = ["ProgressBars", "PROGRESS_TOPIC", "row_progress", "INTERVAL_ENV", "LineBar"]
 
 PROGRESS_TOPIC = "datamask-progress"
-INTERVAL_ENV = "DATAMASK_PROGRESS_INTERVAL"  # seconds between plain progress lines (not a terminal)
 
 
 def row_progress(name):
@@ -35,63 +40,12 @@ def row_progress(name):
     return cb
 
 
-def _interval() -> float:
-    try:
-        return max(0.0, float(os.environ.get(INTERVAL_ENV, 10)))
-    except ValueError:
-        return 10.0
-
-
-def _duration(s: float) -> str:
-    s = int(round(s))
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
-
-
-class LineBar:
-    """tqdm's ``update``/``close`` as plain lines on stderr: ``datamask: rows 1,024/3,000 (34%),
-    210 rows/s, 0:09 left``, at most every ``interval`` seconds, and at ``close`` when it is
-    kept (``leave``)."""
-
-    def __init__(self, total, initial=0, desc="", unit="it", leave=True, interval=None):
-        self.total, self.n, self.desc, self.unit, self.leave = int(total), int(initial), desc, unit, leave
-        self.start = self.shown = self.n
-        self.interval = _interval() if interval is None else float(interval)
-        self.t0 = self.last = time.monotonic()
-
-    def update(self, k=1):
-        self.n += int(k)
-        now = time.monotonic()
-        if self.n != self.shown and now - self.last >= self.interval:
-            self.last = now
-            self._line(now)
-
-    def _line(self, now):
-        self.shown = self.n
-        rate = (self.n - self.start) / max(now - self.t0, 1e-9)
-        pct = f" ({100 * self.n / self.total:.0f}%)" if self.total else ""
-        speed = f"{rate:.3g} {self.unit}s/s" if rate >= 1 or rate == 0 else f"{1 / rate:.3g} s/{self.unit}"
-        left = f", {_duration((self.total - self.n) / rate)} left" if rate > 0 and self.total > self.n else ""
-        print(f"datamask: {self.desc} {self.n:,}/{self.total:,}{pct}, {speed}{left}", file=sys.stderr, flush=True)
-
-    def close(self):
-        if self.leave and self.n != self.shown:  # the last count, unless it was just printed
-            self._line(time.monotonic())
-
-
-def _bar(total, initial=0, desc="", unit="it", leave=True):
-    """tqdm on a terminal; :class:`LineBar` when stderr is a file or a pipe."""
-    if not sys.stderr.isatty():
-        return LineBar(total, initial, desc, unit, leave)
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=leave)
-
-
 class ProgressBars:
     """A bar over splits and, when the work reports within splits, one over its units.
 
-    ``per_split``: ``{split name: units}`` of the pending splits (each split's rows; select
-    passes ``steps_per`` instead: the same steps for every split), ``unit`` their name.
+    ``per_split``: ``{split name: units}`` of the pending splits (each split's rows), ``unit``
+    their name; or ``steps_per``, the most steps a split may run (select's policy gradient,
+    which stops early): then the inner bar counts the steps run, with no total and no time left.
     """
 
     def __init__(
@@ -106,9 +60,11 @@ class ProgressBars:
             return
         self.parts = _bar(n_total, n_done, desc, "split")
         self.steps = None
-        inner = sum(self.per_split.values()) if self.per_split else self.steps_per * n_pending
-        if inner and n_pending:
-            self.steps = _bar(inner, 0, f"{unit}s", unit, leave=False)
+        if self.per_split and n_pending:  # rows: known ahead
+            self.steps = _bar(sum(self.per_split.values()), 0, f"{unit}s", unit, leave=False)
+        elif self.steps_per and n_pending:  # at most steps_per a split: the steps run, no false time left
+            self.steps = _bar(None, 0, f"policy-gradient {unit}s", unit, leave=False)
+        if self.steps is not None:
             client.subscribe_topic(PROGRESS_TOPIC, self._on_event)
 
     def _total(self, name):
@@ -125,7 +81,7 @@ class ProgressBars:
     def split_done(self, name):
         if self.quiet:
             return
-        if self.steps is not None:
+        if self.steps is not None and self.per_split:  # a split's rows are all done (steps: as reported)
             last = self.seen.get(name, 0)
             self.steps.update(max(0, self._total(name) - last))
             self.seen[name] = self._total(name)

@@ -10,8 +10,10 @@ stage's own attributes and methods) the same way for every stage:
    ``meta``) runs :func:`process_split` on it, which hands the split's table to
    ``stage.process``, writes the split's file(s) under a temporary name, renamed when
    complete, then a small record of the split;
-3. manifest (client): every split's record, config, versions, totals, wall time. It is
-   written last: an output without ``manifest.json`` is incomplete.
+3. manifest (client): every split's record, config, versions, totals, wall time; the
+   ``finish`` hook (the command line's HTML report) runs on it first, and it is written last:
+   an output without ``manifest.json`` is incomplete, and one with it holds everything it
+   lists (the report too: an interrupted report leaves no manifest, and a rerun writes both).
 
 A split is finished when its record exists; the record is written after its data files,
 so a killed run leaves either a complete split or none, and a rerun recomputes only the
@@ -44,7 +46,7 @@ from .frames import read_frame
 from .gpu import CPU, Level, select_level
 from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
 from .manifest import build_manifest, public_config, throughput, versions  # noqa: F401
-from .output import DATA_DIR, MANIFEST, SHARED_STORAGE, STATE_DIR, Output, n_splits  # noqa: F401
+from .output import DATA_DIR, MANIFEST, SHARED_STORAGE, STATE_DIR, Output, listed_missing, n_splits  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
 from .storage import inside, is_url, parse_options, resolve, set_options
 from .storage_plugin import StorageOptionsPlugin
@@ -184,7 +186,26 @@ def resolve_io(cfg, command: str):
         raise ConfigError(
             f"input {cfg.input} is inside the output {cfg.output}; choose an OUTPUT that does not contain the input"
         )
+    if getattr(cfg, "exclude", None):
+        changes["exclude"] = _resolve_sets(cfg.exclude, out)
     return cfg.replace(**changes)
+
+
+def _resolve_sets(paths, out) -> list:
+    """``--exclude``'s sets resolved (absolute, or URLs) and checked to exist, none inside OUTPUT."""
+    sets = []
+    for e in paths:
+        r = resolve(e)
+        if not is_url(r) and not any(c in r for c in "*?["):
+            r = str(Path(r).resolve())
+        if inside(r, out):
+            raise ConfigError(f"exclude set {e} is inside the output; keep it outside OUTPUT")
+        try:
+            discover(r)
+        except DataError as err:
+            raise DataError(f"exclude set {e}: {err}") from None
+        sets.append(r)
+    return sets
 
 
 def plan_splits(cfg, cols, device=None, partition_on=None, on_file=None, needs=("cupy",)) -> Plan:
@@ -314,16 +335,19 @@ def _run_splits(stage, client, pending, out: Output, records: dict, n_done: int)
     return throughput(records, [s.name for s in pending], time.perf_counter() - t_run, n_workers, plan.level)
 
 
-def run_stage(stage, client=None) -> dict:
+def run_stage(stage, client=None, finish=None) -> dict:
     """Run ``stage`` (a :class:`~datamask.stages.base.SplitStage` bound to its config:
     ``stage.bind(cfg)``) over every split not finished yet; returns the manifest.
 
     Shared by every stage: output checks and config-fingerprint refusal, resume from the
     per-split records, the client, the stage's hooks (``check`` before the output is touched,
     ``setup`` after it is prepared, ``totals`` and ``extra`` for the manifest), progress bars,
-    the client's check of every split a worker wrote, the manifest. A failure leaves the
-    output holding its config record (a rerun resumes), or removes it whole when it is new
-    and no split was finished, once every split in flight has ended."""
+    the client's check of every split a worker wrote, the manifest. ``finish(manifest)``
+    (the report) runs before the manifest is written and returns it, with what it wrote listed;
+    on a finished output it runs again only when something the manifest lists is missing
+    (:func:`~.output.listed_missing`) or it lists no report. A failure leaves the output holding
+    its config record (a rerun resumes), or removes it whole when it is new and no split was
+    finished, once every split in flight has ended."""
     from .client import close_client, get_client
 
     t0 = time.perf_counter()
@@ -336,6 +360,9 @@ def run_stage(stage, client=None) -> dict:
     pending = [s for s in plan.splits if s.name not in done]
     if not pending and (out.root / MANIFEST).exists():  # nothing to do: report, start nothing
         manifest = json.loads((out.root / MANIFEST).read_text())
+        if finish is not None and (manifest.get("report") is None or listed_missing(manifest, out.root)):
+            manifest = finish(manifest)  # a report asked for now, or one that went missing
+            write_json_atomic(manifest, out.root / MANIFEST)
         manifest["totals"].update(computed_this_run=0, resumed=n_splits(manifest["totals"]))
         return manifest
     own = client is None
@@ -362,7 +389,9 @@ def run_stage(stage, client=None) -> dict:
             extra=stage.extra(out),
             throughput=rate,
         )
-        write_json_atomic(manifest, out.root / MANIFEST)
+        if finish is not None:
+            manifest = finish(manifest)
+        write_json_atomic(manifest, out.root / MANIFEST)  # last: the output is complete
         return manifest
     except BaseException as e:
         if not getattr(e, "_datamask_unsettled", False):

@@ -113,9 +113,9 @@ def _checked_counts(column, where: str, name: str, first_row: int) -> np.ndarray
     return v.astype(np.int64)
 
 
-def _split_tokens(s, cfg, drops, cols, prunes=()):
-    """One split's token total (after the dropped duplicates and the holdout, as the
-    selection sees it) as a one-row frame; ``prunes``: also ``where`` and ``left``, the tokens
+def _split_tokens(s, cfg, drops, cols, prunes=(), excluded=None):
+    """One split's token total (after the dropped duplicates, the holdout and the excluded
+    rows, as the selection sees it) as a one-row frame; ``prunes``: also ``where`` and ``left``, the tokens
     quality-aware pruning leaves at each (:func:`~datamask.core.estimator.tokens_after_pruning`)
     as a JSON list (``null`` when the quality column is unusable: the selection's own check says why)."""
     from .holdout import holdout_mask
@@ -128,6 +128,8 @@ def _split_tokens(s, cfg, drops, cols, prunes=()):
         table = table.filter(pa.array(keep))
     if cfg.holdout:
         table = table.filter(pa.array(~holdout_mask(table.num_rows, cfg.holdout, s.seed(cfg.seed))))
+    if excluded is not None:
+        table = excluded.split(table, cols.id, cfg.text_column)[0]
     counts, source = split_lengths(table, cfg, s.where(), s.start)
     row = {"name": [s.name], "tokens": [int(counts.sum())], "source": [source]}
     if prunes:
@@ -150,10 +152,11 @@ def left_after_pruning(table, cols, counts, prunes):
     return tokens_after_pruning(counts, q, prunes)
 
 
-def count_corpus_tokens(client, splits, cfg, drops, cols, prunes=()) -> pd.DataFrame:
+def count_corpus_tokens(client, splits, cfg, drops, cols, prunes=(), excluded=None) -> pd.DataFrame:
     """Every split's tokens, one task per split (``from_map``, explicit meta); ``prunes``:
     with each split's ``where`` and ``left`` (JSON), its tokens left after pruning each of them
-    (in the same pass: a check of the budget against ``--prune`` needs no other read)."""
+    (in the same pass: a check of the budget against ``--prune`` needs no other read);
+    ``excluded``: the rows kept out of the selection (:mod:`.exclude`), not counted."""
     import dask.dataframe as dd
 
     cols_meta = {"name": object, "tokens": np.int64, "source": object}
@@ -161,7 +164,15 @@ def count_corpus_tokens(client, splits, cfg, drops, cols, prunes=()) -> pd.DataF
         cols_meta.update(where=object, left=object)
     meta = pd.DataFrame({k: pd.Series(dtype=v) for k, v in cols_meta.items()})
     frames = dd.from_map(
-        _split_tokens, splits, cfg=cfg, drops=drops, cols=cols, prunes=tuple(prunes), meta=meta, enforce_metadata=False
+        _split_tokens,
+        splits,
+        cfg=cfg,
+        drops=drops,
+        cols=cols,
+        prunes=tuple(prunes),
+        excluded=excluded,
+        meta=meta,
+        enforce_metadata=False,
     )
     return client.compute(frames).result()
 
@@ -185,13 +196,13 @@ def apportion(per_split: dict, cfg, source: str | None = None) -> tuple[dict, di
     return budgets, info
 
 
-def share_tokens(client, splits, cfg, drops, cols, prunes=()) -> tuple:
+def share_tokens(client, splits, cfg, drops, cols, prunes=(), excluded=None) -> tuple:
     """``({split: T_s}, summary, left)``: every split's share of the token budget
     (:func:`count_corpus_tokens`, then :func:`apportion`; ``summary`` with ``source``), and, when
     ``prunes`` are to be checked, from the same pass, each split's :func:`split_left` in the order
     of ``splits`` for :func:`check_prune_left` (None when none is)."""
     grid = prune_grid(prunes)
-    counts = count_corpus_tokens(client, splits, cfg, drops, cols, prunes=grid)
+    counts = count_corpus_tokens(client, splits, cfg, drops, cols, prunes=grid, excluded=excluded)
     source = ", ".join(sorted(set(counts["source"])))
     budgets, info = apportion(dict(zip(counts["name"], counts["tokens"])), cfg, source)
     info = dict(info, source=source)

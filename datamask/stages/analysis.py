@@ -271,12 +271,18 @@ class CompareStage(CorpusStage):
                 "kinds": dedup["dedup"]["kinds"],
             }
             write_json_atomic(meta, out / "compare.json")
+        from ..pipeline.exclude import EXCLUDED_COUNTS
+
         splits = meta.get("optimizer", [])  # per split and method, how the selection was made
         improved = sum(bool(s["optimizer"].get("pg_improved")) for s in splits)
         return {
             "methods": cfg.method_list,
             "splits": splits,
-            "totals": dict(_totals(meta["rows"], meta["splits"]), pg_improved=improved),
+            "totals": dict(
+                _totals(meta["rows"], meta["splits"]),
+                pg_improved=improved,
+                **({k: meta.get(k, 0) for k in EXCLUDED_COUNTS} if cfg.exclude else {}),
+            ),
             "report": None if cfg.no_report else str(out / "report" / "index.html"),
         }
 
@@ -298,9 +304,13 @@ class CompareStage(CorpusStage):
 
     def summary(self, res, out) -> str:
         from ..analysis.compare import format_table
+        from ..pipeline.exclude import excluded_line
 
+        excluded = excluded_line(res["totals"], res.get("config", {}).get("exclude"))
         return (
-            format_table(read_table(out)) + f"\ndatamask: compared {', '.join(res['methods'])} on "
+            format_table(read_table(out))
+            + (f"\n{excluded}" if excluded else "")
+            + f"\ndatamask: compared {', '.join(res['methods'])} on "
             f"{res['totals']['rows_in']:,} rows -> {out}"
             + (f"; report {res['report']}" if res["report"] else "")
             + reused(res)

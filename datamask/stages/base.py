@@ -176,10 +176,12 @@ class SplitStage(Stage):
         run.prepare(cfg)
         return run
 
-    def run(self, cfg, client=None) -> dict:
+    def run(self, cfg, client=None, finish=None) -> dict:
+        """Run the stage on ``client``; ``finish(manifest)`` (the command line's report) runs
+        before ``manifest.json`` is written, which is written last. Returns the manifest."""
         from ..pipeline.runner import run_stage
 
-        return run_stage(self.bind(cfg), client)
+        return run_stage(self.bind(cfg), client, finish=finish)
 
 
 class CorpusStage(Stage):

@@ -171,7 +171,7 @@ def components(passes, ctx: CCCtx) -> dict:
         if k > MAX_ROUNDS:
             raise RuntimeError(f"dedup: connected components did not settle in {MAX_ROUNDS} rounds")
         res = passes.run(
-            f"cc-{k}", star_round, [(k, p, n_in) for p in range(ctx.n_parts)], ref, desc=f"dedup components {k}"
+            f"cc-{k}", star_round, [(k, p, n_in) for p in range(ctx.n_parts)], ref, desc=f"dedup components (round {k})"
         )
         rounds.append(sum(r["edges"] for r in res))
         n_in = ctx.n_parts

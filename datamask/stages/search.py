@@ -105,7 +105,8 @@ def summary_lines(m: dict, out) -> list:
         lines.append(f"datamask: search: recipe.yaml applies the chosen recipe: {rec['why']}")
     if m.get("leaks"):
         lines.append(
-            f"datamask: search: {m['leaks']} input row(s) hold an evaluation text; removed from every selection"
+            f"datamask: search: {m['leaks']} input row(s) are rows of the evaluation sets (by exact text, or by id "
+            "in a datamask holdout): kept out of every selection, and recipe.yaml's (its exclude)"
         )
     if m.get("train_share") is not None:
         lines.append(

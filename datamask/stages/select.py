@@ -22,6 +22,7 @@ import pyarrow as pa
 from ..core.pg import MIN_STEPS
 from ..errors import DataError
 from ..methods.registry import split_budget
+from ..pipeline.exclude import EXCLUDED_COUNTS, excluded_line, load_excluded
 from ..pipeline.holdout import split_off_holdout
 from ..pipeline.io import Split, normalize_embedding, read_split, write_parquet_atomic
 from ..pipeline.output import n_splits, split_records
@@ -112,6 +113,7 @@ class SelectStage(Select):  # name, config, help: .declared
     gpu_frames = True
 
     drops: dict = {}  # split name -> rows of ids repeated across the corpus (check)
+    excluded_ = None  # the evaluation and held-out rows kept out of the selection (prepare; --exclude)
     token_budgets = token_info = None  # every split's token share, and how it was shared (check)
 
     def columns(self, cfg):
@@ -123,6 +125,7 @@ class SelectStage(Select):  # name, config, help: .declared
         self.cfg = resolve_io(cfg, "select")
         self.cols = self.columns(self.cfg)
         self.plan_ = plan_run(self.cfg)
+        self.excluded_ = load_excluded(self.cfg.exclude, self.cfg.text_column)
         self.in_type = None  # the embedding's type, restored after a cudf frame (no fixed-size lists)
         if self.plan_.level.frames == "cudf":
             first = self.plan_.splits[0]
@@ -137,7 +140,7 @@ class SelectStage(Select):  # name, config, help: .declared
             # share is refused here, before any split is selected or anything written
             checked = prunes_checked(cfg)
             self.token_budgets, self.token_info, left = share_tokens(
-                client, self.plan_.splits, cfg, self.drops, self.cols, prunes=checked
+                client, self.plan_.splits, cfg, self.drops, self.cols, prunes=checked, excluded=self.excluded_
             )
             if checked:
                 check_prune_left(left, cfg.prune, budget_given(cfg, self.token_info))
@@ -177,7 +180,8 @@ class SelectStage(Select):  # name, config, help: .declared
         return table
 
     def _set_aside(self, table, s):
-        """The split without its repeated ids and its holdout (written here); the record's start."""
+        """The split without its repeated ids, its holdout (written here) and the rows of the
+        evaluation and held-out sets (``--exclude``); the record's start."""
         cfg = self.cfg
         n_dupes = 0
         if s.name in self.drops:
@@ -192,15 +196,20 @@ class SelectStage(Select):  # name, config, help: .declared
             write_parquet_atomic(held, self.output.holdout / held_files[0])
         rec = {
             "seed": s.seed(cfg.seed),
-            "rows_in": table.num_rows,
             "duplicates_dropped": n_dupes,
             "holdout_rows": s.rows - n_dupes - table.num_rows,
             "holdout_files": held_files,
         }
+        if self.excluded_ is not None:  # after the holdout: the slice does not depend on the sets
+            table, counts = self.excluded_.split(table, self.cols.id, cfg.text_column)
+            rec.update(counts)
+        rec["rows_in"] = table.num_rows
         return table, rec
 
     def totals(self, records):
         out = {"holdout_rows": int(sum(r.get("holdout_rows", 0) for r in records))} if self.cfg.holdout else {}
+        if self.cfg.exclude:
+            out.update({k: int(sum(r.get(k, 0) for r in records)) for k in EXCLUDED_COUNTS})
         out["pg_improved"] = pg_improved(records)
         if self.cfg.token_budget:
             out.update(token_totals(records, self.token_info))
@@ -209,6 +218,9 @@ class SelectStage(Select):  # name, config, help: .declared
     def summary(self, manifest, out):
         t = manifest["totals"]
         line = f"datamask: selected {t['rows_out']:,} of {t['rows_in']:,} rows {split_runs(t, out)}"
+        excluded = excluded_line(t, manifest.get("config", {}).get("exclude"))
+        if excluded:
+            line = f"{excluded}\n{line}"
         if manifest["config"].get("method") == "datamask" and "pg_improved" in t:
             line += f"\ndatamask: policy gradient improved its start on {t['pg_improved']} of {n_splits(t)} splits"
         tok = t.get("tokens")

@@ -5,7 +5,8 @@ and writes no ``manifest.json``; a rerun with the same arguments resumes from th
 splits. :func:`output_status` says where such a directory stands, for ``datamask status``.
 It reads the files, not only the records: a split is done when its record is there and each
 of its files is readable with the rows the record names; the output is complete when every
-split of the plan is done and ``manifest.json`` is written. Local paths and URLs alike.
+split of the plan is done, ``manifest.json`` is written (last, after the report) and what it
+lists beside the splits (the report) is there. Local paths and URLs alike.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from ..errors import DataError
 from ..pipeline.files import count_rows
 from ..pipeline.io import LEGACY_MARKERS, discover, make_splits
-from ..pipeline.output import MANIFEST, STATE_DIR, Output, n_splits, split_records
+from ..pipeline.output import MANIFEST, STATE_DIR, Output, listed_missing, n_splits, split_records
 from .registry import STAGES
 
 __all__ = ["OutputStatus", "output_status"]
@@ -37,6 +38,7 @@ class OutputStatus:
     note: str = ""
     whole_corpus: bool = False  # a whole-corpus stage (cluster, compare): no split records
     splits: int | None = None  # how many splits it read (whole-corpus stages)
+    absent: list = field(default_factory=list)  # what manifest.json lists that is not there (its report)
 
     def lines(self) -> list[str]:
         what = f"datamask {self.stage} output" if self.stage else "datamask output"
@@ -45,7 +47,15 @@ class OutputStatus:
             return self._corpus_lines(what)
         if self.complete:
             return [f"{self.path}: {what}, complete ({_n(len(self.done), 'split')}; manifest.json written)"]
+        if self.manifest and self.absent and not self.missing:
+            return [
+                f"{self.path}: {what}, INCOMPLETE: manifest.json lists {', '.join(self.absent)}, which is missing",
+                f"  rerun `datamask {self.stage or '<stage>'}` with the same arguments to write it; "
+                "finished splits are kept",
+            ]
         why = "manifest.json written, but files are missing" if self.manifest else "no manifest.json"
+        if not self.manifest and not self.missing and self.done:
+            why = "no manifest.json: the run stopped after its splits, before its report and manifest"
         out = [
             f"{self.path}: {what}, INCOMPLETE: {len(self.done)} of {_n(total, 'split')} finished, "
             f"{len(self.missing)} missing ({why})"
@@ -64,6 +74,12 @@ class OutputStatus:
         if self.complete:
             read = f"{_n(self.splits, 'split')} read at once; " if self.splits is not None else ""
             return [f"{self.path}: {what}, complete ({read}manifest.json written)"]
+        if self.manifest and self.absent:
+            return [
+                f"{self.path}: {what}, INCOMPLETE: manifest.json lists {', '.join(self.absent)}, which is missing",
+                f"  rerun `datamask {self.stage}` with --overwrite and the same arguments to write it again, "
+                f"or `datamask report {self.path}`",
+            ]
         keeps = getattr(STAGES[self.stage], "keeps", ()) if self.stage in STAGES else ()
         again = (
             f"to finish it: what it keeps ({', '.join(f'{k}/' for k in keeps)}) is reused, the rest computed"
@@ -119,6 +135,7 @@ def output_status(path) -> OutputStatus:
         try:
             m = json.loads((p / MANIFEST).read_text())
             plan = [(r["name"], _label(r["source"], r["start"], r["stop"])) for r in split_records(m)]
+            st.absent = listed_missing(m, p)
         except (OSError, ValueError, KeyError):
             plan = None
     if plan is None:
@@ -138,16 +155,25 @@ def output_status(path) -> OutputStatus:
         label + (f": {broken[name]}" if name in broken else "") for name, label in plan if name not in records
     ]
     st.broken = [f"{name}: {why}" for name, why in broken.items()]
-    st.complete = has_manifest and not st.missing
+    st.complete = has_manifest and not st.missing and not st.absent
     return st
 
 
 def _corpus_status(p, stage, has_manifest) -> OutputStatus:
     """A whole-corpus stage's output: complete when its manifest is written (written last)."""
-    splits = None
+    splits, absent = None, []
     if has_manifest:
         try:
-            splits = n_splits(json.loads((p / MANIFEST).read_text())["totals"])
+            m = json.loads((p / MANIFEST).read_text())
+            splits, absent = n_splits(m["totals"]), listed_missing(m, p)
         except (OSError, ValueError, KeyError):
             has_manifest = False  # unreadable: as if it were not there
-    return OutputStatus(str(p), stage, has_manifest, manifest=has_manifest, whole_corpus=True, splits=splits)
+    return OutputStatus(
+        str(p),
+        stage,
+        has_manifest and not absent,
+        manifest=has_manifest,
+        whole_corpus=True,
+        splits=splits,
+        absent=absent,
+    )

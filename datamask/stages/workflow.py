@@ -106,8 +106,10 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     return cfgs
 
 
-def run_workflow(raw: dict, source: str = "workflow", on_stage=None) -> list:
-    """Run a chaining workflow on one client; returns ``[(stage, manifest)]``."""
+def run_workflow(raw: dict, source: str = "workflow", on_stage=None, finish=None) -> list:
+    """Run a chaining workflow on one client; returns ``[(stage, manifest)]``. ``on_stage(name,
+    cfg, manifest)`` runs after each stage; ``finish(name, cfg)`` may give a stage's ``finish``
+    hook (the report, run before its manifest is written)."""
     from ..pipeline.client import close_client, get_client
     from ..pipeline.gpu import select_level
     from .registry import STAGES
@@ -119,7 +121,8 @@ def run_workflow(raw: dict, source: str = "workflow", on_stage=None) -> list:
     try:
         results = []
         for name, cfg in cfgs:
-            m = STAGES[name].run(cfg, client=client)
+            hook = finish(name, cfg) if finish is not None else None
+            m = STAGES[name].run(cfg, client=client, finish=hook) if hook else STAGES[name].run(cfg, client=client)
             results.append((name, m))
             if on_stage is not None:
                 on_stage(name, cfg, m)

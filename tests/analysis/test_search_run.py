@@ -209,13 +209,15 @@ def test_recipe_yaml_selects_as_the_verified_recommended_recipe(searched, corpus
     argv = ["run", str(searched / "recipe.yaml"), "--set", f"output={out}", "--set", f"scheduler={address}", "--quiet"]
     assert main(argv + ["--no-report"]) == 0
     got = pq.read_table(out / "data", columns=["text", "quality"]).to_pandas()
-    got = got[~got.text.isin(corpus["eval_texts"])]
+    assert not set(got.text) & corpus["eval_texts"]  # recipe.yaml keeps the leaks out, as the trials did
     v = pd.read_parquet(searched / "verify.parquet")
     name = json.loads((searched / "search.json").read_text())["recommended"]["name"]
     row = v.loc[v.name == name].iloc[0]
     assert len(got) == row["rows"] and float(got.quality.astype(float).mean()) == pytest.approx(
         row["quality"], rel=1e-6
     )
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["totals"]["excluded_rows"] == m["totals"]["excluded_by_text"] == N_LEAKS
 
 
 def test_every_verified_arm_selects_the_same_tokens(searched, corpus):

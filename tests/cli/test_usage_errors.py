@@ -50,3 +50,28 @@ def test_each_stages_help_ends_with_what_its_stopped_run_leaves(stage, says, cap
     out = " ".join(capsys.readouterr().out.split())
     assert says in out, out[-400:]
     assert ("missing splits" in out) == (stage == "select")
+
+
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--ratio", "1.5"], "ratio (--ratio) must be a number between 0 and 1, both excluded, got 1.5"),
+        (["--ratio", "abc"], "--ratio must be a number, got 'abc'"),
+        (["--lam", "2"], "lam (--lam) must be a number from 0 to 1, got 2.0"),
+        (["--steps", "-3"], "steps (--steps) must be a whole number of 0 or more, got -3"),
+        (["--steps", "1.5"], "--steps must be a whole number, got '1.5'"),
+        (["--group-size", "1"], "group_size (--group-size) must be a whole number of 2 or more, got 1"),
+        (["--batch-ratio", "2"], "batch_ratio (--batch-ratio) must be a number above 0, at most 1, got 2.0"),
+        (["--prune", "1"], "prune (--prune) must be a number from 0 up to 1, 1 excluded, got 1.0"),
+        (["--logit-range", "3,1"], "logit_range (--logit-range) must be two numbers LOW,HIGH with LOW <= HIGH"),
+        (["--logit-range", "1"], "--logit-range must be two numbers LOW,HIGH (e.g. 0,4), got '1'"),
+    ],
+)
+def test_a_bad_value_is_said_in_plain_words_naming_its_flag(flags, says, tmp_path, capsys):
+    """No Python in the line (``float``, ``int``, ``None``, ``inf``, ``(0.0, 1.0)``): the flag, what
+    it takes in words, the value given."""
+    assert main(["select", str(tmp_path), str(tmp_path / "out"), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"datamask: error: {says}" or (says in err and len(err.splitlines()) == 1), err
+    for python in ("None", "float", " int ", "inf", "(0.0", "[0.0", "tuple"):
+        assert python not in err, (python, err)

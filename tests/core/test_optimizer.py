@@ -295,12 +295,13 @@ def test_datamask_is_a_scikit_learn_estimator_with_keyword_only_parameters(unit_
     assert isinstance(m, BaseEstimator) and clone(m).get_params() == m.get_params()
     with pytest.raises(TypeError):
         DataMask(0.2, 5)  # budget is keyword-only
-    # one validation: the pipeline's config raises the estimator's own message
+    # one validation: the pipeline's config raises the estimator's own message, naming the flag
     with pytest.raises(ValueError) as est:
         DataMask(lam=2.0).fit(unit_rows(100, 8), np.arange(100.0))
     with pytest.raises(ConfigError) as cfg:
         SelectConfig(lam=2.0).validated()
-    assert str(est.value) == str(cfg.value) == "lam must be a float in the range [0.0, 1.0], got 2.0"
+    assert str(est.value) == "lam must be a number from 0 to 1, got 2.0"
+    assert str(cfg.value) == "lam (--lam) must be a number from 0 to 1, got 2.0"
 
 
 @pytest.mark.gpu

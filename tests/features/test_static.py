@@ -21,6 +21,7 @@ from datamask.features import embed as embed_mod  # noqa: E402
 from datamask.features.embed import Embedder  # noqa: E402
 from datamask.features.static import parse_static  # noqa: E402
 from tests.helpers.pipeline_data import assert_fails, assert_no_output  # noqa: E402
+from tests.helpers.text_embed import tiny_sentence_model  # noqa: E402
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,27 +30,7 @@ CORPUS = ROOT / "tests" / "data" / "corpus.jsonl"
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    d = tmp_path_factory.mktemp("tiny-model")
-    tok = AutoTokenizer.from_pretrained(str(gt.get_model_path()))
-    cfg = BertConfig(
-        vocab_size=tok.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
-    torch.manual_seed(0)
-    BertModel(cfg).save_pretrained(d / "hf")
-    tok.save_pretrained(d / "hf")
-    st = SentenceTransformer(modules=[Transformer(str(d / "hf"), max_seq_length=64), Pooling(32, "mean")], device="cpu")
-    st.save(str(d / "st"))
-    return d / "st"
+    return tiny_sentence_model(tmp_path_factory.mktemp("tiny-model"))
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,6 @@ written.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from ...errors import DataError
+from ...pipeline.exclude import text_key
 from ...pipeline.io import discover, make_splits, stage_output_data
 from ...pipeline.output import split_named
 from ...pipeline.schema import SELECTED
@@ -46,11 +46,6 @@ class TextSet:
     skipped: int = 0  # null / empty texts dropped
     excluded: int = 0  # rows dropped because an evaluation set holds the same text
     info: dict = field(default_factory=dict)
-
-
-def text_key(text: str) -> bytes:
-    """The identity a held-out row is recognised by: a hash of its exact text."""
-    return hashlib.blake2b(text.encode("utf-8", errors="surrogatepass"), digest_size=16).digest()
 
 
 def _read_file(f, columns, where):

@@ -407,8 +407,9 @@ def _warnings(runs: dict, evals, what: str, tokens) -> list:
     return out
 
 
-def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
-    """Run the proxy-LM evaluation of ``cfg``; returns the manifest (with ``table``, a DataFrame)."""
+def run_proxy_lm(cfg: ProxyLMConfig, finish=None) -> dict:
+    """Run the proxy-LM evaluation of ``cfg``; returns the manifest (with ``table``, a DataFrame).
+    ``finish(manifest)`` (the command line's report) runs before ``manifest.json`` is written."""
     t0 = time.perf_counter()
     cfg = cfg.validated()
     evals, sels, given = _inputs(cfg)
@@ -437,7 +438,9 @@ def run_proxy_lm(cfg: ProxyLMConfig) -> dict:
             )
     table = _write_results(out, runs, rows, untrained_curve)
     manifest = _manifest(cfg, r, env, params, tok, evals, data, sels, runs, t0)
-    write_json_atomic(manifest, out / "manifest.json")
+    if finish is not None:
+        manifest = finish(manifest)
+    write_json_atomic(manifest, out / "manifest.json")  # last: the run is complete
     manifest["table"] = table
     manifest["output"] = str(out)
     return manifest

@@ -311,7 +311,8 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     evaluation), ``seconds``.
     """
     import torch
-    from tqdm.auto import tqdm
+
+    from ...core.progress import bar as progress_bar
 
     t0 = time.perf_counter()
     model = build_model(cfg, tok.vocab_size)
@@ -326,14 +327,8 @@ def train_selection(name, docs, tok, cfg, init, evals, device: str, precision: s
     stream = TokenStream(docs, tok.eos_id, cfg.seed)
     BT = int(cfg.batch_size) * int(cfg.seq_len)
     steps = cfg.steps_for(stream.n_tokens)
-    bar = tqdm(
-        total=steps * BT,
-        unit="tok",
-        unit_scale=True,
-        desc=f"proxy-lm {name}",
-        disable=quiet,
-        mininterval=1.0,
-        leave=False,
+    bar = progress_bar(
+        steps * BT, unit="tok", desc=f"proxy-lm {name}", disable=quiet, leave=False, unit_scale=True, mininterval=1.0
     )
     try:
         trained, losses, curve, train_s, counts = _train_loop(

@@ -114,21 +114,22 @@ def load_compare(directory) -> ReportData:
     )
 
 
-def _proxy_part(d) -> dict | None:
-    """A finished proxy-LM run in ``d`` (``manifest.json`` of kind proxy-lm), or None."""
+def _proxy_part(d, manifest=None) -> dict | None:
+    """A finished proxy-LM run in ``d`` (``manifest.json`` of kind proxy-lm, or ``manifest``,
+    the run's before it is written), or None."""
     m = d / "manifest.json"
-    if not m.exists():
+    if manifest is None and not m.exists():
         return None
-    manifest = json.loads(m.read_text())
+    manifest = json.loads(m.read_text()) if manifest is None else manifest
     if manifest.get("kind") != "proxy-lm":
         return None
     return {"dir": d, "table": _read(d / "proxy.csv", pd.read_csv), "manifest": manifest}
 
 
-def load_proxy_lm(directory) -> ReportData:
+def load_proxy_lm(directory, manifest=None) -> ReportData:
     """A ``datamask proxy-lm`` output: its table, figures and manifest."""
     d = _dir(directory)
-    proxy = _proxy_part(d)
+    proxy = _proxy_part(d, manifest)
     m, cfg = proxy["manifest"], proxy["manifest"]["config"]
     return ReportData(
         corpus=pd.DataFrame(),
@@ -164,14 +165,20 @@ def _read_columns(path, columns):
     return dataset.to_table(columns=have).replace_schema_metadata(None).to_pandas() if have else pd.DataFrame()
 
 
-def load_select(directory, sample_rows=2000) -> ReportData:
-    """A ``datamask select`` output: the manifest, the selected rows and the input."""
+def _manifest(d, manifest):
+    """``manifest`` (a run's, before it is written: the report comes first) or ``d/manifest.json``."""
+    return manifest if manifest is not None else json.loads((d / "manifest.json").read_text())
+
+
+def load_select(directory, sample_rows=2000, manifest=None) -> ReportData:
+    """A ``datamask select`` output: the manifest (``manifest``, or the one written), the
+    selected rows and the input."""
     from ...pipeline.io import Split, discover, read_split
     from ...pipeline.schema import Columns, embedding_matrix
     from .corpus_map import sample_columns
 
     d = _dir(directory)
-    man = json.loads((d / "manifest.json").read_text())
+    man = _manifest(d, manifest)
     cfg = man["config"]
     cols = Columns(cfg["id_column"], cfg["embedding_column"], cfg["quality_column"])
     want = [cols.id, cols.quality, "n_tokens", "cluster"]
@@ -274,10 +281,10 @@ def _select_cluster_stats(corpus, files, cols):
     return stats_frame(combine_stats(sums))
 
 
-def load_dedup(directory) -> ReportData:
+def load_dedup(directory, manifest=None) -> ReportData:
     """A ``datamask dedup`` output: its manifest (groups per kind, example groups)."""
     d = _dir(directory)
-    man = json.loads((d / "manifest.json").read_text())
+    man = _manifest(d, manifest)
     cfg, t, info = man["config"], man["totals"], man.get("dedup", {})
     table = pd.DataFrame.from_dict(info.get("kinds", {}), orient="index").rename_axis("kind")
     notes = {
@@ -342,8 +349,14 @@ def load_search(directory) -> ReportData:
     )
 
 
-def load(directory, **kw) -> ReportData:
+def load(directory, manifest=None, **kw) -> ReportData:
+    """The report's data of a stage's output; ``manifest``: the run's, not written yet (a
+    report written before its manifest, :func:`~.html.build_report`)."""
     d = _dir(directory)
+    if manifest is not None:  # a run finishing: the page, then manifest.json
+        if manifest.get("kind") == "proxy-lm":
+            return load_proxy_lm(d, manifest)
+        return load_dedup(d, manifest) if manifest.get("stage") == "dedup" else load_select(d, manifest=manifest, **kw)
     if (d / "search.json").exists():
         return load_search(d)
     if (d / "compare.json").exists():

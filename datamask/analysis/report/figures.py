@@ -175,10 +175,17 @@ def fig_pareto(data: ReportData):
     return pareto_plot(t), None
 
 
+#: why the cluster figures are not drawn, beside a corpus map that does group its sample
+NO_CLUSTERS = (
+    "the input has no cluster column: run datamask cluster first, or compare with SemDeDup/QuaDMix; "
+    "the corpus map and the kept-and-dropped table group a sample by a k-means of their own"
+)
+
+
 def fig_cluster_heatmap(data: ReportData, bins=6):
     cs = data.cluster_stats
     if cs is None or "cluster" not in data.corpus or not (cs["size"] > 1).sum() > 1:
-        return None, "no clusters (run datamask cluster first, or compare with SemDeDup/QuaDMix)"
+        return None, NO_CLUSTERS
     plt = pyplot()
     cs = cs[cs["size"] > 1].set_index("cluster")
     qe = np.linspace(cs["mean_quality"].min(), cs["mean_quality"].max() + 1e-9, bins + 1)
@@ -264,7 +271,7 @@ def fig_token_lengths(data: ReportData):
 def fig_clusters(data: ReportData, top=50):
     c = data.corpus
     if "cluster" not in c or (c["cluster"] < 0).all():
-        return None, "no cluster or domain column"
+        return None, NO_CLUSTERS
     plt = pyplot()
     share = c["cluster"].value_counts(normalize=True) * 100
     order = share.index[:top]

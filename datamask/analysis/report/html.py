@@ -219,9 +219,10 @@ def write_report(data: ReportData, directory, figures=FIGURES, projection="auto"
     return out
 
 
-def build_report(directory, out=None, **kw) -> Path:
-    """``datamask report OUTPUT_DIR``: load the directory and write ``OUTPUT_DIR/report/``."""
+def build_report(directory, out=None, manifest=None, **kw) -> Path:
+    """``datamask report OUTPUT_DIR``: load the directory and write ``OUTPUT_DIR/report/``;
+    ``manifest``: a select or dedup run's, before it is written (the run writes it after its report)."""
     from ...pipeline.storage import location, resolve
 
-    data = load(resolve(directory), **kw)
+    data = load(resolve(directory), manifest=manifest, **kw)
     return write_report(data, location(resolve(out)) if out else location(resolve(directory)) / "report")

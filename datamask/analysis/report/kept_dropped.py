@@ -88,8 +88,9 @@ def _cell(rows) -> str:
     if not len(rows):
         return "<td class='missing'>none</td>"
     items = "".join(
-        f"<li><span class='q'>quality {r.quality:.3g}</span> · id {html.escape(str(r.id))}<br>"
-        f"{html.escape(r.snippet if isinstance(r.snippet, str) else '(no text column)')}</li>"
+        f"<li><span class='q'>quality {r.quality:.3g}</span> · id {html.escape(str(r.id))}"
+        + (f"<br>{html.escape(r.snippet)}" if isinstance(r.snippet, str) else "")  # no text column: said once
+        + "</li>"
         for r in rows.itertuples()
     )
     return f"<td><ul>{items}</ul></td>"
@@ -100,12 +101,18 @@ def kept_dropped_html(examples: pd.DataFrame, labels=None, method="datamask", ma
 
     labels : cluster id -> name (e.g. :func:`~.corpus_map.cluster_labels`), or None
     """
+    who = "the selection" if method in ("selection", "") else f"the selection ({html.escape(method)})"
+    texts = examples is None or "snippet" not in examples or examples["snippet"].map(lambda t: isinstance(t, str)).any()
+    what, each = (
+        ("texts", "; the first 200 characters of each")
+        if texts
+        else ("rows", " (ids only: the input has no text column)")
+    )
     parts = [
         "<h2>Kept and dropped</h2>",
-        f"<p class='missing'>Per cluster, the texts the selection ({html.escape(method)}) kept and the texts it "
-        "dropped that lie nearest the cluster's centre (highest cosine to the mean embedding of the cluster in "
-        "their split), with their quality; the first 200 characters of each. Clusters in order of id; at most "
-        f"{max_clusters} shown.</p>",
+        f"<p class='missing'>Per cluster, the {what} {who} kept and the {what} it dropped that lie nearest the "
+        "cluster's centre (highest cosine to the mean embedding of the cluster in their split), with their "
+        f"quality{each}. Clusters in order of id; at most {max_clusters} shown.</p>",
     ]
     if examples is None or not len(examples):
         parts.append("<p class='missing'>No rows to show.</p>")
@@ -133,11 +140,14 @@ def examples_section(data, frame) -> str:
         ex = None  # the workers had no clusters: the map's, fitted on its sample, say more
     if ex is None and frame is not None and len(frame):
         sample = frame.rename(columns={"selected": "selected_map"})
+        if data.sample is None or "snippet" not in data.sample:  # the map's hover placeholder is no text
+            sample = sample.drop(columns=["snippet"], errors="ignore")
         ex = sample_examples(sample, data.sample_embedding[: len(frame)], "selected_map")
         labels = dict(zip(frame["cluster"], frame["label"]))
     elif ex is not None and frame is not None:
         labels = dict(zip(frame["cluster"], frame["label"]))
     else:
         return ""
-    method = str(ex["method"].iloc[0]) if "method" in ex and len(ex) else "selection"
+    fallback = str((getattr(data, "notes", None) or {}).get("method", "selection"))
+    method = str(ex["method"].iloc[0]) if "method" in ex and len(ex) else fallback
     return kept_dropped_html(ex, labels, method=method)

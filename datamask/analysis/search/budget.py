@@ -92,7 +92,9 @@ def split_token_budgets(client, cfg, splits) -> tuple:
     split on the workers, ``select``'s pass: no document reaches the client) and the budget as
     ``select``'s manifest records it (``budget``, ``corpus_tokens``, ``covers_corpus``, ``source``;
     with a ratio in tokens also ``token_ratio``, ``budget`` None when the ratio is searched).
-    ``(None, None)`` under a row budget. A search sets no holdout aside and drops no ids.
+    ``(None, None)`` under a row budget. A search sets no holdout aside and drops no ids;
+    the rows of its evaluation sets are not counted (no selection holds them, as ``select
+    --exclude`` keeps them out of recipe.yaml's).
 
     Under DATAMASK's objective the same pass counts the tokens pruning leaves in each split, and a
     ``prune`` (the space's highest, the base recipe's) that leaves a split no more than its share is
@@ -102,12 +104,14 @@ def split_token_budgets(client, cfg, splits) -> tuple:
     if not cfg.counts_tokens:
         return None, None
     from ...methods import prunes
+    from ...pipeline.exclude import load_excluded
     from ...pipeline.schema import Columns
     from ...pipeline.tokens import count_corpus_tokens, prune_grid
 
     checks = prune_checks(cfg.items(), cfg.prune, cfg.verify) if prunes(cfg.method) else []
     grid = prune_grid([p for _, p in checks])
-    frame = count_corpus_tokens(client, splits, cfg, {}, Columns.from_config(cfg), prunes=grid)
+    excluded = load_excluded(cfg.excluded_sets(), cfg.text_column)
+    frame = count_corpus_tokens(client, splits, cfg, {}, Columns.from_config(cfg), prunes=grid, excluded=excluded)
     rows = frame.set_index("name").loc[[s.name for s in splits]]
     counts = TokenCounts(
         tokens=[int(t) for t in rows["tokens"]],

@@ -286,6 +286,10 @@ class SearchConfig(SelectConfig):
             return int(self.trial_eval_tokens)
         return max(1, int(self.proxy_config().resolved().eval_tokens) // 2)
 
+    def excluded_sets(self) -> list:
+        """The sets whose rows no selection holds: the evaluation sets, then ``--exclude``'s."""
+        return [*(self.eval or []), *(self.exclude or [])]
+
     def select_config(self) -> SelectConfig:
         """The base recipe as a plain :class:`SelectConfig` (what ``datamask select`` would run)."""
         return self.replace_unchecked()

@@ -84,7 +84,7 @@ def _select_keys(cfg) -> dict:
     from ...pipeline.config import SelectConfig
 
     base, ref = cfg.select_config().result_dict(), SelectConfig().result_dict()
-    skip = {"input", "method", "lam", "diversity", "ratio", "quadmix_params"}
+    skip = {"input", "method", "lam", "diversity", "ratio", "quadmix_params", "exclude"}
     return {k: v for k, v in base.items() if k not in skip and v != ref.get(k)}
 
 
@@ -92,7 +92,8 @@ def recipe_workflow(cfg, recipe: dict, selected: str, params_file: str | None = 
     """The workflow (a dict for YAML) that applies ``recipe`` (its ``method``, else the search's) to
     ``cfg.input`` into ``selected``."""
     method = recipe.get("method", cfg.method)
-    select = {"method": method, **_select_keys(cfg)}
+    # the evaluation sets' rows stay out of the selection, as they stayed out of every trial's
+    select = {"method": method, **_select_keys(cfg), "exclude": cfg.excluded_sets()}
     ratio = recipe.get("ratio", cfg.select_config().ratio)  # None: a token budget
     if ratio is not None:
         select["token_ratio" if cfg.ratio_in_tokens else "ratio"] = float(ratio)

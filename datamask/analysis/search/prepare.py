@@ -8,8 +8,9 @@ writes under ``OUTPUT/_search/prep/``:
 ``eval.npz``        every evaluation set cut into the scored windows (the same documents and
                     windows judge every trial)
 ``rows.npz``        per input row: its near-duplicate group (exact and MinHash fuzzy dedup of the
-                    whole input, :class:`datamask.dedup.Deduplicator`), whether its exact text
-                    is in an evaluation set (a leak, removed from every selection), whether it
+                    whole input, :class:`datamask.dedup.Deduplicator`), whether it is a row of
+                    an evaluation set (a leak, kept out of every selection: its exact text is in
+                    one, or its id in a datamask holdout, :mod:`datamask.pipeline.exclude`), whether it
                     holds text to train on, and its token ids (every row tokenised once here:
                     the trials take their documents' ids from it, none tokenises again)
 ``prep.json``       the summary the client reads (written last): domains, quality components and
@@ -46,7 +47,7 @@ __all__ = [
 
 PREP_DIR = "_search/prep"
 #: what ``prep.json`` of this version holds (an older preparation is made again)
-PREP_VERSION = 2
+PREP_VERSION = 3
 _CACHE: dict = {}
 
 
@@ -86,11 +87,12 @@ def split_of(df, i: int) -> tuple:
 
 
 def _corpus(parts, cfg):
-    """Texts, quality components' min/max and domains of the whole input (the splits in order)."""
-    texts, offsets, comps, lo, hi, doms = [], [0], None, {}, {}, set()
+    """Texts, ids, quality components' min/max and domains of the whole input (the splits in order)."""
+    texts, ids, offsets, comps, lo, hi, doms = [], [], [0], None, {}, {}, set()
     for i, df in enumerate(parts):
         where = split_of(df, i)[1]
         texts += _texts(df, cfg.text_column, where)
+        ids += df[cfg.id_column].tolist()
         offsets.append(len(texts))
         names = [str(c) for c in df.columns]
         comps = quality_components(names, cfg.quality_column) if comps is None else comps
@@ -101,7 +103,7 @@ def _corpus(parts, cfg):
         if cfg.domain_column in names:
             doms.update(str(v) for v in df[cfg.domain_column].tolist())
     stats = {c: [lo[c], hi[c]] for c in comps or []}
-    return texts, offsets, stats, sorted(doms, key=_domain_key)
+    return texts, ids, offsets, stats, sorted(doms, key=_domain_key)
 
 
 def _domain_key(d: str):
@@ -131,16 +133,17 @@ def _eval_npz(data) -> bytes:
 def prepare(*parts, out: str, cfg, fingerprint: str) -> dict:
     """(a Dask task) Build and write what every trial shares; returns the summary (``prep.json``)."""
     from ...dedup import Deduplicator
-    from ..proxy_lm.data import load_eval_sets, text_key
+    from ...pipeline.exclude import load_excluded
+    from ..proxy_lm.data import load_eval_sets
     from ..proxy_lm.tokenizer import sample_for_tokenizer, train_bpe
     from ..proxy_lm.train import prepare_eval
 
     root = location(out) / PREP_DIR
     r = cfg.proxy_config().resolved()
-    texts, offsets, stats, domains = _corpus(parts, cfg)
+    texts, ids, offsets, stats, domains = _corpus(parts, cfg)
     evals = load_eval_sets(cfg.eval, cfg.text_column, None)
-    held = {text_key(t) for e in evals for t in e.texts}
-    leak = np.fromiter((bool(t) and text_key(t) in held for t in texts), dtype=bool, count=len(texts))
+    excluded = load_excluded(cfg.excluded_sets(), cfg.text_column)
+    leak = excluded.match(np.asarray(ids), texts)[0]
     dd = Deduplicator(kind="exact,fuzzy").fit(np.asarray(texts, dtype=object))
     groups = np.where(dd.duplicate_of_ >= 0, dd.duplicate_of_, np.arange(len(texts)))
     train_texts = [t for t, k in zip(texts, leak) if t.strip() and not k]

@@ -284,6 +284,8 @@ def compute_search(cfg, out, client, level=None) -> dict:
     prep = _prepared(client, parts, cfg, out, fp)
     clock.lap("prepare")
     base_fp = fingerprint_of(fp, prep["tokenizer"]["sha256"], prep["eval_fingerprint"])
+    if prep["leaks"]:  # leaked rows are kept out before selecting (they were dropped after)
+        base_fp = fingerprint_of(base_fp, "leaks kept out before selecting")
     space = build_space(cfg, prep, tokens)
     workers = worker_threads(client)  # counted while the cluster works (a loaded one's may miss a late count)
     recs, n_trials, frame, fit, means, drawn, verified = _run(

@@ -132,8 +132,7 @@ def collect(client, batches: list, cfg, on_left=None) -> tuple[list, int]:
     were computed in this call. ``on_left(n)`` runs on the client with the number of tasks
     not yet ended: before the first ends, then as each one ends. On an error every other
     task of theirs is cancelled (and those running waited for) before it is raised."""
-    from tqdm.auto import tqdm
-
+    from ...core.progress import bar as progress_bar
     from ...pipeline.executor import run_tasks
 
     done = [r for b in batches for r in b.done]
@@ -151,7 +150,9 @@ def collect(client, batches: list, cfg, on_left=None) -> tuple[list, int]:
             on_left(left[0])
 
     desc = " and ".join(b.desc for b in batches if b.futures)
-    with tqdm(total=len(futures), desc=f"datamask search: {desc}", unit="model", disable=cfg.quiet, leave=False) as bar:
+    with progress_bar(
+        len(futures), desc=f"datamask search: {desc}", unit="model", disable=cfg.quiet, leave=False
+    ) as bar:
         new = run_tasks(client, futures, ended, what="trial(s)")
     return done + new, len(new)
 

@@ -270,8 +270,9 @@ def parse_space(text: str, method: str, check=None) -> list[Item]:
             for v in it.options if it.kind == "choice" else sorted({it.lo, it.hi}):
                 try:
                     check(it.name, v)
-                except (ConfigError, ValueError) as e:
-                    raise ConfigError(f"space {raw.strip()!r}: {e}") from None
+                except (ConfigError, ValueError) as e:  # (a value of the space, not of the flag select names)
+                    said = str(e).replace(f"{it.name} (--{it.name.replace('_', '-')})", it.name, 1)
+                    raise ConfigError(f"space {raw.strip()!r}: {said}") from None
         items.append(it)
     if all(it.kind == "value" or (it.kind == "choice" and len(it.options) == 1) for it in items):
         raise ConfigError(f"space {text!r} fixes every value: give at least one range or choice to search")

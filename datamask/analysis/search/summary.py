@@ -157,10 +157,17 @@ def _warnings(cfg, fit, recommended, frame, vframe) -> list:
         out.append(f"recipe.yaml applies {recommended['name']}, not the chosen recipe: {recommended['why']}")
     rho = fit["cv"][fit["regressor"]]["spearman"]
     if rho < WEAK_SPEARMAN:
-        out.append(
+        head = (
             f"the regressor ranks the trials poorly (cross-validated Spearman {rho:.2f} < {WEAK_SPEARMAN}): the chosen "
-            "recipe is weakly informed; add --trials or --proxy-tokens, or keep the default recipe"
         )
+        if recommended["name"] != "chosen":  # what recipe.yaml does, said once above
+            out.append(head + f"recipe is weakly informed, and recipe.yaml applies {recommended['name']} instead")
+        else:  # the same words as the line that says what recipe.yaml applies, and why
+            out.append(
+                head + "recipe is weakly informed; recipe.yaml applies it (why: below), so add --trials or "
+                "--proxy-tokens before relying on it, or select with the default recipe instead (datamask select "
+                "INPUT OUTPUT)"
+            )
     if str(cfg.proxy_tokens).endswith("x"):
         lo, hi = int(frame["steps"].min()), int(frame["steps"].max())
         out.append(

@@ -4,7 +4,9 @@
 would: each split through :func:`~datamask.pipeline.select_split.select_split` with the
 split's own seed (and, under ``--tokens``, its share of the budget, shared out once by the
 client as ``select`` shares it), so ``recipe.yaml`` run on the input makes the same
-selection. It drops the rows whose exact text is in an evaluation set (leaks, counted) and
+selection. The rows of the evaluation sets (leaks, counted: their exact text is in one, or
+their id in a datamask holdout) are kept out before the method sees a split, as ``select
+--exclude`` keeps them out of recipe.yaml's selection, and it
 measures what the loss may track: the selection's mean quality, its pairwise diversity
 (minus the mean cosine between selected rows), its coverage of the input (the mean over every
 input row of its best cosine to a selected row) and its near-duplicate share (selected rows whose exact or MinHash group
@@ -22,6 +24,7 @@ import dataclasses
 import time
 
 import numpy as np
+import pyarrow as pa
 
 from ...pipeline.files import write_json_atomic
 from ...pipeline.storage import location
@@ -115,9 +118,11 @@ def selection_stats(E_all, masks, quality, groups) -> dict:
     }
 
 
-def _split_selection(df, i, scfg, cfg, weights, comp_range, tokens=None):
+def _split_selection(df, i, scfg, cfg, weights, comp_range, tokens=None, leak=None):
     """(mask, unit embeddings, input quality, token count) of split ``i`` under ``scfg``;
-    ``tokens``: the split's share of a token budget (None: the row budget)."""
+    ``tokens``: the split's share of a token budget (None: the row budget); ``leak``: the split's
+    rows of an evaluation set, kept out before the method sees the split (as ``select --exclude``
+    keeps them out of recipe.yaml's selection)."""
     from ...pipeline.frames import to_table
     from ...pipeline.io import split_seed
     from ...pipeline.schema import embedding_matrix
@@ -128,11 +133,18 @@ def _split_selection(df, i, scfg, cfg, weights, comp_range, tokens=None):
     q_in = table.column(cfg.quality_column).to_numpy().astype(np.float64)
     if weights:
         table = _merged(table, weights, comp_range, cfg)
+    keep = None if leak is None or not leak.any() else ~leak
+    rows = table if keep is None else table.filter(pa.array(keep))
     # no side-by-side scores: a trial measures its selection itself (selection_stats)
-    res = select_split(table, scfg, split_seed(cfg.seed, identity), where, first, tokens=tokens, side_by_side=False)
+    res = select_split(rows, scfg, split_seed(cfg.seed, identity), where, first, tokens=tokens, side_by_side=False)
+    mask = np.asarray(res.mask, dtype=bool)
+    if keep is not None:  # back onto the split's rows
+        full = np.zeros(table.num_rows, dtype=bool)
+        full[np.flatnonzero(keep)[mask]] = True
+        mask = full
     E = np.array(embedding_matrix(table.column(cfg.embedding_column), where, cfg.embedding_column, first), np.float32)
     E /= np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)  # a copy: the matrix is the table's buffer
-    return res.mask, E, q_in, res.record.get("tokens_out")
+    return mask, E, q_in, res.record.get("tokens_out")
 
 
 def select_recipe(*parts, recipe: dict, cfg, out: str, counts=None) -> dict:
@@ -154,11 +166,10 @@ def select_recipe(*parts, recipe: dict, cfg, out: str, counts=None) -> dict:
     E_all, masks, quality, rows, leaks, tokens = [], [], [], [], 0, 0
     for i, df in enumerate(parts):
         share = budgets[i] if scfg.token_budget else None
-        mask, E, q, tok = _split_selection(df, i, scfg, cfg, weights, prep.summary["component_range"], share)
         lo, hi = prep.offsets[i], prep.offsets[i + 1]
         leak = prep.leak[lo:hi]
-        leaks += int((mask & leak).sum())
-        mask = mask & ~leak
+        mask, E, q, tok = _split_selection(df, i, scfg, cfg, weights, prep.summary["component_range"], share, leak)
+        leaks += int(leak.sum())
         tokens += int(tok or 0)
         E_all.append(E)
         masks.append(mask)
