@@ -110,10 +110,11 @@ def _real(work: Path, name: str, emb: str):
     )
     src = Path(c["emb_static"] if emb == "static" else c["input"], "data")
     frame = pd.concat([pd.read_parquet(f, columns=["id", "embedding"]) for f in sorted(src.glob("*.parquet"))])
-    frame = frame.set_index("id").loc[scored["id"]]
+    frame = scored.merge(frame, on="id", how="inner")  # static: the rows it embedded (rows of no known token are not)
     E = np.stack(frame["embedding"].to_numpy()).astype(np.float32)
-    E /= np.linalg.norm(E, axis=1, keepdims=True)
-    return E, scored["quality"].to_numpy(np.float64)
+    norm = np.linalg.norm(E, axis=1)
+    ok = norm > 0  # embeddings written before embed dropped zero vectors
+    return E[ok] / norm[ok, None], frame["quality"].to_numpy(np.float64)[ok]
 
 
 def _generated(gen: str, kw: dict, n: int):

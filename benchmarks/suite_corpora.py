@@ -414,9 +414,10 @@ def _plant(work: Path) -> None:
 
 def _stats(name: str, work: Path, root: Path, seed: int) -> dict:
     """Proxy tokens of the input and of each target (a BPE-4096 trained on the input, as the tiny
-    proxy trains one) and the Spearman of heuristic quality with the classifier on the input."""
-    path = work / "stats.json"
-    if path.exists():
+    proxy trains one, saved as ``tokenizer.json``: the suite counts its budgets in it) and the
+    Spearman of heuristic quality with the classifier on the input."""
+    path, tok_path = work / "stats.json", work / "tokenizer.json"
+    if path.exists() and tok_path.exists():
         return json.loads(path.read_text())
     from scipy.stats import spearmanr
 
@@ -424,6 +425,7 @@ def _stats(name: str, work: Path, root: Path, seed: int) -> dict:
 
     raw = pd.read_parquet(work / "raw" / "corpus.parquet", columns=["id", "text"])
     tok = train_bpe(list(raw["text"].sample(frac=1.0, random_state=seed).head(8000)), 4096)
+    tok.save(tok_path)  # the suite's token budgets count these tokens (select --tokenizer)
     count = {p: int(sum(len(x) for x in tok.encode(pd.read_parquet(work / p / "corpus.parquet")["text"])))
              for p in ("raw", "eval", "quality")}  # fmt: skip
     scored = pd.concat(
@@ -466,6 +468,7 @@ def build(name: str, work: Path, seed: int = 0, static: bool = False) -> dict:
         "eval": str(w / "eval"),
         "quality": str(w / "quality"),
         "emb_static": str(w / "emb_static") if static else None,
+        "tokenizer": str(w / "tokenizer.json"),
         "docs": len(raw),
         "chars": int(raw["text"].str.len().sum()),
         "words_per_doc": float(raw["text"].str.split().str.len().mean()),
