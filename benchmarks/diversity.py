@@ -86,6 +86,20 @@ CANDIDATES = [
 ]
 
 
+def default_candidate() -> str:
+    """The candidate whose settings are ``datamask select``'s defaults (tests/test_paper_verdicts.py
+    holds them equal), so the docs quote the default's own cells."""
+    from datamask.core.params import DataMaskParams
+
+    p = DataMaskParams()
+    for name, settings, transform in CANDIDATES:
+        plain = transform is None and "method" not in settings and "preset" not in settings
+        keys = ("diversity", "lam", "prune", "near_duplicate")
+        if plain and all(settings.get(k, getattr(p, k)) == getattr(p, k) for k in keys):
+            return name
+    raise LookupError("no diversity-suite candidate has datamask select's default settings: add it to CANDIDATES")
+
+
 # ---------------------------------------------------------------------- cases
 def cases(work: Path, quick: bool = False) -> list:
     """``[(case name, loader)]``: real corpora x embeddings, then the generators."""
@@ -196,25 +210,33 @@ def main(argv=None):
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--quick", action="store_true", help="one real corpus, two shapes at 5k rows (a smoke run)")
     ap.add_argument("--render", action="store_true", help="only render diversity.md and the figure from the JSON")
+    ap.add_argument("--shard", default=None, metavar="I/N",
+                    help="run only every N-th case from the I-th (0-based) into the cache, and write nothing else: "
+                         "two shards use the two cores; a run without --shard then assembles the cache")  # fmt: skip
     args = ap.parse_args(argv)
+    shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
     out = Path(args.out)
     if not args.render:
         cache = Path(args.cache)
         cache.mkdir(parents=True, exist_ok=True)
         t0, load0 = time.time(), os.getloadavg()[0]
         records = []
-        for name, load in cases(Path(args.work), args.quick):
+        for i, (name, load) in enumerate(cases(Path(args.work), args.quick)):
             f = cache / (name.replace(" ", "_").replace(",", "").replace("(", "").replace(")", "") + ".json")
+            if shard and i % shard[1] != shard[0]:
+                continue
             if not f.exists():
                 f.write_text(json.dumps(run_case(name, load, RATIOS, CANDIDATES)))
             records += json.loads(f.read_text())
+        if shard:
+            return
         meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "load": [load0, os.getloadavg()[0]],
                 "seconds": time.time() - t0, "quick": args.quick, "sample": SAMPLE, "clusters": K}  # fmt: skip
         out.mkdir(parents=True, exist_ok=True)
         (out / "diversity.json").write_text(json.dumps({"meta": meta, "records": records}, indent=1))
     from benchmarks.diversity_report import render
 
-    render(out / "diversity.json", out)
+    render(out / "diversity.json", out, default_candidate())
 
 
 if __name__ == "__main__":

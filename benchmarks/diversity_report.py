@@ -57,7 +57,7 @@ def between(cell: pd.DataFrame) -> pd.Series:
 
 def verdict(share: float) -> str:
     """'holds' at a share of cases >= HOLDS, 'holds in part' at >= IN_PART, else 'does not hold'."""
-    return "holds" if share >= HOLDS else "holds in part" if share >= IN_PART else "does not hold"
+    return "holds" if share >= HOLDS else "holds in part" if share >= IN_PART else "does not hold here"
 
 
 def tables(records: list) -> dict:
@@ -96,7 +96,8 @@ def markdown(t: dict, meta: dict) -> str:
         f"{len(t['criteria'][t['criteria'].candidate == 'topk'])} cells. Coverage and near-duplicates on a seeded "
         f"sample of {meta['sample']:,} rows, clusters: k-means with {meta['clusters']} on each corpus. Machine: "
         f"{meta['machine']}, load {meta['load'][0]:.1f} at the start and {meta['load'][1]:.1f} at the end "
-        f"(the cases ran one at a time; seconds are one thread's).",
+        f"when the results were assembled (the cases ran in up to two processes side by side, `--shard`; seconds are "
+        "one thread's, contended: read them as rough).",
         "",
         "## The default's criteria, per candidate (worst case over every cell)",
         "",
@@ -111,8 +112,8 @@ def markdown(t: dict, meta: dict) -> str:
     ]
     for cand, r in s.iterrows():
         lines.append(
-            f"| {cand} | {int(r.passed)}/{int(r.cells)} | {r.front_fails} | {r.coverage_vs_topk_fails} | "
-            f"{r.coverage_vs_random_fails} | {r.near_dup_vs_random_fails} | {r.quality_midpoint_fails} | "
+            f"| {cand} | {int(r.passed)}/{int(r.cells)} | {int(r.front_fails)} | {int(r.coverage_vs_topk_fails)} | "
+            f"{int(r.coverage_vs_random_fails)} | {int(r.near_dup_vs_random_fails)} | {int(r.quality_midpoint_fails)} | "
             f"{_fmt(r.worst_coverage_vs_topk)} | {_fmt(r.worst_near_dup_vs_random)} | {_fmt(r.worst_quality_midpoint)} |"
         )
     lines += ["", "## Every cell at ratio 0.1", ""]
@@ -126,7 +127,7 @@ def markdown(t: dict, meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figure(df: pd.DataFrame, path: Path, ratio=0.1) -> None:
+def figure(df: pd.DataFrame, path: Path, ratio=0.1, default: str | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -141,8 +142,10 @@ def figure(df: pd.DataFrame, path: Path, ratio=0.1) -> None:
     cmap = plt.get_cmap("tab20")
     for ax, (case, g) in zip(np.ravel(axes), cells):
         for _, r in g.iterrows():
-            ax.scatter(r.quality_norm, r.coverage, color=cmap(marks[r.candidate] % 20), s=28,
-                       marker="*" if r.candidate in ("topk", "random") else "o", label=r.candidate)  # fmt: skip
+            mine = r.candidate == default
+            ax.scatter(r.quality_norm, r.coverage, color="black" if mine else cmap(marks[r.candidate] % 20),
+                       s=70 if mine else 28, marker="*" if r.candidate in ("topk", "random") else "D" if mine else "o",
+                       label=f"{r.candidate} (the default)" if mine else r.candidate, zorder=3 if mine else 2)  # fmt: skip
         ax.set_title(case, fontsize=8)
         ax.set_xlabel("quality (normalised)", fontsize=7)
         ax.set_ylabel("coverage", fontsize=7)
@@ -157,9 +160,68 @@ def figure(df: pd.DataFrame, path: Path, ratio=0.1) -> None:
     plt.close(fig)
 
 
-def render(json_path: Path, out: Path) -> dict:
+def summary(t: dict, default: str) -> dict:
+    """What the docs quote (``diversity_summary.json``): per candidate its cells, passes, each
+    check's failures and worst margin, and its cells *between* top-k and the corpus."""
+    s, b = t["summary"], t["between"]
+    cands = {
+        cand: {
+            **{k: (float(v) if "worst" in k else int(v)) for k, v in r.items()},
+            "between": int(b[b.candidate == cand]["between"].sum()),
+        }
+        for cand, r in s.iterrows()
+    }
+    df = t["records"]
+    return {"default": default, "cases": int(df["case"].nunique()), "ratios": sorted(float(x) for x in df["ratio"].unique()),
+            "candidates": cands}  # fmt: skip
+
+
+def render(json_path: Path, out: Path, default: str | None = None) -> dict:
     data = json.loads(Path(json_path).read_text())
     t = tables(data["records"])
     (out / "diversity.md").write_text(markdown(t, data["meta"]))
-    figure(t["records"], out / "diversity_front.png")
+    figure(t["records"], out / "diversity_front.png", default=default)
+    if default is not None:
+        (out / "diversity_summary.json").write_text(json.dumps(summary(t, default), indent=1) + "\n")
     return t
+
+
+# the objectives paper_check's Fig. 2 / Fig. 12 section reads (the paper's own and ours)
+PAPER_FIG_CANDIDATES = ("pairwise, paper preset", "pairwise", "facility lam 0.5", "disf")
+
+
+def paper_section(json_path: Path) -> list:
+    """paper_check.md's Fig. 2 / Fig. 12 section, computed from ``diversity.json``: per objective,
+    the share of the suite's cells where its selection lies between top-k's and the corpus (closer
+    to the corpus than top-k's is, in cluster distribution and in mean embedding)."""
+    head = [
+        "",
+        "## Fig. 2 / Fig. 12: the joint selection lies between quality-only and the raw corpus",
+        "",
+        "**Paper.** Its Fig. 2 and Fig. 12 show the jointly optimised selection between the quality-only "
+        "selection and the raw distribution, in embedding space and over clusters.",
+        "",
+    ]
+    if not Path(json_path).exists():
+        return head + [f"Not measured: `{Path(json_path).name}` is missing (run `benchmarks/diversity.py`)."]
+    t = tables(json.loads(Path(json_path).read_text())["records"])
+    b = t["between"]
+    n_cells = b[b.candidate == "topk"].shape[0]
+    lines = head + [
+        f"**Here** (`benchmarks/diversity.py`, {n_cells} cells: the diversity suite's corpora x ratios, "
+        "[diversity.md](diversity.md)): a selection is *between* when its Jensen-Shannon distance to the "
+        "corpus over k-means clusters and the distance of its mean embedding to the corpus's are both "
+        "smaller than top-k's. Verdict per objective: "
+        f"**holds** at >= {HOLDS:.0%} of cells, **holds in part** at >= {IN_PART:.0%}, else **does not hold here**.",
+        "",
+        "| objective | cells between | share | verdict |",
+        "| --- | --- | --- | --- |",
+    ]
+    summ = Path(json_path).with_name("diversity_summary.json")
+    default = json.loads(summ.read_text())["default"] if summ.exists() else None
+    for cand in dict.fromkeys([*PAPER_FIG_CANDIDATES, *([default] if default else [])]):
+        s = b[b.candidate == cand]["between"]
+        if len(s):
+            name = f"{cand} (the default)" if cand == default else cand
+            lines.append(f"| {name} | {int(s.sum())}/{len(s)} | {s.mean():.0%} | {verdict(float(s.mean()))} |")
+    return lines + [""]

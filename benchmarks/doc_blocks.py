@@ -418,3 +418,24 @@ def readme_default_fit(pairwise, facility, disf, seeds):
 @block("readme_default_cases", "defaults_fit_pairwise.json", "defaults_fit_facility.json", "defaults_fit_disf.json")
 def readme_default_cases(*fits):
     return f"{span([now_default(f)['scored'] for f in fits], 'd')} cases an objective"
+
+
+# ---------------------------------------------------------------------- diversity_summary.json
+def _checks(c: dict) -> str:
+    return f"{num(c['passed'])} of {num(c['cells'])} cells"
+
+
+@block("diversity_default", "diversity_summary.json")
+def diversity_default(ds):
+    """The default's and the paper recipe's record on the diversity suite (docs/diversity.md, README)."""
+    d = ds["candidates"][ds["default"]]
+    paper = ds["candidates"]["pairwise, paper preset"]
+    return (
+        f"On the diversity suite ({num(ds['cases'])} cases x {num(count(ds['ratios']))} ratios) the default "
+        f"(`{txt(ds['default'])}`) passes every check in **{_checks(d)}**: worst coverage over top-k's "
+        f"{num(d['worst_coverage_vs_topk'], '+.3f')}, worst near-duplicate margin against random's "
+        f"{num(d['worst_near_dup_vs_random'], '+.3f')}, worst quality over the random/top-k midpoint "
+        f"{num(d['worst_quality_midpoint'], '+.3f')}; the paper's recipe (`--preset paper`) in {_checks(paper)} "
+        f"(below random's coverage in {num(paper['coverage_vs_random_fails'])}, over its near-duplicates in "
+        f"{num(paper['near_dup_vs_random_fails'])})"
+    )

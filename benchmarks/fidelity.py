@@ -73,7 +73,9 @@ def selections(cell: Path) -> dict:
         sel = select_recipe(*frames, recipe=json.loads(row["recipe"]), cfg=cfg, out=str(cell), counts=counts)
         got = (len(sel["rows"]), sel["stats"]["selected_tokens"])
         if got != (int(row["rows"]), int(row["selected_tokens"])):
-            raise SystemExit(f"fidelity: {cell.name} {arm}: selected {got}, the search {row['rows']}, {row['selected_tokens']}")
+            raise SystemExit(
+                f"fidelity: {cell.name} {arm}: selected {got}, the search {row['rows']}, {row['selected_tokens']}"
+            )
         out[arm] = sel
     return out
 
@@ -186,7 +188,10 @@ def main(argv=None):
                 sels = sels or selections(cell)
                 todo[arm] = sels[arm]
         with ProcessPoolExecutor(args.jobs) as ex:
-            futs = {a: ex.submit(train_strong, str(cell), a, s, args.tokens, args.proxy_options, args.seed) for a, s in todo.items()}
+            futs = {
+                a: ex.submit(train_strong, str(cell), a, s, args.tokens, args.proxy_options, args.seed)
+                for a, s in todo.items()
+            }
             for arm, fu in futs.items():
                 models[arm] = fu.result()
                 (cache / f"{key}-{arm}.json").write_text(json.dumps(models[arm]))

@@ -130,7 +130,9 @@ def _args(argv):
         cells = [tuple(x.strip().split(":")) for x in args.cells.split(",") if x.strip()]
         bad = [c for c in cells if len(c) != 2 or c[0] not in CORPORA or c[1] not in REGIMES]
         if bad:
-            ap.error(f"--cells: write CORPUS:REGIME with CORPUS of {', '.join(CORPORA)} and REGIME of {', '.join(REGIMES)}")
+            ap.error(
+                f"--cells: write CORPUS:REGIME with CORPUS of {', '.join(CORPORA)} and REGIME of {', '.join(REGIMES)}"
+            )
     return args, cells
 
 
@@ -189,7 +191,9 @@ def merge(out: Path, done: dict, s: dict) -> None:
     meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "settings": s, "arms": ARMS}
     out.mkdir(parents=True, exist_ok=True)
     pd.concat(frames, ignore_index=True, sort=False).to_csv(csv, index=False)
-    path.write_text(json.dumps({"settings": s, "meta": meta, "corpora": corpora, "cells": cells}, indent=1, default=str))
+    path.write_text(
+        json.dumps({"settings": s, "meta": meta, "corpora": corpora, "cells": cells}, indent=1, default=str)
+    )
 
 
 if __name__ == "__main__":

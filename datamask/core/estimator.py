@@ -109,10 +109,19 @@ class DataMask(DataMaskParams, BaseEstimator):
         Token budget T (instead of ``budget``; ``ratio`` ignored): keep rows whose ``lengths``
         (given to :meth:`fit`) sum to at most T, to within one row. See docs/tokens.md.
         ``datamask select --tokens`` is a corpus's budget, shared out to the splits as theirs.
-    lam : float, default 0.5
+    lam : float, default 0.7
         Weight of quality (normalised to [0, 1] over the partition) against diversity.
-    diversity : {"pairwise", "facility", "disf"}, default "pairwise"
-        See :mod:`datamask.core.objectives`.
+
+        .. versionchanged:: 0.3
+           0.7 (was 0.5), with ``diversity="facility"``, ``prune=0`` and ``near_duplicate=0.95``:
+           the diversity suite's worst case (docs/diversity.md). ``preset="paper"`` (the CLI's
+           ``--preset paper``) keeps the paper's recipe.
+    diversity : {"pairwise", "facility", "disf"}, default "facility"
+        See :mod:`datamask.core.objectives` and docs/diversity.md (what each measures).
+
+        .. versionchanged:: 0.3
+           "facility" (was "pairwise": a function of the selection's mean embedding alone,
+           which covered real corpora less than top-k and random).
     method : {"pg", "greedy", "relaxed"}, default "pg"
         ``pg``: DATAMASK's policy gradient (``--method datamask``). ``greedy``: best marginal
         gain, one row at a time. ``relaxed``: Frank-Wolfe on the concave relaxation (pairwise
@@ -146,9 +155,13 @@ class DataMask(DataMaskParams, BaseEstimator):
         to its rows while the steps needed stay about the same (each row's update is less
         noisy in a smaller batch), so on CPU small batches reach a given objective sooner;
         see the batch-size table in benchmarks/results/optimizer.md.
-    prune : float, default 0.5
+    prune : float, default 0.0
         Quality-aware pruning: drop this fraction of rows with the lowest quality before
         optimising (every solver). 0 keeps all.
+
+        .. versionchanged:: 0.3
+           0 (was 0.5): pruning half the split cost the selection coverage of its lower-quality
+           regions (below random's in the diversity suite); the paper's preset keeps 0.5.
     near_duplicate : float in (0, 1] or None, default 0.95
         The redundancy filter: after pruning, drop every candidate that has a better
         candidate (higher quality) at cosine >= this, so the selection holds no two rows
