@@ -165,7 +165,35 @@ def markdown(data: dict, records: pd.DataFrame) -> str:
     return "\n".join(out) + "\n"
 
 
+def verdict_summary(data: dict, records: pd.DataFrame) -> dict:
+    """What the docs quote (``recipe_suite_verdicts.json``): the cells run and those not, the
+    settings, the proxies' learning, and per regime x target x pair the cells better / level / worse."""
+    from benchmarks.suite_corpora import CORPORA
+
+    from benchmarks.recipe_suite import REGIMES
+
+    cells = data["cells"]
+    vd = verdicts(records, cells)
+    ran = [(c["corpus"], c["regime"]) for c in cells]
+    rows = []
+    for (regime, target, pair), g in vd.groupby(["regime", "target", "pair"], sort=False):
+        rows.append({"regime": regime, "target": target, "pair": pair, "cells": int(len(g)),
+                     **{o: sorted(g.corpus[g.outcome == o]) for o in ("better", "level", "worse")}})  # fmt: skip
+    v = records[records.kind == "verify"]
+    return {
+        "ran": [f"{c}:{r}" for c, r in ran],
+        "not_run": [f"{c}:{r}" for c in CORPORA for r in REGIMES if (c, r) not in ran],
+        "trials": int(data["settings"]["trials"]),
+        "seeds": int(v.groupby(["corpus", "regime", "name"]).seed.nunique().min()) if len(v) else 0,
+        "proxy_tokens": int(data["settings"]["proxy_tokens"]),
+        "learned": learned(records),
+        "verdicts": rows,
+    }
+
+
 def write(out: Path) -> None:
     data = json.loads((Path(out) / "recipe_suite.json").read_text())
     records = pd.read_csv(Path(out) / "recipe_suite_records.csv")
     (Path(out) / "recipe_suite.md").write_text(markdown(data, records))
+    summary = verdict_summary(data, records)
+    (Path(out) / "recipe_suite_verdicts.json").write_text(json.dumps(summary, indent=1) + "\n")
