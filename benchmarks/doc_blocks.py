@@ -245,139 +245,77 @@ def changelog_trial_eval(te, sr):
     )
 
 
-# ---------------------------------------------------------------------- recipe_suite.json
-def cells(rs: dict) -> list:
-    """The suite's cells in the docs' order: corpus as built, then regime."""
-    order = [c["name"] for c in rs["corpora"]]
-    return sorted(rs["cells"], key=lambda c: (order.index(c["corpus"]), c["regime"]))
+# ---------------------------------------------------------------------- recipe_suite_verdicts.json
+TARGET_WORDS = {"eval": "the representative held-out set", "quality": "the quality target"}
 
 
-def signed(d: dict) -> str:
-    """``+0.095 ± 0.054``, in bold when beyond two standard errors (the suite's test)."""
-    text = f"{num(d['mean'], '+.3f')} ± {num(d['two_se'], '.3f')}".replace("-", "−")
-    return f"**{text}**" if d["beyond"] else text
+def _cells(names) -> str:
+    """``man:1x`` names in words: ``man 1x, pydoc 4x``."""
+    return ", ".join(txt(n).replace(":", " ") for n in names) or "none"
 
 
-def where(items: list, regimes: int) -> str:
-    """Cells ``(corpus, regime)`` in words: ``man and pydoc in both regimes, planted 3x``."""
-    by: dict = {}
-    for c, r in items:
-        by.setdefault(c, []).append(r)
-    both = [c for c, rs in by.items() if len(rs) == regimes]
-    parts = (
-        [(", ".join(both[:-1]) + " and " + both[-1] if len(both) > 1 else both[0]) + " in both regimes"] if both else []
-    )
-    parts += [f"{c} {txt(r)}" for c, rs in by.items() if c not in both for r in rs]
+def _verdict(v: dict, regime: str, target: str, pair: str) -> dict | None:
+    return next((r for r in v["verdicts"] if (r["regime"], r["target"], r["pair"]) == (regime, target, pair)), None)
+
+
+def _count(r: dict) -> str:
+    """``1 better, 0 level, 1 worse`` with the cells named where beyond noise."""
+    parts = []
+    for o in ("better", "level", "worse"):
+        named = f" ({', '.join(txt(c) for c in r[o])})" if r[o] and o != "level" else ""
+        parts.append(f"{num(count(r[o]))} {o}{named}")
     return ", ".join(parts)
 
 
-def versus_ref(rs: dict, ref: str) -> dict:
-    """The default against ``ref``: the cells it loses, is level in and wins, beyond two standard errors."""
-    out = {"loses": [], "level": [], "wins": []}
-    for c in cells(rs):
-        d = c["differences"][f"default-{ref}"]
-        out["level" if not d["beyond"] else ("loses" if d["mean"] > 0 else "wins")].append((c, d))
-    return out
-
-
-@block("suite_table", "recipe_suite.json")
-def suite_table(rs):
+@block("suite_table", "recipe_suite_verdicts.json")
+def suite_table(v):
     lines = [
-        "| corpus | regime | default − top-k | default − random | recommended (`recipe.yaml`) |",
-        "| --- | --- | --- | --- | --- |",
+        "| regime | target | comparison | cells: first arm better / level / worse, beyond noise (95% paired t) |",
+        "| --- | --- | --- | --- |",
     ]
-    for c in cells(rs):
-        dd, rec, ch = c["differences"], c["recommended"], c["chosen"]
-        words = f"λ {num(ch['lam'], '.2f')}, {DIVERSITY[ch['diversity']]}, prune {num(ch['prune'], '.2f')}"
-        if rec["name"] != "chosen":
-            d = dd[f"chosen-{rec['name']}"]
-            what = (
-                f"**{rec['name']}** (beat the chosen {DIVERSITY[ch['diversity']]} recipe by "
-                f"{num(d['mean'], '.3f')} ± {num(d['two_se'], '.3f')})"
+    for r in v["verdicts"]:
+        lines.append(f"| {txt(r['regime'])} | {txt(r['target'])} | {txt(r['pair'])} | {_count(r)} |")
+    return "\n".join(lines)
+
+
+@block("suite_findings", "recipe_suite_verdicts.json")
+def suite_findings(v):
+    ln = v["learned"]
+    out = [
+        f"- **Cells run**: {_cells(v['ran'])} ({num(count(v['ran']))} of "
+        f"{num(count(v['ran']) + count(v['not_run']))}); **not run yet**: {_cells(v['not_run'])}. "
+        f"Each: {num(v['trials'])} trials, {num(v['seeds'])} paired verification seeds, every model "
+        f"{num(v['proxy_tokens'], ',')} training tokens.",
+        f"- **Did the proxies learn?** {num(ln['models'])} models, fewest optimiser steps {num(ln['min_steps'])}, "
+        f"least margin over a unigram model of their own training tokens {num(ln['min_margin'], '.2f')} nats/token; "
+        f"{num(ln['short'])} fell short of the bar.",
+    ]
+    for regime in dict.fromkeys(r["regime"] for r in v["verdicts"]):
+        for target in dict.fromkeys(r["target"] for r in v["verdicts"]):
+            said = []
+            for pair, words in (("default vs topk", "top-k"), ("default vs random", "random"),
+                                ("default vs paper", "the paper's recipe")):  # fmt: skip
+                r = _verdict(v, regime, target, pair)
+                if r is not None:
+                    said.append(f"against {words}: {_count(r)}")
+            out.append(
+                f"- **{txt(regime)}, {TARGET_WORDS.get(str(target), txt(target))}**: the default, "
+                + "; ".join(said)
+                + "."
             )
-        else:
-            what = f"chosen: {words}"
-            t = dd["chosen-topk"]
-            if t["mean"] == 0 and t["two_se"] == 0:
-                what += " (top-k's selection)"
-            elif c["corpus"] == "planted":  # the known answer: how the chosen recipe fared against both
-                r = dd["chosen-random"]
-                what += f" (against top-k {signed(t)}, against random {signed(r)})"
-        lines.append(
-            f"| {c['corpus']} | {txt(c['regime'])} | {signed(dd['default-topk'])} | {signed(dd['default-random'])} "
-            f"| {what} |"
-        )
-    return "\n".join(lines)
+    return "\n".join(out)
 
 
-@block("suite_findings", "recipe_suite.json")
-def suite_findings(rs):
-    n, regimes = count(rs["cells"]), count({c["regime"] for c in rs["cells"]})
-    top, rnd = versus_ref(rs, "topk"), versus_ref(rs, "random")
-
-    def sizes(items):
-        return span([abs(d["mean"]) for _, d in items], ".2f")
-
-    def named(items):
-        return where([(c["corpus"], c["regime"]) for c, _ in items], regimes)
-
-    lost = [(c, d) for c, d in rnd["loses"]]
-    also = [
-        c for c, _ in lost if c["differences"]["random-topk"]["beyond"] and c["differences"]["random-topk"]["mean"] < 0
-    ]
-    rec = [c for c, _ in lost if c["recommended"]["name"] == "random"]
-    planted = [c for c in cells(rs) if c["corpus"] == "planted"]
-    known = all(
-        c["differences"]["chosen-topk"]["beyond"]
-        and c["differences"]["chosen-topk"]["mean"] < 0
-        and not (c["differences"]["chosen-random"]["beyond"] and c["differences"]["chosen-random"]["mean"] > 0)
-        for c in planted
-    )
-    lines = [
-        f"- **Against top-k the default loses beyond noise in {num(count(top['loses']))} of {num(n)} cells** "
-        f"({named(top['loses'])}; by {sizes(top['loses'])} nats/token), is within noise in "
-        f"{num(count(top['level']))}"
-        + (f" ({named(top['level'])})" if top["level"] else "")
-        + f" and wins in {num(count(top['wins']))}"
-        + (f" ({named(top['wins'])}; by {sizes(top['wins'])})" if top["wins"] else "")
-        + ".",
-        f"- **Against random the default wins beyond noise in {num(count(rnd['wins']))} of {num(n)} cells and loses "
-        f"in {num(count(lost))}**"
-        + (f" ({named(lost)}; by {sizes(lost)})" if lost else "")
-        + (
-            f". In {num(count(also))} of those random also beats top-k beyond noise, and in {num(count(rec))} "
-            f"({where([(c['corpus'], c['regime']) for c in rec], regimes)}) the search's `recommended` is random "
-            "itself: its verification found nothing it tried better, and `recipe.yaml` applies random."
-            if rec
-            else "."
-        ),
-        f"- **The known answer {'holds' if known else 'does not hold'}**: on planted (the best-scored rows are "
-        "near-copies of a few documents), the chosen recipe "
-        + (
-            "beats top-k beyond noise and does not lose to random in either regime."
-            if known
-            else "does not both beat top-k beyond noise and stay level with random or better in every regime."
-        ),
-    ]
-    return "\n".join(lines)
-
-
-@block("readme_suite", "recipe_suite.json")
-def readme_suite(rs):
-    n, regimes = count(rs["cells"]), count({c["regime"] for c in rs["cells"]})
-    top, rnd = versus_ref(rs, "topk"), versus_ref(rs, "random")
-    default = cells(rs)[0]["recipes"]["default"]["recipe"]
-    seeds = cells(rs)[0]["recipes"]["default"]["seeds"]
-    corpora = [c["name"] for c in rs["corpora"]]
-    beats = [(c["corpus"], c["regime"]) for c, _ in top["wins"]]
+@block("readme_suite", "recipe_suite_verdicts.json")
+def readme_suite(v):
+    said = []
+    for r in v["verdicts"]:
+        if r["pair"] in ("default vs topk", "default vs random"):
+            said.append(f"{txt(r['regime'])} {txt(r['target'])}, {txt(r['pair'])}: {_count(r)}")
     return (
-        f"**What the suite shows** ({num(count(corpora))} corpora: {', '.join(corpora)}; "
-        f"{', '.join(txt(r) for r in sorted({c['regime'] for c in rs['cells']}))} passes; {num(seeds)} paired seeds): "
-        f"the default (λ {num(default['lam'], '.1f')}, {DIVERSITY[default['diversity']]}) trains proxies **worse "
-        f"than top-k beyond noise in {num(count(top['loses']))} of {num(n)} cells**, better than random in "
-        f"{num(count(rnd['wins']))} and worse in {num(count(rnd['loses']))}"
-        + (f" ({where([(c['corpus'], c['regime']) for c, _ in rnd['loses']], regimes)})" if rnd["loses"] else "")
-        + (f"; it beats top-k beyond noise only on {where(beats, regimes)}" if beats else "; it never beats top-k")
+        f"**What the suite shows so far** ({num(count(v['ran']))} cells of "
+        f"{num(count(v['ran']) + count(v['not_run']))}: {_cells(v['ran'])}; {num(v['seeds'])} paired seeds; equal "
+        f"tokens): " + "; ".join(said)
     )
 
 
@@ -418,3 +356,24 @@ def readme_default_fit(pairwise, facility, disf, seeds):
 @block("readme_default_cases", "defaults_fit_pairwise.json", "defaults_fit_facility.json", "defaults_fit_disf.json")
 def readme_default_cases(*fits):
     return f"{span([now_default(f)['scored'] for f in fits], 'd')} cases an objective"
+
+
+# ---------------------------------------------------------------------- diversity_summary.json
+def _checks(c: dict) -> str:
+    return f"{num(c['passed'])} of {num(c['cells'])} cells"
+
+
+@block("diversity_default", "diversity_summary.json")
+def diversity_default(ds):
+    """The default's and the paper recipe's record on the diversity suite (docs/diversity.md, README)."""
+    d = ds["candidates"][ds["default"]]
+    paper = ds["candidates"]["pairwise, paper preset"]
+    return (
+        f"On the diversity suite ({num(ds['cases'])} cases x {num(count(ds['ratios']))} ratios) the default "
+        f"(`{txt(ds['default'])}`) passes every check in **{_checks(d)}**: worst coverage over top-k's "
+        f"{num(d['worst_coverage_vs_topk'], '+.3f')}, worst near-duplicate margin against random's "
+        f"{num(d['worst_near_dup_vs_random'], '+.3f')}, worst quality over the random/top-k midpoint "
+        f"{num(d['worst_quality_midpoint'], '+.3f')}; the paper's recipe (`--preset paper`) in {_checks(paper)} "
+        f"(below random's coverage in {num(paper['coverage_vs_random_fails'])}, over its near-duplicates in "
+        f"{num(paper['near_dup_vs_random_fails'])})"
+    )

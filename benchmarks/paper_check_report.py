@@ -9,6 +9,8 @@ rewrites the report from a saved (or made-up) JSON alone.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 HOLDS, PART, NOT = "holds", "holds in part", "does not hold here"
@@ -478,6 +480,20 @@ def _where_pg(res):
     )
 
 
+def sec_fig2_12(res):
+    """Fig. 2 / Fig. 12, from the diversity suite's results (benchmarks/diversity.py), not from this run."""
+    from benchmarks.diversity_report import paper_section
+
+    return paper_section(Path(__file__).resolve().parent / "results" / "diversity.json")
+
+
 SECTIONS = dict(
-    fig3=sec_fig3, fig4=sec_fig4, fig7=sec_fig7, fig8=sec_fig8, fig10=sec_fig10, table1=sec_table1, where=sec_where
+    fig2_12=sec_fig2_12,
+    fig3=sec_fig3,
+    fig4=sec_fig4,
+    fig7=sec_fig7,
+    fig8=sec_fig8,
+    fig10=sec_fig10,
+    table1=sec_table1,
+    where=sec_where,
 )

@@ -177,3 +177,53 @@ def test_paper_check_md_is_what_its_json_writes(measured):
     assert P.report(measured) == md, (
         "run: python benchmarks/paper_check.py --from-json benchmarks/results/paper_check.json"
     )
+
+
+def _div_cell(**cands):
+    """One diversity-suite cell: candidate -> (quality_norm, coverage, near_dup, cluster_js, mean_dist)."""
+    keys = ("quality_norm", "coverage", "near_dup", "cluster_js", "mean_dist")
+    return [dict(case="c", ratio=0.1, candidate=k, **dict(zip(keys, v))) for k, v in cands.items()]
+
+
+def test_diversity_criteria_turn_at_their_thresholds():
+    import diversity_report as D
+    import pandas as pd
+
+    base = dict(topk=(1.0, 0.70, 0.30, 0.30, 0.40), random=(0.0, 0.75, 0.10, 0.05, 0.02))
+    ok = D.criteria(pd.DataFrame(_div_cell(**base, a=(0.6, 0.80, 0.11, 0.1, 0.1))))
+    assert ok.loc["a", "all"] and not ok.loc["topk", "all"] and not ok.loc["random", "all"]
+    # each check fails alone, just past its threshold
+    cov_random = 0.75 - D.COVERAGE_SLACK - 0.001
+    dup = 0.10 + D.NEAR_DUP_SLACK + 0.001
+    c = D.criteria(pd.DataFrame(_div_cell(**base, a=(0.6, 0.69, 0.1, 0.1, 0.1), b=(0.6, cov_random, 0.1, 0.1, 0.1),
+                                          d=(0.6, 0.80, dup, 0.1, 0.1), e=(0.49, 0.79, 0.1, 0.1, 0.1))))  # fmt: skip
+    assert not c.loc["a", "coverage_vs_topk"] and c.loc["b", "coverage_vs_topk"]
+    assert not c.loc["b", "coverage_vs_random"] and not c.loc["d", "near_dup_vs_random"]
+    assert not c.loc["e", "quality_midpoint"] and c.loc["d", "quality_midpoint"]
+    assert not c.loc["e", "front"]  # d has more quality and more coverage
+
+
+def test_fig2_12_section_is_computed_from_the_diversity_results(tmp_path):
+    import diversity_report as D
+
+    recs = []
+    for i, js in enumerate((0.1, 0.1, 0.5)):  # pairwise lies between in 2 of 3 cells
+        cell = _div_cell(topk=(1, 0.7, 0.3, 0.3, 0.4), random=(0, 0.7, 0.1, 0.05, 0.02),
+                         pairwise=(0.8, 0.7, 0.2, js, 0.1), disf=(0.8, 0.7, 0.2, 0.6, 0.5))  # fmt: skip
+        recs += [dict(r, case=f"c{i}") for r in cell]
+    path = tmp_path / "diversity.json"
+    path.write_text(json.dumps({"meta": {}, "records": recs}))
+    text = "\n".join(D.paper_section(path))
+    assert "| pairwise | 2/3 | 67% | holds in part |" in text
+    assert "| disf | 0/3 | 0% | does not hold here |" in text
+    assert "Not measured" in "\n".join(D.paper_section(tmp_path / "absent.json"))
+
+
+def test_the_docs_quote_the_current_defaults_own_cells():
+    """diversity_summary.json names the candidate whose settings are DataMask's defaults now: a
+    changed default without a rerun of benchmarks/diversity.py fails here."""
+    import diversity
+
+    summary = json.loads((ROOT / "benchmarks" / "results" / "diversity_summary.json").read_text())
+    assert summary["default"] == diversity.default_candidate()
+    assert summary["candidates"][summary["default"]]["cells"] == summary["cases"] * len(summary["ratios"])

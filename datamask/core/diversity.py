@@ -39,6 +39,7 @@ class Diversity:
 
     name: str = ""
     label: str = ""  # what reports call it
+    measures: str = ""  # what the value measures and what it is blind to, in a sentence (reports; docs/diversity.md)
     lr: float = 3.0  # pg step size when DataMask(lr=None)
     init: str = "quality"  # pg's start when DataMask(init=None) (see default_init): "quality" or "relaxed"
     logit_range: tuple | str = (0.0, 16.0)  # init="quality"'s range when DataMask(logit_range=None); "auto": a pilot
@@ -120,6 +121,10 @@ class Diversity:
 class Pairwise(Diversity):
     name = "pairwise"
     label = "pairwise diversity"
+    measures = (
+        "minus the mean pairwise cosine, a function of the selection's mean embedding alone (higher when it "
+        "is nearer the origin); blind to near-duplicates and to what the selection misses"
+    )
     init = "relaxed"  # the default-selection suite's choice (benchmarks/results/defaults.md)
     logit_range = "auto"  # the suite's choice for init="quality"
     # round 5: the polish never improved on the relaxed start (14 of 14 cases); 20 steps to try
@@ -154,6 +159,10 @@ class Pairwise(Diversity):
 class Facility(Diversity):
     name = "facility"
     label = "facility-location coverage"
+    measures = (
+        "the mean over a sample of the split of each row's best cosine to the selection: how well every kind "
+        "of row has a selected neighbour; a near-copy of a selected row adds nothing"
+    )
     lr = 1.0
     init = "stochastic_greedy"  # the suite under facility location (benchmarks/results/defaults_fit_facility.md)
     # pg's polish never improved on stochastic greedy on that suite (13 of 13 cases stopped by
@@ -186,6 +195,10 @@ class Facility(Diversity):
 class DiSF(Diversity):
     name = "disf"
     label = "DiSF"
+    measures = (
+        "minus the mean squared correlation between the selection's embedding dimensions: how far the "
+        "selection is from collapsing onto few directions; blind to near-duplicates and to coverage"
+    )
     init = "relaxed"  # the suite under DiSF (benchmarks/results/defaults_disf.md)
     relaxed_iter = 20  # an iteration costs n d^2 (benchmarks/results/defaults_fit_disf.md)
     # the same gain to 0.001% of greedy's without the polish on that suite, which cost up to 99% of the fit

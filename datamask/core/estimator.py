@@ -109,10 +109,19 @@ class DataMask(DataMaskParams, BaseEstimator):
         Token budget T (instead of ``budget``; ``ratio`` ignored): keep rows whose ``lengths``
         (given to :meth:`fit`) sum to at most T, to within one row. See docs/tokens.md.
         ``datamask select --tokens`` is a corpus's budget, shared out to the splits as theirs.
-    lam : float, default 0.5
+    lam : float, default 0.7
         Weight of quality (normalised to [0, 1] over the partition) against diversity.
-    diversity : {"pairwise", "facility", "disf"}, default "pairwise"
-        See :mod:`datamask.core.objectives`.
+
+        .. versionchanged:: 0.3
+           0.7 (was 0.5), with ``diversity="facility"``, ``prune=0`` and ``near_duplicate=0.95``:
+           the diversity suite's worst case (docs/diversity.md). ``preset="paper"`` (the CLI's
+           ``--preset paper``) keeps the paper's recipe.
+    diversity : {"pairwise", "facility", "disf"}, default "facility"
+        See :mod:`datamask.core.objectives` and docs/diversity.md (what each measures).
+
+        .. versionchanged:: 0.3
+           "facility" (was "pairwise": a function of the selection's mean embedding alone,
+           which covered real corpora less than top-k and random).
     method : {"pg", "greedy", "relaxed"}, default "pg"
         ``pg``: DATAMASK's policy gradient (``--method datamask``). ``greedy``: best marginal
         gain, one row at a time. ``relaxed``: Frank-Wolfe on the concave relaxation (pairwise
@@ -146,9 +155,21 @@ class DataMask(DataMaskParams, BaseEstimator):
         to its rows while the steps needed stay about the same (each row's update is less
         noisy in a smaller batch), so on CPU small batches reach a given objective sooner;
         see the batch-size table in benchmarks/results/optimizer.md.
-    prune : float, default 0.5
+    prune : float, default 0.0
         Quality-aware pruning: drop this fraction of rows with the lowest quality before
         optimising (every solver). 0 keeps all.
+
+        .. versionchanged:: 0.3
+           0 (was 0.5): pruning half the split cost the selection coverage of its lower-quality
+           regions (below random's in the diversity suite); the paper's preset keeps 0.5.
+    near_duplicate : float in (0, 1] or None, default 0.95
+        The redundancy filter: after pruning, drop every candidate that has a better
+        candidate (higher quality) at cosine >= this, so the selection holds no two rows
+        that close (:mod:`datamask.core.redundancy`; the report's near-duplicate line).
+        None keeps them (the paper's recipe). When the filter leaves fewer candidates (or
+        tokens) than the budget, the best dropped rows return until it fits.
+
+        .. versionadded:: 0.3
     init : {"relaxed", "stochastic_greedy", "quality", "uniform"} or None, default None
         Initial logits, mapped linearly onto ``logit_range``: ``"quality"`` (the paper's),
         ``"relaxed"`` (beyond the paper: the relaxed solution, averaged with its best
@@ -244,7 +265,9 @@ class DataMask(DataMaskParams, BaseEstimator):
     tokens_, covers_all_ : int or None, bool
         Tokens kept (when ``lengths`` were given); True when ``token_budget`` kept every row.
     n_candidates_ : int
-        Rows left after pruning.
+        Rows left after pruning and the redundancy filter.
+    n_near_duplicates_ : int
+        Candidates the redundancy filter dropped (``near_duplicate``); 0 without it.
     n_steps_ : int
         Steps run (pg) or iterations (relaxed) or picks (greedy); 0 when there was nothing
         to choose.
@@ -293,6 +316,7 @@ class DataMask(DataMaskParams, BaseEstimator):
         "batch_ratio": [Interval(Real, 0, 1, closed="right"), None],
         "batch_max": [Interval(Integral, 2, None, closed="left"), None],
         "prune": [Interval(Real, 0, 1, closed="left")],
+        "near_duplicate": [Interval(Real, 0, 1, closed="right"), None],
         "init": [StrOptions({"quality", "uniform", "relaxed", "stochastic_greedy"}), None],
         "logit_range": "no_validation",  # check_logit_range: "auto", (l_min, l_max) or None
         "final": [StrOptions({"topk", "sample"})],
@@ -359,6 +383,10 @@ class DataMask(DataMaskParams, BaseEstimator):
         scale = norms if needs_rescale(norms) else None
         qn = normalize_quality(quality)
         cand = _candidates(qn, n_keep, xp)
+        n_near = 0
+        if self.near_duplicate is not None and not covers_all and (S is None or S < n_keep):
+            cand, n_near = _without_near_duplicates(embeddings, qn, cand, self, S, T, t, scale, xp)
+            n_keep = int(cand.shape[0])
         div = get_diversity(self.diversity)
         reference = None
         if div.uses_reference and self.reference_size is not None and self.reference_size < N:
@@ -390,6 +418,7 @@ class DataMask(DataMaskParams, BaseEstimator):
             ),
             history=state.history,
             n_candidates=int(n_keep),
+            n_near_duplicates=int(n_near),
             fit_seconds=time.perf_counter() - t0,
         )
         fitted.update(start_history=start_trajectory(fitted, state.history))
@@ -397,6 +426,25 @@ class DataMask(DataMaskParams, BaseEstimator):
         for name, value in fitted.items():
             setattr(self, name + "_", value)
         return self
+
+
+def _without_near_duplicates(E, qn, cand, est, S, T, t, scale, xp):
+    """``(candidates, dropped)``: ``cand`` less the rows with a better near-duplicate among them
+    (:func:`~datamask.core.redundancy.near_duplicate_candidates`); the best dropped rows
+    return when the rest cannot fill the budget (``S`` rows, or more than ``T`` tokens)."""
+    from .redundancy import near_duplicate_candidates
+
+    drop = near_duplicate_candidates(E, qn, cand, est.near_duplicate, seed=est.seed, norms=scale)
+    keep, gone = cand[~drop], cand[drop]
+    if T is not None:
+        short = int(t[keep].sum()) <= T
+        need = xp.cumsum(t[gone[_quality_order(qn[gone], xp)]]) if short else None
+        back = 0 if not short else min(int((need <= T - int(t[keep].sum())).sum()) + 1, int(gone.shape[0]))
+    else:
+        back = max(0, int(S) - int(keep.shape[0]))
+    if back:
+        keep = xp.concatenate([keep, gone[_quality_order(qn[gone], xp)[:back]]])
+    return xp.sort(keep), int(gone.shape[0]) - back
 
 
 def _quality_order(qn, xp):

@@ -28,15 +28,16 @@ class DataMaskParams:
         *,
         budget=None,
         token_budget=None,
-        lam=0.5,
-        diversity="pairwise",
+        lam=0.7,
+        diversity="facility",
         method="pg",
         group_size=128,
         lr=None,
         steps=None,
         batch_ratio=0.05,
         batch_max=BATCH_MAX,
-        prune=0.5,
+        prune=0.0,
+        near_duplicate=0.95,
         init=None,
         logit_range=None,
         final="topk",
@@ -66,6 +67,7 @@ class DataMaskParams:
         self.batch_ratio = batch_ratio
         self.batch_max = batch_max
         self.prune = prune
+        self.near_duplicate = near_duplicate
         self.init = init
         self.logit_range = logit_range
         self.final = final

@@ -52,7 +52,8 @@ def optimizer_record(est, fitted: dict, method: str) -> dict:
     uniform); ``pg_steps``: policy
     gradient steps run (0 outside pg); ``pg_improved`` and ``pg_gain``: whether the final
     selection's exact objective is above the start's by more than ``tol`` times its size,
-    and by how much; ``stopped_by``; ``objective_start`` and ``objective_end``.
+    and by how much; ``stopped_by``; ``objective_start`` and ``objective_end``; ``near_duplicates``: the
+    candidates the redundancy filter dropped.
     """
     history = fitted.get("history") or []
     end = (fitted.get("objective") or {}).get("objective", math.nan)
@@ -81,4 +82,5 @@ def optimizer_record(est, fitted: dict, method: str) -> dict:
         "stopped_by": fitted.get("stopped_by"),
         "objective_start": begin,
         "objective_end": end,
+        "near_duplicates": int(fitted.get("n_near_duplicates") or 0),
     }

@@ -24,6 +24,7 @@ FITTED = (
     "objective",
     "history",
     "n_candidates",
+    "n_near_duplicates",
     "n_steps",
     "fit_seconds",
     "logits",

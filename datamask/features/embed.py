@@ -33,7 +33,9 @@ token-count-weighted mean of the window vectors, re-normalised to unit length.
 Null and empty texts
 --------------------
 Rows whose text is null, empty or whitespace-only are **dropped** from the output of
-:func:`embed_frame`; their number is ``out.attrs["n_skipped"]``.
+:func:`embed_frame`, and so are texts whose vector is zero (none of their tokens is known to the
+model, as a line of box-drawing characters is to the static model); their number is
+``out.attrs["n_skipped"]``.
 """
 
 from __future__ import annotations
@@ -428,6 +430,13 @@ def embed_frame(
     texts, usable = get_texts(pdf, text_column, errors=errors)
     keep = [t for t, u in zip(texts, usable) if u]
     vectors = _encode_blocks(embedder, keep, progress)
+    # a text none of whose tokens the model knows (the static model: a line of box-drawing
+    # characters) has no direction: a zero vector, which no selection can take; dropped like an empty text
+    known = np.abs(vectors).sum(axis=1) > 0 if len(keep) else np.zeros(0, bool)
+    if not known.all():
+        usable = np.asarray(usable).copy()
+        usable[np.nonzero(usable)[0][~known]] = False
+        vectors = vectors[known]
     out = pdf[usable].copy() if not usable.all() else pdf.copy()
     out[column] = _vectors_series(vectors, embedder.dtype, out.index)
     out.attrs["n_skipped"] = int((~usable).sum())

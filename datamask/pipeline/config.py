@@ -242,6 +242,11 @@ class SelectConfig(StageConfig):
         _DM["batch_max"], "most rows per step (caps batch_ratio; null: no cap, the paper's recipe)"
     )
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
+    near_duplicate: float | None = _f(
+        _DM["near_duplicate"],
+        "drop candidates with a better candidate at cosine >= this before optimising (null: keep them, "
+        "the paper's recipe; docs/diversity.md)",
+    )
     init: str | None = _f(
         _DM["init"],
         "pg's initial logits: from the relaxed solution, stochastic greedy (facility), quality (the paper's) "

@@ -18,6 +18,7 @@ PRESETS = {
         "diversity": "pairwise",
         "lam": 0.5,
         "prune": 0.5,
+        "near_duplicate": None,
         "init": "quality",
         "lr": 10.0,
         "group_size": 128,

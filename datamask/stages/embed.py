@@ -141,8 +141,8 @@ class EmbedStage(Embed):  # name, config, help: .declared
     def summary(self, manifest, out):
         t = manifest["totals"]
         return (
-            f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts "
-            f"skipped) {split_runs(t, out)}"
+            f"datamask: embedded {t['rows_out']:,} of {t['rows_in']:,} rows ({t['skipped_texts']:,} empty texts, or texts "
+            f"with no token the model knows, skipped) {split_runs(t, out)}"
         )
 
 

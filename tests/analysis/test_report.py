@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html as _html
 import os
 import shutil
 import subprocess
@@ -86,6 +87,13 @@ def test_report_pngs_and_html(compared):
     # the raw score and the objective's normalised term, each labelled; the compare note, no select's
     assert "mean quality, raw score" in html and "mean quality, normalised (0-1)" in html
     assert "every method on each split at the same budget" in html and "lower is better for" in html
+    # beside the diversity columns, what each measures (the table's own columns, no other objective's)
+    from datamask.core.diversity import DIVERSITIES
+
+    shown = [d for name, d in DIVERSITIES.items() if d.label in html.split("<table")[1].split("</table>")[0]]
+    assert shown, "no diversity column in the table"
+    for d in shown:
+        assert _html.escape(d.measures, quote=True) in html, d.name
 
 
 def test_report_of_select_output(tmp_path):

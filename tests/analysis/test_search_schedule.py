@@ -155,6 +155,29 @@ def test_references_go_early_only_when_no_chosen_recipe_changes_them():
     assert early_references("datamask", ["lam", "ratio"], 0.5) is None  # the references take the chosen ratio
 
 
+def test_the_default_reference_is_what_select_runs_and_extra_references_train_beside_it():
+    from datamask.analysis.search.config import SearchConfig, parse_references
+    from datamask.core.params import DataMaskParams
+    from datamask.errors import ConfigError
+    from datamask.pipeline.presets import PRESETS
+
+    d = DataMaskParams()
+    refs = parse_references("paper:preset=paper;mine:lam=0.3,diversity=pairwise,near_duplicate=null")
+    assert refs["paper"] == {"method": "datamask", **PRESETS["paper"]}
+    assert refs["mine"] == {"method": "datamask", "lam": 0.3, "diversity": "pairwise", "near_duplicate": None}
+    got = verification_recipes("datamask", {"lam": 0.2, "ratio": 0.3}, extra=refs, cap=lambda r: 0.4)
+    assert set(got) == {"chosen", "default", "topk", "random", "paper", "mine"}
+    assert got["default"] == {"method": "datamask", "lam": d.lam, "diversity": d.diversity, "prune": 0.4,
+                              "near_duplicate": d.near_duplicate, "ratio": 0.3}  # fmt: skip
+    assert got["paper"]["ratio"] == 0.3 and got["paper"]["prune"] == 0.4  # capped where the ratio fits
+    assert set(early_references("datamask", ["lam"], extra=refs)) == {"default", "topk", "random", "paper", "mine"}
+    for bad, words in (("topk:lam=0.1", "is taken"), ("x:lam", "KEY=VALUE"), ("x:preset=nope", "preset must")):
+        with pytest.raises(ConfigError, match=words):
+            parse_references(bad)
+    with pytest.raises(ConfigError, match="references x: .*lam"):
+        SearchConfig(references="x:lam=7", eval=["e"]).validated()
+
+
 def test_the_training_share_counts_the_models_of_this_run_and_needs_the_workers():
     rec = {"train_seconds": 30.0, "eval_seconds": 8.0, "select_seconds": 1.0, "seconds": 40.0, "tokens": 100_000}
     c = cost_summary([rec, rec, dict(rec, resumed=True)], wall_seconds=50.0, workers=2)

@@ -11,9 +11,9 @@ finds this on its own. Shape of a case in benchmarks/results/defaults.md, shrunk
 import numpy as np
 import pytest
 
-from datamask import DataMask
 from datamask.core.start import AUTO_RANGES
 from tests.helpers.crowded import crowded_corpus
+from tests.helpers.pairwise import PairwiseMask
 
 
 @pytest.fixture(scope="module")
@@ -28,25 +28,25 @@ def pct(m, rand, gain):
 @pytest.mark.slow
 def test_default_start_reaches_greedy_where_the_wide_range_does_not(crowded):
     E, q, rand, gain = crowded
-    m = DataMask(lam=0.2, steps=3000, init="quality").fit(E, q)  # the quality-aware default
+    m = PairwiseMask(lam=0.2, steps=3000, init="quality").fit(E, q)  # the quality-aware default
     assert m.logit_range_ == (0.0, 2.0)
     assert set(m.pilot_) == set(AUTO_RANGES)
     assert m.pilot_[(0.0, 2.0)] > m.pilot_[(0.0, 16.0)]
     assert pct(m, rand, gain) >= 99.5
-    wide = DataMask(lam=0.2, steps=3000, init="quality", logit_range=(0.0, 16.0)).fit(E, q)
+    wide = PairwiseMask(lam=0.2, steps=3000, init="quality", logit_range=(0.0, 16.0)).fit(E, q)
     assert pct(wide, rand, gain) < 99.0
 
 
 def test_auto_is_the_pilot_winner_and_repeats_its_run(crowded):
     E, q, _, _ = crowded
     kw = dict(lam=0.2, steps=400, eval_every=50, patience=None, init="quality")
-    m = DataMask(**kw).fit(E, q)
+    m = PairwiseMask(**kw).fit(E, q)
     assert m.logit_range_ == max(m.pilot_, key=m.pilot_.get)
-    fixed = DataMask(**kw, logit_range=m.logit_range_).fit(E, q)
+    fixed = PairwiseMask(**kw, logit_range=m.logit_range_).fit(E, q)
     np.testing.assert_array_equal(m.mask_, fixed.mask_)  # same seed, same draws: the same run
     assert [h["objective"] for h in m.history_] == [h["objective"] for h in fixed.history_]
 
 
 def test_logit_range_rejects_other_strings():
     with pytest.raises(ValueError, match="logit_range must be auto or two numbers"):
-        DataMask(logit_range="wide").fit(np.eye(4, dtype=np.float32), np.arange(4.0))
+        PairwiseMask(logit_range="wide").fit(np.eye(4, dtype=np.float32), np.arange(4.0))

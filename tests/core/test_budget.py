@@ -13,6 +13,7 @@ from datamask.core.budget import (
     row_budget,
     rows_after_pruning,
 )
+from tests.helpers.pairwise import PairwiseMask
 
 
 def test_the_row_rule():
@@ -57,18 +58,17 @@ def test_every_caller_checks_through_it():
     """The estimator, the registry and select's split share the check and its messages."""
     import numpy as np
 
-    from datamask import DataMask
     from datamask.errors import DataError
     from datamask.methods.registry import split_budget
     from datamask.pipeline.config import SelectConfig
 
     E = np.eye(20, 8, dtype=np.float32) + 0.01
     with pytest.raises(ValueError, match="budget 30 is larger than the split's 20 rows; lower budget"):
-        DataMask(budget=30).fit(E, np.arange(20.0))
+        PairwiseMask(budget=30).fit(E, np.arange(20.0))
     with pytest.raises(
         DataError, match=r"^f \(rows 0-20\): budget 30 is larger than the split's 20 rows; lower --budget"
     ):
         split_budget(20, SelectConfig(budget=30), where="f (rows 0-20)")
     assert split_budget(20, SelectConfig(budget=15, method="topk")).rows == 15  # top-k does not prune
     with pytest.raises(DataError, match="left after pruning"):
-        split_budget(20, SelectConfig(budget=15))
+        split_budget(20, SelectConfig(budget=15, prune=0.5))

@@ -13,9 +13,10 @@ the fix fails this test.
 import numpy as np
 import pytest
 
-from datamask import DataMask, evaluate
+from datamask import evaluate
 from datamask.core.synthetic import make_corpus
 from tests.helpers import fake_cupy
+from tests.helpers.pairwise import PairwiseMask
 
 ZERO_RATE = 1e-3
 
@@ -41,7 +42,7 @@ def test_concentrated_policy_on_the_cupy_path_does_not_collapse(zeros_from_the_d
     E, q = c["embedding"], c["quality"]
     points = []
     # logits spread over 30 nats from the start: the concentrated regime of a long run
-    m = DataMask(
+    m = PairwiseMask(
         steps=200,
         eval_every=10,
         patience=None,
@@ -52,7 +53,7 @@ def test_concentrated_policy_on_the_cupy_path_does_not_collapse(zeros_from_the_d
         callback=lambda est, rec: points.append(rec["objective"]),
     )
     m.fit(cp.asarray(E), cp.asarray(q))
-    best = DataMask(method="relaxed").fit(E, q).objective_["objective"]
+    best = PairwiseMask(method="relaxed").fit(E, q).objective_["objective"]
     rand = evaluate(E, q, np.random.default_rng(0).permutation(4000)[:400])["objective"]
     gain = best - rand
     falls = [(a - b) / gain for a, b in zip(points, points[1:])]

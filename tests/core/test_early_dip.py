@@ -12,22 +12,23 @@ noise then moves only rows whose order hardly matters. pairwise's default start
 import numpy as np
 import pytest
 
-from datamask import DataMask, evaluate
+from datamask import evaluate
 from datamask.core.synthetic import make_corpus
+from tests.helpers.pairwise import PairwiseMask
 
 
 @pytest.fixture(scope="module")
 def corpus_100k():
     c = make_corpus(100_000, dim=384, seed=0)
     E, q = c["embedding"], c["quality"]
-    best = DataMask(method="relaxed").fit(E, q).objective_["objective"]
+    best = PairwiseMask(method="relaxed").fit(E, q).objective_["objective"]
     rand = evaluate(E, q, np.random.default_rng(0).permutation(100_000)[:10_000])["objective"]
     return E, q, rand, best - rand
 
 
 def largest_fall(E, q, rand, gain, **kw):
     points = []
-    DataMask(
+    PairwiseMask(
         batch_max=None,
         steps=150,  # the old range's dip: 1.8% at step 50, its lowest point at 150 (init_sweep.md)
         eval_every=50,
@@ -67,14 +68,14 @@ def test_paper_batch_has_no_early_dip_with_the_default_initialisation(corpus_100
 def test_logit_range_default_depends_on_the_diversity(diversity, init, given, used):
     c = make_corpus(600, dim=16, seed=1)
     kw = dict(diversity=diversity, init=init, logit_range=given, reference_size=64)
-    m = DataMask(**kw, steps=2, eval_every=1, seed=0)
+    m = PairwiseMask(**kw, steps=2, eval_every=1, seed=0)
     m.fit(c["embedding"], c["quality"])
     if used == "auto":
         used = m.logit_range_
         assert used == max(m.pilot_, key=m.pilot_.get)
     assert m.logit_range_ == used
     # step 0 is the initialisation: candidates' logits span exactly the range
-    L0 = DataMask(**kw, steps=0).fit(c["embedding"], c["quality"]).logits_
+    L0 = PairwiseMask(**kw, steps=0).fit(c["embedding"], c["quality"]).logits_
     L0 = L0[np.isfinite(L0)]
     assert (L0.min(), L0.max()) == pytest.approx(used)
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from datamask import DataMask
 from datamask.core.greedy import greedy_disf, greedy_facility, greedy_pairwise, standardize
 from datamask.core.objectives import evaluate, normalize_quality
 from datamask.core.synthetic import make_corpus
+from tests.helpers.pairwise import PairwiseMask
 
 
 def gain_ratio(value, rand, greedy):
@@ -17,7 +17,7 @@ def gain_ratio(value, rand, greedy):
 def solved_20k(clustered_20k):
     """pg, relaxed and greedy on the same 20k clustered corpus, pairwise, 10%."""
     E, q = clustered_20k["embedding"], clustered_20k["quality"]
-    out = {s: DataMask(method=s, seed=0).fit(E, q) for s in ("greedy", "relaxed", "pg")}
+    out = {s: PairwiseMask(method=s, seed=0).fit(E, q) for s in ("greedy", "relaxed", "pg")}
     rows = np.random.default_rng(0).permutation(len(q))[: out["pg"].budget_]
     out["random"] = evaluate(E, q, rows)["objective"]
     return out
@@ -48,7 +48,7 @@ def test_pg_from_the_quality_start_reaches_995_and_relaxed_9999_of_greedy_gain(s
     # the default fit starts at relaxed's answer, so its score says nothing of pg's steps: run pg
     # from the paper's quality-aware start (a fixed range: no pilot), which is not the answer
     E, q = clustered_20k["embedding"], clustered_20k["quality"]
-    m = DataMask(init="quality", logit_range=(0.0, 16.0), steps=1000, seed=0).fit(E, q)
+    m = PairwiseMask(init="quality", logit_range=(0.0, 16.0), steps=1000, seed=0).fit(E, q)
     start = gain_ratio(m.history_[0]["objective"], r, g)
     pg = gain_ratio(m.objective_["objective"], r, g)
     assert m.n_steps_ == 1000 and start < 0.97, start  # measured: 95.1% at step 0
@@ -70,7 +70,7 @@ def test_joint_selection_has_fewer_near_duplicates_than_topk_and_better_quality_
 @pytest.mark.parametrize("solver", ["pg", "greedy", "relaxed"])
 def test_lam_one_selects_exactly_the_top_quality_rows(solver):
     c = make_corpus(3000, dim=32, seed=4)
-    m = DataMask(method=solver, lam=1.0, steps=300, seed=0).fit(c["embedding"], c["quality"])
+    m = PairwiseMask(method=solver, lam=1.0, steps=300, seed=0).fit(c["embedding"], c["quality"])
     top = np.argsort(-c["quality"])[: m.budget_]
     assert set(np.nonzero(m.mask_)[0]) == set(top)
 
@@ -78,7 +78,7 @@ def test_lam_one_selects_exactly_the_top_quality_rows(solver):
 def test_facility_pg_covers_better_than_random_and_topk():
     c = make_corpus(4000, dim=64, seed=2)
     E, q = c["embedding"], c["quality"]
-    m = DataMask(diversity="facility", lam=0.5, steps=400, reference_size=1024, seed=0).fit(E, q)
+    m = PairwiseMask(diversity="facility", lam=0.5, steps=400, reference_size=1024, seed=0).fit(E, q)
     S = m.budget_
     kw = dict(diversity="facility", reference_size=1024, seed=0)
     rand = evaluate(E, q, np.random.default_rng(0).permutation(len(q))[:S], **kw)
@@ -92,18 +92,18 @@ def test_disf_pg_improves_on_its_start_and_greedy_beats_random():
     c = make_corpus(3000, dim=32, seed=5)
     E, q = c["embedding"], c["quality"]
     # given the whole run to beat its start (by default it would stop at step 100 without a gain)
-    m = DataMask(diversity="disf", steps=300, start_patience=300, seed=0).fit(E, q)
+    m = PairwiseMask(diversity="disf", steps=300, start_patience=300, seed=0).fit(E, q)
     assert m.objective_["objective"] > m.history_[0]["objective"]
-    g = DataMask(diversity="disf", method="greedy").fit(E, q)
+    g = PairwiseMask(diversity="disf", method="greedy").fit(E, q)
     rand = evaluate(E, q, np.random.default_rng(0).permutation(len(q))[: g.budget_], diversity="disf")
     assert g.objective_["objective"] > rand["objective"]
 
 
 def test_same_seed_same_mask_and_different_seed_differs():
     c = make_corpus(3000, dim=32, seed=6)
-    a = DataMask(steps=200, seed=3).fit(c["embedding"], c["quality"])
-    b = DataMask(steps=200, seed=3).fit(c["embedding"], c["quality"])
-    d = DataMask(steps=200, seed=4, final="sample").fit(c["embedding"], c["quality"])
+    a = PairwiseMask(steps=200, seed=3).fit(c["embedding"], c["quality"])
+    b = PairwiseMask(steps=200, seed=3).fit(c["embedding"], c["quality"])
+    d = PairwiseMask(steps=200, seed=4, final="sample").fit(c["embedding"], c["quality"])
     assert (a.mask_ == b.mask_).all()
     assert (a.logits_ == b.logits_).all()
     assert not (a.mask_ == d.mask_).all()
@@ -151,7 +151,7 @@ def test_callback_sees_records_and_can_stop():
         return rec["step"] >= 200
 
     # a fixed start: under "auto" the callback sees the winner's pilot points once the pilot ends
-    m = DataMask(steps=1000, eval_every=100, callback=cb, patience=None, logit_range=(0.0, 16.0)).fit(
+    m = PairwiseMask(steps=1000, eval_every=100, callback=cb, patience=None, logit_range=(0.0, 16.0)).fit(
         c["embedding"], c["quality"]
     )
     assert seen == [0, 100, 200]
@@ -161,8 +161,8 @@ def test_callback_sees_records_and_can_stop():
 def test_unnormalised_rows_are_normalised():
     c = make_corpus(2000, dim=16, seed=1)
     scale = np.random.default_rng(0).uniform(0.5, 3.0, size=(2000, 1)).astype(np.float32)
-    a = DataMask(method="relaxed").fit(c["embedding"], c["quality"])
-    b = DataMask(method="relaxed").fit(c["embedding"] * scale, c["quality"])
+    a = PairwiseMask(method="relaxed").fit(c["embedding"], c["quality"])
+    b = PairwiseMask(method="relaxed").fit(c["embedding"] * scale, c["quality"])
     assert (a.mask_ == b.mask_).all()
 
 
@@ -244,39 +244,39 @@ def test_greedy_disf_increments_match_the_proxy(unit_rows):
 def test_bad_parameters_raise_value_error_naming_them(unit_rows, kwargs, match):
     E = unit_rows(100, 8)
     with pytest.raises(ValueError, match=match):
-        DataMask(**kwargs).fit(E, np.arange(100.0))
+        PairwiseMask(**kwargs).fit(E, np.arange(100.0))
 
 
 def test_bad_arrays_raise_value_error_naming_them(unit_rows):
     E = unit_rows(100, 8)
     q = np.arange(100.0)
     with pytest.raises(ValueError, match="lengths differ"):
-        DataMask().fit(E, q[:-1])
+        PairwiseMask().fit(E, q[:-1])
     bad = E.copy()
     bad[7, 2] = np.nan
     with pytest.raises(ValueError, match=r"embeddings contain NaN or inf \(first at row 7\)"):
-        DataMask().fit(bad, q)
+        PairwiseMask().fit(bad, q)
     bad[7, 2] = np.inf
     with pytest.raises(ValueError, match="NaN or inf"):
-        DataMask().fit(bad, q)
+        PairwiseMask().fit(bad, q)
     qb = q.copy()
     qb[3] = np.inf
     with pytest.raises(ValueError, match=r"quality contains NaN or inf \(first at row 3\)"):
-        DataMask().fit(E, qb)
+        PairwiseMask().fit(E, qb)
     z = E.copy()
     z[11] = 0
     with pytest.raises(ValueError, match=r"zero-norm row \(row 11\)"):
-        DataMask().fit(z, q)
+        PairwiseMask().fit(z, q)
     with pytest.raises(ValueError, match="2-D array"):
-        DataMask().fit(E[0], q[:1])
+        PairwiseMask().fit(E[0], q[:1])
     huge = E.copy()
     huge[5] *= np.float32(3e19)  # finite, but its squared norm overflows float32
     with pytest.raises(ValueError, match="row 5 has a norm beyond float32 range"):
-        DataMask().fit(huge, q)
+        PairwiseMask().fit(huge, q)
 
 
 def test_params_roundtrip_and_repr():
-    m = DataMask(lam=0.3, method="relaxed")
+    m = PairwiseMask(lam=0.3, method="relaxed")
     assert m.get_params()["lam"] == 0.3
     assert "lam=0.3" in repr(m) and "method='relaxed'" in repr(m)
     m.set_params(lam=0.7)
@@ -291,13 +291,13 @@ def test_datamask_is_a_scikit_learn_estimator_with_keyword_only_parameters(unit_
     from datamask.errors import ConfigError
     from datamask.pipeline.config import SelectConfig
 
-    m = DataMask(0.2, lam=0.3, diversity="facility")
+    m = PairwiseMask(0.2, lam=0.3, diversity="facility")
     assert isinstance(m, BaseEstimator) and clone(m).get_params() == m.get_params()
     with pytest.raises(TypeError):
-        DataMask(0.2, 5)  # budget is keyword-only
+        PairwiseMask(0.2, 5)  # budget is keyword-only
     # one validation: the pipeline's config raises the estimator's own message, naming the flag
     with pytest.raises(ValueError) as est:
-        DataMask(lam=2.0).fit(unit_rows(100, 8), np.arange(100.0))
+        PairwiseMask(lam=2.0).fit(unit_rows(100, 8), np.arange(100.0))
     with pytest.raises(ConfigError) as cfg:
         SelectConfig(lam=2.0).validated()
     assert str(est.value) == "lam must be a number from 0 to 1, got 2.0"
@@ -309,9 +309,9 @@ def test_cupy_fit_stays_on_device_and_matches_numpy_quality():
     import cupy as cp
 
     c = make_corpus(5000, dim=64, seed=0)
-    m = DataMask(steps=300, seed=0).fit(cp.asarray(c["embedding"]), cp.asarray(c["quality"]))
+    m = PairwiseMask(steps=300, seed=0).fit(cp.asarray(c["embedding"]), cp.asarray(c["quality"]))
     assert type(m.mask_).__module__.startswith("cupy")
-    ref = DataMask(method="greedy").fit(c["embedding"], c["quality"])
+    ref = PairwiseMask(method="greedy").fit(c["embedding"], c["quality"])
     rand = evaluate(c["embedding"], c["quality"], np.random.default_rng(0).permutation(5000)[: ref.budget_])
     assert gain_ratio(m.objective_["objective"], rand["objective"], ref.objective_["objective"]) > 0.95
 
@@ -319,8 +319,8 @@ def test_cupy_fit_stays_on_device_and_matches_numpy_quality():
 def test_float16_storage_is_accepted_without_changing_the_selection_much():
     c = make_corpus(3000, dim=32, seed=7)
     E32, q = c["embedding"], c["quality"]
-    a = DataMask(method="relaxed").fit(E32, q)
-    b = DataMask(method="relaxed").fit(E32.astype(np.float16), q)
+    a = PairwiseMask(method="relaxed").fit(E32, q)
+    b = PairwiseMask(method="relaxed").fit(E32.astype(np.float16), q)
     assert b.mask_.sum() == a.mask_.sum()
     assert (a.mask_ & b.mask_).sum() >= 0.97 * a.mask_.sum()
     assert b.objective_["objective"] == pytest.approx(a.objective_["objective"], abs=1e-3)

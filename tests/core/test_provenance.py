@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from datamask import DataMask, evaluate
+from datamask import evaluate
 from datamask.analysis.report.figures import trajectory_caption
 from datamask.core.relaxed_tokens import frank_wolfe_tokens, pairwise_token_terms
 from datamask.core.synthetic import make_corpus
+from tests.helpers.pairwise import PairwiseMask
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +21,7 @@ def corpus():
 
 def test_default_pairwise_fit_says_frank_wolfe_made_it(corpus):
     E, q = corpus
-    m = DataMask(0.1).fit(E, q)
+    m = PairwiseMask(0.1).fit(E, q)
     opt, start = m.optimizer_, m.start_history_
     assert opt["method"] == "pg" and opt["start"] == "relaxed" and opt["pg_steps"] == m.n_steps_
     assert opt["start_iterations"] == m.relaxed_iter_ == start[-1]["iteration"]
@@ -38,7 +39,7 @@ def test_default_pairwise_fit_says_frank_wolfe_made_it(corpus):
 def test_pairwise_frank_wolfe_trace_is_the_exact_objective(corpus):
     # for pairwise on unit rows the relaxed objective of a 0/1 point is the exact one: no shift
     E, q = corpus
-    m = DataMask(0.1, method="relaxed").fit(E, q)
+    m = PairwiseMask(0.1, method="relaxed").fit(E, q)
     rows = np.flatnonzero(m.mask_)
     assert m.start_history_[-1]["objective"] == pytest.approx(evaluate(E, q, rows)["objective"], rel=1e-9)
     assert m.optimizer_["start"] == "relaxed" and m.optimizer_["pg_steps"] == 0 and not m.optimizer_["pg_improved"]
@@ -46,7 +47,7 @@ def test_pairwise_frank_wolfe_trace_is_the_exact_objective(corpus):
 
 def test_facility_trace_follows_stochastic_greedy_picks(corpus):
     E, q = corpus
-    m = DataMask(0.1, diversity="facility").fit(E, q)
+    m = PairwiseMask(0.1, diversity="facility").fit(E, q)
     start = m.start_history_
     assert m.optimizer_["start"] == "stochastic_greedy" and start[-1]["iteration"] == m.budget_
     values = [r["objective"] for r in start]
@@ -60,7 +61,7 @@ def test_token_budget_frank_wolfe_has_a_start_phase(corpus, diversity):
     # the token-budget relaxation (frank_wolfe_tokens) records its trace like the row budget's
     E, q = corpus
     lengths = np.random.default_rng(1).integers(50, 500, size=len(q))
-    m = DataMask(token_budget=int(0.1 * lengths.sum()), diversity=diversity).fit(E, q, lengths)
+    m = PairwiseMask(token_budget=int(0.1 * lengths.sum()), diversity=diversity).fit(E, q, lengths)
     opt, start = m.optimizer_, m.start_history_
     assert opt["start"] == "relaxed" and start is not None and len(start) >= 2
     assert start[0]["iteration"] == 0 and start[-1]["iteration"] <= m.relaxed_iter_
@@ -89,18 +90,18 @@ def test_frank_wolfe_tokens_trace_is_the_relaxed_objective_of_x(corpus):
 
 def test_quality_start_runs_pg_and_reports_its_gain(corpus):
     E, q = corpus
-    m = DataMask(0.1, init="uniform", steps=200, patience=None, eval_every=50).fit(E, q)
+    m = PairwiseMask(0.1, init="uniform", steps=200, patience=None, eval_every=50).fit(E, q)
     opt = m.optimizer_
     assert m.start_history_ is None and opt["start"] == "uniform" and opt["start_iterations"] is None
     assert opt["pg_steps"] == 200 and opt["stopped_by"] == "steps"
     assert opt["pg_improved"] and opt["pg_gain"] > 0.01  # from a uniform start pg climbs
-    g = DataMask(0.1, method="greedy").fit(E, q).optimizer_
+    g = PairwiseMask(0.1, method="greedy").fit(E, q).optimizer_
     assert (g["start"], g["pg_steps"], g["pg_improved"], g["start_iterations"]) == ("greedy", 0, False, 300)
 
 
 def test_nothing_to_choose_is_said(corpus):
     E, q = corpus
-    m = DataMask(budget=1500).fit(E, q)  # S = the rows left after pruning
+    m = PairwiseMask(budget=1500).fit(E, q)  # S = the rows left after pruning
     assert m.optimizer_["start"] == "none" and m.optimizer_["pg_steps"] == 0 and m.start_history_ is None
 
 

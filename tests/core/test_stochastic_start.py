@@ -9,10 +9,11 @@ picks (tests/core/test_facility_kernels.py holds them to a float64 brute force).
 import numpy as np
 import pytest
 
-from datamask import DataMask, evaluate
+from datamask import evaluate
 from datamask.core import facility_lists, stochastic
 from datamask.core.facility import FacilityGroups
 from datamask.core.synthetic import make_corpus
+from tests.helpers.pairwise import PairwiseMask
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +66,8 @@ def test_sampled_start_picks_other_rows_than_greedy_and_keeps_its_gain(seed):
     c = make_corpus(8000, dim=32, seed=0)
     E, q = c["embedding"], c["quality"]
     kw = dict(diversity="facility", seed=seed)  # the seed also draws the reference rows: greedy's too
-    greedy = DataMask(method="greedy", **kw).fit(E, q)
-    m = DataMask(**kw).fit(E, q)
+    greedy = PairwiseMask(method="greedy", **kw).fit(E, q)
+    m = PairwiseMask(**kw).fit(E, q)
     assert m.init_ == "stochastic_greedy" and m.n_steps_ == 0
     assert m.n_candidates_ == 4000 and m.budget_ == 800
     assert (
@@ -84,19 +85,19 @@ def test_sampled_start_picks_other_rows_than_greedy_and_keeps_its_gain(seed):
 
 def test_default_facility_fit_is_its_stochastic_greedy_start(corpus):
     E, q = corpus
-    m = DataMask(diversity="facility").fit(E, q)
+    m = PairwiseMask(diversity="facility").fit(E, q)
     assert m.init_ == "stochastic_greedy" and m.logit_range_ == (0.0, 4.0)
     # no pg step by default (start_patience 0 for facility location): step 0's mask is the answer,
     # its objective summed in another order (float32 cosines)
     assert m.n_steps_ == 0 and m.stopped_by_ == "start" and [h["step"] for h in m.history_] == [0]
     assert m.history_[0]["objective"] == pytest.approx(m.objective_["objective"], rel=1e-6)
-    polished = DataMask(diversity="facility", start_patience=100).fit(E, q)  # the polish, when asked for
+    polished = PairwiseMask(diversity="facility", start_patience=100).fit(E, q)  # the polish, when asked for
     assert polished.n_steps_ == 100 and polished.objective_["objective"] >= m.objective_["objective"] - 1e-6
     t = np.random.default_rng(1).integers(20, 400, size=2000)
-    tok = DataMask(diversity="facility", token_budget=int(0.1 * t.sum()), steps=100).fit(E, q, lengths=t)
+    tok = PairwiseMask(diversity="facility", token_budget=int(0.1 * t.sum()), steps=100).fit(E, q, lengths=t)
     assert tok.init_ == "quality"  # no stochastic greedy under a token budget
     with pytest.raises(ValueError, match=r"^init='stochastic_greedy' is not defined .* under a token budget"):
-        DataMask(diversity="facility", init="stochastic_greedy", token_budget=1000).fit(E, q, lengths=t)
+        PairwiseMask(diversity="facility", init="stochastic_greedy", token_budget=1000).fit(E, q, lengths=t)
 
 
 def test_neighbour_lists_from_a_sampled_threshold_are_a_full_selection():

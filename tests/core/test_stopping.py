@@ -14,10 +14,10 @@ import types
 import numpy as np
 import pytest
 
-from datamask import DataMask
 from datamask.core import pg
 from datamask.core.pg import MAX_STEPS, MIN_STEPS, step_budget
 from datamask.core.synthetic import make_corpus
+from tests.helpers.pairwise import PairwiseMask
 
 
 def tracker(objectives, patience=10, tol=1e-5):
@@ -78,10 +78,10 @@ def test_auto_continues_its_pilot_instead_of_rerunning_it(monkeypatch):
     E, q = c["embedding"], c["quality"]
     kw = dict(steps=400, eval_every=50, patience=None, init="quality")
     calls = count_steps(monkeypatch)
-    auto = DataMask(**kw).fit(E, q)
+    auto = PairwiseMask(**kw).fit(E, q)
     n_auto = calls[0]
     calls[0] = 0
-    fixed = DataMask(logit_range=auto.logit_range_, **kw).fit(E, q)
+    fixed = PairwiseMask(logit_range=auto.logit_range_, **kw).fit(E, q)
     assert n_auto == calls[0] + 100  # the losing pilot's 100 steps (a quarter of 400) only
     assert auto.n_steps_ == fixed.n_steps_ == 400 and auto.steps_ == 400
     np.testing.assert_array_equal(auto.mask_, fixed.mask_)
@@ -97,7 +97,7 @@ def test_auto_callback_sees_the_winners_points_and_can_stop(stop_at):
         seen.append(rec["step"])
         return rec["step"] >= stop_at
 
-    m = DataMask(steps=400, eval_every=50, patience=None, init="quality", callback=cb)
+    m = PairwiseMask(steps=400, eval_every=50, patience=None, init="quality", callback=cb)
     m.fit(c["embedding"], c["quality"])
     assert seen == list(range(0, stop_at + 1, 50))  # in order, once each, the loser's never
     assert m.n_steps_ == max(stop_at, 100)  # a stop inside the pilot takes effect when it ends
@@ -106,7 +106,9 @@ def test_auto_callback_sees_the_winners_points_and_can_stop(stop_at):
 def test_auto_shows_its_progress_bar_after_the_pilot(capsys, monkeypatch):
     monkeypatch.setenv("DATAMASK_PROGRESS_INTERVAL", "0")  # stderr is not a terminal here: a line per step
     c = make_corpus(n_rows=2000, dim=16, seed=0)
-    DataMask(steps=400, eval_every=50, patience=None, init="quality", progress=True).fit(c["embedding"], c["quality"])
+    PairwiseMask(steps=400, eval_every=50, patience=None, init="quality", progress=True).fit(
+        c["embedding"], c["quality"]
+    )
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("datamask: policy-gradient steps 101 so far")  # it continues from the pilot's end
     assert "steps 400 so far" in lines[-1] and not any("left" in ln for ln in lines)  # no false time left
@@ -118,13 +120,13 @@ def test_a_stop_at_step_0_builds_no_step(final, monkeypatch):
     never allocated (``build`` is not called)."""
     c = make_corpus(n_rows=1000, dim=16, seed=0)
     kw = dict(steps=200, eval_every=50, patience=None, init="quality", logit_range=(0.0, 16.0), final=final)
-    ran = DataMask(**kw).fit(c["embedding"], c["quality"])
+    ran = PairwiseMask(**kw).fit(c["embedding"], c["quality"])
 
     def no_build(*a, **k):
         raise AssertionError("the step was built")
 
     monkeypatch.setattr(pg.PolicyGradient, "build", no_build)
-    m = DataMask(**kw, callback=lambda est, rec: True).fit(c["embedding"], c["quality"])
+    m = PairwiseMask(**kw, callback=lambda est, rec: True).fit(c["embedding"], c["quality"])
     assert m.n_steps_ == 0 and [h["step"] for h in m.history_] == [0]
     assert m.mask_.sum() == ran.mask_.sum() == m.budget_
     assert m.history_[0]["objective"] == ran.history_[0]["objective"]  # the same step 0

@@ -5,13 +5,14 @@ import itertools
 import numpy as np
 import pytest
 
-from datamask import DataMask, evaluate
+from datamask import evaluate
 from datamask.core.objectives import Objective, normalize_quality
 from datamask.core.pg import PolicyGradient, TokenBudget
 from datamask.core.policy import log_prob, policy_gradient, sample_masks
 from datamask.core.state import FitState
 from datamask.core.synthetic import make_corpus
 from datamask.core.tokens import fill, knapsack_vertex, max_rows, prefix_lengths
+from tests.helpers.pairwise import PairwiseMask
 
 
 def skewed_lengths(n, seed=0, n_long=3):
@@ -121,7 +122,7 @@ def test_prefix_objectives_are_the_exact_objective_of_each_prefix(corpus, divers
     E, q, t = corpus
     t = t.astype(np.float64)
     T = int(0.1 * t.sum())
-    est = DataMask(token_budget=T, prune=0.0, diversity=diversity, reference_size=None)
+    est = PairwiseMask(token_budget=T, prune=0.0, diversity=diversity, reference_size=None)
     qn = normalize_quality(q)
     obj = Objective(E, qn, 0.5, diversity)
     state = FitState(est, obj, np.arange(800), 50, lengths=t, token_budget=T)
@@ -156,7 +157,7 @@ def test_prefix_objectives_are_the_exact_objective_of_each_prefix(corpus, divers
 def test_every_solver_keeps_the_token_budget_within_one_document(corpus, diversity, solver):
     E, q, t = corpus
     T = int(0.1 * t.sum())
-    est = DataMask(
+    est = PairwiseMask(
         token_budget=T,
         diversity=diversity,
         method=solver,
@@ -170,7 +171,7 @@ def test_every_solver_keeps_the_token_budget_within_one_document(corpus, diversi
     assert est.tokens_ == kept <= T
     assert T - kept < t[~est.mask_].min()  # no row left out would still fit
     assert est.budget_ == est.mask_.sum()
-    ref = DataMask(
+    ref = PairwiseMask(
         token_budget=T,
         diversity=diversity,
         method=solver,
@@ -187,7 +188,7 @@ def test_every_solver_keeps_the_token_budget_within_one_document(corpus, diversi
 def test_pg_with_pruning_and_batches_stays_within_the_budget(corpus, final):
     E, q, t = corpus
     T = int(0.05 * t.sum())
-    est = DataMask(
+    est = PairwiseMask(
         token_budget=T, steps=60, eval_every=20, group_size=16, batch_ratio=0.3, batch_max=None, final=final
     ).fit(E, q, lengths=t)
     assert 0 < est.tokens_ <= T
@@ -199,10 +200,10 @@ def test_pg_with_pruning_and_batches_stays_within_the_budget(corpus, final):
 def test_pg_beats_the_quality_fill_on_its_objective(corpus):
     E, q, t = corpus
     T = int(0.1 * t.sum())
-    est = DataMask(token_budget=T, steps=200, eval_every=20, group_size=32, prune=0.0).fit(E, q, lengths=t)
+    est = PairwiseMask(token_budget=T, steps=200, eval_every=20, group_size=32, prune=0.0).fit(E, q, lengths=t)
     # the fill a token budget makes of the rows by quality (top-k under tokens), scored the same way
     quality_fill = evaluate(E, q, fill(np.argsort(-q, kind="stable"), t.astype(np.float64), T))["objective"]
-    greedy = DataMask(token_budget=T, method="greedy", prune=0.0).fit(E, q, lengths=t).objective_["objective"]
+    greedy = PairwiseMask(token_budget=T, method="greedy", prune=0.0).fit(E, q, lengths=t).objective_["objective"]
     start, end = est.history_[0]["objective"], est.objective_["objective"]
     assert est.history_[0]["step"] == 0 and greedy > quality_fill
     # the start (Frank-Wolfe's rounding under tokens) is below the fill here: what beats it is pg's steps
@@ -228,23 +229,23 @@ def test_batch_budgets_are_the_batch_token_share_and_draws_are_long_enough():
 def test_budget_checks(corpus):
     E, q, t = corpus
     with pytest.raises(ValueError, match="not both"):
-        DataMask(token_budget=1000, budget=10).fit(E, q, lengths=t)
+        PairwiseMask(token_budget=1000, budget=10).fit(E, q, lengths=t)
     for bad in (0, -5, 2.5):
         with pytest.raises(ValueError, match="positive integer token budget"):
-            DataMask(token_budget=bad).fit(E, q, lengths=t)
+            PairwiseMask(token_budget=bad).fit(E, q, lengths=t)
     with pytest.raises(ValueError, match="lengths="):
-        DataMask(token_budget=1000).fit(E, q)
+        PairwiseMask(token_budget=1000).fit(E, q)
     for bad, word in ((-1, "-1"), (np.nan, "nan"), (2.5, "2.5")):
         tt = t.astype(np.float64).copy()
         tt[7] = bad
         with pytest.raises(ValueError, match=rf"lengths\[7\] = {word}"):
-            DataMask(token_budget=1000).fit(E, q, lengths=tt)
+            PairwiseMask(token_budget=1000).fit(E, q, lengths=tt)
     with pytest.raises(ValueError, match="left after pruning"):
-        DataMask(token_budget=int(0.9 * t.sum())).fit(E, q, lengths=t)
-    est = DataMask(token_budget=int(t.sum()) + 1).fit(E, q, lengths=t)
+        PairwiseMask(token_budget=int(0.9 * t.sum())).fit(E, q, lengths=t)
+    est = PairwiseMask(token_budget=int(t.sum()) + 1).fit(E, q, lengths=t)
     assert est.covers_all_ and est.mask_.all() and est.tokens_ == t.sum()
     # rows stay the unit when token_budget is not given; lengths only count the tokens kept
-    est = DataMask(budget=50, steps=20).fit(E, q, lengths=t)
+    est = PairwiseMask(budget=50, steps=20).fit(E, q, lengths=t)
     assert est.budget_ == 50 and est.tokens_ == t[est.mask_].sum() and not est.covers_all_
 
 
@@ -288,7 +289,7 @@ def test_token_steps_read_nothing_back_and_match_numpy(corpus, fake_cp, monkeypa
     E, q, t = corpus
     T = int(0.1 * t.sum())
     params = dict(dict(token_budget=T, steps=40, eval_every=20, patience=None, seed=5, group_size=16), **kw)
-    a = DataMask(**params).fit(E, q, lengths=t)
+    a = PairwiseMask(**params).fit(E, q, lengths=t)
     inner = pg._BestMask.evaluate
 
     def evaluate(self, *args, **kwargs):
@@ -317,7 +318,7 @@ def test_token_steps_read_nothing_back_and_match_numpy(corpus, fake_cp, monkeypa
     monkeypatch.setattr(pg._BestMask, "evaluate", evaluate)
     monkeypatch.setattr(pg.PolicyGradient, "advance", guarded)
     try:
-        b = DataMask(**params).fit(fake_cp.asarray(E), fake_cp.asarray(q), lengths=fake_cp.asarray(t))
+        b = PairwiseMask(**params).fit(fake_cp.asarray(E), fake_cp.asarray(q), lengths=fake_cp.asarray(t))
     finally:
         fake_cupy._STRICT[0] = False
     La, Lb = a.logits_, np.asarray(b.logits_)
@@ -366,7 +367,7 @@ def test_tokens_after_pruning_is_the_line_a_fit_refuses_at(corpus):
     left = tokens_after_pruning(t, q, prunes)
     assert left[0] == t.sum() and left == sorted(left, reverse=True) and len(set(left)) == len(left)
     for p, L in zip(prunes[1:], left[1:]):
-        fit = DataMask(token_budget=L - 1, prune=p, steps=5).fit(E, q, lengths=t)
+        fit = PairwiseMask(token_budget=L - 1, prune=p, steps=5).fit(E, q, lengths=t)
         assert fit.tokens_ <= L - 1
         with pytest.raises(ValueError, match=f"token budget {L} is not below the {L} tokens left after pruning"):
-            DataMask(token_budget=L, prune=p, steps=5).fit(E, q, lengths=t)
+            PairwiseMask(token_budget=L, prune=p, steps=5).fit(E, q, lengths=t)

@@ -68,7 +68,8 @@ def test_static_through_the_cli_built_once(tmp_path, tiny_model, static_cache, a
     rows = [json.loads(line) for line in CORPUS.read_text().splitlines()][:30]
     src = tmp_path / "in"
     src.mkdir()
-    pq.write_table(pa.table({"id": [r["id"] for r in rows], "text": [r["text"] for r in rows]}), src / "f.parquet")
+    ids, texts = [r["id"] for r in rows] + [10_000], [r["text"] for r in rows] + ["────┼────┬────"]
+    pq.write_table(pa.table({"id": ids, "text": texts}), src / "f.parquet")  # the last: no token the model knows
     out = tmp_path / "out"
     args = [
         "embed",
@@ -87,6 +88,7 @@ def test_static_through_the_cli_built_once(tmp_path, tiny_model, static_cache, a
     assert main(args + ["--quiet"]) == 0
     m = json.loads((out / "manifest.json").read_text())
     assert m["embed"]["backend"] == "static" and m["embed"]["dim"] == 32 and m["totals"]["rows_out"] == 30
+    assert m["totals"]["skipped_texts"] == 1  # a zero vector no selection could take: dropped and counted
     t = pq.read_table(out / "data")
     assert t.schema.field("embedding").type == pa.list_(pa.float32(), 32)
     (cfg,) = list(Path(static_cache).rglob("static-pca256/config.json"))

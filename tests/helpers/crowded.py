@@ -1,11 +1,13 @@
 """The crowded clustered corpus (quality set by the cluster, tight clusters, high-quality
 near-duplicate groups) at lam 0.2: the shape where the quality-aware wide start fails
-(benchmarks/results/defaults.md, shrunk). Shared by the start tests."""
+(benchmarks/results/defaults.md, shrunk), under pairwise diversity (``evaluate``'s default).
+Shared by the start tests."""
 
 import numpy as np
 
-from datamask import DataMask, evaluate
+from datamask import evaluate
 from datamask.core.synthetic import make_clusters
+from tests.helpers.pairwise import PairwiseMask
 
 ISSUE = dict(n_clusters=50, spread=0.5, noise=0.1, n_dup_groups=10, dup_fraction=0.05)
 
@@ -15,5 +17,5 @@ def crowded_corpus(n=2000, dim=32, lam=0.2):
     c = make_clusters(n, dim=dim, seed=0, **ISSUE)
     E, q = c["embedding"], c["quality"]
     rand = evaluate(E, q, np.random.default_rng(0).permutation(n)[: n // 10], lam=lam)["objective"]
-    best = DataMask(method="greedy", lam=lam).fit(E, q).objective_["objective"]
+    best = PairwiseMask(method="greedy", lam=lam).fit(E, q).objective_["objective"]
     return E, q, rand, best - rand

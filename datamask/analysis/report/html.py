@@ -94,7 +94,11 @@ def _table_note(data: ReportData) -> str:
     if "whole split" in t.index:
         note += "; whole split: every row of each split, on the run's objective"
     tail = f"; lower is better for {', '.join(lower)}" if lower else ""
-    return f"<p class='missing'>{html.escape(note)}. Higher is better for every other number{tail}.</p>"
+    what = "; ".join(f"{d.label}: {d.measures}" for name, d in DIVERSITIES.items() if name in t.columns)
+    what = f" What each diversity column measures — {what} (docs/diversity.md)." if what else ""
+    return (
+        f"<p class='missing'>{html.escape(note)}. Higher is better for every other number{tail}.{html.escape(what)}</p>"
+    )
 
 
 def _coverage_warning(data: ReportData) -> str | None:

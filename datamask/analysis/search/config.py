@@ -69,6 +69,42 @@ def _options(v, name="proxy_options") -> str:
     return str(v)
 
 
+def _references_text(v, name="references") -> str:
+    """``--references``'s canonical text from the text or a YAML mapping ``{NAME: {KEY: VALUE}}``."""
+    if isinstance(v, dict):
+        return ";".join(f"{k}:{_options(r)}" for k, r in v.items())
+    return str(v)
+
+
+def parse_references(text) -> dict:
+    """``{name: recipe}`` of ``--references`` text (values as YAML reads them; a ``preset`` key expanded)."""
+    import yaml
+
+    from ...pipeline.presets import PRESETS
+
+    out = {}
+    for part in [p for p in str(text or "").split(";") if p.strip()]:
+        name, sep, body = part.partition(":")
+        name = name.strip()
+        if not sep or not name:
+            raise ConfigError(f"references {part.strip()!r}: write NAME:KEY=VALUE,... (e.g. paper:preset=paper)")
+        if name in ("chosen", "default", "topk", "random") or name in out:
+            raise ConfigError(f"references: the name {name!r} is taken; choose another")
+        recipe = {}
+        for kv in [x for x in body.split(",") if x.strip()]:
+            k, eq, val = kv.partition("=")
+            if not eq:
+                raise ConfigError(f"references {name}: {kv.strip()!r} is not KEY=VALUE")
+            recipe[k.strip().replace("-", "_")] = yaml.safe_load(val.strip())
+        if "preset" in recipe:
+            p = recipe.pop("preset")
+            if p not in PRESETS:
+                raise ConfigError(f"references {name}: preset must be one of {', '.join(PRESETS)}; got {p!r}")
+            recipe = {**PRESETS[p], **recipe}
+        out[name] = {"method": "datamask", **recipe}
+    return out
+
+
 @dataclass
 class SearchConfig(SelectConfig):
     """``datamask search INPUT OUTPUT --eval EVAL``: recipes sampled, proxy LMs trained, a
@@ -147,6 +183,14 @@ class SearchConfig(SelectConfig):
         "a difference is beyond noise when its paired t-interval at the 0.95 level excludes zero (0: no verification)",
         group="search",
     )
+    references: str | None = _f(
+        None,
+        "more recipes the verification trains beside the chosen, default, top-k and random ones, on the same "
+        "seeds and budget: NAME:KEY=VALUE,...;NAME2:... (a KEY is a select flag's name; preset=paper expands "
+        "the paper's recipe), e.g. 'paper:preset=paper;mine:lam=0.3,diversity=pairwise' (--references)",
+        group="search",
+        parse=lambda v, name: _references_text(v, name),
+    )
     budget_unit: str = _f(
         "tokens",
         "what --ratio (or a searched ratio) counts: tokens (a share of the corpus's tokens, as --token-ratio: "
@@ -188,6 +232,11 @@ class SearchConfig(SelectConfig):
             raise ConfigError(f"verify must be >= 0, got {self.verify}")
         self._check_unit()
         self.proxy_config()  # the proxy settings' own checks
+        for name, recipe in self.reference_recipes().items():  # each reference as select checks it
+            try:
+                self.replace_unchecked(**{k: v for k, v in recipe.items() if k != "ratio"})
+            except (ConfigError, TypeError, ValueError) as e:
+                raise ConfigError(f"references {name}: {e}") from None
         self.items()  # the space's
         return self
 
@@ -213,6 +262,10 @@ class SearchConfig(SelectConfig):
     def counts_tokens(self) -> bool:
         """True when every trial selects to a token budget (given, or its ratio in tokens)."""
         return bool(self.token_budget) or self.ratio_in_tokens
+
+    def reference_recipes(self) -> dict:
+        """``--references``'s recipes by name (checked as select checks its settings)."""
+        return parse_references(self.references)
 
     def items(self):
         """The parsed ``--space`` (its default for the method when unset)."""

@@ -163,7 +163,7 @@ def _early_references(client, parts, cfg, out, space, base_fp, counts):
     recipe's, so no worker waits while the last trials end and the client fits the regressor,
     and some are left to train beside the chosen recipe's; None when they depend on the chosen
     recipe (its searched ``ratio``) or ``--verify 0``."""
-    refs = early_references(cfg.method, [p.name for p in space.params], float(cfg.prune))
+    refs = early_references(cfg.method, [p.name for p in space.params], extra=cfg.reference_recipes())
     if int(cfg.verify) < 1 or refs is None:
         return None
     jobs = _verify_jobs(cfg, refs, base_fp)
@@ -172,7 +172,9 @@ def _early_references(client, parts, cfg, out, space, base_fp, counts):
 
 def _submit_verification(client, parts, cfg, out, chosen, base_fp, early, counts, space) -> tuple:
     """(batch of the verification models not submitted early, every verified recipe by name)."""
-    recipes = verification_recipes(cfg.method, chosen, float(cfg.prune), lambda r: float(space.cap_at([r])[0]))
+    recipes = verification_recipes(
+        cfg.method, chosen, None, lambda r: float(space.cap_at([r])[0]), extra=cfg.reference_recipes()
+    )
     if int(cfg.verify) < 1:
         return None, recipes
     todo = {"chosen": recipes["chosen"]} if early is not None else recipes

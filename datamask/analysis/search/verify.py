@@ -35,30 +35,43 @@ VERIFY_SEED_OFFSET = 10_000
 REFERENCES = ("default", "topk", "random")
 
 
-def verification_recipes(method: str, chosen: dict, prune: float = 0.5, cap=None) -> dict:
-    """``{name: recipe}`` of the chosen recipe and the three references, at the chosen recipe's
-    ``ratio`` when it has one (the default's ``prune``, the base recipe's, capped at ``cap(ratio)``:
-    the largest prune that leaves the ratio's rows, or its tokens under a token budget; default
-    ``1 - ratio``)."""
-    default = (
-        {"method": "quadmix"} if method == "quadmix" else {"method": "datamask", "lam": 0.5, "diversity": "pairwise"}
-    )
+def default_recipe(method: str) -> dict:
+    """What ``datamask select --method METHOD`` runs with no other option, as a recipe: DATAMASK's
+    defaults (every parameter a trial may set), or QuaDMix's."""
+    if method == "quadmix":
+        return {"method": "quadmix"}
+    from ...core.params import DataMaskParams
+
+    d = DataMaskParams()
+    return {"method": "datamask", "lam": d.lam, "diversity": d.diversity, "prune": d.prune,
+            "near_duplicate": d.near_duplicate}  # fmt: skip
+
+
+def verification_recipes(method: str, chosen: dict, prune: float | None = None, cap=None, extra=None) -> dict:
+    """``{name: recipe}`` of the chosen recipe, the three references and the ``extra`` recipes
+    (``--references``), at the chosen recipe's ``ratio`` when it has one (a recipe's ``prune``
+    capped at ``cap(ratio)``: the largest prune that leaves the ratio's rows, or its tokens under
+    a token budget; default ``1 - ratio``). ``prune``: the default's (None: DATAMASK's default)."""
+    default = default_recipe(method)
+    if prune is not None and method != "quadmix":
+        default["prune"] = float(prune)
     refs = {"default": default, "topk": {"method": "topk"}, "random": {"method": "random"}}
+    refs.update({k: dict(v) for k, v in (extra or {}).items()})
     if "ratio" in chosen:  # the references select as much as the chosen recipe
+        top = (1.0 - float(chosen["ratio"])) if cap is None else float(cap(float(chosen["ratio"])))
         for r in refs.values():
             r["ratio"] = float(chosen["ratio"])
-        top = (1.0 - float(chosen["ratio"])) if cap is None else float(cap(float(chosen["ratio"])))
-        if method != "quadmix" and float(prune) > top:
-            default["prune"] = top
+            if "prune" in r and float(r["prune"]) > top:
+                r["prune"] = top
     return {"chosen": dict(chosen), **refs}
 
 
-def early_references(method: str, searched, prune: float = 0.5) -> dict | None:
+def early_references(method: str, searched, prune: float | None = None, extra=None) -> dict | None:
     """``{name: recipe}`` of the references when no chosen recipe changes them (``ratio`` is not
     among the ``searched`` parameters), so they can train beside the trials; else None."""
     if "ratio" in set(searched):
         return None
-    return {k: v for k, v in verification_recipes(method, {}, prune).items() if k != "chosen"}
+    return {k: v for k, v in verification_recipes(method, {}, prune, extra=extra).items() if k != "chosen"}
 
 
 def verification_seeds(seed: int, k: int) -> list:
@@ -106,7 +119,7 @@ def _one_set(frame, column: str, unit: str, where: str, level: float) -> dict:
     pooled = float(np.sqrt(np.mean(np.square(sds)))) if sds else None
     out["pooled_sd"] = pooled
     if "chosen" in wide.columns:
-        for ref in [r for r in REFERENCES if r in wide.columns]:
+        for ref in [r for r in wide.columns if r != "chosen"]:
             d = paired_t(wide["chosen"], wide[ref], level)
             d["spreads"] = d["mean"] / pooled if pooled else None
             d["words"] = _sentence(ref, d, unit, where)

@@ -1,0 +1,218 @@
+"""Fidelity (issue 48, item 6): does the search's small proxy rank selections as a stronger one does?
+
+For each recipe-suite cell given (``--cells``; a finished ``recipe_suite.py`` search each), the
+verified arms (the chosen recipe, the default, top-k, random and the suite's references) are
+selected again exactly as the search selected them (its own ``select_recipe`` over its own
+prepared rows; the rows and tokens are checked against ``verify.parquet``), and a **stronger
+proxy** is trained on each: ``--tokens`` training tokens (default 8x the suite's) and the model
+``--proxy-options`` give (default about 4x the ``tiny`` preset's parameters), scored on the same
+evaluation windows of both targets with the same tokenizer. Its ranking of the arms is set
+against the small proxies' (the mean of the search's paired verification seeds):
+
+* Spearman's rho between the two rankings, with a bootstrap interval (the small proxies' seeds
+  resampled, and the arms);
+* pairwise decision accuracy (DataDecide's measure): the share of arm pairs that the small
+  proxies order as the stronger one does, over every pair and over the pairs the small proxies
+  separate beyond noise (paired 95% t-interval), with the bootstrap's interval.
+
+Each strong model is cached as JSON under ``--work``/fidelity; two train at a time (one torch
+thread each). Writes ``benchmarks/results/fidelity.json`` and renders ``fidelity.md``::
+
+    python benchmarks/fidelity.py --cells man:1x,pydoc:1x
+    python benchmarks/fidelity.py --render
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+RESULTS = ROOT / "benchmarks" / "results"
+STRONG = "d_model=256,n_heads=8,d_ff=512,n_layers=5"  # about 4x tiny's parameters (tiny: 128, 4, 256, 4)
+TARGETS = ("eval", "quality")
+BOOT = 2000
+
+
+def _cell_dir(suite: dict, corpus: str, regime: str) -> Path:
+    for c in suite["cells"]:
+        if c["corpus"] == corpus and c["regime"] == regime:
+            return Path(c["run_dir"])
+    raise SystemExit(f"fidelity: no finished recipe-suite cell {corpus}:{regime} (run recipe_suite.py first)")
+
+
+def selections(cell: Path) -> dict:
+    """``{arm: sel}``: every verified arm selected again as the search selected it."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from datamask.analysis.search import SearchConfig
+    from datamask.analysis.search.run import _plan, corpus_parts, split_token_budgets
+    from datamask.analysis.search.trials import select_recipe
+
+    cfg = SearchConfig(**json.loads((cell / "manifest.json").read_text())["config"])
+    v = pd.read_parquet(cell / "verify.parquet").drop_duplicates("name").set_index("name")
+    splits = _plan(cfg)
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as lc, Client(lc) as client:
+        counts, _ = split_token_budgets(client, cfg, splits)
+    parts, _ = corpus_parts(cfg, splits)
+    frames = dask.compute(*parts, scheduler="sync")
+    out = {}
+    for arm, row in v.iterrows():
+        sel = select_recipe(*frames, recipe=json.loads(row["recipe"]), cfg=cfg, out=str(cell), counts=counts)
+        got = (len(sel["rows"]), sel["stats"]["selected_tokens"])
+        if got != (int(row["rows"]), int(row["selected_tokens"])):
+            raise SystemExit(
+                f"fidelity: {cell.name} {arm}: selected {got}, the search {row['rows']}, {row['selected_tokens']}"
+            )
+        out[arm] = sel
+    return out
+
+
+def train_strong(cell: str, arm: str, sel: dict, tokens: int, options: str, seed: int) -> dict:
+    """(a process) One stronger proxy on ``sel``, the search's tokenizer and evaluation windows."""
+    from datamask.analysis.proxy_lm.runner import proxy_device
+    from datamask.analysis.proxy_lm.train import deterministic, train_selection
+    from datamask.analysis.search import SearchConfig
+    from datamask.analysis.search.prepare import load_prep
+    from datamask.analysis.search.trials import _losses
+
+    cfg = SearchConfig(**json.loads((Path(cell) / "manifest.json").read_text())["config"])
+    cfg = cfg.replace(proxy_tokens=int(tokens), proxy_options=",".join(x for x in (cfg.proxy_options, options) if x))
+    prep = load_prep(cell)
+    pc = cfg.proxy_config(seed)
+    r = pc.resolved()
+    device, precision = proxy_device(pc)
+    t0 = time.perf_counter()
+    with deterministic(1):
+        res = train_selection(arm, prep.docs(sel["rows"]), prep.tok, r, prep.initial_state(r),
+                              [(e, e) for e in prep.evals], device, precision, quiet=True)  # fmt: skip
+    return {"arm": arm, "seed": seed, "evals": _losses(res["evals"], res["unigram"]), "steps": res["steps"],
+            "tokens": res["tokens"], "passes": res["passes"], "params": res.get("params"),
+            "seconds": time.perf_counter() - t0, "precision": precision}  # fmt: skip
+
+
+def _ranks(x):
+    return pd.Series(x).rank().to_numpy()
+
+
+def spearman(a, b) -> float:
+    ra, rb = _ranks(a), _ranks(b)
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def accuracy(small: pd.DataFrame, strong: pd.Series, only_beyond=False, count=False):
+    """Share of arm pairs the small proxies (``small``: seeds x arms) order as ``strong`` does;
+    ``only_beyond``: only the pairs whose paired 95% t-interval excludes zero."""
+    from datamask.analysis.search.noise import paired_t
+
+    arms, hit, n = list(strong.index), 0, 0
+    m = small.mean()
+    for i, a in enumerate(arms):
+        for b in arms[i + 1 :]:
+            if only_beyond and not paired_t(small[a].to_numpy(), small[b].to_numpy())["beyond"]:
+                continue
+            n += 1
+            hit += (m[a] < m[b]) == (strong[a] < strong[b])
+    if count:
+        return n
+    return hit / n if n else None
+
+
+def fidelity(small: pd.DataFrame, strong: pd.Series, seed=0) -> dict:
+    """Spearman and decision accuracy of the small proxies' mean ranking against ``strong``, with a
+    bootstrap over the small proxies' seeds and the arms."""
+    arms = list(strong.index)
+    small = small[arms]
+    out = {"spearman": spearman(small.mean().to_numpy(), strong.to_numpy()),
+           "accuracy": accuracy(small, strong), "accuracy_beyond": accuracy(small, strong, True),
+           "pairs_beyond": accuracy(small, strong, True, count=True), "arms": len(arms)}  # fmt: skip
+    rng = np.random.default_rng(seed)
+    rho, acc = [], []
+    for _ in range(BOOT):
+        s = small.iloc[rng.integers(0, len(small), len(small))]
+        pick = rng.choice(arms, len(arms), replace=True)
+        if len(set(pick)) >= 3:
+            rho.append(spearman(s[pick].mean().to_numpy(), strong[pick].to_numpy()))
+        acc.append(accuracy(s, strong))
+    out["spearman_ci"] = [float(np.nanpercentile(rho, 2.5)), float(np.nanpercentile(rho, 97.5))]
+    out["accuracy_ci"] = [float(np.percentile(acc, 2.5)), float(np.percentile(acc, 97.5))]
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cells", default="man:1x,pydoc:1x")
+    ap.add_argument("--suite", default=str(RESULTS / "recipe_suite.json"))
+    ap.add_argument("--work", default="/work/cache/suite")
+    ap.add_argument("--tokens", type=int, default=8 * 524_288, help="the stronger proxy's training tokens")
+    ap.add_argument("--proxy-options", default=STRONG, help="the stronger proxy's model (proxy-lm's flag names)")
+    ap.add_argument("--seed", type=int, default=10_000, help="its seed (the first verification seed)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--render", action="store_true")
+    args = ap.parse_args(argv)
+    from benchmarks.fidelity_report import render
+
+    out = Path(args.out)
+    if args.render:
+        render(out)
+        return
+    suite = json.loads(Path(args.suite).read_text())
+    cache = Path(args.work) / "fidelity"
+    cache.mkdir(parents=True, exist_ok=True)
+    t0, load0 = time.time(), os.getloadavg()[0]
+    cells = []
+    for spec in args.cells.split(","):
+        corpus, regime = spec.strip().split(":")
+        cell = _cell_dir(suite, corpus, regime)
+        key = f"{corpus}-{regime}-{args.tokens}-{args.proxy_options.replace(',', '_').replace('=', '')}-s{args.seed}"
+        todo, models = {}, {}
+        sels = None
+        for arm in pd.read_parquet(cell / "verify.parquet")["name"].unique():
+            f = cache / f"{key}-{arm}.json"
+            if f.exists():
+                models[arm] = json.loads(f.read_text())
+            else:
+                sels = sels or selections(cell)
+                todo[arm] = sels[arm]
+        with ProcessPoolExecutor(args.jobs) as ex:
+            futs = {
+                a: ex.submit(train_strong, str(cell), a, s, args.tokens, args.proxy_options, args.seed)
+                for a, s in todo.items()
+            }
+            for arm, fu in futs.items():
+                models[arm] = fu.result()
+                (cache / f"{key}-{arm}.json").write_text(json.dumps(models[arm]))
+                print(f"[fidelity] {corpus} {regime} {arm}: {models[arm]['seconds']:.0f} s", flush=True)
+        v = pd.read_parquet(cell / "verify.parquet")
+        res = {}
+        for t in TARGETS:
+            small = v.pivot_table(index="seed", columns="name", values=f"loss.{t}", aggfunc="first").dropna()
+            strong = pd.Series({a: m["evals"][t]["loss"] for a, m in models.items()})
+            res[t] = fidelity(small, strong)
+            res[t]["small"] = small.mean().to_dict()
+            res[t]["strong"] = strong.to_dict()
+        cells.append({"corpus": corpus, "regime": regime, "run_dir": str(cell), "fidelity": res,
+                      "strong_models": models})  # fmt: skip
+    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "load": [load0, os.getloadavg()[0]],
+            "seconds": time.time() - t0, "tokens": args.tokens, "proxy_options": args.proxy_options,
+            "small_tokens": suite["settings"]["proxy_tokens"], "seed": args.seed}  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fidelity.json").write_text(json.dumps({"meta": meta, "cells": cells}, indent=1, default=str))
+    render(out)
+
+
+if __name__ == "__main__":
+    main()

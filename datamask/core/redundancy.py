@@ -1,0 +1,179 @@
+"""Near-duplicate candidates: the redundancy filter of a fit (``DataMask(near_duplicate=0.95)``).
+
+A diversity objective that averages over the selection barely sees a pair of near-duplicates
+(pairwise diversity is a function of the selection's mean embedding; facility location gives
+the second copy no gain, but once its reference rows are covered the rest of the budget
+follows quality, copies included). So a fit first drops candidates, best quality first
+(normalised quality; on a tie, the earlier row): a candidate goes when a better candidate that
+stays (or a better one compared in the same block of 256) is at cosine >= ``near_duplicate``.
+Of a group of near-copies the best stays, and the candidates that stay are pairwise below the
+threshold wherever a pair was compared. The threshold is the report's near-duplicate line
+(semantic dedup's default eps 0.05).
+
+Finding the pairs without the n x n product: rows go into cells by their nearest of a seeded
+sample of themselves as centres (dense regions get more, smaller cells): each row lives in its
+nearest cell of about :data:`LEAF` rows and visits its second nearest, so a pair is compared
+when one row's cell is among the other's two nearest. Above :data:`COARSE` rows, coarse cells
+of about :data:`COARSE_CELL` rows come first (each row in its two nearest). A pair compared is
+judged exactly; a pair that shares no cell is missed (tests/core/test_redundancy.py measures
+the recall against the full product; docs/diversity.md gives it on the suite's corpora: 99.7%
+and more). A group of near-copies costs its size times the rows kept, not its size squared.
+
+Numpy or cupy alike; the rows are gathered one coarse cell at a time (float32), never the
+whole split.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .backend import default_rng, get_namespace
+from .validate import BLOCK_ROWS, unit_rows
+
+__all__ = ["NEAR_DUPLICATE", "near_duplicate_candidates", "exact_near_duplicates"]
+
+#: cosine at or above which two rows are near-duplicates (the report's near-duplicate share)
+NEAR_DUPLICATE = 0.95
+PROBES = 2  # fine cells each row is put into
+LEAF = 128  # rows per fine cell (about twice that with two probes): a row is compared with ~256
+COARSE, COARSE_CELL = 65_536, 8_192  # above COARSE rows, first coarse cells of ~COARSE_CELL rows
+_PAIR_BLOCK = 1 << 22  # products per block inside a cell (16 MiB of float32)
+
+
+def _nearest(X, centres, probes, xp):
+    """(n, probes) indices of each row of ``X``'s nearest ``centres`` (unit float32), nearest first."""
+    n = X.shape[0]
+    out = xp.empty((n, probes), dtype=xp.int64)
+    for i0 in range(0, n, BLOCK_ROWS):
+        G = X[i0 : i0 + BLOCK_ROWS] @ centres.T
+        at = xp.arange(G.shape[0])
+        for j in range(probes):  # argmax, then the next: cheaper than a partition for two
+            best = xp.argmax(G, axis=1) if j < centres.shape[0] else out[i0 : i0 + G.shape[0], 0]
+            out[i0 : i0 + G.shape[0], j] = best
+            G[at, best] = -xp.inf
+    return out
+
+
+def _groups(cell, n_cells, xp):
+    """Members (positions) of each of ``n_cells`` cells, from ``cell`` (n, k) (a row that
+    names a cell twice counts once)."""
+    k = cell.shape[1]
+    flat = cell.reshape(-1)
+    member = xp.repeat(xp.arange(cell.shape[0]), k)
+    by = xp.argsort(flat, kind="stable") if xp is np else xp.argsort(flat)
+    bounds = xp.searchsorted(flat[by], xp.arange(n_cells + 1))
+    bounds = [int(b) for b in (bounds.get() if hasattr(bounds, "get") else bounds)]
+    for c in range(n_cells):
+        got = member[by[bounds[c] : bounds[c + 1]]]
+        yield xp.unique(got) if k > 1 else got
+
+
+def _search(X, rank, threshold, drop, pos, seed, xp):
+    """Mark in ``drop`` (at ``pos``) the rows of ``X`` (unit float32) to drop: each has a better
+    row at cosine >= ``threshold`` that stays, or that is compared in the same block
+    (``rank``: their places in the quality order)."""
+    m = X.shape[0]
+    if m <= 2 * LEAF:
+        drop[pos] |= _within(X, rank, threshold, xp)
+        return
+    n_cells = -(-m // LEAF)
+    centres = X[default_rng(xp, seed).subset(m, n_cells)]
+    cell = _nearest(X, centres, PROBES, xp)
+    near = xp.zeros(m, dtype=bool)
+    homes = list(_groups(cell[:, :1], n_cells, xp))
+    for h in homes:  # each row in its nearest cell
+        if h.shape[0] > 1:
+            near[h] = _within(X[h], rank[h], threshold, xp)
+    # then the rows still kept visit their second cell: a pair is compared when one row's
+    # home is among the other's two nearest cells
+    for h, v in zip(homes, _groups(cell[:, 1:], n_cells, xp)):
+        v = v[(cell[v, 0] != cell[v, 1]) & ~near[v]]
+        h = h[~near[h]]
+        if v.shape[0] and h.shape[0]:
+            _across(X, rank, h, v, threshold, near, xp)
+    drop[pos] |= near
+
+
+def _across(X, rank, h, v, threshold, near, xp):
+    """Pairs between visitors ``v`` and home rows ``h`` of a cell: the worse of a close pair goes."""
+    rh, rv = rank[h], rank[v]
+    per = max(1, _PAIR_BLOCK // h.shape[0])
+    for i0 in range(0, v.shape[0], per):
+        vb = v[i0 : i0 + per]
+        close = (X[vb] @ X[h].T) >= threshold
+        worse = rv[i0 : i0 + per, None] > rh[None, :]  # the visitor is the worse of the pair
+        near[vb] |= (close & worse).any(axis=1)
+        near[h] |= (close & ~worse).any(axis=0)
+
+
+def _within(X, rank, threshold, xp, block=256):
+    """Which rows of ``X`` (one cell; ``rank``: their places in the quality order) to drop,
+    best first a block at a time: a row goes when a better row that stays, or a better row of
+    its own block, is at cosine >= ``threshold``. The rows that stay are then pairwise below
+    it, and a group of near-copies costs its size times one row, not its size squared."""
+    m = X.shape[0]
+    near = xp.zeros(m, dtype=bool)
+    if m < 2:
+        return near
+    order = xp.argsort(rank)
+    Xs = X[order]
+    kept = xp.zeros((0, X.shape[1]), dtype=X.dtype)
+    for i0 in range(0, m, block):
+        B = Xs[i0 : i0 + block]
+        gone = xp.tril(B @ B.T >= threshold, -1).any(axis=1)
+        if kept.shape[0]:
+            gone |= ((B @ kept.T) >= threshold).any(axis=1)
+        near[order[i0 : i0 + block]] = gone
+        kept = xp.concatenate([kept, B[~gone]])
+    return near
+
+
+def _ranks(quality, rows, xp):
+    q = xp.asarray(quality)[rows]
+    order = xp.argsort(-q, kind="stable") if xp is np else xp.argsort(-q)
+    rank = xp.empty(rows.shape[0], dtype=xp.int64)
+    rank[order] = xp.arange(rows.shape[0])
+    return rank
+
+
+def near_duplicate_candidates(E, quality, rows, threshold=NEAR_DUPLICATE, *, seed=0, norms=None):
+    """Which of ``rows`` (indices into ``E``) have a better row of ``rows`` at cosine >= ``threshold``.
+
+    Parameters
+    ----------
+    E : (N, d) array, numpy or cupy (float16 or float32 storage)
+    quality : (N,) array; higher is better
+    rows : (n,) int array, the candidates
+    threshold : float in (0, 1]
+    seed : int, the cells' centres
+    norms : (N,) row norms when the rows are not unit (as :func:`~.validate.check_inputs` gives)
+
+    Returns
+    -------
+    (n,) bool array: True for a row to drop (a better near-duplicate stays among ``rows``).
+    """
+    xp = get_namespace(E)
+    rows = xp.asarray(rows)
+    n = int(rows.shape[0])
+    drop = xp.zeros(n, dtype=bool)
+    rank = _ranks(quality, rows, xp)
+    if n <= COARSE:
+        _search(unit_rows(E, rows, norms), rank, float(threshold), drop, xp.arange(n), int(seed), xp)
+        return drop
+    # above COARSE rows: coarse cells from the stored rows a block at a time, each cell then
+    # gathered once as float32 (never the whole split)
+    n_cells = -(-n // COARSE_CELL)
+    centres = unit_rows(E, rows[default_rng(xp, seed).subset(n, n_cells)], norms)
+    cell = xp.concatenate([_nearest(unit_rows(E, rows[i0 : i0 + BLOCK_ROWS], norms), centres, PROBES, xp)
+                           for i0 in range(0, n, BLOCK_ROWS)])  # fmt: skip
+    for idx in _groups(cell, n_cells, xp):  # both probes: a coarse cell holds its neighbours' edges
+        _search(unit_rows(E, rows[idx], norms), rank[idx], float(threshold), drop, idx, int(seed) + 1, xp)
+    return drop
+
+
+def exact_near_duplicates(E, quality, rows, threshold=NEAR_DUPLICATE, norms=None):
+    """:func:`near_duplicate_candidates` by the full product (O(n^2 d)): the reference the
+    tests and the benchmark measure its recall against."""
+    xp = get_namespace(E)
+    rows = xp.asarray(rows)
+    return _within(unit_rows(E, rows, norms), _ranks(quality, rows, xp), threshold, xp)
