@@ -109,7 +109,11 @@ class Diversity:
     def check_relaxed(self, what="method='relaxed'", tokens=False):
         """A ValueError when it has no relaxation (``method="relaxed"`` or ``init="relaxed"``)."""
         if not self.has_relaxation(tokens):
-            fix = "use init='quality'" if what.startswith("init") else "use method='pg' or method='greedy'"
+            fix = (
+                "use init='quality'"
+                if what.startswith("init")
+                else "use method='pg' or method='greedy', or give diversity='pairwise' or 'disf' with it"
+            )
             raise ValueError(f"{what} is not defined for diversity={self.name!r} ({self.no_relaxed}); {fix}")
 
     no_relaxed = ""  # why there is no relaxation

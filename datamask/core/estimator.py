@@ -113,15 +113,13 @@ class DataMask(DataMaskParams, BaseEstimator):
         Weight of quality (normalised to [0, 1] over the partition) against diversity.
 
         .. versionchanged:: 0.3
-           0.7 (was 0.5), with ``diversity="facility"``, ``prune=0`` and ``near_duplicate=0.95``:
-           the diversity suite's worst case (docs/diversity.md). ``preset="paper"`` (the CLI's
-           ``--preset paper``) keeps the paper's recipe.
+           0.7 (was 0.5), with facility, no pruning and the filter: the diversity suite's
+           best worst case (docs/diversity.md); ``--preset paper`` keeps the paper's recipe.
     diversity : {"pairwise", "facility", "disf"}, default "facility"
         See :mod:`datamask.core.objectives` and docs/diversity.md (what each measures).
 
         .. versionchanged:: 0.3
-           "facility" (was "pairwise": a function of the selection's mean embedding alone,
-           which covered real corpora less than top-k and random).
+           "facility" (was "pairwise", which sees only the selection's mean embedding).
     method : {"pg", "greedy", "relaxed"}, default "pg"
         ``pg``: DATAMASK's policy gradient (``--method datamask``). ``greedy``: best marginal
         gain, one row at a time. ``relaxed``: Frank-Wolfe on the concave relaxation (pairwise
@@ -160,8 +158,7 @@ class DataMask(DataMaskParams, BaseEstimator):
         optimising (every solver). 0 keeps all.
 
         .. versionchanged:: 0.3
-           0 (was 0.5): pruning half the split cost the selection coverage of its lower-quality
-           regions (below random's in the diversity suite); the paper's preset keeps 0.5.
+           0 (was 0.5): pruning cost coverage below random's (docs/diversity.md).
     near_duplicate : float in (0, 1] or None, default 0.95
         The redundancy filter: after pruning, drop every candidate that has a better
         candidate (higher quality) at cosine >= this, so the selection holds no two rows
@@ -385,7 +382,9 @@ class DataMask(DataMaskParams, BaseEstimator):
         cand = _candidates(qn, n_keep, xp)
         n_near = 0
         if self.near_duplicate is not None and not covers_all and (S is None or S < n_keep):
-            cand, n_near = _without_near_duplicates(embeddings, qn, cand, self, S, T, t, scale, xp)
+            from .redundancy import without_near_duplicates
+
+            cand, n_near = without_near_duplicates(embeddings, qn, cand, self, S, T, t, scale, xp)
             n_keep = int(cand.shape[0])
         div = get_diversity(self.diversity)
         reference = None
@@ -426,25 +425,6 @@ class DataMask(DataMaskParams, BaseEstimator):
         for name, value in fitted.items():
             setattr(self, name + "_", value)
         return self
-
-
-def _without_near_duplicates(E, qn, cand, est, S, T, t, scale, xp):
-    """``(candidates, dropped)``: ``cand`` less the rows with a better near-duplicate among them
-    (:func:`~datamask.core.redundancy.near_duplicate_candidates`); the best dropped rows
-    return when the rest cannot fill the budget (``S`` rows, or more than ``T`` tokens)."""
-    from .redundancy import near_duplicate_candidates
-
-    drop = near_duplicate_candidates(E, qn, cand, est.near_duplicate, seed=est.seed, norms=scale)
-    keep, gone = cand[~drop], cand[drop]
-    if T is not None:
-        short = int(t[keep].sum()) <= T
-        need = xp.cumsum(t[gone[_quality_order(qn[gone], xp)]]) if short else None
-        back = 0 if not short else min(int((need <= T - int(t[keep].sum())).sum()) + 1, int(gone.shape[0]))
-    else:
-        back = max(0, int(S) - int(keep.shape[0]))
-    if back:
-        keep = xp.concatenate([keep, gone[_quality_order(qn[gone], xp)[:back]]])
-    return xp.sort(keep), int(gone.shape[0]) - back
 
 
 def _quality_order(qn, xp):

@@ -30,7 +30,7 @@ import numpy as np
 from .backend import default_rng, get_namespace
 from .validate import BLOCK_ROWS, unit_rows
 
-__all__ = ["NEAR_DUPLICATE", "near_duplicate_candidates", "exact_near_duplicates"]
+__all__ = ["NEAR_DUPLICATE", "near_duplicate_candidates", "exact_near_duplicates", "without_near_duplicates"]
 
 #: cosine at or above which two rows are near-duplicates (the report's near-duplicate share)
 NEAR_DUPLICATE = 0.95
@@ -177,3 +177,25 @@ def exact_near_duplicates(E, quality, rows, threshold=NEAR_DUPLICATE, norms=None
     xp = get_namespace(E)
     rows = xp.asarray(rows)
     return _within(unit_rows(E, rows, norms), _ranks(quality, rows, xp), threshold, xp)
+
+
+def without_near_duplicates(E, qn, cand, est, S, T, t, scale, xp):
+    """``(candidates, dropped)``: ``cand`` less the rows with a better near-duplicate among them
+    (:func:`~datamask.core.redundancy.near_duplicate_candidates`); the best dropped rows
+    return when the rest cannot fill the budget (``S`` rows, or more than ``T`` tokens)."""
+    drop = near_duplicate_candidates(E, qn, cand, est.near_duplicate, seed=est.seed, norms=scale)
+    keep, gone = cand[~drop], cand[drop]
+    if T is not None:
+        short = int(t[keep].sum()) <= T
+        need = xp.cumsum(t[gone[_best_first(qn[gone], xp)]]) if short else None
+        back = 0 if not short else min(int((need <= T - int(t[keep].sum())).sum()) + 1, int(gone.shape[0]))
+    else:
+        back = max(0, int(S) - int(keep.shape[0]))
+    if back:
+        keep = xp.concatenate([keep, gone[_best_first(qn[gone], xp)[:back]]])
+    return xp.sort(keep), int(gone.shape[0]) - back
+
+
+def _best_first(qn, xp):
+    """The rows, best quality first (ties by row order; cupy's argsort is always stable)."""
+    return xp.argsort(-qn, kind="stable") if xp is np else xp.argsort(-qn)

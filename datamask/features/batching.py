@@ -33,6 +33,8 @@ import numpy as np
 
 __all__ = [
     "length_order",
+    "encode_blocks",
+    "PROGRESS_BLOCK",
     "batches",
     "word_cut",
     "activation_bytes",
@@ -162,3 +164,18 @@ def encode_ahead(model, texts: list, batch_size: int, threads: int = 2) -> np.nd
                 out = torch.empty((n, emb.shape[1]), dtype=torch.float32, device=device)
             out[torch.as_tensor(idx, device=device)] = emb.float()
     return out.cpu().numpy() if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+PROGRESS_BLOCK = 512  # texts per encode call when progress is reported (x8 on a GPU)
+
+
+def encode_blocks(embedder, texts, progress):
+    """``embedder.encode(texts)``, a block at a time with ``progress(done)`` after each."""
+    if not texts or progress is None:
+        return embedder.encode(texts) if texts else np.zeros((0, embedder.dim), dtype=np.float32)
+    block = PROGRESS_BLOCK * (8 if embedder.resolved_device() == "cuda" else 1)
+    parts = []
+    for i in range(0, len(texts), block):
+        parts.append(embedder.encode(texts[i : i + block]))
+        progress(i + len(parts[-1]))
+    return np.concatenate(parts)

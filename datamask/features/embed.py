@@ -51,6 +51,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import renamed
+from .batching import PROGRESS_BLOCK, encode_blocks  # noqa: F401 (PROGRESS_BLOCK: read here by the tests)
 from .model_files import check_model_dir as _check_model_dir
 from .model_files import cpu_has_amx_bf16 as _cpu_has_amx_bf16
 from .model_files import default_model_path
@@ -64,7 +65,6 @@ _MODELS: dict[tuple, Any] = {}
 _LOCKS: dict[tuple, threading.Lock] = {}
 _CACHE_LOCK = threading.RLock()  # a backend loads the torch model of its folder inside
 
-PROGRESS_BLOCK = 512  # texts per encode call when progress is reported (x8 on a GPU)
 _DTYPES = {"float32": (np.float32, pa.float32()), "float16": (np.float16, pa.float16())}
 
 
@@ -429,7 +429,7 @@ def embed_frame(
     pdf = to_pandas(df)
     texts, usable = get_texts(pdf, text_column, errors=errors)
     keep = [t for t, u in zip(texts, usable) if u]
-    vectors = _encode_blocks(embedder, keep, progress)
+    vectors = encode_blocks(embedder, keep, progress)
     # a text none of whose tokens the model knows (the static model: a line of box-drawing
     # characters) has no direction: a zero vector, which no selection can take; dropped like an empty text
     known = np.abs(vectors).sum(axis=1) > 0 if len(keep) else np.zeros(0, bool)
@@ -441,18 +441,6 @@ def embed_frame(
     out[column] = _vectors_series(vectors, embedder.dtype, out.index)
     out.attrs["n_skipped"] = int((~usable).sum())
     return like_input(out, df)
-
-
-def _encode_blocks(embedder, texts, progress):
-    """``embedder.encode(texts)``, a block at a time with ``progress(done)`` after each."""
-    if not texts or progress is None:
-        return embedder.encode(texts) if texts else np.zeros((0, embedder.dim), dtype=np.float32)
-    block = PROGRESS_BLOCK * (8 if embedder.resolved_device() == "cuda" else 1)
-    parts = []
-    for i in range(0, len(texts), block):
-        parts.append(embedder.encode(texts[i : i + block]))
-        progress(i + len(parts[-1]))
-    return np.concatenate(parts)
 
 
 __getattr__ = renamed(globals(), {"embed_partition": "embed_frame"})  # 0.2's name, for one release

@@ -238,6 +238,7 @@ class CompareStage(CorpusStage):
         "history.parquet",
         "sample.parquet",
         "examples.parquet",
+        "why.json",  # compare_run.WHY_FILE
         "sample_embedding.npy",
         "corpus_stats.parquet",
         "cluster_stats.parquet",

@@ -167,7 +167,7 @@ def test_the_default_reference_is_what_select_runs_and_extra_references_train_be
     assert refs["mine"] == {"method": "datamask", "lam": 0.3, "diversity": "pairwise", "near_duplicate": None}
     got = verification_recipes("datamask", {"lam": 0.2, "ratio": 0.3}, extra=refs, cap=lambda r: 0.4)
     assert set(got) == {"chosen", "default", "topk", "random", "paper", "mine"}
-    assert got["default"] == {"method": "datamask", "lam": d.lam, "diversity": d.diversity, "prune": 0.4,
+    assert got["default"] == {"method": "datamask", "lam": d.lam, "diversity": d.diversity, "prune": min(d.prune, 0.4),
                               "near_duplicate": d.near_duplicate, "ratio": 0.3}  # fmt: skip
     assert got["paper"]["ratio"] == 0.3 and got["paper"]["prune"] == 0.4  # capped where the ratio fits
     assert set(early_references("datamask", ["lam"], extra=refs)) == {"default", "topk", "random", "paper", "mine"}

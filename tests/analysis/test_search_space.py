@@ -75,7 +75,9 @@ def test_a_holdout_is_refused_with_the_way_to_make_one():
 
 def test_every_default_space_parses():
     for method, text in DEFAULT_SPACE.items():
-        items = parse_space(text, method, SearchConfig(eval=["x"], method=method)._check_value)
+        # relaxed has no facility relaxation (the default diversity since 0.3): its base recipe names one it has
+        base = {"diversity": "pairwise"} if method == "relaxed" else {}
+        items = parse_space(text, method, SearchConfig(eval=["x"], method=method, **base)._check_value)
         assert items
 
 
@@ -177,7 +179,7 @@ def test_a_trials_prune_reaches_select_and_recipe_yaml():
         cfg = SearchConfig(eval=["x"], input="in", budget_unit=unit).validated()
         scfg = recipe_select_config(cfg, recipe)
         assert (scfg.prune, scfg.lam, scfg.diversity, getattr(scfg, key)) == (0.8, 0.2, "facility", 0.15)
-        assert scfg.token_budget == (unit == "tokens") and recipe_select_config(cfg, {"lam": 0.2}).prune == 0.5
+        assert scfg.token_budget == (unit == "tokens") and recipe_select_config(cfg, {"lam": 0.2}).prune == 0.0
         wf = recipe_workflow(cfg, recipe, "sel")  # the base recipe's prune where the trial has none
         assert (wf["method"], wf["prune"], wf[key], wf["lam"]) == ("datamask", 0.8, 0.15, 0.2)
         top = recipe_workflow(cfg, {"method": "topk", "ratio": 0.15}, "sel")

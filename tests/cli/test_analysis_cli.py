@@ -151,8 +151,8 @@ def test_compare_and_report_commands(corpus, address, tmp_path, capsys):
     }
     for r in recs:
         opt = r["optimizer"]
-        if r["method"] == "datamask":  # the default: Frank-Wolfe's answer, then a few pg steps
-            assert opt["start"] == "relaxed" and opt["pg_steps"] > 0 and isinstance(opt["pg_improved"], bool)
+        if r["method"] == "datamask":  # the default: stochastic greedy's answer, returned with no pg step
+            assert opt["start"] == "stochastic_greedy" and opt["pg_steps"] == 0 and opt["pg_improved"] is False
             assert opt["objective_end"] >= opt["objective_start"] - 1e-9
         else:
             assert opt["start"] == r["method"] and opt["pg_steps"] == 0 and opt["pg_improved"] is False
@@ -174,6 +174,8 @@ def test_select_report_has_trajectory(corpus, address, tmp_path):
         20,
         "--split-size",
         1500,
+        "--diversity",  # pg's trajectory after Frank-Wolfe's (the default, facility, takes no pg step)
+        "pairwise",
         "--scheduler",
         address,
         "--quiet",

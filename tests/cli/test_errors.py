@@ -137,7 +137,9 @@ def test_budget_larger_than_partition(corpus, tmp_path, capsys):
         "1000 rows",
         "--budget",
     )
-    assert_fails(capsys, args(corpus, tmp_path / "out", "--budget", "800"), "left after pruning", "--prune")
+    assert_fails(
+        capsys, args(corpus, tmp_path / "out", "--budget", "800", "--prune", "0.5"), "left after pruning", "--prune"
+    )
     assert not (tmp_path / "out").exists()
 
 

@@ -27,7 +27,7 @@ def _run(*a):
 @pytest.fixture(scope="module")
 def selected(corpus, address, tmp_path_factory):
     out = tmp_path_factory.mktemp("sel") / "out"
-    _run(*args(corpus, out, scheduler=address))
+    _run(*args(corpus, out, "--diversity", "pairwise", scheduler=address))  # pg polishes a relaxed start
     return out
 
 
@@ -191,9 +191,9 @@ def test_gpu_select(corpus, tmp_path):
 
 
 def test_pruning_limit_applies_only_to_methods_that_prune(corpus, address, tmp_path, capsys):
-    # ratio 0.6 exceeds what default pruning (0.5) leaves: refused for datamask, which prunes,
+    # ratio 0.6 exceeds what pruning 0.5 leaves: refused for datamask, which prunes,
     # but top-k ignores `prune` and must keep 60% of every split.
-    assert main(args(corpus, tmp_path / "dm", "--ratio", "0.6", scheduler=address)) == 2
+    assert main(args(corpus, tmp_path / "dm", "--ratio", "0.6", "--prune", "0.5", scheduler=address)) == 2
     assert "left after pruning" in capsys.readouterr().err
     assert (
         main(args(corpus, tmp_path / "topk", "--ratio", "0.6", "--method", "topk", "--no-report", scheduler=address))
