@@ -131,7 +131,7 @@ def _tables(html: str) -> list:
     """Every table of the page as rows of cell texts (the standard library's parser)."""
     from html.parser import HTMLParser
 
-    tables = []
+    tables, cell = [], [False]
 
     class P(HTMLParser):
         def handle_starttag(self, tag, attrs):
@@ -141,9 +141,14 @@ def _tables(html: str) -> list:
                 tables[-1].append([])
             elif tag in ("td", "th"):
                 tables[-1][-1].append("")
+                cell[0] = True
+
+        def handle_endtag(self, tag):
+            if tag in ("td", "th", "tr", "table"):
+                cell[0] = False
 
         def handle_data(self, data):
-            if tables and tables[-1] and tables[-1][-1]:
+            if cell[0] and tables and tables[-1] and tables[-1][-1]:
                 tables[-1][-1][-1] += data.strip()
 
     P().feed(html)

@@ -76,7 +76,7 @@ def test_nothing_runs_before_compute_and_one_pass_gives_records(corpus, monkeypa
         # pairwise: a whole split has an objective to beat (facility's is 1 by definition, not recorded)
         sel = dmd.select(ddf[ddf["quality"] > -1.0], keep_all=True, diversity="pairwise", **KW)
         recs = dmd.records(sel)
-        ev = dmd.evaluate(sel)
+        ev = dmd.evaluate(sel, diversity="pairwise")
         assert c.n == 0 and not calls  # building the graph ran nothing
         frame, r, e = dask.compute(sel, recs, ev)
     assert c.n > 0 and len(calls) == ddf.npartitions == 5  # the selection ran once per split for all three
