@@ -270,7 +270,7 @@ def _count(r: dict) -> str:
 @block("suite_table", "recipe_suite_verdicts.json")
 def suite_table(v):
     lines = [
-        "| regime | target | comparison | cells: first arm better / level / worse, beyond noise (95% paired t) |",
+        "| regime | target | comparison | cells: first arm better / level / worse, beyond noise (paired t-interval) |",
         "| --- | --- | --- | --- |",
     ]
     for r in v["verdicts"]:
@@ -289,6 +289,20 @@ def suite_findings(v):
         f"- **Did the proxies learn?** {num(ln['models'])} models, fewest optimiser steps {num(ln['min_steps'])}, "
         f"least margin over a unigram model of their own training tokens {num(ln['min_margin'], '.2f')} nats/token; "
         f"{num(ln['short'])} fell short of the bar.",
+        "- **Cost at the search's defaults** (the two cores to itself): "
+        + "; ".join(
+            f"{_cells([c['cell']])}: {num(c['minutes'], '.0f')} minutes for {num(c['models'])} models on "
+            f"{num(c['documents'], ',')} documents"
+            for c in v["cost"]
+        )
+        + ". The verified models saw "
+        + "; ".join(
+            f"{num(c['passes'][0], '.2f')}-{num(c['passes'][1], '.2f')} passes ({_cells([c['cell']])})"
+            for c in v["cost"]
+        )
+        + " of their selections in the proxy's own tokens: the budget is counted with the corpus's own BPE, the "
+        "proxy trains its own tokenizer on a sample, so a regime's passes are nominal (equal across arms within "
+        "the range shown, not exactly one or four).",
     ]
     for regime in dict.fromkeys(r["regime"] for r in v["verdicts"]):
         for target in dict.fromkeys(r["target"] for r in v["verdicts"]):
@@ -313,8 +327,8 @@ def readme_suite(v):
         if r["pair"] in ("default vs topk", "default vs random"):
             said.append(f"{txt(r['regime'])} {txt(r['target'])}, {txt(r['pair'])}: {_count(r)}")
     return (
-        f"**What the suite shows so far** ({num(count(v['ran']))} cells of "
-        f"{num(count(v['ran']) + count(v['not_run']))}: {_cells(v['ran'])}; {num(v['seeds'])} paired seeds; equal "
+        f"**What the suite shows so far** (cells run: {_cells(v['ran'])}, {num(count(v['ran']))} of "
+        f"{num(count(v['ran']) + count(v['not_run']))}; {num(v['seeds'])} paired seeds; equal "
         f"tokens): " + "; ".join(said)
     )
 

@@ -186,6 +186,18 @@ def verdict_summary(data: dict, records: pd.DataFrame) -> dict:
         "seeds": int(v.groupby(["corpus", "regime", "name"]).seed.nunique().min()) if len(v) else 0,
         "proxy_tokens": int(data["settings"]["proxy_tokens"]),
         "learned": learned(records),
+        "cost": [
+            {
+                "cell": f"{c['corpus']}:{c['regime']}",
+                "minutes": float(c["seconds"]) / 60,
+                "documents": int(data["corpora"][c["corpus"]]["docs"]),
+                "models": int(((records.corpus == c["corpus"]) & (records.regime == c["regime"])).sum()),
+                "passes": [
+                    float(f(v[(v.corpus == c["corpus"]) & (v.regime == c["regime"])].passes)) for f in (np.min, np.max)
+                ],
+            }
+            for c in cells
+        ],  # fmt: skip
         "verdicts": rows,
     }
 
