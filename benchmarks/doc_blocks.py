@@ -391,3 +391,18 @@ def diversity_default(ds):
         f"(below random's coverage in {num(paper['coverage_vs_random_fails'])}, over its near-duplicates in "
         f"{num(paper['near_dup_vs_random_fails'])})"
     )
+
+
+# ---------------------------------------------------------------------- facility_scale.json
+@block("facility_speed", "facility_scale.json")
+def facility_speed(fs):
+    """The default's select command at the largest split measured, against top-k's and the 0.2 default's."""
+    after = [c for c in fs["commands"] if c["code"] == "after"]
+    rows = max(c["rows"] for c in after)
+    wall = {c["method"]: c["wall"] for c in after if c["rows"] == rows}
+    return (
+        f"at {num(rows, ',')} rows the default's whole `select` command took {num(wall['datamask'], '.0f')} s: "
+        f"{num(100 * wall['topk'] / wall['datamask'], '.0f')}% of top-k's rows/s (the issue's target is half) and "
+        f"{num(wall['datamask'] / wall['pairwise'], '.2f')}x the previous default's (the paper's pairwise objective "
+        f"with its pruning) wall time, one thread, load {num(min(fs['load']), '.1f')}-{num(max(fs['load']), '.1f')}"
+    )
