@@ -68,7 +68,7 @@ def test_selection_beats_random_on_quality(corpus, selected):
 
 def test_one_and_two_workers_same_output(corpus, selected, tmp_path):
     out1 = tmp_path / "one"
-    _run(*args(corpus, out1, "--n-workers", "1"))  # embedded LocalCluster, 1 worker
+    _run(*args(corpus, out1, "--n-workers", "1", "--diversity", "pairwise"))  # embedded LocalCluster, 1 worker
     assert read_out(out1).equals(read_out(selected))
 
 
@@ -130,7 +130,7 @@ def test_jsonl_input(corpus, address, tmp_path):
 
 def test_partition_on_writes_hive_directories(corpus, selected, address, tmp_path):
     out = tmp_path / "hive"
-    _run(*args(corpus, out, "--partition-on", "topic", scheduler=address))
+    _run(*args(corpus, out, "--partition-on", "topic", "--diversity", "pairwise", scheduler=address))
     dirs = sorted(p.name for p in (out / "data").iterdir())
     assert dirs and all(d.startswith("topic=") for d in dirs)
     t = pads.dataset(out / "data", partitioning="hive").to_table().sort_by("id")
