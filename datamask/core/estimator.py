@@ -19,7 +19,7 @@ from ..errors import renamed
 from .backend import default_rng, get_namespace
 from .budget import check_budget, rows_after_pruning
 from .diversity import DIVERSITIES, Diversity, get_diversity
-from .objectives import Objective, normalize_quality
+from .objectives import Objective, best_first, normalize_quality
 from .params import BATCH_MAX, DataMaskParams  # noqa: F401 (BATCH_MAX: read here by benchmarks/optimizer.py)
 from .provenance import optimizer_record, start_trajectory
 from .renamed import current_params
@@ -427,17 +427,12 @@ class DataMask(DataMaskParams, BaseEstimator):
         return self
 
 
-def _quality_order(qn, xp):
-    """The rows, best quality first (ties by row order; cupy's argsort is always stable and rejects `kind`)."""
-    return xp.argsort(-qn, kind="stable") if xp is np else xp.argsort(-qn)
-
-
 def _candidates(qn, n_keep, xp):
     """Quality-aware pruning: the ``n_keep`` best rows by quality (ties by row order), sorted."""
     N = qn.shape[0]
     if n_keep >= N:
         return xp.arange(N)
-    return xp.sort(_quality_order(qn, xp)[:n_keep])
+    return xp.sort(best_first(qn, xp)[:n_keep])
 
 
 def tokens_after_pruning(lengths, quality, prunes) -> list:
@@ -445,6 +440,6 @@ def tokens_after_pruning(lengths, quality, prunes) -> list:
     rows' token counts ``lengths``, numpy; ``quality`` as the fit takes it): a token budget
     must stay below them (:func:`~datamask.core.budget.check_tokens_left`). One sort for all."""
     t = np.asarray(lengths, dtype=np.int64)
-    order = _quality_order(normalize_quality(np.asarray(quality, dtype=np.float64)), np)
+    order = best_first(normalize_quality(np.asarray(quality, dtype=np.float64)), np)
     left = np.concatenate([[0], np.cumsum(t[order])])
     return [int(left[rows_after_pruning(t.shape[0], p)]) for p in prunes]

@@ -11,6 +11,8 @@ disf), whose array kernels are in :mod:`datamask.core.metrics` (re-exported here
 
 from __future__ import annotations
 
+import numpy as np
+
 from .backend import default_rng, get_namespace
 from .diversity import DIVERSITIES, get_diversity
 from .metrics import (  # noqa: F401  (the kernels' home in 0.2)
@@ -26,6 +28,7 @@ from .validate import check_inputs, check_mask, needs_rescale, unit_rows
 __all__ = [
     "DIVERSITIES",
     "normalize_quality",
+    "best_first",
     "pairwise_groups",
     "group_sums",
     "disf_groups",
@@ -44,6 +47,11 @@ def normalize_quality(quality):
     if span <= 0.0:
         return xp.zeros_like(q)
     return (q - lo) / span
+
+
+def best_first(qn, xp):
+    """The rows, best quality first (ties by row order; cupy's argsort is always stable and rejects `kind`)."""
+    return xp.argsort(-qn, kind="stable") if xp is np else xp.argsort(-qn)
 
 
 class Objective:

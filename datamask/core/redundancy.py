@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import default_rng, get_namespace
+from .objectives import best_first
 from .validate import BLOCK_ROWS, unit_rows
 
 __all__ = ["NEAR_DUPLICATE", "near_duplicate_candidates", "exact_near_duplicates", "without_near_duplicates"]
@@ -187,15 +188,10 @@ def without_near_duplicates(E, qn, cand, est, S, T, t, scale, xp):
     keep, gone = cand[~drop], cand[drop]
     if T is not None:
         short = int(t[keep].sum()) <= T
-        need = xp.cumsum(t[gone[_best_first(qn[gone], xp)]]) if short else None
+        need = xp.cumsum(t[gone[best_first(qn[gone], xp)]]) if short else None
         back = 0 if not short else min(int((need <= T - int(t[keep].sum())).sum()) + 1, int(gone.shape[0]))
     else:
         back = max(0, int(S) - int(keep.shape[0]))
     if back:
-        keep = xp.concatenate([keep, gone[_best_first(qn[gone], xp)[:back]]])
+        keep = xp.concatenate([keep, gone[best_first(qn[gone], xp)[:back]]])
     return xp.sort(keep), int(gone.shape[0]) - back
-
-
-def _best_first(qn, xp):
-    """The rows, best quality first (ties by row order; cupy's argsort is always stable)."""
-    return xp.argsort(-qn, kind="stable") if xp is np else xp.argsort(-qn)
