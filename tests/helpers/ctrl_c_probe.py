@@ -30,4 +30,5 @@ def test_a_command_that_waits(tmp_path):
 
 
 def test_after_the_ctrl_c():
+    """Must never run: tests/cli/test_ctrl_c.py checks that its marker file is absent after the Ctrl-C."""
     Path(os.environ["CTRL_C_PROBE"], "after").touch()
