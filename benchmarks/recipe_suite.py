@@ -5,8 +5,9 @@ Python docstrings, Debian package descriptions, Debian changelogs; and the known
 ``planted`` corpus) and each regime, one ``datamask.dask.search`` at the search's own rules:
 
 * every arm selects the same tokens (the budget ``PROXY_TOKENS / passes``, counted with the
-  corpus's BPE-4096, each split within one document of its share) and every model trains on
-  the same ``PROXY_TOKENS`` (``1x``: one pass over its selection; ``4x``: four), 256 optimiser
+  corpus's BPE-4096, ``--tokenizer``, each split within one document of its share) and every
+  model trains in that same tokenizer on the same ``PROXY_TOKENS`` (``1x``: one pass over its
+  selection; ``4x``: four; one end-of-text id a document makes it slightly less), 256 optimiser
   steps of the ``tiny`` proxy;
 * ``--trials`` recipes (scrambled Sobol points of the search's default space), a regressor, the
   chosen recipe, then the verification on ``--verify`` paired seeds of: the chosen recipe, the
@@ -72,8 +73,13 @@ def settings(args) -> dict:
     }
 
 
+#: the cells' design beside their settings: since 2 the budget and the proxies share one tokenizer
+#: (design 1 counted the budget in ``n_tokens``' words: 0.53-0.63 "one pass"; its cells are retired)
+DESIGN = 2
+
+
 def run_dir(work: Path, corpus: str, regime: str, s: dict) -> Path:
-    key = hashlib.sha1(json.dumps(s, sort_keys=True).encode()).hexdigest()[:10]
+    key = hashlib.sha1(json.dumps({**s, "design": DESIGN}, sort_keys=True).encode()).hexdigest()[:10]
     return work / "runs" / f"{corpus}-{regime}-{key}"
 
 
@@ -174,8 +180,8 @@ def merge(out: Path, done: dict, s: dict) -> None:
     (cells of earlier invocations with the same settings stay)."""
     path, csv = out / "recipe_suite.json", out / "recipe_suite_records.csv"
     old = json.loads(path.read_text()) if path.exists() else {"cells": [], "corpora": {}}
-    if old.get("settings") not in (None, s):
-        old = {"cells": [], "corpora": {}}  # other settings: the earlier cells are not comparable
+    if old.get("settings") not in (None, s) or old.get("meta", {}).get("design") != DESIGN:
+        old = {"cells": [], "corpora": {}}  # other settings or design: the earlier cells are not comparable
     keep = {(c["corpus"], c["regime"]) for c in old["cells"]} - set(done)
     cells = [c for c in old["cells"] if (c["corpus"], c["regime"]) in keep]
     frames = [pd.read_csv(csv)] if csv.exists() and keep else []
@@ -188,7 +194,7 @@ def merge(out: Path, done: dict, s: dict) -> None:
                       "load": [l0, l1], "seconds": secs})  # fmt: skip
         frames.append(records_of(d, name, regime))
         corpora[name] = {k: v for k, v in corpus.items() if k not in ("input", "eval", "quality", "tokenizer")}
-    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "settings": s, "arms": ARMS}
+    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "settings": s, "arms": ARMS, "design": DESIGN}
     out.mkdir(parents=True, exist_ok=True)
     pd.concat(frames, ignore_index=True, sort=False).to_csv(csv, index=False)
     path.write_text(

@@ -218,7 +218,8 @@ class SelectConfig(StageConfig):
     )
     tokenizer: str | None = _f(
         None,
-        "tokenizer.json (or folder) that counts tokens when no token-count column is present; unset: whitespace words",
+        "tokenizer.json (or folder) that counts the tokens (over any token_count/n_tokens column; a search's proxies "
+        "train in it too); unset: a token-count column, else whitespace words",
     )
     text_column: str = _f(
         "text", "text column, read only to count tokens when no token-count column is present", group="data"
@@ -350,6 +351,11 @@ class SelectConfig(StageConfig):
         return self
 
     def _check_tokens(self):
+        if self.tokens_column and self.tokenizer:
+            raise ConfigError(
+                f"give --tokens-column ({self.tokens_column}) or --tokenizer ({self.tokenizer}), not both: "
+                "one counts the tokens"
+            )
         if self.tokens is None and self.token_ratio is None:
             return
         if self.tokens is not None and self.token_ratio is not None:

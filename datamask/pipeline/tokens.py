@@ -6,9 +6,10 @@ gets them from :func:`split_lengths` (or :func:`known_lengths`) and hands them o
 methods receive them in their :class:`~datamask.methods.registry.Budget` and never read a
 column or count a text themselves. The budget's checks are :mod:`datamask.core.budget`'s.
 
-Counts come from ``--tokens-column`` (default ``token_count`` when the input has it, as
-FineWeb does, else ``n_tokens`` from ``datamask score``); without such a column they are
-counted from the text column with ``--tokenizer`` or as whitespace words. A budget of T
+Counts come from ``--tokens-column``, else from the text column with ``--tokenizer`` when one
+is given (a search's proxies then train in the same tokens), else from ``token_count`` when the
+input has it (as FineWeb does) or ``n_tokens`` (``datamask score``'s whitespace words), else
+counted as whitespace words. A budget of T
 tokens gives split s the share ``T_s = floor(T * tokens_s / tokens)``, computed in one pass
 over the corpus before any split is selected, so the result does not depend on how many
 workers run or in which order, and the splits' budgets sum to at most T.
@@ -57,10 +58,17 @@ AUTO_TOKEN_COLUMNS = ("token_count", "n_tokens")
 
 def tokens_column_of(cfg, names):
     """The token-count column: ``cfg.tokens_column`` when present, else the first of
-    :data:`AUTO_TOKEN_COLUMNS` in ``names`` when no column was named; None otherwise."""
+    :data:`AUTO_TOKEN_COLUMNS` in ``names`` when no column was named and no ``tokenizer`` given
+    (a tokenizer the user names counts over a column found by its name); None otherwise.
+
+    .. versionchanged:: 0.3
+       ``--tokenizer`` counts even where the input has ``token_count``/``n_tokens``.
+    """
     col = getattr(cfg, "tokens_column", None)
     if col:
         return col if col in names else None
+    if getattr(cfg, "tokenizer", None):
+        return None
     return next((c for c in AUTO_TOKEN_COLUMNS if c in names), None)
 
 

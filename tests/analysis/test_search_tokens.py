@@ -6,6 +6,7 @@ refused before anything runs. One corpus; a search per flag (the ratio's also se
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -226,3 +227,47 @@ def test_a_prune_that_leaves_a_split_fewer_tokens_than_its_share_is_refused_befo
     )
     needles = ("--prune 0.95: pruning 0.95",)  # the trials' own prune when the space has none
     assert _refuse(corpus, address, tmp_path, capsys, f"--tokens={T}", "--prune=0.95", needles=needles) == room
+
+
+@pytest.fixture(scope="module")
+def searched_tokenizer(corpus, address):
+    """``--tokenizer PATH`` over an input with a ``token_count`` column: the budget counts the
+    tokenizer's tokens (not the column's words) and the proxies train in that tokenizer."""
+    from datamask.analysis.proxy_lm.tokenizer import train_bpe
+
+    texts = pq.read_table(corpus["in"] / "corpus.parquet").column("text").to_pylist()
+    path = corpus["root"] / "tokenizer.json"
+    train_bpe(texts, 400).save(path)
+    counts = np.array([len(e.ids) for e in train_bpe(texts, 400).tok.encode_batch(texts, add_special_tokens=False)])
+    T = int(SHARE * counts.sum())
+    out, m = _search(corpus, address, "search_tokenizer", tokens=T, tokenizer=str(path))
+    return out, m, path, T, counts
+
+
+def test_a_tokenizer_counts_the_budget_in_the_tokens_the_proxies_train_in(searched_tokenizer, corpus):
+    from datamask.analysis.proxy_lm.tokenizer import load_tokenizer
+
+    out, m, path, T, counts = searched_tokenizer
+    assert m["tokens"]["source"] == f"tokenizer {path}" and m["tokens"]["corpus_tokens"] == int(counts.sum())
+    prep = json.loads((out / "_search" / "prep" / "prep.json").read_text())
+    assert prep["tokenizer"]["sha256"] == load_tokenizer(path).sha256  # not a BPE trained on a sample
+    sel = pd.read_parquet(out / "verify.parquet")
+    longest = int(counts.max())
+    assert (sel.selected_tokens > T - 2 * longest).all() and (sel.selected_tokens <= T).all()
+    # one pass reads the selection's tokens and one end-of-text id per document: nothing else
+    assert (sel.selection_tokens == sel.selected_tokens + sel.rows).all(), sel[["name", "rows", "selection_tokens"]]
+    warnings = json.loads((out / "search.json").read_text()).get("warnings", [])
+    assert not any("passes over their selections" in w for w in warnings)
+
+
+def test_a_budget_counted_apart_from_the_proxies_tokenizer_is_named_when_the_passes_differ():
+    from datamask.analysis.search.config import SearchConfig
+    from datamask.analysis.search.summary import PASSES_SPREAD, _passes
+
+    frame = pd.DataFrame({"name": ["default", "topk", "random"] * 2, "passes": [0.58, 0.63, 0.53] * 2})
+    cfg = SearchConfig(input="in", output="out", eval=["e"], tokens=1000)
+    (line,) = _passes(cfg, frame)
+    assert "0.53-0.63 passes" in line and "--tokenizer" in line
+    even = frame.assign(passes=[1.0, 1.0 + PASSES_SPREAD / 2, 0.99] * 2)
+    assert _passes(cfg, even) == []
+    assert _passes(dataclasses.replace(cfg, tokenizer="tok.json"), frame) == []

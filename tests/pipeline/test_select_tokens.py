@@ -284,3 +284,22 @@ def test_token_counts_come_from_a_column_or_the_text():
         split_lengths(pa.table({"id": [1]}), cfg, "f")
     with pytest.raises(DataError, match=r"f row 11: column 'token_count' is -1"):
         split_lengths(pa.table({"token_count": [3, -1]}), cfg, "f", first_row=10)
+
+
+def test_a_tokenizer_counts_over_a_count_column_and_not_beside_a_named_one(tmp_path, capsys):
+    """``--tokenizer`` is the user's word: it counts even where the input has ``n_tokens`` (a
+    search's proxies then train in the tokens the budget counted); with ``--tokens-column`` too
+    there would be two counts, refused in one line."""
+    from datamask.analysis.proxy_lm.tokenizer import train_bpe
+    from datamask.pipeline.tokens import split_lengths
+
+    texts = ["the cat sat on the mat", "a dog", "the cat and the dog sat on a mat together"] * 20
+    path = tmp_path / "tokenizer.json"
+    tok = train_bpe(texts, 300)
+    tok.save(path)
+    t = pa.table({"text": texts[:3], "n_tokens": pa.array([99, 99, 99])})
+    counts, src = split_lengths(t, SelectConfig(tokenizer=str(path)), "f")
+    assert src == f"tokenizer {path}" and counts.tolist() == [len(a) for a in tok.encode(texts[:3])]
+    assert counts.tolist() != [99, 99, 99] and split_lengths(t, SelectConfig(), "f")[0].tolist() == [99, 99, 99]
+    argv = ["select", str(tmp_path), str(tmp_path / "o"), "--tokens", "1k", "--tokens-column", "n", "--tokenizer"]
+    assert_fails(capsys, [*argv, str(path)], "--tokens-column (n) or --tokenizer", "not both")

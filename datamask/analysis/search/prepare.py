@@ -3,8 +3,9 @@
 :func:`prepare` reads the corpus's text (the splits, in order) and the evaluation sets, and
 writes under ``OUTPUT/_search/prep/``:
 
-``tokenizer.json``  the byte-level BPE every proxy model uses, trained on a seeded sample of the
-                    input's text (evaluation texts excluded), so no trial's selection shapes it
+``tokenizer.json``  the tokenizer every proxy model uses: ``--tokenizer`` when given (the one the
+                    token budget counts in), else a byte-level BPE trained on a seeded sample of
+                    the input's text (evaluation texts excluded), so no trial's selection shapes it
 ``eval.npz``        every evaluation set cut into the scored windows (the same documents and
                     windows judge every trial)
 ``rows.npz``        per input row: its near-duplicate group (exact and MinHash fuzzy dedup of the
@@ -47,7 +48,7 @@ __all__ = [
 
 PREP_DIR = "_search/prep"
 #: what ``prep.json`` of this version holds (an older preparation is made again)
-PREP_VERSION = 3
+PREP_VERSION = 4
 _CACHE: dict = {}
 
 
@@ -135,7 +136,7 @@ def prepare(*parts, out: str, cfg, fingerprint: str) -> dict:
     from ...dedup import Deduplicator
     from ...pipeline.exclude import load_excluded
     from ..proxy_lm.data import load_eval_sets
-    from ..proxy_lm.tokenizer import sample_for_tokenizer, train_bpe
+    from ..proxy_lm.tokenizer import load_tokenizer, sample_for_tokenizer, train_bpe
     from ..proxy_lm.train import prepare_eval
 
     root = location(out) / PREP_DIR
@@ -147,7 +148,10 @@ def prepare(*parts, out: str, cfg, fingerprint: str) -> dict:
     dd = Deduplicator(kind="exact,fuzzy").fit(np.asarray(texts, dtype=object))
     groups = np.where(dd.duplicate_of_ >= 0, dd.duplicate_of_, np.arange(len(texts)))
     train_texts = [t for t, k in zip(texts, leak) if t.strip() and not k]
-    tok = train_bpe(sample_for_tokenizer([train_texts], r.tokenizer_sample_chars, r.sample_seed), r.vocab_size)
+    if getattr(cfg, "tokenizer", None):  # the tokens the budget counts are the tokens the proxies train in
+        tok = load_tokenizer(cfg.tokenizer)
+    else:
+        tok = train_bpe(sample_for_tokenizer([train_texts], r.tokenizer_sample_chars, r.sample_seed), r.vocab_size)
     data = [prepare_eval(e.name, e.texts, e.domains, tok, r.seq_len, r.eval_tokens, r.sample_seed) for e in evals]
     usable = np.fromiter((bool(t.strip()) for t in texts), dtype=bool, count=len(texts))
     ids = tok.encode(texts)

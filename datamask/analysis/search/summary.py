@@ -148,6 +148,30 @@ def _learned(frame, vframe) -> list:
     return [w] if w else []
 
 
+#: verified arms whose passes over their selections differ by more than this share are not at
+#: equal passes: their budget was not counted in the proxies' tokens
+PASSES_SPREAD = 0.05
+
+
+def _passes(cfg, vframe) -> list:
+    """A token budget not counted in the proxies' tokens (a count column or whitespace words):
+    the verified arms select equal counted tokens but unequal proxy tokens, so they train
+    unequal passes over their selections (issue 48)."""
+    if vframe is None or not len(vframe) or "passes" not in vframe or cfg.budget_unit == "rows":
+        return []
+    if getattr(cfg, "tokenizer", None):
+        return []
+    per_arm = vframe.groupby("name")["passes"].mean()
+    lo, hi = float(per_arm.min()), float(per_arm.max())
+    if hi <= lo * (1.0 + PASSES_SPREAD):
+        return []
+    return [
+        f"the verified arms trained {lo:.2f}-{hi:.2f} passes over their selections: the token budget was counted "
+        "apart from the proxies' own tokenizer (a count column or whitespace words), so equal counted tokens are "
+        "unequal proxy tokens; give --tokenizer (the proxies then train in it) for equal passes"
+    ]
+
+
 def _warnings(cfg, fit, recommended, frame, vframe) -> list:
     """What the user must read first, in that order: proxies that measured token frequencies, a
     reference that beat the chosen recipe, a regressor that does not rank, steps that follow each
@@ -176,6 +200,7 @@ def _warnings(cfg, fit, recommended, frame, vframe) -> list:
         )
     if cfg.budget_unit == "rows":
         out.append(f"the selections were budgeted by {budget_words(cfg, None)}")
+    out += _passes(cfg, vframe)
     used = _precisions(frame, vframe)
     if len(used) > 1:
         out.append(
