@@ -300,9 +300,8 @@ def suite_findings(v):
             f"{num(c['passes'][0], '.2f')}-{num(c['passes'][1], '.2f')} passes ({_cells([c['cell']])})"
             for c in v["cost"]
         )
-        + " of their selections in the proxy's own tokens: the budget is counted with the corpus's own BPE, the "
-        "proxy trains its own tokenizer on a sample, so a regime's passes are nominal (equal across arms within "
-        "the range shown, not exactly one or four).",
+        + " of their selections: the budget is counted in the tokenizer the proxies train in (`--tokenizer`), "
+        "and a pass also reads one end-of-text id per document, so the passes fall slightly under one (or four).",
     ]
     for regime in dict.fromkeys(r["regime"] for r in v["verdicts"]):
         for target in dict.fromkeys(r["target"] for r in v["verdicts"]):
