@@ -25,6 +25,17 @@ from .metrics import (  # noqa: F401  (the kernels' home in 0.2)
 )
 from .validate import check_inputs, check_mask, needs_rescale, unit_rows
 
+
+def _defaults() -> dict:
+    import inspect
+
+    from .params import DataMaskParams
+
+    return {k: p.default for k, p in inspect.signature(DataMaskParams.__init__).parameters.items()}
+
+
+_FIT_DEFAULTS = _defaults()  # evaluate() scores DataMask()'s objective unless told otherwise
+
 __all__ = [
     "DIVERSITIES",
     "normalize_quality",
@@ -127,25 +138,40 @@ class Objective:
         }
 
 
-def evaluate(embeddings, quality, mask, lam=0.5, diversity="pairwise", reference_size=None, seed=0):
-    """Score any selection of one partition with DATAMASK's objective.
+def evaluate(
+    embeddings,
+    quality,
+    mask,
+    lam=_FIT_DEFAULTS["lam"],
+    diversity=_FIT_DEFAULTS["diversity"],
+    reference_size=_FIT_DEFAULTS["reference_size"],
+    seed=0,
+):
+    """Score any selection of one partition with DATAMASK's objective (by default the one
+    ``DataMask()`` fits: facility location, ``lam`` 0.7, 2,048 reference rows).
 
     Parameters
     ----------
     embeddings : (N, d) array (numpy or cupy), unit-norm rows
     quality : (N,) array; normalised to [0, 1] over these N rows before use
     mask : (N,) bool array, or an integer array of selected row indices
-    lam : float, weight of quality
-    diversity : {"pairwise", "facility", "disf"}
-    reference_size : int, optional
+    lam : float, default 0.7
+        Weight of quality.
+    diversity : {"facility", "pairwise", "disf"}, default "facility"
+    reference_size : int or None, default 2048
         Facility location only: score against a fixed random sample of this many rows
-        (drawn with ``seed``) instead of all N rows.
+        (drawn with ``seed``, as ``DataMask(seed=seed)`` draws them); None: all N rows.
     seed : int
 
     Returns
     -------
     dict
         ``objective``, ``quality`` (mean normalised quality), ``diversity``.
+
+    .. versionchanged:: 0.3
+       The defaults are ``DataMask``'s (facility, ``lam`` 0.7, ``reference_size`` 2048; were
+       pairwise, 0.5, None), so ``evaluate(E, q, DataMask().fit(E, q).mask_)`` scores the
+       objective that fit maximised.
     """
     norms = check_inputs(embeddings, quality)
     xp = get_namespace(embeddings)

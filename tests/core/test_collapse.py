@@ -13,10 +13,9 @@ the fix fails this test.
 import numpy as np
 import pytest
 
-from datamask import evaluate
 from datamask.core.synthetic import make_corpus
 from tests.helpers import fake_cupy
-from tests.helpers.pairwise import PairwiseMask
+from tests.helpers.pairwise import PairwiseMask, evaluate
 
 ZERO_RATE = 1e-3
 

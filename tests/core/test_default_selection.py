@@ -47,3 +47,16 @@ def test_the_default_is_facility_with_the_filter_and_meets_its_checks(corpus):
     # the paper's pairwise recipe keeps the planted near-copies the default leaves out
     assert s["paper"]["near_duplicates"] > r["near_duplicates"] + 0.02
     assert est.optimizer_["near_duplicates"] > 0
+
+
+def test_evaluate_scores_the_objective_the_default_fit_maximised():
+    """``evaluate``'s defaults are ``DataMask()``'s: the same objective, the same reference rows."""
+    from datamask import evaluate
+
+    c = make_clusters(n_rows=3000, dim=32, seed=1, n_clusters=20, spread=0.5, noise=0.1)
+    E, q = c["embedding"].astype(np.float32), c["quality"].astype(np.float64)
+    est = DataMask(ratio=0.1, seed=3).fit(E, q)
+    got = evaluate(E, q, est.mask_, seed=3)
+    assert got == pytest.approx(est.objective_, rel=1e-6)
+    other = evaluate(E, q, est.mask_, seed=3, lam=0.5, diversity="pairwise", reference_size=None)
+    assert other["objective"] != pytest.approx(got["objective"], rel=1e-3)  # 0.2's defaults score another one

@@ -12,9 +12,8 @@ noise then moves only rows whose order hardly matters. pairwise's default start
 import numpy as np
 import pytest
 
-from datamask import evaluate
 from datamask.core.synthetic import make_corpus
-from tests.helpers.pairwise import PairwiseMask
+from tests.helpers.pairwise import PairwiseMask, evaluate
 
 
 @pytest.fixture(scope="module")

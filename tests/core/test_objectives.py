@@ -96,8 +96,8 @@ def test_evaluate_accepts_mask_or_indices_and_combines_terms(unit_rows):
     rows = np.array([1, 5, 9, 49])
     mask = np.zeros(50, bool)
     mask[rows] = True
-    a = evaluate(E, q, mask, lam=0.3)
-    b = evaluate(E, q, rows, lam=0.3)
+    a = evaluate(E, q, mask, lam=0.3, diversity="pairwise")
+    b = evaluate(E, q, rows, lam=0.3, diversity="pairwise")
     assert a == b
     assert a["quality"] == pytest.approx(np.mean(rows / 49))
     assert a["diversity"] == pytest.approx(brute_pairwise(E[rows]), abs=1e-6)

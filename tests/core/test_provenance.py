@@ -6,11 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from datamask import evaluate
 from datamask.analysis.report.figures import trajectory_caption
 from datamask.core.relaxed_tokens import frank_wolfe_tokens, pairwise_token_terms
 from datamask.core.synthetic import make_corpus
-from tests.helpers.pairwise import PairwiseMask
+from tests.helpers.pairwise import PairwiseMask, evaluate
 
 
 @pytest.fixture(scope="module")

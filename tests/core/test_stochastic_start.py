@@ -9,11 +9,10 @@ picks (tests/core/test_facility_kernels.py holds them to a float64 brute force).
 import numpy as np
 import pytest
 
-from datamask import evaluate
 from datamask.core import facility_lists, stochastic
 from datamask.core.facility import FacilityGroups
 from datamask.core.synthetic import make_corpus
-from tests.helpers.pairwise import PairwiseMask
+from tests.helpers.pairwise import PairwiseMask, evaluate
 
 
 @pytest.fixture(scope="module")

@@ -5,14 +5,13 @@ import itertools
 import numpy as np
 import pytest
 
-from datamask import evaluate
 from datamask.core.objectives import Objective, normalize_quality
 from datamask.core.pg import PolicyGradient, TokenBudget
 from datamask.core.policy import log_prob, policy_gradient, sample_masks
 from datamask.core.state import FitState
 from datamask.core.synthetic import make_corpus
 from datamask.core.tokens import fill, knapsack_vertex, max_rows, prefix_lengths
-from tests.helpers.pairwise import PairwiseMask
+from tests.helpers.pairwise import PairwiseMask, evaluate
 
 
 def skewed_lengths(n, seed=0, n_long=3):

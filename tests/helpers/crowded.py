@@ -1,13 +1,12 @@
 """The crowded clustered corpus (quality set by the cluster, tight clusters, high-quality
 near-duplicate groups) at lam 0.2: the shape where the quality-aware wide start fails
-(benchmarks/results/defaults.md, shrunk), under pairwise diversity (``evaluate``'s default).
+(benchmarks/results/defaults.md, shrunk), under pairwise diversity (0.2's objective, pinned in tests/helpers/pairwise.py).
 Shared by the start tests."""
 
 import numpy as np
 
-from datamask import evaluate
 from datamask.core.synthetic import make_clusters
-from tests.helpers.pairwise import PairwiseMask
+from tests.helpers.pairwise import PairwiseMask, evaluate
 
 ISSUE = dict(n_clusters=50, spread=0.5, noise=0.1, n_dup_groups=10, dup_fraction=0.05)
 

@@ -4,6 +4,7 @@ facility location at lam 0.7 without pruning, after the redundancy filter (docs/
 tests/core/test_default_selection.py tests that default itself."""
 
 from datamask import DataMask
+from datamask import evaluate as _evaluate
 
 PAIRWISE_DEFAULTS = dict(diversity="pairwise", lam=0.5, prune=0.5, near_duplicate=None)
 
@@ -11,3 +12,9 @@ PAIRWISE_DEFAULTS = dict(diversity="pairwise", lam=0.5, prune=0.5, near_duplicat
 def PairwiseMask(*args, **kw):
     """``DataMask`` with :data:`PAIRWISE_DEFAULTS` under the given keywords."""
     return DataMask(*args, **{**PAIRWISE_DEFAULTS, **kw})
+
+
+def evaluate(embeddings, quality, mask, **kw):
+    """``datamask.evaluate`` with 0.2's defaults (pairwise, lam 0.5, facility's reference all
+    rows): the objective :func:`PairwiseMask` fits, under the given keywords."""
+    return _evaluate(embeddings, quality, mask, **{"lam": 0.5, "diversity": "pairwise", "reference_size": None, **kw})
