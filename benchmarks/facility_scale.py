@@ -108,6 +108,12 @@ def child_phases(a):
             _timed(owner, name, acc, "lists")
     _timed(diversity.Facility, "stochastic_greedy", acc, "picks")
     _timed(diversity.Facility, "value", acc, "evaluate")
+    try:  # the redundancy filter (0.3), imported by the fit when it runs
+        from datamask.core import redundancy
+
+        _timed(redundancy, "without_near_duplicates", acc, "filter")
+    except ImportError:  # not in this code
+        pass
     DataMask(diversity="facility", ratio=RATIO, seed=0).fit(E[:4000], q[:4000])  # compiled code loaded (or built) first
     acc.clear()
     rss0 = psutil.Process().memory_info().rss
@@ -232,15 +238,16 @@ def _git(*args):
 
 def _phase_table(runs):
     lines = [
-        "| rows | code | fit s | scorer build s | of it: lists s | picks s | exact objective s | rest s | "
-        "fit RSS added | objective |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| rows | code | fit s | redundancy filter s | scorer build s | of it: lists s | picks s | exact objective s "
+        "| rest s | fit RSS added | objective |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
-        rest = r["fit"] - r.get("build", 0) - r.get("picks", 0) - r.get("evaluate", 0)
+        rest = r["fit"] - sum(r.get(k, 0) for k in ("filter", "build", "picks", "evaluate"))
         lines.append(
-            f"| {r['rows']:,} | {r['code']} | {r['fit']:.1f} | {r.get('build', 0):.1f} | {r.get('lists', 0):.1f} | "
-            f"{r.get('picks', 0):.1f} | {r.get('evaluate', 0):.1f} | {rest:.1f} | {r['added_rss'] / 2**20:,.0f} MiB | "
+            f"| {r['rows']:,} | {r['code']} | {r['fit']:.1f} | {r.get('filter', 0):.1f} | {r.get('build', 0):.1f} | "
+            f"{r.get('lists', 0):.1f} | {r.get('picks', 0):.1f} | {r.get('evaluate', 0):.1f} | {rest:.1f} | "
+            f"{r['added_rss'] / 2**20:,.0f} MiB | "
             f"{r['objective']:.6f} |"
         )
     return lines
@@ -338,7 +345,7 @@ def main():
         "## The fit, by phase",
         "",
         '`DataMask(diversity="facility", ratio=0.1).fit(E, q)` in-process on the split\'s float16 arrays. '
-        "*scorer build*: the similarity products, the first gains and the neighbour lists (*of it: lists*, "
+        "*redundancy filter*: `without_near_duplicates` (0.3; none before); *scorer build*: the similarity products, the first gains and the neighbour lists (*of it: lists*, "
         "the selection of the lists' entries from the similarities: `top_neighbors` before, the thresholds "
         "and `scan_block` (float32) or `screen_block` (bfloat16 screen) after); *picks*: stochastic greedy; *exact objective*: every exact "
         "evaluation of a selection (the start's, and the fit's result); *rest*: pruning, the candidates' "
