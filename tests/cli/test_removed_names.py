@@ -65,12 +65,15 @@ def test_datamask_takes_only_method_and_token_budget():
     assert "solver" not in params and "tokens" not in params
 
 
-def test_run_compare_takes_no_02_keywords():
+def test_the_02_keywords_are_unknown_keywords():
+    import datamask.dask as dmd
     from datamask.analysis.compare_run import run_compare
 
     for old in ("k", "cluster_column"):
         with pytest.raises(TypeError, match=old):
             run_compare("in", "out", **{old: 3})
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) k; it takes .*n_clusters"):
+        dmd.cluster(None, k=3)
 
 
 @pytest.mark.parametrize("command", ["select", "compare"])
