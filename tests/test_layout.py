@@ -173,11 +173,20 @@ def test_import_datamask_is_light(heavy):
     assert out.stdout.strip() == "False", f"import datamask imports {heavy}"
 
 
-def test_moved_names_still_reachable_from_the_top():
-    import datamask
-
-    for name, module in datamask._MOVED.items():
-        obj = getattr(datamask, name)
-        assert obj.__module__ == module or module.startswith(obj.__module__.rsplit(".", 1)[0]), (name, obj.__module__)
-    with pytest.raises(AttributeError):
-        datamask.no_such_name  # noqa: B018 (the attribute access is the test)
+def test_no_compatibility_shim():
+    """0.3.0 keeps no old name alive: no import hook, no module ``__getattr__`` beyond the lazy
+    imports of the package's own names, no hidden flag (the 0.2 names' removal is
+    tests/cli/test_removed_names.py)."""
+    lazy = {"datamask", "datamask.analysis.proxy_lm"}  # __getattr__ imports a public name on first use
+    found = []
+    for name, path in _modules().items():
+        src = path.read_text()
+        tree = ast.parse(src)
+        top = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        defs = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        if "__getattr__" in top | defs and name not in lazy:
+            found.append(f"{name}: module __getattr__")
+        for needle in ("meta_path", "argparse.SUPPRESS"):
+            if needle in src:
+                found.append(f"{name}: {needle}")
+    assert not found, found

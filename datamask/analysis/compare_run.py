@@ -221,7 +221,6 @@ def run_compare(
     domain_column=None,
     client=None,
     report=True,
-    **old,
 ) -> pd.DataFrame:
     """``datamask compare``: every method on every split of ``input``; results in ``output``.
 
@@ -229,8 +228,7 @@ def run_compare(
     or from k-means with ``n_clusters`` clusters (default :func:`~datamask.core.kmeans.readable_n_clusters`:
     ``sqrt(rows / 10)`` between 2 and 50) fitted on a
     ``sample_fraction`` of the rows and shared by all splits. The keyword arguments left None
-    are read from ``cfg`` (a ``CompareConfig``; a ``SelectConfig`` takes compare's defaults);
-    ``k`` and ``cluster_column``, their 0.2 names, warn.
+    are read from ``cfg`` (a ``CompareConfig``; a ``SelectConfig`` takes compare's defaults).
 
     Writes ``compare.csv`` (the summary table), ``compare_splits.csv`` (per split),
     ``selections.parquet`` (id, quality, n_tokens, cluster of each selected row per method),
@@ -252,7 +250,6 @@ def run_compare(
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(ALL_METHODS)}")
-    n_clusters, domain_column = _old_names(old, n_clusters, domain_column)
     pick = lambda v, name, default: v if v is not None else getattr(cfg, name, default)  # noqa: E731
     opts = dict(
         n_clusters=n_clusters if n_clusters is not None else cfg.n_clusters,
@@ -277,19 +274,6 @@ def run_compare(
 
             upload_tree(out, dest, last=("compare.json",))
         return table
-
-
-def _old_names(old: dict, n_clusters, domain_column):
-    """``run_compare``'s 0.2 keywords ``k`` and ``cluster_column``, with a warning."""
-    from ..errors import warn_deprecated
-
-    for name, new in (("k", "n_clusters"), ("cluster_column", "domain_column")):
-        if name in old:
-            warn_deprecated(f"run_compare({name}=)", f"{new}=")
-    unknown = set(old) - {"k", "cluster_column"}
-    if unknown:
-        raise TypeError(f"run_compare() got unexpected keyword arguments {sorted(unknown)}")
-    return (old.get("k") if n_clusters is None else n_clusters), (old.get("cluster_column") or domain_column)
 
 
 def _splits(input, cfg):

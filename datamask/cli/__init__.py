@@ -19,9 +19,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-import warnings
 
-from ..errors import DatamaskDeprecationWarning, DatamaskError
+from ..errors import DatamaskError
 
 __all__ = ["main", "build_parser"]
 
@@ -101,23 +100,10 @@ def main(argv=None) -> int:
     from ..core.progress import quiet_library_bars  # (light: no import of its own)
 
     # stderr a file or a pipe: progress as lines, no library's carriage-return bar (workers inherit it)
-    with warnings.catch_warnings(), quiet_library_bars():
-        warnings.simplefilter("default", DatamaskDeprecationWarning)
-        warnings.showwarning = _show_warning
+    with quiet_library_bars():
         rc = _run(argv)
     _tidy_worker_log(rc)
     return rc
-
-
-_SHOW = warnings.showwarning
-
-
-def _show_warning(message, category, filename, lineno, file=None, line=None):
-    """An old flag or key: one line ``datamask: warning: ...`` on stderr; other warnings as usual."""
-    if issubclass(category, DatamaskDeprecationWarning):
-        print(f"datamask: warning: {message}", file=sys.stderr)
-    else:
-        _SHOW(message, category, filename, lineno, file, line)
 
 
 def _tidy_worker_log(rc: int) -> None:

@@ -7,7 +7,6 @@ import argparse
 import sys
 from dataclasses import MISSING, fields
 
-from ..errors import warn_deprecated
 from ..pipeline.config import SelectConfig, parse_value, with_preset
 from ..stages.base import INPUT_HELP
 
@@ -61,8 +60,6 @@ def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig, positional=_P
         flag = "--" + f.name.replace("_", "-")
         default = f.default if f.default is not MISSING else None
         help = with_default(f.metadata.get("help", ""), default)
-        if f.metadata.get("hidden"):
-            help = argparse.SUPPRESS
         if str(f.type).startswith("bool"):
             groups[g].add_argument(flag, dest=f.name, action="store_true", default=None, help=help)
         elif str(f.type).startswith("list"):
@@ -78,16 +75,6 @@ def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig, positional=_P
             groups[g].add_argument(
                 flag, dest=f.name, default=None, metavar=f.name.upper(), choices=f.metadata.get("choices"), help=help
             )
-    for old, new in getattr(cls, "RENAMED", {}).items():  # a renamed field's old flag, for one release
-        p.add_argument("--" + old.replace("_", "-"), dest=new, default=None, action=_Renamed, help=argparse.SUPPRESS)
-
-
-class _Renamed(argparse.Action):
-    """The old flag of a renamed field: warns, then stores the value under the new name."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        warn_deprecated(option_string, "--" + self.dest.replace("_", "-"))
-        setattr(namespace, self.dest, values)
 
 
 def config_from_args(args, cls=SelectConfig):

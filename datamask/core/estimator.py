@@ -15,14 +15,12 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
 
-from ..errors import renamed
 from .backend import default_rng, get_namespace
 from .budget import check_budget, rows_after_pruning
 from .diversity import DIVERSITIES, Diversity, get_diversity
 from .objectives import Objective, best_first, normalize_quality
 from .params import BATCH_MAX, DataMaskParams  # noqa: F401 (BATCH_MAX: read here by benchmarks/optimizer.py)
 from .provenance import optimizer_record, start_trajectory
-from .renamed import current_params
 from .solvers import solve
 from .start import check_logit_range
 from .state import FITTED, FitState
@@ -32,7 +30,6 @@ from .validate import check_inputs, needs_rescale
 __all__ = ["DataMask", "METHODS", "check_params", "tokens_after_pruning"]
 
 METHODS = ("pg", "greedy", "relaxed")  # DataMask's method parameter (select's --method: pipeline.config)
-__getattr__ = renamed(globals(), {"SOLVERS": "METHODS"})  # its 0.2 name, until 0.4
 # lr=None / logit_range=None: each diversity's own (datamask.core.diversity: lr, default_logit_range(init))
 
 
@@ -242,8 +239,6 @@ class DataMask(DataMaskParams, BaseEstimator):
         None leaves the library default.
     progress : bool, default False
         Show a progress bar over steps (or greedy picks).
-    solver, tokens : deprecated
-        0.2's names of ``method`` and ``token_budget``, read until 0.4 with a FutureWarning.
 
     Attributes
     ----------
@@ -328,14 +323,12 @@ class DataMask(DataMaskParams, BaseEstimator):
         "relaxed_iter": [Interval(Integral, 1, None, closed="left"), None],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
         "progress": ["boolean"],
-        "solver": "no_validation",  # 0.2's names (core.renamed): checked under the new ones
-        "tokens": "no_validation",
     }
 
     def _check_params(self, n_rows):
-        """The parameters (:func:`current_params`), checked; S (None under a token budget)
+        """The parameters (``get_params``), checked; S (None under a token budget)
         and the rows left after pruning."""
-        p = current_params(self)
+        p = self.get_params(deep=False)
         check_params(p)
         S = check_budget(n_rows, ratio=p["ratio"], budget=p["budget"], tokens=p["token_budget"], prune=p["prune"])
         return p, S, rows_after_pruning(n_rows, p["prune"])

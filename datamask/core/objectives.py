@@ -6,7 +6,7 @@ For a selection U of S documents with unit embeddings ``e_i`` and quality ``q_i`
     f_qua(U) = mean of q over U, with q min-max normalised to [0, 1] over the split
 
 and ``f_div`` one of the objectives of :mod:`datamask.core.diversity` (pairwise, facility,
-disf), whose array kernels are in :mod:`datamask.core.metrics` (re-exported here).
+disf), whose array kernels are in :mod:`datamask.core.metrics`.
 """
 
 from __future__ import annotations
@@ -15,14 +15,6 @@ import numpy as np
 
 from .backend import default_rng, get_namespace
 from .diversity import DIVERSITIES, get_diversity
-from .metrics import (  # noqa: F401  (the kernels' home in 0.2)
-    disf_groups,
-    facility_value,
-    group_sums,
-    pairwise_from_sums,
-    pairwise_groups,
-    selection_matrix,
-)
 from .validate import check_inputs, check_mask, needs_rescale, unit_rows
 
 
@@ -40,10 +32,6 @@ __all__ = [
     "DIVERSITIES",
     "normalize_quality",
     "best_first",
-    "pairwise_groups",
-    "group_sums",
-    "disf_groups",
-    "facility_value",
     "Objective",
     "evaluate",
 ]

@@ -10,8 +10,6 @@ the estimator.
 
 from __future__ import annotations
 
-from .renamed import DEPRECATED
-
 __all__ = ["DataMaskParams", "BATCH_MAX"]
 
 # Default cap on the rows of one batch-updating step (the batch_max parameter).
@@ -52,8 +50,6 @@ class DataMaskParams:
         relaxed_iter=None,
         n_threads=1,
         progress=False,
-        solver=DEPRECATED,
-        tokens=DEPRECATED,
     ):
         self.ratio = ratio
         self.budget = budget
@@ -82,5 +78,3 @@ class DataMaskParams:
         self.relaxed_iter = relaxed_iter
         self.n_threads = n_threads
         self.progress = progress
-        self.solver = solver
-        self.tokens = tokens

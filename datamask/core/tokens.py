@@ -132,7 +132,7 @@ def masked_mean(values, K):
 def disf_prefix(E, idx, K, block_elements=1 << 24):
     """DiSF of the first ``K[g]`` rows of each row of ``idx`` (G, M) into ``E`` (n, d).
 
-    As :func:`datamask.core.objectives.disf_groups`, with the mean, the standard deviation
+    As :func:`datamask.core.metrics.disf_groups`, with the mean, the standard deviation
     and the normalisation taken over each mask's own rows (the others weigh 0).
     """
     xp = get_namespace(E)

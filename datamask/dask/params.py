@@ -13,7 +13,7 @@ import functools
 import inspect
 from dataclasses import MISSING, fields
 
-from ..errors import ConfigError, warn_deprecated
+from ..errors import ConfigError
 
 __all__ = ["FILE_ONLY", "config_fields", "takes_config", "frame_config"]
 
@@ -50,11 +50,6 @@ def frame_config(cls, params: dict, func: str, exclude=(), only=None):
     """A validated ``cls`` from the keyword arguments of a call; a one-line error for a
     name the function does not take."""
     names = {f.name for f in config_fields(cls, exclude, only)}
-    params = dict(params)
-    for old, new in getattr(cls, "RENAMED", {}).items():  # a renamed field's old keyword, for one release
-        if old in params and new in names:
-            warn_deprecated(f"{func}({old}=...)", f"{new}=")
-            params.setdefault(new, params.pop(old))
     unknown = sorted(set(params) - names)
     if unknown:
         raise TypeError(

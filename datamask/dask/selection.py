@@ -26,10 +26,8 @@ from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, ke
 
 __all__ = ["select", "records", "evaluate", "RECORD_META", "EVALUATE_META"]
 
-# "partition" repeats "split", the column's 0.2 name, for one release (dropped in 0.4)
 RECORD_COLUMNS = {
     "split": "int64",
-    "partition": "int64",
     "identity": object,
     "seed": "int64",
     "rows_in": "int64",
@@ -56,7 +54,6 @@ def _nan(d, key):
 def _record_row(rec: dict) -> dict:
     return {
         "split": rec["split"],
-        "partition": rec["split"],
         "identity": rec["identity"],
         "seed": rec["seed"],
         "rows_in": rec["rows_in"],
@@ -207,7 +204,6 @@ def records(selected):
 # ---------------------------------------------------------------------- evaluate
 EVALUATE_COLUMNS = {
     "split": "int64",
-    "partition": "int64",  # "split"'s 0.2 name, for one release
     "identity": object,
     "rows": "int64",
     "selected": "int64",
@@ -235,7 +231,7 @@ def _evaluate_part(df, partition_info=None, *, cfg, selected):
     from ..pipeline.schema import check_table
 
     p = part_split(df, partition_info)
-    row = {"split": p.number, "partition": p.number, "identity": p.identity, "rows": len(df), "selected": 0}
+    row = {"split": p.number, "identity": p.identity, "rows": len(df), "selected": 0}
     if len(df) == 0:
         return pd.DataFrame([row]).reindex(columns=list(EVALUATE_COLUMNS)).astype(EVALUATE_COLUMNS)
     cols = Columns.from_config(cfg)

@@ -16,11 +16,9 @@ Importing this package is light: torch, sentence-transformers and fastText load 
 a model is first used.
 """
 
-from ..errors import renamed
 from .aggregate import (
     ColumnStats,
     aggregate_frame,
-    aggregate_partition,  # noqa: F401  (0.2's name, warns)
     check_score_columns,
     compute_stats,
     parse_weights,
@@ -53,14 +51,3 @@ __all__ = [
     "count_tokens",
     "get_texts",
 ]
-
-
-# 0.2's names, for one release
-__getattr__ = renamed(
-    globals(),
-    {
-        "embed_partition": "embed_frame",
-        "score_components_partition": "score_components_frame",
-        "score_heuristics_partition": "score_heuristics_frame",
-    },
-)

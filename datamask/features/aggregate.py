@@ -38,7 +38,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import renamed, warn_deprecated
 from .text import like_input, to_pandas
 
 __all__ = [
@@ -352,12 +351,3 @@ def _components(pdf, cols, stats, how, bins) -> dict:
             v = np.minimum(np.floor(v * bins), bins - 1)
         comps[c] = v
     return comps
-
-
-def aggregate_partition(df, weights, stats, *, method: str = "minmax", **kw):
-    """0.2's name of :func:`aggregate_frame` (``method`` is now ``normalize``); for one release."""
-    warn_deprecated("datamask.features.aggregate.aggregate_partition(method=)", "aggregate_frame(normalize=)")
-    return aggregate_frame(df, weights, stats, normalize=method, **kw)
-
-
-__getattr__ = renamed(globals(), {"METHODS": "NORMALIZATIONS"})  # 0.2's name, for one release

@@ -50,7 +50,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..errors import renamed
 from .batching import PROGRESS_BLOCK, encode_blocks  # noqa: F401 (PROGRESS_BLOCK: read here by the tests)
 from .model_files import check_model_dir as _check_model_dir
 from .model_files import cpu_has_amx_bf16 as _cpu_has_amx_bf16
@@ -441,6 +440,3 @@ def embed_frame(
     out[column] = _vectors_series(vectors, embedder.dtype, out.index)
     out.attrs["n_skipped"] = int((~usable).sum())
     return like_input(out, df)
-
-
-__getattr__ = renamed(globals(), {"embed_partition": "embed_frame"})  # 0.2's name, for one release

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import renamed
 from .text import get_texts, like_input, to_pandas
 
 __all__ = [
@@ -294,6 +293,3 @@ def score_fasttext_frame(
     out = pdf.copy()
     out[column] = scorer.score([t if u else "" for t, u in zip(texts, usable)])
     return like_input(out, df)
-
-
-__getattr__ = renamed(globals(), {"score_fasttext_partition": "score_fasttext_frame"})  # 0.2's name, for one release

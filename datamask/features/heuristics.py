@@ -48,7 +48,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import renamed
 from .text import get_texts, like_input, to_pandas
 
 __all__ = ["HEURISTICS", "heuristic_scores", "score_heuristics_frame", "heuristics_columns"]
@@ -346,8 +345,3 @@ def score_heuristics_frame(
         if components or src == "heuristics":
             out[dst] = scores[src].to_numpy()
     return like_input(out, df)
-
-
-__getattr__ = renamed(
-    globals(), {"score_heuristics_partition": "score_heuristics_frame"}
-)  # 0.2's name, for one release

@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import renamed
 from .fasttext_quality import FastTextScorer
 from .heuristics import heuristic_scores, heuristics_columns
 from .text import count_tokens, get_texts, like_input, to_pandas
@@ -91,8 +90,3 @@ def count_unusable(df, text_column: str = "text") -> int:
     """Number of rows whose text is null, empty or whitespace-only (for the manifest)."""
     _, usable = get_texts(to_pandas(df), text_column, errors="replace")
     return int((~usable).sum())
-
-
-__getattr__ = renamed(
-    globals(), {"score_components_partition": "score_components_frame"}
-)  # 0.2's name, for one release

@@ -33,7 +33,7 @@ from ..core.backend import to_numpy
 from ..core.budget import check_rows
 from ..core.kmeans import assign, fit_kmeans
 from ..core.objectives import evaluate
-from ..errors import DataError, renamed
+from ..errors import DataError
 
 __all__ = [
     "Selection",
@@ -189,8 +189,6 @@ def _parameters(fn) -> set:
 
 
 # ---------------------------------------------------------------------- helpers for methods
-# the 0.2 names, read for one release (check_rows: datamask.core.budget's)
-__getattr__ = renamed(globals(), {"check_budget": "check_rows", "partition_clusters": "split_clusters"})
 
 
 def split_clusters(E, cfg, seed, table=None):

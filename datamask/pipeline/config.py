@@ -15,13 +15,12 @@ import hashlib
 import inspect
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any
 
 from ..core.budget import check_token_budget
 from ..core.diversity import DIVERSITIES
 from ..core.params import DataMaskParams
-from ..core.renamed import RENAMED as _DM_RENAMED
-from ..errors import ConfigError, renamed, warn_deprecated
+from ..errors import ConfigError
 from ..methods import REGISTRY
 from .flags import type_words, with_flag
 from .presets import PRESETS, preset_help, with_preset
@@ -38,7 +37,7 @@ __all__ = [
 _DM = {
     k: p.default
     for k, p in inspect.signature(DataMaskParams.__init__).parameters.items()  # DataMask.__init__
-    if k != "self" and k not in _DM_RENAMED  # (its 0.2 names)
+    if k != "self"
 }
 # DataMask parameters that are not pipeline settings (set per split or by the runner;
 # token_budget: the split's share of the config's corpus budget ``tokens``; method: the
@@ -50,14 +49,12 @@ METHODS = tuple(REGISTRY)
 # the selection methods that run DataMask, and the DataMask method each is (--method datamask
 # is DataMask(method="pg"))
 DATAMASK_METHOD = {"datamask": "pg", "greedy": "greedy", "relaxed": "relaxed"}
-__getattr__ = renamed(globals(), {"SOLVER_OF": "DATAMASK_METHOD"})  # its old name, until 0.4
 
 
-def _f(default, help, choices=None, group="selection", result=True, parse=None, hidden=False):
+def _f(default, help, choices=None, group="selection", result=True, parse=None):
     """A dataclass field with CLI metadata. ``result``: changes the output (fingerprinted);
-    ``parse``: converts a YAML value or flag string (instead of the field's type);
-    ``hidden``: a deprecated setting, left out of ``--help``."""
-    meta = {"help": help, "choices": choices, "group": group, "result": result, "hidden": hidden}
+    ``parse``: converts a YAML value or flag string (instead of the field's type)."""
+    meta = {"help": help, "choices": choices, "group": group, "result": result}
     if parse is not None:
         meta["parse"] = parse
     return field(default=default, metadata=meta)
@@ -119,18 +116,10 @@ class StageConfig:
     connect_timeout: float = _f(10.0, "seconds to wait for a scheduler and a worker", group="dask", result=False)
     quiet: bool = _f(False, "no progress bars", group="dask", result=False)
 
-    # old name -> new name of a renamed field; the old YAML key and flag keep working for one
-    # release, with a warning
-    RENAMED: ClassVar[dict] = {}
-
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_dict(cls, d: dict, source: str = "config"):
         d = dict(d)
-        for old, new in cls.RENAMED.items():
-            if old in d:
-                warn_deprecated(f"{source}: key {old}", new)
-                d.setdefault(new, d.pop(old))
         check_keys(cls, d, source)
         if "preset" in d and any(f.name == "preset" for f in fields(cls)):
             d = with_preset(d)
@@ -226,12 +215,6 @@ class SelectConfig(StageConfig):
     )
     lam: float = _f(_DM["lam"], "weight of quality against diversity, in [0, 1]")
     diversity: str = _f(_DM["diversity"], "diversity metric", choices=tuple(DIVERSITIES))
-    solver: str = _f(
-        "pg",
-        "deprecated: --method greedy or --method relaxed",
-        choices=("pg", "greedy", "relaxed"),
-        hidden=True,
-    )
     group_size: int = _f(_DM["group_size"], "masks sampled per policy-gradient step")
     lr: float | None = _f(_DM["lr"], "policy-gradient step size (default: 3, or 1 for facility location)")
     steps: int | None = _f(
@@ -323,11 +306,6 @@ class SelectConfig(StageConfig):
                 if getattr(self, k) == _default_of(type(self), k):
                     setattr(self, k, v)
             self._preset_merged = True
-        if self.solver != "pg":  # the 0.2 spelling of --method greedy / relaxed
-            warn_deprecated(f"solver {self.solver}", f"method {self.solver}")
-            if self.method not in ("datamask", self.solver):
-                raise ConfigError(f"solver {self.solver} and method {self.method} disagree; give --method alone")
-            self.method, self.solver = self.solver, "pg"
         if self.ratio is None and not self.token_budget:
             self.ratio = _DM["ratio"]  # null: the default
         from ..core.estimator import check_params  # (scikit-learn's constraints: imported when a config is built)

@@ -145,15 +145,6 @@ def run_pending(
     return results
 
 
-def __getattr__(name):
-    if name in ("Stage", "StageRun"):  # 0.2's hand-built run of a stage, and its later name
-        raise AttributeError(
-            f"{__name__}.{name} is gone: a stage subclasses SplitStage (datamask/stages/base.py) and "
-            "run_stage(stage.bind(cfg)) runs it"
-        )
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 # config fields that name a local file or folder a worker opens (resolved with input and output)
 PATH_FIELDS = ("model", "tokenizer", "fasttext", "quadmix_params")
 

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError, DataError, warn_deprecated
+from ..errors import ConfigError, DataError
 from ..pipeline.config import METHODS, SelectConfig, StageConfig, _f
 from .base import CorpusStage, reused
 
@@ -52,8 +52,6 @@ class ClusterConfig(StageConfig):
     )
     by_cluster: bool = _f(False, "also write OUTPUT/by_cluster/: one file (one partition) per cluster", group="output")
     seed: int = _f(0, "seed of the sample and of k-means", group="clustering")
-
-    RENAMED = {"k": "n_clusters"}  # 0.2's name (--k)
 
     def validated(self):
         super().validated()
@@ -151,18 +149,6 @@ class CompareConfig(SelectConfig):
 
 def _totals(rows, splits):
     return {"rows_in": rows, "rows_out": rows, "splits": splits}
-
-
-def run_cluster_stage(cfg: ClusterConfig, client=None) -> dict:
-    """0.2's function for ``ClusterStage().run(cfg, client)``, deprecated (it stops working in 0.4)."""
-    warn_deprecated(f"{__name__}.run_cluster_stage", "ClusterStage().run(cfg, client)")
-    return ClusterStage().run(cfg, client)
-
-
-def run_compare_stage(cfg: CompareConfig, client=None) -> dict:
-    """0.2's function for ``CompareStage().run(cfg, client)``, deprecated (it stops working in 0.4)."""
-    warn_deprecated(f"{__name__}.run_compare_stage", "CompareStage().run(cfg, client)")
-    return CompareStage().run(cfg, client)
 
 
 def run_report(directory, out=None, storage_options=None) -> Path:

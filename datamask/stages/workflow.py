@@ -87,7 +87,7 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     if not inp or not out:
         raise ConfigError(f"{source}: the workflow needs input and output keys (or --set input=... --set output=...)")
     classes = {n: STAGES[n].config for n in names}
-    known = {f.name for n in names for f in fields(classes[n])} | {k for n in names for k in classes[n].RENAMED}
+    known = {f.name for n in names for f in fields(classes[n])}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} for stages {', '.join(names)}")
@@ -97,7 +97,7 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     cfgs, prev = [], resolve(inp)
     for n in names:
         cls = classes[n]
-        own = {f.name for f in fields(cls)} | set(cls.RENAMED)
+        own = {f.name for f in fields(cls)}
         d = {k: v for k, v in raw.items() if k in own}
         d.update(blocks[n])
         d["input"], d["output"] = prev, str(location(out) / n)

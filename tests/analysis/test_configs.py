@@ -19,7 +19,7 @@ def test_paper_recipe_is_a_select_config():
     cfg = SelectConfig.from_dict(raw, source="paper")
     assert 0.4 <= cfg.prune <= 0.5 and cfg.init == "quality" and cfg.diversity == "pairwise"
     assert cfg.lam == 0.5 and cfg.group_size == 128 and cfg.split_size == 1_000_000
-    assert cfg.batch_ratio == 0.05 and cfg.steps == 10_000 and cfg.solver == "pg"
+    assert cfg.batch_ratio == 0.05 and cfg.steps == 10_000 and cfg.method == "datamask"
     assert cfg.logit_range is None and cfg.estimator_params(0)["logit_range"] is None  # auto
     # the workflow is the preset: the paper's lr, no cap on a batch, no early stop
     assert cfg.preset == "paper" and cfg.prune == 0.5 and cfg.lr == 10 and cfg.batch_max is None

@@ -5,14 +5,8 @@ import pytest
 
 from datamask.core.backend import default_rng
 from datamask.core.facility import FacilityGroups
-from datamask.core.metrics import disf_one
-from datamask.core.objectives import (
-    disf_groups,
-    evaluate,
-    facility_value,
-    normalize_quality,
-    pairwise_groups,
-)
+from datamask.core.metrics import disf_groups, disf_one, facility_value, pairwise_groups
+from datamask.core.objectives import evaluate, normalize_quality
 
 
 def brute_pairwise(EU):

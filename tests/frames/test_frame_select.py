@@ -163,7 +163,7 @@ def test_more_partitions_than_workers(corpus, cluster):
     local = sel.compute(scheduler="sync")
     assert sorted(frame["id"]) == sorted(local["id"]) and len(recs) == 10
     assert recs["identity"].str.contains("shard-").all()  # the split identity travelled with the partition
-    assert sorted(recs["split"]) == list(range(10)) and (recs["partition"] == recs["split"]).all()  # 0.2's name
+    assert sorted(recs["split"]) == list(range(10)) and "partition" not in recs.columns  # (0.2's name: gone)
 
 
 # ---------------------------------------------------------------------- bad input

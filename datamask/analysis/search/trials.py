@@ -73,7 +73,7 @@ def _merged(table, weights: dict, comp_range: dict, cfg):
     ``datamask score --scores ... --normalize minmax`` computes it (corpus min/max)."""
     import pyarrow as pa
 
-    from ...features.aggregate import ColumnStats, aggregate_partition
+    from ...features.aggregate import ColumnStats, aggregate_frame
 
     per_domain = all(isinstance(v, dict) for v in weights.values())
     comps = list(next(iter(weights.values()))) if per_domain else list(weights)
@@ -83,11 +83,9 @@ def _merged(table, weights: dict, comp_range: dict, cfg):
     if per_domain:
         pdf[cfg.domain_column] = pdf[cfg.domain_column].astype(str)
         flat = {c: 1.0 / len(comps) for c in comps}
-        out = aggregate_partition(
-            pdf, flat, stats, domain_column=cfg.domain_column, domain_weights=weights, output="_q"
-        )
+        out = aggregate_frame(pdf, flat, stats, domain_column=cfg.domain_column, domain_weights=weights, output="_q")
     else:
-        out = aggregate_partition(pdf, weights, stats, output="_q")
+        out = aggregate_frame(pdf, weights, stats, output="_q")
     i = table.schema.get_field_index(cfg.quality_column)
     q = pa.array(out["_q"].to_numpy(dtype=np.float32))
     return table.set_column(i, cfg.quality_column, q) if i >= 0 else table.append_column(cfg.quality_column, q)
