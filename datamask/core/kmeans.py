@@ -24,6 +24,7 @@ from .backend import get_namespace, is_cupy, to_numpy
 
 __all__ = [
     "BACKENDS",
+    "default_n_clusters",
     "ASSIGN_BLOCK",
     "fit_kmeans",
     "lloyd",
@@ -50,13 +51,19 @@ def unit32(X, xp):
 READABLE_MAX = 50  # the most clusters a default gives: labels a person can still read on the map
 
 
+def default_n_clusters(n_rows: int) -> int:
+    """The default number of k-means clusters of ``n_rows`` rows: ``sqrt(rows / 10)`` rounded, at
+    least 1 (SemDeDup's default; semantic dedup and the per-split clusters of the baselines)."""
+    return max(1, int(round(math.sqrt(int(n_rows) / 10))))
+
+
 def readable_n_clusters(n_rows: int) -> int:
     """The corpus analysis's default number of clusters (``datamask cluster``, ``compare``'s
-    k-means, the report's map): ``sqrt(rows / 10)`` rounded, between 2 and
+    k-means, the report's map): :func:`default_n_clusters` between 2 and
     :data:`READABLE_MAX` (50), and never more than the rows. 2,884 rows get 17 clusters,
     25,000 rows and more get 50."""
     n_rows = int(n_rows)
-    return max(1, min(n_rows, READABLE_MAX, max(2, int(round(math.sqrt(n_rows / 10))))))
+    return max(1, min(n_rows, READABLE_MAX, max(2, default_n_clusters(n_rows))))
 
 
 def check_k(k: int, n_rows: int, what="rows"):

@@ -13,16 +13,9 @@ its most similar earlier kept row).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-__all__ = ["default_n_clusters", "visit_order", "semantic_duplicates"]
-
-
-def default_n_clusters(n_rows: int) -> int:
-    """``sqrt(rows / 10)``, at least 1 (the SemDeDup method's default)."""
-    return max(1, int(round(math.sqrt(n_rows / 10))))
+__all__ = ["visit_order", "semantic_duplicates"]
 
 
 def visit_order(quality, doc):
@@ -50,7 +43,7 @@ def semantic_duplicates(
     embeddings : (N, d) float array (numpy or cupy)
     cluster : (N,) int array, optional
         Cluster of each row; k-means with ``n_clusters`` (default
-        :func:`default_n_clusters`) when None.
+        :func:`~datamask.core.kmeans.default_n_clusters`) when None.
     quality : (N,) float array, optional
     eps : float
         A row whose cosine to a kept row of its cluster exceeds ``1 - eps`` is removed.
@@ -84,7 +77,7 @@ def semantic_duplicates(
     rows = np.flatnonzero(live)
     E = embeddings[xp.asarray(rows)] if not live.all() else embeddings
     if cluster is None:
-        from ..core.kmeans import assign, fit_kmeans
+        from ..core.kmeans import assign, default_n_clusters, fit_kmeans
 
         k = min(int(n_clusters or default_n_clusters(rows.shape[0])), rows.shape[0])
         centroids = fit_kmeans(E, k, seed=seed)

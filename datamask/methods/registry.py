@@ -22,7 +22,6 @@ module imports none of them.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -31,7 +30,7 @@ import numpy as np
 from ..core import budget as core_budget
 from ..core.backend import to_numpy
 from ..core.budget import check_rows
-from ..core.kmeans import assign, fit_kmeans
+from ..core.kmeans import assign, default_n_clusters, fit_kmeans
 from ..core.objectives import evaluate
 from ..errors import DataError
 
@@ -205,7 +204,7 @@ def split_clusters(E, cfg, seed, table=None):
         np.add.at(cent, lab, X)
         return lab.astype(np.int64), cent.astype(np.float32)
     n = E.shape[0]
-    k = getattr(cfg, "n_clusters", None) or max(1, int(round(math.sqrt(n / 10))))
+    k = getattr(cfg, "n_clusters", None) or default_n_clusters(n)
     cent = fit_kmeans(E, min(int(k), n), seed=seed % 2**31)
     return to_numpy(assign(E, cent)[0]).astype(np.int64), cent
 

@@ -149,8 +149,7 @@ def _centroids(client, plan, cols, cfg):
     import dask
     import dask.dataframe as dd
 
-    from ..core.kmeans import fit_kmeans
-    from ..dedup.semantic import default_n_clusters
+    from ..core.kmeans import default_n_clusters, fit_kmeans
 
     per = min(1.0, KMEANS_SAMPLE * 1.0 / plan.n_rows)  # a sample, never more than every row
     counts = [min(s.rows, max(1, int(round(per * s.rows)))) for s in plan.splits]
