@@ -29,7 +29,12 @@ GROUPS = ("stages", "workflow", "features", "analysis", "proxy_lm", "demo")
 
 
 class _Parser(argparse.ArgumentParser):
-    """A usage error is one line ``datamask: error: ...`` with a ``--help`` hint, not the usage block."""
+    """A usage error is one line ``datamask: error: ...`` with a ``--help`` hint, not the usage block.
+    A flag is its whole name: no prefix is read as another flag (``--k`` is not ``--kmeans-backend``)."""
+
+    def __init__(self, *args, **kw):
+        kw.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kw)
 
     def error(self, message):
         self.exit(2, f"datamask: error: {message} (see `{self.prog} --help`)\n")

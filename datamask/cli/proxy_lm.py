@@ -14,7 +14,11 @@ __all__ = ["add_parsers", "COMMANDS"]
 class _PathsParser(argparse.ArgumentParser):
     """Lets paths follow an option (``A B --eval E OUT``): argparse fills a ``+`` positional
     from the first run of positionals only and leaves the rest unrecognised; they are the
-    same list, so they are appended to it in order."""
+    same list, so they are appended to it in order. No prefix of a flag is read as the flag."""
+
+    def __init__(self, *args, **kw):
+        kw.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kw)
 
     def parse_known_args(self, args=None, namespace=None):
         ns, extra = super().parse_known_args(args, namespace)
