@@ -28,10 +28,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-CLI_METHOD = {"pg": "datamask"}  # DataMask(method="pg") is datamask select --method datamask
 TARGETS = {  # figure: (comparison, bound, text)
     "select_relaxed": (">=", 1_000_000, ">= 1,000,000 rows/s per GPU"),
-    "select_pg": (">=", 100_000, ">= 100,000 rows/s per GPU"),
+    "select_datamask": (">=", 100_000, ">= 100,000 rows/s per GPU"),
     "gpu_memory_ratio": ("<=", 3.0, "<= 3x the split's embedding bytes"),
     "embed_short": (">=", 20_000, ">= 20,000 texts/s"),
     "embed_long": (">=", 5_000, ">= 5,000 texts/s"),
@@ -229,7 +228,7 @@ def cmd_select(a):
         "--device",
         a.device,
         "--method",
-        CLI_METHOD.get(a.method, a.method),
+        a.method,
         "--split-size",
         a.split_size,
         "--quiet",
@@ -404,11 +403,11 @@ def report(out) -> str:
         v = None if value is None else float(value)
         rows.append(f"| {what} | {'-' if v is None else fmt.format(v)} | {TARGETS[key][2]} | {_mark(key, v)} |")
 
-    sel = {s: load(f"select_{s}") for s in ("relaxed", "pg")}
+    sel = {s: load(f"select_{s}") for s in ("relaxed", "datamask")}
     for s, r in sel.items():
         sizes = f"{r.get('rows', 0):,} rows in {len(r.get('splits', []))} splits"
         row(
-            f"`select --method {CLI_METHOD.get(s, s)}`, {sizes}: rows/s per GPU, Parquet in to Parquet out",
+            f"`select --method {s}`, {sizes}: rows/s per GPU, Parquet in to Parquet out",
             r.get("rows_per_s_per_gpu"),
             f"select_{s}",
         )
@@ -517,8 +516,10 @@ def main(argv=None):
             s.add_argument("--corpus", required=True)
             s.add_argument("--split-size", type=int, default=1_000_000)
         if name == "select":
-            s.add_argument("--method", default="relaxed", choices=("relaxed", "pg", "greedy"), help="DataMask's method")
-            s.add_argument("--name", default=None, help="the JSON's name (default select_SOLVER)")
+            s.add_argument(
+                "--method", default="relaxed", choices=("relaxed", "datamask", "greedy"), help="select's --method"
+            )
+            s.add_argument("--name", default=None, help="the JSON's name (default select_METHOD)")
         if name == "cluster":
             s.add_argument("--k", type=int, default=1000)
         if name == "embed":

@@ -85,8 +85,8 @@ else
     --no-lr-sweep --pg-cap 15 --big 1000000 --big-steps 1000 --big-budget 12 --out "$out/optimizer"
 fi
 
-# --- 5. datamask select --device gpu, relaxed and pg: rows/s per GPU, peak GPU memory per split
-for method in relaxed pg; do
+# --- 5. datamask select --device gpu, relaxed and datamask: rows/s per GPU, peak GPU memory per split
+for method in relaxed datamask; do
   step "select-$method" 100 "$PY" benchmarks/gpu_bench.py select --corpus "$work/corpus" --method "$method" \
     --split-size "$split" --device "$dev" --out "$out" --work "$work"
 done

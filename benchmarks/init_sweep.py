@@ -65,7 +65,7 @@ def run(E, q, rand, gain, cap, every, **kw):
         return pts[-1][2] >= 99.9
 
     # the quality-aware start's ranges (pairwise's default start is now init="relaxed")
-    m = DataMask(method="pg", init="quality", steps=cap, eval_every=every, patience=None, callback=cb, **kw)
+    m = DataMask(method="datamask", init="quality", steps=cap, eval_every=every, patience=None, callback=cb, **kw)
     m.fit(E, q)
     falls = [(a - b, s) for (_, _, a), (s, _, b) in zip(pts, pts[1:])]
     fall, at = max(falls) if falls else (0.0, 0)

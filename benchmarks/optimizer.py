@@ -49,7 +49,7 @@ RATIO, LAM = 0.1, 0.5
 # The policy-gradient engine is measured from the paper's quality-aware start: pairwise's
 # default start from the relaxed solution (init="relaxed") would reach 99% at step 0 and say
 # nothing about the engine. The defaults as a user runs them: benchmarks/defaults.py.
-PG = dict(method="pg", init="quality")
+PG = dict(method="datamask", init="quality")
 GRAPH_NOTES: set = set()  # warnings the library gave during pg runs (e.g. a failed capture)
 _CORPORA: dict = {}
 

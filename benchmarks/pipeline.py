@@ -70,7 +70,7 @@ def one_run(corpus, out, workers, solver, split, steps):
             input=str(corpus),
             output=str(out),
             split_size=split,
-            method="datamask" if solver == "pg" else solver,  # DataMask(method="pg") is --method datamask
+            method=solver,
             steps=steps,
             quiet=True,
             overwrite=True,
@@ -85,7 +85,7 @@ def one_run(corpus, out, workers, solver, split, steps):
     return {
         "workers": workers,
         "solver": solver,
-        "steps": steps if solver == "pg" else None,
+        "steps": steps if solver == "datamask" else None,
         "rows": m["totals"]["rows_in"],
         "partitions": len(parts),
         "wall": wall,
@@ -101,7 +101,9 @@ def main():
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--split-size", type=int, default=1_000_000)
-    ap.add_argument("--pg-steps", type=int, default=300, help="also time solver pg with this many steps (0: skip)")
+    ap.add_argument(
+        "--pg-steps", type=int, default=300, help="also time --method datamask with this many pg steps (0: skip)"
+    )
     ap.add_argument("--workdir", default=None)
     a = ap.parse_args()
     work = Path(a.workdir or tempfile.mkdtemp(prefix="datamask-bench-"))
@@ -114,7 +116,7 @@ def main():
     part_rows = a.rows / max(1, -(-a.rows // a.split_size) if n_files == 1 else n_files)
     emb_bytes = part_rows * a.dim * 2
     runs = []
-    for solver, steps in [("relaxed", 0)] + ([("pg", a.pg_steps)] if a.pg_steps else []):
+    for solver, steps in [("relaxed", 0)] + ([("datamask", a.pg_steps)] if a.pg_steps else []):
         for w in (1, 2):
             r = one_run(corpus, work / f"out-{solver}-{w}", w, solver, a.split_size, steps or 3000)
             r["rss_ratio"] = r["peak_rss"] / emb_bytes

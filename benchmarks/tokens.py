@@ -78,13 +78,13 @@ def run_case(label, E, q, t, diversity):
             }
         )
 
-    for solver in ("pg", "greedy", "relaxed"):
+    for solver in ("datamask", "greedy", "relaxed"):
         if solver == "relaxed" and diversity == "facility":
             continue
         t0 = time.perf_counter()
         est = DataMask(token_budget=T, lam=LAM, diversity=diversity, method=solver).fit(E, q, lengths=t)
-        add("datamask" if solver == "pg" else solver, est.mask_, time.perf_counter() - t0, est.n_steps_)
-        if solver == "pg":
+        add(solver, est.mask_, time.perf_counter() - t0, est.n_steps_)
+        if solver == "datamask":
             pg_tok = (est.fit_seconds_, est.n_steps_, int(est.mask_.sum()))
     t0 = time.perf_counter()
     m = np.zeros(len(q), dtype=bool)

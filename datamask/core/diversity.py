@@ -112,7 +112,7 @@ class Diversity:
             fix = (
                 "use init='quality'"
                 if what.startswith("init")
-                else "use method='pg' or method='greedy', or give diversity='pairwise' or 'disf' with it"
+                else "use method='datamask' or method='greedy', or give diversity='pairwise' or 'disf' with it"
             )
             raise ValueError(f"{what} is not defined for diversity={self.name!r} ({self.no_relaxed}); {fix}")
 

@@ -1,6 +1,6 @@
 """The ``DataMask`` estimator: choose S rows maximising quality + diversity.
 
-``method="pg"`` is DATAMASK (policy-gradient mask learning; docs/design.md, "DATAMASK, exactly");
+``method="datamask"`` is DATAMASK (policy-gradient mask learning; docs/design.md, "DATAMASK, exactly");
 ``"greedy"`` and ``"relaxed"`` solve the same objective another way. All three share the
 paper's quality-aware pruning, and report the chosen mask on the same exact objective.
 """
@@ -13,13 +13,13 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, make_constraint
 
 from .backend import default_rng, get_namespace
 from .budget import check_budget, rows_after_pruning
 from .diversity import DIVERSITIES, Diversity, get_diversity
 from .objectives import Objective, best_first, normalize_quality
-from .params import BATCH_MAX, DataMaskParams  # noqa: F401 (BATCH_MAX: read here by benchmarks/optimizer.py)
+from .params import BATCH_MAX, METHODS, DataMaskParams  # noqa: F401 (BATCH_MAX: read here by benchmarks/optimizer.py)
 from .provenance import optimizer_record, start_trajectory
 from .solvers import solve
 from .start import check_logit_range
@@ -29,7 +29,6 @@ from .validate import check_inputs, needs_rescale
 
 __all__ = ["DataMask", "METHODS", "check_params", "tokens_after_pruning"]
 
-METHODS = ("pg", "greedy", "relaxed")  # DataMask's method parameter (select's --method: pipeline.config)
 # lr=None / logit_range=None: each diversity's own (datamask.core.diversity: lr, default_logit_range(init))
 
 
@@ -42,13 +41,14 @@ def check_params(params: dict) -> None:
     div, tokens = get_diversity(params.get("diversity", "pairwise")), params.get("token_budget") is not None
     if params.get("method") == "relaxed":
         div.check_relaxed(tokens=tokens)
-    if params.get("init") is not None and params.get("method", "pg") == "pg":
+    if params.get("init") is not None and params.get("method", "datamask") == "datamask":
         div.check_start(params["init"], tokens)
     check_logit_range(params.get("logit_range"))
 
 
 def _check_one(name, value, constraints):
-    """A ValueError ``name must be <what the constraints allow, in words>, got <value>``
+    """scikit-learn's InvalidParameterError (a ValueError) ``name must be <what the constraints
+    allow, in words>, got <value>``
     (``ratio must be a number between 0 and 1, both excluded, got 1.5``)."""
     if constraints == "no_validation":
         return
@@ -57,7 +57,7 @@ def _check_one(name, value, constraints):
         return
     allowed = [w for c in cs if not getattr(c, "hidden", False) and (w := _words(c))]
     what = allowed[0] if len(allowed) == 1 else ", ".join(allowed[:-1]) + " or " + allowed[-1]
-    raise ValueError(f"{name} must be {what}, got {value!r}")
+    raise InvalidParameterError(f"{name} must be {what}, got {value!r}")
 
 
 def _words(c) -> str | None:
@@ -117,8 +117,9 @@ class DataMask(DataMaskParams, BaseEstimator):
 
         .. versionchanged:: 0.3
            "facility" (was "pairwise", which sees only the selection's mean embedding).
-    method : {"pg", "greedy", "relaxed"}, default "pg"
-        ``pg``: DATAMASK's policy gradient (``--method datamask``). ``greedy``: best marginal
+    method : {"datamask", "greedy", "relaxed"}, default "datamask"
+        ``datamask``: DATAMASK's policy gradient ("pg" in the fitted attributes: ``pg_steps``).
+        The same names as ``datamask select --method``. ``greedy``: best marginal
         gain, one row at a time. ``relaxed``: Frank-Wolfe on the concave relaxation (pairwise
         and DiSF only).
     group_size : int, default 128

@@ -10,7 +10,11 @@ the estimator.
 
 from __future__ import annotations
 
-__all__ = ["DataMaskParams", "BATCH_MAX"]
+__all__ = ["DataMaskParams", "BATCH_MAX", "METHODS"]
+
+# The method parameter's values: the names of ``datamask select --method`` that run DataMask
+# ("datamask" is DATAMASK's policy gradient; the pg engine is core/pg.py).
+METHODS = ("datamask", "greedy", "relaxed")
 
 # Default cap on the rows of one batch-updating step (the batch_max parameter).
 BATCH_MAX = 512
@@ -28,7 +32,7 @@ class DataMaskParams:
         token_budget=None,
         lam=0.7,
         diversity="facility",
-        method="pg",
+        method="datamask",
         group_size=128,
         lr=None,
         steps=None,

@@ -45,8 +45,8 @@ def start_trajectory(fitted: dict, history: list) -> list | None:
 def optimizer_record(est, fitted: dict, method: str) -> dict:
     """The ``optimizer_`` mapping of a fit (``fitted``: the fitted attributes, without ``_``).
 
-    ``method``: the estimator's (``pg``, ``greedy``, ``relaxed``); ``start``: what made the
-    starting point (``relaxed``, ``stochastic_greedy``, ``quality``, ``uniform`` for pg;
+    ``method``: the estimator's (``datamask``, ``greedy``, ``relaxed``); ``start``: what made the
+    starting point (``relaxed``, ``stochastic_greedy``, ``quality``, ``uniform`` for datamask;
     ``greedy`` or ``relaxed`` for those methods; ``none`` when there was nothing to choose);
     ``start_iterations``: the start solver's iterations or picks (None for quality and
     uniform); ``pg_steps``: policy
@@ -60,15 +60,15 @@ def optimizer_record(est, fitted: dict, method: str) -> dict:
     end = float(end)
     trace = fitted.get("start_history")
     iterations = int(trace[-1]["iteration"]) if trace else None
-    if not fitted.get("n_steps") and method == "pg" and fitted.get("init") is None:
+    if not fitted.get("n_steps") and method == "datamask" and fitted.get("init") is None:
         start, steps, begin = "none", 0, end
-    elif method == "pg":
+    elif method == "datamask":
         start, steps = fitted["init"], int(fitted.get("n_steps") or 0)
         begin = float(history[0]["objective"]) if history else end
     else:
         start, steps, begin = method, 0, end
         iterations = int(fitted.get("n_steps") or 0)
-    if method == "pg" and start == "relaxed":
+    if method == "datamask" and start == "relaxed":
         iterations = fitted.get("relaxed_iter")
     gain = end - begin if math.isfinite(end) and math.isfinite(begin) else 0.0
     improved = bool(steps > 0 and gain > float(est.tol) * max(abs(begin), 1e-12))

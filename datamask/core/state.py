@@ -53,7 +53,7 @@ class FitState:
     (:mod:`datamask.core.start`).
     """
 
-    def __init__(self, est, objective, cand, S, *, method="pg", lengths=None, token_budget=None, t0=None):
+    def __init__(self, est, objective, cand, S, *, method="datamask", lengths=None, token_budget=None, t0=None):
         self.est, self.objective, self.cand, self.S, self.method = est, objective, cand, S, method
         self.div = objective.div
         self.lengths, self.token_budget = lengths, token_budget

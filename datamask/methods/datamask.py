@@ -1,4 +1,4 @@
-"""DATAMASK itself as a selection method (``--method datamask``: ``DataMask(method="pg")``), and
+"""DATAMASK itself as a selection method (``--method datamask``: ``DataMask(method="datamask")``), and
 the estimator's other methods on the same objective as selection methods of their own
 (``greedy``, ``relaxed``)."""
 
@@ -13,7 +13,7 @@ __all__ = ["select_datamask", "select_greedy", "select_relaxed", "trajectory", "
 
 
 @register("datamask")
-def select_datamask(E, q, cfg, seed, budget, callback=None, method="pg") -> Selection:
+def select_datamask(E, q, cfg, seed, budget, callback=None, method="datamask") -> Selection:
     """DATAMASK's estimator on the split (its own pruning and budget rule, the config's)."""
     from ..core.estimator import DataMask  # (scikit-learn: imported when a split is selected)
 
@@ -50,7 +50,7 @@ def trajectory_rows(optimizer, start_history, history) -> list:
     point (the ``optimizer`` record's). Outside pg the history's one record is the start's end
     (kept only when there is no start trace: greedy)."""
     opt = optimizer or {}
-    start, pg = opt.get("start"), opt.get("method", opt.get("solver", "pg")) == "pg"  # solver: before 0.3
+    start, pg = opt.get("start"), opt.get("method", "datamask") == "datamask"  # no record (0.2): all pg
     rows = [{"step": int(h["iteration"]), "objective": h["objective"], "phase": "start"} for h in start_history or ()]
     if pg or not rows:
         rows += [dict(h, phase="pg" if pg else "start") for h in history or ()]

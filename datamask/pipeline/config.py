@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.budget import check_token_budget
 from ..core.diversity import DIVERSITIES
+from ..core.params import METHODS as ESTIMATOR_METHODS
 from ..core.params import DataMaskParams
 from ..errors import ConfigError
 from ..methods import REGISTRY
@@ -29,7 +30,6 @@ __all__ = [
     "StageConfig",
     "SelectConfig",
     "METHODS",
-    "DATAMASK_METHOD",
     "RESULT_FIELDS",
     "parse_value",
 ]
@@ -41,14 +41,12 @@ _DM = {
 }
 # DataMask parameters that are not pipeline settings (set per split or by the runner;
 # token_budget: the split's share of the config's corpus budget ``tokens``; method: the
-# DataMask method of the config's selection method, DATAMASK_METHOD).
+# config's selection method when DataMask runs it, ``datamask``, ``greedy`` or ``relaxed``).
 _NOT_CONFIG = {"seed", "callback", "progress", "token_budget", "method"}
 
-# the selection methods, as datamask.methods registers them (one module per method)
+# the selection methods, as datamask.methods registers them (one module per method); those
+# that run DataMask are DataMask's method of the same name (core.params.METHODS)
 METHODS = tuple(REGISTRY)
-# the selection methods that run DataMask, and the DataMask method each is (--method datamask
-# is DataMask(method="pg"))
-DATAMASK_METHOD = {"datamask": "pg", "greedy": "greedy", "relaxed": "relaxed"}
 
 
 def _f(default, help, choices=None, group="selection", result=True, parse=None):
@@ -360,9 +358,10 @@ class SelectConfig(StageConfig):
     # ------------------------------------------------------------------ derived
     def estimator_params(self, seed: int, method: str | None = None) -> dict:
         """Keyword arguments for ``DataMask`` (everything it takes, from this config); its
-        ``method`` is the selection method's (:data:`DATAMASK_METHOD`) unless given."""
+        ``method`` is the selection method's when DataMask runs it (``datamask``, ``greedy``,
+        ``relaxed``), else ``datamask``, unless given."""
         params = {k: getattr(self, k) for k in _DM if k not in _NOT_CONFIG}
-        params["method"] = method or DATAMASK_METHOD.get(self.method, "pg")
+        params["method"] = method or (self.method if self.method in ESTIMATOR_METHODS else "datamask")
         params["logit_range"] = tuple(self.logit_range) if self.logit_range is not None else None
         params["seed"] = int(seed)
         return params

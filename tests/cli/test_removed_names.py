@@ -26,7 +26,8 @@ def test_the_02_module_paths_do_not_import(old):
         ("datamask", "SelectConfig", "datamask.pipeline.config"),
         ("datamask", "make_corpus", "datamask.core.synthetic"),
         ("datamask.core.estimator", "SOLVERS", "METHODS"),
-        ("datamask.pipeline.config", "SOLVER_OF", "DATAMASK_METHOD"),
+        ("datamask.pipeline.config", "SOLVER_OF", None),  # --method's names are DataMask(method=)'s
+        ("datamask.pipeline.config", "DATAMASK_METHOD", None),
         ("datamask.methods.registry", "check_budget", "check_rows"),
         ("datamask.methods.registry", "partition_clusters", "split_clusters"),
         ("datamask.features", "embed_partition", "embed_frame"),
@@ -63,6 +64,23 @@ def test_datamask_takes_only_method_and_token_budget():
     params = clone(est).get_params()
     assert params["method"] == "greedy" and params["token_budget"] == 2000
     assert "solver" not in params and "tokens" not in params
+
+
+def test_method_pg_is_an_invalid_method_named_datamask_now():
+    import numpy as np
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from datamask import DataMask
+    from datamask.pipeline.config import SelectConfig
+
+    E, q = np.eye(20, 4, dtype=np.float32) + 0.1, np.linspace(0, 1, 20)
+    with pytest.raises(InvalidParameterError, match=r"^method must be one of datamask, greedy, relaxed, got 'pg'$"):
+        DataMask(method="pg").fit(E, q)
+    m = DataMask(method="datamask", steps=5).fit(E, q)
+    assert m.optimizer_["method"] == "datamask" and m.get_params()["method"] == "datamask"
+    # the CLI's name is the estimator's: no translation between them
+    assert SelectConfig(input="i", output="o", method="greedy").estimator_params(0)["method"] == "greedy"
+    assert SelectConfig(input="i", output="o").estimator_params(0)["method"] == "datamask"
 
 
 def test_the_02_keywords_are_unknown_keywords():

@@ -23,7 +23,7 @@ def test_every_fitted_attribute_is_set_on_every_fit_and_a_refit_leaves_none_stal
     assert m.order_ is not None and m.x_ is None and m.logits_ is None and m.init_ is None
     m.set_params(method="relaxed").fit(E, q)
     assert m.order_ is None and m.x_ is not None and m.logits_ is None
-    m.set_params(method="pg", steps=200).fit(E, q)
+    m.set_params(method="datamask", steps=200).fit(E, q)
     assert m.order_ is None and m.x_ is None and m.logits_ is not None and m.init_ == "relaxed"
     m.set_params(init="quality", logit_range=(0.0, 2.0)).fit(E, q)
     assert m.relaxed_iter_ is None and m.pilot_ is None and m.stopped_by_ in ("steps", "patience")

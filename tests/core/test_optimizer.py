@@ -15,16 +15,16 @@ def gain_ratio(value, rand, greedy):
 
 @pytest.fixture(scope="module")
 def solved_20k(clustered_20k):
-    """pg, relaxed and greedy on the same 20k clustered corpus, pairwise, 10%."""
+    """datamask (pg), relaxed and greedy on the same 20k clustered corpus, pairwise, 10%."""
     E, q = clustered_20k["embedding"], clustered_20k["quality"]
-    out = {s: PairwiseMask(method=s, seed=0).fit(E, q) for s in ("greedy", "relaxed", "pg")}
-    rows = np.random.default_rng(0).permutation(len(q))[: out["pg"].budget_]
+    out = {s: PairwiseMask(method=s, seed=0).fit(E, q) for s in ("greedy", "relaxed", "datamask")}
+    rows = np.random.default_rng(0).permutation(len(q))[: out["datamask"].budget_]
     out["random"] = evaluate(E, q, rows)["objective"]
     return out
 
 
 def test_fit_sets_learned_state(solved_20k, clustered_20k):
-    m = solved_20k["pg"]
+    m = solved_20k["datamask"]
     N = len(clustered_20k["quality"])
     assert m.mask_.dtype == bool and m.mask_.shape == (N,)
     assert m.mask_.sum() == m.budget_ == round(0.1 * N)
@@ -59,7 +59,7 @@ def test_pg_from_the_quality_start_reaches_995_and_relaxed_9999_of_greedy_gain(s
 def test_joint_selection_has_fewer_near_duplicates_than_topk_and_better_quality_than_random(solved_20k, clustered_20k):
     q = clustered_20k["quality"]
     dup = clustered_20k["dup_group"] >= 0
-    m = solved_20k["pg"]
+    m = solved_20k["datamask"]
     S = m.budget_
     topk = np.argsort(-q)[:S]
     rand = np.random.default_rng(1).permutation(len(q))[:S]
@@ -67,7 +67,7 @@ def test_joint_selection_has_fewer_near_duplicates_than_topk_and_better_quality_
     assert q[m.mask_].mean() > q[rand].mean()
 
 
-@pytest.mark.parametrize("solver", ["pg", "greedy", "relaxed"])
+@pytest.mark.parametrize("solver", ["datamask", "greedy", "relaxed"])
 def test_lam_one_selects_exactly_the_top_quality_rows(solver):
     c = make_corpus(3000, dim=32, seed=4)
     m = PairwiseMask(method=solver, lam=1.0, steps=300, seed=0).fit(c["embedding"], c["quality"])

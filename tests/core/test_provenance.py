@@ -22,7 +22,7 @@ def test_default_pairwise_fit_says_frank_wolfe_made_it(corpus):
     E, q = corpus
     m = PairwiseMask(0.1).fit(E, q)
     opt, start = m.optimizer_, m.start_history_
-    assert opt["method"] == "pg" and opt["start"] == "relaxed" and opt["pg_steps"] == m.n_steps_
+    assert opt["method"] == "datamask" and opt["start"] == "relaxed" and opt["pg_steps"] == m.n_steps_
     assert opt["start_iterations"] == m.relaxed_iter_ == start[-1]["iteration"]
     # Frank-Wolfe's trace: the best rounding so far, never falling, ending at pg's step 0
     values = [r["objective"] for r in start]

@@ -143,12 +143,12 @@ def test_prefix_objectives_are_the_exact_objective_of_each_prefix(corpus, divers
 @pytest.mark.parametrize(
     "diversity,solver",
     [
-        ("pairwise", "pg"),
+        ("pairwise", "datamask"),
         ("pairwise", "greedy"),
         ("pairwise", "relaxed"),
-        ("facility", "pg"),
+        ("facility", "datamask"),
         ("facility", "greedy"),
-        ("disf", "pg"),
+        ("disf", "datamask"),
         ("disf", "greedy"),
         ("disf", "relaxed"),
     ],

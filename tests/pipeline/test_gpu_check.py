@@ -33,7 +33,7 @@ def test_the_check_runs_every_measurement_the_issues_ask_for():
     assert "--device gpu --sizes 100000" in real and "--big 1000000" in real and "--sweep-groups" in real
     for name in ("gpu-tests", "optimizer", "optimizer-width", '"select-$method"', "embed", "cluster", "proxy-lm"):
         assert f"step {name} " in text, name
-    assert "for method in relaxed pg" in text and "k=1000" in text
+    assert "for method in relaxed datamask" in text and "k=1000" in text
 
 
 def _pins():
@@ -96,7 +96,7 @@ def test_report_marks_targets_and_steps(tmp_path):
             "gpu": {"level": "cuda", "cluster": "per-gpu"},
         },
     )
-    put("select_pg", {"rows": 2_000_000, "rows_per_s_per_gpu": 50_000.0, "splits": []})
+    put("select_datamask", {"rows": 2_000_000, "rows_per_s_per_gpu": 50_000.0, "splits": []})
     put(
         "embed",
         {
