@@ -58,14 +58,14 @@ def selections(cell: Path) -> dict:
     from distributed import Client, LocalCluster
 
     from datamask.analysis.search import SearchConfig
-    from datamask.analysis.search.run import _plan, corpus_parts, split_token_budgets
+    from datamask.analysis.search.run import _plan, corpus_parts, count_search_tokens
     from datamask.analysis.search.trials import select_recipe
 
     cfg = SearchConfig(**json.loads((cell / "manifest.json").read_text())["config"])
     v = pd.read_parquet(cell / "verify.parquet").drop_duplicates("name").set_index("name")
     splits = _plan(cfg)
     with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as lc, Client(lc) as client:
-        counts, _ = split_token_budgets(client, cfg, splits)
+        counts, _ = count_search_tokens(client, cfg, splits)
     parts, _ = corpus_parts(cfg, splits)
     frames = dask.compute(*parts, scheduler="sync")
     out = {}

@@ -52,7 +52,7 @@ def compare_arrays(
     quadmix_params=None,
     semdedup_eps=None,
     seed=0,
-    tokens=None,
+    split_tokens=None,
     where="",
 ):
     """Run ``methods`` on one split, each through the method registry, and score each alike.
@@ -69,8 +69,8 @@ def compare_arrays(
     n_tokens : (N,) optional — token counts (QuaDMix weighting, mean length)
     quadmix_params : dict or YAML path for :func:`datamask.methods.quadmix.quadmix_params`
     semdedup_eps : float, optional — fixed eps; default tunes eps to the budget
-    tokens : int, optional — a token budget instead of rows (needs ``n_tokens``): every
-        method keeps at most this many tokens, filled to within one row
+    split_tokens : int, optional — the split's token budget instead of rows (needs ``n_tokens``):
+        every method keeps at most this many tokens, filled to within one row
     where : str — the split, as errors name it (a method's check fails as a DataError)
 
     Returns
@@ -87,18 +87,22 @@ def compare_arrays(
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; choose from {', '.join(ALL_METHODS)}")
-    if tokens is not None and n_tokens is None:
+    if split_tokens is not None and n_tokens is None:
         raise ValueError("a token budget needs the rows' token counts (n_tokens)")
     table = _side_table(E, cfg, seed, methods, cluster)
     lengths = None if n_tokens is None else np.asarray(n_tokens, dtype=np.int64)  # in each method's Budget
     rows, masks, hist, extra = [], {}, {}, {}
     for m in methods:
         at = f"{where}, method {m}" if where else f"method {m}"
-        sel = select(E, q, cfg.replace(method=m), seed, where=at, table=table, lengths=lengths, tokens=tokens)
+        sel = select(
+            E, q, cfg.replace(method=m), seed, where=at, table=table, lengths=lengths, split_tokens=split_tokens
+        )
         rec = score_selection(E, q, sel.mask, n_tokens, cfg.lam, cfg.diversity, cfg.reference_size or 2048, seed)
-        rec.update(method=m, seconds=sel.seconds, budget=int(sel.mask.sum()) if tokens is not None else sel.budget)
-        if tokens is not None:
-            rec["token_budget"] = int(tokens)
+        rec.update(
+            method=m, seconds=sel.seconds, budget=int(sel.mask.sum()) if split_tokens is not None else sel.budget
+        )
+        if split_tokens is not None:
+            rec["token_budget"] = int(split_tokens)
         rows.append(rec)
         masks[m] = sel.mask
         extra[m] = dict(sel.info, steps=int(sel.n_steps), optimizer=sel.optimizer)

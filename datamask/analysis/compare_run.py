@@ -66,7 +66,7 @@ def _read(split, task: CompareTask):
     return table, n_held, counts
 
 
-def _arrays(table, split, task: CompareTask, token_budget):
+def _arrays(table, split, task: CompareTask, split_tokens):
     """(E unit float32, q, token counts or None, cluster labels or None) of the split."""
     from ..core.kmeans import assign
     from ..pipeline.schema import Columns, check_table
@@ -80,7 +80,7 @@ def _arrays(table, split, task: CompareTask, token_budget):
     if task.tokens_column != getattr(cfg, "tokens_column", None):  # run_compare(tokens_column=)
         cfg = cfg.replace(tokens_column=task.tokens_column)
     # checked counts (or under a token budget counted from the text), as select has them
-    tok, _ = known_lengths(table, cfg, split.where(), split.start, needed=token_budget is not None)
+    tok, _ = known_lengths(table, cfg, split.where(), split.start, needed=split_tokens is not None)
     tok = None if tok is None else tok.astype(np.float64)
     if task.domain_column in names:
         lab = table.column(task.domain_column).to_numpy().astype(np.int64)
@@ -91,11 +91,11 @@ def _arrays(table, split, task: CompareTask, token_budget):
     return E, q, tok, lab
 
 
-def _compare_split(split, task: CompareTask, token_budget=None) -> dict:
+def _compare_split(split, task: CompareTask, split_tokens=None) -> dict:
     """One split: read, set the held-out slice aside, cluster, run every method; small
     results back to the client."""
     table, n_held, excluded = _read(split, task)
-    E, q, tok, lab = _arrays(table, split, task, token_budget)
+    E, q, tok, lab = _arrays(table, split, task, split_tokens)
     seed = split.seed(task.cfg.seed) % 2**32
     tab, masks, hist, extra = compare_arrays(
         E,
@@ -108,7 +108,7 @@ def _compare_split(split, task: CompareTask, token_budget=None) -> dict:
         quadmix_params=task.quadmix_params,
         semdedup_eps=task.semdedup_eps,
         seed=seed,
-        tokens=token_budget,
+        split_tokens=split_tokens,
         where=split.where(),
     )
     tab = tab.reset_index()
@@ -303,7 +303,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
     ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
     with ctx, dask.config.set({"dataframe.convert-string": False}):
         excluded = load_excluded(getattr(cfg, "exclude", None), getattr(cfg, "text_column", "text"))
-        budgets, token_info = _token_budgets(splits, cfg, cols, excluded) if cfg.token_budget else ({}, None)
+        split_tokens, token_info = _share_tokens(splits, cfg, cols, excluded) if cfg.budget_in_tokens else ({}, None)
         centroids = None
         ddf = read_corpus(input, split_size=cfg.split_size)
         has_cluster = opts["domain_column"] in ddf.columns
@@ -325,7 +325,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
             holdout_dir,
             excluded,
         )
-        results = dask.compute(*[dask.delayed(_compare_split)(s, task, budgets.get(s.name)) for s in splits])
+        results = dask.compute(*[dask.delayed(_compare_split)(s, task, split_tokens.get(s.name)) for s in splits])
     meta = {
         "kind": "compare",
         "input": str(input),
@@ -343,16 +343,17 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
     return results, meta
 
 
-def _token_budgets(splits, cfg, cols, excluded=None):
-    """Every split's share of the corpus's tokens, counted first (as ``select`` shares them)."""
+def _share_tokens(splits, cfg, cols, excluded=None):
+    """``(split_tokens, info)``: every split's share of the corpus's token budget, its tokens
+    counted first (as ``select`` shares them)."""
     import dask
 
-    from ..pipeline.tokens import _split_tokens, apportion
+    from ..pipeline.tokens import _count_split, apportion
 
-    counts = dask.compute(*[dask.delayed(_split_tokens)(s, cfg, {}, cols, excluded=excluded) for s in splits])
+    counts = dask.compute(*[dask.delayed(_count_split)(s, cfg, {}, cols, excluded=excluded) for s in splits])
     source = ", ".join(sorted({c["source"][0] for c in counts}))
-    budgets, info = apportion({c["name"][0]: int(c["tokens"][0]) for c in counts}, cfg, source)
-    return budgets, dict(info, source=source)
+    split_tokens, info = apportion({c["name"][0]: int(c["tokens"][0]) for c in counts}, cfg, source)
+    return split_tokens, dict(info, source=source)
 
 
 def optimizer_records(per: pd.DataFrame) -> list:

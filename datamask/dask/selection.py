@@ -93,17 +93,17 @@ def _count_tokens_part(df, partition_info=None, *, cfg, prunes=()):
 
 
 def _apportion(counts, cfg, prunes=()):
-    """``{split: T_s}``: the frame's token budget shared out by its splits' (partitions') tokens;
+    """``{split: T_s}`` (``split_tokens``): the frame's token budget shared out by its splits' (partitions') tokens;
     ``prunes`` (``cfg.prune`` and the grid, as counted): a ``prune`` that leaves a split no more
     than its share is refused here, before any partition selects."""
     from ..pipeline.tokens import apportion, budget_given, check_prune_left, split_left
 
     counts = pd.concat(counts)
-    budgets, info = apportion(dict(zip(counts["split"].tolist(), counts["tokens"].tolist())), cfg)
+    split_tokens, info = apportion(dict(zip(counts["split"].tolist(), counts["tokens"].tolist())), cfg)
     if prunes:
-        left = [split_left(r.where, r.tokens, budgets[r.split], r.left, prunes) for r in counts.itertuples()]
+        left = [split_left(r.where, r.tokens, split_tokens[r.split], r.left, prunes) for r in counts.itertuples()]
         check_prune_left(left, cfg.prune, budget_given(cfg, info))
-    return budgets
+    return split_tokens
 
 
 def _drop_duplicate_ids(df, p, cols, cfg):
@@ -119,7 +119,7 @@ def _drop_duplicate_ids(df, p, cols, cfg):
     return keep_attrs(df.iloc[keep], df), int(drop.size)
 
 
-def _select_part(df, partition_info=None, *, cfg, level, d, token_budgets=None):
+def _select_part(df, partition_info=None, *, cfg, level, d, split_tokens=None):
     """One partition: the CLI's checks and selection, then the frame's selected rows (or
     every row with ``selected`` and ``datamask_logit``), its record in ``attrs``."""
     p = part_split(df, partition_info)
@@ -127,8 +127,8 @@ def _select_part(df, partition_info=None, *, cfg, level, d, token_budgets=None):
     df, n_dupes = _drop_duplicate_ids(df, p, cols, cfg)
     table = part_table(df, cols, p.where, p.first_row)
     seed = split_seed(cfg.seed, p.identity)
-    tokens = None if token_budgets is None else token_budgets[p.number]
-    res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d, tokens=tokens)
+    share = None if split_tokens is None else split_tokens[p.number]
+    res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d, split_tokens=share)
     del table
     if cfg.keep_all:
         out = df.assign(**{SELECTED: res.mask, LOGIT: res.logits})
@@ -156,7 +156,7 @@ def select(ddf, cfg=None):
     if cfg.keep_all:
         meta = meta.assign(**{SELECTED: np.zeros(0, dtype=bool), LOGIT: np.zeros(0, dtype=np.float64)})
     kw = {}
-    if cfg.token_budget:  # one counting pass over the frame, shared out (and prune checked) before any selects
+    if cfg.budget_in_tokens:  # one counting pass over the frame, shared out (and prune checked) before any selects
         import dask
 
         from ..pipeline.tokens import prune_grid, prunes_checked
@@ -170,7 +170,7 @@ def select(ddf, cfg=None):
             meta=pd.DataFrame({c: pd.Series([], dtype=t) for c, t in cols_meta.items()}),
             enforce_metadata=False,
         )
-        kw["token_budgets"] = dask.delayed(_apportion, pure=True)(counts.to_delayed(), cfg, grid)
+        kw["split_tokens"] = dask.delayed(_apportion, pure=True)(counts.to_delayed(), cfg, grid)
     return ddf.map_partitions(
         _select_part,
         cfg=cfg,

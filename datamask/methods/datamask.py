@@ -18,8 +18,8 @@ def select_datamask(E, q, cfg, seed, budget, callback=None, method="datamask") -
     from ..core.estimator import DataMask  # (scikit-learn: imported when a split is selected)
 
     t0 = time.perf_counter()
-    est = DataMask(**cfg.estimator_params(seed, method=method), callback=callback, token_budget=budget.tokens)
-    lengths = None if budget.tokens is None else get_namespace(E).asarray(budget.lengths)
+    est = DataMask(**cfg.estimator_params(seed, method=method), callback=callback, token_budget=budget.split_tokens)
+    lengths = None if budget.split_tokens is None else get_namespace(E).asarray(budget.lengths)
     est.fit(E, q, lengths=lengths)
     return Selection(
         mask=to_numpy(est.mask_).astype(bool),

@@ -235,5 +235,5 @@ def select_quadmix(E, q, cfg, seed, budget, table=None):
     params = quadmix_params(np.unique(domain).tolist(), getattr(cfg, "quadmix_params", None))
     n_tokens = None if budget.lengths is None else budget.lengths.astype(np.float64)
     return quadmix_select(
-        to_numpy(q), domain, params, budget.rows, n_tokens=n_tokens, seed=seed % 2**63, tokens=budget.tokens
+        to_numpy(q), domain, params, budget.rows, n_tokens=n_tokens, seed=seed % 2**63, tokens=budget.split_tokens
     )

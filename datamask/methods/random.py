@@ -21,6 +21,6 @@ def random_subset(n: int, S: int, seed=0):
 @register("random")
 def select_random(E, q, cfg, seed, budget):
     """Rows drawn uniformly (seeded) while the budget takes them."""
-    if budget.tokens is None:
+    if budget.split_tokens is None:
         return random_subset(E.shape[0], budget.rows, seed % 2**63)
     return budget.take(np.random.default_rng(seed % 2**63).permutation(E.shape[0]))

@@ -5,7 +5,7 @@ A method is a function registered with ``@register("name")``::
 
     fn(E, q, cfg, seed, budget) -> mask or Selection
 
-``budget`` is the split's :class:`Budget`: S rows or T tokens, checked by the one budget
+``budget`` is the split's :class:`Budget`: S rows or T_s tokens (``split_tokens``), checked by the one budget
 check (:func:`datamask.core.budget.check_budget`) before any method runs, and the rows' token
 counts when the caller resolved them (:mod:`datamask.pipeline.tokens`: methods never count
 tokens themselves); ``budget.take(order)`` turns a ranking of the rows into a mask under
@@ -71,20 +71,21 @@ class Selection:
 
 @dataclass(frozen=True)
 class Budget:
-    """One split's budget: ``rows`` (S) of its ``n`` rows, or ``tokens`` (T; then ``rows``
-    is None); ``lengths``: the rows' token counts (always with ``tokens``; with ``rows`` when
-    the input has them, e.g. for QuaDMix's token-weighted percentiles)."""
+    """One split's budget: ``rows`` (S) of its ``n`` rows, or ``split_tokens`` (T_s, the
+    split's share of the corpus's ``tokens``; then ``rows`` is None); ``lengths``: the rows'
+    token counts (always with ``split_tokens``; with ``rows`` when the input has them, e.g. for
+    QuaDMix's token-weighted percentiles)."""
 
     n: int
     rows: int | None = None
-    tokens: int | None = None
+    split_tokens: int | None = None
     lengths: np.ndarray | None = None
 
     def take(self, order) -> np.ndarray:
-        """Bool mask of the first S rows of ``order``, or of its rows while they fit T tokens."""
+        """Bool mask of the first S rows of ``order``, or of its rows while they fit T_s tokens."""
         order = np.asarray(to_numpy(order))
-        if self.tokens is not None:
-            return fill_tokens(order, self.lengths, self.tokens)
+        if self.split_tokens is not None:
+            return fill_tokens(order, self.lengths, self.split_tokens)
         mask = np.zeros(self.n, dtype=bool)
         mask[order[: self.rows]] = True
         return mask
@@ -111,13 +112,15 @@ def score(E, q, mask, cfg, seed=0):
     return {k: float(v) for k, v in rec.items()}
 
 
-def select(E, q, cfg, seed: int, where: str = "", callback=None, table=None, lengths=None, tokens=None) -> Selection:
-    """Run ``cfg.method`` on one split; ``tokens``: its token budget, with ``lengths`` (the
+def select(
+    E, q, cfg, seed: int, where: str = "", callback=None, table=None, lengths=None, split_tokens=None
+) -> Selection:
+    """Run ``cfg.method`` on one split; ``split_tokens``: its token budget, with ``lengths`` (the
     rows' token counts, numpy) instead of the config's row budget. A method's ValueError (its
     checks against this split) becomes a DataError naming ``where``; so does a budget that
     does not fit it (:func:`split_budget`)."""
     t0 = time.perf_counter()
-    out = _run(E, q, cfg, seed, where, callback, table, lengths, tokens)
+    out = _run(E, q, cfg, seed, where, callback, table, lengths, split_tokens)
     if not isinstance(out, Selection):
         out = selection_of(out, E, q, cfg, seed, t0)
     if out.optimizer is None:
@@ -125,16 +128,16 @@ def select(E, q, cfg, seed: int, where: str = "", callback=None, table=None, len
     return out
 
 
-def select_mask(E, q, cfg, seed: int, where: str = "", table=None, lengths=None, tokens=None, method=None):
+def select_mask(E, q, cfg, seed: int, where: str = "", table=None, lengths=None, split_tokens=None, method=None):
     """The bool mask (numpy) :func:`select` would return, without scoring it on the
     objective (a method that scores itself still does): for callers that score it alike
     with others (``select``'s side-by-side baselines). ``method``: the registered method to
     run instead of ``cfg.method``, under ``cfg``'s budget and parameters."""
-    out = _run(E, q, cfg, seed, where, None, table, lengths, tokens, method)
+    out = _run(E, q, cfg, seed, where, None, table, lengths, split_tokens, method)
     return np.asarray(to_numpy(out.mask if isinstance(out, Selection) else out), dtype=bool)
 
 
-def _run(E, q, cfg, seed, where, callback, table, lengths, tokens, method=None):
+def _run(E, q, cfg, seed, where, callback, table, lengths, split_tokens, method=None):
     """``method``'s (default ``cfg.method``'s) own output (a mask or a :class:`Selection`)."""
     method = method or cfg.method
     try:
@@ -143,7 +146,7 @@ def _run(E, q, cfg, seed, where, callback, table, lengths, tokens, method=None):
         raise DataError(f"unknown method {method!r}; known: {', '.join(sorted(REGISTRY))}") from None
     wants = _parameters(fn)
     kw = {k: v for k, v in (("table", table), ("callback", callback)) if k in wants}
-    budget = split_budget(E.shape[0], cfg, lengths, tokens, where=where)
+    budget = split_budget(E.shape[0], cfg, lengths, split_tokens, where=where)
     try:
         return fn(E, q, cfg, seed, budget, **kw)
     except ValueError as e:  # the estimator's parameter checks against this split
@@ -166,19 +169,25 @@ def plain_optimizer(method: str, objective, n_steps=0) -> dict:
     }
 
 
-def split_budget(n: int, cfg, lengths=None, tokens=None, where: str = "") -> Budget:
-    """The :class:`Budget` of a split of ``n`` rows: ``tokens`` (T), else the config's row
+def split_budget(n: int, cfg, lengths=None, split_tokens=None, where: str = "") -> Budget:
+    """The :class:`Budget` of a split of ``n`` rows: ``split_tokens`` (T_s), else the config's row
     budget, checked by :func:`datamask.core.budget.check_budget` against the split's rows
     (and the rows left after pruning, when ``cfg.method`` prunes); a DataError naming
     ``where`` (the message names the flag and the fix) if it does not fit."""
     try:
         S = core_budget.check_budget(
-            n, ratio=cfg.ratio, budget=cfg.budget, tokens=tokens, prune=cfg.prune, prunes=prunes(cfg.method), flags=True
+            n,
+            ratio=cfg.ratio,
+            budget=cfg.budget,
+            tokens=split_tokens,
+            prune=cfg.prune,
+            prunes=prunes(cfg.method),
+            flags=True,
         )
     except ValueError as e:
         raise DataError(f"{where}: {e}" if where else str(e)) from None
     t = None if lengths is None else np.asarray(to_numpy(lengths), dtype=np.int64)
-    return Budget(n, rows=S, tokens=None if tokens is None else int(tokens), lengths=t)
+    return Budget(n, rows=S, split_tokens=None if split_tokens is None else int(split_tokens), lengths=t)
 
 
 def _parameters(fn) -> set:

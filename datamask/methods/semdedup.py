@@ -250,7 +250,7 @@ def select_semdedup(E, q, cfg, seed, budget, table=None):
     budget in random order and, if they fall short, topped up from the dropped ones."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed % 2**63)
-    if budget.tokens is not None:
+    if budget.split_tokens is not None:
         S = max(1, int(budget.take(rng.permutation(E.shape[0])).sum()))
     else:
         S = budget.rows
@@ -261,7 +261,7 @@ def select_semdedup(E, q, cfg, seed, budget, table=None):
     else:
         keep = semdedup(E, cluster, centroids, float(eps))
     rows = np.flatnonzero(keep)
-    if budget.tokens is not None:
+    if budget.split_tokens is not None:
         order = rng.permutation(E.shape[0])
         order = np.concatenate([order[keep[order]], order[~keep[order]]])  # kept rows first
         return selection_of(budget.take(order), E, q, cfg, seed, t0, info={"eps": float(eps)})

@@ -38,6 +38,6 @@ def _top_rows(q, S: int):
 def select_topk(E, q, cfg, seed, budget):
     """The best rows while the budget takes them (ties: lower row index first)."""
     q = to_numpy(q).astype(np.float64)
-    if budget.tokens is None:  # a row budget: a partition, not a sort
+    if budget.split_tokens is None:  # a row budget: a partition, not a sort
         return _top_rows(q, budget.rows)
     return budget.take(np.argsort(-q, kind="stable"))

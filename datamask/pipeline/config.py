@@ -304,7 +304,7 @@ class SelectConfig(StageConfig):
                 if getattr(self, k) == _default_of(type(self), k):
                     setattr(self, k, v)
             self._preset_merged = True
-        if self.ratio is None and not self.token_budget:
+        if self.ratio is None and not self.budget_in_tokens:
             self.ratio = _DM["ratio"]  # null: the default
         from ..core.estimator import check_params  # (scikit-learn's constraints: imported when a config is built)
 
@@ -351,7 +351,7 @@ class SelectConfig(StageConfig):
             raise ConfigError(f"token_ratio must be in (0, 1], got {self.token_ratio}; e.g. --token-ratio 0.1")
 
     @property
-    def token_budget(self) -> bool:
+    def budget_in_tokens(self) -> bool:
         """True when the budget is in tokens (``tokens`` or ``token_ratio``)."""
         return self.tokens is not None or self.token_ratio is not None
 

@@ -92,7 +92,7 @@ def select_split(
     level=CPU,
     d=None,
     callback=None,
-    tokens=None,
+    split_tokens=None,
     side_by_side=True,
     why=True,
     centroids=None,
@@ -102,7 +102,7 @@ def select_split(
     ``table`` holds the split's rows (the method may read more columns of it: clusters,
     token counts); ``seed`` is the split's own (:func:`split_seed` of its identity);
     ``where`` names the split in errors; ``d`` is the width every split must have;
-    ``tokens``: the split's token budget T_s (:mod:`datamask.pipeline.tokens`);
+    ``split_tokens``: the split's share T_s of the corpus's token budget (:mod:`datamask.pipeline.tokens`);
     ``side_by_side``: score top-k and random at the same budget beside the selection (the
     record's ``side_by_side``, :mod:`datamask.pipeline.side_by_side`); ``why``: the facts the
     report's "why" section reads (the record's ``why``, :mod:`datamask.pipeline.why`), with
@@ -112,18 +112,20 @@ def select_split(
     if n == 0:  # an empty split is skipped, not an error
         return SplitSelection(np.zeros(0, dtype=bool), np.zeros(0), {"rows_in": 0, "rows_out": 0, "skipped": "empty"})
     E, q = check_table(table, where, cols, first_row, expect_d=d, vectors=False)
-    if not getattr(cfg, "token_budget", False):  # the row budget, before any work (core.budget)
+    if not getattr(cfg, "budget_in_tokens", False):  # the row budget, before any work (core.budget)
         split_budget(n, cfg, where=where)
-    lengths, source = known_lengths(table, cfg, where, first_row, needed=tokens is not None)
-    if tokens is not None and int(tokens) < 1:  # a split of no tokens, or too small a share
-        return _nothing_kept(n, lengths, source, tokens)
+    lengths, source = known_lengths(table, cfg, where, first_row, needed=split_tokens is not None)
+    if split_tokens is not None and int(split_tokens) < 1:  # a split of no tokens, or too small a share
+        return _nothing_kept(n, lengths, source, split_tokens)
     with DeviceWork(level, where, cfg.split_size, data_bytes=E.nbytes) as work:
         E, q = device_array(E, level), device_array(q, level)  # to the GPU once (cupy levels)
         check_vectors(E, where, cols.embedding, first_row)  # there, not on the host
-        sel = select(E, q, cfg, seed, where, callback=callback, table=table, lengths=lengths, tokens=tokens)
+        sel = select(E, q, cfg, seed, where, callback=callback, table=table, lengths=lengths, split_tokens=split_tokens)
         before = _score_all(E, q, cfg, seed)
         side = (
-            split_side_by_side(E, q, sel.mask, cfg, seed, where=where, table=table, lengths=lengths, tokens=tokens)
+            split_side_by_side(
+                E, q, sel.mask, cfg, seed, where=where, table=table, lengths=lengths, split_tokens=split_tokens
+            )
             if side_by_side
             else None
         )
@@ -150,7 +152,7 @@ def select_split(
     if sel.start_history:  # its first phase: the start solver's own progress
         rec["start_history"] = sel.start_history
     if lengths is not None:
-        rec.update(_token_record(lengths, np.asarray(sel.mask, dtype=bool), source, tokens))
+        rec.update(_token_record(lengths, np.asarray(sel.mask, dtype=bool), source, split_tokens))
     return SplitSelection(np.asarray(sel.mask, dtype=bool), logits, rec)
 
 
@@ -162,14 +164,14 @@ def _why(table, cfg, cols, E, q, mask, centroids):
     return split_why(E, q, mask, ids, texts=texts, labels=labels, source=source, line=near_line(cfg))
 
 
-def _token_record(lengths, mask, source, tokens):
+def _token_record(lengths, mask, source, split_tokens):
     rec = {"tokens_in": int(lengths.sum()), "tokens_out": int(lengths[mask].sum()), "tokens_source": source}
-    if tokens is not None:
-        rec["token_budget"] = int(tokens)
+    if split_tokens is not None:
+        rec["token_budget"] = int(split_tokens)  # the manifest's name for the split's share
     return rec
 
 
-def _nothing_kept(n, lengths, source, tokens):
+def _nothing_kept(n, lengths, source, split_tokens):
     mask = np.zeros(n, dtype=bool)
     rec = {
         "rows_in": n,
@@ -179,7 +181,7 @@ def _nothing_kept(n, lengths, source, tokens):
         "after": None,
         "n_steps": 0,
         "select_seconds": 0.0,
-        **_token_record(lengths, mask, source, tokens),
+        **_token_record(lengths, mask, source, split_tokens),
     }
     return SplitSelection(mask, np.full(n, np.nan), rec)
 

@@ -12,7 +12,7 @@ input has it (as FineWeb does) or ``n_tokens`` (``datamask score``'s whitespace 
 counted as whitespace words. A budget of T
 tokens gives split s the share ``T_s = floor(T * tokens_s / tokens)``, computed in one pass
 over the corpus before any split is selected, so the result does not depend on how many
-workers run or in which order, and the splits' budgets sum to at most T.
+workers run or in which order, and the splits' shares (``split_tokens``) sum to at most T.
 
 Under quality-aware pruning a split's share must stay below the tokens of the rows its pruning
 leaves (:func:`~datamask.core.budget.check_tokens_left`). The same counting pass counts those
@@ -121,7 +121,7 @@ def _checked_counts(column, where: str, name: str, first_row: int) -> np.ndarray
     return v.astype(np.int64)
 
 
-def _split_tokens(s, cfg, drops, cols, prunes=(), excluded=None):
+def _count_split(s, cfg, drops, cols, prunes=(), excluded=None):
     """One split's token total (after the dropped duplicates, the holdout and the excluded
     rows, as the selection sees it) as a one-row frame; ``prunes``: also ``where`` and ``left``, the tokens
     quality-aware pruning leaves at each (:func:`~datamask.core.estimator.tokens_after_pruning`)
@@ -172,7 +172,7 @@ def count_corpus_tokens(client, splits, cfg, drops, cols, prunes=(), excluded=No
         cols_meta.update(where=object, left=object)
     meta = pd.DataFrame({k: pd.Series(dtype=v) for k, v in cols_meta.items()})
     frames = dd.from_map(
-        _split_tokens,
+        _count_split,
         splits,
         cfg=cfg,
         drops=drops,
@@ -186,7 +186,8 @@ def count_corpus_tokens(client, splits, cfg, drops, cols, prunes=(), excluded=No
 
 
 def apportion(per_split: dict, cfg, source: str | None = None) -> tuple[dict, dict]:
-    """``({split: T_s}, summary)`` for the config's ``tokens`` or ``token_ratio``.
+    """``(split_tokens, summary)``: ``{split: T_s}``, each split's share of the config's
+    ``tokens`` or ``token_ratio``, and the corpus's budget (the manifest's ``tokens``).
 
     A budget larger than the corpus's tokens is refused, as a row budget larger than a
     split's rows is (``source`` says where the counts came from, for the message)."""
@@ -197,28 +198,28 @@ def apportion(per_split: dict, cfg, source: str | None = None) -> tuple[dict, di
     except ValueError as e:
         raise DataError(str(e)) from None
     covers = T == total
-    budgets = {}
+    split_tokens = {}
     for name, tok in per_split.items():
-        budgets[name] = int(tok) if covers else (T * int(tok)) // max(total, 1)
+        split_tokens[name] = int(tok) if covers else (T * int(tok)) // max(total, 1)
     info = {"budget": T, "corpus_tokens": total, "covers_corpus": bool(covers)}
-    return budgets, info
+    return split_tokens, info
 
 
 def share_tokens(client, splits, cfg, drops, cols, prunes=(), excluded=None) -> tuple:
-    """``({split: T_s}, summary, left)``: every split's share of the token budget
+    """``(split_tokens, summary, left)``: ``{split: T_s}``, every split's share of the token budget
     (:func:`count_corpus_tokens`, then :func:`apportion`; ``summary`` with ``source``), and, when
     ``prunes`` are to be checked, from the same pass, each split's :func:`split_left` in the order
     of ``splits`` for :func:`check_prune_left` (None when none is)."""
     grid = prune_grid(prunes)
     counts = count_corpus_tokens(client, splits, cfg, drops, cols, prunes=grid, excluded=excluded)
     source = ", ".join(sorted(set(counts["source"])))
-    budgets, info = apportion(dict(zip(counts["name"], counts["tokens"])), cfg, source)
+    split_tokens, info = apportion(dict(zip(counts["name"], counts["tokens"])), cfg, source)
     info = dict(info, source=source)
     if not grid:
-        return budgets, info, None
+        return split_tokens, info, None
     rows = counts.set_index("name").loc[[s.name for s in splits]]
-    left = [split_left(r.where, r.tokens, budgets[r.Index], r.left, grid) for r in rows.itertuples()]
-    return budgets, info, left
+    left = [split_left(r.where, r.tokens, split_tokens[r.Index], r.left, grid) for r in rows.itertuples()]
+    return split_tokens, info, left
 
 
 #: the prunes at which each split reports the tokens pruning leaves, beside the ones checked: the

@@ -55,7 +55,7 @@ def plan_run(cfg, device=None) -> Plan:
             )
 
     plan = plan_splits(cfg, cols, device, partition_on=cfg.partition_on, on_file=same_width)
-    if not cfg.token_budget:  # (a token budget is checked once the tokens are counted)
+    if not cfg.budget_in_tokens:  # (a token budget is checked once the tokens are counted)
         for s in plan.splits:
             split_budget(s.rows, cfg, where=s.where())  # the one budget check (core.budget)
     plan.d = next(iter(widths), None)
@@ -114,7 +114,7 @@ class SelectStage(Select):  # name, config, help: .declared
 
     drops: dict = {}  # split name -> rows of ids repeated across the corpus (check)
     excluded_ = None  # the evaluation and held-out rows kept out of the selection (prepare; --exclude)
-    token_budgets = token_info = None  # every split's token share, and how it was shared (check)
+    split_tokens = token_info = None  # every split's share of --tokens, and how it was shared (check)
     centroids_ = None  # the report's k-means of an input without clusters (setup; analysis.report.sample)
 
     def columns(self, cfg):
@@ -136,11 +136,11 @@ class SelectStage(Select):  # name, config, help: .declared
     def check(self, client, pending):
         cfg = self.cfg
         self.drops = find_duplicates(client, self.plan_, self.cols, cfg.dedupe_ids)
-        if cfg.token_budget:  # every split's share, from the whole corpus's tokens
+        if cfg.budget_in_tokens:  # every split's share, from the whole corpus's tokens
             # the same pass counts the tokens --prune leaves: a split it leaves no more than its
             # share is refused here, before any split is selected or anything written
             checked = prunes_checked(cfg)
-            self.token_budgets, self.token_info, left = share_tokens(
+            self.split_tokens, self.token_info, left = share_tokens(
                 client, self.plan_.splits, cfg, self.drops, self.cols, prunes=checked, excluded=self.excluded_
             )
             if checked:
@@ -172,7 +172,7 @@ class SelectStage(Select):  # name, config, help: .declared
             level=self.plan_.level,
             d=self.plan_.d,
             callback=_progress_callback(s.name),
-            tokens=None if self.token_budgets is None else self.token_budgets[s.name],
+            split_tokens=None if self.split_tokens is None else self.split_tokens[s.name],
             centroids=self.centroids_,
         )
         rec.update(res.record)
@@ -221,7 +221,7 @@ class SelectStage(Select):  # name, config, help: .declared
         if self.cfg.exclude:
             out.update({k: int(sum(r.get(k, 0) for r in records)) for k in EXCLUDED_COUNTS})
         out["pg_improved"] = pg_improved(records)
-        if self.cfg.token_budget:
+        if self.cfg.budget_in_tokens:
             out.update(token_totals(records, self.token_info))
         return out
 

@@ -179,7 +179,7 @@ def test_a_trials_prune_reaches_select_and_recipe_yaml():
         cfg = SearchConfig(eval=["x"], input="in", budget_unit=unit).validated()
         scfg = recipe_select_config(cfg, recipe)
         assert (scfg.prune, scfg.lam, scfg.diversity, getattr(scfg, key)) == (0.8, 0.2, "facility", 0.15)
-        assert scfg.token_budget == (unit == "tokens") and recipe_select_config(cfg, {"lam": 0.2}).prune == 0.0
+        assert scfg.budget_in_tokens == (unit == "tokens") and recipe_select_config(cfg, {"lam": 0.2}).prune == 0.0
         wf = recipe_workflow(cfg, recipe, "sel")  # the base recipe's prune where the trial has none
         assert (wf["method"], wf["prune"], wf[key], wf["lam"]) == ("datamask", 0.8, 0.15, 0.2)
         top = recipe_workflow(cfg, {"method": "topk", "ratio": 0.15}, "sel")

@@ -90,8 +90,8 @@ def test_topk_partition_is_the_stable_sort_and_select_mask_is_selects_mask():
     for m in ("topk", "random"):
         mcfg = cfg.replace(method=m)
         assert (select_mask(E, q, cfg, 7, method=m) == select(E, q, mcfg, 7).mask).all()
-        by_tokens = select_mask(E, q, cfg, 7, lengths=lengths, tokens=2000, method=m)
-        assert (by_tokens == select(E, q, mcfg, 7, lengths=lengths, tokens=2000).mask).all()
+        by_tokens = select_mask(E, q, cfg, 7, lengths=lengths, split_tokens=2000, method=m)
+        assert (by_tokens == select(E, q, mcfg, 7, lengths=lengths, split_tokens=2000).mask).all()
         assert lengths[by_tokens].sum() <= 2000
 
 

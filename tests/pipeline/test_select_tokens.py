@@ -207,7 +207,7 @@ def test_budget_flags_are_checked(tmp_path, capsys):
         2_000_000,
     ]
     cfg = SelectConfig.from_dict({"tokens": "200k"})
-    assert cfg.tokens == 200_000 and cfg.token_budget
+    assert cfg.tokens == 200_000 and cfg.budget_in_tokens
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ A search counts tokens under ``--tokens``/``--token-ratio`` and, by default, und
 recipe selects as much text). One pass over the input, before anything is prepared or trained,
 counts each split's tokens as ``datamask select`` counts them and, under DATAMASK's objective, the
 tokens quality-aware pruning leaves at every hundredth; :class:`TokenCounts` keeps them, gives
-each recipe's shares (``select``'s :func:`~datamask.pipeline.tokens.apportion`) and the largest
+each recipe's shares, ``split_tokens`` (``select``'s :func:`~datamask.pipeline.tokens.apportion`) and the largest
 prune that fits a token ratio (:meth:`TokenCounts.room`, the cap of a trial's ``prune``). The pass
 and the refusals are ``select``'s own (:mod:`datamask.pipeline.tokens`).
 """
@@ -22,7 +22,7 @@ import numpy as np
 from ...errors import ConfigError
 from ...pipeline.tokens import PRUNE_GRID, apportion, budget_given, check_prune_left, prune_shortfall, split_left
 
-__all__ = ["split_token_budgets", "prune_checks", "check_prune_tokens", "PRUNE_GRID", "TokenCounts"]
+__all__ = ["count_search_tokens", "prune_checks", "check_prune_tokens", "PRUNE_GRID", "TokenCounts"]
 
 
 @dataclass
@@ -41,10 +41,10 @@ class TokenCounts:
     def total(self) -> int:
         return int(sum(self.tokens))
 
-    def shares(self, scfg) -> list:
+    def split_tokens(self, scfg) -> list:
         """Each split's share of ``scfg``'s token budget, as ``datamask select`` shares it."""
-        budgets, _ = apportion(dict(enumerate(self.tokens)), scfg, self.source)
-        return [int(budgets[i]) for i in range(len(self.tokens))]
+        split_tokens, _ = apportion(dict(enumerate(self.tokens)), scfg, self.source)
+        return [int(split_tokens[i]) for i in range(len(self.tokens))]
 
     def info(self, scfg) -> dict:
         """``scfg``'s budget as ``select``'s manifest records it."""
@@ -55,7 +55,7 @@ class TokenCounts:
         """:func:`~datamask.pipeline.tokens.split_left` of every split at ``scfg``'s shares."""
         return [
             split_left(w, t, s, json.dumps(lf), self.grid)
-            for w, t, s, lf in zip(self.where, self.tokens, self.shares(scfg), self.left)
+            for w, t, s, lf in zip(self.where, self.tokens, self.split_tokens(scfg), self.left)
         ]
 
     def most_tokens(self) -> np.ndarray:
@@ -87,7 +87,7 @@ class TokenCounts:
         return grid[last]
 
 
-def split_token_budgets(client, cfg, splits) -> tuple:
+def count_search_tokens(client, cfg, splits) -> tuple:
     """``(counts, budget)``: every split's tokens (:class:`TokenCounts`, one counting task per
     split on the workers, ``select``'s pass: no document reaches the client) and the budget as
     ``select``'s manifest records it (``budget``, ``corpus_tokens``, ``covers_corpus``, ``source``;
@@ -120,7 +120,7 @@ def split_token_budgets(client, cfg, splits) -> tuple:
         left=[json.loads(x) for x in rows["left"]] if grid else None,
         grid=tuple(grid),
     )
-    if cfg.token_budget:
+    if cfg.budget_in_tokens:
         info = counts.info(cfg)
         if checks:
             check_prune_tokens(checks, counts.splits_left(cfg), budget_given(cfg, info))

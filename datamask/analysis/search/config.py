@@ -243,7 +243,7 @@ class SearchConfig(SelectConfig):
     def _check_unit(self) -> None:
         if self.budget_unit not in BUDGET_UNITS:
             raise ConfigError(f"budget_unit must be one of {', '.join(BUDGET_UNITS)}; got {self.budget_unit!r}")
-        if self.budget_unit == "rows" and self.token_budget:
+        if self.budget_unit == "rows" and self.budget_in_tokens:
             given = "--tokens" if self.tokens is not None else "--token-ratio"
             raise ConfigError(f"--budget-unit rows is for a row ratio; {given} already counts tokens (drop one)")
         if self.budget_unit == "tokens" and self.budget is not None:
@@ -256,12 +256,12 @@ class SearchConfig(SelectConfig):
     def ratio_in_tokens(self) -> bool:
         """True when a trial's ratio (``--ratio``, select's default or a searched one) is a share of
         the corpus's tokens (``--budget-unit tokens``, no budget of its own)."""
-        return self.budget_unit == "tokens" and self.budget is None and not self.token_budget
+        return self.budget_unit == "tokens" and self.budget is None and not self.budget_in_tokens
 
     @property
     def counts_tokens(self) -> bool:
         """True when every trial selects to a token budget (given, or its ratio in tokens)."""
-        return bool(self.token_budget) or self.ratio_in_tokens
+        return bool(self.budget_in_tokens) or self.ratio_in_tokens
 
     def reference_recipes(self) -> dict:
         """``--references``'s recipes by name (checked as select checks its settings)."""
@@ -276,7 +276,7 @@ class SearchConfig(SelectConfig):
 
     def base_ratio(self) -> float | None:
         """The ratio a trial keeps when its recipe has none (None: a budget in rows or tokens)."""
-        return None if self.budget is not None or self.token_budget else self.select_config().ratio
+        return None if self.budget is not None or self.budget_in_tokens else self.select_config().ratio
 
     def default_space(self) -> str:
         """``--space``'s default here: DATAMASK's searches ``ratio`` when no budget is given (docs/search.md)."""
@@ -287,7 +287,7 @@ class SearchConfig(SelectConfig):
         from ...methods.quadmix import QuadMixParams
 
         if name == "ratio":
-            if self.budget is not None or self.token_budget:
+            if self.budget is not None or self.budget_in_tokens:
                 given = (
                     "--budget"
                     if self.budget is not None

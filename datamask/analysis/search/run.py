@@ -30,7 +30,7 @@ from ...errors import ConfigError, DataError
 from ...pipeline.files import write_json_atomic
 from ...pipeline.storage import location
 from . import figures as figs
-from .budget import split_token_budgets
+from .budget import count_search_tokens
 from .choose import choose, curves
 from .outputs import records_frame, trials_frame, write_parquet, write_recipe
 from .prepare import prepare, read_prep
@@ -41,7 +41,7 @@ from .summary import search_summary, target_set
 from .summary import tracks as _tracks  # noqa: F401  (tests read it here)
 from .verify import early_references, recommend, summarize, verification_recipes, verification_seeds
 
-__all__ = ["compute_search", "resolve_eval", "WRITES", "KEEPS", "corpus_parts", "split_token_budgets", "build_space"]
+__all__ = ["compute_search", "resolve_eval", "WRITES", "KEEPS", "corpus_parts", "count_search_tokens", "build_space"]
 
 #: what a search writes under OUTPUT; ``_search`` (the records) survives a rerun of the same config
 WRITES = ("trials.parquet", "verify.parquet", "search.json", "recipe.yaml", "quadmix_params.yaml", "figures", "report")
@@ -243,7 +243,7 @@ def _run(client, parts, cfg, out, space, base_fp, clock, workers: int, counts=No
     recipe's models as soon as the fit ends, ahead of the references not started; the
     trials' outputs are written while the verification trains. A batch not collected when
     the search stops is cancelled (its running tasks waited for). ``counts``: every split's tokens
-    under a token budget (:func:`split_token_budgets`); ``target``: the evaluation set the regressor
+    under a token budget (:func:`count_search_tokens`); ``target``: the evaluation set the regressor
     fits and the verification's rule reads (None: the mean over the sets)."""
     trials = submit_jobs(client, parts, _trial_jobs(cfg, space, base_fp), cfg, str(out), counts=counts)
     early: dict = {}  # the references' batch (None: they wait for the chosen recipe), once submitted
@@ -282,7 +282,7 @@ def compute_search(cfg, out, client, level=None) -> dict:
     parts, identities = corpus_parts(cfg, splits)
     fp = fingerprint_of(cfg.fingerprint("cpu"), identities)
     # before the preparation: a budget too large, or a prune that leaves too few tokens, is refused
-    tokens, token_budget = split_token_budgets(client, cfg, splits)
+    tokens, token_info = count_search_tokens(client, cfg, splits)
     prep = _prepared(client, parts, cfg, out, fp)
     clock.lap("prepare")
     base_fp = fingerprint_of(fp, prep["tokenizer"]["sha256"], prep["eval_fingerprint"])
@@ -303,7 +303,7 @@ def compute_search(cfg, out, client, level=None) -> dict:
     counts = {"trained": total, "computed_this_run": n_trials + n_verify, "resumed": total - n_trials - n_verify}
     recommended = recommend(vsum, recipes)
     summary = search_summary(
-        cfg, space, prep, fit, (frame, vframe), means, vsum, counts, files + drawn, recommended, token_budget
+        cfg, space, prep, fit, (frame, vframe), means, vsum, counts, files + drawn, recommended, token_info
     )
     summary["recipe"] = write_recipe(cfg, out, summary)
     clock.lap("outputs")

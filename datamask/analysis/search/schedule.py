@@ -113,7 +113,7 @@ def submit_jobs(
 
     ``priority``: Dask's (higher runs first), so a batch submitted early at a lower priority
     fills the workers only when the batches before it leave one free. ``counts``: under a token
-    budget, every split's tokens (:func:`~datamask.analysis.search.budget.split_token_budgets`)."""
+    budget, every split's tokens (:func:`~datamask.analysis.search.budget.count_search_tokens`)."""
     done, todo = [], {}
     for job in jobs:
         todo[job.name] = []

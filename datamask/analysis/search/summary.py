@@ -45,16 +45,16 @@ def _verified(vsum) -> dict | None:
     return v
 
 
-def budget_words(cfg, token_budget) -> str:
+def budget_words(cfg, token_info) -> str:
     """What every selection was budgeted in, for ``search.json``'s ``budget`` and the report."""
     if cfg.budget_unit == "rows":
         return (
             "a ratio of rows (--budget-unit rows): each recipe kept that share of the rows, whatever their length, so "
             "the selections differ in size and the proxies' loss mixes size with content"
         )
-    if cfg.token_budget:
+    if cfg.budget_in_tokens:
         return "the token budget given (--tokens/--token-ratio): every selection holds as many tokens, to one document"
-    r = (token_budget or {}).get("token_ratio")
+    r = (token_info or {}).get("token_ratio")
     share = "each trial's searched ratio" if r == "searched" else f"the ratio {r:g}"
     return (
         f"{share} as a share of the corpus's tokens (--budget-unit tokens): every selection holds as many tokens, "
@@ -76,7 +76,7 @@ def _proxy(cfg, frame, vframe) -> dict:
     }
 
 
-def search_summary(cfg, space, prep, fit, frames, means, vsum, counts, files, recommended, token_budget) -> dict:
+def search_summary(cfg, space, prep, fit, frames, means, vsum, counts, files, recommended, token_info) -> dict:
     """``search.json``'s content (but ``recipe``, ``wall_seconds`` and ``cost``, added by the run);
     ``frames``: the trials' and the verification's records (``records_frame``; the latter None)."""
     frame, vframe = frames
@@ -87,8 +87,8 @@ def search_summary(cfg, space, prep, fit, frames, means, vsum, counts, files, re
         "target": target_set(cfg, prep),
         "method": cfg.method,
         "space": space.describe(),
-        "budget": {"unit": cfg.budget_unit, "words": budget_words(cfg, token_budget)},
-        "tokens": token_budget,  # as select's manifest records it; None under a row budget
+        "budget": {"unit": cfg.budget_unit, "words": budget_words(cfg, token_info)},
+        "tokens": token_info,  # as select's manifest records it; None under a row budget
         "trials": int(frame["trial"].nunique()),
         "seeds": int(cfg.seeds),
         "proxy": _proxy(cfg, frame, vframe),

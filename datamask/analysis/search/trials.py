@@ -116,9 +116,9 @@ def selection_stats(E_all, masks, quality, groups) -> dict:
     }
 
 
-def _split_selection(df, i, scfg, cfg, weights, comp_range, tokens=None, leak=None):
+def _split_selection(df, i, scfg, cfg, weights, comp_range, split_tokens=None, leak=None):
     """(mask, unit embeddings, input quality, token count) of split ``i`` under ``scfg``;
-    ``tokens``: the split's share of a token budget (None: the row budget); ``leak``: the split's
+    ``split_tokens``: the split's share of a token budget (None: the row budget); ``leak``: the split's
     rows of an evaluation set, kept out before the method sees the split (as ``select --exclude``
     keeps them out of recipe.yaml's selection)."""
     from ...pipeline.frames import to_table
@@ -135,7 +135,14 @@ def _split_selection(df, i, scfg, cfg, weights, comp_range, tokens=None, leak=No
     rows = table if keep is None else table.filter(pa.array(keep))
     # no side-by-side scores: a trial measures its selection itself (selection_stats)
     res = select_split(
-        rows, scfg, split_seed(cfg.seed, identity), where, first, tokens=tokens, side_by_side=False, why=False
+        rows,
+        scfg,
+        split_seed(cfg.seed, identity),
+        where,
+        first,
+        split_tokens=split_tokens,
+        side_by_side=False,
+        why=False,
     )
     mask = np.asarray(res.mask, dtype=bool)
     if keep is not None:  # back onto the split's rows
@@ -157,15 +164,15 @@ def select_recipe(*parts, recipe: dict, cfg, out: str, counts=None) -> dict:
     t0 = time.perf_counter()
     prep = load_prep(out)
     scfg = recipe_select_config(cfg, recipe)
-    if scfg.token_budget and (counts is None or len(counts.tokens) != len(parts)):
+    if scfg.budget_in_tokens and (counts is None or len(counts.tokens) != len(parts)):
         raise ValueError(
-            f"a token budget needs each of the {len(parts)} splits' tokens: pass counts= (split_token_budgets)"
+            f"a token budget needs each of the {len(parts)} splits' tokens: pass counts= (count_search_tokens)"
         )
-    budgets = counts.shares(scfg) if scfg.token_budget else None
+    split_tokens = counts.split_tokens(scfg) if scfg.budget_in_tokens else None
     weights = recipe.get("weights")
     E_all, masks, quality, rows, leaks, tokens = [], [], [], [], 0, 0
     for i, df in enumerate(parts):
-        share = budgets[i] if scfg.token_budget else None
+        share = split_tokens[i] if scfg.budget_in_tokens else None
         lo, hi = prep.offsets[i], prep.offsets[i + 1]
         leak = prep.leak[lo:hi]
         mask, E, q, tok = _split_selection(df, i, scfg, cfg, weights, prep.summary["component_range"], share, leak)
