@@ -185,6 +185,7 @@ def test_select_report_has_trajectory(corpus, address, tmp_path):
     assert (out / "report" / "trajectory.png").exists()
     for p in m["splits"]:  # the first phase: Frank-Wolfe's own progress, ending at pg's step 0
         opt, start = p["optimizer"], p["start_history"]
+        assert opt["method"] == m["config"]["method"] == "datamask"  # one name, flag to manifest
         assert opt["start"] == "relaxed" and opt["pg_steps"] == p["n_steps"] and opt["stopped_by"] in ("start", "steps")
         assert start[0]["iteration"] == 0 and start[-1]["iteration"] == opt["start_iterations"] >= 1
         assert start[-1]["objective"] == pytest.approx(p["history"][0]["objective"], rel=1e-9)
