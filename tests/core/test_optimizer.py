@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from datamask.core.greedy import greedy_disf, greedy_facility, greedy_pairwise, standardize
-from datamask.core.objectives import evaluate, normalize_quality
+from datamask.core.objectives import normalize_quality
 from datamask.core.synthetic import make_corpus
-from tests.helpers.pairwise import PairwiseMask
+from tests.helpers.pairwise import PairwiseMask, evaluate
 
 
 def gain_ratio(value, rand, greedy):

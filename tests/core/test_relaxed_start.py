@@ -8,12 +8,11 @@ The crowded corpus is the shape where the quality-aware wide start fails
 import numpy as np
 import pytest
 
-from datamask import evaluate
 from datamask.core.diversity import Pairwise
 from datamask.core.synthetic import make_clusters, make_corpus
 from datamask.errors import ConfigError
 from tests.helpers.crowded import crowded_corpus
-from tests.helpers.pairwise import PairwiseMask
+from tests.helpers.pairwise import PairwiseMask, evaluate
 
 
 @pytest.fixture(scope="module")
