@@ -141,7 +141,7 @@ def markdown(data: dict, records: pd.DataFrame) -> str:
         "Rendered from `recipe_suite.json` and `recipe_suite_records.csv` by `benchmarks/recipe_suite_report.py`. "
         f"{len(cells)} cells (corpus x regime); each a `datamask search` with {s['trials']} trials and "
         f"{s['verify']} paired verification seeds, every model trained on {s['proxy_tokens']:,} tokens, every arm "
-        "selecting the same tokens (counted with the corpus's BPE-4096). Arms beside the search's chosen, default, "
+        "selecting the same tokens (counted with the corpus's BPE-4096, the tokenizer the proxies train in). Arms beside the search's chosen, default, "
         f"top-k and random: {', '.join(f'{k} (`{v}`)' for k, v in data['meta']['arms'].items())}. A difference is "
         "beyond noise when its paired 95% t-interval excludes zero. Machine: " + data["meta"]["machine"] + ".",
         "",
