@@ -332,6 +332,31 @@ def readme_suite(v):
     )
 
 
+# ---------------------------------------------------------------------- fidelity.json
+@block("fidelity_findings", "fidelity.json")
+def fidelity_findings(f):
+    from fidelity_report import verdict
+
+    m = f["meta"]
+    said = []
+    for c in f["cells"]:
+        for t, r in c["fidelity"].items():
+            said.append(
+                f"{txt(c['corpus'])} {txt(c['regime'])}, {TARGET_WORDS.get(t, t)}: Spearman "
+                f"{num(r['spearman'], '+.2f')} [{num(r['spearman_ci'][0], '+.2f')}, {num(r['spearman_ci'][1], '+.2f')}], "
+                f"decision accuracy {num(r['accuracy'], '.2f')} [{num(r['accuracy_ci'][0], '.2f')}, "
+                f"{num(r['accuracy_ci'][1], '.2f')}] over {num(r['arms'])} arms ({verdict(r)})"
+            )
+    return (
+        f"The stronger proxy trained {num(m['tokens'] / m['small_tokens'], 'g')}x the small proxies' tokens "
+        f"({num(m['tokens'], ',')}) with "
+        + (f"`{txt(m['proxy_options'])}`" if m["proxy_options"] else "the same model (`tiny`)")
+        + ": "
+        + "; ".join(said)
+        + "."
+    )
+
+
 # ---------------------------------------------------------------------- defaults_fit_*.json, facility_seeds.json
 def now_default(fit: dict) -> dict:
     """The worst-case row of the candidate that is the default fit now."""
