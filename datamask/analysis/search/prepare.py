@@ -148,7 +148,7 @@ def prepare(*parts, out: str, cfg, fingerprint: str) -> dict:
     dd = Deduplicator(kind="exact,fuzzy").fit(np.asarray(texts, dtype=object))
     groups = np.where(dd.duplicate_of_ >= 0, dd.duplicate_of_, np.arange(len(texts)))
     train_texts = [t for t, k in zip(texts, leak) if t.strip() and not k]
-    if getattr(cfg, "tokenizer", None):  # the tokens the budget counts are the tokens the proxies train in
+    if cfg.tokenizer:  # the tokens the budget counts are the tokens the proxies train in
         tok = load_tokenizer(cfg.tokenizer)
     else:
         tok = train_bpe(sample_for_tokenizer([train_texts], r.tokenizer_sample_chars, r.sample_seed), r.vocab_size)

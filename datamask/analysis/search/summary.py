@@ -159,7 +159,7 @@ def _passes(cfg, vframe) -> list:
     unequal passes over their selections (issue 48)."""
     if vframe is None or not len(vframe) or "passes" not in vframe or cfg.budget_unit == "rows":
         return []
-    if getattr(cfg, "tokenizer", None):
+    if cfg.tokenizer:
         return []
     per_arm = vframe.groupby("name")["passes"].mean()
     lo, hi = float(per_arm.min()), float(per_arm.max())
