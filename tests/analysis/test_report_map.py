@@ -65,6 +65,9 @@ def test_cluster_labels_name_each_topic_by_its_own_words():
         words = got[c].split(": ", 1)[1].split()
         assert len(words) == 3 and set(words) <= set(TOPICS[name].split()), got[c]
     assert list(cluster_labels([None] * 3, np.array([0, 1, 1]))) == ["cluster 0", "cluster 1"]
+    # a cluster of numbers and symbols only: named by its first text's opening, not "cluster 1"
+    got = cluster_labels(["alpha beta gamma", "0x1f 0x2a  -- 42 17 99 12 13 14 15", "== 3"], np.array([0, 1, 1]))
+    assert got[0].startswith("0: ") and got[1] == '1: "0x1f 0x2a -- 42 17 99 1…"', got
 
 
 def test_map_frame_is_bounded_and_the_fragment_fetches_nothing():

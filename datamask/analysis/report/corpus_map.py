@@ -98,7 +98,8 @@ def _has_umap() -> bool:
 
 def cluster_labels(texts, labels, n_terms=3) -> np.ndarray:
     """Each cluster's most distinctive terms (class-based TF-IDF over its texts), as an array
-    indexed by cluster id; "cluster N" where its texts are missing or hold no word."""
+    indexed by cluster id. A cluster whose texts hold no word (numbers, symbols, only stop
+    words) is named by the opening of its first text, quoted; "cluster N" where it has no text."""
     labels = np.asarray(labels, dtype=np.int64)
     k = int(labels.max()) + 1 if len(labels) else 0
     names = np.array([f"cluster {c}" for c in range(k)], dtype=object)
@@ -125,7 +126,17 @@ def cluster_labels(texts, labels, n_terms=3) -> np.ndarray:
         if C[c].sum() > 0:
             top = np.argsort(-score[c])[:n_terms]
             names[c] = f"{c}: " + " ".join(vocab[top][score[c, top] > 0])
+    for c in np.flatnonzero(C.sum(axis=1) == 0):  # texts of no word (numbers, symbols, stop words)
+        first = next((t for t, h, cl in zip(texts, have, labels) if h and cl == c), None)
+        if first is not None:  # named by how its first text starts, quoted
+            names[c] = f'{c}: "{_opening(first)}"'
     return names
+
+
+def _opening(text: str, chars: int = 24) -> str:
+    """The first ``chars`` characters of ``text``, whitespace collapsed (an ellipsis when cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= chars else flat[: chars - 1].rstrip() + "…"
 
 
 def map_frame(sample, embedding, selected=None, method="auto", seed=0, max_rows=MAP_ROWS) -> pd.DataFrame:
