@@ -4,8 +4,8 @@ docs/benchmarks.md, "The scripts", lists every script in ``benchmarks/`` with th
 it regenerates and its one command, or names it a support module. Computed from the files: a
 script added without a row fails, a row for a script that is gone fails, a listed results file
 that is missing or that no page of the docs cites (outside that table: README.md or docs/*.md
-naming it, or a marked block rendered from it) fails, and a support module that no script and no test uses
-fails."""
+naming it, or a marked block rendered from it) fails, a support module that no script and no test
+uses fails, and so does a file in benchmarks/results/ that the list does not name."""
 
 from __future__ import annotations
 
@@ -113,3 +113,10 @@ def test_a_support_module_is_used_by_a_script_or_a_test(module):
         if uses.search(text) or (path.suffix == ".sh" and f"benchmarks/{module}" in text):
             return
     pytest.fail(f"benchmarks/{module}: a support module that no listed script and no test uses")
+
+
+def test_every_results_file_is_named_by_the_index():
+    """A results file whose script is gone goes with it (its finding, dated, in the CHANGELOG)."""
+    section = _section(INDEX.read_text())
+    orphans = [p.name for p in sorted((BENCH / "results").iterdir()) if p.is_file() and p.name not in section]
+    assert orphans == [], 'results files that docs/benchmarks.md, "The scripts", does not name'
