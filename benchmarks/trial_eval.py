@@ -5,7 +5,8 @@ Since round 11 a search's trials score each proxy on the first documents of ever
 for ``tiny``); the verification still scores all of it. This measures what that costs and what
 it changes, on ``search_corpus.py``'s real text and its 300-document evaluation set (90,816
 scored tokens): ``tiny`` models trained in bfloat16 as a search's worker trains them on three
-selections (proxy_precision.py's) x ``--seeds`` seeds, each scored once per document.
+selections (proxy_precision.py's) x ``--seeds`` seeds (:func:`trained_models`), each scored once per
+document.
 
 Reported, for each cap: the seconds of an evaluation (median over models, the capped and the
 whole set timed in turn); each model's loss on the capped set against the whole; for every pair
@@ -23,6 +24,7 @@ Writes trial_eval.md and trial_eval.json (the same numbers; the docs render from
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -37,6 +39,43 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULT = ROOT / "benchmarks" / "results" / "trial_eval.md"
+
+
+def trained_models(work: Path, seeds: int, tokens: int):
+    """(name, seed, model) of ``tiny`` models trained in bfloat16 as a search's worker trains them."""
+    from benchmarks.proxy_precision import corpus_setup, selections
+    from datamask.analysis.proxy_lm import train as T
+    from datamask.analysis.proxy_lm.config import ProxyLMConfig
+    from datamask.analysis.proxy_lm.head_loss import fused_forward_loss
+    from datamask.analysis.proxy_lm.model import TokenStream, build_model
+    from datamask.core.heap import large_blocks
+
+    raw, base, tok, ev, ids = corpus_setup(work, tokens)
+
+    class Quiet:
+        def update(self, n):
+            pass
+
+        def set_postfix(self, **kw):
+            pass
+
+    models = []
+    for seed in range(seeds):
+        cfg = ProxyLMConfig(preset="tiny", tokens=tokens, curve_points=0, threads=1, seed=seed).resolved()
+        init = T.initial_state(cfg, tok.vocab_size)
+        for name, sel in selections(raw["kind"], int(0.3 * len(raw))).items():
+            with T.deterministic(1), large_blocks():
+                model = build_model(cfg, tok.vocab_size)
+                model.load_state_dict(init)
+                opt = T._optimizer(model, cfg)
+                stream = TokenStream([ids[i] for i in sel], tok.eos_id, cfg.seed)
+                loss = functools.partial(fused_forward_loss, model, precision="bfloat16")
+                T._train_loop(
+                    model, opt, stream, cfg.steps_for(stream.n_tokens), cfg, [], "cpu", "bfloat16", Quiet(), loss
+                )
+            models.append((name, seed, model))
+            print("trained", name, seed, flush=True)
+    return models, ev, 2 * int(base.batch_size)
 
 
 def doc_nll(model, ev) -> np.ndarray:
@@ -232,7 +271,6 @@ def suite_lines(rows: list) -> list:
 
 
 def main(argv=None):
-    from benchmarks.eval_copy import trained_models
     from benchmarks.proxy_precision import proxy_bench_args
 
     args, load0 = proxy_bench_args(argv, __doc__, RESULT, seeds=3, repeats=2, draws=2000, suite=1)

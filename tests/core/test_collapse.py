@@ -5,7 +5,7 @@ cupy's float32 ``random`` can return exactly 0.0. That row's Gumbel key was then
 all precision, and the logit floor applied to every row flattened the logits. Now uniforms
 come from a counter-based generator in (0, 1) (``datamask.core.rng``), each gradient term is
 a sum of positive terms, and the clamp applies to the batch being sampled (CHANGELOG.md,
-0.2.0; the CPU reproduction is benchmarks/results/collapse.md). The stand-in generator here
+0.2.0; the CPU reproduction's figures: 0.3.0, "Removed"). The stand-in generator here
 returns exact zeros 1 in 1,000 float32 draws, so a 200-step run meets them; the code before
 the fix fails this test.
 """
