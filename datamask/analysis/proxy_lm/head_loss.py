@@ -11,7 +11,7 @@ only scales them. The matrix products are the same three as eager's (logits, hid
 gradient, weight gradient): nothing is recomputed.
 
 Measured on one CPU thread: 0.75 of the eager step's CPU time in a plain process and 0.72 in a
-Dask worker (``benchmarks/heap.py``, benchmarks/results/heap.md; a one-off script interleaving
+Dask worker (the retired heap benchmark: CHANGELOG.md, 0.3.0, Removed, 2026-12-02; a one-off script interleaving
 the two step by step gave 0.79-0.82), with the same training loss after 25 steps to 4e-6
 (float32 rounding of a different summation order; search_cost.md, round 8). Used for the
 eager training steps on the CPU in float32 and in bfloat16 (``precision: bfloat16``, which
