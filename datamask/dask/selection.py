@@ -92,18 +92,18 @@ def _count_tokens_part(df, partition_info=None, *, cfg, prunes=()):
     return pd.DataFrame(row)
 
 
-def _apportion(counts, cfg, prunes=()):
-    """``{split: T_s}`` (``split_tokens``): the frame's token budget shared out by its splits' (partitions') tokens;
-    ``prunes`` (``cfg.prune`` and the grid, as counted): a ``prune`` that leaves a split no more
-    than its share is refused here, before any partition selects."""
-    from ..pipeline.tokens import apportion, budget_given, check_prune_left, split_left
+def _shares(counts, cfg, grid=()):
+    """``{split: T_s}`` (``split_tokens``): the frame's token budget shared out by its splits'
+    (partitions') tokens (:class:`~datamask.pipeline.split_job.TokenCounts`, as ``datamask select``
+    shares a corpus's); ``grid`` (``cfg.prune`` and the grid, as counted): a ``prune`` that leaves a
+    split no more than its share is refused here, before any partition selects."""
+    from ..pipeline.split_job import TokenCounts
 
-    counts = pd.concat(counts)
-    split_tokens, info = apportion(dict(zip(counts["split"].tolist(), counts["tokens"].tolist())), cfg)
-    if prunes:
-        left = [split_left(r.where, r.tokens, split_tokens[r.split], r.left, prunes) for r in counts.itertuples()]
-        check_prune_left(left, cfg.prune, budget_given(cfg, info))
-    return split_tokens
+    frame = pd.concat(counts)
+    shared = TokenCounts.of_frame(frame, frame["split"].tolist(), "split", grid)
+    if grid:
+        shared.check_prune(cfg)
+    return shared.by_key(cfg)
 
 
 def _drop_duplicate_ids(df, p, cols, cfg):
@@ -170,7 +170,7 @@ def select(ddf, cfg=None):
             meta=pd.DataFrame({c: pd.Series([], dtype=t) for c, t in cols_meta.items()}),
             enforce_metadata=False,
         )
-        kw["split_tokens"] = dask.delayed(_apportion, pure=True)(counts.to_delayed(), cfg, grid)
+        kw["split_tokens"] = dask.delayed(_shares, pure=True)(counts.to_delayed(), cfg, grid)
     return ddf.map_partitions(
         _select_part,
         cfg=cfg,

@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -43,8 +42,8 @@ import pyarrow.compute as pc
 
 from ..errors import ConfigError, DataError, OutputError
 from .frames import read_frame
-from .gpu import CPU, Level, select_level
-from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
+from .gpu import Level, select_level
+from .io import Split, discover, hive_path, write_json_atomic, write_parquet_atomic
 from .manifest import build_manifest, public_config, throughput, versions  # noqa: F401
 from .output import DATA_DIR, MANIFEST, SHARED_STORAGE, STATE_DIR, Output, listed_missing, n_splits  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
@@ -54,11 +53,9 @@ from .storage_plugin import StorageOptionsPlugin
 __all__ = [
     "run_stage",
     "process_split",
-    "plan_splits",
     "resolve_io",
     "finish_split",
     "split_record",
-    "Plan",
     "Output",
     "ProgressBars",
     "run_pending",
@@ -71,18 +68,6 @@ __all__ = [
 ]
 
 _RECORD_META = pd.DataFrame({"name": pd.Series([], dtype=object), "record": pd.Series([], dtype=object)})
-
-
-@dataclass
-class Plan:
-    cfg: object
-    device: str  # "cpu" | "gpu" (what the config fingerprint records)
-    splits: list
-    d: int | None
-    n_files: int
-    n_rows: int
-    skipped_files: list = field(default_factory=list)  # files with 0 rows
-    level: Level = CPU  # what runs: frame/array library, k-means, cluster (datamask.pipeline.gpu)
 
 
 def stage_level(cfg, needs=("cupy",)) -> Level:
@@ -197,35 +182,6 @@ def _resolve_sets(paths, out) -> list:
             raise DataError(f"exclude set {e}: {err}") from None
         sets.append(r)
     return sets
-
-
-def plan_splits(cfg, cols, device=None, partition_on=None, on_file=None, needs=("cupy",)) -> Plan:
-    """Input files and their splits, with ``cols``' checks on every file (footers / line 1).
-
-    ``on_file(file, width)`` sees each file's embedding width (None without one). ``needs``:
-    the GPU libraries the stage computes with on a GPU (see :func:`~datamask.pipeline.gpu.select_level`)."""
-    files = discover(cfg.input)
-    splits, empty, total = [], [], 0
-    for f in files:
-        n, d = inspect_file(f, cols, partition_on)
-        if on_file is not None:
-            on_file(f, d)
-        if n == 0:
-            empty.append(f.rel)
-        total += n
-        splits.extend(make_splits(f, n, int(cfg.split_size)))
-    if total == 0:
-        raise DataError(f"empty input: {len(files)} file(s) under {cfg.input!r} hold 0 rows")
-    seen = {}
-    for s in splits:
-        other = seen.setdefault(s.name, s)
-        if other is not s:
-            raise DataError(
-                f"{other.where()} and {s.where()} would both be written as {s.name}.parquet (their "
-                "file names differ only in characters a file name cannot hold); rename one"
-            )
-    level = select_level(device, needs) if device is not None else stage_level(cfg, needs)
-    return Plan(cfg, level.device, splits, None, len(files), total, empty, level)
 
 
 def finish_split(table: pa.Table, out_root, rec: dict, partition_on=None, t0=None) -> pd.DataFrame:

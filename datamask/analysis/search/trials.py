@@ -159,7 +159,7 @@ def select_recipe(*parts, recipe: dict, cfg, out: str, counts=None) -> dict:
     ``{"rows", "stats", "recipe", "seconds"}``, ``rows`` the corpus positions of the selected rows
     with usable text (the training tasks take their token ids from the preparation); evaluation
     texts removed and counted. ``counts``: under a token budget, every split's tokens
-    (:class:`~datamask.analysis.search.budget.TokenCounts`), from which each split's share of the
+    (:class:`~datamask.pipeline.split_job.TokenCounts`), from which each split's share of the
     recipe's budget is taken as ``datamask select`` shares it."""
     t0 = time.perf_counter()
     prep = load_prep(out)
