@@ -67,9 +67,9 @@ def private_imports(mods: dict) -> list:
                     if a.name in mods and a.asname and _package(a.name, mods[a.name]) != pkg:
                         aliases[a.asname] = a.name
         for n in ast.walk(tree):
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and _private(n.attr):
-                if n.value.id in aliases:
-                    found.append(f"{m}: {n.attr} from {aliases[n.value.id]}")
+            named = isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and _private(n.attr)
+            if named and n.value.id in aliases:
+                found.append(f"{m}: {n.attr} from {aliases[n.value.id]}")
     return found
 
 

@@ -20,6 +20,7 @@ from ..pipeline.gpu import select_level
 from ..pipeline.io import split_seed
 from ..pipeline.schema import LOGIT, SELECTED, Columns
 from ..pipeline.select_split import duplicate_ids, select_split
+from ..pipeline.split_record import SplitRecord
 from ..pipeline.tokens import tokens_column_of
 from .params import takes_config
 from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, keep_attrs, part_split, part_table
@@ -128,14 +129,14 @@ def _select_part(df, partition_info=None, *, cfg, level, d, split_tokens=None):
     table = part_table(df, cols, p.where, p.first_row)
     seed = split_seed(cfg.seed, p.identity)
     share = None if split_tokens is None else split_tokens[p.number]
-    res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d, split_tokens=share)
+    sel, own = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d, split_tokens=share)
     del table
     if cfg.keep_all:
-        out = df.assign(**{SELECTED: res.mask, LOGIT: res.logits})
+        out = df.assign(**{SELECTED: sel.mask, LOGIT: sel.logits})
     else:
-        out = df.iloc[np.flatnonzero(res.mask)] if not is_cudf(df) else df[res.mask]
-    rec = {"split": p.number, "identity": p.identity, "seed": seed, "duplicates_dropped": n_dupes, **res.record}
-    return keep_attrs(out, df, **{RECORD_ATTR: rec})
+        out = df.iloc[np.flatnonzero(sel.mask)] if not is_cudf(df) else df[sel.mask]
+    rec = SplitRecord(identity=p.identity, fields={"split": p.number, "seed": seed, "duplicates_dropped": n_dupes})
+    return keep_attrs(out, df, **{RECORD_ATTR: rec.update(own).to_dict()})
 
 
 @takes_config(SelectConfig)

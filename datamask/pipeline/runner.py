@@ -47,6 +47,7 @@ from .io import Split, discover, hive_path, write_json_atomic, write_parquet_ato
 from .manifest import build_manifest, public_config, throughput, versions  # noqa: F401
 from .output import DATA_DIR, MANIFEST, SHARED_STORAGE, STATE_DIR, Output, listed_missing, n_splits  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
+from .split_record import SplitRecord
 from .storage import inside, is_url, parse_options, resolve, set_options
 from .storage_plugin import StorageOptionsPlugin
 
@@ -55,7 +56,7 @@ __all__ = [
     "process_split",
     "resolve_io",
     "finish_split",
-    "split_record",
+    "record_frame",
     "Output",
     "ProgressBars",
     "run_pending",
@@ -97,7 +98,8 @@ def run_pending(
     explicit meta) and collect the one-row record frames it returns, as they complete.
 
     ``per_split(df, partition_info=None, *, splits, out_root, **kwargs)`` writes the split's
-    output itself (atomically) and returns ``{"name", "record"}`` rows. ``verify(record)``
+    output itself (atomically) and returns :func:`record_frame` rows, ``{"name", "record"}``,
+    the record a :class:`~.split_record.SplitRecord`; the results are their dicts. ``verify(record)``
     (the client's check of what the worker wrote) runs on each record as it arrives. The
     tasks run through :func:`~datamask.pipeline.executor.run_tasks`: when anything fails,
     the remaining splits are cancelled and those already running are waited for before the
@@ -119,7 +121,7 @@ def run_pending(
 
     def landed(_, df):
         for name, rec in zip(df["name"], df["record"]):
-            rec = json.loads(rec)
+            rec = rec.to_dict()  # a SplitRecord (pipeline.split_record); the manifest lists its dict
             if verify is not None:
                 verify(rec)
             results[name] = rec
@@ -184,22 +186,30 @@ def _resolve_sets(paths, out) -> list:
     return sets
 
 
-def finish_split(table: pa.Table, out_root, rec: dict, partition_on=None, t0=None) -> pd.DataFrame:
-    """Write one split's table (atomically), then its record; return the record frame."""
+def finish_split(table: pa.Table, out_root, rec: SplitRecord, partition_on=None, t0=None) -> pd.DataFrame:
+    """Write one split's table (atomically), then its record (a :class:`SplitRecord`, or its
+    dict); return the record frame, which holds the record itself."""
     out = Output(out_root)
-    s_name = rec["name"]
-    rec.setdefault("files", [])
+    rec = rec if isinstance(rec, SplitRecord) else SplitRecord.from_dict(rec)
+    rec.fields.setdefault("files", [])
     _check_kept(out, rec)
-    rec["files"] = write_split_files(table, out.data, s_name, partition_on) if table is not None else []
-    rec["rows_written"] = int(table.num_rows) if table is not None else 0
+    rec.update(
+        files=write_split_files(table, out.data, rec.name, partition_on) if table is not None else [],
+        rows_written=int(table.num_rows) if table is not None else 0,
+    )
     if t0 is not None:
-        rec["wall_seconds"] = round(time.perf_counter() - t0, 3)
-    write_json_atomic(rec, out.parts / f"{s_name}.json")
+        rec.update(wall_seconds=round(time.perf_counter() - t0, 3))
+    write_json_atomic(rec.to_dict(), out.parts / f"{rec.name}.json")
     _check_kept(out, rec)
-    return pd.DataFrame({"name": [s_name], "record": [json.dumps(rec)]})
+    return record_frame(rec)
 
 
-def _check_kept(out: Output, rec: dict):
+def record_frame(rec: SplitRecord) -> pd.DataFrame:
+    """The one-row frame a per-split task returns to :func:`run_pending`: the split's name and record."""
+    return pd.DataFrame({"name": [rec.name], "record": [rec]})
+
+
+def _check_kept(out: Output, rec: SplitRecord):
     """(worker) Raise when this worker does not see the output's config record, which the
     client writes before any split: the run stopped and the client removed the output while
     this split still ran (a cancelled task that started runs to its end), or the worker writes
@@ -207,9 +217,9 @@ def _check_kept(out: Output, rec: dict):
     without a config record appears (a rerun would refuse it as not written by datamask)."""
     if out.holds_config():
         return
-    out.take_back(rec)
+    out.take_back(rec.to_dict())
     raise OutputError(
-        f"split {rec['name']} was not written: {out.root}/{STATE_DIR}/config.json is missing here on the "
+        f"split {rec.name} was not written: {out.root}/{STATE_DIR}/config.json is missing here on the "
         f"worker (the run stopped and its output was removed, or {SHARED_STORAGE})"
     )
 
@@ -224,25 +234,12 @@ def process_split(df, partition_info=None, *, splits, out_root, stage):
     s = splits[partition_info["number"]]
     table = to_table(df)
     del df
-    rec = split_record(s, table.num_rows)
+    rec = SplitRecord.of_split(s, table.num_rows)
     _check_kept(Output(out_root), rec)  # a split that starts after its run stopped computes nothing
     out, own = stage.process(table, s)
     del table
-    rec["rows_out"] = 0 if out is None else out.num_rows
-    rec.update(own)
+    rec.update(rows_out=0 if out is None else out.num_rows).update(own)  # the stage's own rows_out first
     return finish_split(out, out_root, rec, partition_on=getattr(stage.cfg, "partition_on", None), t0=t0)
-
-
-def split_record(s: Split, n_rows: int) -> dict:
-    """The fields every split record starts with."""
-    return {
-        "name": s.name,
-        "identity": s.identity,
-        "source": s.rel,
-        "start": s.start,
-        "stop": s.stop,
-        "rows_in": int(n_rows),
-    }
 
 
 def share_storage_options(client):

@@ -30,6 +30,7 @@ from ..pipeline.schema import Columns
 from ..pipeline.select_split import duplicate_ids_message, select_split, selected_table
 from ..pipeline.side_by_side import combine, coverage_warning, format_side_by_side, side_by_side_note
 from ..pipeline.split_job import Plan, SplitJob
+from ..pipeline.split_record import SplitRecord
 from ..pipeline.tokens import token_totals
 from .base import split_runs
 from .declared import Select
@@ -156,7 +157,7 @@ class SelectStage(Select):  # name, config, help: .declared
         :func:`datamask.dask.select`); the selected rows and the split's record."""
         cfg, s = self.cfg, split
         table, rec = self._set_aside(self._restore_types(table, s), s)
-        res = select_split(
+        sel, own = select_split(
             table,
             cfg,
             rec["seed"],
@@ -168,8 +169,8 @@ class SelectStage(Select):  # name, config, help: .declared
             split_tokens=self.job_.share(s),
             centroids=self.centroids_,
         )
-        rec.update(res.record)
-        return (None if table.num_rows == 0 else selected_table(table, res, cfg.keep_all)), rec
+        rec = SplitRecord.from_dict(rec).update(own)  # the method's rows_in, rows_out, budget ... over the start
+        return (None if table.num_rows == 0 else selected_table(table, sel, cfg.keep_all)), rec
 
     def _restore_types(self, table, s):
         """On the RAPIDS level: the embedding back to a fixed-size list of its input type."""
