@@ -93,20 +93,6 @@ def _count_tokens_part(df, partition_info=None, *, cfg, prunes=()):
     return pd.DataFrame(row)
 
 
-def _shares(counts, cfg, grid=()):
-    """``{split: T_s}`` (``split_tokens``): the frame's token budget shared out by its splits'
-    (partitions') tokens (:class:`~datamask.pipeline.split_job.TokenCounts`, as ``datamask select``
-    shares a corpus's); ``grid`` (``cfg.prune`` and the grid, as counted): a ``prune`` that leaves a
-    split no more than its share is refused here, before any partition selects."""
-    from ..pipeline.split_job import TokenCounts
-
-    frame = pd.concat(counts)
-    shared = TokenCounts.of_frame(frame, frame["split"].tolist(), "split", grid)
-    if grid:
-        shared.check_prune(cfg)
-    return shared.by_key(cfg)
-
-
 def _drop_duplicate_ids(df, p, cols, cfg):
     """``(df, n)``: the partition without the ``n`` repeated ids ``dedupe_ids`` drops (the first
     kept); a repeat without it is a DataError naming the partition, as in the CLI."""
@@ -158,20 +144,9 @@ def select(ddf, cfg=None):
         meta = meta.assign(**{SELECTED: np.zeros(0, dtype=bool), LOGIT: np.zeros(0, dtype=np.float64)})
     kw = {}
     if cfg.budget_in_tokens:  # one counting pass over the frame, shared out (and prune checked) before any selects
-        import dask
+        from ..pipeline.split_job import frame_split_tokens
 
-        from ..pipeline.tokens import prune_grid, prunes_checked
-
-        grid = prune_grid(prunes_checked(cfg))
-        cols_meta = {"split": "int64", "tokens": "int64", **({"where": object, "left": object} if grid else {})}
-        counts = ddf.map_partitions(
-            _count_tokens_part,
-            cfg=cfg,
-            prunes=grid,
-            meta=pd.DataFrame({c: pd.Series([], dtype=t) for c, t in cols_meta.items()}),
-            enforce_metadata=False,
-        )
-        kw["split_tokens"] = dask.delayed(_shares, pure=True)(counts.to_delayed(), cfg, grid)
+        kw["split_tokens"] = frame_split_tokens(ddf, cfg, _count_tokens_part)
     return ddf.map_partitions(
         _select_part,
         cfg=cfg,

@@ -18,7 +18,7 @@ import pyarrow as pa
 from ..core.diversity import get_diversity
 from ..errors import DataError
 from ..methods import score, select
-from ..methods.registry import Selection
+from ..methods.registry import Selection, split_budget
 from .gpu import CPU
 from .gpu_worker import DeviceWork, device_array
 from .io import split_seed  # noqa: F401  (re-exported: the seed of a split)
@@ -110,15 +110,14 @@ def select_split(
     lengths, source = known_lengths(table, cfg, where, first_row, needed=split_tokens is not None)
     if split_tokens is not None and int(split_tokens) < 1:  # a split of no tokens, or too small a share
         return _nothing_kept(n, lengths, source, split_tokens)
+    budget = split_budget(n, cfg, lengths, split_tokens, where=where)  # the split's one check, before any work
     with DeviceWork(level, where, cfg.split_size, data_bytes=E.nbytes) as work:
         E, q = device_array(E, level), device_array(q, level)  # to the GPU once (cupy levels)
         check_vectors(E, where, cols.embedding, first_row)  # there, not on the host
-        sel = select(E, q, cfg, seed, where, callback=callback, table=table, lengths=lengths, split_tokens=split_tokens)
+        sel = select(E, q, cfg, seed, where, callback=callback, table=table, budget=budget)
         before = _score_all(E, q, cfg, seed)
         side = (
-            split_side_by_side(
-                E, q, sel.mask, cfg, seed, where=where, table=table, lengths=lengths, split_tokens=split_tokens
-            )
+            split_side_by_side(E, q, sel.mask, cfg, seed, where=where, table=table, budget=budget)
             if side_by_side
             else None
         )

@@ -1,7 +1,7 @@
 """One split job: a selection's splits planned, its budget shared and checked, each split run.
 
 Every selection of a corpus does the same three things, here and nowhere else
-(``tests/test_layout.py`` fails if a second module cuts files into splits, counts a corpus's
+(``tests/test_one_plan.py`` fails if a second module cuts files into splits, counts a corpus's
 tokens or shares a token budget):
 
 1. **plan** the splits: the input's files cut into splits of at most ``split_size`` rows
@@ -15,7 +15,7 @@ tokens or shares a token budget):
 
 Its users: ``datamask select`` (:mod:`datamask.stages.select`, whose splits the runner runs),
 ``datamask compare`` (:mod:`datamask.analysis.compare_run`), the dataframe API
-(:func:`datamask.dask.select`: a frame's partitions are its splits, :meth:`TokenCounts.of_frame`)
+(:func:`datamask.dask.select`: a frame's partitions are its splits, :func:`frame_split_tokens`)
 and the search's trials (:mod:`datamask.analysis.search`). The rules are
 :mod:`datamask.core.budget`'s and :mod:`.tokens`' (docs/tokens.md).
 """
@@ -40,7 +40,16 @@ from .tokens import (
     split_left,
 )
 
-__all__ = ["Plan", "SplitJob", "TokenCounts", "count_tokens", "cut", "file_splits", "plan_splits"]
+__all__ = [
+    "Plan",
+    "SplitJob",
+    "TokenCounts",
+    "count_tokens",
+    "cut",
+    "file_splits",
+    "frame_split_tokens",
+    "plan_splits",
+]
 
 
 @dataclass
@@ -265,3 +274,34 @@ class SplitJob:
         from .executor import run_tasks
 
         return run_tasks(client, tasks, what=what)
+
+
+def frame_split_tokens(ddf, cfg, count_part):
+    """(lazy) ``{partition: T_s}``: a Dask DataFrame's token budget shared out by its partitions (its
+    splits), as a file job shares a corpus's: one counting pass, ``count_part(df, partition_info,
+    cfg=, prunes=)`` per partition returning a row ``split``, ``tokens`` (with a prune grid also
+    ``where`` and ``left``, JSON), then, in one task before any partition selects, the shares and the
+    refusal of a ``prune`` that leaves a partition no more than its share."""
+    import dask
+    import pandas as pd
+
+    grid = prune_grid(prunes_checked(cfg))
+    cols_meta = {"split": "int64", "tokens": "int64", **({"where": object, "left": object} if grid else {})}
+    counts = ddf.map_partitions(
+        count_part,
+        cfg=cfg,
+        prunes=grid,
+        meta=pd.DataFrame({c: pd.Series([], dtype=t) for c, t in cols_meta.items()}),
+        enforce_metadata=False,
+    )
+    return dask.delayed(_frame_shares, pure=True)(counts.to_delayed(), cfg, grid)
+
+
+def _frame_shares(counts, cfg, grid):
+    import pandas as pd
+
+    frame = pd.concat(counts)
+    shared = TokenCounts.of_frame(frame, frame["split"].tolist(), "split", grid)
+    if grid:
+        shared.check_prune(cfg)
+    return shared.by_key(cfg)
