@@ -245,7 +245,7 @@ class SplitJob:
         return self.plan.splits
 
     def count_tokens(self, client, cols, *, drops=None, excluded=None, prunes=None) -> SplitJob:
-        """Under a token budget: count (:meth:`count`), share it out, and refuse a prune that leaves
+        """Under a token budget: count (:func:`count_tokens`), share it out, and refuse a prune that leaves
         some split no more than its share (``prunes``: the prunes checked, by default
         :func:`~datamask.pipeline.tokens.prunes_checked`), before any split is selected."""
         cfg = self.cfg
