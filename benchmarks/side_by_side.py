@@ -61,7 +61,8 @@ def run(table, method, side):
     cfg = SelectConfig(method=method, split_size=table.num_rows, quiet=True)
     t0 = time.perf_counter()
     s = select_split(table, cfg, 0, "bench", side_by_side=side)
-    return time.perf_counter() - t0, s.record.get("side_by_side", {})
+    rec = s[1] if isinstance(s, tuple) else s.record  # (selection, SplitRecord) since 0.3; a dict before
+    return time.perf_counter() - t0, rec.get("side_by_side", {})
 
 
 def worker(rows, dim):
@@ -112,7 +113,8 @@ def sampling_error(n, dim, seeds):
 
     table = split_table(n, dim)
     cfg = SelectConfig(split_size=n, quiet=True)
-    masks = {"selection": select_split(table, cfg, 0, "bench", side_by_side=False).mask}
+    s = select_split(table, cfg, 0, "bench", side_by_side=False)
+    masks = {"selection": (s[0] if isinstance(s, tuple) else s).mask}
     E, q = check_table(table, "bench", Columns.from_config(cfg), 0, vectors=False)
     for m in ("topk", "random"):
         masks[m] = select_mask(E, q, cfg, 0, method=m)

@@ -15,9 +15,9 @@ import pandas as pd
 
 from ..core.backend import get_namespace, to_numpy
 from ..core.kmeans import assign, check_k, fit_kmeans, inertia, readable_n_clusters
-from ..pipeline.files import count_rows
+from ..pipeline.split_job import file_splits
 from .cluster_stats import combine_stats, partial_stats, stats_frame
-from .clusters import _has_faiss, embeddings_of, read_corpus, sample_embeddings
+from .clusters import embeddings_of, has_faiss, read_corpus, sample_embeddings
 
 __all__ = ["run_cluster", "check_written"]
 
@@ -142,23 +142,23 @@ def run_cluster(
     level's arrays (cupy on cuda/rapids). Returns the summary (also in ``cluster.json``).
     """
     from ..pipeline.gpu import CPU, select_level
-    from ..pipeline.io import discover, make_splits, write_json_atomic
+    from ..pipeline.io import write_json_atomic
     from ..pipeline.storage import location
 
     t0 = time.perf_counter()
     level = level or (CPU if device == "cpu" else select_level(device))
     out = location(output)
     ddf = read_corpus(input, split_size=split_size)
-    counts = {f: count_rows(f) for f in discover(str(input))}  # one listing, one footer read a file
-    names = [s.name for f, n in counts.items() for s in make_splits(f, n, int(split_size))]
+    splits = file_splits(input, split_size)  # one listing, one footer read a file
+    names, n_rows = [s.name for s in splits], sum(s.rows for s in splits)
     if embedding_column not in ddf.columns:
         raise ValueError(f"input has no column {embedding_column!r} (columns: {', '.join(ddf.columns)})")
-    k, given = (int(k), True) if k is not None else (readable_n_clusters(sum(counts.values())), False)
-    check_k(k, int(sum(counts.values())))
+    k, given = (int(k), True) if k is not None else (readable_n_clusters(n_rows), False)
+    check_k(k, int(n_rows))
     ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
     with ctx, dask.config.set({"dataframe.convert-string": False}):
         if backend == "auto":
-            backend = level.kmeans if level.kmeans != "faiss" or _has_faiss() else "sklearn"
+            backend = level.kmeans if level.kmeans != "faiss" or has_faiss() else "sklearn"
         X = sample_embeddings(ddf, sample_fraction, embedding_column, seed, max_rows=max_sample_rows)
         k = k if given else max(1, min(k, X.shape[0]))  # the default never asks for more than the sample
         cent, fit_seconds = _fit(X, k, seed, backend, level)

@@ -23,7 +23,6 @@ import pandas as pd
 
 from ..core.backend import get_namespace, to_numpy
 from ..core.kmeans import BACKENDS, assign, check_k, fit_kmeans, unit32
-from ..pipeline.files import count_rows
 from .cluster_stats import STAT_COLUMNS, cluster_stats, combine_stats, partial_stats, stats_frame  # noqa: F401
 
 __all__ = [
@@ -70,13 +69,11 @@ def read_corpus(path, split_size=1_000_000, columns=None):
     import dask
     import dask.dataframe as dd
 
-    from ..pipeline.io import discover, make_splits, read_split
+    from ..pipeline.io import read_split
+    from ..pipeline.split_job import file_splits
 
     cols = _AnyColumns()
-    splits = []
-    for f in discover(str(path)):
-        n = count_rows(f)
-        splits.extend(make_splits(f, n, int(split_size)))
+    splits = file_splits(path, split_size)
     if not splits:
         raise ValueError(f"empty input: {path}")
 
@@ -182,7 +179,7 @@ def _embeddings32(df, column):
     return unit32(E, xp)
 
 
-def _predict_split(df, centroids, column, out_column):
+def predict_split(df, centroids, column, out_column):
     df = df.copy()
     if len(df) == 0:
         df[out_column] = np.zeros(0, dtype=np.int32)
@@ -199,7 +196,7 @@ def predict_dask(ddf, centroids, column="embedding", out_column="cluster"):
     meta = ddf._meta.copy()
     meta[out_column] = np.zeros(0, dtype=np.int32)
     return ddf.map_partitions(
-        _predict_split,
+        predict_split,
         np.asarray(centroids, dtype=np.float32),
         column,
         out_column,
@@ -241,7 +238,7 @@ def cluster_stats_dask(
     return table
 
 
-def _has_faiss() -> bool:
+def has_faiss() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("faiss") is not None

@@ -91,7 +91,7 @@ def _arrays(table, split, task: CompareTask, split_tokens):
     return E, q, tok, lab
 
 
-def _compare_split(split, task: CompareTask, split_tokens=None) -> dict:
+def _compare_split(split, split_tokens, task: CompareTask) -> dict:
     """One split: read, set the held-out slice aside, cluster, run every method; small
     results back to the client."""
     table, n_held, excluded = _read(split, task)
@@ -276,34 +276,28 @@ def run_compare(
         return table
 
 
-def _splits(input, cfg):
-    from ..pipeline.io import discover, inspect_file, make_splits
-    from ..pipeline.schema import Columns
-
-    cols = Columns.from_config(cfg)
-    splits = []
-    for f in discover(str(input)):
-        n, _ = inspect_file(f, cols)
-        splits.extend(make_splits(f, n, int(cfg.split_size)))
-    return cols, splits
-
-
 def _run_splits(input, methods, cfg, opts, holdout_dir, client):
     """Every split's results, and what ``compare.json`` says about the run."""
     import dask
 
     from ..core.kmeans import check_k, readable_n_clusters
     from ..pipeline.exclude import load_excluded
+    from ..pipeline.schema import Columns
+    from ..pipeline.split_job import SplitJob
+    from ..pipeline.tokens import prunes_checked
     from .clusters import fit_kmeans_dask, read_corpus
     from .report.corpus_map import MAP_ROWS
 
-    cols, splits = _splits(input, cfg)
-    n_rows = sum(s.rows for s in splits)
+    cols = Columns.from_config(cfg)
+    # select's job: the same splits, the same shares of a token budget, the same prune check
+    job = SplitJob.of_files(cfg, cols, "cpu", check_rows=False, input=input)
+    splits, n_rows = job.splits, job.plan.n_rows
     k = opts["n_clusters"]
     ctx = dask.config.set(scheduler=client.get) if client is not None else dask.config.set({})
     with ctx, dask.config.set({"dataframe.convert-string": False}):
         excluded = load_excluded(getattr(cfg, "exclude", None), getattr(cfg, "text_column", "text"))
-        split_tokens, token_info = _share_tokens(splits, cfg, cols, excluded) if cfg.budget_in_tokens else ({}, None)
+        if cfg.budget_in_tokens:
+            job.count_tokens(client, cols, excluded=excluded, prunes=prunes_checked(cfg, methods))
         centroids = None
         ddf = read_corpus(input, split_size=cfg.split_size)
         has_cluster = opts["domain_column"] in ddf.columns
@@ -325,7 +319,7 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
             holdout_dir,
             excluded,
         )
-        results = dask.compute(*[dask.delayed(_compare_split)(s, task, split_tokens.get(s.name)) for s in splits])
+        results = job.run(client, _compare_split, task)
     meta = {
         "kind": "compare",
         "input": str(input),
@@ -338,22 +332,9 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
         "config": cfg.to_dict(),
         "quadmix_params": opts["quadmix_params"],
         "semdedup_eps": opts["semdedup_eps"],
-        "tokens": token_info,
+        "tokens": job.token_info,
     }
     return results, meta
-
-
-def _share_tokens(splits, cfg, cols, excluded=None):
-    """``(split_tokens, info)``: every split's share of the corpus's token budget, its tokens
-    counted first (as ``select`` shares them)."""
-    import dask
-
-    from ..pipeline.tokens import _count_split, apportion
-
-    counts = dask.compute(*[dask.delayed(_count_split)(s, cfg, {}, cols, excluded=excluded) for s in splits])
-    source = ", ".join(sorted({c["source"][0] for c in counts}))
-    split_tokens, info = apportion({c["name"][0]: int(c["tokens"][0]) for c in counts}, cfg, source)
-    return split_tokens, dict(info, source=source)
 
 
 def optimizer_records(per: pd.DataFrame) -> list:

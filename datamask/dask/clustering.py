@@ -38,9 +38,9 @@ def _fit(mats, k, fraction, seed, backend, level):
 
 
 def _label_part(df, centroids, column, out_column):
-    from ..analysis.clusters import _predict_split
+    from ..analysis.clusters import predict_split
 
-    return keep_attrs(_predict_split(df, centroids, column, out_column), df)
+    return keep_attrs(predict_split(df, centroids, column, out_column), df)
 
 
 class ClusterModel:
@@ -91,7 +91,7 @@ def cluster(ddf, cfg=None):
     """
     import dask
 
-    from ..analysis.clusters import _has_faiss, sample_parts
+    from ..analysis.clusters import has_faiss, sample_parts
     from ..pipeline.gpu import select_level
 
     check_not_strings(ddf._meta, cfg.embedding_column)
@@ -103,7 +103,7 @@ def cluster(ddf, cfg=None):
     level = select_level(cfg.device)
     backend = cfg.kmeans_backend
     if backend == "auto":
-        backend = level.kmeans if level.kmeans != "faiss" or _has_faiss() else "sklearn"
+        backend = level.kmeans if level.kmeans != "faiss" or has_faiss() else "sklearn"
     parts = sample_parts(ddf, float(cfg.sample_fraction), cfg.embedding_column, int(cfg.seed))
     cent = dask.delayed(_fit, pure=True)(
         parts,

@@ -20,6 +20,7 @@ from ..pipeline.gpu import select_level
 from ..pipeline.io import split_seed
 from ..pipeline.schema import LOGIT, SELECTED, Columns
 from ..pipeline.select_split import duplicate_ids, select_split
+from ..pipeline.split_record import SplitRecord
 from ..pipeline.tokens import tokens_column_of
 from .params import takes_config
 from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, keep_attrs, part_split, part_table
@@ -92,20 +93,6 @@ def _count_tokens_part(df, partition_info=None, *, cfg, prunes=()):
     return pd.DataFrame(row)
 
 
-def _apportion(counts, cfg, prunes=()):
-    """``{split: T_s}`` (``split_tokens``): the frame's token budget shared out by its splits' (partitions') tokens;
-    ``prunes`` (``cfg.prune`` and the grid, as counted): a ``prune`` that leaves a split no more
-    than its share is refused here, before any partition selects."""
-    from ..pipeline.tokens import apportion, budget_given, check_prune_left, split_left
-
-    counts = pd.concat(counts)
-    split_tokens, info = apportion(dict(zip(counts["split"].tolist(), counts["tokens"].tolist())), cfg)
-    if prunes:
-        left = [split_left(r.where, r.tokens, split_tokens[r.split], r.left, prunes) for r in counts.itertuples()]
-        check_prune_left(left, cfg.prune, budget_given(cfg, info))
-    return split_tokens
-
-
 def _drop_duplicate_ids(df, p, cols, cfg):
     """``(df, n)``: the partition without the ``n`` repeated ids ``dedupe_ids`` drops (the first
     kept); a repeat without it is a DataError naming the partition, as in the CLI."""
@@ -128,14 +115,14 @@ def _select_part(df, partition_info=None, *, cfg, level, d, split_tokens=None):
     table = part_table(df, cols, p.where, p.first_row)
     seed = split_seed(cfg.seed, p.identity)
     share = None if split_tokens is None else split_tokens[p.number]
-    res = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d, split_tokens=share)
+    sel, own = select_split(table, cfg, seed, p.where, p.first_row, level=level, d=d, split_tokens=share)
     del table
     if cfg.keep_all:
-        out = df.assign(**{SELECTED: res.mask, LOGIT: res.logits})
+        out = df.assign(**{SELECTED: sel.mask, LOGIT: sel.logits})
     else:
-        out = df.iloc[np.flatnonzero(res.mask)] if not is_cudf(df) else df[res.mask]
-    rec = {"split": p.number, "identity": p.identity, "seed": seed, "duplicates_dropped": n_dupes, **res.record}
-    return keep_attrs(out, df, **{RECORD_ATTR: rec})
+        out = df.iloc[np.flatnonzero(sel.mask)] if not is_cudf(df) else df[sel.mask]
+    rec = SplitRecord(identity=p.identity, fields={"split": p.number, "seed": seed, "duplicates_dropped": n_dupes})
+    return keep_attrs(out, df, **{RECORD_ATTR: rec.update(own).to_dict()})
 
 
 @takes_config(SelectConfig)
@@ -157,20 +144,9 @@ def select(ddf, cfg=None):
         meta = meta.assign(**{SELECTED: np.zeros(0, dtype=bool), LOGIT: np.zeros(0, dtype=np.float64)})
     kw = {}
     if cfg.budget_in_tokens:  # one counting pass over the frame, shared out (and prune checked) before any selects
-        import dask
+        from ..pipeline.split_job import frame_split_tokens
 
-        from ..pipeline.tokens import prune_grid, prunes_checked
-
-        grid = prune_grid(prunes_checked(cfg))
-        cols_meta = {"split": "int64", "tokens": "int64", **({"where": object, "left": object} if grid else {})}
-        counts = ddf.map_partitions(
-            _count_tokens_part,
-            cfg=cfg,
-            prunes=grid,
-            meta=pd.DataFrame({c: pd.Series([], dtype=t) for c, t in cols_meta.items()}),
-            enforce_metadata=False,
-        )
-        kw["split_tokens"] = dask.delayed(_apportion, pure=True)(counts.to_delayed(), cfg, grid)
+        kw["split_tokens"] = frame_split_tokens(ddf, cfg, _count_tokens_part)
     return ddf.map_partitions(
         _select_part,
         cfg=cfg,

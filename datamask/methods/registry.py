@@ -113,14 +113,15 @@ def score(E, q, mask, cfg, seed=0):
 
 
 def select(
-    E, q, cfg, seed: int, where: str = "", callback=None, table=None, lengths=None, split_tokens=None
+    E, q, cfg, seed: int, where: str = "", callback=None, table=None, lengths=None, split_tokens=None, budget=None
 ) -> Selection:
     """Run ``cfg.method`` on one split; ``split_tokens``: its token budget, with ``lengths`` (the
     rows' token counts, numpy) instead of the config's row budget. A method's ValueError (its
     checks against this split) becomes a DataError naming ``where``; so does a budget that
-    does not fit it (:func:`split_budget`)."""
+    does not fit it (:func:`split_budget`). ``budget``: the split's :class:`Budget`, when the
+    caller checked it already (``select_split``, once for the method and its side-by-side)."""
     t0 = time.perf_counter()
-    out = _run(E, q, cfg, seed, where, callback, table, lengths, split_tokens)
+    out = _run(E, q, cfg, seed, where, callback, table, lengths, split_tokens, budget=budget)
     if not isinstance(out, Selection):
         out = selection_of(out, E, q, cfg, seed, t0)
     if out.optimizer is None:
@@ -128,16 +129,18 @@ def select(
     return out
 
 
-def select_mask(E, q, cfg, seed: int, where: str = "", table=None, lengths=None, split_tokens=None, method=None):
+def select_mask(
+    E, q, cfg, seed: int, where: str = "", table=None, lengths=None, split_tokens=None, method=None, budget=None
+):
     """The bool mask (numpy) :func:`select` would return, without scoring it on the
     objective (a method that scores itself still does): for callers that score it alike
     with others (``select``'s side-by-side baselines). ``method``: the registered method to
     run instead of ``cfg.method``, under ``cfg``'s budget and parameters."""
-    out = _run(E, q, cfg, seed, where, None, table, lengths, split_tokens, method)
+    out = _run(E, q, cfg, seed, where, None, table, lengths, split_tokens, method, budget)
     return np.asarray(to_numpy(out.mask if isinstance(out, Selection) else out), dtype=bool)
 
 
-def _run(E, q, cfg, seed, where, callback, table, lengths, split_tokens, method=None):
+def _run(E, q, cfg, seed, where, callback, table, lengths, split_tokens, method=None, budget=None):
     """``method``'s (default ``cfg.method``'s) own output (a mask or a :class:`Selection`)."""
     method = method or cfg.method
     try:
@@ -146,7 +149,8 @@ def _run(E, q, cfg, seed, where, callback, table, lengths, split_tokens, method=
         raise DataError(f"unknown method {method!r}; known: {', '.join(sorted(REGISTRY))}") from None
     wants = _parameters(fn)
     kw = {k: v for k, v in (("table", table), ("callback", callback)) if k in wants}
-    budget = split_budget(E.shape[0], cfg, lengths, split_tokens, where=where)
+    if budget is None:  # the one check of the split's budget, unless its caller made it
+        budget = split_budget(E.shape[0], cfg, lengths, split_tokens, where=where)
     try:
         return fn(E, q, cfg, seed, budget, **kw)
     except ValueError as e:  # the estimator's parameter checks against this split

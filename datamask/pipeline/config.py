@@ -27,6 +27,7 @@ from .flags import type_words, with_flag
 from .presets import PRESETS, preset_help, with_preset
 
 __all__ = [
+    "option",
     "StageConfig",
     "SelectConfig",
     "METHODS",
@@ -49,13 +50,17 @@ _NOT_CONFIG = {"seed", "callback", "progress", "token_budget", "method"}
 METHODS = tuple(REGISTRY)
 
 
-def _f(default, help, choices=None, group="selection", result=True, parse=None):
+def option(default, help, choices=None, group="selection", result=True, parse=None):
     """A dataclass field with CLI metadata. ``result``: changes the output (fingerprinted);
-    ``parse``: converts a YAML value or flag string (instead of the field's type)."""
+    ``parse``: converts a YAML value or flag string (instead of the field's type). Every
+    config's fields are made by it (the tables below call it ``_f``, short)."""
     meta = {"help": help, "choices": choices, "group": group, "result": result}
     if parse is not None:
         meta["parse"] = parse
     return field(default=default, metadata=meta)
+
+
+_f = option
 
 
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}

@@ -89,13 +89,10 @@ def read_splits(
     import dask.dataframe as dd
 
     from ..errors import DataError
-    from .files import count_rows
-    from .io import discover, make_splits
+    from .split_job import file_splits
 
     cols = _ReadColumns(embedding=embedding_column)
-    splits = []
-    for f in discover(str(path)):
-        splits.extend(make_splits(f, count_rows(f), int(split_size)))
+    splits = file_splits(path, split_size)
     if not splits:
         raise DataError(f"empty input: {path!r} holds 0 rows")
     first = splits[0]

@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -43,22 +42,21 @@ import pyarrow.compute as pc
 
 from ..errors import ConfigError, DataError, OutputError
 from .frames import read_frame
-from .gpu import CPU, Level, select_level
-from .io import Split, discover, hive_path, inspect_file, make_splits, write_json_atomic, write_parquet_atomic
+from .gpu import Level, select_level
+from .io import Split, discover, hive_path, write_json_atomic, write_parquet_atomic
 from .manifest import build_manifest, public_config, throughput, versions  # noqa: F401
 from .output import DATA_DIR, MANIFEST, SHARED_STORAGE, STATE_DIR, Output, listed_missing, n_splits  # noqa: F401
 from .progress import PROGRESS_TOPIC, ProgressBars
+from .split_record import SplitRecord
 from .storage import inside, is_url, parse_options, resolve, set_options
 from .storage_plugin import StorageOptionsPlugin
 
 __all__ = [
     "run_stage",
     "process_split",
-    "plan_splits",
     "resolve_io",
     "finish_split",
-    "split_record",
-    "Plan",
+    "record_frame",
     "Output",
     "ProgressBars",
     "run_pending",
@@ -71,18 +69,6 @@ __all__ = [
 ]
 
 _RECORD_META = pd.DataFrame({"name": pd.Series([], dtype=object), "record": pd.Series([], dtype=object)})
-
-
-@dataclass
-class Plan:
-    cfg: object
-    device: str  # "cpu" | "gpu" (what the config fingerprint records)
-    splits: list
-    d: int | None
-    n_files: int
-    n_rows: int
-    skipped_files: list = field(default_factory=list)  # files with 0 rows
-    level: Level = CPU  # what runs: frame/array library, k-means, cluster (datamask.pipeline.gpu)
 
 
 def stage_level(cfg, needs=("cupy",)) -> Level:
@@ -112,7 +98,8 @@ def run_pending(
     explicit meta) and collect the one-row record frames it returns, as they complete.
 
     ``per_split(df, partition_info=None, *, splits, out_root, **kwargs)`` writes the split's
-    output itself (atomically) and returns ``{"name", "record"}`` rows. ``verify(record)``
+    output itself (atomically) and returns :func:`record_frame` rows, ``{"name", "record"}``,
+    the record a :class:`~.split_record.SplitRecord`; the results are their dicts. ``verify(record)``
     (the client's check of what the worker wrote) runs on each record as it arrives. The
     tasks run through :func:`~datamask.pipeline.executor.run_tasks`: when anything fails,
     the remaining splits are cancelled and those already running are waited for before the
@@ -134,7 +121,7 @@ def run_pending(
 
     def landed(_, df):
         for name, rec in zip(df["name"], df["record"]):
-            rec = json.loads(rec)
+            rec = rec.to_dict()  # a SplitRecord (pipeline.split_record); the manifest lists its dict
             if verify is not None:
                 verify(rec)
             results[name] = rec
@@ -199,51 +186,30 @@ def _resolve_sets(paths, out) -> list:
     return sets
 
 
-def plan_splits(cfg, cols, device=None, partition_on=None, on_file=None, needs=("cupy",)) -> Plan:
-    """Input files and their splits, with ``cols``' checks on every file (footers / line 1).
-
-    ``on_file(file, width)`` sees each file's embedding width (None without one). ``needs``:
-    the GPU libraries the stage computes with on a GPU (see :func:`~datamask.pipeline.gpu.select_level`)."""
-    files = discover(cfg.input)
-    splits, empty, total = [], [], 0
-    for f in files:
-        n, d = inspect_file(f, cols, partition_on)
-        if on_file is not None:
-            on_file(f, d)
-        if n == 0:
-            empty.append(f.rel)
-        total += n
-        splits.extend(make_splits(f, n, int(cfg.split_size)))
-    if total == 0:
-        raise DataError(f"empty input: {len(files)} file(s) under {cfg.input!r} hold 0 rows")
-    seen = {}
-    for s in splits:
-        other = seen.setdefault(s.name, s)
-        if other is not s:
-            raise DataError(
-                f"{other.where()} and {s.where()} would both be written as {s.name}.parquet (their "
-                "file names differ only in characters a file name cannot hold); rename one"
-            )
-    level = select_level(device, needs) if device is not None else stage_level(cfg, needs)
-    return Plan(cfg, level.device, splits, None, len(files), total, empty, level)
-
-
-def finish_split(table: pa.Table, out_root, rec: dict, partition_on=None, t0=None) -> pd.DataFrame:
-    """Write one split's table (atomically), then its record; return the record frame."""
+def finish_split(table: pa.Table, out_root, rec: SplitRecord, partition_on=None, t0=None) -> pd.DataFrame:
+    """Write one split's table (atomically), then its record (a :class:`SplitRecord`, or its
+    dict); return the record frame, which holds the record itself."""
     out = Output(out_root)
-    s_name = rec["name"]
-    rec.setdefault("files", [])
+    rec = rec if isinstance(rec, SplitRecord) else SplitRecord.from_dict(rec)
+    rec.fields.setdefault("files", [])
     _check_kept(out, rec)
-    rec["files"] = write_split_files(table, out.data, s_name, partition_on) if table is not None else []
-    rec["rows_written"] = int(table.num_rows) if table is not None else 0
+    rec.update(
+        files=write_split_files(table, out.data, rec.name, partition_on) if table is not None else [],
+        rows_written=int(table.num_rows) if table is not None else 0,
+    )
     if t0 is not None:
-        rec["wall_seconds"] = round(time.perf_counter() - t0, 3)
-    write_json_atomic(rec, out.parts / f"{s_name}.json")
+        rec.update(wall_seconds=round(time.perf_counter() - t0, 3))
+    write_json_atomic(rec.to_dict(), out.parts / f"{rec.name}.json")
     _check_kept(out, rec)
-    return pd.DataFrame({"name": [s_name], "record": [json.dumps(rec)]})
+    return record_frame(rec)
 
 
-def _check_kept(out: Output, rec: dict):
+def record_frame(rec: SplitRecord) -> pd.DataFrame:
+    """The one-row frame a per-split task returns to :func:`run_pending`: the split's name and record."""
+    return pd.DataFrame({"name": [rec.name], "record": [rec]})
+
+
+def _check_kept(out: Output, rec: SplitRecord):
     """(worker) Raise when this worker does not see the output's config record, which the
     client writes before any split: the run stopped and the client removed the output while
     this split still ran (a cancelled task that started runs to its end), or the worker writes
@@ -251,9 +217,9 @@ def _check_kept(out: Output, rec: dict):
     without a config record appears (a rerun would refuse it as not written by datamask)."""
     if out.holds_config():
         return
-    out.take_back(rec)
+    out.take_back(rec.to_dict())
     raise OutputError(
-        f"split {rec['name']} was not written: {out.root}/{STATE_DIR}/config.json is missing here on the "
+        f"split {rec.name} was not written: {out.root}/{STATE_DIR}/config.json is missing here on the "
         f"worker (the run stopped and its output was removed, or {SHARED_STORAGE})"
     )
 
@@ -268,25 +234,12 @@ def process_split(df, partition_info=None, *, splits, out_root, stage):
     s = splits[partition_info["number"]]
     table = to_table(df)
     del df
-    rec = split_record(s, table.num_rows)
+    rec = SplitRecord.of_split(s, table.num_rows)
     _check_kept(Output(out_root), rec)  # a split that starts after its run stopped computes nothing
     out, own = stage.process(table, s)
     del table
-    rec["rows_out"] = 0 if out is None else out.num_rows
-    rec.update(own)
+    rec.update(rows_out=0 if out is None else out.num_rows).update(own)  # the stage's own rows_out first
     return finish_split(out, out_root, rec, partition_on=getattr(stage.cfg, "partition_on", None), t0=t0)
-
-
-def split_record(s: Split, n_rows: int) -> dict:
-    """The fields every split record starts with."""
-    return {
-        "name": s.name,
-        "identity": s.identity,
-        "source": s.rel,
-        "start": s.start,
-        "stop": s.stop,
-        "rows_in": int(n_rows),
-    }
 
 
 def share_storage_options(client):

@@ -2,7 +2,8 @@
 
 ``datamask select`` (the runner, :mod:`.select`) and :func:`datamask.dask.select` (a lazy
 ``map_partitions``) both hand one split's Arrow table to :func:`select_split` and get back
-the mask, the logits and the split's record (objective before and after, steps, seconds).
+the method's selection (mask, logits) and the split's record (a
+:class:`~.split_record.SplitRecord`: objective before and after, steps, seconds).
 What they add around it differs: the runner reads splits from files, drops duplicate ids
 found across the corpus, sets a holdout aside and writes files atomically; the dataframe API
 checks ids within its partition and returns a frame. The checks and their one-line messages
@@ -11,25 +12,23 @@ are the same, so a bad frame fails like a bad file, naming its split.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pyarrow as pa
 
 from ..core.diversity import get_diversity
 from ..errors import DataError
 from ..methods import score, select
-from ..methods.registry import split_budget
+from ..methods.registry import Selection, split_budget
 from .gpu import CPU
 from .gpu_worker import DeviceWork, device_array
 from .io import split_seed  # noqa: F401  (re-exported: the seed of a split)
 from .schema import LOGIT, SELECTED, Columns, check_table, check_vectors
 from .side_by_side import split_side_by_side
+from .split_record import SplitRecord
 from .tokens import known_lengths
 from .why import near_line, split_labels, split_why
 
 __all__ = [
-    "SplitSelection",
     "select_split",
     "split_seed",
     "duplicate_ids",
@@ -66,13 +65,6 @@ def duplicate_ids(ids, where: str, column: str, dedupe: bool, first_row: int = 0
     return np.flatnonzero(dup)
 
 
-@dataclass
-class SplitSelection:
-    mask: np.ndarray  # (N,) bool
-    logits: np.ndarray  # (N,) float64, NaN for methods without logits, -inf for pruned rows
-    record: dict  # rows_in, rows_out, budget, before, after, n_steps, select_seconds, side_by_side, history, device
-
-
 def _score_all(E, q, cfg, seed):
     """The objective of the whole split ("before"), by the same ``evaluate`` as every
     selection. Facility location is skipped: every row is its own nearest neighbour, so it
@@ -96,8 +88,11 @@ def select_split(
     side_by_side=True,
     why=True,
     centroids=None,
-) -> SplitSelection:
-    """Validate one split (host), select on the level's arrays, score before and after.
+) -> tuple[Selection, SplitRecord]:
+    """Validate one split (host), select on the level's arrays, score before and after:
+    ``(selection, record)``, the method's :class:`~datamask.methods.registry.Selection` (its
+    ``mask`` a numpy bool array, its ``logits`` float64, NaN for a method without logits, -inf
+    for pruned rows) and the split's :class:`~.split_record.SplitRecord`, made from it.
 
     ``table`` holds the split's rows (the method may read more columns of it: clusters,
     token counts); ``seed`` is the split's own (:func:`split_seed` of its identity);
@@ -110,50 +105,46 @@ def select_split(
     cols = Columns.from_config(cfg)
     n = table.num_rows
     if n == 0:  # an empty split is skipped, not an error
-        return SplitSelection(np.zeros(0, dtype=bool), np.zeros(0), {"rows_in": 0, "rows_out": 0, "skipped": "empty"})
+        return _kept(n, np.zeros(0, dtype=bool)), SplitRecord(rows_in=0, rows_out=0, fields={"skipped": "empty"})
     E, q = check_table(table, where, cols, first_row, expect_d=d, vectors=False)
-    if not getattr(cfg, "budget_in_tokens", False):  # the row budget, before any work (core.budget)
-        split_budget(n, cfg, where=where)
     lengths, source = known_lengths(table, cfg, where, first_row, needed=split_tokens is not None)
     if split_tokens is not None and int(split_tokens) < 1:  # a split of no tokens, or too small a share
         return _nothing_kept(n, lengths, source, split_tokens)
+    budget = split_budget(n, cfg, lengths, split_tokens, where=where)  # the split's one check, before any work
     with DeviceWork(level, where, cfg.split_size, data_bytes=E.nbytes) as work:
         E, q = device_array(E, level), device_array(q, level)  # to the GPU once (cupy levels)
         check_vectors(E, where, cols.embedding, first_row)  # there, not on the host
-        sel = select(E, q, cfg, seed, where, callback=callback, table=table, lengths=lengths, split_tokens=split_tokens)
+        sel = select(E, q, cfg, seed, where, callback=callback, table=table, budget=budget)
         before = _score_all(E, q, cfg, seed)
         side = (
-            split_side_by_side(
-                E, q, sel.mask, cfg, seed, where=where, table=table, lengths=lengths, split_tokens=split_tokens
-            )
+            split_side_by_side(E, q, sel.mask, cfg, seed, where=where, table=table, budget=budget)
             if side_by_side
             else None
         )
         facts = _why(table, cfg, cols, E, q, sel.mask, centroids) if why else None
         del E, q
-    logits = np.full(n, np.nan) if sel.logits is None else np.asarray(sel.logits, dtype=np.float64)
-    rec = {
-        "rows_in": n,
-        **work.record(),
-        "rows_out": int(sel.mask.sum()),
-        "budget": sel.budget,
-        "before": before,
-        "after": sel.objective,
-        "n_steps": sel.n_steps,
-        "select_seconds": round(sel.seconds, 3),
-        "optimizer": sel.optimizer,  # how it was made: start, pg_steps, pg_improved, ...
-    }
+    sel.mask = np.asarray(sel.mask, dtype=bool)
+    sel.logits = np.full(n, np.nan) if sel.logits is None else np.asarray(sel.logits, dtype=np.float64)
+    rec = SplitRecord(rows_in=n, rows_out=int(sel.mask.sum()), fields=work.record())
+    rec.update(
+        budget=sel.budget,
+        before=before,
+        after=sel.objective,
+        n_steps=sel.n_steps,
+        select_seconds=round(sel.seconds, 3),
+        optimizer=sel.optimizer,  # how it was made: start, pg_steps, pg_improved, ...
+    )
     if side is not None:  # top-k and random at the same budget, every number of each
-        rec["side_by_side"] = side
+        rec.update(side_by_side=side)
     if facts is not None:  # what the report says about why (per cluster, the dropped rows)
-        rec["why"] = facts
+        rec.update(why=facts)
     if sel.history:  # the trajectory the report draws
-        rec["history"] = sel.history
+        rec.update(history=sel.history)
     if sel.start_history:  # its first phase: the start solver's own progress
-        rec["start_history"] = sel.start_history
+        rec.update(start_history=sel.start_history)
     if lengths is not None:
-        rec.update(_token_record(lengths, np.asarray(sel.mask, dtype=bool), source, split_tokens))
-    return SplitSelection(np.asarray(sel.mask, dtype=bool), logits, rec)
+        rec.update(_token_record(lengths, sel.mask, source, split_tokens))
+    return sel, rec
 
 
 def _why(table, cfg, cols, E, q, mask, centroids):
@@ -171,24 +162,21 @@ def _token_record(lengths, mask, source, split_tokens):
     return rec
 
 
+def _kept(n, mask) -> Selection:
+    """The selection of a split nothing is selected from (empty, or a share of no token)."""
+    return Selection(mask=mask, logits=np.full(n, np.nan), objective={}, budget=0, n_steps=0, seconds=0.0)
+
+
 def _nothing_kept(n, lengths, source, split_tokens):
-    mask = np.zeros(n, dtype=bool)
-    rec = {
-        "rows_in": n,
-        "rows_out": 0,
-        "budget": 0,
-        "before": None,
-        "after": None,
-        "n_steps": 0,
-        "select_seconds": 0.0,
-        **_token_record(lengths, mask, source, split_tokens),
-    }
-    return SplitSelection(mask, np.full(n, np.nan), rec)
+    sel = _kept(n, np.zeros(n, dtype=bool))
+    fields = dict(budget=0, before=None, after=None, n_steps=0, select_seconds=0.0)
+    rec = SplitRecord(rows_in=n, rows_out=0, fields=fields)
+    return sel, rec.update(_token_record(lengths, sel.mask, source, split_tokens))
 
 
-def selected_table(table: pa.Table, res: SplitSelection, keep_all: bool) -> pa.Table:
+def selected_table(table: pa.Table, sel: Selection, keep_all: bool) -> pa.Table:
     """The split's output table: the selected rows, or every row with ``selected`` and
     ``datamask_logit`` (``keep_all``)."""
     if keep_all:
-        return table.append_column(SELECTED, pa.array(res.mask)).append_column(LOGIT, pa.array(res.logits))
-    return table.filter(pa.array(res.mask))
+        return table.append_column(SELECTED, pa.array(sel.mask)).append_column(LOGIT, pa.array(sel.logits))
+    return table.filter(pa.array(sel.mask))

@@ -73,21 +73,20 @@ def side_by_side_note(reference_size=None, subsets=None) -> str:
     )
 
 
-def split_side_by_side(E, q, mask, cfg, seed, *, where="", table=None, lengths=None, split_tokens=None) -> dict:
+def split_side_by_side(E, q, mask, cfg, seed, *, budget, where="", table=None) -> dict:
     """``{"selection", "topk", "random"}`` -> that mask's scores on this split (numbers only,
     NaN left out), and the seconds they took under ``"seconds"``. Top-k and random come from
-    the method registry with the selection's budget (``split_tokens`` with ``lengths``, else the
-    config's row budget), unscored there: the three are scored here alike, on one sample of
-    rows, the rows of the three copied once (the inputs were checked by the split's select)."""
+    the method registry with the selection's ``budget`` (its checked
+    :class:`~datamask.methods.registry.Budget`: S rows, or ``split_tokens`` with the rows' counts),
+    unscored there: the three are scored here alike, on one sample of rows, the rows of the three
+    copied once (the inputs were checked by the split's select)."""
     from ..core.scorecard import Scorecard, score_sample
     from ..methods import select_mask
 
     t0 = time.perf_counter()
     masks = {"selection": mask}
     for m in BASELINES:
-        masks[m] = select_mask(
-            E, q, cfg, seed, where, table=table, lengths=lengths, split_tokens=split_tokens, method=m
-        )
+        masks[m] = select_mask(E, q, cfg, seed, where, table=table, method=m, budget=budget)
     largest = max(int(mk.sum()) for mk in masks.values())
     card = Scorecard(
         E, q, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.reference_size, seed=seed,
@@ -95,7 +94,7 @@ def split_side_by_side(E, q, mask, cfg, seed, *, where="", table=None, lengths=N
         diversities=("pairwise", "facility"), norms="own",
     )  # fmt: skip
     out = {}
-    for name, s in card.score_many(masks, lengths).items():
+    for name, s in card.score_many(masks, budget.lengths).items():
         out[name] = {k: v for k, v in s.items() if not (isinstance(v, float) and math.isnan(v))}
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out

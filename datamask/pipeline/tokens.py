@@ -40,7 +40,6 @@ __all__ = [
     "count_corpus_tokens",
     "left_after_pruning",
     "apportion",
-    "share_tokens",
     "token_totals",
     "PRUNE_GRID",
     "prunes_checked",
@@ -161,7 +160,8 @@ def left_after_pruning(table, cols, counts, prunes):
 
 
 def count_corpus_tokens(client, splits, cfg, drops, cols, prunes=(), excluded=None) -> pd.DataFrame:
-    """Every split's tokens, one task per split (``from_map``, explicit meta); ``prunes``:
+    """Every split's tokens, one task per split (``from_map``, explicit meta; ``client`` None:
+    Dask's current scheduler), for :class:`~.split_job.SplitJob` only; ``prunes``:
     with each split's ``where`` and ``left`` (JSON), its tokens left after pruning each of them
     (in the same pass: a check of the budget against ``--prune`` needs no other read);
     ``excluded``: the rows kept out of the selection (:mod:`.exclude`), not counted."""
@@ -182,12 +182,13 @@ def count_corpus_tokens(client, splits, cfg, drops, cols, prunes=(), excluded=No
         meta=meta,
         enforce_metadata=False,
     )
-    return client.compute(frames).result()
+    return frames.compute() if client is None else client.compute(frames).result()
 
 
 def apportion(per_split: dict, cfg, source: str | None = None) -> tuple[dict, dict]:
     """``(split_tokens, summary)``: ``{split: T_s}``, each split's share of the config's
-    ``tokens`` or ``token_ratio``, and the corpus's budget (the manifest's ``tokens``).
+    ``tokens`` or ``token_ratio``, and the corpus's budget (the manifest's ``tokens``). The rule;
+    :class:`~.split_job.TokenCounts` is its one caller.
 
     A budget larger than the corpus's tokens is refused, as a row budget larger than a
     split's rows is (``source`` says where the counts came from, for the message)."""
@@ -205,34 +206,18 @@ def apportion(per_split: dict, cfg, source: str | None = None) -> tuple[dict, di
     return split_tokens, info
 
 
-def share_tokens(client, splits, cfg, drops, cols, prunes=(), excluded=None) -> tuple:
-    """``(split_tokens, summary, left)``: ``{split: T_s}``, every split's share of the token budget
-    (:func:`count_corpus_tokens`, then :func:`apportion`; ``summary`` with ``source``), and, when
-    ``prunes`` are to be checked, from the same pass, each split's :func:`split_left` in the order
-    of ``splits`` for :func:`check_prune_left` (None when none is)."""
-    grid = prune_grid(prunes)
-    counts = count_corpus_tokens(client, splits, cfg, drops, cols, prunes=grid, excluded=excluded)
-    source = ", ".join(sorted(set(counts["source"])))
-    split_tokens, info = apportion(dict(zip(counts["name"], counts["tokens"])), cfg, source)
-    info = dict(info, source=source)
-    if not grid:
-        return split_tokens, info, None
-    rows = counts.set_index("name").loc[[s.name for s in splits]]
-    left = [split_left(r.where, r.tokens, split_tokens[r.Index], r.left, grid) for r in rows.itertuples()]
-    return split_tokens, info, left
-
-
 #: the prunes at which each split reports the tokens pruning leaves, beside the ones checked: the
 #: largest that fits every split's share is the fix a refusal names
 PRUNE_GRID = tuple(k / 100 for k in range(100))
 
 
-def prunes_checked(cfg) -> list:
+def prunes_checked(cfg, methods=None) -> list:
     """The prunes a selection of ``cfg`` must leave room for under its token budget: ``[cfg.prune]``
-    when its method prunes (and the prune drops rows), else none."""
+    when its method (or one of ``methods``, compare's) prunes and the prune drops rows, else none."""
     from ..methods import prunes
 
-    return [float(cfg.prune)] if prunes(cfg.method) and cfg.prune > 0 else []
+    methods = [cfg.method] if methods is None else list(methods)
+    return [float(cfg.prune)] if any(prunes(m) for m in methods) and cfg.prune > 0 else []
 
 
 def prune_grid(prunes) -> tuple:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, DataError
-from ..pipeline.config import METHODS, SelectConfig, StageConfig, _f
+from ..pipeline.config import METHODS, SelectConfig, StageConfig
+from ..pipeline.config import option as _f
 from .base import CorpusStage, reused
 
 __all__ = [

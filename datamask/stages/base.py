@@ -131,7 +131,8 @@ class SplitStage(Stage):
     def prepare(self, cfg) -> None:
         """Client, nothing written: ``self.cfg`` (checked, every path resolved), ``self.cols``,
         ``self.plan_`` (the input's splits, every file checked)."""
-        from ..pipeline.runner import plan_splits, resolve_io
+        from ..pipeline.runner import resolve_io
+        from ..pipeline.split_job import plan_splits
 
         self.cfg = resolve_io(cfg, self.name)
         self.cols = self.columns(self.cfg)

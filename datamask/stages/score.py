@@ -25,8 +25,9 @@ from ..errors import ConfigError, DataError, OutputError
 from ..pipeline.frames import pandas_table, text_frame
 from ..pipeline.io import read_parquet_table, write_json_atomic, write_parquet_atomic
 from ..pipeline.progress import row_progress
-from ..pipeline.runner import Output, ProgressBars, run_pending, split_record
+from ..pipeline.runner import Output, ProgressBars, record_frame, run_pending
 from ..pipeline.schema import TextColumns
+from ..pipeline.split_record import SplitRecord
 from ..pipeline.storage import options
 from .base import split_runs
 from .declared import Score
@@ -166,8 +167,7 @@ def _components_split(df, partition_info=None, *, splits, out_root, cfg, scorer_
         pdf, s.where(), text_column=cfg.text_column, scorer_kw=scorer_kw, inputs=inputs, progress=row_progress(s.name)
     )
     write_parquet_atomic(pandas_table(comp[keep]), Output(out_root).state / COMPONENTS_DIR / f"{s.name}.parquet")
-    rec = dict(split_record(s, len(comp)), rows_written=len(comp))
-    return pd.DataFrame({"name": [s.name], "record": [json.dumps(rec)]})
+    return record_frame(SplitRecord.of_split(s, len(comp)).update(rows_written=len(comp)))
 
 
 def _check_components(out, rec):

@@ -21,25 +21,26 @@ import pyarrow as pa
 
 from ..core.pg import MIN_STEPS
 from ..errors import DataError
-from ..methods.registry import split_budget
 from ..pipeline.exclude import EXCLUDED_COUNTS, excluded_line, load_excluded
 from ..pipeline.holdout import split_off_holdout
 from ..pipeline.io import Split, normalize_embedding, read_split, write_parquet_atomic
 from ..pipeline.output import n_splits, split_records
 from ..pipeline.progress import row_progress
-from ..pipeline.runner import Plan, plan_splits
 from ..pipeline.schema import Columns
 from ..pipeline.select_split import duplicate_ids_message, select_split, selected_table
 from ..pipeline.side_by_side import combine, coverage_warning, format_side_by_side, side_by_side_note
-from ..pipeline.tokens import budget_given, check_prune_left, prunes_checked, share_tokens, token_totals
+from ..pipeline.split_job import Plan, SplitJob
+from ..pipeline.split_record import SplitRecord
+from ..pipeline.tokens import token_totals
 from .base import split_runs
 from .declared import Select
 
 __all__ = ["SelectStage", "run_select", "plan_run", "find_duplicates"]
 
 
-def plan_run(cfg, device=None) -> Plan:
-    """``select``'s plan: every file's splits, one embedding width, every split's budget."""
+def plan_run(cfg, device=None) -> SplitJob:
+    """``select``'s job: every file's splits, one embedding width, every split's row budget
+    checked (a token budget is checked once the tokens are counted, :meth:`SelectStage.check`)."""
     cols = Columns.from_config(cfg)
     widths = {}
 
@@ -54,12 +55,9 @@ def plan_run(cfg, device=None) -> Plan:
                 "embed every file with the same model"
             )
 
-    plan = plan_splits(cfg, cols, device, partition_on=cfg.partition_on, on_file=same_width)
-    if not cfg.budget_in_tokens:  # (a token budget is checked once the tokens are counted)
-        for s in plan.splits:
-            split_budget(s.rows, cfg, where=s.where())  # the one budget check (core.budget)
-    plan.d = next(iter(widths), None)
-    return plan
+    job = SplitJob.of_files(cfg, cols, device, partition_on=cfg.partition_on, on_file=same_width)
+    job.plan.d = next(iter(widths), None)
+    return job
 
 
 def _read_ids(s: Split, order: int, cols: Columns) -> pd.DataFrame:
@@ -114,7 +112,7 @@ class SelectStage(Select):  # name, config, help: .declared
 
     drops: dict = {}  # split name -> rows of ids repeated across the corpus (check)
     excluded_ = None  # the evaluation and held-out rows kept out of the selection (prepare; --exclude)
-    split_tokens = token_info = None  # every split's share of --tokens, and how it was shared (check)
+    job_ = None  # the splits, and under --tokens every split's share and how it was shared (prepare, check)
     centroids_ = None  # the report's k-means of an input without clusters (setup; analysis.report.sample)
 
     def columns(self, cfg):
@@ -125,7 +123,8 @@ class SelectStage(Select):  # name, config, help: .declared
 
         self.cfg = resolve_io(cfg, "select")
         self.cols = self.columns(self.cfg)
-        self.plan_ = plan_run(self.cfg)
+        self.job_ = plan_run(self.cfg)
+        self.plan_ = self.job_.plan
         self.excluded_ = load_excluded(self.cfg.exclude, self.cfg.text_column)
         self.in_type = None  # the embedding's type, restored after a cudf frame (no fixed-size lists)
         if self.plan_.level.frames == "cudf":
@@ -139,12 +138,7 @@ class SelectStage(Select):  # name, config, help: .declared
         if cfg.budget_in_tokens:  # every split's share, from the whole corpus's tokens
             # the same pass counts the tokens --prune leaves: a split it leaves no more than its
             # share is refused here, before any split is selected or anything written
-            checked = prunes_checked(cfg)
-            self.split_tokens, self.token_info, left = share_tokens(
-                client, self.plan_.splits, cfg, self.drops, self.cols, prunes=checked, excluded=self.excluded_
-            )
-            if checked:
-                check_prune_left(left, cfg.prune, budget_given(cfg, self.token_info))
+            self.job_.count_tokens(client, self.cols, drops=self.drops, excluded=self.excluded_)
 
     def setup(self, client, pending, out):
         """The report's clusters for an input without a ``cluster`` column: k-means fitted on
@@ -163,7 +157,7 @@ class SelectStage(Select):  # name, config, help: .declared
         :func:`datamask.dask.select`); the selected rows and the split's record."""
         cfg, s = self.cfg, split
         table, rec = self._set_aside(self._restore_types(table, s), s)
-        res = select_split(
+        sel, own = select_split(
             table,
             cfg,
             rec["seed"],
@@ -172,11 +166,11 @@ class SelectStage(Select):  # name, config, help: .declared
             level=self.plan_.level,
             d=self.plan_.d,
             callback=_progress_callback(s.name),
-            split_tokens=None if self.split_tokens is None else self.split_tokens[s.name],
+            split_tokens=self.job_.share(s),
             centroids=self.centroids_,
         )
-        rec.update(res.record)
-        return (None if table.num_rows == 0 else selected_table(table, res, cfg.keep_all)), rec
+        rec = SplitRecord.from_dict(rec).update(own)  # the method's rows_in, rows_out, budget ... over the start
+        return (None if table.num_rows == 0 else selected_table(table, sel, cfg.keep_all)), rec
 
     def _restore_types(self, table, s):
         """On the RAPIDS level: the embedding back to a fixed-size list of its input type."""
@@ -222,7 +216,7 @@ class SelectStage(Select):  # name, config, help: .declared
             out.update({k: int(sum(r.get(k, 0) for r in records)) for k in EXCLUDED_COUNTS})
         out["pg_improved"] = pg_improved(records)
         if self.cfg.budget_in_tokens:
-            out.update(token_totals(records, self.token_info))
+            out.update(token_totals(records, self.job_.token_info))
         return out
 
     def summary(self, manifest, out):

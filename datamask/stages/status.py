@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass, field
 
 from ..errors import DataError
-from ..pipeline.files import count_rows
-from ..pipeline.io import LEGACY_MARKERS, discover, make_splits
+from ..pipeline.io import LEGACY_MARKERS
 from ..pipeline.output import MANIFEST, STATE_DIR, Output, listed_missing, n_splits, split_records
+from ..pipeline.split_job import file_splits
 from .registry import STAGES
 
 __all__ = ["OutputStatus", "output_status"]
@@ -140,11 +140,7 @@ def output_status(path) -> OutputStatus:
             plan = None
     if plan is None:
         try:
-            plan = [
-                (s.name, s.where())
-                for f in discover(cfg["input"])
-                for s in make_splits(f, count_rows(f), int(cfg["split_size"]))
-            ]
+            plan = [(s.name, s.where()) for s in file_splits(cfg["input"], cfg["split_size"])]
         except (DataError, KeyError, OSError) as e:  # the input moved: report what is on disk
             st.done = [_label(r["source"], r["start"], r["stop"]) for r in records.values()]
             st.missing = [f"{n}: {why}" for n, why in sorted(broken.items())]

@@ -238,8 +238,8 @@ def test_a_token_ratio_caps_prune_where_select_accepts_it():
     largest prune of the grid at which ``select``'s own check (``prune_shortfall``, on the shares
     ``apportion`` gives) lets every split keep its share, at any token ratio; the space caps each
     trial's prune there."""
-    from datamask.analysis.search.budget import TokenCounts
     from datamask.pipeline.config import SelectConfig
+    from datamask.pipeline.split_job import TokenCounts
     from datamask.pipeline.tokens import PRUNE_GRID, prune_shortfall
 
     rng = np.random.default_rng(3)

@@ -3,7 +3,6 @@ folder), one of them fails while another is still running. Importable by Dask wo
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -52,4 +51,7 @@ def per_split(df, partition_info=None, *, splits, out_root, ctx):
     """The runner's per-split function: :func:`task` of the split's number, one record row."""
     i = partition_info["number"]
     task(i, ctx)
-    return pd.DataFrame({"name": [splits[i].name], "record": [json.dumps({"name": splits[i].name})]})
+    from datamask.pipeline.runner import record_frame
+    from datamask.pipeline.split_record import SplitRecord
+
+    return record_frame(SplitRecord(name=splits[i].name))

@@ -76,7 +76,7 @@ def test_generated_corpus_is_unit_float16_the_pipeline_reads(tmp_path):
     assert t.schema.field("embedding").type.value_type.bit_width == 16 and t.num_rows == 1250
     E = np.stack(t.column("embedding").to_numpy(zero_copy_only=False)).astype(np.float32)
     assert np.allclose(np.linalg.norm(E, axis=1), 1, atol=2e-3)
-    plan = plan_run(SelectConfig(input=str(tmp_path), output=str(tmp_path / "o"), split_size=1000, device="cpu"))
+    plan = plan_run(SelectConfig(input=str(tmp_path), output=str(tmp_path / "o"), split_size=1000, device="cpu")).plan
     assert plan.d == 16 and plan.n_rows == 2500 and len(plan.splits) == 4
     short, long = gpu_bench.make_texts(50, 12), gpu_bench.make_texts(5, 400)
     assert 5 < np.mean([len(x.split()) for x in short]) < 20 and min(len(x.split()) for x in long) >= 200

@@ -247,6 +247,30 @@ def test_compare_at_equal_tokens(skewed, address, tmp_path, capsys):
     assert "tokens kept" in (out / "report" / "index.html").read_text()
 
 
+@pytest.mark.slow
+def test_compare_shares_and_checks_a_token_budget_as_select_does(skewed, address, tmp_path, capsys):
+    """``compare`` goes through ``select``'s split job (pipeline/split_job.py): a ``--prune`` that
+    leaves a split no more tokens than its share is refused with ``select``'s line before any split
+    runs, and each split's share of ``--tokens`` is the one ``select`` records."""
+    import pandas as pd
+
+    inp, t = skewed
+    T = int(t.sum()) // 2
+    flags = ["--split-size", 1000, "--tokens", T, "--scheduler", address]
+    compare = ["compare", inp, tmp_path / "c", "--methods", "datamask,topk", "--steps", 5, *flags]
+    select = ["select", inp, tmp_path / "s", "--quiet", *flags]
+    refused = assert_fails(capsys, select + ["--prune", "0.9"])
+    assert refused.startswith("datamask: error: --prune 0.9: pruning 0.9 of the rows of ")
+    assert assert_fails(capsys, compare + ["--prune", "0.9"]) == refused
+    assert_no_output(tmp_path / "c")
+    assert main([str(a) for a in select + ["--method", "topk"]]) == 0
+    assert main([str(a) for a in compare]) == 0
+    shares = {s["name"]: s["token_budget"] for s in manifest(tmp_path / "s")["splits"]}
+    per = pd.read_csv(tmp_path / "c" / "compare_splits.csv")
+    top = per[per["method"] == "topk"].set_index("split")["token_budget"]
+    assert len(shares) == 5 and {k: int(v) for k, v in top.items()} == shares
+
+
 def test_a_workflow_ratio_is_cleared_with_null():
     from datamask.errors import ConfigError
 

@@ -15,7 +15,8 @@ import math
 from dataclasses import dataclass, fields
 
 from ...errors import ConfigError
-from ...pipeline.config import _f, check_keys, parse_tokens, parse_value
+from ...pipeline.config import check_keys, parse_tokens, parse_value
+from ...pipeline.config import option as _f
 
 __all__ = ["ProxyLMConfig", "PRESETS", "SIZE_FIELDS", "parse_proxy_tokens", "passes_of"]
 

@@ -28,9 +28,10 @@ import pyarrow.parquet as pq
 
 from ...errors import DataError
 from ...pipeline.exclude import text_key
-from ...pipeline.io import discover, make_splits, stage_output_data
+from ...pipeline.io import discover, stage_output_data
 from ...pipeline.output import split_named
 from ...pipeline.schema import SELECTED
+from ...pipeline.split_job import cut
 
 __all__ = ["TextSet", "load_selections", "load_eval_sets", "eval_set_names", "exclude_texts", "text_key"]
 
@@ -140,7 +141,7 @@ def _compare_selections(d: Path, text_column: str) -> list[TextSet]:
             )
         ids = table.column(id_col).to_pylist()
         vals = table.column(text_column).to_pylist()
-        for s in make_splits(f, table.num_rows, split_size):
+        for s in cut([(f, table.num_rows)], split_size):
             for i in range(s.start, s.stop):
                 if (s.name, ids[i]) in wanted:
                     text_of[(s.name, ids[i])] = vals[i]

@@ -7,84 +7,18 @@ A search counts tokens under ``--tokens``/``--token-ratio`` and, by default, und
 recipe selects as much text). One pass over the input, before anything is prepared or trained,
 counts each split's tokens as ``datamask select`` counts them and, under DATAMASK's objective, the
 tokens quality-aware pruning leaves at every hundredth; :class:`TokenCounts` keeps them, gives
-each recipe's shares, ``split_tokens`` (``select``'s :func:`~datamask.pipeline.tokens.apportion`) and the largest
-prune that fits a token ratio (:meth:`TokenCounts.room`, the cap of a trial's ``prune``). The pass
-and the refusals are ``select``'s own (:mod:`datamask.pipeline.tokens`).
+each recipe's shares, ``split_tokens``, and the largest prune that fits a token ratio
+(:meth:`~datamask.pipeline.split_job.TokenCounts.room`, the cap of a trial's ``prune``). The pass,
+the shares and the refusals are ``select``'s own (:mod:`datamask.pipeline.split_job`).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-
-import numpy as np
-
 from ...errors import ConfigError
-from ...pipeline.tokens import PRUNE_GRID, apportion, budget_given, check_prune_left, prune_shortfall, split_left
+from ...pipeline.split_job import TokenCounts
+from ...pipeline.tokens import PRUNE_GRID, budget_given, check_prune_left, prune_shortfall
 
-__all__ = ["count_search_tokens", "prune_checks", "check_prune_tokens", "PRUNE_GRID", "TokenCounts"]
-
-
-@dataclass
-class TokenCounts:
-    """Every split's tokens (in the order of the splits), where they were counted, and, when a
-    prune is checked, the tokens pruning leaves in each split at every prune of ``grid`` (``left``:
-    a list per split, None where its quality is unusable)."""
-
-    tokens: list
-    source: str
-    where: list
-    left: list | None = None
-    grid: tuple = ()
-
-    @property
-    def total(self) -> int:
-        return int(sum(self.tokens))
-
-    def split_tokens(self, scfg) -> list:
-        """Each split's share of ``scfg``'s token budget, as ``datamask select`` shares it."""
-        split_tokens, _ = apportion(dict(enumerate(self.tokens)), scfg, self.source)
-        return [int(split_tokens[i]) for i in range(len(self.tokens))]
-
-    def info(self, scfg) -> dict:
-        """``scfg``'s budget as ``select``'s manifest records it."""
-        _, info = apportion(dict(enumerate(self.tokens)), scfg, self.source)
-        return dict(info, source=self.source)
-
-    def splits_left(self, scfg) -> list:
-        """:func:`~datamask.pipeline.tokens.split_left` of every split at ``scfg``'s shares."""
-        return [
-            split_left(w, t, s, json.dumps(lf), self.grid)
-            for w, t, s, lf in zip(self.where, self.tokens, self.split_tokens(scfg), self.left)
-        ]
-
-    def most_tokens(self) -> np.ndarray:
-        """Per prune of ``grid``, the largest corpus budget ``T`` (``floor(token_ratio x tokens)``)
-        whose every split's share stays below the tokens pruning leaves there (``select``'s rule,
-        :func:`~datamask.pipeline.tokens.prune_shortfall`: a share of ``T x t_s // total`` fits when
-        it is below ``left``, under 1 or the whole split), in exact integers."""
-        total, out = self.total, []
-        for k in range(len(self.grid)):
-            most = total  # T = total keeps every split whole: it fits
-            for t, lf in zip(self.tokens, self.left):
-                if lf is None or t == 0:
-                    continue
-                # share < max(left, 1)  <=>  T x t < max(left, 1) x total (T below the corpus's tokens)
-                most = min(most, -(-max(int(lf[k]), 1) * total // int(t)) - 1)
-            out.append(most)
-        return np.asarray(out, dtype=np.int64)
-
-    def room(self, ratios) -> np.ndarray:
-        """The largest prune of ``grid`` at which every split keeps more tokens than its share of each
-        token ratio of ``ratios`` (what ``select`` at that ratio accepts); ``1 - ratio`` without ``left``."""
-        r = np.atleast_1d(np.asarray(ratios, dtype=float))
-        if not self.left:
-            return 1.0 - r
-        T = np.floor(r * self.total).astype(np.int64)  # apportion's budget of a token ratio
-        most, grid = self.most_tokens(), np.asarray(self.grid, dtype=float)
-        ok = (T[:, None] <= most[None, :]) | (T[:, None] >= self.total)  # the whole corpus: every split whole
-        last = np.where(ok, np.arange(len(grid)), 0).max(axis=1)  # the fit is monotone in the prune
-        return grid[last]
+__all__ = ["count_search_tokens", "prune_checks", "check_prune_tokens", "PRUNE_GRID"]
 
 
 def count_search_tokens(client, cfg, splits) -> tuple:
@@ -106,20 +40,13 @@ def count_search_tokens(client, cfg, splits) -> tuple:
     from ...methods import prunes
     from ...pipeline.exclude import load_excluded
     from ...pipeline.schema import Columns
-    from ...pipeline.tokens import count_corpus_tokens, prune_grid
+    from ...pipeline.split_job import count_tokens
+    from ...pipeline.tokens import prune_grid
 
     checks = prune_checks(cfg.items(), cfg.prune, cfg.verify) if prunes(cfg.method) else []
     grid = prune_grid([p for _, p in checks])
     excluded = load_excluded(cfg.excluded_sets(), cfg.text_column)
-    frame = count_corpus_tokens(client, splits, cfg, {}, Columns.from_config(cfg), prunes=grid, excluded=excluded)
-    rows = frame.set_index("name").loc[[s.name for s in splits]]
-    counts = TokenCounts(
-        tokens=[int(t) for t in rows["tokens"]],
-        source=", ".join(sorted(set(frame["source"]))),
-        where=list(rows["where"]) if grid else [s.where() for s in splits],
-        left=[json.loads(x) for x in rows["left"]] if grid else None,
-        grid=tuple(grid),
-    )
+    counts = count_tokens(client, splits, cfg, Columns.from_config(cfg), excluded=excluded, grid=grid)
     if cfg.budget_in_tokens:
         info = counts.info(cfg)
         if checks:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ...errors import ConfigError
-from ...pipeline.config import SelectConfig, _f, parse_tokens
+from ...pipeline.config import SelectConfig, parse_tokens
+from ...pipeline.config import option as _f
 from ..proxy_lm.config import parse_proxy_tokens
 from .space import DEFAULT_SPACE, NAMES, RATIO_RANGE, check_prune, default_space, parse_space
 

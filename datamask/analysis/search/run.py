@@ -92,8 +92,8 @@ def corpus_parts(cfg, splits=None):
 
 def _plan(cfg) -> list:
     """The input's splits (``select``'s plan: the same files, rows and identities)."""
-    from ...pipeline.runner import plan_splits
     from ...pipeline.schema import Columns
+    from ...pipeline.split_job import plan_splits
 
     return plan_splits(cfg, Columns.from_config(cfg), device="cpu").splits
 
@@ -113,7 +113,7 @@ def _prepared(client, parts, cfg, out, fp) -> dict:
 def build_space(cfg, prep: dict, counts=None) -> Space:
     """The expanded space: the config's items, the input's domains and quality components
     (QuaDMix's default space merges every component when the input has two or more); under a
-    ratio in tokens, ``counts`` (:class:`~.budget.TokenCounts`) cap each trial's ``prune``."""
+    ratio in tokens, ``counts`` (:class:`~datamask.pipeline.split_job.TokenCounts`) cap each trial's ``prune``."""
     items = cfg.items()
     if cfg.method == "quadmix" and cfg.space is None and len(prep["components"]) >= 2:
         items += parse_space("weights=auto", "quadmix")

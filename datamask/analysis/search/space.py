@@ -312,7 +312,7 @@ def default_space(method: str, ratio="free") -> str:
 class Space:
     """The parameters of one search, each a slice of the unit cube's coordinates; ``ratio``: the base
     recipe's (None: a budget in rows or tokens); ``prune_cap``: ratios to the largest ``prune`` each
-    leaves room for (None: ``1 - ratio``; in tokens ``budget.TokenCounts.room``)."""
+    leaves room for (None: ``1 - ratio``; in tokens ``TokenCounts.room``, :mod:`datamask.pipeline.split_job`)."""
 
     params: list
     method: str

@@ -134,7 +134,7 @@ def _split_selection(df, i, scfg, cfg, weights, comp_range, split_tokens=None, l
     keep = None if leak is None or not leak.any() else ~leak
     rows = table if keep is None else table.filter(pa.array(keep))
     # no side-by-side scores: a trial measures its selection itself (selection_stats)
-    res = select_split(
+    sel, rec = select_split(
         rows,
         scfg,
         split_seed(cfg.seed, identity),
@@ -144,14 +144,14 @@ def _split_selection(df, i, scfg, cfg, weights, comp_range, split_tokens=None, l
         side_by_side=False,
         why=False,
     )
-    mask = np.asarray(res.mask, dtype=bool)
+    mask = sel.mask
     if keep is not None:  # back onto the split's rows
         full = np.zeros(table.num_rows, dtype=bool)
         full[np.flatnonzero(keep)[mask]] = True
         mask = full
     E = np.array(embedding_matrix(table.column(cfg.embedding_column), where, cfg.embedding_column, first), np.float32)
     E /= np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)  # a copy: the matrix is the table's buffer
-    return mask, E, q_in, res.record.get("tokens_out")
+    return mask, E, q_in, rec.get("tokens_out")
 
 
 def select_recipe(*parts, recipe: dict, cfg, out: str, counts=None) -> dict:
@@ -159,7 +159,7 @@ def select_recipe(*parts, recipe: dict, cfg, out: str, counts=None) -> dict:
     ``{"rows", "stats", "recipe", "seconds"}``, ``rows`` the corpus positions of the selected rows
     with usable text (the training tasks take their token ids from the preparation); evaluation
     texts removed and counted. ``counts``: under a token budget, every split's tokens
-    (:class:`~datamask.analysis.search.budget.TokenCounts`), from which each split's share of the
+    (:class:`~datamask.pipeline.split_job.TokenCounts`), from which each split's share of the
     recipe's budget is taken as ``datamask select`` shares it."""
     t0 = time.perf_counter()
     prep = load_prep(out)
