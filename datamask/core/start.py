@@ -100,7 +100,9 @@ def solve_relaxed(state, Ec, qc, xp):
     :func:`datamask.core.relaxed.frank_wolfe`, or under a token budget of
     :func:`datamask.core.relaxed_tokens.frank_wolfe_tokens`)."""
     est, t, T, S = state.est, state.lengths, state.token_budget, state.S
-    cap = int(est.solver_params_.relaxed_iter if est.solver_params_.relaxed_iter is not None else state.div.relaxed_iter)
+    cap = int(
+        est.solver_params_.relaxed_iter if est.solver_params_.relaxed_iter is not None else state.div.relaxed_iter
+    )
     trace = state.fitted["start_history"] = []
     if t is None:
         x, best, it = frank_wolfe(Ec, qc, S, est.lam, state.div.relaxed_terms, max_iter=cap, trace=trace)

@@ -61,7 +61,9 @@ class BestMask:
             self.stopped_by = "callback"
         elif self.no_gain_on_start(rec["step"], est.solver_params_.tol):
             self.stopped_by = "start"
-        elif est.solver_params_.patience is not None and self.stalled(int(est.solver_params_.patience), est.solver_params_.tol):
+        elif est.solver_params_.patience is not None and self.stalled(
+            int(est.solver_params_.patience), est.solver_params_.tol
+        ):
             self.stopped_by = "patience"
         return self.stopped_by is not None
 

@@ -248,7 +248,7 @@ def _evaluate_part(df, partition_info=None, *, cfg, selected):
                 tok,
                 lam=cfg.lam,
                 diversity=cfg.diversity,
-                reference_size=cfg.reference_size,
+                reference_size=cfg.solver("reference_size"),
                 seed=split_seed(cfg.seed, p.identity),
             )
         )

@@ -14,7 +14,7 @@ __all__ = ["with_flag", "type_words"]
 def with_flag(message: str, cls) -> str:
     """``message`` (``lam must be ...``) with the flag of the field it starts with named:
     ``lam (--lam) must be ...``, so a command-line user and a workflow's author both find it."""
-    name = message.split(" ", 1)[0]
+    name = message.split(" ", 1)[0].rstrip(":")  # (``solver_params: lr must be ...``)
     if name in {f.name for f in fields(cls)} and not message.startswith(f"{name} (--"):
         return f"{name} (--{name.replace('_', '-')}){message[len(name) :]}"
     return message

@@ -90,8 +90,8 @@ def split_side_by_side(E, q, mask, cfg, seed, *, where="", table=None, lengths=N
         )
     largest = max(int(mk.sum()) for mk in masks.values())
     card = Scorecard(
-        E, q, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.reference_size, seed=seed,
-        sample=score_sample(largest, cfg.reference_size),  # bounded: sample x selected pairs
+        E, q, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.solver("reference_size"), seed=seed,
+        sample=score_sample(largest, cfg.solver("reference_size")),  # bounded: sample x selected pairs
         diversities=("pairwise", "facility"), norms="own",
     )  # fmt: skip
     out = {}

@@ -155,7 +155,9 @@ class SelectStage(Select):  # name, config, help: .declared
         self.centroids_ = report_centroids(self.cfg, self.cols, out.state)
 
     def steps_per_split(self):
-        return int(self.cfg.steps or MIN_STEPS) if self.cfg.method == "datamask" else 0  # None: at least MIN_STEPS
+        return (
+            int(self.cfg.solver("steps") or MIN_STEPS) if self.cfg.method == "datamask" else 0
+        )  # None: at least MIN_STEPS
 
     def process(self, table, split):
         """Drop the corpus-wide duplicate ids and the holdout, run
