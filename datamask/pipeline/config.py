@@ -24,7 +24,7 @@ from ..core.params import SOLVER_PARAMS, DataMaskParams
 from ..errors import ConfigError
 from ..methods import REGISTRY
 from .flags import type_words, with_flag
-from .presets import PRESETS, preset_help, with_preset
+from .presets import PRESETS, with_preset
 
 __all__ = [
     "StageConfig",

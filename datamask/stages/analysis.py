@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import ClassVar
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import ConfigError, DataError
 from ..pipeline.config import METHODS, SelectConfig, StageConfig, _f
