@@ -45,7 +45,10 @@ def check_params(params: dict) -> None:
         div.check_relaxed(tokens=tokens)
     if sp.init is not None and params.get("method", "datamask") == "datamask":
         div.check_start(sp.init, tokens)
-    check_logit_range(sp.logit_range)
+    try:
+        check_logit_range(sp.logit_range)
+    except ValueError as e:
+        raise InvalidParameterError(f"solver_params: {e}") from None
 
 
 def check_solver_params(solver_params) -> SolverParams:

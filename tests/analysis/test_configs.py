@@ -33,7 +33,9 @@ def test_preset_paper_sets_the_recipe_and_given_settings_override_it():
     assert cfg.replace(seed=3).batch_max == 512  # a replace keeps what was given
     plain = SelectConfig().validated()
     assert plain.init is None and plain.steps is None and plain.batch_max == 512  # no preset: defaults
-    built = SelectConfig(preset="paper", steps=7).validated()  # in Python: fills what is at its default
+    built = SelectConfig(
+        preset="paper", solver_params=dict(steps=7)
+    ).validated()  # in Python: fills what is at its default
     assert built.init == "quality" and built.steps == 7 and built.batch_max is None
     with pytest.raises(ConfigError, match="preset must be one of paper"):
         SelectConfig.from_dict({"preset": "nope"})

@@ -89,7 +89,9 @@ def test_select_report_map_draws_and_hovers(browser, corpus, tmp_path):
     from datamask.pipeline.config import SelectConfig
     from datamask.stages.select import run_select
 
-    cfg = SelectConfig(input=str(corpus), output=str(tmp_path / "o"), split_size=600, steps=40, quiet=True)
+    cfg = SelectConfig(
+        input=str(corpus), output=str(tmp_path / "o"), split_size=600, quiet=True, solver_params=dict(steps=40)
+    )
     with (
         LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc,
         Client(lc) as client,
@@ -105,7 +107,7 @@ def test_compare_report_map_draws_and_hovers(browser, corpus, tmp_path):
     from datamask.analysis.compare_run import run_compare
     from datamask.pipeline.config import SelectConfig
 
-    cfg = SelectConfig(split_size=600, ratio=0.2, steps=40, eval_every=20, seed=0)
+    cfg = SelectConfig(split_size=600, ratio=0.2, seed=0, solver_params=dict(steps=40, eval_every=20))
     run_compare(corpus, tmp_path / "o", cfg=cfg, methods=("datamask", "topk", "random"), sample_rows=800)
     _check_map(browser, tmp_path / "o" / "report" / "index.html", 800, _shots(tmp_path) / "report-compare.png")
 

@@ -82,10 +82,7 @@ def _search(corpus, address, name, **settings):
 
     out = corpus["root"] / name
     with Client(address, set_as_default=False) as client:
-        m = dmd.search(
-            corpus["in"], out, corpus["eval"], client=client, trials=4, verify=1, steps=30, split_size=SPLIT,
-            proxy_tokens=1024, proxy_options=PROXY, candidates=500, regressor="quadratic", no_report=True, **settings,
-        )  # fmt: skip
+        m = dmd.search(corpus["in"], out, corpus["eval"], client=client, trials=4, verify=1, split_size=SPLIT, proxy_tokens=1024, proxy_options=PROXY, candidates=500, regressor="quadratic", no_report=True, **settings, solver_params=dict(steps=30))  # fmt: skip
     return out, m
 
 

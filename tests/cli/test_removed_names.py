@@ -76,7 +76,7 @@ def test_method_pg_is_an_invalid_method_named_datamask_now():
     E, q = np.eye(20, 4, dtype=np.float32) + 0.1, np.linspace(0, 1, 20)
     with pytest.raises(InvalidParameterError, match=r"^method must be one of datamask, greedy, relaxed, got 'pg'$"):
         DataMask(method="pg").fit(E, q)
-    m = DataMask(method="datamask", steps=5).fit(E, q)
+    m = DataMask(method="datamask", solver_params=dict(steps=5)).fit(E, q)
     assert m.optimizer_["method"] == "datamask" and m.get_params()["method"] == "datamask"
     # the CLI's name is the estimator's: no translation between them
     assert SelectConfig(input="i", output="o", method="greedy").estimator_params(0)["method"] == "greedy"
