@@ -90,9 +90,14 @@ def add_global_flags(p: argparse.ArgumentParser, skip=(), group=None):
 def global_parser(skip=()) -> argparse.ArgumentParser:
     """A parser of the :data:`GLOBAL` flags alone (less ``skip``), for ``parse_known_args`` over
     the words after a command's name."""
-    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, prog="datamask")
+    p = _OneLine(add_help=False, allow_abbrev=False, prog="datamask")
     add_global_flags(p, skip)
     return p
+
+
+class _OneLine(argparse.ArgumentParser):
+    def error(self, message):  # one line, as the command's own parser says it
+        self.exit(2, f"datamask: error: {message} (see `datamask --help`)\n")
 
 
 def with_default(text: str, default) -> str:
@@ -159,6 +164,11 @@ def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig, positional=_P
         )
 
 
+def _null(v):
+    """``none`` as YAML's null, as a flag's value reads it (``solver_params.patience=none``)."""
+    return None if isinstance(v, str) and v.strip().lower() in ("none", "null") else v
+
+
 def given_values(args, cls=SelectConfig) -> dict:
     """The settings a command line gave, parsed: its flags, then ``--set KEY=VALUE`` (a key given
     both ways is refused)."""
@@ -171,7 +181,7 @@ def given_values(args, cls=SelectConfig) -> dict:
         if v is not None:
             values[name] = v if isinstance(v, (bool, list)) else parse_value(f, v, source=_flag(name))
     settings = apply_overrides({}, getattr(args, "settings", None) or [])
-    nested = {k.partition(".")[2]: settings.pop(k) for k in list(settings) if k.startswith("solver_params.")}
+    nested = {k.partition(".")[2]: _null(settings.pop(k)) for k in list(settings) if k.startswith("solver_params.")}
     if nested and "solver_params" in by_name:
         sp = parse_value(by_name["solver_params"], settings.get("solver_params") or {}, "--set solver_params")
         settings["solver_params"] = {**sp, **nested}

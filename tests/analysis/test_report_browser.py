@@ -163,10 +163,7 @@ def searched(tmp_path_factory):
     (root / "in").mkdir()
     pq.write_table(t, root / "in" / "corpus.parquet")
     proxy = "vocab_size=512,d_model=32,n_layers=2,n_heads=2,d_ff=64,seq_len=64,batch_size=8,lr=1e-2,eval_tokens=2000"
-    argv = ["search", str(root / "in"), str(root / "out"), "--eval", str(root / "eval"), "--trials", "4",
-            "--seeds", "1", "--verify", "0", "--steps", "20", "--ratio", "0.3", "--split-size", "200",
-            "--proxy-tokens", "4096", "--proxy-options", proxy, "--candidates", "500", "--regressor", "quadratic",
-            "--space", "lam=0:1", "--quiet", "--n-workers", "1"]  # fmt: skip
+    argv = ["search", str(root / "in"), str(root / "out"), "--eval", str(root / "eval"), "--trials", "4", "--set", 'seeds=1', "--verify", "0", "--set", 'solver_params.steps=20', "--ratio", "0.3", "--split-size", "200", "--proxy-tokens", "4096", "--set", f"proxy_options={proxy}", "--set", 'candidates=500', "--set", 'regressor=quadratic', "--space", "lam=0:1", "--quiet", "--n-workers", "1"]  # fmt: skip
     assert main(argv) == 0
     return root / "out"
 

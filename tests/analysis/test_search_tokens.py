@@ -157,7 +157,15 @@ def test_search_json_records_the_budget_as_select_does(budgeted, corpus):
 def _select(corpus, address, tmp_path, name, recipe) -> dict:
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in recipe.items()]
     out = tmp_path / name
-    argv = ["select", str(corpus["in"]), str(out), f"--tokens={corpus['T']}", "--steps=30", f"--split-size={SPLIT}"]
+    argv = [
+        "select",
+        str(corpus["in"]),
+        str(out),
+        f"--tokens={corpus['T']}",
+        "--set",
+        "solver_params.steps=30",
+        f"--split-size={SPLIT}",
+    ]
     assert main([*argv, *flags, f"--scheduler={address}", "--quiet", "--no-report"]) == 0
     return json.loads((out / "manifest.json").read_text())["totals"]
 

@@ -198,7 +198,16 @@ def test_select_report_has_trajectory(corpus, address, tmp_path):
 
 def test_select_preset_paper_starts_from_quality_and_runs_pg_steps(corpus, address, tmp_path, capsys):
     out = tmp_path / "paper"
-    args = ("--preset", "paper", "--steps", 40, "--eval-every", 20, "--split-size", 1500)
+    args = (
+        "--preset",
+        "paper",
+        "--set",
+        "solver_params.steps=40",
+        "--set",
+        "solver_params.eval_every=20",
+        "--split-size",
+        1500,
+    )
     _run("select", corpus, out, *args, "--scheduler", address, "--no-report")
     m = json.loads((out / "manifest.json").read_text())
     cfg = m["config"]
@@ -218,6 +227,14 @@ def test_analysis_errors(corpus, tmp_path, capsys):
     assert_fails(capsys, ["report", tmp_path], "neither compare.json")
     assert_fails(
         capsys,
-        ["select", corpus, tmp_path / "o3", "--method", "quadmix", "--quadmix-params", tmp_path / "nope.yaml"],
+        [
+            "select",
+            corpus,
+            tmp_path / "o3",
+            "--method",
+            "quadmix",
+            "--set",
+            "quadmix_params=" + str(tmp_path / "nope.yaml"),
+        ],
         "quadmix_params",
     )

@@ -225,12 +225,12 @@ def test_compare_at_equal_tokens(skewed, address, tmp_path, capsys):
         "datamask,greedy,topk,random,semdedup,quadmix",
         "--tokens",
         T,
-        "--steps",
-        30,
+        "--set",
+        "solver_params.steps=30",
         "--split-size",
         1000,
-        "--n-clusters",
-        4,
+        "--set",
+        "n_clusters=4",
         "--scheduler",
         address,
     ]
@@ -301,5 +301,5 @@ def test_a_tokenizer_counts_over_a_count_column_and_not_beside_a_named_one(tmp_p
     counts, src = split_lengths(t, SelectConfig(tokenizer=str(path)), "f")
     assert src == f"tokenizer {path}" and counts.tolist() == [len(a) for a in tok.encode(texts[:3])]
     assert counts.tolist() != [99, 99, 99] and split_lengths(t, SelectConfig(), "f")[0].tolist() == [99, 99, 99]
-    argv = ["select", str(tmp_path), str(tmp_path / "o"), "--tokens", "1k", "--tokens-column", "n", "--tokenizer"]
+    argv = ["select", str(tmp_path), str(tmp_path / "o"), "--tokens", "1k", "--set", "tokens_column=n", "--tokenizer"]
     assert_fails(capsys, [*argv, str(path)], "--tokens-column (n) or --tokenizer", "not both")
