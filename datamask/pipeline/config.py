@@ -360,7 +360,7 @@ class SelectConfig(StageConfig):
     def _check_tokens(self):
         if self.tokens_column and self.tokenizer:
             raise ConfigError(
-                f"give --tokens-column ({self.tokens_column}) or --tokenizer ({self.tokenizer}), not both: "
+                f"give a tokens_column ({self.tokens_column}) or --tokenizer ({self.tokenizer}), not both: "
                 "one counts the tokens"
             )
         if self.tokens is None and self.token_ratio is None:

@@ -27,7 +27,18 @@ class TextStageConfig(StageConfig):
 class EmbedConfig(TextStageConfig):
     """``datamask embed``: text in, an L2-normalised ``embedding`` column added."""
 
-    FLAGS: ClassVar[tuple] = ("model", "backend", "batch_size", "dtype", "split_size", "overwrite")
+    FLAGS: ClassVar[tuple] = (
+        "model",
+        "backend",
+        "batch_size",
+        "max_length",
+        "chunk",
+        "dtype",
+        "compute",
+        "cache_dir",
+        "split_size",
+        "overwrite",
+    )
 
     embedding_column: str = _same(SelectConfig, "embedding_column")
     model: str | None = _f(
@@ -83,7 +94,19 @@ class EmbedConfig(TextStageConfig):
 class ScoreConfig(TextStageConfig):
     """``datamask score``: component scores normalised over the corpus and summed into ``quality``."""
 
-    FLAGS: ClassVar[tuple] = ("scores", "heuristics", "fasttext", "normalize", "split_size", "overwrite")
+    FLAGS: ClassVar[tuple] = (
+        "scores",
+        "heuristics",
+        "fasttext",
+        "fasttext_label",
+        "normalize",
+        "domain_column",
+        "domain_weights",
+        "bins",
+        "tokenizer",
+        "split_size",
+        "overwrite",
+    )
 
     quality_column: str = _same(SelectConfig, "quality_column")
     scores: str | None = _f(
@@ -130,7 +153,18 @@ class ScoreConfig(TextStageConfig):
 class DedupConfig(TextStageConfig):
     """``datamask dedup``: duplicate groups found across the whole corpus, one row kept per group."""
 
-    FLAGS: ClassVar[tuple] = ("kind", "threshold", "keep_all", "split_size", "overwrite")
+    FLAGS: ClassVar[tuple] = (
+        "kind",
+        "ngram",
+        "num_perm",
+        "bands",
+        "threshold",
+        "eps",
+        "n_clusters",
+        "keep_all",
+        "split_size",
+        "overwrite",
+    )
 
     quality_column: str = _same(SelectConfig, "quality_column")
     embedding_column: str = _same(SelectConfig, "embedding_column")

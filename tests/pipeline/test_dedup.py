@@ -113,7 +113,7 @@ def test_missing_text_column_fails_cleanly(corpus, tmp_path, address, capsys):
         capsys,
         ["dedup", inp, out, "--set", "text_column=body", "--scheduler", address, "--quiet"],
         "'body'",
-        "--text-column",
+        "--set text_column=NAME",
     )
     assert_no_output(out)
 

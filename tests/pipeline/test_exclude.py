@@ -147,5 +147,5 @@ def test_one_line_errors(texts_corpus, tmp_path, capsys):
     assert_fails(capsys, [*base, "--exclude", tmp_path / "nope"], "exclude set", "nope", "does not exist")
     bad = tmp_path / "notext.parquet"
     pd.DataFrame({"x": [1, 2]}).to_parquet(bad)
-    assert_fails(capsys, [*base, "--exclude", bad], "exclude set", "no text column 'text'", "--text-column")
+    assert_fails(capsys, [*base, "--exclude", bad], "exclude set", "no text column 'text'", "--set text_column=NAME")
     assert not (tmp_path / "o").exists()
