@@ -437,7 +437,11 @@ def check_keys(cls, d: dict, source: str = "config"):
     names = {f.name for f in fields(cls)}
     unknown = sorted(set(d) - names)
     if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(names))}")
+        moved = [k for k in unknown if k in SOLVER_PARAMS and "solver_params" in names]
+        hint = f"; {', '.join(moved)} {'is a key' if len(moved) == 1 else 'are keys'} of solver_params" if moved else ""
+        raise ConfigError(
+            f"{source}: unknown key(s) {', '.join(unknown)}{hint}; valid keys: {', '.join(sorted(names))}"
+        )
 
 
 def parse_value(f: dataclasses.Field, v: Any, source: str = "config"):

@@ -211,7 +211,8 @@ def test_select_preset_paper_starts_from_quality_and_runs_pg_steps(corpus, addre
     _run("select", corpus, out, *args, "--scheduler", address, "--no-report")
     m = json.loads((out / "manifest.json").read_text())
     cfg = m["config"]
-    assert cfg["preset"] == "paper" and cfg["lr"] == 10 and cfg["batch_max"] is None and cfg["steps"] == 40
+    sp = cfg["solver_params"]  # the preset's, key by key under the ones given
+    assert cfg["preset"] == "paper" and sp["lr"] == 10 and sp["batch_max"] is None and sp["steps"] == 40
     for p in m["splits"]:
         opt = p["optimizer"]
         assert opt["start"] == "quality" and opt["pg_steps"] == 40 and opt["stopped_by"] == "steps"

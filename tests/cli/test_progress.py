@@ -125,7 +125,7 @@ def test_no_carriage_return_in_any_stage_log(tmp_path):
         "score": {"heuristics": True},
         "dedup": {"kind": "exact,fuzzy"},
         "cluster": {"n_clusters": 3},
-        "select": {"holdout": 0.1, "steps": 60, "eval_every": 5, "patience": None},
+        "select": {"holdout": 0.1, "solver_params": {"steps": 60, "eval_every": 5, "patience": None}},
     }
     (tmp_path / "wf.yaml").write_text(yaml.safe_dump(wf))
     proxy = "vocab_size=300,d_model=16,n_layers=1,n_heads=2,d_ff=32,seq_len=32,batch_size=4,eval_tokens=500"

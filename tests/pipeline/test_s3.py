@@ -31,7 +31,7 @@ stages: [embed, score, dedup, select]
 split_size: 10
 quiet: true
 score: {heuristics: true, normalize: rank}
-select: {ratio: 0.3, steps: 30}
+select: {ratio: 0.3, solver_params: {steps: 30}}
 """
 ROWS = (900, 900, 300)
 DOCS = 20  # two splits of 10 texts per stage: the embedding model's time is per text
