@@ -21,7 +21,7 @@ from datamask.errors import ConfigError, DataError
 from datamask.pipeline.config import SelectConfig
 from tests.helpers.pipeline_data import SPLIT, STEPS, args, manifest, read_out, write_files
 
-KW = dict(steps=int(STEPS), ratio=0.1)
+KW = dict(solver_params={"steps": int(STEPS)}, ratio=0.1)
 
 
 class Count(Callback):
@@ -60,7 +60,7 @@ def test_signature_is_the_config(corpus):
             assert f.name not in sig
         elif f.name in sig:
             assert sig[f.name].default == f.default, f.name
-    assert {"ratio", "lam", "diversity", "method", "seed", "keep_all", "budget", "steps"} <= set(sig)
+    assert {"ratio", "lam", "diversity", "method", "seed", "keep_all", "budget", "solver_params"} <= set(sig)
     with pytest.raises(TypeError, match="ratoi"):
         dmd.select(dmd.read(corpus, split_size=int(SPLIT)), ratoi=0.2)
 

@@ -161,7 +161,7 @@ def test_keep_all_and_dedupe_ids(corpus, address, tmp_path):
 def test_run_workflow_with_set(corpus, address, tmp_path):
     wf = tmp_path / "wf.yaml"
     out = tmp_path / "out"
-    wf.write_text(f"input: {corpus}\noutput: {out}\nsplit_size: 2000\nsolver_params: {steps: 20}\nratio: 0.05\n")
+    wf.write_text(f"input: {corpus}\noutput: {out}\nsplit_size: 2000\nsolver_params: {{steps: 20}}\nratio: 0.05\n")
     _run("run", str(wf), "--set", "ratio=0.2", "--set", f"scheduler={address}", "--quiet")
     m = manifest(out)
     assert m["config"]["ratio"] == 0.2 and m["config"]["steps"] == 20
