@@ -164,7 +164,7 @@ def test_run_workflow_with_set(corpus, address, tmp_path):
     wf.write_text(f"input: {corpus}\noutput: {out}\nsplit_size: 2000\nsolver_params: {{steps: 20}}\nratio: 0.05\n")
     _run("run", str(wf), "--set", "ratio=0.2", "--set", f"scheduler={address}", "--quiet")
     m = manifest(out)
-    assert m["config"]["ratio"] == 0.2 and m["config"]["steps"] == 20
+    assert m["config"]["ratio"] == 0.2 and m["config"]["solver_params"] == {"steps": 20}
     assert m["splits"][0]["rows_out"] == 300
 
 
