@@ -23,7 +23,7 @@ from ..core.params import METHODS as ESTIMATOR_METHODS
 from ..core.params import SOLVER_PARAMS, DataMaskParams
 from ..errors import ConfigError
 from ..methods import REGISTRY
-from .flags import type_words, with_flag
+from .flags import parse_solver_params, type_words, with_flag
 from .presets import PRESETS, with_preset
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "METHODS",
     "RESULT_FIELDS",
     "parse_value",
-    "parse_solver_params",
 ]
 
 _DM = {
@@ -74,38 +73,6 @@ def parse_tokens(v, name="tokens") -> int:
     if x != int(x):
         raise ConfigError(f"{name} must be a whole number of tokens, got {v!r} ({x:g})")
     return int(x)
-
-
-def parse_solver_params(v, name="solver_params") -> dict:
-    """``solver_params`` from a mapping (a workflow's YAML), inline JSON (``'{"steps": 500}'``) or
-    the path of a .json / .yaml file holding one; its keys and values are checked with the
-    estimator's (:func:`datamask.core.estimator.check_solver_params`)."""
-    if isinstance(v, dict):
-        return dict(v)
-    import yaml  # (JSON is YAML: '{"steps": 500}' and '{steps: 500}' read alike)
-
-    s = str(v).strip()
-    fix = f"{name} must be a JSON object such as '{{\"steps\": 500}}' or a .json/.yaml file holding one"
-    if s.startswith("{"):
-        try:
-            d = yaml.safe_load(s)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{fix}; got {s!r} ({str(e).splitlines()[0]})") from None
-    elif s.lower().endswith((".json", ".yaml", ".yml")):
-        import os
-
-        if not os.path.isfile(s):
-            raise ConfigError(f"{name} file {s} does not exist")
-        try:
-            with open(s) as fh:
-                d = yaml.safe_load(fh)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{name} file {s}: not YAML or JSON ({str(e).splitlines()[0]})") from None
-    else:
-        raise ConfigError(f"{fix}; got {s!r}")
-    if not isinstance(d, dict):
-        raise ConfigError(f"{fix}; got {s!r}")
-    return d
 
 
 @dataclass
@@ -337,7 +304,7 @@ class SelectConfig(StageConfig):
             self._preset_merged = True
         if self.ratio is None and not self.budget_in_tokens:
             self.ratio = _DM["ratio"]  # null: the default
-        from ..core.estimator import check_params  # (scikit-learn's constraints: imported when a config is built)
+        from ..core.constraints import check_params  # (scikit-learn's constraints: imported when a config is built)
 
         try:  # the estimator's own check of every parameter it takes
             check_params(self.estimator_params(0))

@@ -14,7 +14,8 @@ from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from ...errors import ConfigError
-from ...pipeline.config import SelectConfig, _f, parse_solver_params, parse_tokens
+from ...pipeline.config import SelectConfig, _f, parse_tokens
+from ...pipeline.flags import parse_solver_params
 from ..proxy_lm.config import parse_proxy_tokens
 from .space import DEFAULT_SPACE, NAMES, RATIO_RANGE, check_prune, default_space, parse_space
 
