@@ -164,11 +164,6 @@ def add_config_flags(p: argparse.ArgumentParser, cls=SelectConfig, positional=_P
         )
 
 
-def _null(v):
-    """``none`` as YAML's null, as a flag's value reads it (``solver_params.patience=none``)."""
-    return None if isinstance(v, str) and v.strip().lower() in ("none", "null") else v
-
-
 def given_values(args, cls=SelectConfig) -> dict:
     """The settings a command line gave, parsed: its flags, then ``--set KEY=VALUE`` (a key given
     both ways is refused)."""
@@ -180,18 +175,15 @@ def given_values(args, cls=SelectConfig) -> dict:
         v = getattr(args, name, None)
         if v is not None:
             values[name] = v if isinstance(v, (bool, list)) else parse_value(f, v, source=_flag(name))
-    settings = apply_overrides({}, getattr(args, "settings", None) or [])
-    nested = {k.partition(".")[2]: _null(settings.pop(k)) for k in list(settings) if k.startswith("solver_params.")}
-    if nested and "solver_params" in by_name:
-        sp = parse_value(by_name["solver_params"], settings.get("solver_params") or {}, "--set solver_params")
-        settings["solver_params"] = {**sp, **nested}
-    elif nested:
-        settings.update({f"solver_params.{k}": v for k, v in nested.items()})  # (refused by check_keys)
+    settings = apply_overrides({}, getattr(args, "settings", None) or [])  # (solver_params.KEY: one key)
     check_keys(cls, settings, "--set")
     for name, v in settings.items():
-        if name in values:
+        v = parse_value(by_name[name], v, source=f"--set {name}")
+        if name == "solver_params" and isinstance(values.get(name), dict):  # over --solver-params, key by key
+            v = {**values[name], **v}
+        elif name in values:
             raise ConfigError(f"{name} given twice: as {_flag(name)} and as --set {name}=...; give it once")
-        values[name] = parse_value(by_name[name], v, source=f"--set {name}")
+        values[name] = v
     return values
 
 

@@ -87,3 +87,20 @@ def test_a_removed_flag_says_where_it_went(tmp_path, capsys):
     assert "steps is a key of --solver-params" in capsys.readouterr().err
     assert main(["select", str(tmp_path), str(tmp_path / "o"), "--id-column", "doc"]) == 2
     assert "--set id_column=VALUE" in capsys.readouterr().err
+
+
+def test_solver_params_from_json_a_file_and_set_merge_key_by_key(tmp_path):
+    from datamask.cli.common import config_from_args
+    from datamask.pipeline.config import SelectConfig
+
+    f = tmp_path / "solver.yaml"
+    f.write_text("steps: 200\ninit: quality\n")
+    parser = build_parser()
+    for given in (['{"steps": 200, "init": "quality"}'], [str(f)]):
+        args = parser.parse_args(["select", "in", "out", "--solver-params", *given, "--set", "solver_params.lr=2"])
+        cfg = config_from_args(args, SelectConfig)
+        assert cfg.solver_params == {"steps": 200, "init": "quality", "lr": 2}
+        assert cfg.estimator_params(0)["solver_params"] == cfg.solver_params
+    args = parser.parse_args(["select", "in", "out", "--preset", "paper", "--set", "solver_params.steps=7"])
+    cfg = config_from_args(args, SelectConfig)
+    assert cfg.solver("steps") == 7 and cfg.solver("lr") == 10.0  # the preset's, under the key given

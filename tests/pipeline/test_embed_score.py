@@ -42,7 +42,7 @@ def _run_workflow(out, address, quiet=True):
             "--set",
             f"scheduler={address}",
             "--set",
-            "select.steps=30",
+            "select.solver_params.steps=30",
         ]
         + (["--quiet"] if quiet else [])
     )
