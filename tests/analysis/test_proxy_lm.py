@@ -411,7 +411,7 @@ def test_given_tokenizer_is_used(run, corpus, tmp_path):
                 "--tokens",
                 "80000",
                 "--set",
-                "solver_params.lr=0.01",
+                "lr=0.01",
                 "--set",
                 "eval_tokens=20000",
                 "--set",
