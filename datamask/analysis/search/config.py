@@ -126,6 +126,7 @@ class SearchConfig(SelectConfig):
         "token_ratio",
         "budget_unit",
         "tokenizer",
+        "prune",
         "references",
         "verify",
         "proxy_preset",
