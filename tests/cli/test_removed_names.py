@@ -25,7 +25,8 @@ def test_the_02_module_paths_do_not_import(old):
         ("datamask", "run_select", "datamask.stages.select"),
         ("datamask", "SelectConfig", "datamask.pipeline.config"),
         ("datamask", "make_corpus", "datamask.core.synthetic"),
-        ("datamask.core.estimator", "SOLVERS", "METHODS"),
+        ("datamask.core.estimator", "SOLVERS", None),  # (core.params.METHODS)
+        ("datamask.core.estimator", "check_params", None),  # (core.constraints.check_params)
         ("datamask.pipeline.config", "SOLVER_OF", None),  # --method's names are DataMask(method=)'s
         ("datamask.pipeline.config", "DATAMASK_METHOD", None),
         ("datamask.methods.registry", "check_budget", "check_rows"),
@@ -50,6 +51,16 @@ def test_the_02_names_are_gone(module, old, new):
         getattr(mod, old)
     if new is not None and not new.startswith("datamask."):
         assert getattr(mod, new) is not None  # the name that replaced it is where the CHANGELOG says
+
+
+@pytest.mark.parametrize("key", ["steps", "lr", "group_size", "eval_every", "n_threads", "reference_size"])
+def test_a_solver_keyword_of_02_is_a_key_of_solver_params(key):
+    from datamask import DataMask
+    from datamask.core.params import SOLVER_PARAMS
+
+    with pytest.raises(TypeError, match=key):
+        DataMask(**{key: SOLVER_PARAMS[key]})
+    assert DataMask(solver_params={key: SOLVER_PARAMS[key]}).get_params()["solver_params"] == {key: SOLVER_PARAMS[key]}
 
 
 def test_datamask_takes_only_method_and_token_budget():
