@@ -13,9 +13,10 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from . import constraints
 from .backend import default_rng, get_namespace
 from .budget import check_budget, rows_after_pruning
-from .constraints import PARAMETER_CONSTRAINTS, SOLVER_CONSTRAINTS, check_params
+from .constraints import PARAMETER_CONSTRAINTS, SOLVER_CONSTRAINTS
 from .diversity import get_diversity
 from .objectives import Objective, best_first, normalize_quality
 from .params import BATCH_MAX, SOLVER_PARAMS, DataMaskParams, solver_settings  # noqa: F401 (BATCH_MAX: read here by benchmarks/optimizer.py)
@@ -256,7 +257,7 @@ class DataMask(DataMaskParams, BaseEstimator):
         """The parameters (``get_params``), checked; S (None under a token budget)
         and the rows left after pruning."""
         p = self.get_params(deep=False)
-        check_params(p)
+        constraints.check_params(p)  # (the one check: core.constraints)
         self.solver_params_ = solver_settings(p["solver_params"])
         S = check_budget(n_rows, ratio=p["ratio"], budget=p["budget"], tokens=p["token_budget"], prune=p["prune"])
         return p, S, rows_after_pruning(n_rows, p["prune"])
