@@ -104,3 +104,27 @@ def test_solver_params_from_json_a_file_and_set_merge_key_by_key(tmp_path):
     args = parser.parse_args(["select", "in", "out", "--preset", "paper", "--set", "solver_params.steps=7"])
     cfg = config_from_args(args, SelectConfig)
     assert cfg.solver("steps") == 7 and cfg.solver("lr") == 10.0  # the preset's, under the key given
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"lam": 2.0}, {"prune": 1.0}, {"near_duplicate": 0.0}, {"solver_params": {"lr": -1}},
+     {"solver_params": {"patience": -2}}, {"solver_params": {"final": "best"}}, {"solver_params": {"stepz": 1}},
+     {"solver_params": {"logit_range": [4, 0]}}],
+)  # fmt: skip
+def test_the_config_and_the_estimator_refuse_a_value_in_the_same_words(params):
+    """One table of checks (core.constraints): the config says what the estimator says, naming the flag."""
+    import numpy as np
+
+    from datamask import DataMask
+    from datamask.errors import ConfigError
+    from datamask.pipeline.config import SelectConfig
+
+    E, q = np.eye(8, 4, dtype=np.float32) + 0.1, np.linspace(0, 1, 8)
+    with pytest.raises(ValueError) as est:
+        DataMask(ratio=0.5, **params).fit(E, q)
+    with pytest.raises(ConfigError) as cfg:
+        SelectConfig.from_dict({"input": "i", "output": "o", **params})
+    name = next(iter(params))
+    flag = "--" + name.replace("_", "-")
+    assert str(cfg.value) == str(est.value).replace(name, f"{name} ({flag})", 1), (str(cfg.value), str(est.value))
