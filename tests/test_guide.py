@@ -160,8 +160,7 @@ def test_method_first_in_compare(guide, corpus, scheduler, tmp_path, budget):
 
 def test_objective_mean_cos_in_select(guide, corpus, scheduler, tmp_path):
     out = tmp_path / "sel"
-    datamask(guide, "select", corpus, out, "--diversity", "mean_cos", "--ratio", 0.1, "--steps", 100,
-             "--split-size", SPLIT, "--scheduler", scheduler, "--quiet", "--no-report")  # fmt: skip
+    datamask(guide, "select", corpus, out, "--diversity", "mean_cos", "--ratio", 0.1, "--set", 'solver_params.steps=100', "--split-size", SPLIT, "--scheduler", scheduler, "--quiet", "--no-report")  # fmt: skip
     m = _manifest(out)
     assert m["config"]["diversity"] == "mean_cos" and m["totals"]["rows_out"] == 50
     assert all(s["after"]["objective"] >= s["before"]["objective"] for s in m["splits"])

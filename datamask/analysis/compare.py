@@ -97,7 +97,9 @@ def compare_arrays(
         sel = select(
             E, q, cfg.replace(method=m), seed, where=at, table=table, lengths=lengths, split_tokens=split_tokens
         )
-        rec = score_selection(E, q, sel.mask, n_tokens, cfg.lam, cfg.diversity, cfg.reference_size or 2048, seed)
+        rec = score_selection(
+            E, q, sel.mask, n_tokens, cfg.lam, cfg.diversity, cfg.solver("reference_size") or 2048, seed
+        )
         rec.update(
             method=m, seconds=sel.seconds, budget=int(sel.mask.sum()) if split_tokens is not None else sel.budget
         )

@@ -9,7 +9,10 @@
 * :mod:`.demo`: ``demo``.
 
 Every flag of a stage is a field of its config dataclass (``--split-size`` fills
-``split_size``, the YAML key of the same name). Expected failures print one line
+``split_size``, the YAML key of the same name); the fields without a flag of their own are
+``--set KEY=VALUE``. The Dask and storage flags (:data:`.common.GLOBAL`) are ``datamask``'s own,
+listed once by ``datamask --help`` and given before or after a command's name: a pre-parser
+(``parse_known_args``) takes them from the words after it. Expected failures print one line
 ``datamask: error: ...`` and exit 2 (bad data, config or output) or 3 (no Dask scheduler or worker); anything
 else exits 1.
 """
@@ -43,13 +46,26 @@ class _Parser(argparse.ArgumentParser):
 def _close_flags(parser, extra) -> str:
     import difflib
 
+    from ..core.params import SOLVER_PARAMS
+
     hints = []
     for a in extra:
+        name = a[2:].split("=", 1)[0].replace("-", "_")
+        if a.startswith("--") and name in SOLVER_PARAMS and "--solver-params" in parser._option_string_actions:
+            return f"; {name} is a key of --solver-params: --solver-params '{{\"{name}\": VALUE}}'"
+        if a.startswith("--") and "--set" in parser._option_string_actions and name in _set_keys(parser):
+            return f"; {name} has no flag of its own here: --set {name}=VALUE"
         if a.startswith("--"):
             near = difflib.get_close_matches(a.split("=", 1)[0], list(parser._option_string_actions), n=1)
             if near:
                 hints.append(near[0])
     return f"; did you mean {' or '.join(hints)}?" if hints else ""
+
+
+def _set_keys(parser) -> set:
+    """The keys ``--set`` names in ``parser``'s help."""
+    act = parser._option_string_actions["--set"]
+    return {k.strip() for k in (act.help or "").rsplit(":", 1)[-1].split(",")}
 
 
 def _subparser(parser, command):
@@ -65,7 +81,7 @@ def _groups():
 
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
-    from .common import STOPPED_RUN
+    from .common import STOPPED_RUN, add_global_flags
 
     p = _Parser(
         prog="datamask",
@@ -73,19 +89,65 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=STOPPED_RUN,
     )
     p.add_argument("--version", action="version", version=f"datamask {__version__}")
+    add_global_flags(p, group="Dask and storage (every command that runs a job; before or after its name)")
     sub = p.add_subparsers(dest="command", required=True)
     for g in _groups():
         g.add_parsers(sub)
     return p
 
 
+def _command_index(parser, argv):
+    """Where the command's name is in ``argv`` (None: not found; argparse says so)."""
+    from .common import GLOBAL
+
+    commands = set(next(a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)))
+    takes_value = {"--" + g.replace("_", "-") for g in GLOBAL if g != "quiet"}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in commands:
+            return i
+        if not a.startswith("-"):
+            return None
+        i += 2 if a in takes_value else 1
+    return None
+
+
+def _parse(parser, argv):
+    """The parsed command line, the :data:`.common.GLOBAL` flags found before or after the
+    command's name set under their field names where the command takes them."""
+    from .common import GLOBAL, global_parser
+
+    i = _command_index(parser, argv)
+    after = {}
+    if i is not None:  # the global flags after the name (a command's own flag of that name stays its own)
+        sub = _subparser(parser, argv[i])
+        ns, rest = global_parser(skip=set(sub._option_string_actions)).parse_known_args(argv[i + 1 :])
+        argv, after = [*argv[: i + 1], *rest], {k: v for k, v in vars(ns).items() if v is not None}
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        sub = _subparser(parser, args.command)
+        sub.error(f"unrecognized arguments: {' '.join(extra)}{_close_flags(sub, extra)}")
+    uses = next(
+        getattr(g, "USES_GLOBAL", {}).get(args.command, GLOBAL) for g in _groups() if args.command in g.COMMANDS
+    )
+    for name in GLOBAL:
+        value = after.get(f"global_{name}", getattr(args, f"global_{name}", None))
+        if value is not None and name not in uses:
+            flag = "--" + name.replace("_", "-")
+            if flag in _subparser(parser, args.command)._option_string_actions:
+                parser.error(f"{args.command}'s own {flag} goes after its name (before it, {flag} is the Dask one)")
+            takes = ", ".join("--" + u.replace("_", "-") for u in uses)
+            parser.error(f"{args.command} takes no {flag}" + (f" (of these options, only {takes})" if takes else ""))
+        if name in uses:
+            setattr(args, name, value)
+    return args
+
+
 def _main(argv) -> int:
     parser = build_parser()
     try:
-        args, extra = parser.parse_known_args(argv)
-        if extra:
-            sub = _subparser(parser, args.command)
-            sub.error(f"unrecognized arguments: {' '.join(extra)}{_close_flags(sub, extra)}")
+        args = _parse(parser, list(argv))
     except SystemExit as e:  # --help, --version, a usage error (already printed)
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     for g in _groups():

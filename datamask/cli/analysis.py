@@ -11,12 +11,6 @@ def add_parsers(sub):
     )
     r.add_argument("directory", help="output directory of datamask select, compare or dedup")
     r.add_argument("--out", default=None, help="where to write the report (default: DIRECTORY/report)")
-    r.add_argument(
-        "--storage-options",
-        default=None,
-        help="JSON object of fsspec options for an s3://, gs://, az:// DIRECTORY or --out; without it each "
-        "backend reads its standard environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID...)",
-    )
 
 
 def _report(args) -> int:
@@ -28,3 +22,5 @@ def _report(args) -> int:
 
 
 COMMANDS = {"report": _report}
+#: the global flags it reads: --storage-options, for an s3://, gs://, az:// DIRECTORY or --out
+USES_GLOBAL = {"report": ("storage_options",)}

@@ -114,12 +114,21 @@ def add_parsers(sub):
     d.add_argument("directory", nargs="?", default="demo-output")
     d.add_argument("--workflow", default=None, help="workflow file (default: the demo.yaml shipped in the package)")
     d.add_argument("--rows", type=int, default=None, help="corpus rows (default: from the workflow)")
-    d.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    d.add_argument("--quiet", action="store_true")
+    d.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the workflow (repeatable)",
+    )
 
 
 def _demo(args) -> int:
-    return run_demo(args.directory, args.workflow, args.overrides, args.quiet, args.rows)
+    from .common import GLOBAL
+
+    given = [f"{k}={getattr(args, k)}" for k in GLOBAL if k != "quiet" and getattr(args, k, None) is not None]
+    return run_demo(args.directory, args.workflow, [*given, *args.overrides], bool(args.quiet), args.rows)
 
 
 COMMANDS = {"demo": _demo}

@@ -31,3 +31,4 @@ def _train_quality(args) -> int:
 
 
 COMMANDS = {"train-quality": _train_quality}
+USES_GLOBAL = {"train-quality": ()}  # (no Dask job, no object storage)

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..errors import ConfigError
-from .common import add_config_flags, config_from_args, report_first, report_line
+from .common import add_config_flags, given_values, report_first, report_line
 
 __all__ = ["add_parsers", "COMMANDS"]
 
@@ -59,7 +59,8 @@ def add_parsers(sub):
         metavar="YAML",
         help="a YAML file of the same keys as these flags (selections, eval, output too); flags override",
     )
-    add_config_flags(p, ProxyLMConfig, positional=("selections", "output"))
+    add_config_flags(p, ProxyLMConfig, positional=("selections", "output"), skip=("quiet",))
+    p.epilog = "--quiet (no progress bars) is datamask's own: `datamask --help`; give it before or after proxy-lm."
 
 
 def _proxy_lm(args) -> int:
@@ -67,8 +68,7 @@ def _proxy_lm(args) -> int:
     from ..stages.workflow import load_workflow
 
     base = ProxyLMConfig.from_dict(load_workflow(args.config), source=args.config) if args.config else ProxyLMConfig()
-    flags = config_from_args(args, ProxyLMConfig)
-    changed = {k: v for k, v in vars(flags).items() if getattr(args, k, None) is not None}
+    changed = given_values(args, ProxyLMConfig)
     paths = list(args.paths or [])
     if len(paths) == 1 and base.selections:
         changed["output"] = paths[0]
@@ -110,3 +110,4 @@ def _proxy_lm(args) -> int:
 
 
 COMMANDS = {"proxy-lm": _proxy_lm}
+USES_GLOBAL = {"proxy-lm": ("quiet",)}  # (its --device is its own: where the model trains, cpu or cuda)

@@ -5,7 +5,7 @@ stage's summary line (and writes the HTML report for the stages that have one)."
 from __future__ import annotations
 
 from ..stages.registry import STAGES
-from .common import add_stage_arguments, config_from_args, report_first, report_line
+from .common import GLOBAL_HINT, add_stage_arguments, config_from_args, report_first, report_line
 
 __all__ = ["add_parsers", "COMMANDS", "run_stage_command"]
 
@@ -13,9 +13,11 @@ __all__ = ["add_parsers", "COMMANDS", "run_stage_command"]
 def add_parsers(sub):
     for name in STAGES:
         st = STAGES.declared(name)  # (the stage's module is imported when it runs)
-        p = sub.add_parser(name, help=st.help, description=st.description)
+        p = sub.add_parser(
+            name, help=st.help, description=st.description, usage=f"datamask {name} INPUT OUTPUT [options]"
+        )
         add_stage_arguments(p, st.config, st.output_help, input_help=st.input_help)
-        p.epilog = stopped_run(st) or p.epilog
+        p.epilog = (stopped_run(st) or p.epilog) + " " + GLOBAL_HINT
         if st.report:
             p.add_argument(
                 "--no-report",

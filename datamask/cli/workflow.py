@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from ..stages.registry import STAGES
-from .common import report_first, report_line
+from .common import GLOBAL, report_first, report_line
 
 __all__ = ["add_parsers", "COMMANDS"]
 
@@ -20,7 +20,6 @@ def add_parsers(sub):
         metavar="KEY=VALUE",
         help="override a key of the workflow (repeatable)",
     )
-    r.add_argument("--quiet", action="store_true")
     r.add_argument(
         "--no-report",
         dest="no_report",
@@ -36,21 +35,15 @@ def add_parsers(sub):
         "is complete, 1 when it is not.",
     )
     st.add_argument("output", help=f"output directory (or URL) of datamask {', '.join(STAGES)}")
-    st.add_argument(
-        "--storage-options",
-        dest="storage_options",
-        default=None,
-        metavar="JSON",
-        help="fsspec options for an s3://, gs://, az:// OUTPUT (default: the backend's environment)",
-    )
 
 
 def run_workflow_command(args) -> int:
     from ..stages.workflow import load_workflow, run_workflow, stage_list
 
     raw = load_workflow(args.workflow, args.overrides)
-    if args.quiet:
-        raw["quiet"] = True
+    for name in GLOBAL:  # `datamask --scheduler ... run FILE`: over the workflow's keys
+        if getattr(args, name, None) is not None:
+            raw[name] = getattr(args, name)
     if "stages" not in raw:  # a select workflow: its keys are select's
         select = STAGES["select"]
         cfg = select.config.from_dict(raw, source=args.workflow)
@@ -92,3 +85,5 @@ def run_status_command(args) -> int:
 
 
 COMMANDS = {"run": run_workflow_command, "status": run_status_command}
+#: the global flags each command reads (the others are refused); run: all, over the workflow's keys
+USES_GLOBAL = {"status": ("storage_options",)}

@@ -9,87 +9,26 @@ from __future__ import annotations
 
 import math
 import time
-from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, make_constraint
 
+from . import constraints
 from .backend import default_rng, get_namespace
 from .budget import check_budget, rows_after_pruning
-from .diversity import DIVERSITIES, Diversity, get_diversity
+from .constraints import PARAMETER_CONSTRAINTS, SOLVER_CONSTRAINTS
+from .diversity import get_diversity
 from .objectives import Objective, best_first, normalize_quality
-from .params import BATCH_MAX, METHODS, DataMaskParams  # noqa: F401 (BATCH_MAX: read here by benchmarks/optimizer.py)
+from .params import BATCH_MAX, SOLVER_PARAMS, DataMaskParams, solver_settings  # noqa: F401 (BATCH_MAX: read here by benchmarks/optimizer.py)
 from .provenance import optimizer_record, start_trajectory
 from .solvers import solve
-from .start import check_logit_range
 from .state import FITTED, FitState
 from .tokens import candidate_tokens, check_lengths
 from .validate import check_inputs, needs_rescale
 
-__all__ = ["DataMask", "METHODS", "check_params", "tokens_after_pruning"]
+__all__ = ["DataMask", "tokens_after_pruning"]
 
 # lr=None / logit_range=None: each diversity's own (datamask.core.diversity: lr, default_logit_range(init))
-
-
-def check_params(params: dict) -> None:
-    """The one check of ``DataMask``'s parameters (also :class:`~datamask.pipeline.config.SelectConfig`'s):
-    each against :attr:`DataMask._parameter_constraints`, then the ones that depend on each
-    other. A ValueError names the parameter (``ratio must be ...``)."""
-    for name, value in params.items():
-        _check_one(name, value, DataMask._parameter_constraints.get(name, "no_validation"))
-    div, tokens = get_diversity(params.get("diversity", "pairwise")), params.get("token_budget") is not None
-    if params.get("method") == "relaxed":
-        div.check_relaxed(tokens=tokens)
-    if params.get("init") is not None and params.get("method", "datamask") == "datamask":
-        div.check_start(params["init"], tokens)
-    check_logit_range(params.get("logit_range"))
-
-
-def _check_one(name, value, constraints):
-    """scikit-learn's InvalidParameterError (a ValueError) ``name must be <what the constraints
-    allow, in words>, got <value>``
-    (``ratio must be a number between 0 and 1, both excluded, got 1.5``)."""
-    if constraints == "no_validation":
-        return
-    cs = [make_constraint(c) for c in constraints]
-    if any(c.is_satisfied_by(value) for c in cs):
-        return
-    allowed = [w for c in cs if not getattr(c, "hidden", False) and (w := _words(c))]
-    what = allowed[0] if len(allowed) == 1 else ", ".join(allowed[:-1]) + " or " + allowed[-1]
-    raise InvalidParameterError(f"{name} must be {what}, got {value!r}")
-
-
-def _words(c) -> str | None:
-    """One of scikit-learn's parameter constraints in plain words (None: unset, which no flag
-    or key gives by mistake)."""
-    if isinstance(c, Interval):
-        kind = "a whole number" if c.type is Integral else "a number"
-        lo, hi = (None if v is None else f"{v:g}" for v in (c.left, c.right))
-        if lo is not None and hi is not None:
-            return {
-                "both": f"{kind} from {lo} to {hi}",
-                "neither": f"{kind} between {lo} and {hi}, both excluded",
-                "left": f"{kind} from {lo} up to {hi}, {hi} excluded",
-                "right": f"{kind} above {lo}, at most {hi}",
-            }[c.closed]
-        if lo is not None:
-            return f"{kind} of {lo} or more" if c.closed in ("left", "both") else f"{kind} above {lo}"
-        if hi is not None:
-            return f"{kind} of {hi} or less" if c.closed in ("right", "both") else f"{kind} below {hi}"
-        return kind
-    if isinstance(c, StrOptions):
-        return "one of " + ", ".join(sorted(c.options))
-    kind = type(c).__name__
-    if kind == "_NoneConstraint":
-        return None
-    if kind == "_Booleans":
-        return "true or false"
-    if kind == "_Callables":
-        return "a function"
-    if kind == "_InstancesOf":
-        return f"a {c.type.__name__} object"
-    return str(c)
 
 
 class DataMask(DataMaskParams, BaseEstimator):
@@ -122,35 +61,6 @@ class DataMask(DataMaskParams, BaseEstimator):
         The same names as ``datamask select --method``. ``greedy``: best marginal
         gain, one row at a time. ``relaxed``: Frank-Wolfe on the concave relaxation (pairwise
         and DiSF only).
-    group_size : int, default 128
-        Masks sampled per step (G).
-    lr : float or None, default None
-        Step size of the logit update on group-normalised advantages. None picks 3 for
-        pairwise and DiSF and 1 for facility location. The paper uses 10, which gets close
-        fastest but then stalls short of the best objective (the lr sweep in
-        benchmarks/results/optimizer.md). Facility location samples from every candidate
-        each step (no batch updating) and takes the smaller step.
-    steps : int or None, default None
-        Maximum policy-gradient steps (``patience`` usually stops a run sooner). None
-        scales the budget with the problem: from quality or uniform, enough steps for every
-        candidate row to be drawn about 2,000 times (``steps * group_size * S_b /
-        n_candidates``, S_b the rows of one batch's masks), at least 5,000 and at most
-        50,000 (small ratios and large splits need more than the 5,000 that suffice
-        elsewhere; benchmarks/results/defaults.md); from a solver's start (``init="relaxed"``
-        or ``"stochastic_greedy"``), the objective's short polish (100 steps), since pg
-        rarely improves on those starts and greedy's time is the bar (docs/defaults.md).
-    batch_ratio : float or None, default 0.05
-        Batch updating: each step samples masks from this fraction of the candidate rows,
-        with the budget scaled to match (for facility location the fraction applies to the
-        reference rows instead). ``None`` or 1 uses every row every step. The batches of
-        one pass are disjoint slices of a random permutation, so every row is updated once
-        per pass.
-    batch_max : int or None, default 512
-        Upper bound on the rows of one batch (``batch_ratio`` of a large partition is
-        capped to it); None: no bound, the paper's recipe. A step costs time in proportion
-        to its rows while the steps needed stay about the same (each row's update is less
-        noisy in a smaller batch), so on CPU small batches reach a given objective sooner;
-        see the batch-size table in benchmarks/results/optimizer.md.
     prune : float, default 0.0
         Quality-aware pruning: drop this fraction of rows with the lowest quality before
         optimising (every solver). 0 keeps all.
@@ -165,79 +75,118 @@ class DataMask(DataMaskParams, BaseEstimator):
         tokens) than the budget, the best dropped rows return until it fits.
 
         .. versionadded:: 0.3
-    init : {"relaxed", "stochastic_greedy", "quality", "uniform"} or None, default None
-        Initial logits, mapped linearly onto ``logit_range``: ``"quality"`` (the paper's),
-        ``"relaxed"`` (beyond the paper: the relaxed solution, averaged with its best
-        rounding, so pg starts where ``method="relaxed"`` ends and searches around it on
-        the exact objective; pairwise and DiSF only; :mod:`datamask.core.start`),
-        ``"stochastic_greedy"`` (facility location, row budgets: stochastic greedy's picks,
-        :mod:`datamask.core.stochastic`), or ``"uniform"`` (equal). None picks
-        ``"relaxed"`` for pairwise and DiSF and ``"stochastic_greedy"`` for facility
-        location, the choices of the default-selection suite by its worst case
-        (docs/defaults.md), and ``"quality"`` where the objective cannot start from its
-        choice (no relaxation; facility location under a token budget;
-        :meth:`~datamask.core.diversity.Diversity.default_init`).
+    solver_params : dict or None, default None
+        The optimiser's fine controls, each key optional (an unknown key is refused in one
+        line naming the valid ones; :data:`datamask.core.params.SOLVER_PARAMS`). The same
+        mapping as ``datamask select --solver-params`` and a workflow's ``solver_params:``
+        key. Named recipes set them with the objective: ``DataMask(**PRESETS["paper"])``
+        (:data:`datamask.core.params.PRESETS`, ``--preset``). The keys:
+
+        group_size : int, default 128
+            Masks sampled per step (G).
+        lr : float or None, default None
+            Step size of the logit update on group-normalised advantages. None picks 3 for
+            pairwise and DiSF and 1 for facility location. The paper uses 10, which gets close
+            fastest but then stalls short of the best objective (the lr sweep in
+            benchmarks/results/optimizer.md). Facility location samples from every candidate
+            each step (no batch updating) and takes the smaller step.
+        steps : int or None, default None
+            Maximum policy-gradient steps (``patience`` usually stops a run sooner). None
+            scales the budget with the problem: from quality or uniform, enough steps for every
+            candidate row to be drawn about 2,000 times (``steps * group_size * S_b /
+            n_candidates``, S_b the rows of one batch's masks), at least 5,000 and at most
+            50,000 (small ratios and large splits need more than the 5,000 that suffice
+            elsewhere; benchmarks/results/defaults.md); from a solver's start (``init="relaxed"``
+            or ``"stochastic_greedy"``), the objective's short polish (100 steps), since pg
+            rarely improves on those starts and greedy's time is the bar (docs/defaults.md).
+        batch_ratio : float or None, default 0.05
+            Batch updating: each step samples masks from this fraction of the candidate rows,
+            with the budget scaled to match (for facility location the fraction applies to the
+            reference rows instead). ``None`` or 1 uses every row every step. The batches of
+            one pass are disjoint slices of a random permutation, so every row is updated once
+            per pass.
+        batch_max : int or None, default 512
+            Upper bound on the rows of one batch (``batch_ratio`` of a large partition is
+            capped to it); None: no bound, the paper's recipe. A step costs time in proportion
+            to its rows while the steps needed stay about the same (each row's update is less
+            noisy in a smaller batch), so on CPU small batches reach a given objective sooner;
+            see the batch-size table in benchmarks/results/optimizer.md.
+        init : {"relaxed", "stochastic_greedy", "quality", "uniform"} or None, default None
+            Initial logits, mapped linearly onto ``logit_range``: ``"quality"`` (the paper's),
+            ``"relaxed"`` (beyond the paper: the relaxed solution, averaged with its best
+            rounding, so pg starts where ``method="relaxed"`` ends and searches around it on
+            the exact objective; pairwise and DiSF only; :mod:`datamask.core.start`),
+            ``"stochastic_greedy"`` (facility location, row budgets: stochastic greedy's picks,
+            :mod:`datamask.core.stochastic`), or ``"uniform"`` (equal). None picks
+            ``"relaxed"`` for pairwise and DiSF and ``"stochastic_greedy"`` for facility
+            location, the choices of the default-selection suite by its worst case
+            (docs/defaults.md), and ``"quality"`` where the objective cannot start from its
+            choice (no relaxation; facility location under a token budget;
+            :meth:`~datamask.core.diversity.Diversity.default_init`).
+
+            .. versionchanged:: 0.3
+               None (pairwise and DiSF: ``"relaxed"``; facility location:
+               ``"stochastic_greedy"``) replaces the default ``"quality"``.
+        logit_range : (float, float), "auto" or None, default None
+            ``(l_min, l_max)`` the initial scores are mapped onto, or ``"auto"``: a short pilot
+            (:mod:`datamask.core.start`) runs pg from (0, 2) and from (0, 16) and starts from
+            the one whose top-S scores higher, then continues that run (the cost: the other
+            range's pilot, at most 500 steps).
+            None picks (0, 4) for ``init="relaxed"`` and ``"stochastic_greedy"``; for ``init="quality"``, ``"auto"`` for
+            pairwise, (0, 16) for DiSF and (0, 2) for facility location. A wide quality range
+            starts the policy near the quality top-S (fast where the optimum is near it, no
+            early dip with large batches), a narrow one leaves pg free to reach rows far below
+            it; neither fixed range held on every corpus of the default-selection suite
+            (benchmarks/results/defaults.md; DiSF and facility location were not in that
+            suite: benchmarks/results/init_sweep.md).
+        final : {"topk", "sample"}, default "topk"
+            Final mask: the S largest logits (the best top-S mask seen at the evaluation
+            points is kept), or one Plackett-Luce draw from the final logits.
+        reference_size : int or None, default 2048
+            Facility location: size of the fixed random reference sample (None: all rows).
+        eval_every : int, default 100
+            Steps between evaluations of the top-S mask on the exact objective (history,
+            best-mask tracking, early stopping).
+        patience : int or None, default 10
+            Stop when the mean objective of the last ``patience`` evaluations is no more than
+            ``tol`` times the gain over the start (the objective at step 0) above the mean of
+            the ``patience`` before them. Window means, not the best so far, because a top-S mask
+            that dipped early and is climbing back is still improving; the gain, not the
+            objective's size, because with few selected rows per batch the rise per evaluation
+            is tiny next to the objective yet steady. One rule for every diversity. None never
+            stops early.
+        tol : float, default 1e-5
+        start_patience : int or None, default None
+            Steps pg is given to improve on its start: at the first evaluation point this many
+            steps in (one is added there), a run whose best top-S mask is no more than ``tol``
+            times its size above step 0's stops and returns the start. None: the objective's
+            from a solver's start (``init="relaxed"``, ``"stochastic_greedy"``), which pg did
+            not improve on in the defaults suite: 20 steps for pairwise, 0 for facility
+            location and DiSF (the start is returned, no pg step; docs/defaults.md); never from
+            quality or uniform, nor with ``patience=None`` (which keeps meaning no early stop).
+        lr_schedule : {"constant", "cosine"}, default "constant"
+        relaxed_iter : int or None, default None
+            Frank-Wolfe iteration cap for ``method="relaxed"`` and for ``init="relaxed"``'s start.
+            None: the objective's (100 for pairwise, 20 for DiSF: a DiSF iteration costs
+            ``n d^2``, and at ratio 0.01 a hundred of them cost more than greedy's S picks;
+            docs/defaults.md).
+
+            .. versionchanged:: 0.3
+               None (the objective's cap) replaces 100.
+        n_threads : int or None, default 1
+            BLAS threads during ``fit``. One, because a Dask worker runs one partition per core;
+            a single fit on an idle machine can use more for greedy and relaxed (a pg step gains
+            little from more threads: see the threads table in benchmarks/results/optimizer.md).
+            None leaves the library default.
 
         .. versionchanged:: 0.3
-           None (pairwise and DiSF: ``"relaxed"``; facility location:
-           ``"stochastic_greedy"``) replaces the default ``"quality"``.
-    logit_range : (float, float), "auto" or None, default None
-        ``(l_min, l_max)`` the initial scores are mapped onto, or ``"auto"``: a short pilot
-        (:mod:`datamask.core.start`) runs pg from (0, 2) and from (0, 16) and starts from
-        the one whose top-S scores higher, then continues that run (the cost: the other
-        range's pilot, at most 500 steps).
-        None picks (0, 4) for ``init="relaxed"`` and ``"stochastic_greedy"``; for ``init="quality"``, ``"auto"`` for
-        pairwise, (0, 16) for DiSF and (0, 2) for facility location. A wide quality range
-        starts the policy near the quality top-S (fast where the optimum is near it, no
-        early dip with large batches), a narrow one leaves pg free to reach rows far below
-        it; neither fixed range held on every corpus of the default-selection suite
-        (benchmarks/results/defaults.md; DiSF and facility location were not in that
-        suite: benchmarks/results/init_sweep.md).
-    final : {"topk", "sample"}, default "topk"
-        Final mask: the S largest logits (the best top-S mask seen at the evaluation
-        points is kept), or one Plackett-Luce draw from the final logits.
-    reference_size : int or None, default 2048
-        Facility location: size of the fixed random reference sample (None: all rows).
+           One mapping for the 16 keys above, which were keyword parameters of their own.
     seed : int, default 0
     callback : callable, optional
         ``callback(estimator, record)`` after each evaluation point; return ``True`` to
         stop early. A ``logit_range="auto"`` pilot runs without it (the winning pilot's
         points are given to it once the pilot ends), so a time cap kept by a callback does
         not shorten the pilot: give a fixed ``logit_range`` for the callback to see every pg step.
-    eval_every : int, default 100
-        Steps between evaluations of the top-S mask on the exact objective (history,
-        best-mask tracking, early stopping).
-    patience : int or None, default 10
-        Stop when the mean objective of the last ``patience`` evaluations is no more than
-        ``tol`` times the gain over the start (the objective at step 0) above the mean of
-        the ``patience`` before them. Window means, not the best so far, because a top-S mask
-        that dipped early and is climbing back is still improving; the gain, not the
-        objective's size, because with few selected rows per batch the rise per evaluation
-        is tiny next to the objective yet steady. One rule for every diversity. None never
-        stops early.
-    tol : float, default 1e-5
-    start_patience : int or None, default None
-        Steps pg is given to improve on its start: at the first evaluation point this many
-        steps in (one is added there), a run whose best top-S mask is no more than ``tol``
-        times its size above step 0's stops and returns the start. None: the objective's
-        from a solver's start (``init="relaxed"``, ``"stochastic_greedy"``), which pg did
-        not improve on in the defaults suite: 20 steps for pairwise, 0 for facility
-        location and DiSF (the start is returned, no pg step; docs/defaults.md); never from
-        quality or uniform, nor with ``patience=None`` (which keeps meaning no early stop).
-    lr_schedule : {"constant", "cosine"}, default "constant"
-    relaxed_iter : int or None, default None
-        Frank-Wolfe iteration cap for ``method="relaxed"`` and for ``init="relaxed"``'s start.
-        None: the objective's (100 for pairwise, 20 for DiSF: a DiSF iteration costs
-        ``n d^2``, and at ratio 0.01 a hundred of them cost more than greedy's S picks;
-        docs/defaults.md).
-
-        .. versionchanged:: 0.3
-           None (the objective's cap) replaces 100.
-    n_threads : int or None, default 1
-        BLAS threads during ``fit``. One, because a Dask worker runs one partition per core;
-        a single fit on an idle machine can use more for greedy and relaxed (a pg step gains
-        little from more threads: see the threads table in benchmarks/results/optimizer.md).
-        None leaves the library default.
     progress : bool, default False
         Show a progress bar over steps (or greedy picks).
 
@@ -288,6 +237,9 @@ class DataMask(DataMaskParams, BaseEstimator):
         The start solver's own progress, ``iteration`` and ``objective`` (Frank-Wolfe per
         iteration, under a row or a token budget; stochastic greedy every S/50 picks;
         :mod:`datamask.core.provenance`).
+    solver_params_ : :class:`~datamask.core.params.SolverParams`
+        The solver settings the fit ran with: ``solver_params`` over their defaults (``None``
+        where the objective picks its own; ``lr_``, ``init_`` ... say what it picked).
     optimizer_ : dict
         How the selection was made: ``start``, ``pg_steps``, ``pg_improved``, ``pg_gain``,
         ``stopped_by``, ``objective_start``, ``objective_end``
@@ -296,41 +248,17 @@ class DataMask(DataMaskParams, BaseEstimator):
     """
 
     # the constructor and its defaults: DataMaskParams (core.params), read without scikit-learn
-    _parameter_constraints: dict = {
-        "ratio": [Interval(Real, 0, 1, closed="neither"), None],  # None: with a token budget
-        "budget": [Interval(Integral, 1, None, closed="left"), None],
-        "token_budget": "no_validation",  # core.budget, then against lengths in fit (core.tokens)
-        "lam": [Interval(Real, 0, 1, closed="both")],
-        "diversity": [StrOptions(set(DIVERSITIES)), Diversity],
-        "method": [StrOptions(set(METHODS))],
-        "group_size": [Interval(Integral, 2, None, closed="left")],
-        "lr": [Interval(Real, 0, None, closed="neither"), None],
-        "steps": [Interval(Integral, 0, None, closed="left"), None],
-        "batch_ratio": [Interval(Real, 0, 1, closed="right"), None],
-        "batch_max": [Interval(Integral, 2, None, closed="left"), None],
-        "prune": [Interval(Real, 0, 1, closed="left")],
-        "near_duplicate": [Interval(Real, 0, 1, closed="right"), None],
-        "init": [StrOptions({"quality", "uniform", "relaxed", "stochastic_greedy"}), None],
-        "logit_range": "no_validation",  # check_logit_range: "auto", (l_min, l_max) or None
-        "final": [StrOptions({"topk", "sample"})],
-        "reference_size": [Interval(Integral, 1, None, closed="left"), None],
-        "seed": [Integral],
-        "callback": [callable, None],
-        "eval_every": [Interval(Integral, 1, None, closed="left")],
-        "patience": [Interval(Integral, 0, None, closed="left"), None],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "start_patience": [Interval(Integral, 0, None, closed="left"), None],
-        "lr_schedule": [StrOptions({"constant", "cosine"})],
-        "relaxed_iter": [Interval(Integral, 1, None, closed="left"), None],
-        "n_threads": [Interval(Integral, 1, None, closed="left"), None],
-        "progress": ["boolean"],
-    }
+    # the constructor and its defaults: DataMaskParams (core.params), read without scikit-learn;
+    # the checks of every parameter, here and in every config: core.constraints (one table)
+    _parameter_constraints: dict = PARAMETER_CONSTRAINTS
+    _solver_constraints: dict = SOLVER_CONSTRAINTS
 
     def _check_params(self, n_rows):
         """The parameters (``get_params``), checked; S (None under a token budget)
         and the rows left after pruning."""
         p = self.get_params(deep=False)
-        check_params(p)
+        constraints.check_params(p)  # (the one check: core.constraints)
+        self.solver_params_ = solver_settings(p["solver_params"])
         S = check_budget(n_rows, ratio=p["ratio"], budget=p["budget"], tokens=p["token_budget"], prune=p["prune"])
         return p, S, rows_after_pruning(n_rows, p["prune"])
 
@@ -350,11 +278,13 @@ class DataMask(DataMaskParams, BaseEstimator):
         -------
         self
         """
-        if self.n_threads is None:
+        given = self.solver_params if isinstance(self.solver_params, dict) else {}  # (checked in _fit)
+        n_threads = given.get("n_threads", SOLVER_PARAMS["n_threads"])
+        if n_threads is None:
             return self._fit(embeddings, quality, lengths)
         from threadpoolctl import threadpool_limits
 
-        with threadpool_limits(limits=int(self.n_threads)):
+        with threadpool_limits(limits=int(n_threads)):
             return self._fit(embeddings, quality, lengths)
 
     def _fit(self, embeddings, quality, lengths=None):
@@ -382,8 +312,9 @@ class DataMask(DataMaskParams, BaseEstimator):
             n_keep = int(cand.shape[0])
         div = get_diversity(self.diversity)
         reference = None
-        if div.uses_reference and self.reference_size is not None and self.reference_size < N:
-            reference = default_rng(xp, self.seed).subset(N, int(self.reference_size))
+        ref_size = self.solver_params_.reference_size
+        if div.uses_reference and ref_size is not None and ref_size < N:
+            reference = default_rng(xp, self.seed).subset(N, int(ref_size))
         objective = Objective(embeddings, qn, self.lam, div, reference, norms=scale)
         qc = qn[cand]
         lengths_c = None
@@ -398,7 +329,7 @@ class DataMask(DataMaskParams, BaseEstimator):
         mask = xp.zeros(N, dtype=bool)
         mask[cand[rows]] = True
         fitted = dict.fromkeys(FITTED)  # every fitted attribute, on every fit
-        fitted.update(state.fitted)
+        fitted.update(state.fitted, solver_params=self.solver_params_)
         fitted.update(
             mask=mask,
             budget=int(rows.shape[0]),

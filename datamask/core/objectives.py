@@ -21,9 +21,9 @@ from .validate import check_inputs, check_mask, needs_rescale, unit_rows
 def _defaults() -> dict:
     import inspect
 
-    from .params import DataMaskParams
+    from .params import SOLVER_PARAMS, DataMaskParams
 
-    return {k: p.default for k, p in inspect.signature(DataMaskParams.__init__).parameters.items()}
+    return {**SOLVER_PARAMS, **{k: p.default for k, p in inspect.signature(DataMaskParams.__init__).parameters.items()}}
 
 
 _FIT_DEFAULTS = _defaults()  # evaluate() scores DataMask()'s objective unless told otherwise

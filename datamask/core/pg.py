@@ -217,7 +217,7 @@ class PolicyGradient:
     # ----------------------------------------------------------------- set-up
     def batch_rows(self, n, minimum):
         """Rows per batch-updating step out of ``n`` (:func:`batch_rows` of the parameters)."""
-        return batch_rows(n, minimum, self.est.batch_ratio, self.est.batch_max)
+        return batch_rows(n, minimum, self.est.solver_params_.batch_ratio, self.est.solver_params_.batch_max)
 
     def init_logits(self, qc, xp):
         state = self.state
@@ -267,15 +267,15 @@ class PolicyGradient:
             passes.refresh()
         self.steps = self.known_budget()
         if self.steps is None:
-            self.steps = step_budget(est.steps, n, S_b, int(est.group_size))
-        cosine = self.steps if est.lr_schedule == "cosine" else None
+            self.steps = step_budget(est.solver_params_.steps, n, S_b, int(est.solver_params_.group_size))
+        cosine = self.steps if est.solver_params_.lr_schedule == "cosine" else None
         return Step(
             xp=xp,
             L=L,
             rows=rows,
             qc=qc,
             S_b=S_b,
-            G=int(est.group_size),
+            G=int(est.solver_params_.group_size),
             lam=float(est.lam),
             lr=state.lr,
             rng=rng,
@@ -290,8 +290,8 @@ class PolicyGradient:
     def known_budget(self):
         """The step budget when it does not depend on the batch shape: ``steps``, or a
         solver's start's short polish; None otherwise (:meth:`build` chooses it)."""
-        if self.est.steps is not None:
-            return int(self.est.steps)
+        if self.est.solver_params_.steps is not None:
+            return int(self.est.solver_params_.steps)
         if self.state.init in SOLVED_STARTS:  # a solver's answer: a short polish
             return int(self.state.div.start_steps)
         return None
@@ -355,7 +355,7 @@ class PolicyGradient:
                     t = self.t
                     if self.bar is not None:
                         self.bar.update()
-                    if t % int(est.eval_every) == 0 or t == steps or t == self.tracker.start_patience:
+                    if t % int(est.solver_params_.eval_every) == 0 or t == steps or t == self.tracker.start_patience:
                         self.stopped = self.tracker.evaluate(t, step.L, self.bar)
                 if not self.stopped and self.t >= steps:
                     self.stopped, self.tracker.stopped_by = True, "steps"
@@ -382,7 +382,7 @@ class PolicyGradient:
         self.n_steps = self.t
         self.L = self.logits
         self.graph_mode = self.runner.mode if self.runner is not None else "none"
-        if est.final == "sample":
+        if est.solver_params_.final == "sample":
             # step 0 is never a training step: its draw is the final sample's own
             rng = self._rng(xp) if self.step is None else self.step.rng
             L = xp.maximum(self.L, self.L.max() - LOGIT_SPAN)

@@ -71,7 +71,7 @@ def optimizer_record(est, fitted: dict, method: str) -> dict:
     if method == "datamask" and start == "relaxed":
         iterations = fitted.get("relaxed_iter")
     gain = end - begin if math.isfinite(end) and math.isfinite(begin) else 0.0
-    improved = bool(steps > 0 and gain > float(est.tol) * max(abs(begin), 1e-12))
+    improved = bool(steps > 0 and gain > float(est.solver_params_.tol) * max(abs(begin), 1e-12))
     return {
         "method": method,
         "start": start,

@@ -52,9 +52,9 @@ def fit_relaxed(state, Ec, qc, xp):
 def fit_pg(state, E, scale, qc, xp):
     """pg from its start (:func:`datamask.core.start.start_solver`) until it stops."""
     est = state.est
-    state.lr = float(est.lr) if est.lr is not None else state.div.lr
+    state.lr = float(est.solver_params_.lr) if est.solver_params_.lr is not None else state.div.lr
     tokens = state.lengths is not None
-    state.init = est.init if est.init is not None else state.div.default_init(tokens)
+    state.init = est.solver_params_.init if est.solver_params_.init is not None else state.div.default_init(tokens)
     state.div.check_start(state.init, tokens)  # the resolved start, checked against the objective
     run, pilot = start_solver(state, E, scale, qc, xp)
     run.advance(run.steps)

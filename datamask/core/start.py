@@ -100,7 +100,9 @@ def solve_relaxed(state, Ec, qc, xp):
     :func:`datamask.core.relaxed.frank_wolfe`, or under a token budget of
     :func:`datamask.core.relaxed_tokens.frank_wolfe_tokens`)."""
     est, t, T, S = state.est, state.lengths, state.token_budget, state.S
-    cap = int(est.relaxed_iter if est.relaxed_iter is not None else state.div.relaxed_iter)
+    cap = int(
+        est.solver_params_.relaxed_iter if est.solver_params_.relaxed_iter is not None else state.div.relaxed_iter
+    )
     trace = state.fitted["start_history"] = []
     if t is None:
         x, best, it = frank_wolfe(Ec, qc, S, est.lam, state.div.relaxed_terms, max_iter=cap, trace=trace)
@@ -155,7 +157,7 @@ def start_solver(state, E, scale, qc, xp):
     resolved by :func:`pilot` (uniform init: no pilot, range unused); sets
     ``state.start_scores`` and ``state.logit_range``."""
     state.start_scores = start_scores(state, E, scale, qc, xp)
-    lr = state.est.logit_range
+    lr = state.est.solver_params_.logit_range
     chosen = lr if lr is not None else state.div.default_logit_range(state.init)
     if isinstance(chosen, str) and state.init != "uniform":
         return pilot(state, E, scale, qc, xp)

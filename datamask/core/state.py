@@ -39,6 +39,7 @@ FITTED = (
     "stopped_by",
     "start_history",
     "optimizer",
+    "solver_params",
 )
 
 

@@ -22,9 +22,9 @@ def start_patience(est, init, div):
     """``start_patience``, or for None the objective's (``div.start_patience`` steps) from a
     solver's start (relaxed, stochastic greedy); never from quality or uniform (a start pg
     is meant to leave), nor with ``patience=None`` (no early stopping at all)."""
-    if est.start_patience is not None:
-        return int(est.start_patience)
-    return int(div.start_patience) if init in SOLVED_STARTS and est.patience is not None else None
+    if est.solver_params_.start_patience is not None:
+        return int(est.solver_params_.start_patience)
+    return int(div.start_patience) if init in SOLVED_STARTS and est.solver_params_.patience is not None else None
 
 
 class BestMask:
@@ -59,9 +59,11 @@ class BestMask:
         state, est = self.state, self.est
         if state.callback is not None and bool(state.callback(est, rec)):
             self.stopped_by = "callback"
-        elif self.no_gain_on_start(rec["step"], est.tol):
+        elif self.no_gain_on_start(rec["step"], est.solver_params_.tol):
             self.stopped_by = "start"
-        elif est.patience is not None and self.stalled(int(est.patience), est.tol):
+        elif est.solver_params_.patience is not None and self.stalled(
+            int(est.solver_params_.patience), est.solver_params_.tol
+        ):
             self.stopped_by = "patience"
         return self.stopped_by is not None
 

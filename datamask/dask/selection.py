@@ -213,7 +213,7 @@ def _evaluate_part(df, partition_info=None, *, cfg, selected):
     cols = Columns.from_config(cfg)
     E, q = check_table(part_table(df, cols, p.where, p.first_row), p.where, cols, p.first_row)
     mask = np.asarray(df[selected].to_numpy(), dtype=bool) if selected in df.columns else np.ones(len(df), bool)
-    tcol = tokens_column_of(cfg, df.columns)  # --tokens-column, else token_count / n_tokens
+    tcol = tokens_column_of(cfg, df.columns)  # tokens_column, else token_count / n_tokens
     tok = df[tcol].to_numpy(dtype=np.float64) if tcol is not None else None
     if mask.any():
         row.update(
@@ -224,7 +224,7 @@ def _evaluate_part(df, partition_info=None, *, cfg, selected):
                 tok,
                 lam=cfg.lam,
                 diversity=cfg.diversity,
-                reference_size=cfg.reference_size,
+                reference_size=cfg.solver("reference_size"),
                 seed=split_seed(cfg.seed, p.identity),
             )
         )

@@ -104,7 +104,7 @@ def get_texts(df, column: str = "text", *, errors: str = "strict") -> tuple[list
     if column not in df.columns:
         raise ValueError(
             f"text column {column!r} is missing; the input has columns {list(df.columns)} "
-            "(pass the right name with --text-column)"
+            "(pass the right name with --set text_column=NAME)"
         )
     s = to_pandas(df[column]) if is_cudf(df) else df[column]
     # Arrow-backed strings were validated as UTF-8 when the Arrow array was built.

@@ -108,7 +108,9 @@ def prunes(method: str) -> bool:
 
 def score(E, q, mask, cfg, seed=0):
     """The split's objective of any selection (dict of floats)."""
-    rec = evaluate(E, q, mask, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.reference_size, seed=seed)
+    rec = evaluate(
+        E, q, mask, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.solver("reference_size"), seed=seed
+    )
     return {k: float(v) for k, v in rec.items()}
 
 

@@ -268,7 +268,7 @@ def select_semdedup(E, q, cfg, seed, budget, table=None):
     if rows.shape[0] < S:
         raise ValueError(
             f"SemDeDup with eps={eps:g} keeps {rows.shape[0]} rows, fewer than the budget {S}; "
-            "lower --eps or leave it unset to tune it to the budget"
+            "lower eps (--set eps=X) or leave it unset to tune it to the budget"
         )
     if rows.shape[0] > S:
         rows = np.random.default_rng(seed % 2**63).choice(rows, size=S, replace=False)

@@ -15,16 +15,16 @@ import hashlib
 import inspect
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from ..core.budget import check_token_budget
 from ..core.diversity import DIVERSITIES
 from ..core.params import METHODS as ESTIMATOR_METHODS
-from ..core.params import DataMaskParams
+from ..core.params import SOLVER_PARAMS, DataMaskParams
 from ..errors import ConfigError
 from ..methods import REGISTRY
-from .flags import type_words, with_flag
-from .presets import PRESETS, preset_help, with_preset
+from .flags import parse_solver_params, type_words, with_flag
+from .presets import PRESETS, with_preset
 
 __all__ = [
     "option",
@@ -50,11 +50,12 @@ _NOT_CONFIG = {"seed", "callback", "progress", "token_budget", "method"}
 METHODS = tuple(REGISTRY)
 
 
-def option(default, help, choices=None, group="selection", result=True, parse=None):
+def option(default, help, choices=None, group="selection", result=True, parse=None, metavar=None):
     """A dataclass field with CLI metadata. ``result``: changes the output (fingerprinted);
-    ``parse``: converts a YAML value or flag string (instead of the field's type). Every
-    config's fields are made by it (the tables below call it ``_f``, short)."""
-    meta = {"help": help, "choices": choices, "group": group, "result": result}
+    ``parse``: converts a YAML value or flag string (instead of the field's type); ``metavar``:
+    its value in the usage (default: by type, ``--split-size N``). Every config's fields are
+    made by it (the tables below call it ``_f``, short)."""
+    meta = {"help": help, "choices": choices, "group": group, "result": result, "metavar": metavar}
     if parse is not None:
         meta["parse"] = parse
     return field(default=default, metadata=meta)
@@ -97,19 +98,22 @@ class StageConfig:
         "environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID...)",
         group="data",
         result=False,
+        metavar="JSON",
     )
     id_column: str = _f("id", "name of the unique document id column", group="data")
-    split_size: int = _f(1_000_000, "maximum rows per split (the paper's split; one Dask partition)", group="data")
+    split_size: int = _f(1_000_000, "most rows per split (the paper's split)", group="data")
     # --- output
     overwrite: bool = _f(
         False, "delete an existing output directory's results and start over", group="output", result=False
     )
     # --- dask (the Dask scheduler and workers that run the splits)
-    device: str = _f("auto", "where the splits run", choices=("auto", "cpu", "gpu"), group="dask")
+    device: str = _f("auto", "where the splits run: auto, cpu, gpu", choices=("auto", "cpu", "gpu"), group="dask")
     scheduler: str | None = _f(
-        None, "address of an existing Dask scheduler (tcp://host:8786)", group="dask", result=False
+        None, "address of an existing Dask scheduler (tcp://host:8786)", group="dask", result=False, metavar="ADDRESS"
     )
-    scheduler_file: str | None = _f(None, "scheduler file of an existing Dask cluster", group="dask", result=False)
+    scheduler_file: str | None = _f(
+        None, "scheduler file of an existing Dask cluster", group="dask", result=False, metavar="PATH"
+    )
     n_workers: int | None = _f(
         None, "workers of the embedded local cluster (default: cores)", group="dask", result=False
     )
@@ -119,11 +123,16 @@ class StageConfig:
     connect_timeout: float = _f(10.0, "seconds to wait for a scheduler and a worker", group="dask", result=False)
     quiet: bool = _f(False, "no progress bars", group="dask", result=False)
 
+    #: the fields with a command-line flag of their own (None: all); the others are ``--set KEY=VALUE``
+    FLAGS: ClassVar[tuple | None] = None
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_dict(cls, d: dict, source: str = "config"):
         d = dict(d)
         check_keys(cls, d, source)
+        if d.get("solver_params") is not None:  # (a file or JSON text: read before a preset merges into it)
+            d["solver_params"] = parse_solver_params(d["solver_params"])
         if "preset" in d and any(f.name == "preset" for f in fields(cls)):
             d = with_preset(d)
         kw = {}
@@ -178,6 +187,26 @@ class StageConfig:
 
 @dataclass
 class SelectConfig(StageConfig):
+    FLAGS: ClassVar[tuple] = (
+        "preset",
+        "method",
+        "ratio",
+        "budget",
+        "tokens",
+        "token_ratio",
+        "tokenizer",
+        "lam",
+        "diversity",
+        "prune",
+        "near_duplicate",
+        "solver_params",
+        "seed",
+        "split_size",
+        "holdout",
+        "exclude",
+        "keep_all",
+        "overwrite",
+    )
     # --- data
     embedding_column: str = _f("embedding", "name of the embedding column (list of floats)", group="data")
     quality_column: str = _f("quality", "name of the quality score column (higher is better)", group="data")
@@ -185,21 +214,20 @@ class SelectConfig(StageConfig):
     # --- selection
     preset: str | None = _f(
         None,
-        f"a named recipe; paper: the DATAMASK paper's final one ({preset_help('paper')}); a setting "
-        "given beside it overrides it",
+        "a named recipe, DataMask(**PRESETS[name]): default (ours) or paper (the DATAMASK paper's final one); "
+        "a setting given beside it overrides it (docs/design.md)",
         choices=tuple(PRESETS),
     )
-    method: str = _f("datamask", "selection method", choices=METHODS)
+    method: str = _f("datamask", f"selection method: {', '.join(METHODS)}", choices=METHODS)
     ratio: float | None = _f(
         _DM["ratio"],
-        "fraction of each split to keep, in (0, 1) (null: unset, e.g. to "
-        "give a workflow's select a token budget instead)",
+        "fraction of each split to keep, in (0, 1) (null: unset, for a token budget instead)",
     )
     budget: int | None = _f(_DM["budget"], "rows to keep per split (overrides ratio)")
     tokens: int | None = _f(
         None,
-        "token budget for the whole corpus instead of rows (200000, 2e5, 200k, 1.5B, "
-        "1.5T), shared out to the splits by their tokens (docs/tokens.md)",
+        "token budget of the whole corpus instead of rows (200000, 2e5, 200k, 1.5B), shared out to the "
+        "splits (docs/tokens.md)",
         parse=parse_tokens,
     )
     token_ratio: float | None = _f(None, "token budget as a fraction of the corpus's tokens, in (0, 1]")
@@ -210,58 +238,28 @@ class SelectConfig(StageConfig):
     )
     tokenizer: str | None = _f(
         None,
-        "tokenizer.json (or folder) that counts the tokens (over any token_count/n_tokens column; a search's proxies "
-        "train in it too); unset: a token-count column, else whitespace words",
+        "tokenizer.json (or folder) that counts the tokens (unset: a token-count column, else whitespace words; "
+        "a search's proxies train in it)",
+        metavar="PATH",
     )
     text_column: str = _f(
         "text", "text column, read only to count tokens when no token-count column is present", group="data"
     )
     lam: float = _f(_DM["lam"], "weight of quality against diversity, in [0, 1]")
-    diversity: str = _f(_DM["diversity"], "diversity metric", choices=tuple(DIVERSITIES))
-    group_size: int = _f(_DM["group_size"], "masks sampled per policy-gradient step")
-    lr: float | None = _f(_DM["lr"], "policy-gradient step size (default: 3, or 1 for facility location)")
-    steps: int | None = _f(
-        _DM["steps"],
-        "maximum policy-gradient steps (null: scaled with the split and the ratio, 5000 to 50000; docs/defaults.md)",
-    )
-    batch_ratio: float | None = _f(_DM["batch_ratio"], "fraction of rows per step (batch updating)")
-    batch_max: int | None = _f(
-        _DM["batch_max"], "most rows per step (caps batch_ratio; null: no cap, the paper's recipe)"
-    )
+    diversity: str = _f(_DM["diversity"], f"diversity metric: {', '.join(DIVERSITIES)}", choices=tuple(DIVERSITIES))
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
     near_duplicate: float | None = _f(
         _DM["near_duplicate"],
         "drop candidates with a better candidate at cosine >= this before optimising (null: keep them, "
         "the paper's recipe; docs/diversity.md)",
     )
-    init: str | None = _f(
-        _DM["init"],
-        "pg's initial logits: from the relaxed solution, stochastic greedy (facility), quality (the paper's) "
-        "or uniform (null: relaxed for pairwise and disf, stochastic_greedy for facility; docs/defaults.md)",
-        choices=("relaxed", "quality", "uniform", "stochastic_greedy"),
+    solver_params: dict | None = _f(
+        None,
+        "the optimiser's fine controls (DataMask's solver_params): inline JSON ('{\"steps\": 500}') or a "
+        f".json/.yaml file; keys: {', '.join(SOLVER_PARAMS)}",
+        parse=lambda v, name: parse_solver_params(v, name),
     )
-    logit_range: tuple | None = _f(
-        _DM["logit_range"],
-        "l_min,l_max the initial scores are mapped onto (null: 0,4 for init relaxed; for quality a short "
-        "pilot picks 0,2 or 0,16, and 0,2 for facility)",
-    )
-    final: str = _f(_DM["final"], "final mask", choices=("topk", "sample"))
-    reference_size: int | None = _f(_DM["reference_size"], "facility location reference sample size")
-    eval_every: int = _f(_DM["eval_every"], "steps between exact evaluations")
-    patience: int | None = _f(_DM["patience"], "evaluations without improvement before stopping")
-    tol: float = _f(_DM["tol"], "relative improvement counted as progress")
-    start_patience: int | None = _f(
-        _DM["start_patience"],
-        "steps pg gets to improve on a solver's start before it returns it (null: the objective's, "
-        "20 for pairwise, 0 for facility and disf; docs/defaults.md)",
-    )
-    lr_schedule: str = _f(_DM["lr_schedule"], "step-size schedule", choices=("constant", "cosine"))
-    relaxed_iter: int | None = _f(
-        _DM["relaxed_iter"],
-        "Frank-Wolfe iteration cap (method relaxed, and pg's relaxed start; null: 100, 20 for disf)",
-    )
-    n_threads: int | None = _f(_DM["n_threads"], "BLAS threads per split", result=False)
-    seed: int = _f(0, "base seed; each split's seed derives from it and the split's identity")
+    seed: int = _f(0, "base seed (a split's own derives from it and the split)")
     # --- baselines (datamask.methods: --method semdedup / quadmix)
     eps: float | None = _f(
         None,
@@ -287,15 +285,13 @@ class SelectConfig(StageConfig):
     keep_all: bool = _f(False, "write every row with `selected` and `datamask_logit` columns", group="output")
     holdout: float = _f(
         0.0,
-        "fraction of every split set aside (seeded) before any method sees it, written to "
-        "OUTPUT/holdout/: an evaluation set for datamask proxy-lm",
+        "fraction of every split set aside (seeded) as OUTPUT/holdout/, an evaluation set no method sees",
         group="output",
     )
     exclude: list | None = _f(
         None,
-        "evaluation or held-out sets (Parquet/JSONL, e.g. held/holdout/ or a search's --eval) kept out of the "
-        "selection: every input row whose exact text is in one, or whose id is in a datamask holdout "
-        "(OUTPUT/holdout/), is removed before the method sees its split; counted in the manifest",
+        "evaluation or held-out sets (Parquet/JSONL) kept out of the selection: rows of the same text, or the "
+        "ids of a datamask holdout (OUTPUT/holdout/), are removed first",
         group="data",
         parse=lambda v, name: [str(x) for x in ([v] if isinstance(v, str) else v)],
     )
@@ -306,12 +302,14 @@ class SelectConfig(StageConfig):
         if self.preset is not None and not getattr(self, "_preset_merged", False):
             # built in Python: the preset fills the settings left at their defaults
             for k, v in with_preset({"preset": self.preset}).items():
-                if getattr(self, k) == _default_of(type(self), k):
+                if k == "solver_params":  # key by key: the keys given stay
+                    self.solver_params = {**v, **(self.solver_params or {})}
+                elif getattr(self, k) == _default_of(type(self), k):
                     setattr(self, k, v)
             self._preset_merged = True
         if self.ratio is None and not self.budget_in_tokens:
             self.ratio = _DM["ratio"]  # null: the default
-        from ..core.estimator import check_params  # (scikit-learn's constraints: imported when a config is built)
+        from ..core.constraints import check_params  # (scikit-learn's constraints: imported when a config is built)
 
         try:  # the estimator's own check of every parameter it takes
             check_params(self.estimator_params(0))
@@ -334,7 +332,7 @@ class SelectConfig(StageConfig):
     def _check_tokens(self):
         if self.tokens_column and self.tokenizer:
             raise ConfigError(
-                f"give --tokens-column ({self.tokens_column}) or --tokenizer ({self.tokenizer}), not both: "
+                f"give a tokens_column ({self.tokens_column}) or --tokenizer ({self.tokenizer}), not both: "
                 "one counts the tokens"
             )
         if self.tokens is None and self.token_ratio is None:
@@ -367,9 +365,19 @@ class SelectConfig(StageConfig):
         ``relaxed``), else ``datamask``, unless given."""
         params = {k: getattr(self, k) for k in _DM if k not in _NOT_CONFIG}
         params["method"] = method or (self.method if self.method in ESTIMATOR_METHODS else "datamask")
-        params["logit_range"] = tuple(self.logit_range) if self.logit_range is not None else None
+        params["solver_params"] = dict(self.solver_params) if self.solver_params else None
         params["seed"] = int(seed)
         return params
+
+    def solver(self, name: str):
+        """``solver_params[name]``, or its default (:data:`~datamask.core.params.SOLVER_PARAMS`)."""
+        return (self.solver_params or {}).get(name, SOLVER_PARAMS[name])
+
+    def result_dict(self) -> dict:
+        d = super().result_dict()
+        if d.get("solver_params"):  # BLAS threads change the time, not the selection
+            d["solver_params"] = {k: v for k, v in d["solver_params"].items() if k != "n_threads"} or None
+        return d
 
 
 def _default_of(cls, name: str):
@@ -401,7 +409,11 @@ def check_keys(cls, d: dict, source: str = "config"):
     names = {f.name for f in fields(cls)}
     unknown = sorted(set(d) - names)
     if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(names))}")
+        moved = [k for k in unknown if k in SOLVER_PARAMS and "solver_params" in names]
+        hint = f"; {', '.join(moved)} {'is a key' if len(moved) == 1 else 'are keys'} of solver_params" if moved else ""
+        raise ConfigError(
+            f"{source}: unknown key(s) {', '.join(unknown)}{hint}; valid keys: {', '.join(sorted(names))}"
+        )
 
 
 def parse_value(f: dataclasses.Field, v: Any, source: str = "config"):

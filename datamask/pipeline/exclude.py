@@ -129,7 +129,7 @@ def _set_rows(spec: str, id_column: str | None, text_column: str) -> tuple[list,
         names = table.schema.names
         if text_column not in names and (id_column is None or id_column not in names):
             raise DataError(
-                f"{where}: no text column {text_column!r} (columns: {', '.join(names)}); pass --text-column NAME"
+                f"{where}: no text column {text_column!r} (columns: {', '.join(names)}); pass --set text_column=NAME"
             )
         rows += table.num_rows
         if text_column in names:

@@ -327,7 +327,7 @@ def inspect_file(f: InputFile, cols: Columns, partition_on=None):
             f"--{ {cols.id: 'id', cols.embedding: 'embedding', cols.quality: 'quality'}[missing[0]] }-column NAME"
         )
     if partition_on and partition_on not in row:
-        raise DataError(f"{f.rel}: --partition-on column {partition_on!r} is missing on line 1")
+        raise DataError(f"{f.rel}: partition_on column {partition_on!r} is missing on line 1")
     emb = row[cols.embedding]
     if not isinstance(emb, list):
         raise DataError(f"{f.rel}: column {cols.embedding!r} on line 1 is not a list of floats")

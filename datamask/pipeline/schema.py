@@ -65,11 +65,11 @@ def check_schema(schema: pa.Schema, where: str, cols: Columns, partition_on=None
     if missing:
         raise DataError(
             f"{where}: missing column {missing[0]!r} (columns: {', '.join(schema.names)}); "
-            f"rename it or pass --{_flag(cols, missing[0])} NAME"
+            f"rename it or pass --set {_flag(cols, missing[0])}=NAME"
         )
     if partition_on and partition_on not in schema.names:
         raise DataError(
-            f"{where}: --partition-on column {partition_on!r} is missing (columns: {', '.join(schema.names)})"
+            f"{where}: partition_on column {partition_on!r} is missing (columns: {', '.join(schema.names)})"
         )
     et = schema.field(cols.embedding).type
     try:
@@ -87,7 +87,7 @@ def check_schema(schema: pa.Schema, where: str, cols: Columns, partition_on=None
 
 
 def _flag(cols, name):
-    return {cols.id: "id-column", cols.embedding: "embedding-column", cols.quality: "quality-column"}[name]
+    return {cols.id: "id_column", cols.embedding: "embedding_column", cols.quality: "quality_column"}[name]
 
 
 def _first(mask_np):
@@ -213,7 +213,7 @@ class TextColumns:
 
     def hint(self, name):
         if name in (self.id, self.text):
-            return f"rename it or pass --{'id' if name == self.id else 'text'}-column NAME"
+            return f"rename it or pass --set {'id' if name == self.id else 'text'}_column=NAME"
         return "add the column or fix the column names in --scores / --domain-weights / --domain-column"
 
 

@@ -41,7 +41,7 @@ def duplicate_ids_message(column: str, n_values: int, example, at: list) -> str:
     """The one-line duplicate-id error, for the corpus-wide check and the per-split one."""
     return (
         f"column {column!r} has duplicate ids ({n_values} values repeat, e.g. {example!r} at "
-        f"{' and '.join(at)}); deduplicate the input or pass --dedupe-ids to keep the first"
+        f"{' and '.join(at)}); deduplicate the input or pass --set dedupe_ids=true to keep the first"
     )
 
 

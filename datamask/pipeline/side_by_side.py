@@ -89,8 +89,8 @@ def split_side_by_side(E, q, mask, cfg, seed, *, budget, where="", table=None) -
         masks[m] = select_mask(E, q, cfg, seed, where, table=table, method=m, budget=budget)
     largest = max(int(mk.sum()) for mk in masks.values())
     card = Scorecard(
-        E, q, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.reference_size, seed=seed,
-        sample=score_sample(largest, cfg.reference_size),  # bounded: sample x selected pairs
+        E, q, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.solver("reference_size"), seed=seed,
+        sample=score_sample(largest, cfg.solver("reference_size")),  # bounded: sample x selected pairs
         diversities=("pairwise", "facility"), norms="own",
     )  # fmt: skip
     out = {}

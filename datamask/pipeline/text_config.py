@@ -8,6 +8,7 @@ and domain columns (``_same``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..errors import ConfigError
 from .config import SelectConfig, StageConfig, _f, _same
@@ -25,6 +26,19 @@ class TextStageConfig(StageConfig):
 @dataclass
 class EmbedConfig(TextStageConfig):
     """``datamask embed``: text in, an L2-normalised ``embedding`` column added."""
+
+    FLAGS: ClassVar[tuple] = (
+        "model",
+        "backend",
+        "batch_size",
+        "max_length",
+        "chunk",
+        "dtype",
+        "compute",
+        "cache_dir",
+        "split_size",
+        "overwrite",
+    )
 
     embedding_column: str = _same(SelectConfig, "embedding_column")
     model: str | None = _f(
@@ -80,6 +94,20 @@ class EmbedConfig(TextStageConfig):
 class ScoreConfig(TextStageConfig):
     """``datamask score``: component scores normalised over the corpus and summed into ``quality``."""
 
+    FLAGS: ClassVar[tuple] = (
+        "scores",
+        "heuristics",
+        "fasttext",
+        "fasttext_label",
+        "normalize",
+        "domain_column",
+        "domain_weights",
+        "bins",
+        "tokenizer",
+        "split_size",
+        "overwrite",
+    )
+
     quality_column: str = _same(SelectConfig, "quality_column")
     scores: str | None = _f(
         None, "existing score columns and weights, NAME:WEIGHT,NAME:WEIGHT (e.g. fineweb_edu:1,dclm:1)", group="score"
@@ -124,6 +152,19 @@ class ScoreConfig(TextStageConfig):
 @dataclass
 class DedupConfig(TextStageConfig):
     """``datamask dedup``: duplicate groups found across the whole corpus, one row kept per group."""
+
+    FLAGS: ClassVar[tuple] = (
+        "kind",
+        "ngram",
+        "num_perm",
+        "bands",
+        "threshold",
+        "eps",
+        "n_clusters",
+        "keep_all",
+        "split_size",
+        "overwrite",
+    )
 
     quality_column: str = _same(SelectConfig, "quality_column")
     embedding_column: str = _same(SelectConfig, "embedding_column")

@@ -6,7 +6,7 @@ gets them from :func:`split_lengths` (or :func:`known_lengths`) and hands them o
 methods receive them in their :class:`~datamask.methods.registry.Budget` and never read a
 column or count a text themselves. The budget's checks are :mod:`datamask.core.budget`'s.
 
-Counts come from ``--tokens-column``, else from the text column with ``--tokenizer`` when one
+Counts come from ``tokens_column``, else from the text column with ``--tokenizer`` when one
 is given (a search's proxies then train in the same tokens), else from ``token_count`` when the
 input has it (as FineWeb does) or ``n_tokens`` (``datamask score``'s whitespace words), else
 counted as whitespace words. A budget of T
@@ -50,7 +50,7 @@ __all__ = [
     "check_prune_left",
 ]
 
-# Token-count columns used when --tokens-column is not given, in this order (FineWeb's, then
+# Token-count columns used when tokens_column is not given, in this order (FineWeb's, then
 # datamask score's).
 AUTO_TOKEN_COLUMNS = ("token_count", "n_tokens")
 
@@ -77,14 +77,14 @@ def split_lengths(table: pa.Table, cfg, where: str, first_row: int = 0):
     names = table.schema.names
     col = tokens_column_of(cfg, names)
     if col is None and cfg.tokens_column:
-        raise DataError(f"{where}: missing column {cfg.tokens_column!r} (--tokens-column); columns: {', '.join(names)}")
+        raise DataError(f"{where}: missing column {cfg.tokens_column!r} (tokens_column); columns: {', '.join(names)}")
     if col is not None:
         return _checked_counts(table.column(col), where, col, first_row), f"column {col}"
     text = cfg.text_column
     if text not in names:
         raise DataError(
             f"{where}: no token counts: none of the columns {', '.join(AUTO_TOKEN_COLUMNS)} and no text column "
-            f"{text!r} to count them from; pass --tokens-column NAME or --text-column NAME"
+            f"{text!r} to count them from; pass --set tokens_column=NAME or --set text_column=NAME"
         )
     from ..features.text import count_tokens
 
@@ -109,7 +109,7 @@ def _checked_counts(column, where: str, name: str, first_row: int) -> np.ndarray
         i = int(np.flatnonzero(~np.asarray(arr.is_valid()))[0])
         raise DataError(f"{where} row {first_row + i}: column {name!r} is null; every row needs a token count")
     if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
-        raise DataError(f"{where}: column {name!r} holds {arr.type}, not token counts; pass --tokens-column NAME")
+        raise DataError(f"{where}: column {name!r} holds {arr.type}, not token counts; pass --set tokens_column=NAME")
     v = arr.to_numpy(zero_copy_only=False).astype(np.float64)
     bad = ~np.isfinite(v) | (v < 0) | (v != np.floor(v))
     if bad.any():

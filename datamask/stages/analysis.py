@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import ConfigError, DataError
 from ..pipeline.config import METHODS, SelectConfig, StageConfig
@@ -32,6 +33,15 @@ __all__ = [
 
 @dataclass
 class ClusterConfig(StageConfig):
+    FLAGS: ClassVar[tuple] = (
+        "n_clusters",
+        "sample_fraction",
+        "kmeans_backend",
+        "by_cluster",
+        "seed",
+        "split_size",
+        "overwrite",
+    )
     embedding_column: str = _f("embedding", "name of the embedding column (list of floats)", group="data")
     quality_column: str = _f("quality", "quality column for the statistics (skipped when absent)", group="data")
     tokens_column: str = _f("n_tokens", "token-count column for the statistics (skipped when absent)", group="data")
@@ -65,6 +75,28 @@ class ClusterConfig(StageConfig):
 
 @dataclass
 class CompareConfig(SelectConfig):
+    FLAGS: ClassVar[tuple] = (
+        "methods",
+        "preset",
+        "ratio",
+        "budget",
+        "tokens",
+        "token_ratio",
+        "tokenizer",
+        "lam",
+        "diversity",
+        "prune",
+        "near_duplicate",
+        "solver_params",
+        "seed",
+        "split_size",
+        "holdout",
+        "exclude",
+        "dedup",
+        "proxy_lm",
+        "overwrite",
+        "no_report",
+    )
     n_clusters: int | None = _f(
         None,
         "k-means clusters when the domain column is absent, shared by every split and the report's map "

@@ -2,7 +2,7 @@
 
 1. plan (client, cheap): find input files, read Parquet footers, check columns and widths,
    cut files into splits of at most ``split_size`` rows, check every split's budget;
-2. ids (Dask workers): one pass over the id column for duplicates (error or ``--dedupe-ids``);
+2. ids (Dask workers): one pass over the id column for duplicates (error or ``--set dedupe_ids=true``);
    under a token budget, one counting pass: every split's share, and the tokens ``--prune``
    leaves in it (a prune that leaves a split no more than its share is refused here);
 3. select (cluster, per split): validate on the host, run the selection method with the
@@ -149,7 +149,9 @@ class SelectStage(Select):  # name, config, help: .declared
         self.centroids_ = report_centroids(self.cfg, self.cols, out.state)
 
     def steps_per_split(self):
-        return int(self.cfg.steps or MIN_STEPS) if self.cfg.method == "datamask" else 0  # None: at least MIN_STEPS
+        return (
+            int(self.cfg.solver("steps") or MIN_STEPS) if self.cfg.method == "datamask" else 0
+        )  # None: at least MIN_STEPS
 
     def process(self, table, split):
         """Drop the corpus-wide duplicate ids and the holdout, run

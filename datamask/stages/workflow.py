@@ -23,8 +23,30 @@ def apply_overrides(raw: dict, overrides) -> dict:
         if "=" not in item:
             raise ConfigError(f"--set expects key=value, got {item!r}")
         key, value = item.split("=", 1)
-        raw[key.strip().replace("-", "_")] = yaml.safe_load(value) if value.strip() else None
+        key, value = key.strip().replace("-", "_"), yaml.safe_load(value) if value.strip() else None
+        head, sep, sub = key.rpartition("solver_params.")
+        if sep and sub and head in ("", *(f"{n}." for n in _stage_names())):  # one key of the mapping
+            block = raw if not head else _mapping(raw, head[:-1], head[:-1])
+            sp = _mapping(block, "solver_params", f"{head}solver_params")
+            sp[sub] = None if isinstance(value, str) and value.lower() in ("none", "null") else value
+        else:
+            raw[key] = value
     return raw
+
+
+def _stage_names():
+    from .registry import STAGES
+
+    return list(STAGES)
+
+
+def _mapping(d: dict, key: str, name: str) -> dict:
+    """``d[key]``, a mapping (made when absent), to set one key of."""
+    if d.get(key) is None:
+        d[key] = {}
+    if not isinstance(d[key], dict):
+        raise ConfigError(f"--set {name}.KEY=VALUE needs {name} to be a mapping, not {d[key]!r}")
+    return d[key]
 
 
 def load_workflow(path, overrides=()) -> dict:

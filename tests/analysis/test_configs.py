@@ -17,26 +17,30 @@ WF = Path(__file__).resolve().parents[2] / "workflows"
 def test_paper_recipe_is_a_select_config():
     raw = load_workflow(WF / "paper_fineweb_mask.yaml", ["input=in", "output=out"])
     cfg = SelectConfig.from_dict(raw, source="paper")
-    assert 0.4 <= cfg.prune <= 0.5 and cfg.init == "quality" and cfg.diversity == "pairwise"
-    assert cfg.lam == 0.5 and cfg.group_size == 128 and cfg.split_size == 1_000_000
-    assert cfg.batch_ratio == 0.05 and cfg.steps == 10_000 and cfg.method == "datamask"
-    assert cfg.logit_range is None and cfg.estimator_params(0)["logit_range"] is None  # auto
+    assert 0.4 <= cfg.prune <= 0.5 and cfg.solver("init") == "quality" and cfg.diversity == "pairwise"
+    assert cfg.lam == 0.5 and cfg.solver("group_size") == 128 and cfg.split_size == 1_000_000
+    assert cfg.solver("batch_ratio") == 0.05 and cfg.solver("steps") == 10_000 and cfg.method == "datamask"
+    assert cfg.solver("logit_range") is None  # auto
     # the workflow is the preset: the paper's lr, no cap on a batch, no early stop
-    assert cfg.preset == "paper" and cfg.prune == 0.5 and cfg.lr == 10 and cfg.batch_max is None
-    assert cfg.patience is None and cfg.eval_every == 250
+    assert cfg.preset == "paper" and cfg.prune == 0.5 and cfg.solver("lr") == 10 and cfg.solver("batch_max") is None
+    assert cfg.solver("patience") is None and cfg.solver("eval_every") == 250  # the workflow's, beside the preset's
 
 
 def test_preset_paper_sets_the_recipe_and_given_settings_override_it():
-    cfg = SelectConfig.from_dict({"preset": "paper", "steps": 50, "batch_max": 512})
-    assert (cfg.init, cfg.lr, cfg.group_size, cfg.batch_ratio) == ("quality", 10.0, 128, 0.05)
-    assert cfg.steps == 50 and cfg.batch_max == 512  # given beside the preset, even at the default
-    assert cfg.replace(seed=3).batch_max == 512  # a replace keeps what was given
+    cfg = SelectConfig.from_dict({"preset": "paper", "solver_params": {"steps": 50, "batch_max": 512}})
+    assert tuple(cfg.solver(k) for k in ("init", "lr", "group_size", "batch_ratio")) == ("quality", 10.0, 128, 0.05)
+    assert cfg.solver("steps") == 50 and cfg.solver("batch_max") == 512  # given beside the preset, even at the default
+    assert cfg.replace(seed=3).solver("batch_max") == 512  # a replace keeps what was given
     plain = SelectConfig().validated()
-    assert plain.init is None and plain.steps is None and plain.batch_max == 512  # no preset: defaults
-    built = SelectConfig(preset="paper", steps=7).validated()  # in Python: fills what is at its default
-    assert built.init == "quality" and built.steps == 7 and built.batch_max is None
-    with pytest.raises(ConfigError, match="preset must be one of paper"):
+    assert plain.solver_params is None and plain.solver("batch_max") == 512  # no preset: defaults
+    built = SelectConfig(preset="paper", solver_params={"steps": 7}).validated()  # in Python: fills the keys not given
+    assert built.solver("init") == "quality" and built.solver("steps") == 7 and built.solver("batch_max") is None
+    assert built.estimator_params(0) == {**SelectConfig.from_dict({"preset": "paper"}).estimator_params(0),
+                                         "solver_params": built.solver_params}  # fmt: skip
+    with pytest.raises(ConfigError, match="preset must be one of default, paper"):
         SelectConfig.from_dict({"preset": "nope"})
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) steps; steps is a key of solver_params"):
+        SelectConfig.from_dict({"steps": 5})  # a 0.2 workflow's key: where it went
 
 
 def test_baselines_workflow_chains_cluster_and_compare():

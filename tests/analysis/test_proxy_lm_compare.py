@@ -72,8 +72,8 @@ def compared(text_corpus, address, tmp_path_factory):
                     str(out),
                     "--methods",
                     "datamask,topk,random",
-                    "--steps",
-                    "30",
+                    "--set",
+                    "solver_params.steps=30",
                     "--ratio",
                     "0.3",
                     "--holdout",
@@ -130,7 +130,7 @@ def test_proxy_loss_next_to_the_objective_metrics(compared):
 def test_proxy_lm_command_on_a_compare_output_resumes_its_runs(compared, tmp_path, capsys):
     """The same run as compare's by hand: same config, so every selection is reused."""
     out = compared / "proxy_lm"
-    flags = [f"--{k.replace('_', '-')}={v}" for k, v in SIZES.items()]
+    flags = [w for k, v in SIZES.items() for w in ("--set", f"{k}={v}")]
     assert (
         main(
             [
@@ -140,10 +140,10 @@ def test_proxy_lm_command_on_a_compare_output_resumes_its_runs(compared, tmp_pat
                 str(compared / "holdout"),
                 str(out),
                 *flags,
-                "--threads",
-                "1",
-                "--curve-points",
-                "2",
+                "--set",
+                "threads=1",
+                "--set",
+                "curve_points=2",
                 "--no-report",
             ]
         )
@@ -188,7 +188,7 @@ def test_proxy_lm_on_a_select_output_with_keep_all(text_corpus, address, tmp_pat
         == 0
     )
     out = tmp_path / "proxy"
-    flags = [f"--{k.replace('_', '-')}={v}" for k, v in {**SIZES, "tokens": 1024}.items()]
+    flags = [w for k, v in {**SIZES, "tokens": 1024}.items() for w in ("--set", f"{k}={v}")]
     assert (
         main(
             [
@@ -198,8 +198,8 @@ def test_proxy_lm_on_a_select_output_with_keep_all(text_corpus, address, tmp_pat
                 str(sel / "holdout"),
                 str(out),
                 *flags,
-                "--threads",
-                "1",
+                "--set",
+                "threads=1",
                 "--quiet",
                 "--no-report",
             ]

@@ -27,7 +27,7 @@ def compared(tmp_path_factory):
     root = tmp_path_factory.mktemp("cmp")
     spec = dict(load_workflow(DEMO_WORKFLOW)["corpus"], n_rows=6000, dim=32, n_files=2)
     write_corpus(root / "corpus", row_group_size=1000, **spec)
-    cfg = SelectConfig(split_size=1500, ratio=0.1, steps=300, eval_every=50, seed=0)
+    cfg = SelectConfig(split_size=1500, ratio=0.1, seed=0, solver_params=dict(steps=300, eval_every=50))
     table = run_compare(
         root / "corpus", root / "out", cfg=cfg, methods=("datamask", "topk", "random", "semdedup", "quadmix", "greedy")
     )
@@ -108,7 +108,9 @@ def test_report_of_select_output(tmp_path):
     from datamask.stages.select import SelectStage, run_select
 
     write_corpus(tmp_path / "c", n_rows=3000, dim=32, n_files=1, n_topics=8, row_group_size=1000)
-    cfg = SelectConfig(input=str(tmp_path / "c"), output=str(tmp_path / "o"), split_size=1500, steps=50, quiet=True)
+    cfg = SelectConfig(
+        input=str(tmp_path / "c"), output=str(tmp_path / "o"), split_size=1500, quiet=True, solver_params=dict(steps=50)
+    )
     with (
         LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc,
         Client(lc) as client,

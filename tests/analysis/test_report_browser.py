@@ -89,7 +89,9 @@ def test_select_report_map_draws_and_hovers(browser, corpus, tmp_path):
     from datamask.pipeline.config import SelectConfig
     from datamask.stages.select import run_select
 
-    cfg = SelectConfig(input=str(corpus), output=str(tmp_path / "o"), split_size=600, steps=40, quiet=True)
+    cfg = SelectConfig(
+        input=str(corpus), output=str(tmp_path / "o"), split_size=600, quiet=True, solver_params=dict(steps=40)
+    )
     with (
         LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc,
         Client(lc) as client,
@@ -105,7 +107,7 @@ def test_compare_report_map_draws_and_hovers(browser, corpus, tmp_path):
     from datamask.analysis.compare_run import run_compare
     from datamask.pipeline.config import SelectConfig
 
-    cfg = SelectConfig(split_size=600, ratio=0.2, steps=40, eval_every=20, seed=0)
+    cfg = SelectConfig(split_size=600, ratio=0.2, seed=0, solver_params=dict(steps=40, eval_every=20))
     run_compare(corpus, tmp_path / "o", cfg=cfg, methods=("datamask", "topk", "random"), sample_rows=800)
     _check_map(browser, tmp_path / "o" / "report" / "index.html", 800, _shots(tmp_path) / "report-compare.png")
 
@@ -161,10 +163,7 @@ def searched(tmp_path_factory):
     (root / "in").mkdir()
     pq.write_table(t, root / "in" / "corpus.parquet")
     proxy = "vocab_size=512,d_model=32,n_layers=2,n_heads=2,d_ff=64,seq_len=64,batch_size=8,lr=1e-2,eval_tokens=2000"
-    argv = ["search", str(root / "in"), str(root / "out"), "--eval", str(root / "eval"), "--trials", "4",
-            "--seeds", "1", "--verify", "0", "--steps", "20", "--ratio", "0.3", "--split-size", "200",
-            "--proxy-tokens", "4096", "--proxy-options", proxy, "--candidates", "500", "--regressor", "quadratic",
-            "--space", "lam=0:1", "--quiet", "--n-workers", "1"]  # fmt: skip
+    argv = ["search", str(root / "in"), str(root / "out"), "--eval", str(root / "eval"), "--trials", "4", "--set", 'seeds=1', "--verify", "0", "--set", 'solver_params.steps=20', "--ratio", "0.3", "--split-size", "200", "--proxy-tokens", "4096", "--set", f"proxy_options={proxy}", "--set", 'candidates=500', "--set", 'regressor=quadratic', "--space", "lam=0:1", "--quiet", "--n-workers", "1"]  # fmt: skip
     assert main(argv) == 0
     return root / "out"
 

@@ -149,7 +149,7 @@ def test_compare_report_has_map_and_examples_from_the_workers(tmp_path):
     from datamask.pipeline.config import SelectConfig
 
     names, topic = text_corpus(tmp_path / "c", n_rows=1200, n_files=2)
-    cfg = SelectConfig(split_size=600, ratio=0.2, steps=60, eval_every=20, seed=0)
+    cfg = SelectConfig(split_size=600, ratio=0.2, seed=0, solver_params=dict(steps=60, eval_every=20))
     run_compare(tmp_path / "c", tmp_path / "o", cfg=cfg, methods=("datamask", "topk", "random"), sample_rows=400)
     sample = pd.read_parquet(tmp_path / "o" / "sample.parquet")
     assert len(sample) == 400 and sample["snippet"].str.startswith("doc ").all()

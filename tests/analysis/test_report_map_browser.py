@@ -76,7 +76,9 @@ def test_map_names_never_overlap_and_the_search_finds_rows_beyond_the_sample(bro
     from datamask.stages.select import run_select
 
     topic = _clustered_corpus(tmp_path / "in")
-    cfg = SelectConfig(input=str(tmp_path / "in"), output=str(tmp_path / "o"), split_size=750, steps=20, quiet=True)
+    cfg = SelectConfig(
+        input=str(tmp_path / "in"), output=str(tmp_path / "o"), split_size=750, quiet=True, solver_params=dict(steps=20)
+    )
     with (
         LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as lc,
         Client(lc) as client,

@@ -85,7 +85,7 @@ def _select(corpus_dir, out, **kw):
 @pytest.fixture(scope="module")
 def facility(corpus, tmp_path_factory):
     out = tmp_path_factory.mktemp("why") / "facility"
-    manifest, html, summary = _select(corpus[0], out, diversity="facility", lam=0.2, steps=200)
+    manifest, html, summary = _select(corpus[0], out, diversity="facility", lam=0.2, solver_params=dict(steps=200))
     ids = pd.read_parquet(out / "data", columns=["id"])["id"].to_numpy()
     return out, manifest, html, summary, ids
 
@@ -170,7 +170,7 @@ def test_compare_report_explains_datamask(corpus, tmp_path):
     from datamask.analysis.compare_run import WHY_FILE, run_compare
 
     corpus_dir, E, q = corpus
-    cfg = SelectConfig(split_size=300, diversity="facility", lam=0.2, steps=200, seed=0)
+    cfg = SelectConfig(split_size=300, diversity="facility", lam=0.2, seed=0, solver_params=dict(steps=200))
     run_compare(corpus_dir, tmp_path / "o", cfg=cfg, methods=("datamask", "topk", "random"), sample_rows=300)
     records = json.loads((tmp_path / "o" / WHY_FILE).read_text())
     assert [r["method"] for r in records] == ["datamask", "datamask"] and sum(r["rows_in"] for r in records) == N

@@ -25,10 +25,7 @@ from tests.helpers.text_embed import hashed_embeddings  # noqa: E402
 pytestmark = pytest.mark.slow
 
 PROXY = "vocab_size=512,d_model=32,n_layers=2,n_heads=2,d_ff=64,seq_len=64,batch_size=8,lr=1e-2,eval_tokens=2000"
-SEARCH = [
-    "--ratio", "0.1", "--trials", "4", "--seeds", "1", "--verify", "1", "--steps", "20", "--proxy-tokens", "4096",
-    "--proxy-options", PROXY, "--candidates", "500", "--regressor", "quadratic", "--space", "lam=0:1",
-]  # fmt: skip
+SEARCH = ["--ratio", "0.1", "--trials", "4", "--set", 'seeds=1', "--verify", "1", "--set", 'solver_params.steps=20', "--proxy-tokens", "4096", "--set", "proxy_options=" + str(PROXY), "--set", 'candidates=500', "--set", 'regressor=quadratic', "--space", "lam=0:1"]  # fmt: skip
 PACKAGES = ("json", "email", "http", "logging", "importlib", "concurrent", "xml", "urllib", "asyncio", "unittest")
 
 

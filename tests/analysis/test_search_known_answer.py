@@ -86,10 +86,7 @@ def searched(planted, address):
 
     out = planted / "search"
     with Client(address, set_as_default=False) as client:
-        m = dmd.search(
-            planted / "in", out, planted / "eval", client=client, trials=6, verify=VERIFY, ratio=RATIO, steps=30,
-            proxy_tokens=8192, proxy_options=PROXY, candidates=2000, regressor="quadratic", no_report=True,
-        )  # fmt: skip
+        m = dmd.search(planted / "in", out, planted / "eval", client=client, trials=6, verify=VERIFY, ratio=RATIO, proxy_tokens=8192, proxy_options=PROXY, candidates=2000, regressor="quadratic", no_report=True, solver_params=dict(steps=30))  # fmt: skip
     return out, m
 
 

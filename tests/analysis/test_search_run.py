@@ -33,11 +33,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
 PROXY = "vocab_size=512,d_model=32,n_layers=2,n_heads=2,d_ff=64,seq_len=64,batch_size=8,lr=1e-2,eval_tokens=4000"
 # 4 trials x 2 seeds + 4 recipes x 2 verification seeds = 16 models of 37k parameters on 8k tokens;
 # the regressor is fixed (auto, which cross-validates all three, is tested in test_search_model.py)
-ARGS = [
-    "--trials", "4", "--seeds", "2", "--verify", "2", "--steps", "30", "--ratio", "0.3", "--split-size", "200",
-    "--proxy-tokens", "8192", "--proxy-options", PROXY, "--candidates", "2000", "--regressor", "quadratic",
-    "--space", "lam=0:1,diversity=pairwise|disf", "--quiet",
-]  # fmt: skip
+ARGS = ["--trials", "4", "--set", 'seeds=2', "--verify", "2", "--set", 'solver_params.steps=30', "--ratio", "0.3", "--split-size", "200", "--proxy-tokens", "8192", "--set", "proxy_options=" + str(PROXY), "--set", 'candidates=2000', "--set", 'regressor=quadratic', "--space", "lam=0:1,diversity=pairwise|disf", "--quiet"]  # fmt: skip
 MODELS = 16
 TIME = ["select_seconds", "train_seconds", "seconds"]
 N_LEAKS = 5
@@ -346,10 +342,10 @@ def test_one_line_errors(searched, corpus, tmp_path, capsys):
     assert_fails(capsys, [*base, *ev, "--tokens", "5k", "--budget-unit", "rows"], "--tokens already counts tokens")
     assert_fails(capsys, [*base, *ev, "--space", "lam=0:2"], "space 'lam=0:2': lam must be")
     assert_fails(capsys, [*base, *ev, "--space", "temperature=0:1"], "unknown name 'temperature'")
-    assert_fails(capsys, [*base, *ev, "--proxy-options", "depth=3"], "proxy_options 'depth=3'")
+    assert_fails(capsys, [*base, *ev, "--set", "proxy_options=depth=3"], "proxy_options 'depth=3'")
     assert_fails(capsys, [*base, *ev, "--method", "semdedup"], "search takes --method")
-    assert_fails(capsys, [*base, *ev, "--trial-eval-tokens", "0"], "trial_eval_tokens must be >= 1, got 0")
-    assert_fails(capsys, [*base, *ev, "--trial-eval-tokens", "lots"], "trial_eval_tokens must be a token count")
+    assert_fails(capsys, [*base, *ev, "--set", "trial_eval_tokens=0"], "trial_eval_tokens must be >= 1, got 0")
+    assert_fails(capsys, [*base, *ev, "--set", "trial_eval_tokens=lots"], "trial_eval_tokens must be a token count")
     for bad in ("x", "-2x", "0x"):
         assert_fails(capsys, [*base, *ev, f"--proxy-tokens={bad}"], "proxy_tokens must be", "4x", repr(bad))
     assert not (tmp_path / "o").exists()

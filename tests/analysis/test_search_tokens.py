@@ -82,10 +82,7 @@ def _search(corpus, address, name, **settings):
 
     out = corpus["root"] / name
     with Client(address, set_as_default=False) as client:
-        m = dmd.search(
-            corpus["in"], out, corpus["eval"], client=client, trials=4, verify=1, steps=30, split_size=SPLIT,
-            proxy_tokens=1024, proxy_options=PROXY, candidates=500, regressor="quadratic", no_report=True, **settings,
-        )  # fmt: skip
+        m = dmd.search(corpus["in"], out, corpus["eval"], client=client, trials=4, verify=1, split_size=SPLIT, proxy_tokens=1024, proxy_options=PROXY, candidates=500, regressor="quadratic", no_report=True, **settings, solver_params=dict(steps=30))  # fmt: skip
     return out, m
 
 
@@ -160,7 +157,15 @@ def test_search_json_records_the_budget_as_select_does(budgeted, corpus):
 def _select(corpus, address, tmp_path, name, recipe) -> dict:
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in recipe.items()]
     out = tmp_path / name
-    argv = ["select", str(corpus["in"]), str(out), f"--tokens={corpus['T']}", "--steps=30", f"--split-size={SPLIT}"]
+    argv = [
+        "select",
+        str(corpus["in"]),
+        str(out),
+        f"--tokens={corpus['T']}",
+        "--set",
+        "solver_params.steps=30",
+        f"--split-size={SPLIT}",
+    ]
     assert main([*argv, *flags, f"--scheduler={address}", "--quiet", "--no-report"]) == 0
     return json.loads((out / "manifest.json").read_text())["totals"]
 

@@ -123,12 +123,12 @@ def test_compare_and_report_commands(corpus, address, tmp_path, capsys):
         out,
         "--methods",
         "datamask,topk,random,semdedup",
-        "--steps",
-        60,
+        "--set",
+        "solver_params.steps=60",
         "--split-size",
         1500,
-        "--n-clusters",
-        6,
+        "--set",
+        "n_clusters=6",
         "--scheduler",
         address,
         "--no-report",
@@ -168,13 +168,13 @@ def test_select_report_has_trajectory(corpus, address, tmp_path):
         "select",
         corpus,
         out,
-        "--steps",
-        60,
-        "--eval-every",
-        20,
+        "--set",
+        "solver_params.steps=60",
+        "--set",
+        "solver_params.eval_every=20",
         "--split-size",
         1500,
-        "--diversity",  # pg's trajectory after Frank-Wolfe's (the default, facility, takes no pg step)
+        "--diversity",
         "pairwise",
         "--scheduler",
         address,
@@ -198,11 +198,21 @@ def test_select_report_has_trajectory(corpus, address, tmp_path):
 
 def test_select_preset_paper_starts_from_quality_and_runs_pg_steps(corpus, address, tmp_path, capsys):
     out = tmp_path / "paper"
-    args = ("--preset", "paper", "--steps", 40, "--eval-every", 20, "--split-size", 1500)
+    args = (
+        "--preset",
+        "paper",
+        "--set",
+        "solver_params.steps=40",
+        "--set",
+        "solver_params.eval_every=20",
+        "--split-size",
+        1500,
+    )
     _run("select", corpus, out, *args, "--scheduler", address, "--no-report")
     m = json.loads((out / "manifest.json").read_text())
     cfg = m["config"]
-    assert cfg["preset"] == "paper" and cfg["lr"] == 10 and cfg["batch_max"] is None and cfg["steps"] == 40
+    sp = cfg["solver_params"]  # the preset's, key by key under the ones given
+    assert cfg["preset"] == "paper" and sp["lr"] == 10 and sp["batch_max"] is None and sp["steps"] == 40
     for p in m["splits"]:
         opt = p["optimizer"]
         assert opt["start"] == "quality" and opt["pg_steps"] == 40 and opt["stopped_by"] == "steps"
@@ -218,6 +228,14 @@ def test_analysis_errors(corpus, tmp_path, capsys):
     assert_fails(capsys, ["report", tmp_path], "neither compare.json")
     assert_fails(
         capsys,
-        ["select", corpus, tmp_path / "o3", "--method", "quadmix", "--quadmix-params", tmp_path / "nope.yaml"],
+        [
+            "select",
+            corpus,
+            tmp_path / "o3",
+            "--method",
+            "quadmix",
+            "--set",
+            "quadmix_params=" + str(tmp_path / "nope.yaml"),
+        ],
         "quadmix_params",
     )

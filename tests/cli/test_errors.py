@@ -38,14 +38,14 @@ def _emb(t):
 def test_missing_column(tmp_path, capsys):
     d = _one_file(tmp_path, lambda t: t.drop_columns(["quality"]))
     out = tmp_path / "out"
-    assert_fails(capsys, args(d, out), "f.parquet", "'quality'", "--quality-column")
+    assert_fails(capsys, args(d, out), "f.parquet", "'quality'", "--set quality_column=NAME")
     assert not out.exists()
 
 
 def test_configured_column_name_used(tmp_path, capsys, address):
     d = _one_file(tmp_path, lambda t: t.rename_columns(["doc" if c == "id" else c for c in t.column_names]))
-    assert_fails(capsys, args(d, tmp_path / "o1"), "'id'", "--id-column")
-    assert main(args(d, tmp_path / "o2", "--id-column", "doc", scheduler=address)) == 0
+    assert_fails(capsys, args(d, tmp_path / "o1"), "'id'", "--set id_column=NAME")
+    assert main(args(d, tmp_path / "o2", "--set", "id_column=doc", scheduler=address)) == 0
 
 
 def test_width_differs_between_files(tmp_path, capsys):
@@ -113,7 +113,14 @@ def test_duplicate_ids(tmp_path, capsys, address):
     d = _one_file(tmp_path, lambda t: t.set_column(0, "id", pa.array(np.r_[np.arange(599), 5])))
     out = tmp_path / "out"
     assert_fails(
-        capsys, args(d, out, scheduler=address), "duplicate ids", "5", "f.parquet row 5", "row 599", "--dedupe-ids"
+        capsys,
+        args(d, out, scheduler=address),
+        "duplicate ids",
+        "5",
+        "f.parquet row 5",
+        "row 599",
+        "--set",
+        "dedupe_ids=true",
     )
     assert not out.exists()
 

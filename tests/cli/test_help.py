@@ -30,6 +30,5 @@ def test_each_default_is_stated_once(name, parser):
 
 
 def test_n_workers_says_cores_once():
-    name, parser = next((n, p) for n, p in _commands() if n == "select")
-    (action,) = [a for a in parser._actions if "--n-workers" in a.option_strings]
+    (action,) = [a for a in build_parser()._actions if "--n-workers" in a.option_strings]  # datamask's own
     assert action.help.count("default") == 1 and "cores" in action.help, action.help

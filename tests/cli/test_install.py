@@ -75,7 +75,13 @@ def test_wheel_installed_into_an_empty_directory_runs_the_demo(tmp_path):
     assert Path(where.stdout.strip()).is_relative_to(target), where
 
     corpus = "{n_rows: 6000, dim: 32, n_files: 2, n_topics: 8, n_dup_groups: 4, dup_fraction: 0.1, seed: 0}"
-    sets = [f"corpus={corpus}", "split_size=3000", "steps=40", "eval_every=20", "n_workers=1"]
+    sets = [
+        f"corpus={corpus}",
+        "split_size=3000",
+        "solver_params.steps=40",
+        "solver_params.eval_every=20",
+        "n_workers=1",
+    ]
     args = [str(target / "bin" / "datamask"), "demo", "out", "--quiet"]
     for s in sets:
         args += ["--set", s]

@@ -65,7 +65,7 @@ def inputs(tmp_path_factory):
 
 # (stage, its arguments after INPUT OUTPUT, its input) ; split-size 60: four splits of the full corpus
 STAGES = {
-    "select": (["--steps", "20"], "full"),
+    "select": (["--set", "solver_params.steps=20"], "full"),
     "dedup": (["--kind", "exact,fuzzy"], "full"),
     "score": (["--heuristics"], "full"),
     "embed": (["--split-size", "10"], "raw"),
@@ -139,7 +139,16 @@ def test_an_interrupted_run_is_incomplete_until_the_rerun(stage, phase, inputs, 
 
 def test_status_finds_a_report_the_manifest_lists_missing(inputs, address, tmp_path, capsys):
     out = tmp_path / "sel"
-    argv = ["select", str(inputs / "full"), str(out), "--steps", "20", "--scheduler", address, "--quiet"]
+    argv = [
+        "select",
+        str(inputs / "full"),
+        str(out),
+        "--set",
+        "solver_params.steps=20",
+        "--scheduler",
+        address,
+        "--quiet",
+    ]
     assert main(argv) == 0
     page = json.loads((out / "manifest.json").read_text())["report"]
     os.remove(page)

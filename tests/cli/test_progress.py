@@ -125,13 +125,24 @@ def test_no_carriage_return_in_any_stage_log(tmp_path):
         "score": {"heuristics": True},
         "dedup": {"kind": "exact,fuzzy"},
         "cluster": {"n_clusters": 3},
-        "select": {"holdout": 0.1, "steps": 60, "eval_every": 5, "patience": None},
+        "select": {"holdout": 0.1, "solver_params": {"steps": 60, "eval_every": 5, "patience": None}},
     }
     (tmp_path / "wf.yaml").write_text(yaml.safe_dump(wf))
     proxy = "vocab_size=300,d_model=16,n_layers=1,n_heads=2,d_ff=32,seq_len=32,batch_size=4,eval_tokens=500"
     search = ["search", str(out / "cluster"), str(tmp_path / "search"), "--eval", str(out / "select" / "holdout")]
-    search += ["--trials", "4", "--verify", "0", "--steps", "20", "--proxy-tokens", "1024", "--proxy-options", proxy]
-    search += ["--regressor", "quadratic", "--candidates", "200", "--space", "lam=0:1", "--n-workers", "2"]
+    search += [
+        "--trials",
+        "4",
+        "--verify",
+        "0",
+        "--set",
+        "solver_params.steps=20",
+        "--proxy-tokens",
+        "1024",
+        "--set",
+        "proxy_options=" + str(proxy),
+    ]
+    search += ["--set", "regressor=quadratic", "--set", "candidates=200", "--space", "lam=0:1", "--n-workers", "2"]
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{INTERVAL_ENV: "0"})  # a line for every update
     for name, argv in (("run", ["run", str(tmp_path / "wf.yaml")]), ("search", search)):
         log = tmp_path / f"{name}.log"

@@ -25,7 +25,8 @@ def test_the_02_module_paths_do_not_import(old):
         ("datamask", "run_select", "datamask.stages.select"),
         ("datamask", "SelectConfig", "datamask.pipeline.config"),
         ("datamask", "make_corpus", "datamask.core.synthetic"),
-        ("datamask.core.estimator", "SOLVERS", "METHODS"),
+        ("datamask.core.estimator", "SOLVERS", None),  # (core.params.METHODS)
+        ("datamask.core.estimator", "check_params", None),  # (core.constraints.check_params)
         ("datamask.pipeline.config", "SOLVER_OF", None),  # --method's names are DataMask(method=)'s
         ("datamask.pipeline.config", "DATAMASK_METHOD", None),
         ("datamask.methods.registry", "check_budget", "check_rows"),
@@ -52,6 +53,16 @@ def test_the_02_names_are_gone(module, old, new):
         assert getattr(mod, new) is not None  # the name that replaced it is where the CHANGELOG says
 
 
+@pytest.mark.parametrize("key", ["steps", "lr", "group_size", "eval_every", "n_threads", "reference_size"])
+def test_a_solver_keyword_of_02_is_a_key_of_solver_params(key):
+    from datamask import DataMask
+    from datamask.core.params import SOLVER_PARAMS
+
+    with pytest.raises(TypeError, match=key):
+        DataMask(**{key: SOLVER_PARAMS[key]})
+    assert DataMask(solver_params={key: SOLVER_PARAMS[key]}).get_params()["solver_params"] == {key: SOLVER_PARAMS[key]}
+
+
 def test_datamask_takes_only_method_and_token_budget():
     from sklearn.base import clone
 
@@ -76,7 +87,7 @@ def test_method_pg_is_an_invalid_method_named_datamask_now():
     E, q = np.eye(20, 4, dtype=np.float32) + 0.1, np.linspace(0, 1, 20)
     with pytest.raises(InvalidParameterError, match=r"^method must be one of datamask, greedy, relaxed, got 'pg'$"):
         DataMask(method="pg").fit(E, q)
-    m = DataMask(method="datamask", steps=5).fit(E, q)
+    m = DataMask(method="datamask", solver_params=dict(steps=5)).fit(E, q)
     assert m.optimizer_["method"] == "datamask" and m.get_params()["method"] == "datamask"
     # the CLI's name is the estimator's: no translation between them
     assert SelectConfig(input="i", output="o", method="greedy").estimator_params(0)["method"] == "greedy"

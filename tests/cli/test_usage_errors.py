@@ -58,13 +58,37 @@ def test_each_stages_help_ends_with_what_its_stopped_run_leaves(stage, says, cap
         (["--ratio", "1.5"], "ratio (--ratio) must be a number between 0 and 1, both excluded, got 1.5"),
         (["--ratio", "abc"], "--ratio must be a number, got 'abc'"),
         (["--lam", "2"], "lam (--lam) must be a number from 0 to 1, got 2.0"),
-        (["--steps", "-3"], "steps (--steps) must be a whole number of 0 or more, got -3"),
-        (["--steps", "1.5"], "--steps must be a whole number, got '1.5'"),
-        (["--group-size", "1"], "group_size (--group-size) must be a whole number of 2 or more, got 1"),
-        (["--batch-ratio", "2"], "batch_ratio (--batch-ratio) must be a number above 0, at most 1, got 2.0"),
+        (
+            ["--solver-params", '{"steps": -3}'],
+            "solver_params (--solver-params): steps must be a whole number of 0 or more, got -3",
+        ),
+        (
+            ["--set", "solver_params.steps=1.5"],
+            "solver_params (--solver-params): steps must be a whole number of 0 or more, got 1.5",
+        ),
+        (
+            ["--solver-params", '{"group_size": 1}'],
+            "solver_params (--solver-params): group_size must be a whole number of 2 or more, got 1",
+        ),
+        (
+            ["--solver-params", '{"batch_ratio": 2}'],
+            "solver_params (--solver-params): batch_ratio must be a number above 0, at most 1, got 2",
+        ),
         (["--prune", "1"], "prune (--prune) must be a number from 0 up to 1, 1 excluded, got 1.0"),
-        (["--logit-range", "3,1"], "logit_range (--logit-range) must be two numbers LOW,HIGH with LOW <= HIGH"),
-        (["--logit-range", "1"], "--logit-range must be two numbers LOW,HIGH (e.g. 0,4), got '1'"),
+        (
+            ["--solver-params", '{"logit_range": [3, 1]}'],
+            "solver_params (--solver-params): logit_range must be two numbers LOW,HIGH with LOW <= HIGH",
+        ),
+        (
+            ["--solver-params", '{"logit_range": "1"}'],
+            "solver_params (--solver-params): logit_range must be auto or two numbers LOW,HIGH (e.g. 0,4), got '1'",
+        ),
+        (
+            ["--solver-params", '{"stepz": 1}'],
+            "solver_params (--solver-params): unknown key(s) stepz; valid keys: group_size, lr, steps,",
+        ),
+        (["--solver-params", "steps=1"], "solver_params must be a JSON object such as"),
+        (["--set", "id_colum=x"], "--set: unknown key(s) id_colum; valid keys:"),
     ],
 )
 def test_a_bad_value_is_said_in_plain_words_naming_its_flag(flags, says, tmp_path, capsys):

@@ -28,12 +28,12 @@ def pct(m, rand, gain):
 @pytest.mark.slow
 def test_default_start_reaches_greedy_where_the_wide_range_does_not(crowded):
     E, q, rand, gain = crowded
-    m = PairwiseMask(lam=0.2, steps=3000, init="quality").fit(E, q)  # the quality-aware default
+    m = PairwiseMask(lam=0.2, solver_params=dict(steps=3000, init="quality")).fit(E, q)  # the quality-aware default
     assert m.logit_range_ == (0.0, 2.0)
     assert set(m.pilot_) == set(AUTO_RANGES)
     assert m.pilot_[(0.0, 2.0)] > m.pilot_[(0.0, 16.0)]
     assert pct(m, rand, gain) >= 99.5
-    wide = PairwiseMask(lam=0.2, steps=3000, init="quality", logit_range=(0.0, 16.0)).fit(E, q)
+    wide = PairwiseMask(lam=0.2, solver_params=dict(steps=3000, init="quality", logit_range=(0.0, 16.0))).fit(E, q)
     assert pct(wide, rand, gain) < 99.0
 
 
@@ -42,11 +42,11 @@ def test_auto_is_the_pilot_winner_and_repeats_its_run(crowded):
     kw = dict(lam=0.2, steps=400, eval_every=50, patience=None, init="quality")
     m = PairwiseMask(**kw).fit(E, q)
     assert m.logit_range_ == max(m.pilot_, key=m.pilot_.get)
-    fixed = PairwiseMask(**kw, logit_range=m.logit_range_).fit(E, q)
+    fixed = PairwiseMask(**kw, solver_params=dict(logit_range=m.logit_range_)).fit(E, q)
     np.testing.assert_array_equal(m.mask_, fixed.mask_)  # same seed, same draws: the same run
     assert [h["objective"] for h in m.history_] == [h["objective"] for h in fixed.history_]
 
 
 def test_logit_range_rejects_other_strings():
     with pytest.raises(ValueError, match="logit_range must be auto or two numbers"):
-        PairwiseMask(logit_range="wide").fit(np.eye(4, dtype=np.float32), np.arange(4.0))
+        PairwiseMask(solver_params=dict(logit_range="wide")).fit(np.eye(4, dtype=np.float32), np.arange(4.0))

@@ -42,14 +42,11 @@ def test_concentrated_policy_on_the_cupy_path_does_not_collapse(zeros_from_the_d
     points = []
     # logits spread over 30 nats from the start: the concentrated regime of a long run
     m = PairwiseMask(
-        steps=200,
-        eval_every=10,
-        patience=None,
         seed=0,
-        group_size=32,
-        batch_ratio=None,
-        logit_range=(0.0, 30.0),
         callback=lambda est, rec: points.append(rec["objective"]),
+        solver_params=dict(
+            steps=200, eval_every=10, patience=None, group_size=32, batch_ratio=None, logit_range=(0.0, 30.0)
+        ),
     )
     m.fit(cp.asarray(E), cp.asarray(q))
     best = PairwiseMask(method="relaxed").fit(E, q).objective_["objective"]

@@ -29,16 +29,15 @@ def _scores(E, q, masks):
 
 def test_the_default_is_facility_with_the_filter_and_meets_its_checks(corpus):
     E, q = corpus
-    est = DataMask(ratio=0.1, seed=0, n_threads=1).fit(E, q)
+    est = DataMask(ratio=0.1, seed=0, solver_params=dict(n_threads=1)).fit(E, q)
     assert (est.diversity, est.prune, est.near_duplicate) == ("facility", 0.0, 0.95)
     S = int(est.mask_.sum())
     topk = np.zeros(len(q), bool)
     topk[np.argsort(-q, kind="stable")[:S]] = True
     rnd = np.zeros(len(q), bool)
     rnd[np.random.default_rng(0).choice(len(q), S, replace=False)] = True
-    paper = DataMask(ratio=0.1, seed=0, steps=300, **{k: v for k, v in PRESETS["paper"].items() if k != "steps"}).fit(
-        E, q
-    )
+    recipe = {**PRESETS["paper"], "solver_params": {**PRESETS["paper"]["solver_params"], "steps": 300}}
+    paper = DataMask(ratio=0.1, seed=0, **recipe).fit(E, q)
     s = _scores(E, q, {"default": est.mask_, "topk": topk, "random": rnd, "paper": paper.mask_})
     d, t, r = s["default"], s["topk"], s["random"]
     assert d["facility"] >= t["facility"] and d["facility"] >= r["facility"] - 0.01

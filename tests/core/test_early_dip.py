@@ -28,13 +28,10 @@ def corpus_100k():
 def largest_fall(E, q, rand, gain, **kw):
     points = []
     PairwiseMask(
-        batch_max=None,
-        steps=150,  # the old range's dip: 1.8% at step 50, its lowest point at 150 (init_sweep.md)
-        eval_every=50,
-        patience=None,
         seed=0,
         callback=lambda est, rec: points.append(rec["objective"]),
         **kw,
+        solver_params=dict(batch_max=None, steps=150, eval_every=50, patience=None),
     ).fit(E, q)
     pct = [100 * (p - rand) / gain for p in points]
     return max(a - b for a, b in zip(pct, pct[1:])), pct
@@ -67,22 +64,30 @@ def test_paper_batch_has_no_early_dip_with_the_default_initialisation(corpus_100
 def test_logit_range_default_depends_on_the_diversity(diversity, init, given, used):
     c = make_corpus(600, dim=16, seed=1)
     kw = dict(diversity=diversity, init=init, logit_range=given, reference_size=64)
-    m = PairwiseMask(**kw, steps=2, eval_every=1, seed=0)
+    m = PairwiseMask(**kw, seed=0, solver_params=dict(steps=2, eval_every=1))
     m.fit(c["embedding"], c["quality"])
     if used == "auto":
         used = m.logit_range_
         assert used == max(m.pilot_, key=m.pilot_.get)
     assert m.logit_range_ == used
     # step 0 is the initialisation: candidates' logits span exactly the range
-    L0 = PairwiseMask(**kw, steps=0).fit(c["embedding"], c["quality"]).logits_
+    L0 = PairwiseMask(**kw, solver_params=dict(steps=0)).fit(c["embedding"], c["quality"]).logits_
     L0 = L0[np.isfinite(L0)]
     assert (L0.min(), L0.max()) == pytest.approx(used)
 
 
 def test_config_and_flag_fill_logit_range():
+    from datamask.errors import ConfigError
     from datamask.pipeline.config import SelectConfig
 
-    assert SelectConfig(input="i", output="o").estimator_params(0)["logit_range"] is None
-    cfg = SelectConfig.from_dict({"input": "i", "output": "o", "logit_range": "0,8"})
-    assert cfg.estimator_params(0)["logit_range"] == (0.0, 8.0)
-    assert SelectConfig.from_dict({"input": "i", "output": "o", "logit_range": "none"}).logit_range is None
+    assert SelectConfig(input="i", output="o").estimator_params(0)["solver_params"] is None
+    cfg = SelectConfig.from_dict({"input": "i", "output": "o", "solver_params": '{"logit_range": [0, 8]}'})
+    assert cfg.estimator_params(0)["solver_params"] == {"logit_range": [0, 8]}
+    assert cfg.solver("logit_range") == [0, 8] and cfg.solver("steps") is None  # given, and a default
+    yaml = SelectConfig.from_dict({"input": "i", "output": "o", "solver_params": {"logit_range": None}})
+    assert yaml.solver("logit_range") is None
+    with pytest.raises(
+        ConfigError,
+        match=r"^solver_params \(--solver-params\): logit_range must be two numbers LOW,HIGH with LOW <= HIGH",
+    ):
+        SelectConfig.from_dict({"input": "i", "output": "o", "solver_params": {"logit_range": [8, 0]}})

@@ -200,7 +200,7 @@ def test_fit_objective_kept_from_the_picks_is_the_evaluated_objective():
     # reports their mean instead of computing it again: the same value as a fresh evaluation
     c = make_corpus(3000, dim=32, seed=3)
     E, q = c["embedding"], c["quality"]
-    m = DataMask(diversity="facility", reference_size=500, seed=2).fit(E, q)
+    m = DataMask(diversity="facility", seed=2, solver_params=dict(reference_size=500)).fit(E, q)
     fresh = evaluate(E, q, m.mask_, lam=0.5, diversity="facility", reference_size=500, seed=2)
     assert m.objective_["diversity"] == pytest.approx(fresh["diversity"], rel=0, abs=32 * 2.0**-24)
     assert m.objective_["quality"] == pytest.approx(fresh["quality"], rel=1e-12)

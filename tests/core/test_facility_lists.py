@@ -114,7 +114,7 @@ def test_fit_on_the_float16_split_selects_as_on_its_float32_copy(monkeypatch, sc
     q = c["quality"]
     copy = unit_rows(E16, None, np.linalg.norm(E16.astype(np.float32), axis=1).astype(np.float32))
     monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 0 if screen else 1 << 62)
-    kw = dict(diversity="facility", reference_size=1000, seed=1)
+    kw = dict(diversity="facility", solver_params={"reference_size": 1000}, seed=1)
     now = DataMask(**kw).fit(E16, q)
     monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 1 << 62)
     before = DataMask(**kw).fit(copy, q)

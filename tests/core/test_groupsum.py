@@ -85,12 +85,14 @@ def kernels_used(monkeypatch):
 def test_pg_reaches_the_same_objective_with_either_kernel(monkeypatch, kernels_used):
     c = make_corpus(4000, dim=32, seed=3)
     E, q = c["embedding"], c["quality"]
-    start = PairwiseMask(steps=0, init="quality").fit(E, q).objective_["objective"]
+    start = PairwiseMask(solver_params=dict(steps=0, init="quality")).fit(E, q).objective_["objective"]
     out = {}
     for name in ["float32"] + (["int8"] if groupsum.kernel() == "int8" else []):
         monkeypatch.setattr(groupsum, "kernel", lambda name=name: name)
         # 1,000-row batches: large enough for the int8 kernel to be chosen
-        m = PairwiseMask(steps=400, seed=0, patience=None, batch_ratio=0.5, init="quality").fit(E, q)
+        m = PairwiseMask(seed=0, solver_params=dict(steps=400, patience=None, batch_ratio=0.5, init="quality")).fit(
+            E, q
+        )
         assert kernels_used[-1] == name
         out[name] = m.objective_["objective"]
     assert out["float32"] > start
@@ -104,7 +106,7 @@ def test_small_batches_stay_on_float32(monkeypatch, kernels_used):
     monkeypatch.setattr(groupsum, "kernel", lambda: "int8")
     c = make_corpus(2000, dim=16, seed=4)
     # a fixed start: the "auto" pilot would add two fits (and their kernels) to the record
-    PairwiseMask(steps=5, batch_max=pg.INT8_MIN_ROWS - 1, batch_ratio=None, logit_range=(0.0, 16.0)).fit(
-        c["embedding"], c["quality"]
-    )
+    PairwiseMask(
+        solver_params=dict(steps=5, batch_max=pg.INT8_MIN_ROWS - 1, batch_ratio=None, logit_range=(0.0, 16.0))
+    ).fit(c["embedding"], c["quality"])
     assert kernels_used == ["float32"]

@@ -48,7 +48,7 @@ def test_pg_from_the_quality_start_reaches_995_and_relaxed_9999_of_greedy_gain(s
     # the default fit starts at relaxed's answer, so its score says nothing of pg's steps: run pg
     # from the paper's quality-aware start (a fixed range: no pilot), which is not the answer
     E, q = clustered_20k["embedding"], clustered_20k["quality"]
-    m = PairwiseMask(init="quality", logit_range=(0.0, 16.0), steps=1000, seed=0).fit(E, q)
+    m = PairwiseMask(seed=0, solver_params=dict(init="quality", logit_range=(0.0, 16.0), steps=1000)).fit(E, q)
     start = gain_ratio(m.history_[0]["objective"], r, g)
     pg = gain_ratio(m.objective_["objective"], r, g)
     assert m.n_steps_ == 1000 and start < 0.97, start  # measured: 95.1% at step 0
@@ -70,7 +70,7 @@ def test_joint_selection_has_fewer_near_duplicates_than_topk_and_better_quality_
 @pytest.mark.parametrize("solver", ["datamask", "greedy", "relaxed"])
 def test_lam_one_selects_exactly_the_top_quality_rows(solver):
     c = make_corpus(3000, dim=32, seed=4)
-    m = PairwiseMask(method=solver, lam=1.0, steps=300, seed=0).fit(c["embedding"], c["quality"])
+    m = PairwiseMask(method=solver, lam=1.0, seed=0, solver_params=dict(steps=300)).fit(c["embedding"], c["quality"])
     top = np.argsort(-c["quality"])[: m.budget_]
     assert set(np.nonzero(m.mask_)[0]) == set(top)
 
@@ -78,7 +78,9 @@ def test_lam_one_selects_exactly_the_top_quality_rows(solver):
 def test_facility_pg_covers_better_than_random_and_topk():
     c = make_corpus(4000, dim=64, seed=2)
     E, q = c["embedding"], c["quality"]
-    m = PairwiseMask(diversity="facility", lam=0.5, steps=400, reference_size=1024, seed=0).fit(E, q)
+    m = PairwiseMask(diversity="facility", lam=0.5, seed=0, solver_params=dict(steps=400, reference_size=1024)).fit(
+        E, q
+    )
     S = m.budget_
     kw = dict(diversity="facility", reference_size=1024, seed=0)
     rand = evaluate(E, q, np.random.default_rng(0).permutation(len(q))[:S], **kw)
@@ -92,7 +94,7 @@ def test_disf_pg_improves_on_its_start_and_greedy_beats_random():
     c = make_corpus(3000, dim=32, seed=5)
     E, q = c["embedding"], c["quality"]
     # given the whole run to beat its start (by default it would stop at step 100 without a gain)
-    m = PairwiseMask(diversity="disf", steps=300, start_patience=300, seed=0).fit(E, q)
+    m = PairwiseMask(diversity="disf", seed=0, solver_params=dict(steps=300, start_patience=300)).fit(E, q)
     assert m.objective_["objective"] > m.history_[0]["objective"]
     g = PairwiseMask(diversity="disf", method="greedy").fit(E, q)
     rand = evaluate(E, q, np.random.default_rng(0).permutation(len(q))[: g.budget_], diversity="disf")
@@ -101,9 +103,9 @@ def test_disf_pg_improves_on_its_start_and_greedy_beats_random():
 
 def test_same_seed_same_mask_and_different_seed_differs():
     c = make_corpus(3000, dim=32, seed=6)
-    a = PairwiseMask(steps=200, seed=3).fit(c["embedding"], c["quality"])
-    b = PairwiseMask(steps=200, seed=3).fit(c["embedding"], c["quality"])
-    d = PairwiseMask(steps=200, seed=4, final="sample").fit(c["embedding"], c["quality"])
+    a = PairwiseMask(seed=3, solver_params=dict(steps=200)).fit(c["embedding"], c["quality"])
+    b = PairwiseMask(seed=3, solver_params=dict(steps=200)).fit(c["embedding"], c["quality"])
+    d = PairwiseMask(seed=4, solver_params=dict(steps=200, final="sample")).fit(c["embedding"], c["quality"])
     assert (a.mask_ == b.mask_).all()
     assert (a.logits_ == b.logits_).all()
     assert not (a.mask_ == d.mask_).all()
@@ -151,9 +153,9 @@ def test_callback_sees_records_and_can_stop():
         return rec["step"] >= 200
 
     # a fixed start: under "auto" the callback sees the winner's pilot points once the pilot ends
-    m = PairwiseMask(steps=1000, eval_every=100, callback=cb, patience=None, logit_range=(0.0, 16.0)).fit(
-        c["embedding"], c["quality"]
-    )
+    m = PairwiseMask(
+        callback=cb, solver_params=dict(steps=1000, eval_every=100, patience=None, logit_range=(0.0, 16.0))
+    ).fit(c["embedding"], c["quality"])
     assert seen == [0, 100, 200]
     assert m.n_steps_ == 200
 
@@ -309,7 +311,7 @@ def test_cupy_fit_stays_on_device_and_matches_numpy_quality():
     import cupy as cp
 
     c = make_corpus(5000, dim=64, seed=0)
-    m = PairwiseMask(steps=300, seed=0).fit(cp.asarray(c["embedding"]), cp.asarray(c["quality"]))
+    m = PairwiseMask(seed=0, solver_params=dict(steps=300)).fit(cp.asarray(c["embedding"]), cp.asarray(c["quality"]))
     assert type(m.mask_).__module__.startswith("cupy")
     ref = PairwiseMask(method="greedy").fit(c["embedding"], c["quality"])
     rand = evaluate(c["embedding"], c["quality"], np.random.default_rng(0).permutation(5000)[: ref.budget_])

@@ -178,7 +178,9 @@ def test_zero_spread_group_leaves_logits_unchanged():
     # lam = 1 and constant quality: every mask scores the same, so no step moves anything.
     c = make_corpus(1000, dim=8, seed=1)
     q = np.ones(1000)
-    m = PairwiseMask(lam=1.0, steps=30, patience=None, prune=0.0, init="uniform").fit(c["embedding"], q)
+    m = PairwiseMask(lam=1.0, prune=0.0, solver_params=dict(steps=30, patience=None, init="uniform")).fit(
+        c["embedding"], q
+    )
     assert np.all(m.logits_ == 0.0)
 
 
@@ -199,7 +201,7 @@ def test_cupy_step_reads_nothing_back_and_is_captured(monkeypatch):
     monkeypatch.setattr(pg, "StepRunner", Spy)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # neither the capture nor the fused kernel may fall back
-        a = PairwiseMask(steps=200, patience=None, seed=1).fit(E, q)
+        a = PairwiseMask(seed=1, solver_params=dict(steps=200, patience=None)).fit(E, q)
     assert runners[-1].mode == "graph"
     monkeypatch.setenv("DATAMASK_CUDA_GRAPH", "0")
     inner = pg.Step.__call__
@@ -209,12 +211,12 @@ def test_cupy_step_reads_nothing_back_and_is_captured(monkeypatch):
             inner(self)
 
     monkeypatch.setattr(pg.Step, "__call__", no_sync)
-    b = PairwiseMask(steps=200, patience=None, seed=1).fit(E, q)
+    b = PairwiseMask(seed=1, solver_params=dict(steps=200, patience=None)).fit(E, q)
     assert runners[-1].mode == "plain"
     # the same draws with the graph or without (atomic adds may reorder float64 sums)
     assert cp.allclose(a.logits_, b.logits_, rtol=0, atol=1e-8)
     # and a numpy run of the same seed draws the same masks up to float32 rounding
-    n = PairwiseMask(steps=200, patience=None, seed=1).fit(c["embedding"], c["quality"])
+    n = PairwiseMask(seed=1, solver_params=dict(steps=200, patience=None)).fit(c["embedding"], c["quality"])
     live = np.isfinite(n.logits_)
     assert np.corrcoef(cp.asnumpy(a.logits_)[live], n.logits_[live])[0, 1] > 0.99
 

@@ -89,7 +89,7 @@ def test_frank_wolfe_tokens_trace_is_the_relaxed_objective_of_x(corpus):
 
 def test_quality_start_runs_pg_and_reports_its_gain(corpus):
     E, q = corpus
-    m = PairwiseMask(0.1, init="uniform", steps=200, patience=None, eval_every=50).fit(E, q)
+    m = PairwiseMask(0.1, solver_params=dict(init="uniform", steps=200, patience=None, eval_every=50)).fit(E, q)
     opt = m.optimizer_
     assert m.start_history_ is None and opt["start"] == "uniform" and opt["start_iterations"] is None
     assert opt["pg_steps"] == 200 and opt["stopped_by"] == "steps"

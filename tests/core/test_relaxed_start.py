@@ -27,7 +27,7 @@ def top_rows(L, S):
 def test_default_pg_starts_at_the_relaxed_rounding_and_keeps_the_best(crowded):
     E, q, rand, gain = crowded
     relaxed = PairwiseMask(method="relaxed", lam=0.2).fit(E, q)
-    start = PairwiseMask(lam=0.2, steps=0).fit(E, q)
+    start = PairwiseMask(lam=0.2, solver_params=dict(steps=0)).fit(E, q)
     assert start.init_ == "relaxed" and start.logit_range_ == (0.0, 4.0) and start.pilot_ is None
     # step 0's top S is exactly the rows method="relaxed" returns
     assert top_rows(start.logits_, 200) == set(np.flatnonzero(relaxed.mask_).tolist())
@@ -45,7 +45,7 @@ def test_default_pg_starts_at_the_relaxed_rounding_and_keeps_the_best(crowded):
 def test_logits_span_the_range_and_keep_the_relaxed_order_below_the_rounding(crowded):
     E, q, _, _ = crowded
     relaxed = PairwiseMask(method="relaxed", lam=0.2).fit(E, q)
-    L = PairwiseMask(lam=0.2, steps=0, logit_range=(1.0, 5.0)).fit(E, q).logits_
+    L = PairwiseMask(lam=0.2, solver_params=dict(steps=0, logit_range=(1.0, 5.0))).fit(E, q).logits_
     live = np.isfinite(L)
     assert (L[live].min(), L[live].max()) == pytest.approx((1.0, 5.0))
     # rows outside the rounding are ordered by the relaxed x (a monotone map of it)
@@ -58,17 +58,17 @@ def test_logits_span_the_range_and_keep_the_relaxed_order_below_the_rounding(cro
 def test_relaxed_start_is_defined_where_a_relaxation_is():
     c = make_corpus(800, dim=16, seed=2)
     E, q = c["embedding"], c["quality"]
-    disf = PairwiseMask(diversity="disf", init="relaxed", steps=0).fit(E, q)
+    disf = PairwiseMask(diversity="disf", solver_params=dict(init="relaxed", steps=0)).fit(E, q)
     ref = PairwiseMask(diversity="disf", method="relaxed").fit(E, q)
     assert top_rows(disf.logits_, 80) == set(np.flatnonzero(ref.mask_).tolist())
-    assert PairwiseMask(diversity="disf", steps=0).fit(E, q).init_ == "relaxed"  # defaults_disf.md
+    assert PairwiseMask(diversity="disf", solver_params=dict(steps=0)).fit(E, q).init_ == "relaxed"  # defaults_disf.md
     with pytest.raises(ValueError, match=r"init='relaxed' is not defined for diversity='facility'.*init='quality'"):
-        PairwiseMask(diversity="facility", init="relaxed").fit(E, q)
+        PairwiseMask(diversity="facility", solver_params=dict(init="relaxed")).fit(E, q)
     from datamask.pipeline.config import SelectConfig
 
     with pytest.raises(ConfigError, match="init='relaxed' is not defined"):
-        SelectConfig(diversity="facility", init="relaxed").validated()
-    assert PairwiseMask(diversity="facility", steps=0).fit(E, q).init_ == "stochastic_greedy"
+        SelectConfig(diversity="facility", solver_params=dict(init="relaxed")).validated()
+    assert PairwiseMask(diversity="facility", solver_params=dict(steps=0)).fit(E, q).init_ == "stochastic_greedy"
 
 
 def test_relaxed_start_under_a_token_budget_fills_it_and_keeps_the_relaxed_rows():
@@ -77,7 +77,7 @@ def test_relaxed_start_under_a_token_budget_fills_it_and_keeps_the_relaxed_rows(
     t = np.random.default_rng(0).integers(20, 400, size=1500)
     T = int(0.1 * t.sum())
     relaxed = PairwiseMask(token_budget=T, method="relaxed").fit(E, q, lengths=t)
-    m = PairwiseMask(token_budget=T, steps=300).fit(E, q, lengths=t)
+    m = PairwiseMask(token_budget=T, solver_params=dict(steps=300)).fit(E, q, lengths=t)
     assert m.init_ == "relaxed" and m.tokens_ <= T
     assert m.history_[0]["objective"] == pytest.approx(relaxed.objective_["objective"], rel=1e-6)
     assert m.objective_["objective"] >= relaxed.objective_["objective"] - 1e-12
@@ -86,7 +86,7 @@ def test_relaxed_start_under_a_token_budget_fills_it_and_keeps_the_relaxed_rows(
 def test_frank_wolfe_keeps_its_best_rounding_so_more_iterations_never_lose(crowded):
     E, q, _, _ = crowded
     values = [
-        PairwiseMask(method="relaxed", lam=0.2, relaxed_iter=it).fit(E, q).objective_["objective"]
+        PairwiseMask(method="relaxed", lam=0.2, solver_params=dict(relaxed_iter=it)).fit(E, q).objective_["objective"]
         for it in (2, 5, 20, 80)
     ]
     assert values == sorted(values)
@@ -124,23 +124,28 @@ def test_default_start_of_an_objective_without_a_relaxation_is_quality():
     c = make_corpus(600, dim=16, seed=5)
     E, q = c["embedding"], c["quality"]
     div = _NoRelaxation()
-    m = PairwiseMask(diversity=div, steps=200).fit(E, q)
+    m = PairwiseMask(diversity=div, solver_params=dict(steps=200)).fit(E, q)
     assert m.init_ == "quality" and m.mask_.sum() == 60
     t = np.random.default_rng(0).integers(20, 400, size=600)
     assert (
-        PairwiseMask(diversity=div, token_budget=int(0.1 * t.sum()), steps=200).fit(E, q, lengths=t).init_ == "quality"
+        PairwiseMask(diversity=div, token_budget=int(0.1 * t.sum()), solver_params=dict(steps=200))
+        .fit(E, q, lengths=t)
+        .init_
+        == "quality"
     )
     with pytest.raises(ValueError, match=r"^init='relaxed' is not defined for diversity='no_relaxation'"):
-        PairwiseMask(diversity=div, init="relaxed").fit(E, q)
+        PairwiseMask(diversity=div, solver_params=dict(init="relaxed")).fit(E, q)
 
 
 def test_frank_wolfe_cap_is_the_objectives_when_relaxed_iter_is_none():
     # a DiSF iteration costs n d^2: its cap is 20 (pairwise keeps 100); the old default was 100
     c = make_clusters(3000, dim=32, seed=1)
     E, q = c["embedding"], c["quality"]
-    assert PairwiseMask(method="relaxed", diversity="disf", relaxed_iter=100).fit(E, q).n_steps_ > 20  # 31 here
+    assert (
+        PairwiseMask(method="relaxed", diversity="disf", solver_params=dict(relaxed_iter=100)).fit(E, q).n_steps_ > 20
+    )  # 31 here
     assert PairwiseMask(method="relaxed", diversity="disf").fit(E, q).n_steps_ == 20
-    assert PairwiseMask(diversity="disf", steps=0).fit(E, q).relaxed_iter_ == 20
+    assert PairwiseMask(diversity="disf", solver_params=dict(steps=0)).fit(E, q).relaxed_iter_ == 20
 
 
 def test_disf_vertex_gradient_is_the_gradient_at_the_vertex_state():

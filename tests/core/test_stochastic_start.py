@@ -90,13 +90,19 @@ def test_default_facility_fit_is_its_stochastic_greedy_start(corpus):
     # its objective summed in another order (float32 cosines)
     assert m.n_steps_ == 0 and m.stopped_by_ == "start" and [h["step"] for h in m.history_] == [0]
     assert m.history_[0]["objective"] == pytest.approx(m.objective_["objective"], rel=1e-6)
-    polished = PairwiseMask(diversity="facility", start_patience=100).fit(E, q)  # the polish, when asked for
+    polished = PairwiseMask(diversity="facility", solver_params=dict(start_patience=100)).fit(
+        E, q
+    )  # the polish, when asked for
     assert polished.n_steps_ == 100 and polished.objective_["objective"] >= m.objective_["objective"] - 1e-6
     t = np.random.default_rng(1).integers(20, 400, size=2000)
-    tok = PairwiseMask(diversity="facility", token_budget=int(0.1 * t.sum()), steps=100).fit(E, q, lengths=t)
+    tok = PairwiseMask(diversity="facility", token_budget=int(0.1 * t.sum()), solver_params=dict(steps=100)).fit(
+        E, q, lengths=t
+    )
     assert tok.init_ == "quality"  # no stochastic greedy under a token budget
     with pytest.raises(ValueError, match=r"^init='stochastic_greedy' is not defined .* under a token budget"):
-        PairwiseMask(diversity="facility", init="stochastic_greedy", token_budget=1000).fit(E, q, lengths=t)
+        PairwiseMask(diversity="facility", token_budget=1000, solver_params=dict(init="stochastic_greedy")).fit(
+            E, q, lengths=t
+        )
 
 
 def test_neighbour_lists_from_a_sampled_threshold_are_a_full_selection():

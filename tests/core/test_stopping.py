@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from datamask.core import pg
+from datamask.core.params import solver_settings
 from datamask.core.pg import MAX_STEPS, MIN_STEPS, step_budget
 from datamask.core.synthetic import make_corpus
 from tests.helpers.pairwise import PairwiseMask
@@ -23,7 +24,7 @@ from tests.helpers.pairwise import PairwiseMask
 def tracker(objectives, patience=10, tol=1e-5):
     """A _BestMask fed the given objectives, one per evaluation; the index where it stops."""
     it = iter(objectives)
-    est = types.SimpleNamespace(tol=tol, patience=patience)
+    est = types.SimpleNamespace(solver_params_=solver_settings({"tol": tol, "patience": patience}))
     state = types.SimpleNamespace(
         est=est, lengths=None, callback=None, record=lambda step, rows: {"objective": next(it), "step": step}
     )
@@ -81,7 +82,7 @@ def test_auto_continues_its_pilot_instead_of_rerunning_it(monkeypatch):
     auto = PairwiseMask(**kw).fit(E, q)
     n_auto = calls[0]
     calls[0] = 0
-    fixed = PairwiseMask(logit_range=auto.logit_range_, **kw).fit(E, q)
+    fixed = PairwiseMask(**kw, solver_params=dict(logit_range=auto.logit_range_)).fit(E, q)
     assert n_auto == calls[0] + 100  # the losing pilot's 100 steps (a quarter of 400) only
     assert auto.n_steps_ == fixed.n_steps_ == 400 and auto.steps_ == 400
     np.testing.assert_array_equal(auto.mask_, fixed.mask_)
@@ -97,7 +98,7 @@ def test_auto_callback_sees_the_winners_points_and_can_stop(stop_at):
         seen.append(rec["step"])
         return rec["step"] >= stop_at
 
-    m = PairwiseMask(steps=400, eval_every=50, patience=None, init="quality", callback=cb)
+    m = PairwiseMask(callback=cb, solver_params=dict(steps=400, eval_every=50, patience=None, init="quality"))
     m.fit(c["embedding"], c["quality"])
     assert seen == list(range(0, stop_at + 1, 50))  # in order, once each, the loser's never
     assert m.n_steps_ == max(stop_at, 100)  # a stop inside the pilot takes effect when it ends
@@ -106,7 +107,7 @@ def test_auto_callback_sees_the_winners_points_and_can_stop(stop_at):
 def test_auto_shows_its_progress_bar_after_the_pilot(capsys, monkeypatch):
     monkeypatch.setenv("DATAMASK_PROGRESS_INTERVAL", "0")  # stderr is not a terminal here: a line per step
     c = make_corpus(n_rows=2000, dim=16, seed=0)
-    PairwiseMask(steps=400, eval_every=50, patience=None, init="quality", progress=True).fit(
+    PairwiseMask(progress=True, solver_params=dict(steps=400, eval_every=50, patience=None, init="quality")).fit(
         c["embedding"], c["quality"]
     )
     lines = capsys.readouterr().err.splitlines()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from datamask.core.objectives import Objective, normalize_quality
+from datamask.core.params import solver_settings
 from datamask.core.pg import PolicyGradient, TokenBudget
 from datamask.core.policy import log_prob, policy_gradient, sample_masks
 from datamask.core.state import FitState
@@ -121,7 +122,8 @@ def test_prefix_objectives_are_the_exact_objective_of_each_prefix(corpus, divers
     E, q, t = corpus
     t = t.astype(np.float64)
     T = int(0.1 * t.sum())
-    est = PairwiseMask(token_budget=T, prune=0.0, diversity=diversity, reference_size=None)
+    est = PairwiseMask(token_budget=T, prune=0.0, diversity=diversity, solver_params=dict(reference_size=None))
+    est.solver_params_ = solver_settings(est.solver_params)  # (what fit resolves first)
     qn = normalize_quality(q)
     obj = Objective(E, qn, 0.5, diversity)
     state = FitState(est, obj, np.arange(800), 50, lengths=t, token_budget=T)
@@ -161,10 +163,7 @@ def test_every_solver_keeps_the_token_budget_within_one_document(corpus, diversi
         diversity=diversity,
         method=solver,
         prune=0.0,
-        steps=40,
-        eval_every=20,
-        group_size=16,
-        reference_size=128,
+        solver_params=dict(steps=40, eval_every=20, group_size=16, reference_size=128),
     ).fit(E, q, lengths=t)
     kept = t[est.mask_].sum()
     assert est.tokens_ == kept <= T
@@ -175,10 +174,7 @@ def test_every_solver_keeps_the_token_budget_within_one_document(corpus, diversi
         diversity=diversity,
         method=solver,
         prune=0.0,
-        steps=40,
-        eval_every=20,
-        group_size=16,
-        reference_size=128,
+        solver_params=dict(steps=40, eval_every=20, group_size=16, reference_size=128),
     ).fit(E, q, lengths=t)
     assert np.array_equal(ref.mask_, est.mask_)  # seeded: the same selection again
 
@@ -188,7 +184,8 @@ def test_pg_with_pruning_and_batches_stays_within_the_budget(corpus, final):
     E, q, t = corpus
     T = int(0.05 * t.sum())
     est = PairwiseMask(
-        token_budget=T, steps=60, eval_every=20, group_size=16, batch_ratio=0.3, batch_max=None, final=final
+        token_budget=T,
+        solver_params=dict(steps=60, eval_every=20, group_size=16, batch_ratio=0.3, batch_max=None, final=final),
     ).fit(E, q, lengths=t)
     assert 0 < est.tokens_ <= T
     assert np.isinf(est.logits_[~est.mask_]).sum() == 400  # half pruned, none of them kept
@@ -199,7 +196,9 @@ def test_pg_with_pruning_and_batches_stays_within_the_budget(corpus, final):
 def test_pg_beats_the_quality_fill_on_its_objective(corpus):
     E, q, t = corpus
     T = int(0.1 * t.sum())
-    est = PairwiseMask(token_budget=T, steps=200, eval_every=20, group_size=32, prune=0.0).fit(E, q, lengths=t)
+    est = PairwiseMask(token_budget=T, prune=0.0, solver_params=dict(steps=200, eval_every=20, group_size=32)).fit(
+        E, q, lengths=t
+    )
     # the fill a token budget makes of the rows by quality (top-k under tokens), scored the same way
     quality_fill = evaluate(E, q, fill(np.argsort(-q, kind="stable"), t.astype(np.float64), T))["objective"]
     greedy = PairwiseMask(token_budget=T, method="greedy", prune=0.0).fit(E, q, lengths=t).objective_["objective"]
@@ -244,7 +243,7 @@ def test_budget_checks(corpus):
     est = PairwiseMask(token_budget=int(t.sum()) + 1).fit(E, q, lengths=t)
     assert est.covers_all_ and est.mask_.all() and est.tokens_ == t.sum()
     # rows stay the unit when token_budget is not given; lengths only count the tokens kept
-    est = PairwiseMask(budget=50, steps=20).fit(E, q, lengths=t)
+    est = PairwiseMask(budget=50, solver_params=dict(steps=20)).fit(E, q, lengths=t)
     assert est.budget_ == 50 and est.tokens_ == t[est.mask_].sum() and not est.covers_all_
 
 
@@ -366,7 +365,7 @@ def test_tokens_after_pruning_is_the_line_a_fit_refuses_at(corpus):
     left = tokens_after_pruning(t, q, prunes)
     assert left[0] == t.sum() and left == sorted(left, reverse=True) and len(set(left)) == len(left)
     for p, L in zip(prunes[1:], left[1:]):
-        fit = PairwiseMask(token_budget=L - 1, prune=p, steps=5).fit(E, q, lengths=t)
+        fit = PairwiseMask(token_budget=L - 1, prune=p, solver_params=dict(steps=5)).fit(E, q, lengths=t)
         assert fit.tokens_ <= L - 1
         with pytest.raises(ValueError, match=f"token budget {L} is not below the {L} tokens left after pruning"):
-            PairwiseMask(token_budget=L, prune=p, steps=5).fit(E, q, lengths=t)
+            PairwiseMask(token_budget=L, prune=p, solver_params=dict(steps=5)).fit(E, q, lengths=t)

@@ -110,8 +110,8 @@ def test_cli_openvino_on_a_cluster_then_reused(tmp_path, embed_cache, address):
         str(out),
         "--backend",
         "openvino",
-        "--cache-dir",
-        str(embed_cache),
+        "--set",
+        "cache_dir=" + str(embed_cache),
         "--scheduler",
         address,
         "--split-size",
@@ -139,7 +139,18 @@ def test_cache_dir_not_writable(tmp_path, capsys, address):
     # a cache directory below a regular file cannot be created, for root too
     assert_fails(
         capsys,
-        ["embed", src, out, "--backend", "onnx", "--cache-dir", blocker / "cache", "--scheduler", address, "--quiet"],
+        [
+            "embed",
+            src,
+            out,
+            "--backend",
+            "onnx",
+            "--set",
+            "cache_dir=" + str(blocker / "cache"),
+            "--scheduler",
+            address,
+            "--quiet",
+        ],
         "not writable",
         "--cache-dir",
         "DATAMASK_CACHE_DIR",
@@ -150,7 +161,18 @@ def test_cache_dir_not_writable(tmp_path, capsys, address):
         ro.mkdir(mode=0o500)
         assert_fails(
             capsys,
-            ["embed", src, out, "--backend", "onnx", "--cache-dir", ro, "--scheduler", address, "--quiet"],
+            [
+                "embed",
+                src,
+                out,
+                "--backend",
+                "onnx",
+                "--set",
+                "cache_dir=" + str(ro),
+                "--scheduler",
+                address,
+                "--quiet",
+            ],
             "not writable",
         )
         assert not list(ro.iterdir())

@@ -65,7 +65,7 @@ def test_score_errors_name_the_partition(tmp_path):
         dmd.score(ddf, scores="dclm:1").compute(scheduler="sync")
     with pytest.raises(DataError, match="missing score column 'fineweb'"):
         dmd.score(ddf, scores="fineweb:1")  # the statistics cannot be planned: refused at once
-    with pytest.raises(DataError, match=r"^split [01]: missing column 'body' .*--text-column"):
+    with pytest.raises(DataError, match=r"^split [01]: missing column 'body' .*--set text_column=NAME"):
         dmd.score(ddf, heuristics=True, text_column="body").compute(scheduler="sync")
 
 

@@ -21,7 +21,7 @@ from datamask.errors import ConfigError, DataError
 from datamask.pipeline.config import SelectConfig
 from tests.helpers.pipeline_data import SPLIT, STEPS, args, manifest, read_out, write_files
 
-KW = dict(steps=int(STEPS), ratio=0.1)
+KW = dict(solver_params={"steps": int(STEPS)}, ratio=0.1)
 
 
 class Count(Callback):
@@ -60,7 +60,7 @@ def test_signature_is_the_config(corpus):
             assert f.name not in sig
         elif f.name in sig:
             assert sig[f.name].default == f.default, f.name
-    assert {"ratio", "lam", "diversity", "method", "seed", "keep_all", "budget", "steps"} <= set(sig)
+    assert {"ratio", "lam", "diversity", "method", "seed", "keep_all", "budget", "solver_params"} <= set(sig)
     with pytest.raises(TypeError, match="ratoi"):
         dmd.select(dmd.read(corpus, split_size=int(SPLIT)), ratoi=0.2)
 
@@ -210,8 +210,8 @@ def test_bad_input_fails_at_compute_like_the_cli(tmp_path, capsys, address, chan
             str(tmp_path / "o"),
             "--split-size",
             "500",
-            "--steps",
-            STEPS,
+            "--set",
+            "solver_params.steps=" + str(STEPS),
             "--quiet",
             "--scheduler",
             address,
@@ -243,7 +243,7 @@ def test_wrong_width(tmp_path):
     with dask.config.set({"dataframe.convert-string": False}):
         ddf = dd.from_pandas(pdf, npartitions=2, sort=False)
     with pytest.raises(DataError, match=r"^split 1: column 'embedding' width differs between rows: row 5"):
-        dmd.select(ddf, ratio=0.2, steps=5).compute(scheduler="sync")
+        dmd.select(ddf, ratio=0.2, solver_params=dict(steps=5)).compute(scheduler="sync")
 
 
 def test_dedupe_ids_keeps_the_first_within_a_partition(tmp_path):
@@ -277,7 +277,7 @@ def test_token_budget_is_shared_out_like_the_cli(corpus, address, tmp_path):
     assert main(args(corpus, out, "--tokens", "200k", scheduler=address)) == 0
     ddf = dmd.read(corpus, split_size=int(SPLIT))
     with Count() as c, dask.config.set(scheduler="sync"):
-        sel = dmd.select(ddf, tokens=200_000, steps=int(STEPS))
+        sel = dmd.select(ddf, tokens=200_000, solver_params=dict(steps=int(STEPS)))
         assert c.n == 0
         frame, recs = dmd.compute(sel, return_records=True)
     assert sorted(frame["id"]) == sorted(read_out(out).column("id").to_pylist())
@@ -298,13 +298,15 @@ def test_a_prune_that_cannot_fill_a_share_is_refused_before_any_partition_select
         rf"tokens, not more than its [\d,]+-token share of --tokens {T}; lower --prune to (0\.\d+) or the token budget$"
     )
     with Count() as c, dask.config.set(scheduler="sync"):
-        sel = dmd.select(ddf, tokens=T, prune=0.9, steps=int(STEPS))
+        sel = dmd.select(ddf, tokens=T, prune=0.9, solver_params=dict(steps=int(STEPS)))
         with pytest.raises(ConfigError, match=msg) as e:
             sel.compute()
     assert any("_count_tokens_part" in k for k in c.keys) and not any("_select_part" in k for k in c.keys), c.keys
     room = float(re.match(msg, str(e.value))[1])
     _, recs = dmd.compute(
-        dmd.select(ddf, tokens=T, prune=room, steps=int(STEPS)), return_records=True, scheduler="sync"
+        dmd.select(ddf, tokens=T, prune=room, solver_params=dict(steps=int(STEPS))),
+        return_records=True,
+        scheduler="sync",
     )
     got = [json.loads(r) for r in recs["record"]]
     assert len(got) == 5 and all(0 < r["tokens_out"] <= r["token_budget"] for r in got)

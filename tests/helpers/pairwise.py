@@ -5,12 +5,18 @@ tests/core/test_default_selection.py tests that default itself."""
 
 from datamask import DataMask
 from datamask import evaluate as _evaluate
+from datamask.core.params import SOLVER_PARAMS
 
 PAIRWISE_DEFAULTS = dict(diversity="pairwise", lam=0.5, prune=0.5, near_duplicate=None)
 
 
 def PairwiseMask(*args, **kw):
-    """``DataMask`` with :data:`PAIRWISE_DEFAULTS` under the given keywords."""
+    """``DataMask`` with :data:`PAIRWISE_DEFAULTS` under the given keywords; a key of
+    ``solver_params`` given as a keyword (``steps=40``, as the tests' parameter grids write them)
+    joins ``solver_params``."""
+    solver = {k: kw.pop(k) for k in list(kw) if k in SOLVER_PARAMS}
+    if solver or "solver_params" in kw:
+        kw["solver_params"] = {**solver, **(kw.get("solver_params") or {})}
     return DataMask(*args, **{**PAIRWISE_DEFAULTS, **kw})
 
 

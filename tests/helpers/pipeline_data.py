@@ -31,7 +31,16 @@ def write_files(directory: Path, rows=FILE_ROWS, seed=0, dim=DIM, row_group_size
 
 
 def args(input, output, *extra, scheduler=None):
-    a = ["select", str(input), str(output), "--split-size", SPLIT, "--steps", STEPS, "--quiet"]
+    a = [
+        "select",
+        str(input),
+        str(output),
+        "--split-size",
+        SPLIT,
+        "--set",
+        "solver_params.steps=" + str(STEPS),
+        "--quiet",
+    ]
     if scheduler:
         a += ["--scheduler", scheduler]
     return a + [str(x) for x in extra]

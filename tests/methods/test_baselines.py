@@ -222,7 +222,9 @@ def test_baselines_are_selection_methods(dup_corpus):
 
     E, _, _, _ = dup_corpus
     q = np.random.default_rng(0).normal(size=len(E))
-    cfg = SelectConfig(ratio=0.1, steps=20, prune=0.5, diversity="pairwise")  # relaxed: pairwise or DiSF
+    cfg = SelectConfig(
+        ratio=0.1, prune=0.5, diversity="pairwise", solver_params=dict(steps=20)
+    )  # relaxed: pairwise or DiSF
     for name in ("topk", "random", "semdedup", "quadmix", "greedy", "relaxed"):
         assert name in REGISTRY
         sel = select(E, q, cfg.replace(method=name), 7)

@@ -18,7 +18,7 @@ from tests.helpers.pipeline_data import assert_fails, write_files
 pytestmark = pytest.mark.slow
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus.jsonl"
-SELECT = ["--split-size", "600", "--ratio", "0.2", "--steps", "30", "--quiet", "--no-report"]
+SELECT = ["--split-size", "600", "--ratio", "0.2", "--set", "solver_params.steps=30", "--quiet", "--no-report"]
 
 
 @pytest.fixture(scope="module")

@@ -111,9 +111,9 @@ def test_missing_text_column_fails_cleanly(corpus, tmp_path, address, capsys):
     out = tmp_path / "out"
     assert_fails(
         capsys,
-        ["dedup", inp, out, "--text-column", "body", "--scheduler", address, "--quiet"],
+        ["dedup", inp, out, "--set", "text_column=body", "--scheduler", address, "--quiet"],
         "'body'",
-        "--text-column",
+        "--set text_column=NAME",
     )
     assert_no_output(out)
 

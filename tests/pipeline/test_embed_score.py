@@ -42,7 +42,7 @@ def _run_workflow(out, address, quiet=True):
             "--set",
             f"scheduler={address}",
             "--set",
-            "select.steps=30",
+            "select.solver_params.steps=30",
         ]
         + (["--quiet"] if quiet else [])
     )
@@ -186,7 +186,11 @@ def test_missing_text_column(tmp_path, capsys, address, texts):
     d = _parquet(tmp_path, id=list(range(30)), body=texts)
     out = tmp_path / "out"
     _assert_fails(
-        capsys, ["embed", d, out, "--scheduler", address], "f.parquet", "missing column 'text'", "--text-column"
+        capsys,
+        ["embed", d, out, "--scheduler", address],
+        "f.parquet",
+        "missing column 'text'",
+        "--set text_column=NAME",
     )
     assert_no_output(out)
     _assert_fails(capsys, ["score", d, out, "--heuristics", "--scheduler", address], "missing column 'text'")

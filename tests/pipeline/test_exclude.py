@@ -59,7 +59,17 @@ def _free(held, n):
 
 
 def _select(src, out, *extra, address):
-    argv = ["select", str(src), str(out), "--split-size", "300", "--steps", "20", "--quiet", "--no-report"]
+    argv = [
+        "select",
+        str(src),
+        str(out),
+        "--split-size",
+        "300",
+        "--set",
+        "solver_params.steps=20",
+        "--quiet",
+        "--no-report",
+    ]
     return main([*argv, "--scheduler", address, *map(str, extra)])
 
 
@@ -98,8 +108,7 @@ def test_select_keeps_the_sets_out_and_counts_them(texts_corpus, address, tmp_pa
     assert sum(r["rows_out"] for r in m["splits"]) == sum(round(0.5 * r["rows_in"]) for r in m["splits"])
     assert m["config"]["exclude"] == [str(held / "holdout"), str(texts_corpus["other"])]
     # the line the command prints (not quiet): a rerun reports the finished output
-    assert main(["select", str(texts_corpus["in"]), str(out), "--split-size", "300", "--steps", "20", "--no-report",
-                 "--scheduler", address, *map(str, argv)]) == 0  # fmt: skip
+    assert main(["select", str(texts_corpus["in"]), str(out), "--split-size", "300", "--set", 'solver_params.steps=20', "--no-report", "--scheduler", address, *map(str, argv)]) == 0  # fmt: skip
     line = [x for x in capsys.readouterr().out.splitlines() if "excluded" in x]
     assert line == [
         f"datamask: excluded {t['excluded_rows']} rows found in the evaluation and held-out sets "
@@ -138,5 +147,5 @@ def test_one_line_errors(texts_corpus, tmp_path, capsys):
     assert_fails(capsys, [*base, "--exclude", tmp_path / "nope"], "exclude set", "nope", "does not exist")
     bad = tmp_path / "notext.parquet"
     pd.DataFrame({"x": [1, 2]}).to_parquet(bad)
-    assert_fails(capsys, [*base, "--exclude", bad], "exclude set", "no text column 'text'", "--text-column")
+    assert_fails(capsys, [*base, "--exclude", bad], "exclude set", "no text column 'text'", "--set text_column=NAME")
     assert not (tmp_path / "o").exists()

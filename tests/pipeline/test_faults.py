@@ -16,7 +16,7 @@ from datamask.cli import main
 from tests.helpers.pipeline_data import args, local_cluster, manifest, read_out, wait_until
 
 # Enough steps that a partition takes a few seconds (patience off: no early stop).
-SLOW = ("--steps", "500", "--patience", "none")
+SLOW = ("--set", "solver_params.steps=500", "--set", "solver_params.patience=none")
 
 
 @pytest.fixture(scope="module")

@@ -107,10 +107,10 @@ def test_select_on_the_gpu_records_level_and_peak_memory(corpus, tmp_path):
         input=str(corpus),
         output=str(tmp_path / "gpu"),
         split_size=int(SPLIT),
-        steps=int(STEPS),
         quiet=True,
         device="gpu",
         method="relaxed",
+        solver_params=dict(steps=int(STEPS)),
     )
     m = run_select(cfg)
     assert m["gpu"]["arrays"] == "cupy" and m["gpu"]["level"] in ("cuda", "rapids") and m["gpu"]["gpus"]

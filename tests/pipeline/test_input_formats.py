@@ -28,10 +28,10 @@ def test_the_datamask_reference_format(tmp_path, address):
         )  # fmt: skip
     )
     on = ["--scheduler", address, "--quiet"]
-    assert main(["embed", str(src), str(tmp_path / "embedded"), "--id-column", "idx", *on]) == 0
+    assert main(["embed", str(src), str(tmp_path / "embedded"), "--set", "id_column=idx", *on]) == 0
     out = tmp_path / "selected"
-    argv = ["select", str(tmp_path / "embedded"), str(out), "--id-column", "idx", "--quality-column", "scores"]
-    assert main([*argv, "--ratio", "0.2", "--prune", "0.5", "--steps", "20", "--no-report", *on]) == 0
+    argv = ["select", str(tmp_path / "embedded"), str(out), "--set", "id_column=idx", "--set", "quality_column=scores"]
+    assert main([*argv, "--ratio", "0.2", "--prune", "0.5", "--set", "solver_params.steps=20", "--no-report", *on]) == 0
     sel = pq.read_table(out / "data").to_pandas()
     assert len(sel) == 12 and set(sel.idx) <= set(range(1000, 1060)) and {"scores", "text", "embedding"} <= set(sel)
     m = manifest(out)

@@ -31,7 +31,7 @@ stages: [embed, score, dedup, select]
 split_size: 10
 quiet: true
 score: {heuristics: true, normalize: rank}
-select: {ratio: 0.3, steps: 30}
+select: {ratio: 0.3, solver_params: {steps: 30}}
 """
 ROWS = (900, 900, 300)
 DOCS = 20  # two splits of 10 texts per stage: the embedding model's time is per text
@@ -177,7 +177,12 @@ def test_job_killed_midway_resumes_on_s3(s3, addr, tmp_path):
     """The killed run has no AWS variables: its --storage-options alone (sent to every worker
     of the cluster it starts) reach the server. The resumed run uses the environment."""
     ref = tmp_path / "ref"
-    slow = ["--steps", "400", "--patience", "none"]  # a split takes about a second: time to see two records
+    slow = [
+        "--set",
+        "solver_params.steps=400",
+        "--set",
+        "solver_params.patience=none",
+    ]  # a split takes about a second: time to see two records
     assert main(["select", str(s3.local / "emb"), str(ref), *SELECT, *slow, "--scheduler", addr]) == 0
     out = "s3://bkt/killed"
     opts = json.dumps({"endpoint_url": s3.url, "key": "testing", "secret": "testing"})
@@ -260,10 +265,10 @@ def test_compare_from_s3_to_s3_equals_a_local_run_with_its_report(s3, addr, tmp_
     flags = [
         "--methods",
         "datamask,topk,random,semdedup",
-        "--n-clusters",
-        "4",
-        "--steps",
-        "20",
+        "--set",
+        "n_clusters=4",
+        "--set",
+        "solver_params.steps=20",
         "--split-size",
         "600",
         "--ratio",
@@ -320,8 +325,8 @@ def test_select_writes_its_report_to_s3_and_proxy_lm_refuses_a_url(s3, addr, tmp
                 "600",
                 "--ratio",
                 "0.2",
-                "--steps",
-                "20",
+                "--set",
+                "solver_params.steps=20",
                 "--quiet",
                 "--scheduler",
                 addr,

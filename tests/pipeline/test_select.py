@@ -130,7 +130,7 @@ def test_jsonl_input(corpus, address, tmp_path):
 
 def test_partition_on_writes_hive_directories(corpus, selected, address, tmp_path):
     out = tmp_path / "hive"
-    _run(*args(corpus, out, "--partition-on", "topic", "--diversity", "pairwise", scheduler=address))
+    _run(*args(corpus, out, "--set", "partition_on=topic", "--diversity", "pairwise", scheduler=address))
     dirs = sorted(p.name for p in (out / "data").iterdir())
     assert dirs and all(d.startswith("topic=") for d in dirs)
     t = pads.dataset(out / "data", partitioning="hive").to_table().sort_by("id")
@@ -147,7 +147,7 @@ def test_keep_all_and_dedupe_ids(corpus, address, tmp_path):
     ids[:10] = np.arange(10)
     pq.write_table(t.set_column(0, "id", pa.array(ids)), src / "shard-1.parquet")
     out = tmp_path / "out"
-    _run(*args(src, out, "--dedupe-ids", "--keep-all", scheduler=address))
+    _run(*args(src, out, "--set", "dedupe_ids=true", "--keep-all", scheduler=address))
     m = manifest(out)
     assert [p["duplicates_dropped"] for p in m["splits"]] == [0, 10]
     o = read_out(out)
@@ -161,10 +161,10 @@ def test_keep_all_and_dedupe_ids(corpus, address, tmp_path):
 def test_run_workflow_with_set(corpus, address, tmp_path):
     wf = tmp_path / "wf.yaml"
     out = tmp_path / "out"
-    wf.write_text(f"input: {corpus}\noutput: {out}\nsplit_size: 2000\nsteps: 20\nratio: 0.05\n")
+    wf.write_text(f"input: {corpus}\noutput: {out}\nsplit_size: 2000\nsolver_params: {{steps: 20}}\nratio: 0.05\n")
     _run("run", str(wf), "--set", "ratio=0.2", "--set", f"scheduler={address}", "--quiet")
     m = manifest(out)
-    assert m["config"]["ratio"] == 0.2 and m["config"]["steps"] == 20
+    assert m["config"]["ratio"] == 0.2 and m["config"]["solver_params"] == {"steps": 20}
     assert m["splits"][0]["rows_out"] == 300
 
 

@@ -225,12 +225,12 @@ def test_compare_at_equal_tokens(skewed, address, tmp_path, capsys):
         "datamask,greedy,topk,random,semdedup,quadmix",
         "--tokens",
         T,
-        "--steps",
-        30,
+        "--set",
+        "solver_params.steps=30",
         "--split-size",
         1000,
-        "--n-clusters",
-        4,
+        "--set",
+        "n_clusters=4",
         "--scheduler",
         address,
     ]
@@ -304,7 +304,7 @@ def test_token_counts_come_from_a_column_or_the_text():
     assert split_lengths(both, cfg.replace(tokens_column="n_tokens"), "f")[1] == "column n_tokens"
     with pytest.raises(DataError, match="missing column 'len'"):
         split_lengths(both, cfg.replace(tokens_column="len"), "f")
-    with pytest.raises(DataError, match="--tokens-column NAME or --text-column NAME"):
+    with pytest.raises(DataError, match="--set tokens_column=NAME or --set text_column=NAME"):
         split_lengths(pa.table({"id": [1]}), cfg, "f")
     with pytest.raises(DataError, match=r"f row 11: column 'token_count' is -1"):
         split_lengths(pa.table({"token_count": [3, -1]}), cfg, "f", first_row=10)
@@ -325,5 +325,5 @@ def test_a_tokenizer_counts_over_a_count_column_and_not_beside_a_named_one(tmp_p
     counts, src = split_lengths(t, SelectConfig(tokenizer=str(path)), "f")
     assert src == f"tokenizer {path}" and counts.tolist() == [len(a) for a in tok.encode(texts[:3])]
     assert counts.tolist() != [99, 99, 99] and split_lengths(t, SelectConfig(), "f")[0].tolist() == [99, 99, 99]
-    argv = ["select", str(tmp_path), str(tmp_path / "o"), "--tokens", "1k", "--tokens-column", "n", "--tokenizer"]
-    assert_fails(capsys, [*argv, str(path)], "--tokens-column (n) or --tokenizer", "not both")
+    argv = ["select", str(tmp_path), str(tmp_path / "o"), "--tokens", "1k", "--set", "tokens_column=n", "--tokenizer"]
+    assert_fails(capsys, [*argv, str(path)], "give a tokens_column (n) or --tokenizer", "not both")

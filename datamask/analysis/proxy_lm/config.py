@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 from ...errors import ConfigError
 from ...pipeline.config import check_keys, parse_tokens, parse_value
@@ -90,6 +91,9 @@ class ProxyLMConfig:
 
     See :func:`datamask.analysis.proxy_lm.run_proxy_lm` for what a run writes.
     """
+
+    #: the fields with a command-line flag of their own; the others are ``--set KEY=VALUE``
+    FLAGS: ClassVar[tuple] = ("eval", "tokenizer", "preset", "tokens", "seed", "device", "overwrite", "no_report")
 
     # --- data
     selections: list | None = _f(

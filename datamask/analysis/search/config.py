@@ -11,10 +11,12 @@ its point), so a killed search resumes from the records it finished.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 from ...errors import ConfigError
 from ...pipeline.config import SelectConfig, parse_tokens
 from ...pipeline.config import option as _f
+from ...pipeline.flags import parse_solver_params
 from ..proxy_lm.config import parse_proxy_tokens
 from .space import DEFAULT_SPACE, NAMES, RATIO_RANGE, check_prune, default_space, parse_space
 
@@ -59,6 +61,8 @@ DEFAULT_SEEDS = 1
 DEFAULT_PROXY_TOKENS = 512_000
 #: paired verification seeds: a 95% t-interval at 4 degrees of freedom (t 2.78; at 2, 4.30)
 DEFAULT_VERIFY = 5
+#: policy-gradient steps of every trial's selection unless its solver_params say otherwise
+TRIAL_STEPS = 300
 #: what a trial's ratio counts: the corpus's tokens (equal-size selections) or rows
 BUDGET_UNITS = ("tokens", "rows")
 
@@ -81,7 +85,7 @@ def parse_references(text) -> dict:
     """``{name: recipe}`` of ``--references`` text (values as YAML reads them; a ``preset`` key expanded)."""
     import yaml
 
-    from ...pipeline.presets import PRESETS
+    from ...pipeline.presets import PRESETS, with_preset
 
     out = {}
     for part in [p for p in str(text or "").split(";") if p.strip()]:
@@ -101,7 +105,7 @@ def parse_references(text) -> dict:
             p = recipe.pop("preset")
             if p not in PRESETS:
                 raise ConfigError(f"references {name}: preset must be one of {', '.join(PRESETS)}; got {p!r}")
-            recipe = {**PRESETS[p], **recipe}
+            recipe = {k: v for k, v in with_preset({**recipe, "preset": p}).items() if k != "preset"}
         out[name] = {"method": "datamask", **recipe}
     return out
 
@@ -111,15 +115,42 @@ class SearchConfig(SelectConfig):
     """``datamask search INPUT OUTPUT --eval EVAL``: recipes sampled, proxy LMs trained, a
     regressor fitted, the best recipe chosen and verified (docs/search.md)."""
 
+    FLAGS: ClassVar[tuple] = (
+        "eval",
+        "target",
+        "method",
+        "space",
+        "trials",
+        "ratio",
+        "budget",
+        "tokens",
+        "token_ratio",
+        "budget_unit",
+        "tokenizer",
+        "prune",
+        "references",
+        "verify",
+        "proxy_preset",
+        "proxy_tokens",
+        "solver_params",
+        "seed",
+        "split_size",
+        "exclude",
+        "overwrite",
+        "no_report",
+    )
+
     ratio: float | None = _f(
         None,
         "fraction of each split to keep, in (0, 1); unset (and no --budget/--tokens/--token-ratio): "
         f"DATAMASK's default space searches {RATIO_RANGE}, the other methods keep select's 0.1",
     )
-    steps: int | None = _f(
-        300,
-        "maximum policy-gradient steps of every trial's selection (select's default scales to 5000-50000; a "
-        "trial must select in seconds, and recipe.yaml keeps this value so it selects as the trial did)",
+    solver_params: dict | None = _f(
+        None,
+        "the optimiser's fine controls of every trial's selection, as select's --solver-params (JSON or a "
+        f".json/.yaml file); steps defaults to {TRIAL_STEPS} here (select's scales to 5000-50000; a trial must "
+        "select in seconds, and recipe.yaml keeps this value so it selects as the trial did)",
+        parse=lambda v, name: parse_solver_params(v, name),
     )
     text_column: str = _f(
         "text",
@@ -211,6 +242,8 @@ class SearchConfig(SelectConfig):
     def validated(self) -> SearchConfig:
         free = self.ratio is None  # unset stays unset: the default space searches it (select_config() has 0.1)
         super().validated()
+        if "steps" not in (self.solver_params or {}):  # (after a preset's, which may set them)
+            self.solver_params = {**(self.solver_params or {}), "steps": TRIAL_STEPS}
         if free:
             self.ratio = None
         if self.method not in NAMES:
