@@ -28,12 +28,14 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from ..dedup.normalize import read_texts
+from ..dedup.pairs import KINDS
 from ..pipeline.files import write_json_atomic, write_parquet_atomic
 from ..pipeline.storage import location, rmtree
 from . import dedup_cc
-from .dedup_cc import KIND_NAMES, N_EXAMPLES, REMOVED_SCHEMA, CCCtx, components
+from .dedup_cc import N_EXAMPLES, REMOVED_SCHEMA, CCCtx, components
 from .dedup_exchange import Passes, read_part, split_of, take_rows, write_routed
-from .dedup_read import column_names, doc_range, iter_batches, read_texts
+from .dedup_read import column_names, doc_range, iter_batches
 from .dedup_semantic import SemCtx, semantic_groups
 from .dedup_text import TextCtx, pair_files, parts_for, text_pairs
 
@@ -98,7 +100,7 @@ def _removed_task(i: int, ctx) -> dict:
     if t.num_rows:
         t = t.take(pa.array(np.argsort(t.column("doc").to_numpy(), kind="stable")))
     group = t.column("group").to_numpy() + np.asarray(ctx["offsets"], np.int64)[t.column("gsplit").to_numpy()]
-    kind = pa.array(np.array(KIND_NAMES, dtype=object)[t.column("kind").to_numpy()].tolist(), type=pa.string())
+    kind = pa.array(np.array(KINDS, dtype=object)[t.column("kind").to_numpy()].tolist(), type=pa.string())
     name = ctx["names"][i]
     root = location(ctx["root"])
     write_parquet_atomic(
@@ -151,7 +153,7 @@ def _examples(client, tctx, examples):
     best = {}
     for kind, kept, size, removed in examples:
         best.setdefault(kind, []).append((-size, kept, removed))
-    picked = [(k, kept, removed) for k in KIND_NAMES if k in best for _, kept, removed in sorted(best[k])[:N_EXAMPLES]]
+    picked = [(k, kept, removed) for k in KINDS if k in best for _, kept, removed in sorted(best[k])[:N_EXAMPLES]]
     docs = np.unique(np.array([d for _, kept, rs in picked for d in [kept, *rs]], dtype=np.int64))
     where = split_of(docs, tctx.bounds)
     items = [(int(i), docs[where == i].tolist()) for i in np.unique(where)]

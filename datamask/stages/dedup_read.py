@@ -1,9 +1,9 @@
 """Reading for ``datamask dedup``'s corpus-wide passes: document numbers, the columns a pass
 needs, per-split tasks over sorted document lists, and gathering their results.
 
-A document is named by its number ``file rank << 40 | row`` (files ranked by path), so
-the smallest number is the first document by path and row, and a split's documents are
-one contiguous range of numbers.
+A document is named by its number ``file rank << ROW_BITS | row`` (files ranked by path,
+:func:`~datamask.dedup.pairs.document_numbers`), so the smallest number is the first
+document by path and row, and a split's documents are one contiguous range of numbers.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..dedup.normalize import as_string_array
+from ..dedup.pairs import document_numbers as numbers
 from ..errors import DataError
 from ..pipeline.io import Split, read_split, split_row_groups
 from ..pipeline.runner import ProgressBars
@@ -20,21 +20,16 @@ from ..pipeline.schema import TextColumns
 from ..pipeline.storage import open_file
 
 __all__ = [
-    "ROW_BITS",
     "DedupColumns",
     "file_ranks",
     "document_numbers",
     "doc_range",
-    "read_texts",
-    "read_quality",
     "column_names",
     "docs_in_split",
     "per_split",
     "gather",
     "iter_batches",
 ]
-
-ROW_BITS = 40  # document number = file rank << 40 | row
 
 
 class DedupColumns(TextColumns):
@@ -56,36 +51,14 @@ def file_ranks(plan) -> dict:
 
 
 def document_numbers(s: Split, ranks) -> np.ndarray:
-    """(rows,) int64 numbers of the split's documents."""
-    return (np.int64(ranks[s.rel]) << ROW_BITS) + np.arange(s.start, s.stop, dtype=np.int64)
+    """(rows,) int64 numbers of the split's documents (:func:`~datamask.dedup.pairs.document_numbers`)."""
+    return numbers(ranks[s.rel], s.start, s.stop)
 
 
 def doc_range(s: Split, ranks):
     """``[lo, hi)`` of the split's document numbers."""
-    base = np.int64(ranks[s.rel]) << ROW_BITS
-    return base + s.start, base + s.stop
-
-
-def read_texts(table: pa.Table, column: str, where: str) -> pa.Array:
-    """The text column as an Arrow string array (bytes decoded as UTF-8; nulls kept)."""
-    col = table.column(column)
-    if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
-        try:
-            col = col.cast(pa.large_string())
-        except pa.ArrowInvalid:
-            raise DataError(
-                f"{where}: text column {column!r} holds bytes that are not UTF-8; fix the encoding"
-            ) from None
-    elif pa.types.is_null(col.type):
-        col = col.cast(pa.large_string())
-    return as_string_array(col)
-
-
-def read_quality(table: pa.Table, column: str):
-    """The quality column as float64 (NaN where not a number), or None without one."""
-    if column not in table.schema.names:
-        return None
-    return pd.to_numeric(table.column(column).to_pandas(), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    lo = numbers(ranks[s.rel], s.start, s.start + 1)[0]
+    return lo, lo + s.rows
 
 
 def column_names(plan, cols):

@@ -24,11 +24,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..dedup.normalize import read_quality
+from ..dedup.pairs import KIND_CODE
 from ..pipeline.io import Split, read_split
 from ..pipeline.storage import location
 from .dedup_cc import REMOVED_SCHEMA
 from .dedup_exchange import read_part, split_of, write_routed
-from .dedup_read import column_names, document_numbers, gather, read_quality
+from .dedup_read import column_names, document_numbers, gather
 
 __all__ = ["SemCtx", "semantic_groups", "cluster_duplicates", "KMEANS_SAMPLE"]
 
@@ -128,7 +130,7 @@ def _cluster_task(c: int, ctx: SemCtx) -> dict:
     if t.num_rows:
         E = embedding_matrix(t.column("emb"), "semantic dedup", "embedding")
         r, k = cluster_duplicates(E, t.column("quality").to_numpy(), t.column("doc").to_numpy(), ctx.eps, ctx.device)
-    kind = np.full(r.shape[0], 2, np.int8)
+    kind = np.full(r.shape[0], KIND_CODE["semantic"], np.int8)
     out = pa.table({"doc": r, "kept": k, "kind": kind}, schema=REMOVED_SCHEMA)
     write_routed(ctx.file("semantic", c), out, split_of(r, ctx.bounds), len(ctx.splits))
     return {"removed": int(r.shape[0]), "groups": int(np.unique(k).shape[0]), "examples": _examples(k, r, kind)}
