@@ -22,8 +22,8 @@ from ..dedup.minhash import lsh_params
 from ..pipeline.io import read_parquet_table
 from .base import split_runs
 from .declared import Dedup
+from .dedup_exchange import DedupColumns, doc_range, file_ranks
 from .dedup_groups import DEDUP_DIR, REMOVED_DIR, SUMMARY_FILE, find_groups
-from .dedup_read import DedupColumns, doc_range, file_ranks
 
 __all__ = ["DedupStage", "run_dedup", "DUPLICATE_OF"]
 

@@ -4,7 +4,7 @@ Run once, in the stage's setup, as resumable passes of Dask tasks that read and 
 Parquet under ``_datamask/dedup/`` (:mod:`.dedup_exchange`); the client holds O(splits),
 never a row. A killed run restarts at the first pass it had not finished (a kill during
 the connected components reruns them from the pairs already written). Documents are named
-by their numbers (:mod:`.dedup_read`).
+by their numbers (:mod:`.dedup_exchange`).
 
 1. exact and fuzzy pairs (:mod:`.dedup_text`): per split the signatures and bucket
    records; per partition of keys the exact groups and candidate pairs; per split the
@@ -34,8 +34,17 @@ from ..pipeline.files import write_json_atomic, write_parquet_atomic
 from ..pipeline.storage import location, rmtree
 from . import dedup_cc
 from .dedup_cc import N_EXAMPLES, REMOVED_SCHEMA, CCCtx, components
-from .dedup_exchange import Passes, read_part, split_of, take_rows, write_routed
-from .dedup_read import column_names, doc_range, iter_batches
+from .dedup_exchange import (
+    Passes,
+    column_names,
+    doc_range,
+    iter_batches,
+    read_part,
+    split_of,
+    take_docs,
+    take_rows,
+    write_routed,
+)
 from .dedup_semantic import SemCtx, semantic_groups
 from .dedup_text import TextCtx, pair_files, parts_for, text_pairs
 
@@ -73,9 +82,7 @@ def _file(ctx, folder, i):
 
 def _ids_of(ctx, i, docs):
     """The input ids of documents ``docs`` of split ``i`` (from its docs file)."""
-    rows, inv = np.unique(np.asarray(docs, np.int64) - int(ctx["bounds"][i]), return_inverse=True)
-    col = take_rows(_file(ctx, "signatures/docs", i), rows, ["id"]).column("id")
-    return col.take(pa.array(inv.reshape(-1))) if len(inv) else col.slice(0, 0)
+    return take_docs(_file(ctx, "signatures/docs", i), ctx["bounds"][i], docs, ["id"]).column("id")
 
 
 def _kept_ids_task(i: int, ctx) -> dict:

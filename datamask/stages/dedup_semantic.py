@@ -29,8 +29,7 @@ from ..dedup.pairs import KIND_CODE
 from ..pipeline.io import Split, read_split
 from ..pipeline.storage import location
 from .dedup_cc import REMOVED_SCHEMA
-from .dedup_exchange import read_part, split_of, write_routed
-from .dedup_read import column_names, document_numbers, gather
+from .dedup_exchange import column_names, document_numbers, gather, read_part, split_of, write_routed
 
 __all__ = ["SemCtx", "semantic_groups", "cluster_duplicates", "KMEANS_SAMPLE"]
 
@@ -67,7 +66,7 @@ def _cluster_codes(values) -> np.ndarray:
 
 def _values_task(i: int, ctx: SemCtx) -> dict:
     """The distinct cluster values of split ``i`` (as codes), read batch by batch."""
-    from .dedup_read import iter_batches
+    from .dedup_exchange import iter_batches
 
     codes = set()
     for b in iter_batches(ctx.splits[i], [ctx.cols.id, ctx.cols.text, ctx.domain_column], 65_536):

@@ -36,8 +36,7 @@ from ..dedup.normalize import read_quality, read_texts
 from ..dedup.pairs import KIND_CODE, band_pairs, exact_stars, unique_pairs
 from ..pipeline.io import write_parquet_atomic
 from ..pipeline.storage import location
-from .dedup_exchange import RoutedWriter, _atomic, read_part, split_of, take_rows, write_routed
-from .dedup_read import iter_batches
+from .dedup_exchange import RoutedWriter, _atomic, iter_batches, read_part, split_of, take_docs, write_routed
 
 __all__ = ["TextCtx", "text_pairs", "pair_files", "PAIRS_SCHEMA", "sig_column", "sig_matrix", "BATCH_ROWS"]
 
@@ -168,10 +167,8 @@ def bucket_task(item, ctx: TextCtx) -> dict:
 # ---------------------------------------------------------------------- passes 3-4: verification
 def _attach(ctx: TextCtx, i: int, docs) -> tuple:
     """Quality and signatures of the documents ``docs`` (all in split ``i``), row by row."""
-    rows, inv = np.unique(np.asarray(docs, dtype=np.int64) - int(ctx.bounds[i]), return_inverse=True)
-    t = take_rows(ctx.file("signatures/docs", i), rows, ["quality", "sig"])
-    sig = sig_matrix(t.column("sig"), ctx.params.num_perm)
-    return t.column("quality").to_numpy()[inv], sig[inv.reshape(-1)]
+    t = take_docs(ctx.file("signatures/docs", i), ctx.bounds[i], docs, ["quality", "sig"])
+    return t.column("quality").to_numpy(), sig_matrix(t.column("sig"), ctx.params.num_perm)
 
 
 def candidates_task(i: int, ctx: TextCtx) -> dict:
