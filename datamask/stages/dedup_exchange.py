@@ -315,8 +315,6 @@ def gather(client, frames, desc, quiet, n):
 def iter_batches(s: Split, columns, batch_rows: int):
     """The split's rows ``batch_rows`` at a time, only ``columns`` (those present): a Parquet
     file is read row group by row group, so memory is one batch, whatever the split size."""
-    import pyarrow.parquet as pq
-
     if s.fmt != "parquet":
         table = read_split(s, TextColumns(columns[0], columns[1]))
         table = table.select([c for c in columns if c in table.schema.names])
