@@ -397,17 +397,17 @@ def bins_table(runs) -> list:
 
 def fuzzy_breakdown(n_docs: int):
     """CPU microseconds per document of each step of the fuzzy kind, one process."""
-    from datamask.dedup.buckets import fuzzy_records, verify_pairs
-    from datamask.dedup.minhash import lsh_params, signatures
-    from datamask.dedup.pairs import bucket_pairs, duplicate_of
+    from datamask.dedup.buckets import records_frame, records_pairs, text_records, verify_pairs
+    from datamask.dedup.minhash import lsh_params
+    from datamask.dedup.pairs import connected_components, removed_of_groups
 
     texts, _, _ = planted_corpus(n_docs - n_docs // 10, n_docs // 10, 7)
     p = lsh_params()
     n = len(texts)
     doc = np.arange(n)
     steps = {}
-    duplicate_of(np.array([0]), np.array([1]))  # warm-up: scipy's import is not per document
-    signatures(texts[:10], p.ngram, p.num_perm, bands=p.bands, rows=p.rows)  # the kernel's load
+    connected_components(np.array([0]), np.array([1]))  # warm-up: scipy's import is not per document
+    text_records(texts[:10], doc[:10], None, ("fuzzy",), p)  # the kernel's load
 
     def step(name, fn):
         c = time.process_time()
@@ -415,19 +415,15 @@ def fuzzy_breakdown(n_docs: int):
         steps[name] = (time.process_time() - c) / n * 1e6
         return r
 
-    sig, has, _ = step(
+    rec, sig = step(
         "lower case (Arrow), then one compiled pass: words, 5-gram keys, MinHash, LSH band keys",
-        lambda: signatures(texts, p.ngram, p.num_perm, bands=p.bands, rows=p.rows),
+        lambda: text_records(texts, doc, None, ("fuzzy",), p),
     )
-    rec = step("bucket records (a frame)", lambda: fuzzy_records(sig, has, doc, p.bands, p.rows))
-    a, b = step(
-        "bucket pairs (sort on band keys)",
-        lambda: bucket_pairs(
-            rec["band"].to_numpy(), rec["key"].to_numpy(), rec["key2"].to_numpy(), rec["doc"].to_numpy()
-        ),
-    )
+    rec = step("bucket records (a frame)", lambda: records_frame(rec))
+    pairs = step("bucket pairs (equal band keys)", lambda: records_pairs(rec))
+    a, b = pairs["a"].to_numpy(), pairs["b"].to_numpy()
     a, b = step("verify candidates (signature Jaccard)", lambda: verify_pairs(a, b, doc, sig, p.threshold))
-    step("connected components and kept row", lambda: duplicate_of(a, b))
+    step("connected components and kept row", lambda: removed_of_groups(*connected_components(a, b)[::-1]))
     return steps
 
 

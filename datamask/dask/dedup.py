@@ -23,8 +23,6 @@ from .partitions import keep_attrs, part_split
 
 __all__ = ["dedup", "dedup_groups", "GROUPS_META"]
 
-DUPLICATE_OF = "duplicate_of"
-ROW_BITS = 40  # doc = partition << 40 | row: a partition of up to 2**40 rows
 GROUPS_META = pd.DataFrame(
     {
         "id": pd.Series([], dtype=object),
@@ -35,42 +33,36 @@ GROUPS_META = pd.DataFrame(
 )
 
 
-def _texts(df, cfg, where):
-    import pyarrow as pa
-
-    from ..stages.dedup_read import read_texts
-
-    if cfg.text_column not in df.columns:
-        raise DataError(
-            f"{where}: missing column {cfg.text_column!r} (columns: {', '.join(map(str, df.columns))}); "
-            "rename it or pass --text-column NAME"
-        )
-    return read_texts(pa.table({cfg.text_column: pa.array(df[cfg.text_column])}), cfg.text_column, where)
-
-
 def _keys_part(df, partition_info, cfg, kinds, params):
     """(bucket records, per-document info: doc, id, quality, signature) of one partition."""
-    from ..dedup.buckets import text_records
+    import pyarrow as pa
+
+    from ..dedup.buckets import records_frame, text_records
+    from ..dedup.normalize import quality_values, read_texts
+    from ..dedup.pairs import document_numbers
 
     p = part_split(df, partition_info)
-    texts = _texts(df, cfg, p.where)
-    doc = (np.int64(p.number) << ROW_BITS) + np.arange(len(df), dtype=np.int64)
-    recs, sig = text_records(texts, doc, kinds, params)
-    q = (
-        pd.to_numeric(df[cfg.quality_column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        if cfg.quality_column in df.columns
-        else np.full(len(df), np.nan)
-    )
+    if cfg.text_column not in df.columns:
+        raise DataError(
+            f"{p.where}: missing column {cfg.text_column!r} (columns: {', '.join(map(str, df.columns))}); "
+            "rename it or pass --text-column NAME"
+        )
+    texts = read_texts(pa.table({cfg.text_column: pa.array(df[cfg.text_column])}), cfg.text_column, p.where)
+    has_q = cfg.quality_column in df.columns
+    q = quality_values(df[cfg.quality_column]) if has_q else np.full(len(df), np.nan)
+    doc = document_numbers(p.number, 0, len(df))
+    recs, sig = text_records(texts, doc, q, kinds, params)
     info = pd.DataFrame({"doc": doc, "id": df[cfg.id_column].to_numpy(dtype=object), "quality": q})
     if sig is not None:
         info["sig"] = list(sig)
-    return recs, info
+    return records_frame(recs), info
 
 
 def _groups(pair_parts, info_parts, kinds, params):
     """``{partition: (rows removed, kept ids)}`` and the groups table, from every pair and
     every document's info (one task)."""
     from ..dedup.deduplicator import groups_from_pairs, resolve_kept
+    from ..dedup.pairs import ROW_BITS
 
     pairs = pd.concat(pair_parts, ignore_index=True)
     info = pd.concat(info_parts, ignore_index=True).sort_values("doc", kind="stable")
@@ -112,21 +104,18 @@ def _plan(ddf, cfg):
     ]
     with dask.config.set({"dataframe.convert-string": False}):
         recs = dd.from_delayed([k[0] for k in keys], meta=records_meta(), verify_meta=False)
-        pairs = recs.shuffle(on=["kind", "band", "key", "key2"], npartitions=recs.npartitions, shuffle_method="tasks")
+        pairs = recs.shuffle(on=["kind", "key", "key2"], npartitions=recs.npartitions, shuffle_method="tasks")
         pairs = pairs.map_partitions(records_pairs, meta=pairs_meta(), enforce_metadata=False)
     return dask.delayed(_groups, pure=True, nout=2)(pairs.to_delayed(), [k[1] for k in keys], kinds, params)
 
 
 def _apply_part(df, partition_info=None, *, per, cfg):
+    from ..dedup.deduplicator import DUPLICATE_OF, apply_removed
+
     p = part_split(df, partition_info)
     rows, kept_ids = per.get(p.number, (np.zeros(0, np.int64), np.zeros(0, object)))
-    if cfg.keep_all:
-        vals = np.full(len(df), None, dtype=object)
-        vals[rows] = kept_ids
-        return keep_attrs(df.assign(**{DUPLICATE_OF: vals}), df)
-    keep = np.ones(len(df), dtype=bool)
-    keep[rows] = False
-    return keep_attrs(df.iloc[np.flatnonzero(keep)], df)
+    got = apply_removed(len(df), rows, kept_ids, cfg.keep_all)
+    return keep_attrs(df.assign(**{DUPLICATE_OF: got}) if cfg.keep_all else df.iloc[np.flatnonzero(got)], df)
 
 
 @takes_config(DedupConfig)
@@ -138,6 +127,8 @@ def dedup(ddf, cfg=None):
     kept rows). :func:`dedup_groups` with the same arguments gives the groups (``id``,
     ``kept_id``, ``kind``, ``group``); computed together, the groups are found once.
     """
+    from ..dedup.deduplicator import DUPLICATE_OF
+
     per, _ = _plan(ddf, cfg)
     meta = ddf._meta.assign(**{DUPLICATE_OF: pd.Series([], dtype=object)}) if cfg.keep_all else ddf._meta
     return ddf.map_partitions(_apply_part, per=per, cfg=cfg, meta=meta, enforce_metadata=False)

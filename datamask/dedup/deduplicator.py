@@ -1,10 +1,11 @@
 """In-memory deduplication of one table: the corpus-wide algorithm on a single process.
 
 :class:`Deduplicator` runs the same functions as the ``dedup`` stage (records, bucket
-pairs, verification, connected components, kept row), on arrays that fit in memory.
-Kinds run in the order exact, fuzzy, semantic; a later kind works on the documents the
-earlier ones kept (a removed document is replaced by its kept one in the later kinds'
-pairs), and ``duplicate_of_`` always names a document that is finally kept.
+pairs, verification, kept row), with the connected components in memory
+(:func:`groups_from_pairs`, which ``datamask.dask.dedup`` runs too). Kinds run in the order
+exact, fuzzy, semantic; a later kind works on the documents the earlier ones kept, and
+``duplicate_of_`` always names a document that is finally kept. :func:`apply_removed` is what
+the stage and the dataframe API do with a split's or partition's removed rows.
 """
 
 from __future__ import annotations
@@ -12,13 +13,21 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from .buckets import KIND_CODE, records_pairs, text_records, verify_pairs
+from .buckets import records_frame, records_pairs, text_records, verify_pairs
 from .minhash import lsh_params
-from .pairs import duplicate_of, unique_pairs
+from .pairs import KIND_CODE, KINDS, connected_components, removed_of_groups
 
-__all__ = ["KINDS", "parse_kinds", "Deduplicator", "resolve_kept", "represent", "groups_from_pairs"]
+__all__ = [
+    "KINDS",
+    "DUPLICATE_OF",
+    "parse_kinds",
+    "Deduplicator",
+    "resolve_kept",
+    "groups_from_pairs",
+    "apply_removed",
+]
 
-KINDS = ("exact", "fuzzy", "semantic")
+DUPLICATE_OF = "duplicate_of"  # with keep_all: the kept row's id, null for kept rows
 
 
 def parse_kinds(kinds) -> tuple:
@@ -32,20 +41,6 @@ def parse_kinds(kinds) -> tuple:
             f"--kind {','.join(items) or repr('')}: choose one or more of {','.join(KINDS)}, comma-separated"
         )
     return tuple(k for k in KINDS if k in items)
-
-
-def represent(a, b, removed, kept):
-    """Pairs with every removed document replaced by its kept one (then each pair once)."""
-    if removed.shape[0] == 0:
-        return unique_pairs(a, b)
-    order = np.argsort(removed)
-    removed, kept = removed[order], kept[order]
-
-    def rep(x):
-        i = np.clip(np.searchsorted(removed, x), 0, removed.shape[0] - 1)
-        return np.where(removed[i] == x, kept[i], x)
-
-    return unique_pairs(rep(a), rep(b))
 
 
 def resolve_kept(removed, kept):
@@ -62,28 +57,36 @@ def resolve_kept(removed, kept):
 
 
 def groups_from_pairs(pairs, docs, qual, sig, kinds, params):
-    """``(removed, kept, kind, stats)`` of the exact and fuzzy kinds from their candidate
-    pairs (``kind, a, b``), in memory: fuzzy pairs verified on their signatures, connected
-    components per kind (exact first, then fuzzy on what exact kept), the highest-quality
-    member kept. ``docs`` (sorted) are the documents with their quality ``qual`` (or None)
-    and signatures ``sig`` (rows of ``docs``)."""
-    removed, kept = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    stats, by = {}, []
+    """``(removed, kept, kind, stats)`` of the exact and fuzzy kinds from their pairs (``kind,
+    a, b``: :func:`~.buckets.records_pairs`), in memory: the fuzzy candidates verified on
+    their signatures, the connected components of every pair, the highest-quality member
+    kept (:func:`~.pairs.removed_of_groups`, as the stage's out-of-core components do).
+    ``docs`` (sorted) are the documents with their quality ``qual`` (or None) and signatures
+    ``sig`` (rows of ``docs``)."""
+    code, a, b = (pairs[c].to_numpy() for c in ("kind", "a", "b"))
+    exact = code == KIND_CODE["exact"]
+    fa, fb = a[~exact], b[~exact]
+    if fa.shape[0]:
+        fa, fb = verify_pairs(fa, fb, docs, sig, params.threshold)
+    nodes, labels = connected_components(np.concatenate([a[exact], fa]), np.concatenate([b[exact], fb]))
+    q = None if qual is None else qual[np.searchsorted(docs, nodes)]
+    removed, kept, kind, fuzzy_groups = removed_of_groups(labels, nodes, q, np.isin(nodes, b[exact]))
+    groups = {"exact": int(np.unique(a[exact]).shape[0]), "fuzzy": fuzzy_groups}
+    stats = {k: {"groups": groups[k], "removed": int(np.sum(kind == KIND_CODE[k]))} for k in kinds}
+    return removed, kept, np.array(KINDS, dtype=object)[kind], stats
 
-    def quality_of(x):
-        return qual[np.searchsorted(docs, x)]
 
-    for kind in kinds:
-        sel = pairs["kind"].to_numpy() == KIND_CODE[kind]
-        a, b = pairs["a"].to_numpy()[sel], pairs["b"].to_numpy()[sel]
-        if kind == "fuzzy" and a.shape[0]:
-            a, b = verify_pairs(a, b, docs, sig, params.threshold)
-        a, b = represent(a, b, removed, kept)
-        r, k, g = duplicate_of(a, b, None if qual is None else quality_of)
-        stats[kind] = {"groups": int(g), "removed": int(r.shape[0])}
-        removed, kept = np.concatenate([removed, r]), np.concatenate([kept, k])
-        by.extend([kind] * r.shape[0])
-    return removed, kept, np.array(by, dtype=object), stats
+def apply_removed(n: int, rows, kept_ids, keep_all: bool):
+    """A split's or partition's ``n`` rows with the removed ones at positions ``rows`` (each a
+    duplicate of the row ``kept_ids`` names): with ``keep_all``, the ``duplicate_of`` values
+    (object array, None for kept rows); else the (n,) bool mask of the rows kept."""
+    if keep_all:
+        vals = np.full(n, None, dtype=object)
+        vals[rows] = list(kept_ids)
+        return vals
+    keep = np.ones(n, dtype=bool)
+    keep[rows] = False
+    return keep
 
 
 class Deduplicator:
@@ -154,8 +157,9 @@ class Deduplicator:
         if text_kinds:
             if texts is None:
                 raise ConfigError(f"--kind {text_kinds[0]} needs a text column")
-            rec, sig = text_records(texts, doc, text_kinds, params)
-            removed, kept, kind_of, stats = groups_from_pairs(records_pairs(rec), doc, q, sig, text_kinds, params)
+            rec, sig = text_records(texts, doc, q, text_kinds, params)
+            pairs = records_pairs(records_frame(rec))
+            removed, kept, kind_of, stats = groups_from_pairs(pairs, doc, q, sig, text_kinds, params)
             by[removed] = kind_of
             self.stats_.update(stats)
         if "semantic" in kinds:  # null texts are never grouped, by any kind

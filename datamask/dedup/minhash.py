@@ -12,8 +12,9 @@ equal positions of two signatures estimates the Jaccard similarity of the two sh
 LSH splits the first ``bands * rows`` positions into ``bands`` bands of ``rows``; two
 documents become a candidate pair when all ``rows`` values of some band agree, which
 happens with probability ``1 - (1 - J**rows)**bands`` for Jaccard ``J``. Each band is
-reduced to a 128-bit key (two 64-bit columns), so equal bands meet in a shuffle or a
-sort on ``(band, key, key2)``.
+reduced to one 64-bit key with the band's number mixed in (:func:`band_keys64`, in the
+signature pass itself), so equal bands meet in a shuffle or a sort on the key; a candidate
+is verified on its signatures (:func:`similar`), so a chance collision costs a check.
 
 :func:`lsh_params` checks a setting and, without ``bands``, chooses the band shape from
 the Jaccard threshold: the largest ``rows`` (fewest chance candidates) for which a pair
@@ -43,9 +44,9 @@ __all__ = [
     "permutations",
     "shingle_keys",
     "signatures",
-    "band_keys",
     "band_keys64",
     "jaccard_estimate",
+    "similar",
 ]
 
 CANDIDATE_RECALL = 0.99
@@ -209,35 +210,6 @@ def signatures(texts, ngram: int = 5, num_perm: int = 128, seed: int = SEED, ban
     return (sig, has, bkeys) if bands else (sig, has)
 
 
-def band_keys(sig, bands: int, rows: int):
-    """128-bit key of each band of each signature.
-
-    Parameters
-    ----------
-    sig : (N, num_perm) uint32 ndarray
-    bands, rows : int
-        ``bands * rows <= num_perm``; the first ``bands * rows`` positions are used.
-
-    Returns
-    -------
-    (N, bands, 2) uint64 ndarray
-        Equal bands give equal keys; different bands collide with probability ~2**-128.
-    """
-    sig = np.asarray(sig, dtype=np.uint32)
-    n = sig.shape[0]
-    if bands * rows > sig.shape[1]:
-        raise ConfigError(f"bands x rows = {bands * rows} exceeds the signature length {sig.shape[1]}")
-    B = sig[:, : bands * rows].reshape(n, bands, rows).astype(np.uint64)
-    out = np.empty((n, bands, 2), dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for c, mult in enumerate((_C1, _C2)):
-            acc = np.full((n, bands), np.uint64(rows) + np.uint64(c), dtype=np.uint64)
-            for j in range(rows):
-                acc = fmix64_array(acc * mult + B[:, :, j])
-            out[:, :, c] = acc
-    return out
-
-
 def band_keys64(sig, bands: int, rows: int):
     """``(N, bands)`` uint64: one 64-bit key per band of each signature, the band's number
     mixed in, so that equal keys mean equal bands of the same number (different bands
@@ -258,3 +230,17 @@ def jaccard_estimate(sig_a, sig_b):
     """Share of equal signature positions, row by row: the MinHash Jaccard estimate."""
     a, b = np.asarray(sig_a), np.asarray(sig_b)
     return (a == b).mean(axis=-1)
+
+
+def similar(sig_a, sig_b, threshold: float, rows_a=None, rows_b=None, chunk: int = 65_536) -> np.ndarray:
+    """(P,) bool: the pairs of signatures whose :func:`jaccard_estimate` reaches ``threshold``
+    (the check that keeps an LSH candidate): pair ``i`` is ``sig_a[rows_a[i]]`` and
+    ``sig_b[rows_b[i]]`` (row ``i`` of each where no rows are given), compared ``chunk`` pairs
+    at a time so the comparison's memory stays bounded."""
+    n = (sig_a if rows_a is None else rows_a).shape[0]
+    ok = np.zeros(n, dtype=bool)
+    for s in range(0, n, chunk):
+        x = sig_a[s : s + chunk] if rows_a is None else sig_a[rows_a[s : s + chunk]]
+        y = sig_b[s : s + chunk] if rows_b is None else sig_b[rows_b[s : s + chunk]]
+        ok[s : s + chunk] = jaccard_estimate(x, y) >= threshold
+    return ok

@@ -7,7 +7,8 @@ hashes that normal form in one compiled pass (:mod:`.kernels`); the word tokens 
 fuzzy kind are :mod:`.minhash`'s.
 
 Null texts are reported in a mask and never get a key: the dedup stage keeps and counts
-them and never puts them in a group.
+them and never puts them in a group. :func:`read_texts` and :func:`read_quality` read the
+two columns the same way for the stage and the dataframe API.
 """
 
 from __future__ import annotations
@@ -17,7 +18,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["as_string_array", "normalize_exact", "utf8_buffers", "exact_keys"]
+from ..errors import DataError
+
+__all__ = [
+    "as_string_array",
+    "read_texts",
+    "read_quality",
+    "quality_values",
+    "normalize_exact",
+    "utf8_buffers",
+    "exact_keys",
+]
 
 # The seeds of the two 64-bit lanes of an exact key: a 128-bit key, because a 64-bit one
 # would expect a false collision per ~4 billion documents (n**2 / 2**65 at corpus scale).
@@ -36,6 +47,34 @@ def as_string_array(texts) -> pa.Array:
     if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
         raise TypeError(f"texts must be strings, got Arrow type {texts.type}")
     return texts.cast(pa.large_string())
+
+
+def read_texts(table: pa.Table, column: str, where: str) -> pa.Array:
+    """The text column as an Arrow string array (bytes decoded as UTF-8; nulls kept); ``where``
+    names the file in the one-line error."""
+    col = table.column(column)
+    if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type):
+        try:
+            col = col.cast(pa.large_string())
+        except pa.ArrowInvalid:
+            raise DataError(
+                f"{where}: text column {column!r} holds bytes that are not UTF-8; fix the encoding"
+            ) from None
+    elif pa.types.is_null(col.type):
+        col = col.cast(pa.large_string())
+    return as_string_array(col)
+
+
+def read_quality(table: pa.Table, column: str):
+    """The quality column as float64 (:func:`quality_values`), or None without one."""
+    if column not in table.schema.names:
+        return None
+    return quality_values(table.column(column).to_pandas())
+
+
+def quality_values(values: pd.Series) -> np.ndarray:
+    """Quality scores as float64, NaN where not a number (such a row is kept last)."""
+    return pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def normalize_exact(texts) -> pa.Array:

@@ -1,25 +1,25 @@
 """From bucket keys to duplicate groups: candidate pairs, connected components, kept row.
 
-Documents are named by an ``int64`` document number (the stage uses
-``file rank << 40 | row``, so the smallest number is the first document by path and
-row). The three steps are plain array functions, so they run the same on one partition,
-on a shuffled Dask partition, or on the gathered pair list:
+Every path (the ``dedup`` stage out of core, :class:`~datamask.dedup.Deduplicator` and
+``datamask.dask.dedup`` in memory) runs these array functions; only the connected components
+differ, in memory (:func:`connected_components`) or by rounds over partitions (:func:`star_edges`).
 
-``bucket_pairs``
-    Documents with equal ``(band, key, key2)`` share a bucket; each bucket becomes a
-    star of pairs ``(first, other)`` (``m - 1`` pairs for ``m`` members, enough for the
-    components; datatrove and NeMo Curator do the same).
-``connected_components``
-    Union of the pairs into groups, by ``scipy.sparse.csgraph``.
-``choose_kept``
-    One kept document per group: the highest quality, ties (and no quality) to the
-    smallest document number; every other member points to it.
+Documents are named by an ``int64`` document number, ``base << ROW_BITS | row``
+(:func:`document_numbers`; the stage's base is the file's rank by path, the dataframe API's
+the partition), so the smallest number is the first document by path and row.
 
-For the corpus-wide (out-of-core) path of the ``dedup`` stage: :func:`exact_stars` (the
-exact groups of one shuffled partition, each a star around its kept member),
-:func:`band_pairs` (candidate pairs of equal 64-bit band keys) and :func:`star_edges` (one
-round of the partition-wise connected components: every local component becomes a star
-around its smallest node; repeated over re-partitioned stars until nothing changes).
+``exact_stars``
+    The exact groups of records with equal 128-bit keys, each a star around its kept member.
+``band_pairs``
+    The LSH candidates: pairs of documents sharing a 64-bit band key (a star per key).
+``connected_components`` / ``star_edges``
+    Union of the pairs into groups, in memory (scipy), or one round of the partition-wise
+    components (every local component becomes a star around its smallest node; repeated
+    over re-partitioned stars until nothing changes).
+``removed_of_groups``
+    The kept member of each group (:func:`choose_kept`: the highest quality, ties and no
+    quality to the smallest document number, :func:`order_quality`), every other member
+    removed, as ``exact`` when an exact group removed it, else ``fuzzy``.
 """
 
 from __future__ import annotations
@@ -27,48 +27,28 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
-    "bucket_pairs",
+    "KINDS",
+    "KIND_CODE",
+    "ROW_BITS",
+    "document_numbers",
     "unique_pairs",
     "connected_components",
     "choose_kept",
-    "duplicate_of",
+    "removed_of_groups",
     "order_quality",
     "exact_stars",
     "band_pairs",
     "star_edges",
 ]
 
+KINDS = ("exact", "fuzzy", "semantic")  # the order they run in, each on what the earlier kept
+KIND_CODE = {k: i for i, k in enumerate(KINDS)}  # a kind in an int8 column
+ROW_BITS = 40  # document number = base << 40 | row: a file or partition of up to 2**40 rows
 
-def bucket_pairs(band, key, key2, doc):
-    """Star pairs of the documents that share a bucket.
 
-    Parameters
-    ----------
-    band : (M,) int array
-        Band number of each record (0 for exact keys).
-    key, key2 : (M,) uint64 arrays
-        The bucket's 128-bit key.
-    doc : (M,) int64 array
-        Document number of each record.
-
-    Returns
-    -------
-    a, b : (P,) int64 ndarrays
-        ``a < b``; ``a`` is the smallest document number of the bucket. Pairs repeated
-        over bands are kept once.
-    """
-    band = np.asarray(band)
-    key, key2, doc = np.asarray(key), np.asarray(key2), np.asarray(doc, dtype=np.int64)
-    if doc.shape[0] < 2:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    order = np.lexsort((doc, key2, key, band))
-    band, key, key2, doc = band[order], key[order], key2[order], doc[order]
-    new = np.ones(doc.shape[0], dtype=bool)
-    new[1:] = (band[1:] != band[:-1]) | (key[1:] != key[:-1]) | (key2[1:] != key2[:-1])
-    bucket = np.cumsum(new) - 1
-    first = doc[new][bucket]
-    member = ~new & (doc != first)
-    return unique_pairs(first[member], doc[member])
+def document_numbers(base: int, start: int, stop: int) -> np.ndarray:
+    """``(stop - start,)`` int64 numbers of rows ``start .. stop - 1`` of file or partition ``base``."""
+    return (np.int64(base) << ROW_BITS) + np.arange(start, stop, dtype=np.int64)
 
 
 def unique_pairs(a, b):
@@ -135,12 +115,8 @@ def choose_kept(labels, doc, quality=None):
     labels, doc = np.asarray(labels, dtype=np.int64), np.asarray(doc, dtype=np.int64)
     if labels.shape[0] == 0:
         return np.zeros(0, np.int64)
-    if quality is None:
-        q = np.zeros(labels.shape[0])
-    else:
-        q = np.asarray(quality, dtype=np.float64)
-        q = np.where(np.isnan(q), -np.inf, q)
-    order = np.lexsort((doc, -q, labels))  # by group, best quality, smallest number
+    # by group, best quality, smallest number
+    order = np.lexsort((doc, -order_quality(quality, labels.shape[0]), labels))
     first = np.ones(order.shape[0], dtype=bool)
     first[1:] = labels[order][1:] != labels[order][:-1]
     n_groups = int(labels.max()) + 1
@@ -149,31 +125,36 @@ def choose_kept(labels, doc, quality=None):
     return kept_of_group[labels]
 
 
-def duplicate_of(a, b, doc_quality=None):
-    """Group the pairs and name each removed document's kept document.
+def removed_of_groups(labels, doc, quality=None, exact=None):
+    """Every removed member of the groups, the kept one it duplicates, and the kind that removed it.
 
     Parameters
     ----------
-    a, b : (P,) int64 arrays
-        Duplicate pairs.
-    doc_quality : callable, optional
-        ``doc_quality(nodes) -> (V,) float`` quality of the given document numbers.
+    labels : (V,) int array
+        Group of each member (any values: equal values, one group).
+    doc : (V,) int64 array
+        Document number of each member.
+    quality : (V,) float array, optional
+        For :func:`choose_kept`.
+    exact : (V,) bool array, optional
+        Members that an exact group removed (the ``other`` end of :func:`exact_stars`).
 
     Returns
     -------
-    removed : (R,) int64 ndarray
-        Document numbers of the removed members, sorted.
-    kept : (R,) int64 ndarray
-        The kept document each one duplicates.
-    n_groups : int
+    removed, kept : (R,) int64 ndarrays
+    kind : (R,) int8 ndarray
+        ``KIND_CODE["exact"]`` where ``exact``, else ``KIND_CODE["fuzzy"]``.
+    fuzzy_groups : int
+        Groups with a member removed as fuzzy.
     """
-    nodes, labels = connected_components(a, b)
-    if nodes.shape[0] == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-    q = None if doc_quality is None else doc_quality(nodes)
-    kept = choose_kept(labels, nodes, q)
-    gone = kept != nodes
-    return nodes[gone], kept[gone], int(labels.max()) + 1
+    doc = np.asarray(doc, dtype=np.int64)
+    dense = np.unique(np.asarray(labels), return_inverse=True)[1].reshape(-1)
+    kept = choose_kept(dense, doc, quality)
+    gone = kept != doc
+    ex = np.zeros(int(gone.sum()), dtype=bool) if exact is None else np.asarray(exact, dtype=bool)[gone]
+    kind = np.where(ex, KIND_CODE["exact"], KIND_CODE["fuzzy"]).astype(np.int8)
+    fuzzy_groups = int(np.unique(dense[gone][kind == KIND_CODE["fuzzy"]]).shape[0])
+    return doc[gone], kept[gone], kind, fuzzy_groups
 
 
 def order_quality(quality, n: int):

@@ -15,19 +15,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .pairs import order_quality
+
 __all__ = ["visit_order", "semantic_duplicates"]
 
 
 def visit_order(quality, doc):
     """Rank of each row when visited by quality (highest first, NaN last), then document
-    number: the ``order_key`` of the kernel."""
+    number (the kept rule of every kind, :func:`~.pairs.order_quality`): the ``order_key``
+    of the kernel."""
     doc = np.asarray(doc, dtype=np.int64)
-    if quality is None:
-        q = np.zeros(doc.shape[0])
-    else:
-        q = np.asarray(quality, dtype=np.float64)
-        q = np.where(np.isnan(q), -np.inf, q)
-    order = np.lexsort((doc, -q))
+    order = np.lexsort((doc, -order_quality(quality, doc.shape[0])))
     rank = np.empty(doc.shape[0], dtype=np.float64)
     rank[order] = np.arange(doc.shape[0])
     return rank

@@ -17,17 +17,15 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from ..dedup.deduplicator import parse_kinds
+from ..dedup.deduplicator import DUPLICATE_OF, apply_removed, parse_kinds
 from ..dedup.minhash import lsh_params
 from ..pipeline.io import read_parquet_table
 from .base import split_runs
 from .declared import Dedup
+from .dedup_exchange import DedupColumns, doc_range, file_ranks
 from .dedup_groups import DEDUP_DIR, REMOVED_DIR, SUMMARY_FILE, find_groups
-from .dedup_read import DedupColumns, doc_range, file_ranks
 
 __all__ = ["DedupStage", "run_dedup", "DUPLICATE_OF"]
-
-DUPLICATE_OF = "duplicate_of"
 
 
 class DedupStage(Dedup):  # name, config, help: .declared
@@ -60,17 +58,15 @@ class DedupStage(Dedup):  # name, config, help: .declared
         kinds = g.column("kind").to_pylist()
         own = {"removed": {k: kinds.count(k) for k in sorted(set(kinds))}}
         own["null_texts"] = int(table.column(cfg.text_column).null_count)
-        if cfg.keep_all:
-            vals = np.full(n, None, dtype=object)
-            vals[rows] = g.column("kept_id").to_pylist()
-            if DUPLICATE_OF in table.schema.names:
-                table = table.drop_columns([DUPLICATE_OF])
-            id_type = table.schema.field(cfg.id_column).type
-            own["rows_out"] = n - len(rows)
-            return table.append_column(DUPLICATE_OF, pa.array(vals.tolist(), type=id_type)), own
-        keep = np.ones(n, dtype=bool)
-        keep[rows] = False
-        return table.filter(pa.array(keep)), own
+        got = apply_removed(n, rows, g.column("kept_id").to_pylist(), cfg.keep_all)
+        if not cfg.keep_all:
+            return table.filter(pa.array(got)), own
+        if DUPLICATE_OF in table.schema.names:
+            table = table.drop_columns([DUPLICATE_OF])
+        own["rows_out"] = n - len(rows)
+        return table.append_column(
+            DUPLICATE_OF, pa.array(got.tolist(), type=table.schema.field(cfg.id_column).type)
+        ), own
 
     def totals(self, records):
         removed = {}

@@ -27,16 +27,15 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..dedup.pairs import choose_kept, star_edges
+from ..dedup.pairs import KIND_CODE, KINDS, removed_of_groups, star_edges
 from ..pipeline.storage import location
 from .dedup_exchange import hash_part, read_part, split_of, write_routed
 
-__all__ = ["CCCtx", "components", "REMOVED_SCHEMA", "KIND_NAMES", "EDGES_PER_PART", "MAX_ROUNDS"]
+__all__ = ["CCCtx", "components", "REMOVED_SCHEMA", "EDGES_PER_PART", "MAX_ROUNDS"]
 
 EDGES_PER_PART = 8_000_000  # edges per partition of a round (~128 MB of int64 pairs)
 MAX_ROUNDS = 64
 N_EXAMPLES = 3  # example groups per kind shown in the report
-KIND_NAMES = ("exact", "fuzzy", "semantic")
 EDGE_SCHEMA = pa.schema([("u", pa.int64()), ("v", pa.int64())])
 NODE_SCHEMA = pa.schema([("doc", pa.int64()), ("quality", pa.float64()), ("exact", pa.bool_())])
 LABEL_SCHEMA = pa.schema([("doc", pa.int64()), ("label", pa.int64()), ("quality", pa.float64()), ("exact", pa.bool_())])
@@ -74,7 +73,7 @@ def route_pairs(f: int, ctx: CCCtx) -> dict:
         t = pq.read_table(fh)
     a, b = t.column("a").to_numpy(), t.column("b").to_numpy()
     write_routed(ctx.file("cc-0", f), *_both_ways(a, b, ctx.n_parts), ctx.n_parts)
-    exact = t.column("kind").to_numpy() == 0
+    exact = t.column("kind").to_numpy() == KIND_CODE["exact"]
     nodes = pa.table(
         {
             "doc": np.concatenate([a, b]),
@@ -136,7 +135,7 @@ def _examples(kept, doc, kind):
         k, d = kept[sel], doc[sel]
         groups, sizes = np.unique(k, return_counts=True)
         for g, size in sorted(zip(groups.tolist(), sizes.tolist()), key=lambda x: (-x[1], x[0]))[:N_EXAMPLES]:
-            out.append([KIND_NAMES[int(code)], g, size, np.sort(d[k == g])[:3].tolist()])
+            out.append([KINDS[int(code)], g, size, np.sort(d[k == g])[:3].tolist()])
     return out
 
 
@@ -144,19 +143,16 @@ def kept_task(q: int, ctx: CCCtx) -> dict:
     """``kept`` for partition ``q`` of the labels: every removed document with its kept
     one and kind, routed by the split of the kept one."""
     t = read_part(ctx.files("labels", ctx.n_parts), q, ctx.n_parts, LABEL_SCHEMA)
-    label, doc = t.column("label").to_numpy(), t.column("doc").to_numpy()
-    dense = np.unique(label, return_inverse=True)[1].reshape(-1)
-    kept = choose_kept(dense, doc, t.column("quality").to_numpy())
-    gone = kept != doc
-    kind = np.where(t.column("exact").to_numpy()[gone], 0, 1).astype(np.int8)
-    removed = pa.table({"doc": doc[gone], "kept": kept[gone], "kind": kind}, schema=REMOVED_SCHEMA)
-    write_routed(ctx.file("kept", q), removed, split_of(kept[gone], ctx.bounds), len(ctx.bounds))
+    cols = [t.column(c).to_numpy() for c in ("label", "doc", "quality", "exact")]
+    doc, kept, kind, fuzzy_groups = removed_of_groups(*cols)
+    removed = pa.table({"doc": doc, "kept": kept, "kind": kind}, schema=REMOVED_SCHEMA)
+    write_routed(ctx.file("kept", q), removed, split_of(kept, ctx.bounds), len(ctx.bounds))
     if ctx.by_doc:
-        write_routed(ctx.file("kept/by-doc", q), removed, split_of(doc[gone], ctx.bounds), len(ctx.bounds))
+        write_routed(ctx.file("kept/by-doc", q), removed, split_of(doc, ctx.bounds), len(ctx.bounds))
     return {
         "removed": np.bincount(kind, minlength=2).tolist(),
-        "fuzzy_groups": int(np.unique(dense[gone][kind == 1]).shape[0]),
-        "examples": _examples(kept[gone], doc[gone], kind),
+        "fuzzy_groups": fuzzy_groups,
+        "examples": _examples(kept, doc, kind),
     }
 
 

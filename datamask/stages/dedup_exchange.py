@@ -1,4 +1,10 @@
-"""The files ``datamask dedup`` exchanges between its corpus-wide passes, and the passes themselves.
+"""The files ``datamask dedup`` exchanges between its corpus-wide passes, the passes
+themselves, and how a pass reads its split.
+
+A document is named by its number ``file rank << ROW_BITS | row`` (files ranked by path,
+:func:`~datamask.dedup.pairs.document_numbers`), so the smallest number is the first
+document by path and row, and a split's documents are one contiguous range of numbers
+(:func:`doc_range`). A pass reads its split in batches (:func:`iter_batches`).
 
 Every corpus-wide step of the stage is a *pass*: one Dask task per split or per partition,
 each reading its inputs from Parquet under ``_datamask/dedup/`` and writing its outputs
@@ -23,14 +29,27 @@ import time
 import uuid
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import OutputError
+from ..dedup.pairs import document_numbers as numbers
+from ..errors import DataError, OutputError
 from ..pipeline.files import write_json_atomic
+from ..pipeline.io import Split, read_split, split_row_groups
+from ..pipeline.runner import ProgressBars
+from ..pipeline.schema import TextColumns
 from ..pipeline.storage import Remote, location, open_file, rmtree
 
 __all__ = [
+    "DedupColumns",
+    "file_ranks",
+    "document_numbers",
+    "doc_range",
+    "column_names",
+    "gather",
+    "iter_batches",
+    "take_docs",
     "RoutedWriter",
     "write_routed",
     "read_part",
@@ -168,6 +187,14 @@ def take_rows(path, rows, columns) -> pa.Table:
     return pa.concat_tables(out)
 
 
+def take_docs(path, lo: int, docs, columns) -> pa.Table:
+    """``columns`` of documents ``docs`` (any order, repeats allowed) from a split's file of
+    one row per document (its first document numbered ``lo``), in the order of ``docs``."""
+    rows, inv = np.unique(np.asarray(docs, dtype=np.int64) - int(lo), return_inverse=True)
+    t = take_rows(path, rows, columns)
+    return t.take(pa.array(inv.reshape(-1))) if len(inv) else t.slice(0, 0)
+
+
 def _timed(item, fn, ctx):
     """``fn(item, ctx)`` and where and how long it ran: wall and CPU seconds of its worker
     process meanwhile (Arrow reads on threads of their own). On a worker with several threads
@@ -237,3 +264,78 @@ class Passes:
     def scatter(self, ctx):
         """``ctx`` sent to every worker once (each task receives it by reference)."""
         return self.client.scatter([ctx], broadcast=True, hash=False)[0]  # a list: a dict is one object
+
+
+# ---------------------------------------------------------------------- reading a split
+class DedupColumns(TextColumns):
+    """Id and text, plus the embedding column for the semantic kind (None otherwise)."""
+
+    def __init__(self, id="id", text="text", embedding=None):
+        super().__init__(id, text, extra=(embedding,) if embedding else ())
+        self.embedding = embedding
+
+    def hint(self, name):
+        if name not in (self.id, self.text):
+            return "run datamask embed first, or pass --embedding-column NAME, or leave semantic out of --kind"
+        return super().hint(name)
+
+
+def file_ranks(plan) -> dict:
+    """Rank of every input file (relative path), in path order."""
+    return {rel: i for i, rel in enumerate(sorted({s.rel for s in plan.splits}))}
+
+
+def document_numbers(s: Split, ranks) -> np.ndarray:
+    """(rows,) int64 numbers of the split's documents (:func:`~datamask.dedup.pairs.document_numbers`)."""
+    return numbers(ranks[s.rel], s.start, s.stop)
+
+
+def doc_range(s: Split, ranks):
+    """``[lo, hi)`` of the split's document numbers."""
+    lo = numbers(ranks[s.rel], s.start, s.start + 1)[0]
+    return lo, lo + s.rows
+
+
+def column_names(plan, cols):
+    """Column names of the first split (read with no row)."""
+    first = plan.splits[0]
+    return read_split(Split(first.path, first.rel, first.fmt, first.start, first.start), cols).schema.names
+
+
+def gather(client, frames, desc, quiet, n):
+    """Compute a Dask frame partition by partition (a progress bar; through
+    :func:`~datamask.pipeline.executor.run_tasks`), concatenated in partition order."""
+    from ..pipeline.executor import run_tasks
+
+    with ProgressBars(client, n, 0, n, quiet, desc=desc) as bars:
+        parts = run_tasks(client, frames, lambda i, r: bars.split_done(None), what=f"{desc} task(s)")
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def iter_batches(s: Split, columns, batch_rows: int):
+    """The split's rows ``batch_rows`` at a time, only ``columns`` (those present): a Parquet
+    file is read row group by row group, so memory is one batch, whatever the split size."""
+    if s.fmt != "parquet":
+        table = read_split(s, TextColumns(columns[0], columns[1]))
+        table = table.select([c for c in columns if c in table.schema.names])
+        for lo in range(0, table.num_rows, batch_rows):
+            yield table.slice(lo, batch_rows)
+        return
+    try:
+        with open_file(s.path, "rb") as fh:
+            pf = pq.ParquetFile(fh)
+            groups, first = split_row_groups(pf, s)
+            names = [c for c in columns if c in pf.schema_arrow.names]
+            pos, seen = first or 0, 0
+            for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups, columns=names):
+                lo, hi = max(s.start - pos, 0), min(s.stop - pos, batch.num_rows)
+                pos += batch.num_rows
+                if hi > lo:
+                    seen += hi - lo
+                    yield pa.Table.from_batches([batch.slice(lo, hi - lo)])
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(
+            f"{s.where()}: cannot read ({str(e).strip().splitlines()[0][:200]}); replace or remove the file"
+        ) from None
+    if seen != s.rows:
+        raise DataError(f"{s.where()}: file has changed during the run (read {seen + s.start} rows of {s.stop})")

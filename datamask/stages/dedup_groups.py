@@ -4,7 +4,7 @@ Run once, in the stage's setup, as resumable passes of Dask tasks that read and 
 Parquet under ``_datamask/dedup/`` (:mod:`.dedup_exchange`); the client holds O(splits),
 never a row. A killed run restarts at the first pass it had not finished (a kill during
 the connected components reruns them from the pairs already written). Documents are named
-by their numbers (:mod:`.dedup_read`).
+by their numbers (:mod:`.dedup_exchange`).
 
 1. exact and fuzzy pairs (:mod:`.dedup_text`): per split the signatures and bucket
    records; per partition of keys the exact groups and candidate pairs; per split the
@@ -28,12 +28,23 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from ..dedup.normalize import read_texts
+from ..dedup.pairs import KINDS
 from ..pipeline.files import write_json_atomic, write_parquet_atomic
 from ..pipeline.storage import location, rmtree
 from . import dedup_cc
-from .dedup_cc import KIND_NAMES, N_EXAMPLES, REMOVED_SCHEMA, CCCtx, components
-from .dedup_exchange import Passes, read_part, split_of, take_rows, write_routed
-from .dedup_read import column_names, doc_range, iter_batches, read_texts
+from .dedup_cc import N_EXAMPLES, REMOVED_SCHEMA, CCCtx, components
+from .dedup_exchange import (
+    Passes,
+    column_names,
+    doc_range,
+    iter_batches,
+    read_part,
+    split_of,
+    take_docs,
+    take_rows,
+    write_routed,
+)
 from .dedup_semantic import SemCtx, semantic_groups
 from .dedup_text import TextCtx, pair_files, parts_for, text_pairs
 
@@ -71,9 +82,7 @@ def _file(ctx, folder, i):
 
 def _ids_of(ctx, i, docs):
     """The input ids of documents ``docs`` of split ``i`` (from its docs file)."""
-    rows, inv = np.unique(np.asarray(docs, np.int64) - int(ctx["bounds"][i]), return_inverse=True)
-    col = take_rows(_file(ctx, "signatures/docs", i), rows, ["id"]).column("id")
-    return col.take(pa.array(inv.reshape(-1))) if len(inv) else col.slice(0, 0)
+    return take_docs(_file(ctx, "signatures/docs", i), ctx["bounds"][i], docs, ["id"]).column("id")
 
 
 def _kept_ids_task(i: int, ctx) -> dict:
@@ -98,7 +107,7 @@ def _removed_task(i: int, ctx) -> dict:
     if t.num_rows:
         t = t.take(pa.array(np.argsort(t.column("doc").to_numpy(), kind="stable")))
     group = t.column("group").to_numpy() + np.asarray(ctx["offsets"], np.int64)[t.column("gsplit").to_numpy()]
-    kind = pa.array(np.array(KIND_NAMES, dtype=object)[t.column("kind").to_numpy()].tolist(), type=pa.string())
+    kind = pa.array(np.array(KINDS, dtype=object)[t.column("kind").to_numpy()].tolist(), type=pa.string())
     name = ctx["names"][i]
     root = location(ctx["root"])
     write_parquet_atomic(
@@ -151,7 +160,7 @@ def _examples(client, tctx, examples):
     best = {}
     for kind, kept, size, removed in examples:
         best.setdefault(kind, []).append((-size, kept, removed))
-    picked = [(k, kept, removed) for k in KIND_NAMES if k in best for _, kept, removed in sorted(best[k])[:N_EXAMPLES]]
+    picked = [(k, kept, removed) for k in KINDS if k in best for _, kept, removed in sorted(best[k])[:N_EXAMPLES]]
     docs = np.unique(np.array([d for _, kept, rs in picked for d in [kept, *rs]], dtype=np.int64))
     where = split_of(docs, tctx.bounds)
     items = [(int(i), docs[where == i].tolist()) for i in np.unique(where)]

@@ -24,11 +24,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..dedup.normalize import read_quality
+from ..dedup.pairs import KIND_CODE
 from ..pipeline.io import Split, read_split
 from ..pipeline.storage import location
 from .dedup_cc import REMOVED_SCHEMA
-from .dedup_exchange import read_part, split_of, write_routed
-from .dedup_read import column_names, document_numbers, gather, read_quality
+from .dedup_exchange import column_names, document_numbers, gather, read_part, split_of, write_routed
 
 __all__ = ["SemCtx", "semantic_groups", "cluster_duplicates", "KMEANS_SAMPLE"]
 
@@ -65,7 +66,7 @@ def _cluster_codes(values) -> np.ndarray:
 
 def _values_task(i: int, ctx: SemCtx) -> dict:
     """The distinct cluster values of split ``i`` (as codes), read batch by batch."""
-    from .dedup_read import iter_batches
+    from .dedup_exchange import iter_batches
 
     codes = set()
     for b in iter_batches(ctx.splits[i], [ctx.cols.id, ctx.cols.text, ctx.domain_column], 65_536):
@@ -128,7 +129,7 @@ def _cluster_task(c: int, ctx: SemCtx) -> dict:
     if t.num_rows:
         E = embedding_matrix(t.column("emb"), "semantic dedup", "embedding")
         r, k = cluster_duplicates(E, t.column("quality").to_numpy(), t.column("doc").to_numpy(), ctx.eps, ctx.device)
-    kind = np.full(r.shape[0], 2, np.int8)
+    kind = np.full(r.shape[0], KIND_CODE["semantic"], np.int8)
     out = pa.table({"doc": r, "kept": k, "kind": kind}, schema=REMOVED_SCHEMA)
     write_routed(ctx.file("semantic", c), out, split_of(r, ctx.bounds), len(ctx.splits))
     return {"removed": int(r.shape[0]), "groups": int(np.unique(k).shape[0]), "examples": _examples(k, r, kind)}

@@ -30,13 +30,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dedup.minhash import signatures
-from ..dedup.normalize import exact_keys
-from ..dedup.pairs import band_pairs, exact_stars, unique_pairs
+from ..dedup.buckets import text_records
+from ..dedup.minhash import similar
+from ..dedup.normalize import read_quality, read_texts
+from ..dedup.pairs import KIND_CODE, band_pairs, exact_stars, unique_pairs
 from ..pipeline.io import write_parquet_atomic
 from ..pipeline.storage import location
-from .dedup_exchange import RoutedWriter, _atomic, read_part, split_of, take_rows, write_routed
-from .dedup_read import iter_batches, read_quality, read_texts
+from .dedup_exchange import RoutedWriter, _atomic, iter_batches, read_part, split_of, take_docs, write_routed
 
 __all__ = ["TextCtx", "text_pairs", "pair_files", "PAIRS_SCHEMA", "sig_column", "sig_matrix", "BATCH_ROWS"]
 
@@ -48,7 +48,6 @@ CAND_SCHEMA = pa.schema([("a", pa.int64()), ("b", pa.int64())])
 PAIRS_SCHEMA = pa.schema(
     [("kind", pa.int8()), ("a", pa.int64()), ("b", pa.int64()), ("qa", pa.float64()), ("qb", pa.float64())]
 )
-KIND_CODE = {"exact": 0, "fuzzy": 1}
 
 
 @dataclass
@@ -103,20 +102,16 @@ def _docs_schema(id_type, num_perm: int, fuzzy: bool) -> pa.Schema:
 
 
 def _batch_records(batch, s, doc, ctx, writers):
-    """One batch's docs rows and bucket records (added to ``writers``)."""
-    p = ctx.params
+    """One batch's docs rows and bucket records (added to ``writers``, routed by key)."""
     texts = read_texts(batch, ctx.cols.text, s.where())
     q = read_quality(batch, ctx.quality_column)
     q = np.full(batch.num_rows, np.nan) if q is None else q
+    records, sig = text_records(texts, doc, q, ctx.kinds, ctx.params)
+    for kind, n_parts in (("exact", ctx.n_exact), ("fuzzy", ctx.n_fuzzy)):
+        if kind in records:
+            writers[kind].add(pa.table(records[kind]), _mod(records[kind]["key"], n_parts))
     docs = {"id": batch.column(ctx.cols.id), "quality": q}
-    if "exact" in ctx.kinds:
-        keys, ok = exact_keys(texts)
-        rec = pa.table({"key": keys[ok, 0], "key2": keys[ok, 1], "doc": doc[ok], "quality": q[ok]})
-        writers["exact"].add(rec, _mod(keys[ok, 0], ctx.n_exact))
-    if "fuzzy" in ctx.kinds:
-        sig, has, bk = signatures(texts, p.ngram, p.num_perm, bands=p.bands, rows=p.rows)
-        bk = bk[has].reshape(-1)
-        writers["fuzzy"].add(pa.table({"key": bk, "doc": np.repeat(doc[has], p.bands)}), _mod(bk, ctx.n_fuzzy))
+    if sig is not None:
         docs["sig"] = sig_column(sig)
     return pa.table(docs), texts.null_count
 
@@ -172,10 +167,8 @@ def bucket_task(item, ctx: TextCtx) -> dict:
 # ---------------------------------------------------------------------- passes 3-4: verification
 def _attach(ctx: TextCtx, i: int, docs) -> tuple:
     """Quality and signatures of the documents ``docs`` (all in split ``i``), row by row."""
-    rows, inv = np.unique(np.asarray(docs, dtype=np.int64) - int(ctx.bounds[i]), return_inverse=True)
-    t = take_rows(ctx.file("signatures/docs", i), rows, ["quality", "sig"])
-    sig = sig_matrix(t.column("sig"), ctx.params.num_perm)
-    return t.column("quality").to_numpy()[inv], sig[inv.reshape(-1)]
+    t = take_docs(ctx.file("signatures/docs", i), ctx.bounds[i], docs, ["quality", "sig"])
+    return t.column("quality").to_numpy(), sig_matrix(t.column("sig"), ctx.params.num_perm)
 
 
 def candidates_task(i: int, ctx: TextCtx) -> dict:
@@ -198,9 +191,7 @@ def pairs_task(j: int, ctx: TextCtx) -> dict:
     b = t.column("b").to_numpy()
     qb, sig_b = _attach(ctx, j, b)
     sig_a = sig_matrix(t.column("sig"), ctx.params.num_perm)
-    ok = np.zeros(b.shape[0], dtype=bool)
-    for s in range(0, b.shape[0], 65536):  # bound the (chunk, num_perm) comparison
-        ok[s : s + 65536] = (sig_a[s : s + 65536] == sig_b[s : s + 65536]).mean(axis=1) >= ctx.params.threshold
+    ok = similar(sig_a, sig_b, ctx.params.threshold)
     a = t.column("a").to_numpy()[ok]
     pairs = {"kind": np.full(a.shape[0], KIND_CODE["fuzzy"], np.int8), "a": a, "b": b[ok]}
     pairs.update(qa=t.column("qa").to_numpy()[ok], qb=qb[ok])

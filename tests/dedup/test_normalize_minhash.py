@@ -5,7 +5,7 @@ import pytest
 
 from datamask.dedup.minhash import (
     CANDIDATE_RECALL,
-    band_keys,
+    band_keys64,
     candidate_probability,
     jaccard_estimate,
     lsh_params,
@@ -81,10 +81,11 @@ def test_signatures_identical_for_exact_copies_and_flag_empty_texts():
 def test_band_keys_equal_exactly_when_the_band_is_equal():
     sig = np.arange(24, dtype=np.uint32).reshape(2, 12)
     sig[1, :4] = sig[0, :4]
-    keys = band_keys(sig, 3, 4)
-    assert keys.shape == (2, 3, 2)
-    assert (keys[0, 0] == keys[1, 0]).all()
-    assert not (keys[0, 1] == keys[1, 1]).all() and not (keys[0, 2] == keys[1, 2]).all()
+    keys = band_keys64(sig, 3, 4)
+    assert keys.shape == (2, 3)
+    assert keys[0, 0] == keys[1, 0] and keys[0, 1] != keys[1, 1] and keys[0, 2] != keys[1, 2]
+    same = np.tile(np.arange(4, dtype=np.uint32), 3)[None]  # one band's values under every number
+    assert np.unique(band_keys64(same, 3, 4)).shape[0] == 3  # the band's number is in its key
 
 
 @pytest.mark.parametrize("threshold,num_perm", [(0.7, 128), (0.8, 128), (0.5, 64), (0.9, 256)])
@@ -121,8 +122,6 @@ def test_explicit_bands_divide_num_perm():
 
 
 def test_band_keys_of_the_signature_pass_are_band_keys64():
-    from datamask.dedup.minhash import band_keys64
-
     texts, _, _ = planted(n_unrelated=6, n_exact=1, n_near=2)
     sig, has, bk = signatures(texts + [None, ""], 5, 128, bands=32, rows=4)
     np.testing.assert_array_equal(bk[has], band_keys64(sig[has], 32, 4))

@@ -45,7 +45,7 @@ def _gather(client, ctx, tmp_path, corpus):
     import dask.dataframe as dd
     import pandas as pd
 
-    from datamask.stages.dedup_read import gather
+    from datamask.stages.dedup_exchange import gather
 
     meta = pd.DataFrame({"i": pd.Series([], dtype="int64")})
     frames = dd.from_map(part, range(N_TASKS), ctx=ctx, meta=meta, enforce_metadata=False)
