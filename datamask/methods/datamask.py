@@ -50,7 +50,7 @@ def trajectory_rows(optimizer, start_history, history) -> list:
     point (the ``optimizer`` record's). Outside pg the history's one record is the start's end
     (kept only when there is no start trace: greedy)."""
     opt = optimizer or {}
-    start, pg = opt.get("start"), opt.get("method", "datamask") == "datamask"  # no record (0.2): all pg
+    start, pg = opt.get("start"), opt.get("method", "datamask") == "datamask"
     rows = [{"step": int(h["iteration"]), "objective": h["objective"], "phase": "start"} for h in start_history or ()]
     if pg or not rows:
         rows += [dict(h, phase="pg" if pg else "start") for h in history or ()]

@@ -39,7 +39,7 @@ __all__ = ["run_corpus_stage", "finished_manifest"]
 def finished_manifest(out: Output, stage, cfg, fingerprint) -> dict | None:
     """The manifest of a finished run of ``cfg`` in ``out`` (None when there is none to reuse);
     refuses a directory that holds something else (see the module doc)."""
-    if not out.check_owner(stage.name, legacy=f"{stage.name}.json") or cfg.overwrite:
+    if not out.check_owner(stage.name) or cfg.overwrite:
         return None
     out.check_config(cfg, fingerprint, stage=stage.name)
     if not (out.root / MANIFEST).exists():

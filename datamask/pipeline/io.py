@@ -54,7 +54,6 @@ __all__ = [
     "read_parquet_table",
     "finished_stage",
     "stage_output_data",
-    "LEGACY_MARKERS",
 ]
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -147,20 +146,15 @@ def _hidden(rel_parts) -> bool:
     return any(p.startswith((".", "_")) for p in rel_parts)
 
 
-# What a finished output of datamask 0.2's whole-corpus stages held in place of
-# ``manifest.json`` (read for one release): the file, and the stage that wrote it.
-LEGACY_MARKERS = {"cluster.json": "cluster", "compare.json": "compare"}
-
-
 def finished_stage(p) -> str | None:
-    """The stage whose finished output ``p`` is (``manifest.json``'s ``stage``, or a 0.2
-    marker), or None when it holds no finished output."""
+    """The stage whose finished output ``p`` is (``manifest.json``'s ``stage``), or None when
+    it holds no finished output."""
     if (p / "manifest.json").exists():
         try:
             return json.loads((p / "manifest.json").read_text()).get("stage") or "select"
         except (OSError, ValueError):
             return None
-    return next((stage for m, stage in LEGACY_MARKERS.items() if (p / m).exists()), None)
+    return None
 
 
 def stage_output_data(path) -> Path | None:

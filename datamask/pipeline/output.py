@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from ..errors import ConfigError, OutputError
+from ..errors import ConfigError, DataError, OutputError
 from .holdout import HOLDOUT_DIR
 from .io import parquet_rows, write_json_atomic
 from .storage import Remote, location, rmtree
@@ -25,7 +25,6 @@ __all__ = [
     "SHARED_STORAGE",
     "split_records",
     "n_splits",
-    "split_named",
     "listed_missing",
 ]
 
@@ -39,13 +38,24 @@ SHARED_STORAGE = (
 
 
 def split_records(manifest: dict) -> list:
-    """A manifest's per-split records (``splits``; ``partitions`` in manifests of 0.2)."""
-    return manifest["splits"] if "splits" in manifest else manifest["partitions"]
+    """A manifest's per-split records (``splits``); a manifest without them (datamask 0.2
+    wrote ``partitions``) is refused in one line."""
+    if "splits" not in manifest:
+        raise DataError(_OLD_MANIFEST)
+    return manifest["splits"]
 
 
 def n_splits(totals: dict) -> int:
-    """The number of splits in a manifest's totals (``partitions`` in manifests of 0.2)."""
-    return int(totals["splits"] if "splits" in totals else totals["partitions"])
+    """The number of splits in a manifest's totals (refused, as :func:`split_records`, when absent)."""
+    if "splits" not in totals:
+        raise DataError(_OLD_MANIFEST)
+    return int(totals["splits"])
+
+
+_OLD_MANIFEST = (
+    "manifest.json lists no 'splits' (an output of datamask 0.2, which 0.3 does not read); "
+    "rerun the stage with --overwrite"
+)
 
 
 def listed_missing(manifest: dict, root) -> list:
@@ -57,14 +67,6 @@ def listed_missing(manifest: dict, root) -> list:
     p = location(page) if "://" in str(page) or str(page).startswith("/") else location(root) / page
     here = location(root) / "report" / p.name  # the output moved since: its report moved with it
     return [] if p.exists() or here.exists() else [f"report {page}"]
-
-
-def split_named(frame):
-    """``frame`` (a table a stage wrote) with its split column named ``split``; files of 0.2
-    named it ``partition`` (read for one release, dropped in 0.4)."""
-    if "partition" in frame.columns and "split" not in frame.columns:
-        return frame.rename(columns={"partition": "split"})
-    return frame
 
 
 class Output:
@@ -117,10 +119,9 @@ class Output:
             out[rec["name"]] = rec
         return out
 
-    def check_owner(self, stage=None, legacy=None) -> bool:
+    def check_owner(self, stage=None) -> bool:
         """False for a new or empty directory; True for one ``stage`` wrote (its config record
-        there, nothing foreign). Refuses anything else in one line. ``legacy``: the file a stage
-        wrote in place of a config record in 0.2 (read for one release)."""
+        there, nothing foreign). Refuses anything else in one line."""
         children = self._children()
         if not children:
             return False
@@ -131,8 +132,6 @@ class Output:
                 f"output directory {self.root} holds the output of datamask {old}; choose another OUTPUT for {stage}"
             )
         foreign = [p.name for p in children if p.name not in self.own]
-        if not foreign and not (self.state / "config.json").exists() and legacy and (self.root / legacy).exists():
-            return True
         if not (self.state / "config.json").exists() or foreign:
             raise ConfigError(
                 f"output directory {self.root} is not empty and was not written by datamask "

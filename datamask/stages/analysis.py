@@ -252,7 +252,6 @@ class CompareStage(CorpusStage):
     writes = (
         "compare.csv",
         "compare_splits.csv",
-        "compare_partitions.csv",  # 0.2's name, replaced by --overwrite
         "selections.parquet",
         "history.parquet",
         "sample.parquet",

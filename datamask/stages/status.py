@@ -15,7 +15,6 @@ import json
 from dataclasses import dataclass, field
 
 from ..errors import DataError
-from ..pipeline.io import LEGACY_MARKERS
 from ..pipeline.output import MANIFEST, STATE_DIR, Output, listed_missing, n_splits, split_records
 from ..pipeline.split_job import file_splits
 from .registry import STAGES
@@ -109,9 +108,6 @@ def output_status(path) -> OutputStatus:
         raise DataError(f"output directory {p} does not exist; pass the OUTPUT a datamask stage wrote")
     cfg_file = p / STATE_DIR / "config.json"
     if not cfg_file.exists():
-        legacy = next((stage for m, stage in LEGACY_MARKERS.items() if (p / m).exists()), None)
-        if legacy is not None:  # a whole-corpus output of datamask 0.2
-            return OutputStatus(str(p), legacy, True, manifest=True, whole_corpus=True)
         raise DataError(
             f"{p} is not a datamask output (no {STATE_DIR}/config.json); pass the OUTPUT of a "
             f"datamask {', '.join(STAGES)} run"

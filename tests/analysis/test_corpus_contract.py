@@ -96,14 +96,17 @@ def test_a_foreign_directory_and_another_stage_are_refused(corpus, address, tmp_
     )
 
 
-def test_a_03_cluster_output_reads_as_complete_and_needs_overwrite(corpus, address, tmp_path, capsys):
-    """An output of datamask 0.2 (cluster.json, no config record): status reads it as
-    complete; a run into it asks for --overwrite."""
+def test_a_02_cluster_output_is_not_read_and_not_overwritten(corpus, address, tmp_path, capsys):
+    """0.3 reads no output of 0.2 (cluster.json, no config record): status says it is not a
+    datamask output, a run into it refuses to touch it (``--overwrite`` too: nothing there
+    proves datamask wrote it), and the same run into a new directory works."""
     old = tmp_path / "old"
     (old / "data").mkdir(parents=True)
     (old / "cluster.json").write_text(json.dumps({"n_clusters": 2}))
-    assert _status(capsys, old)[0] == 0
+    assert _status(capsys, old)[0] != 0
     common = ["--split-size", 500, "--scheduler", address, "--quiet", "--n-clusters", 2]
-    assert_fails(capsys, ["cluster", corpus, old, *common], "without a config record", "--overwrite")
-    _ok("cluster", corpus, old, *common, "--overwrite")
-    assert json.loads((old / "manifest.json").read_text())["stage"] == "cluster"
+    for extra in ([], ["--overwrite"]):
+        assert_fails(capsys, ["cluster", corpus, old, *common, *extra], "not written by datamask", "new or empty")
+    assert (old / "cluster.json").exists()
+    _ok("cluster", corpus, tmp_path / "new", *common)
+    assert json.loads((tmp_path / "new" / "manifest.json").read_text())["stage"] == "cluster"

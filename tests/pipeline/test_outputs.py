@@ -201,16 +201,19 @@ def test_an_output_beside_a_glob_input_is_not_inside_it():
     assert inside("s3://b/in/sel", "s3://b/in") and not inside("s3://b/in2", "s3://b/in")
 
 
-def test_a_03_compare_file_reads_with_its_split_column_named_split():
-    """compare's files of 0.2 named the split column ``partition``; readers see ``split``."""
-    import pandas as pd
+def test_a_02_manifest_is_refused_in_one_line_naming_overwrite():
+    """0.3 reads no output of 0.2 (no compatibility readers): a manifest listing ``partitions``
+    instead of ``splits`` is refused in one line that says to rerun with --overwrite."""
+    from datamask.errors import DataError
+    from datamask.pipeline.output import n_splits, split_records
 
-    from datamask.pipeline.output import split_named
-
-    old = pd.DataFrame({"method": ["topk"], "partition": ["a.parquet:0-10"], "id": [1]})
-    assert list(split_named(old).columns) == ["method", "split", "id"]
-    new = old.rename(columns={"partition": "split"})
-    assert split_named(new) is new
+    old = {"partitions": [{"name": "a"}], "totals": {"partitions": 1}}
+    for read in (lambda: split_records(old), lambda: n_splits(old["totals"])):
+        with pytest.raises(DataError, match="datamask 0.2.*--overwrite") as e:
+            read()
+        assert "\n" not in str(e.value)
+    new = {"splits": [{"name": "a"}], "totals": {"splits": 1}}
+    assert split_records(new) == [{"name": "a"}] and n_splits(new["totals"]) == 1
 
 
 def _settle(address, timeout=120):

@@ -29,7 +29,6 @@ import pyarrow.parquet as pq
 from ...errors import DataError
 from ...pipeline.exclude import text_key
 from ...pipeline.io import discover, stage_output_data
-from ...pipeline.output import split_named
 from ...pipeline.schema import SELECTED
 from ...pipeline.split_job import cut
 
@@ -118,7 +117,7 @@ def _compare_selections(d: Path, text_column: str) -> list[TextSet]:
     import pandas as pd
 
     meta = json.loads((d / "compare.json").read_text())
-    sel = split_named(pd.read_parquet(d / "selections.parquet"))[["method", "split", "id"]]
+    sel = pd.read_parquet(d / "selections.parquet")[["method", "split", "id"]]
     cfg = meta.get("config", {})
     id_col, split_size = cfg.get("id_column", "id"), int(cfg.get("split_size", 1_000_000))
     src = meta["input"]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ...methods.datamask import trajectory_rows
-from ...pipeline.output import n_splits, split_named, split_records
+from ...pipeline.output import n_splits, split_records
 from ...pipeline.storage import is_url, location, open_file
 from .sample import REPORT_SAMPLE
 
@@ -91,8 +91,8 @@ def load_compare(directory) -> ReportData:
     return ReportData(
         why=why,
         corpus=_read(d / "corpus_stats.parquet", pd.read_parquet),
-        selections=split_named(_read(d / "selections.parquet", pd.read_parquet)),
-        history=None if (h := opt("history.parquet")) is None else split_named(h),
+        selections=_read(d / "selections.parquet", pd.read_parquet),
+        history=opt("history.parquet"),
         table=table,
         cluster_stats=opt("cluster_stats.parquet"),
         sample=opt("sample.parquet"),
