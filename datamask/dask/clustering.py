@@ -98,7 +98,7 @@ def cluster(ddf, cfg=None):
     if cfg.embedding_column not in ddf.columns:
         raise DataError(
             f"missing column {cfg.embedding_column!r} (columns: {', '.join(map(str, ddf.columns))}); "
-            "rename it or pass --embedding-column NAME"
+            "rename it or set the config's embedding_column=NAME"
         )
     level = select_level(cfg.device)
     backend = cfg.kmeans_backend

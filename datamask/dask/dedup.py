@@ -45,7 +45,7 @@ def _keys_part(df, partition_info, cfg, kinds, params):
     if cfg.text_column not in df.columns:
         raise DataError(
             f"{p.where}: missing column {cfg.text_column!r} (columns: {', '.join(map(str, df.columns))}); "
-            "rename it or pass --text-column NAME"
+            "rename it or set the config's text_column=NAME"
         )
     texts = read_texts(pa.table({cfg.text_column: pa.array(df[cfg.text_column])}), cfg.text_column, p.where)
     has_q = cfg.quality_column in df.columns

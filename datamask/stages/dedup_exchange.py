@@ -276,7 +276,7 @@ class DedupColumns(TextColumns):
 
     def hint(self, name):
         if name not in (self.id, self.text):
-            return "run datamask embed first, or pass --embedding-column NAME, or leave semantic out of --kind"
+            return "run datamask embed first, or pass --set embedding_column=NAME, or leave semantic out of --kind"
         return super().hint(name)
 
 

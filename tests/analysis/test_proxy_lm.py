@@ -328,7 +328,7 @@ def test_selection_without_text_column(corpus, tmp_path, capsys):
         bad,
         "--eval",
         corpus["eval"],
-        ["notext", "no text column 'text'", "(columns: id, body", "--text-column"],
+        ["notext", "no text column 'text'", "(columns: id, body", "--set text_column=NAME"],
     )
 
 

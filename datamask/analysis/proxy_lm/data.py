@@ -83,7 +83,7 @@ def _read_texts(spec: str, text_column: str, extra=(), role="selection", filter_
         table, names = _read_file(f, cols, where)
         if text_column not in names:
             raise DataError(
-                f"{where}: no text column {text_column!r} (columns: {', '.join(names)}); pass --text-column NAME"
+                f"{where}: no text column {text_column!r} (columns: {', '.join(names)}); pass --set text_column=NAME"
             )
         for c in extra:
             if c not in names:
@@ -136,7 +136,7 @@ def _compare_selections(d: Path, text_column: str) -> list[TextSet]:
             miss = text_column if text_column not in names else id_col
             raise DataError(
                 f"{where}: no column {miss!r} (columns: {', '.join(names)}); the proxy LM needs the "
-                f"text of the compared rows (pass --text-column NAME)"
+                f"text of the compared rows (pass --set text_column=NAME)"
             )
         ids = table.column(id_col).to_pylist()
         vals = table.column(text_column).to_pylist()
@@ -190,7 +190,7 @@ def load_selections(specs, text_column: str = "text") -> list[TextSet]:
         if not s.texts:
             raise DataError(
                 f"selection {s.source}: no usable text ({s.skipped} rows with null or empty "
-                f"{text_column!r}); select some rows or pass the right --text-column"
+                f"{text_column!r}); select some rows or pass the right --set text_column=NAME"
             )
     return sets
 
@@ -212,7 +212,7 @@ def load_eval_sets(specs, text_column: str = "text", domain_column: str | None =
         if not texts:
             raise DataError(
                 f"evaluation set {spec}: no usable text ({skipped} rows with null or empty "
-                f"{text_column!r}); pass a set with text or the right --text-column"
+                f"{text_column!r}); pass a set with text or the right --set text_column=NAME"
             )
         dom = np.array([str(v) for v in extras[column]], dtype=object) if column else None
         sets.append(TextSet(spec, str(spec), texts, domains=dom, skipped=skipped, info={"domain_column": column}))

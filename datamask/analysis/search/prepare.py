@@ -74,7 +74,7 @@ def _texts(df, column: str, where: str) -> list:
 
     if column not in df.columns:
         raise DataError(
-            f"{where}: no text column {column!r} (columns: {', '.join(map(str, df.columns))}); pass --text-column NAME"
+            f"{where}: no text column {column!r} (columns: {', '.join(map(str, df.columns))}); pass --set text_column=NAME"
         )
     return ["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in df[column].tolist()]
 
