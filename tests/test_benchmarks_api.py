@@ -1,0 +1,309 @@
+"""Every script in ``benchmarks/`` speaks today's API (issue 51: a script whose results file the
+docs cite must run again).
+
+Read from each script's syntax tree and checked against the real code, not a list of removed
+names: an import of a ``datamask`` module or name that does not exist; a call of a ``datamask``
+function or class with a keyword its signature does not take (also the keys of a ``dict(...)`` or
+``{...}`` the call spreads with ``**name``, and of a dataclass's ``from_dict({...})``); a key of a
+literal ``solver_params`` mapping that is not one of ``SOLVER_PARAMS``; and a flag in a
+``datamask`` command line (a list or call whose first word is a command's name) that
+:func:`datamask.cli.build_parser` does not give that command or ``datamask`` itself.
+An import inside ``try: ... except ImportError`` (a fallback for an older checkout) is skipped."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((ROOT / "benchmarks").glob("*.py"))
+
+
+def _fallback_imports(tree) -> set:
+    """Import nodes inside a ``try`` whose handler catches ImportError (an older checkout's name)."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try):
+            names = {ast.unparse(h.type) for h in node.handlers if h.type is not None}
+            if names & {"ImportError", "ModuleNotFoundError"}:
+                skip |= {id(n) for stmt in node.handlers for n in ast.walk(stmt)}
+    return skip
+
+
+def _imports(tree) -> tuple[dict, list]:
+    """``{local name: (module, attribute or None)}`` of the script's datamask imports, and problems."""
+    bound, bad, skip = {}, [], _fallback_imports(tree)
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "datamask":
+            for a in node.names:
+                bound[a.asname or a.name] = (node.module, a.name)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "datamask" and a.asname:
+                    bound[a.asname] = (a.name, None)
+    for local, (module, attr) in sorted(bound.items()):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as e:
+            bad.append(f"import {module}: {e}")
+            continue
+        if attr is not None and not hasattr(mod, attr):
+            try:
+                importlib.import_module(f"{module}.{attr}")
+            except ImportError:
+                bad.append(f"from {module} import {attr}: no such name")
+    return bound, bad
+
+
+def _resolve(func, bound):
+    """The real object a call's ``func`` names (``DataMask``, ``T.initial_state``,
+    ``SelectConfig.from_dict``), or None."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.insert(0, func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name) or func.id not in bound:
+        return None
+    module, attr = bound[func.id]
+    try:
+        obj = importlib.import_module(module)
+        for p in ([attr] if attr else []) + parts:
+            obj = getattr(obj, p) if hasattr(obj, p) else importlib.import_module(f"{obj.__name__}.{p}")
+    except (ImportError, AttributeError):
+        return None
+    return obj
+
+
+def _dict_keys(node, assigned) -> set:
+    """Constant keys of a ``{...}`` or ``dict(...)`` literal, following ``dict(NAME, ...)`` and
+    ``{**NAME}`` through ``assigned`` (a scope's ``NAME = dict(...)``)."""
+    keys = set()
+    if isinstance(node, ast.Dict):
+        for k, v in zip(node.keys, node.values):
+            if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                keys.add(k.value)
+            elif k is None:
+                keys |= _dict_keys(v, assigned)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        keys |= {k.arg for k in node.keywords if k.arg}
+        for a in list(node.args) + [k.value for k in node.keywords if k.arg is None]:
+            keys |= _dict_keys(a, assigned)
+    elif isinstance(node, ast.Name):
+        for value in assigned.get(node.id, ()):
+            keys |= _dict_keys(value, assigned)
+    return keys
+
+
+def _assignments(body) -> dict:
+    """``{name: [values]}`` of the plain ``NAME = ...`` statements in ``body`` (nested blocks too,
+    not nested functions)."""
+    out, todo = {}, list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    out.setdefault(t.id, []).append(node.value)
+        todo += [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)]
+    return out
+
+
+def _scopes(tree):
+    """The module and each function, with ``{name: [assigned values]}`` as seen from it (its own
+    and its enclosing scopes'), each node walked once, in its innermost scope."""
+    outer = {id(tree): _assignments(tree.body)}
+    funcs = [tree]
+    for fn in funcs:
+        for node in ast.walk(fn):
+            if node is not fn and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in outer:
+                seen = {k: list(v) for k, v in outer[id(fn)].items()}
+                for k, v in _assignments(node.body).items():
+                    seen.setdefault(k, []).extend(v)
+                outer[id(node)] = seen
+                funcs.append(node)
+    for fn in funcs:
+        nodes, todo = [], list(ast.iter_child_nodes(fn))
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                nodes += node.args.defaults + node.args.kw_defaults + node.decorator_list
+                continue
+            nodes.append(node)
+            todo += list(ast.iter_child_nodes(node))
+        yield fn, [n for n in nodes if n is not None], outer[id(fn)]
+
+
+def _accepts(obj):
+    """The keyword names ``obj`` takes, or None when it takes any (``**kwargs``) or has no signature."""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return None
+    return {n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _forwarding(tree, bound) -> dict:
+    """``{local function: (its name, the keywords it takes)}`` for the script's functions that pass
+    their ``**kw`` on to a checked call (``def pg(E, q, **kw): DataMask(**kw)``), each taking its own
+    parameters and what that call takes."""
+    forwards, changed = {}, True
+    while changed:
+        changed = False
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef) or fn.args.kwarg is None or fn.name in forwards:
+                continue
+            own = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+            for call in ast.walk(fn):
+                spread = [k for k in getattr(call, "keywords", ()) if k.arg is None]
+                if not isinstance(call, ast.Call) or not any(
+                    isinstance(k.value, ast.Name) and k.value.id == fn.args.kwarg.arg for k in spread
+                ):
+                    continue
+                takes = _takes(call.func, bound, forwards)
+                if takes is not None:
+                    forwards[fn.name] = (own | takes[1]) if takes[1] is not None else None
+                    changed = True
+                    break
+    return {k: v for k, v in forwards.items() if v is not None}
+
+
+def _takes(func, bound, forwards):
+    """(the real object, the keywords it takes or None for any) of a call's ``func``, or None."""
+    if isinstance(func, ast.Name) and func.id in forwards:
+        return func.id, forwards[func.id]
+    obj = _resolve(func, bound)
+    return None if obj is None else (obj, _accepts(obj))
+
+
+def _call_problems(tree, bound) -> list:
+    from datamask.core.params import SOLVER_PARAMS
+
+    bad, forwards = [], _forwarding(tree, bound)
+    for _, nodes, assigned in _scopes(tree):
+        for node in nodes:
+            if not isinstance(node, ast.Call):
+                continue
+            for k in node.keywords:
+                if k.arg == "solver_params":
+                    extra = _dict_keys(k.value, assigned) - set(SOLVER_PARAMS)
+                    bad += [f"line {node.lineno}: solver_params key {x!r} is not in SOLVER_PARAMS" for x in extra]
+            found = _takes(node.func, bound, forwards)
+            if found is None:
+                continue
+            (obj, takes), name = found, ast.unparse(node.func)
+            if inspect.ismethod(obj) and obj.__name__ == "from_dict" and dataclasses.is_dataclass(obj.__self__):
+                fields = {f.name for f in dataclasses.fields(obj.__self__)}
+                keys = _dict_keys(node.args[0], assigned) if node.args else set()
+                bad += [f"line {node.lineno}: {name}() key {x!r} is not a field" for x in sorted(keys - fields)]
+                continue
+            if takes is None:
+                continue
+            given = {k.arg for k in node.keywords if k.arg}
+            for k in node.keywords:
+                if k.arg is None:
+                    given |= _dict_keys(k.value, assigned)
+            bad += [f"line {node.lineno}: {name}() takes no keyword {x!r}" for x in sorted(given - takes)]
+    return sorted(set(bad), key=lambda b: (int(b.split()[1].rstrip(":")), b) if b.startswith("line") else (0, b))
+
+
+def _parser_flags() -> dict:
+    """``{command: the flags it takes}``, ``datamask``'s own flags added to each."""
+    from datamask.cli import build_parser
+
+    parser = build_parser()
+    own = set(parser._option_string_actions)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: own | set(p._option_string_actions) for name, p in sub.choices.items()}
+
+
+def _argv_problems(tree, flags) -> list:
+    """Flags of the datamask command lines in ``tree`` that the command does not take."""
+    bad = []
+    for scope, nodes, assigned in _scopes(tree):
+        lines = {}  # a command line's words, and what it extends (``args += [...]``, ``*q``)
+        for node in nodes:
+            words = None
+            if isinstance(node, (ast.List, ast.Tuple)):
+                words = node.elts
+            elif isinstance(node, ast.Call):
+                words = node.args
+            if not words:
+                continue
+            consts = [w.value for w in words if isinstance(w, ast.Constant) and isinstance(w.value, str)]
+            command = next((c for c in consts if c in flags), None)
+            if command is None or consts[0] not in (command, "datamask", "datamask.cli", "-m", "-c"):
+                continue
+            found = list(words)
+            for w in words:  # *q, with q a literal of the same scope
+                if isinstance(w, ast.Starred) and isinstance(w.value, ast.Name):
+                    for v in assigned.get(w.value.id, ()):
+                        if isinstance(v, (ast.List, ast.Tuple)):
+                            found += v.elts
+            lines.setdefault(command, []).extend((node.lineno, w) for w in found)
+            for parent in nodes:  # NAME = [command ...]; NAME += [...]
+                if isinstance(parent, ast.Assign) and parent.value is node:
+                    for t in parent.targets:
+                        if isinstance(t, ast.Name):
+                            for aug in nodes:
+                                if isinstance(aug, ast.AugAssign) and getattr(aug.target, "id", None) == t.id:
+                                    for sub in ast.walk(aug.value):
+                                        if isinstance(sub, (ast.List, ast.Tuple)):
+                                            lines[command] += [(aug.lineno, w) for w in sub.elts]
+        for command, words in lines.items():
+            for lineno, w in words:
+                if isinstance(w, ast.Constant) and isinstance(w.value, str) and w.value.startswith("--"):
+                    flag = w.value.split("=", 1)[0]
+                    if flag not in flags[command]:
+                        bad.append(f"line {lineno}: datamask {command} takes no {flag}")
+    return sorted(set(bad))
+
+
+@pytest.fixture(scope="module")
+def flags():
+    return _parser_flags()
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.name for p in SCRIPTS])
+def test_a_benchmark_uses_only_what_the_package_has(script, flags):
+    tree = ast.parse(script.read_text(), filename=str(script))
+    bound, bad = _imports(tree)
+    bad += _call_problems(tree, bound) + _argv_problems(tree, flags)
+    assert bad == [], f"benchmarks/{script.name}:\n  " + "\n  ".join(bad)
+
+
+def test_the_checker_finds_what_it_checks(flags):
+    """Each check fails on a line written as 0.2 wrote it (so a pass above means something)."""
+    src = (
+        "from datamask import DataMask\n"
+        "from datamask.pipeline.config import SelectConfig\n"
+        "from datamask.pipeline.runner import plan_run\n"
+        "PG = dict(method='datamask', init='quality')\n"
+        "def f(E, q):\n"
+        "    DataMask(**PG, lam=0.5).fit(E, q)\n"
+        "    DataMask(solver_params={'steps': 5, 'stpes': 5})\n"
+        "    SelectConfig.from_dict({'ratio': 0.1, 'n_threads': 1})\n"
+        "    cmd = ['select', 'in', 'out', '--ratio', '0.1']\n"
+        "    cmd += ['--steps', '30', '--n-workers', '1']\n"
+    )
+    tree = ast.parse(src)
+    bound, bad = _imports(tree)
+    bad += _call_problems(tree, bound) + _argv_problems(tree, flags)
+    assert bad == [
+        "from datamask.pipeline.runner import plan_run: no such name",
+        "line 6: DataMask() takes no keyword 'init'",
+        "line 7: solver_params key 'stpes' is not in SOLVER_PARAMS",
+        "line 8: SelectConfig.from_dict() key 'n_threads' is not a field",
+        "line 10: datamask select takes no --steps",
+    ], bad
