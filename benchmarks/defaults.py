@@ -35,13 +35,14 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from optimizer import Tracker, first_reach, fmt, pin_allocator  # noqa: E402
+from optimizer import Tracker, first_reach, fit_params, fmt, pin_allocator  # noqa: E402
 
 from datamask import DataMask, evaluate  # noqa: E402
 from datamask.core import stochastic  # noqa: E402
 from datamask.core.synthetic import make_clusters, make_corpus  # noqa: E402
 
-# label -> (DataMask keyword arguments, stochastic greedy's sample factor or None).
+# label -> (DataMask settings, solver_params' keys flat beside its own (fit_params nests them),
+# stochastic greedy's sample factor or None).
 # Rounds 1-3: quality-aware starts (the paper's) and starts from the relaxed solution;
 # round 4: the start rule, the polish budget from a solver's start, DiSF's Frank-Wolfe cap
 # and facility location's stochastic greedy start.
@@ -197,7 +198,7 @@ def run_candidate(E, q, base, steps, label, rand, gain):
     tr = Tracker(float("inf"))
     params = dict(base, steps=steps, callback=tr)
     params.update(kw)  # a candidate's own steps win over --quick's
-    m, secs = timed(lambda: DataMask(**params).fit(E, q))
+    m, secs = timed(lambda: DataMask(**fit_params(**params)).fit(E, q))
     s99, t99 = (None, None) if gain is None else first_reach(tr.points, rand + 0.99 * gain)
     return dict(
         pct=None if gain is None else 100 * (m.objective_["objective"] - rand) / gain,
