@@ -219,54 +219,89 @@ def _call_problems(tree, bound) -> list:
 
 
 def _parser_flags() -> dict:
-    """``{command: the flags it takes}``, ``datamask``'s own flags added to each."""
-    from datamask.cli import build_parser
+    """``{command: (the flags it takes, the keys its --set takes or None for any)}``,
+    ``datamask``'s own flags added to each."""
+    from datamask.cli import _set_keys, build_parser
 
     parser = build_parser()
     own = set(parser._option_string_actions)
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {name: own | set(p._option_string_actions) for name, p in sub.choices.items()}
+    out = {}
+    for name, p in sub.choices.items():
+        listed = "--set" in p._option_string_actions and ":" in (p._option_string_actions["--set"].help or "")
+        out[name] = (own | set(p._option_string_actions), _set_keys(p) if listed else None)  # run: any key
+    return out
+
+
+def _words(elts, assigned) -> list:
+    """A command line's words: ``*q`` (``q`` a literal of the scope) and ``*([...] if c else [])`` opened."""
+    out = []
+    for w in elts:
+        if not isinstance(w, ast.Starred):
+            out.append(w)
+        elif isinstance(w.value, ast.Name):
+            for v in assigned.get(w.value.id, ()):
+                out += _words(v.elts, assigned) if isinstance(v, (ast.List, ast.Tuple)) else []
+        else:
+            for v in ast.walk(w.value):
+                out += _words(v.elts, assigned) if isinstance(v, (ast.List, ast.Tuple)) else []
+    return out
+
+
+def _text(w) -> str | None:
+    """A word's text (an f-string's up to its first field), or None."""
+    if isinstance(w, ast.Constant) and isinstance(w.value, str):
+        return w.value
+    if isinstance(w, ast.JoinedStr) and w.values and isinstance(w.values[0], ast.Constant):
+        return w.values[0].value
+    return None
+
+
+def _command_lines(nodes, assigned, commands) -> list:
+    """``[(command, [(line, word)])]``: each list, tuple or call whose first word is a datamask
+    command's name (or ``datamask``/``-m``/``-c`` before it), with what extends it (``NAME += [...]``)."""
+    found = []
+    for node in nodes:
+        elts = node.elts if isinstance(node, (ast.List, ast.Tuple)) else node.args if isinstance(node, ast.Call) else []
+        consts = [w.value for w in elts if isinstance(w, ast.Constant) and isinstance(w.value, str)]
+        command = next((c for c in consts if c in commands), None)
+        if command is None or consts[0] not in (command, "datamask", "datamask.cli", "-m", "-c"):
+            continue
+        words = [(node.lineno, w) for w in _words(elts, assigned)]
+        names = [
+            t.id
+            for p in nodes
+            if isinstance(p, ast.Assign) and p.value is node
+            for t in p.targets
+            if isinstance(t, ast.Name)
+        ]
+        for aug in nodes:
+            if isinstance(aug, ast.AugAssign) and getattr(aug.target, "id", None) in names:
+                words += [(aug.lineno, w) for w in _words([ast.Starred(aug.value)], assigned)]
+        found.append((command, words))
+    return found
 
 
 def _argv_problems(tree, flags) -> list:
-    """Flags of the datamask command lines in ``tree`` that the command does not take."""
+    """Flags, and ``--set`` keys, of the datamask command lines in ``tree`` that the command does not take."""
+    from datamask.core.params import SOLVER_PARAMS
+
     bad = []
-    for scope, nodes, assigned in _scopes(tree):
-        lines = {}  # a command line's words, and what it extends (``args += [...]``, ``*q``)
-        for node in nodes:
-            words = None
-            if isinstance(node, (ast.List, ast.Tuple)):
-                words = node.elts
-            elif isinstance(node, ast.Call):
-                words = node.args
-            if not words:
-                continue
-            consts = [w.value for w in words if isinstance(w, ast.Constant) and isinstance(w.value, str)]
-            command = next((c for c in consts if c in flags), None)
-            if command is None or consts[0] not in (command, "datamask", "datamask.cli", "-m", "-c"):
-                continue
-            found = list(words)
-            for w in words:  # *q, with q a literal of the same scope
-                if isinstance(w, ast.Starred) and isinstance(w.value, ast.Name):
-                    for v in assigned.get(w.value.id, ()):
-                        if isinstance(v, (ast.List, ast.Tuple)):
-                            found += v.elts
-            lines.setdefault(command, []).extend((node.lineno, w) for w in found)
-            for parent in nodes:  # NAME = [command ...]; NAME += [...]
-                if isinstance(parent, ast.Assign) and parent.value is node:
-                    for t in parent.targets:
-                        if isinstance(t, ast.Name):
-                            for aug in nodes:
-                                if isinstance(aug, ast.AugAssign) and getattr(aug.target, "id", None) == t.id:
-                                    for sub in ast.walk(aug.value):
-                                        if isinstance(sub, (ast.List, ast.Tuple)):
-                                            lines[command] += [(aug.lineno, w) for w in sub.elts]
-        for command, words in lines.items():
-            for lineno, w in words:
-                if isinstance(w, ast.Constant) and isinstance(w.value, str) and w.value.startswith("--"):
-                    flag = w.value.split("=", 1)[0]
-                    if flag not in flags[command]:
-                        bad.append(f"line {lineno}: datamask {command} takes no {flag}")
+    for _, nodes, assigned in _scopes(tree):
+        for command, words in _command_lines(nodes, assigned, flags):
+            takes, keys = flags[command]
+            for i, (lineno, w) in enumerate(words):
+                text = _text(w)
+                if text is None or not text.startswith("--"):
+                    continue
+                if text.split("=", 1)[0] not in takes:
+                    bad.append(f"line {lineno}: datamask {command} takes no {text.split('=', 1)[0]}")
+                nxt = _text(words[i + 1][1]) if text == "--set" and i + 1 < len(words) else None
+                if nxt is not None and "=" in nxt and keys is not None:
+                    key = nxt.split("=", 1)[0]
+                    sub = key.split(".", 1)[1] if key.startswith("solver_params.") else None
+                    if (key not in keys and sub is None) or (sub is not None and sub not in SOLVER_PARAMS):
+                        bad.append(f"line {lineno}: datamask {command} --set takes no key {key}")
     return sorted(set(bad))
 
 
@@ -295,7 +330,8 @@ def test_the_checker_finds_what_it_checks(flags):
         "    DataMask(solver_params={'steps': 5, 'stpes': 5})\n"
         "    SelectConfig.from_dict({'ratio': 0.1, 'n_threads': 1})\n"
         "    cmd = ['select', 'in', 'out', '--ratio', '0.1']\n"
-        "    cmd += ['--steps', '30', '--n-workers', '1']\n"
+        "    cmd += ['--steps', '30', '--n-workers', '1', *(['--set', 'stpes=3'] if q else [])]\n"
+        "    cmd += ['--set', f'solver_params.stpes={E}', '--set', 'solver_params.steps=3']\n"
     )
     tree = ast.parse(src)
     bound, bad = _imports(tree)
@@ -305,5 +341,7 @@ def test_the_checker_finds_what_it_checks(flags):
         "line 6: DataMask() takes no keyword 'init'",
         "line 7: solver_params key 'stpes' is not in SOLVER_PARAMS",
         "line 8: SelectConfig.from_dict() key 'n_threads' is not a field",
+        "line 10: datamask select --set takes no key stpes",
         "line 10: datamask select takes no --steps",
+        "line 11: datamask select --set takes no key solver_params.stpes",
     ], bad
