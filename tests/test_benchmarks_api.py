@@ -187,6 +187,23 @@ def _takes(func, bound, forwards):
     return None if obj is None else (obj, _accepts(obj))
 
 
+def _binding(obj, node, name) -> list:
+    """A call with neither ``*args`` nor ``**kw`` that the signature cannot bind (too many positional
+    arguments, a required one missing)."""
+    spread = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
+    if spread or isinstance(obj, str):
+        return []
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return []
+    try:
+        sig.bind(*([None] * len(node.args)), **{k.arg: None for k in node.keywords})
+    except TypeError as e:
+        return [f"line {node.lineno}: {name}(): {e}"]
+    return []
+
+
 def _call_problems(tree, bound) -> list:
     from datamask.core.params import SOLVER_PARAMS
 
@@ -208,6 +225,7 @@ def _call_problems(tree, bound) -> list:
                 keys = _dict_keys(node.args[0], assigned) if node.args else set()
                 bad += [f"line {node.lineno}: {name}() key {x!r} is not a field" for x in sorted(keys - fields)]
                 continue
+            bad += _binding(obj, node, name)
             if takes is None:
                 continue
             given = {k.arg for k in node.keywords if k.arg}
@@ -329,6 +347,7 @@ def test_the_checker_finds_what_it_checks(flags):
         "    DataMask(**PG, lam=0.5).fit(E, q)\n"
         "    DataMask(solver_params={'steps': 5, 'stpes': 5})\n"
         "    SelectConfig.from_dict({'ratio': 0.1, 'n_threads': 1})\n"
+        "    DataMask(0.1, 0.5)\n"
         "    cmd = ['select', 'in', 'out', '--ratio', '0.1']\n"
         "    cmd += ['--steps', '30', '--n-workers', '1', *(['--set', 'stpes=3'] if q else [])]\n"
         "    cmd += ['--set', f'solver_params.stpes={E}', '--set', 'solver_params.steps=3']\n"
@@ -341,7 +360,8 @@ def test_the_checker_finds_what_it_checks(flags):
         "line 6: DataMask() takes no keyword 'init'",
         "line 7: solver_params key 'stpes' is not in SOLVER_PARAMS",
         "line 8: SelectConfig.from_dict() key 'n_threads' is not a field",
-        "line 10: datamask select --set takes no key stpes",
-        "line 10: datamask select takes no --steps",
-        "line 11: datamask select --set takes no key solver_params.stpes",
+        "line 9: DataMask(): too many positional arguments",
+        "line 11: datamask select --set takes no key stpes",
+        "line 11: datamask select takes no --steps",
+        "line 12: datamask select --set takes no key solver_params.stpes",
     ], bad
