@@ -49,7 +49,7 @@ def _imports(tree) -> tuple[dict, list]:
             for a in node.names:
                 if a.name.split(".")[0] == "datamask" and a.asname:
                     bound[a.asname] = (a.name, None)
-    for local, (module, attr) in sorted(bound.items()):
+    for module, attr in sorted(set(bound.values()), key=str):
         try:
             mod = importlib.import_module(module)
         except ImportError as e:
@@ -187,9 +187,9 @@ def _takes(func, bound, forwards):
     return None if obj is None else (obj, _accepts(obj))
 
 
-def _binding(obj, node, name) -> list:
+def _binding(obj, node, name, takes) -> list:
     """A call with neither ``*args`` nor ``**kw`` that the signature cannot bind (too many positional
-    arguments, a required one missing)."""
+    arguments, a required one missing); an unknown keyword is the keyword check's to name."""
     spread = any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)
     if spread or isinstance(obj, str):
         return []
@@ -198,7 +198,7 @@ def _binding(obj, node, name) -> list:
     except (TypeError, ValueError):
         return []
     try:
-        sig.bind(*([None] * len(node.args)), **{k.arg: None for k in node.keywords})
+        sig.bind(*([None] * len(node.args)), **{k.arg: None for k in node.keywords if takes is None or k.arg in takes})
     except TypeError as e:
         return [f"line {node.lineno}: {name}(): {e}"]
     return []
@@ -225,7 +225,7 @@ def _call_problems(tree, bound) -> list:
                 keys = _dict_keys(node.args[0], assigned) if node.args else set()
                 bad += [f"line {node.lineno}: {name}() key {x!r} is not a field" for x in sorted(keys - fields)]
                 continue
-            bad += _binding(obj, node, name)
+            bad += _binding(obj, node, name, takes)
             if takes is None:
                 continue
             given = {k.arg for k in node.keywords if k.arg}
