@@ -150,7 +150,8 @@ def run_case(args):
     E, q = load(gen, kw, N)
     N = len(q)
     S = round(ratio * N)
-    base = dict(lam=lam, ratio=ratio, diversity=diversity)
+    # pruning 0.5 and no near-duplicate filter, as the results files say (0.3's defaults: no pruning, the filter)
+    base = dict(lam=lam, ratio=ratio, diversity=diversity, prune=0.5, near_duplicate=None)
     rand = evaluate(
         E, q, np.random.default_rng(0).permutation(N)[:S], lam=lam, diversity=diversity, reference_size=2048
     )["objective"]
