@@ -35,13 +35,14 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from optimizer import Tracker, first_reach, fmt, pin_allocator  # noqa: E402
+from optimizer import Tracker, first_reach, fit_params, fmt, pin_allocator  # noqa: E402
 
 from datamask import DataMask, evaluate  # noqa: E402
 from datamask.core import stochastic  # noqa: E402
 from datamask.core.synthetic import make_clusters, make_corpus  # noqa: E402
 
-# label -> (DataMask keyword arguments, stochastic greedy's sample factor or None).
+# label -> (DataMask settings, solver_params' keys flat beside its own (fit_params nests them),
+# stochastic greedy's sample factor or None).
 # Rounds 1-3: quality-aware starts (the paper's) and starts from the relaxed solution;
 # round 4: the start rule, the polish budget from a solver's start, DiSF's Frank-Wolfe cap
 # and facility location's stochastic greedy start.
@@ -149,7 +150,8 @@ def run_case(args):
     E, q = load(gen, kw, N)
     N = len(q)
     S = round(ratio * N)
-    base = dict(lam=lam, ratio=ratio, diversity=diversity)
+    # pruning 0.5 and no near-duplicate filter, as the results files say (0.3's defaults: no pruning, the filter)
+    base = dict(lam=lam, ratio=ratio, diversity=diversity, prune=0.5, near_duplicate=None)
     rand = evaluate(
         E, q, np.random.default_rng(0).permutation(N)[:S], lam=lam, diversity=diversity, reference_size=2048
     )["objective"]
@@ -197,7 +199,7 @@ def run_candidate(E, q, base, steps, label, rand, gain):
     tr = Tracker(float("inf"))
     params = dict(base, steps=steps, callback=tr)
     params.update(kw)  # a candidate's own steps win over --quick's
-    m, secs = timed(lambda: DataMask(**params).fit(E, q))
+    m, secs = timed(lambda: DataMask(**fit_params(**params)).fit(E, q))
     s99, t99 = (None, None) if gain is None else first_reach(tr.points, rand + 0.99 * gain)
     return dict(
         pct=None if gain is None else 100 * (m.objective_["objective"] - rand) / gain,

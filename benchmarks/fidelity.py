@@ -52,16 +52,33 @@ def _cell_dir(suite: dict, corpus: str, regime: str) -> Path:
     raise SystemExit(f"fidelity: no finished recipe-suite cell {corpus}:{regime} (run recipe_suite.py first)")
 
 
+def search_config(cell) -> object:
+    """The ``SearchConfig`` a cell's search ran with, from its manifest. A cell searched before 0.3
+    recorded the optimiser's fine controls as fields of their own (and ``solver``): those that differ
+    from ``SOLVER_PARAMS``' defaults go into ``solver_params`` (as 0.3 records them), the rest equal
+    the defaults."""
+    from datamask.analysis.search import SearchConfig
+    from datamask.core.params import SOLVER_PARAMS
+
+    d = dict(json.loads((Path(cell) / "manifest.json").read_text())["config"])
+    d.pop("solver", None)  # 0.2's name of --method (None or the method)
+    sp = dict(d.pop("solver_params", None) or {})
+    for k in SOLVER_PARAMS:
+        v = d.pop(k, SOLVER_PARAMS[k])
+        if v != SOLVER_PARAMS[k] and k not in sp:
+            sp[k] = tuple(v) if k == "logit_range" and isinstance(v, list) else v
+    return SearchConfig(**d, solver_params=sp or None)
+
+
 def selections(cell: Path) -> dict:
     """``{arm: sel}``: every verified arm selected again as the search selected it."""
     import dask
     from distributed import Client, LocalCluster
 
-    from datamask.analysis.search import SearchConfig
     from datamask.analysis.search.run import _plan, corpus_parts, count_search_tokens
     from datamask.analysis.search.trials import select_recipe
 
-    cfg = SearchConfig(**json.loads((cell / "manifest.json").read_text())["config"])
+    cfg = search_config(cell)
     v = pd.read_parquet(cell / "verify.parquet").drop_duplicates("name").set_index("name")
     splits = _plan(cfg)
     with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as lc, Client(lc) as client:
@@ -84,11 +101,10 @@ def train_strong(cell: str, arm: str, sel: dict, tokens: int, options: str, seed
     """(a process) One stronger proxy on ``sel``, the search's tokenizer and evaluation windows."""
     from datamask.analysis.proxy_lm.runner import proxy_device
     from datamask.analysis.proxy_lm.train import deterministic, train_selection
-    from datamask.analysis.search import SearchConfig
     from datamask.analysis.search.prepare import load_prep
     from datamask.analysis.search.trials import _losses
 
-    cfg = SearchConfig(**json.loads((Path(cell) / "manifest.json").read_text())["config"])
+    cfg = search_config(cell)
     cfg = cfg.replace(proxy_tokens=int(tokens), proxy_options=",".join(x for x in (cfg.proxy_options, options) if x))
     prep = load_prep(cell)
     pc = cfg.proxy_config(seed)

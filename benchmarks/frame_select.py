@@ -42,7 +42,7 @@ def main():
     ):
         corpus = os.path.join(tmp, "corpus")
         write_corpus(corpus, n_rows=a.rows, dim=384, n_files=2, n_topics=20, n_dup_groups=10)
-        kw = dict(ratio=0.1, steps=a.steps, seed=0)
+        kw = dict(ratio=0.1, solver_params={"steps": a.steps}, seed=0)
         t = time.perf_counter()
         m = run_select(
             SelectConfig(input=corpus, output=os.path.join(tmp, "cli"), split_size=a.split_size, quiet=True, **kw),

@@ -229,6 +229,8 @@ def cmd_select(a):
         a.device,
         "--method",
         a.method,
+        # relaxed is defined for pairwise (or DiSF), not for 0.3's default, facility location
+        *(["--diversity", "pairwise"] if a.method == "relaxed" else []),
         "--split-size",
         a.split_size,
         "--quiet",

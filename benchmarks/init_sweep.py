@@ -22,11 +22,13 @@ import numpy as np
 
 from datamask import DataMask, evaluate
 from datamask.core.diversity import get_diversity
+from datamask.core.params import SOLVER_PARAMS
 from datamask.core.synthetic import make_corpus
 
 OLD = (0.0, 2.0)
 WIDE = (0.0, 16.0)
-# (rows, diversity, lam, batch_max, step cap, eval every, logit ranges, other DataMask params)
+# (rows, diversity, lam, batch_max, step cap, eval every, logit ranges, other settings: DataMask's
+# own or solver_params' keys)
 PAIR = (OLD, WIDE)
 SETTINGS = [
     (100_000, "pairwise", 0.5, None, 12_000, 50, PAIR, {}),
@@ -43,6 +45,9 @@ RANGES = [
     (100_000, "pairwise", 0.5, None, 3_000, 50, PAIR, {"lr": 10.0, "prune": 0.45}),
     (1_000_000, "pairwise", 0.5, 512, 40_000, 500, ((0.0, 16.0), (0.0, 24.0)), {}),
 ]
+# The settings init_sweep*.md name, given as 0.3's defaults differ (no pruning, the redundancy
+# filter): pruning 0.5 unless a row says otherwise, no near-duplicate filter.
+FIXED = dict(prune=0.5, near_duplicate=None)
 QUICK = [(5_000, "pairwise", 0.5, None, 600, 25, PAIR, {}), (5_000, "facility", 0.5, 512, 200, 25, PAIR, {})]
 
 
@@ -53,11 +58,15 @@ def reference(E, q, lam, diversity, prune=0.5):
         "objective"
     ]
     solver = "greedy" if diversity == "facility" else "relaxed"
-    best = DataMask(method=solver, lam=lam, diversity=diversity, prune=prune).fit(E, q).objective_["objective"]
+    best = (
+        DataMask(method=solver, lam=lam, diversity=diversity, prune=prune, near_duplicate=None)
+        .fit(E, q)
+        .objective_["objective"]
+    )
     return rand, best - rand
 
 
-def run(E, q, rand, gain, cap, every, **kw):
+def run(E, q, rand, gain, cap, every, solver, **kw):
     pts = []
 
     def cb(est, rec):
@@ -65,7 +74,8 @@ def run(E, q, rand, gain, cap, every, **kw):
         return pts[-1][2] >= 99.9
 
     # the quality-aware start's ranges (pairwise's default start is now init="relaxed")
-    m = DataMask(method="datamask", init="quality", steps=cap, eval_every=every, patience=None, callback=cb, **kw)
+    sp = dict(init="quality", steps=cap, eval_every=every, patience=None, **solver)
+    m = DataMask(method="datamask", solver_params=sp, callback=cb, **kw)
     m.fit(E, q)
     falls = [(a - b, s) for (_, _, a), (s, _, b) in zip(pts, pts[1:])]
     fall, at = max(falls) if falls else (0.0, 0)
@@ -103,7 +113,11 @@ def main():
         E, q = corpora[n]
         rand, gain = reference(E, q, lam, div, extra.get("prune", 0.5))
         for lr_range in ranges:
-            r = run(E, q, rand, gain, cap, every, diversity=div, lam=lam, batch_max=bmax, logit_range=lr_range, **extra)
+            solver = dict(
+                batch_max=bmax, logit_range=lr_range, **{k: v for k, v in extra.items() if k in SOLVER_PARAMS}
+            )
+            own = dict(FIXED, **{k: v for k, v in extra.items() if k not in SOLVER_PARAMS})
+            r = run(E, q, rand, gain, cap, every, solver, diversity=div, lam=lam, **own)
             rows.append((n, div, lam, bmax, every, extra, r))
             print(n, div, lam, bmax, extra, r, flush=True)
     os.makedirs(args.out, exist_ok=True)

@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from optimizer import Tracker, first_reach, pin_allocator  # noqa: E402
+from optimizer import Tracker, first_reach, fit_params, pin_allocator  # noqa: E402
 from paper_check_report import write  # noqa: E402
 
 from datamask import DataMask, evaluate  # noqa: E402
@@ -46,7 +46,9 @@ OUT = os.path.join(os.path.dirname(__file__), "results")
 MINILM_ROWS = 1000
 ISSUE = dict(n_clusters=50, spread=0.5, noise=0.1, n_dup_groups=10, dup_fraction=0.05)
 # the paper's recipe as DataMask parameters (steps set per run)
-PAPER = {k: v for k, v in PRESETS["paper"].items() if k not in ("steps",)}
+PAPER = dict(
+    PRESETS["paper"], solver_params={k: v for k, v in PRESETS["paper"]["solver_params"].items() if k != "steps"}
+)
 
 
 def corpus(name, N):
@@ -75,7 +77,8 @@ def timed(fn, *args, **kw):
 
 
 def fit(E, q, **kw):
-    return DataMask(**kw).fit(E, q)
+    """A fit; ``kw`` may name the optimiser's fine controls beside DataMask's own (the sweeps' keys)."""
+    return DataMask(**fit_params(**kw)).fit(E, q)
 
 
 def pg(E, q, cap_s, stop_at=None, eval_every=20, **kw):

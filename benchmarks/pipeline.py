@@ -48,6 +48,11 @@ class PeakRSS(threading.Thread):
             time.sleep(0.05)
 
 
+# The settings pipeline.md ran with (0.2's defaults), given as 0.3's differ (facility at lam 0.7, on
+# which relaxed is not defined; no pruning; the redundancy filter).
+FIXED = dict(diversity="pairwise", lam=0.5, prune=0.5, near_duplicate=None)
+
+
 def one_run(corpus, out, workers, solver, split, steps):
     from distributed import Client, LocalCluster
 
@@ -71,7 +76,8 @@ def one_run(corpus, out, workers, solver, split, steps):
             output=str(out),
             split_size=split,
             method=solver,
-            steps=steps,
+            **FIXED,
+            solver_params={"steps": steps},
             quiet=True,
             overwrite=True,
             device="cpu",

@@ -118,13 +118,14 @@ def sampling_error(n, dim, seeds):
     E, q = check_table(table, "bench", Columns.from_config(cfg), 0, vectors=False)
     for m in ("topk", "random"):
         masks[m] = select_mask(E, q, cfg, 0, method=m)
-    r = score_sample(max(int(m.sum()) for m in masks.values()), cfg.reference_size)
+    reference_size = cfg.solver("reference_size")  # a solver_params key (0.3)
+    r = score_sample(max(int(m.sum()) for m in masks.values()), reference_size)
     vals = {k: ([], []) for k in masks}
     for seed in range(seeds):
         card = Scorecard(
             E,
             q,
-            reference_size=cfg.reference_size,
+            reference_size=reference_size,
             seed=seed,
             sample=r,
             diversities=("pairwise", "facility"),

@@ -69,8 +69,9 @@ def child(a):
     from datamask.pipeline.config import SelectConfig
 
     kw = {"method": a.method}
-    if a.method == "datamask" and a.steps:
-        kw["steps"] = a.steps
+    if a.method == "datamask" and a.steps:  # a solver_params key from 0.3, a field of its own before
+        solver = "solver_params" in SelectConfig.__dataclass_fields__
+        kw.update({"solver_params": {"steps": a.steps}} if solver else {"steps": a.steps})
     with (
         LocalCluster(
             n_workers=1,

@@ -45,7 +45,7 @@ def _selections(work: Path, seed: int = 0) -> list:
 def _proxy_lm(sels, eval_dir: Path, out: Path, tokens: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-m", "datamask.cli", "proxy-lm", *[str(p) for _, p in sels], "--eval", str(eval_dir)]
-    cmd += [str(out), "--tokens", tokens, "--threads", "1", "--curve-points", "0", "--no-report", "--quiet"]
+    cmd += [str(out), "--tokens", tokens, "--set", "threads=1", "--set", "curve_points=0", "--no-report", "--quiet"]
     print("$", " ".join(cmd[3:]), flush=True)
     subprocess.run(cmd, check=True, env=env)
     return json.loads((out / "manifest.json").read_text())
