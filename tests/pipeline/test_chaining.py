@@ -106,7 +106,7 @@ def test_an_incomplete_output_is_refused_in_one_line(selected, address, tmp_path
 def test_a_compare_output_is_not_a_corpus(tmp_path, capsys):
     d = tmp_path / "cmp"
     d.mkdir()
-    (d / "compare.json").write_text("{}")
+    (d / "manifest.json").write_text('{"stage": "compare"}')  # a finished compare output
     assert_fails(capsys, ["cluster", d, tmp_path / "c", "--n-clusters", 2], "compare output")
 
 

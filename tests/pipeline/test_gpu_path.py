@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from datamask.pipeline import runner
+from datamask.pipeline import runner, split_job
 from datamask.pipeline.client import close_client, get_client
 from datamask.pipeline.config import SelectConfig
 from datamask.pipeline.gpu import CPU, Level
@@ -22,11 +22,13 @@ FAKE = Level("cuda", "pandas", "numpy", "sklearn", "per-gpu", ("Fake GPU A", "Fa
 
 @pytest.fixture
 def fake_cuda(monkeypatch):
-    monkeypatch.setattr(runner, "select_level", lambda device, needs=("cupy",): CPU if device == "cpu" else FAKE)
+    fake = lambda device, needs=("cupy",): CPU if device == "cpu" else FAKE  # noqa: E731
+    monkeypatch.setattr(runner, "select_level", fake)
+    monkeypatch.setattr(split_job, "select_level", fake)  # the plan picks the level (pipeline/split_job.py)
 
 
 def test_cuda_path_on_numpy_selects_what_the_cpu_selects(fake_cuda, corpus, address, tmp_path):
-    common = dict(input=str(corpus), split_size=int(SPLIT), steps=int(STEPS), quiet=True)
+    common = dict(input=str(corpus), split_size=int(SPLIT), solver_params={"steps": int(STEPS)}, quiet=True)
     cpu_cfg = SelectConfig(output=str(tmp_path / "cpu"), device="cpu", scheduler=address, **common)  # shared cluster
     gpu_cfg = SelectConfig(output=str(tmp_path / "gpu"), device="gpu", **common)
 

@@ -257,7 +257,7 @@ def test_compare_shares_and_checks_a_token_budget_as_select_does(skewed, address
     inp, t = skewed
     T = int(t.sum()) // 2
     flags = ["--split-size", 1000, "--tokens", T, "--scheduler", address]
-    compare = ["compare", inp, tmp_path / "c", "--methods", "datamask,topk", "--steps", 5, *flags]
+    compare = ["compare", inp, tmp_path / "c", "--methods", "datamask,topk", "--solver-params", '{"steps": 5}', *flags]
     select = ["select", inp, tmp_path / "s", "--quiet", *flags]
     refused = assert_fails(capsys, select + ["--prune", "0.9"])
     assert refused.startswith("datamask: error: --prune 0.9: pruning 0.9 of the rows of ")
