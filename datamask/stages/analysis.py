@@ -75,23 +75,10 @@ class ClusterConfig(StageConfig):
 
 @dataclass
 class CompareConfig(SelectConfig):
+    # select's own flags (one method: --methods instead; every row is kept: no --keep-all), then compare's
     FLAGS: ClassVar[tuple] = (
         "methods",
-        "preset",
-        "ratio",
-        "budget",
-        "tokens",
-        "token_ratio",
-        "tokenizer",
-        "lam",
-        "diversity",
-        "prune",
-        "near_duplicate",
-        "solver_params",
-        "seed",
-        "split_size",
-        "holdout",
-        "exclude",
+        *(f for f in SelectConfig.FLAGS if f not in ("method", "keep_all", "overwrite")),
         "dedup",
         "proxy_lm",
         "overwrite",
