@@ -108,11 +108,8 @@ def test_a_support_module_is_used_by_a_script_or_a_test(module):
         rf"\bimport\s+{stem}\b|\bfrom\s+(?:benchmarks\.)?{stem}\s+import\b|\bfrom\s+benchmarks\s+import\s+{stem}\b"
     )
     users = [BENCH / s for s in (*ROWS, *MODULES) if s != module] + sorted((ROOT / "tests").rglob("*.py"))
-    for path in users:
-        text = path.read_text()
-        if uses.search(text) or (path.suffix == ".sh" and f"benchmarks/{module}" in text):
-            return
-    pytest.fail(f"benchmarks/{module}: a support module that no listed script and no test uses")
+    using = [p for p in users if uses.search(t := p.read_text()) or (p.suffix == ".sh" and f"benchmarks/{module}" in t)]
+    assert using, f"benchmarks/{module}: a support module that no listed script and no test uses"
 
 
 def test_every_results_file_is_named_by_the_index():
