@@ -9,6 +9,7 @@ from dataclasses import MISSING, fields
 
 from ..errors import ConfigError
 from ..pipeline.config import SelectConfig, StageConfig, check_keys, parse_value, with_preset
+from ..pipeline.flags import RUNTIME_FIELDS
 from ..stages.base import INPUT_HELP
 
 __all__ = [
@@ -31,16 +32,7 @@ _POSITIONAL = ("input", "output")
 
 #: the Dask and storage settings every stage shares (StageConfig's fields, the same workflow keys):
 #: flags of ``datamask`` itself, given before or after the command's name, listed once by ``datamask --help``
-GLOBAL = (
-    "storage_options",
-    "device",
-    "scheduler",
-    "scheduler_file",
-    "n_workers",
-    "memory_limit",
-    "connect_timeout",
-    "quiet",
-)
+GLOBAL = RUNTIME_FIELDS
 GLOBAL_HINT = (
     "Dask and storage options (--scheduler, --device, --quiet, --storage-options ...): `datamask --help`; "
     "give them before or after the command's name."

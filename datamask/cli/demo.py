@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .workflow import add_workflow_overrides
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -114,14 +116,7 @@ def add_parsers(sub):
     d.add_argument("directory", nargs="?", default="demo-output")
     d.add_argument("--workflow", default=None, help="workflow file (default: the demo.yaml shipped in the package)")
     d.add_argument("--rows", type=int, default=None, help="corpus rows (default: from the workflow)")
-    d.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a key of the workflow (repeatable)",
-    )
+    add_workflow_overrides(d)
 
 
 def _demo(args) -> int:

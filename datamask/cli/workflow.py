@@ -9,10 +9,9 @@ from .common import GLOBAL, report_first, report_line
 __all__ = ["add_parsers", "COMMANDS"]
 
 
-def add_parsers(sub):
-    r = sub.add_parser("run", help="run a workflow YAML file (keys are the flags' names)")
-    r.add_argument("workflow")
-    r.add_argument(
+def add_workflow_overrides(p):
+    """``--set KEY=VALUE`` (repeatable) into ``overrides``: a key of the workflow, ``run``'s and ``demo``'s."""
+    p.add_argument(
         "--set",
         dest="overrides",
         action="append",
@@ -20,6 +19,12 @@ def add_parsers(sub):
         metavar="KEY=VALUE",
         help="override a key of the workflow (repeatable)",
     )
+
+
+def add_parsers(sub):
+    r = sub.add_parser("run", help="run a workflow YAML file (keys are the flags' names)")
+    r.add_argument("workflow")
+    add_workflow_overrides(r)
     r.add_argument(
         "--no-report",
         dest="no_report",

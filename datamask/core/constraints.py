@@ -12,7 +12,7 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, make_constraint
 
 from .diversity import DIVERSITIES, Diversity, get_diversity
-from .params import METHODS, SOLVER_PARAMS, SolverParams, solver_settings
+from .params import METHODS, SOLVER_PARAMS, DataMaskParams, SolverParams, solver_settings
 from .start import check_logit_range
 
 __all__ = ["PARAMETER_CONSTRAINTS", "SOLVER_CONSTRAINTS", "check_params", "check_solver_params"]
@@ -59,10 +59,12 @@ def check_params(params: dict) -> None:
     for name, value in params.items():
         _check_one(name, value, PARAMETER_CONSTRAINTS.get(name, "no_validation"))
     sp = check_solver_params(params.get("solver_params"))
-    div, tokens = get_diversity(params.get("diversity", "pairwise")), params.get("token_budget") is not None
+    defaults = DataMaskParams()  # a parameter not given has the constructor's default
+    div = get_diversity(params.get("diversity", defaults.diversity))
+    tokens = params.get("token_budget") is not None
     if params.get("method") == "relaxed":
         div.check_relaxed(tokens=tokens)
-    if sp.init is not None and params.get("method", "datamask") == "datamask":
+    if sp.init is not None and params.get("method", defaults.method) == "datamask":
         div.check_start(sp.init, tokens)
     try:
         check_logit_range(sp.logit_range)

@@ -247,7 +247,6 @@ class DataMask(DataMaskParams, BaseEstimator):
         solver makes the selection and pg only polishes it (often not at all).
     """
 
-    # the constructor and its defaults: DataMaskParams (core.params), read without scikit-learn
     # the constructor and its defaults: DataMaskParams (core.params), read without scikit-learn;
     # the checks of every parameter, here and in every config: core.constraints (one table)
     _parameter_constraints: dict = PARAMETER_CONSTRAINTS

@@ -14,6 +14,7 @@ import inspect
 from dataclasses import MISSING, fields
 
 from ..errors import ConfigError
+from ..pipeline.flags import RUNTIME_FIELDS
 
 __all__ = ["FILE_ONLY", "config_fields", "takes_config", "frame_config"]
 
@@ -21,20 +22,14 @@ __all__ = ["FILE_ONLY", "config_fields", "takes_config", "frame_config"]
 # client stand in for them.
 FILE_ONLY = frozenset(
     {
+        *(f for f in RUNTIME_FIELDS if f != "device"),  # the client's; the device is the frame's
         "input",
         "output",
         "overwrite",
-        "scheduler",
-        "scheduler_file",
-        "n_workers",
-        "memory_limit",
-        "connect_timeout",
-        "quiet",
         "partition_on",
         "holdout",
         "exclude",  # (a frame is filtered before the call: ddf[~ddf.id.isin(held_ids)])
         "split_size",
-        "storage_options",
     }
 )
 

@@ -11,7 +11,7 @@ from dataclasses import fields
 
 from ..errors import ConfigError
 
-__all__ = ["with_flag", "type_words", "parse_solver_params"]
+__all__ = ["with_flag", "type_words", "parse_solver_params", "RUNTIME_FIELDS"]
 
 
 def with_flag(message: str, cls) -> str:
@@ -69,3 +69,9 @@ def parse_solver_params(v, name="solver_params") -> dict:
     if not isinstance(d, dict):
         raise ConfigError(f"{fix}; got {s!r}")
     return d
+
+
+#: StageConfig's Dask and storage settings, the same for every stage: the command line gives them
+#: to ``datamask`` itself (cli.common.GLOBAL), the dataframe API takes them from the user's client
+RUNTIME_FIELDS = ("storage_options", "device", "scheduler", "scheduler_file", "n_workers", "memory_limit",
+                  "connect_timeout", "quiet")  # fmt: skip
