@@ -137,7 +137,7 @@ def child_phases(a):
 
 def _defaults() -> str:
     """This tree's select defaults that the facility rows run with, in words."""
-    from datamask.core.params import DataMaskParams
+    from datamask.estimator.params import DataMaskParams
 
     p = DataMaskParams()
     return f"lam {p.lam}, prune {p.prune}, near_duplicate {p.near_duplicate}"

@@ -70,7 +70,7 @@ export DATAMASK_TEST_MODEL=$model
 # --- 3. the GPU tests (optimizer, policy, pipeline, embedding on CUDA)
 if [ "$dry" != 1 ]; then
   step gpu-tests 90 "$PY" -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
-    tests/core tests/pipeline tests/features
+    tests/core tests/estimator tests/pipeline tests/features
 fi
 
 # --- 4. the optimizer benchmark (issue 10): pg step with and without graph capture, time to 99% of

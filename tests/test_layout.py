@@ -13,7 +13,19 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "datamask"
 # lowest first; a module may import its own layer and the layers before it
-LAYERS = ("errors", "core", "methods", "features", "dedup", "pipeline", "analysis", "stages", "dask", "cli")
+LAYERS = (
+    "errors",
+    "core",
+    "estimator",
+    "methods",
+    "features",
+    "dedup",
+    "pipeline",
+    "analysis",
+    "stages",
+    "dask",
+    "cli",
+)
 MAX_LINES = 450  # the limit the codebase keeps (docs/design.md, "Layout and layering")
 MAX_FUNCTION_LINES = 80  # a function longer than this is split by concern
 

@@ -46,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
 def _close_flags(parser, extra) -> str:
     import difflib
 
-    from ..core.params import SOLVER_PARAMS
+    from ..estimator.params import SOLVER_PARAMS
 
     hints = []
     for a in extra:

@@ -4,7 +4,7 @@ The text stages' configs (embed, score, dedup) build on the same base in :mod:`.
 
 YAML workflow keys and command-line flags fill the same fields under the same names
 (``--split-size`` is ``split_size``). The estimator's defaults are read from
-``DataMask.__init__`` itself (:class:`~datamask.core.params.DataMaskParams`, which imports no
+``DataMask.__init__`` itself (:class:`~datamask.estimator.params.DataMaskParams`, which imports no
 scikit-learn, so the command line builds its flags without it), so they cannot drift apart.
 """
 
@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 
 from ..core.budget import check_token_budget
 from ..core.diversity import DIVERSITIES
-from ..core.params import METHODS as ESTIMATOR_METHODS
-from ..core.params import SOLVER_PARAMS, DataMaskParams
 from ..errors import ConfigError
+from ..estimator.params import METHODS as ESTIMATOR_METHODS
+from ..estimator.params import SOLVER_PARAMS, DataMaskParams
 from ..methods import REGISTRY
 from .flags import parse_solver_params, type_words, with_flag
 from .presets import PRESETS, with_preset
@@ -46,7 +46,7 @@ _DM = {
 _NOT_CONFIG = {"seed", "callback", "progress", "token_budget", "method"}
 
 # the selection methods, as datamask.methods registers them (one module per method); those
-# that run DataMask are DataMask's method of the same name (core.params.METHODS)
+# that run DataMask are DataMask's method of the same name (estimator.params.METHODS)
 METHODS = tuple(REGISTRY)
 
 
@@ -309,7 +309,9 @@ class SelectConfig(StageConfig):
             self._preset_merged = True
         if self.ratio is None and not self.budget_in_tokens:
             self.ratio = _DM["ratio"]  # null: the default
-        from ..core.constraints import check_params  # (scikit-learn's constraints: imported when a config is built)
+        from ..estimator.constraints import (
+            check_params,  # (scikit-learn's constraints: imported when a config is built)
+        )
 
         try:  # the estimator's own check of every parameter it takes
             check_params(self.estimator_params(0))
@@ -370,7 +372,7 @@ class SelectConfig(StageConfig):
         return params
 
     def solver(self, name: str):
-        """``solver_params[name]``, or its default (:data:`~datamask.core.params.SOLVER_PARAMS`)."""
+        """``solver_params[name]``, or its default (:data:`~datamask.estimator.params.SOLVER_PARAMS`)."""
         return (self.solver_params or {}).get(name, SOLVER_PARAMS[name])
 
     def result_dict(self) -> dict:

@@ -12,7 +12,13 @@ import pytest
 
 @pytest.mark.parametrize(
     "old",
-    ["datamask.pipeline.stages", "datamask.pipeline.workflow", "datamask.pipeline.status", "datamask.analysis.stages"],
+    [
+        "datamask.pipeline.stages",
+        "datamask.pipeline.workflow",
+        "datamask.pipeline.status",
+        "datamask.analysis.stages",
+        "datamask.core.estimator",
+    ],
 )
 def test_the_02_module_paths_do_not_import(old):
     with pytest.raises(ModuleNotFoundError):
@@ -25,8 +31,8 @@ def test_the_02_module_paths_do_not_import(old):
         ("datamask", "run_select", "datamask.stages.select"),
         ("datamask", "SelectConfig", "datamask.pipeline.config"),
         ("datamask", "make_corpus", "datamask.core.synthetic"),
-        ("datamask.core.estimator", "SOLVERS", None),  # (core.params.METHODS)
-        ("datamask.core.estimator", "check_params", None),  # (core.constraints.check_params)
+        ("datamask.estimator.estimator", "SOLVERS", None),  # (estimator.params.METHODS)
+        ("datamask.estimator.estimator", "check_params", None),  # (estimator.constraints.check_params)
         ("datamask.pipeline.config", "SOLVER_OF", None),  # --method's names are DataMask(method=)'s
         ("datamask.pipeline.config", "DATAMASK_METHOD", None),
         ("datamask.methods.registry", "check_budget", "check_rows"),
@@ -56,7 +62,7 @@ def test_the_02_names_are_gone(module, old, new):
 @pytest.mark.parametrize("key", ["steps", "lr", "group_size", "eval_every", "n_threads", "reference_size"])
 def test_a_solver_keyword_of_02_is_a_key_of_solver_params(key):
     from datamask import DataMask
-    from datamask.core.params import SOLVER_PARAMS
+    from datamask.estimator.params import SOLVER_PARAMS
 
     with pytest.raises(TypeError, match=key):
         DataMask(**{key: SOLVER_PARAMS[key]})

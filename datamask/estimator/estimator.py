@@ -13,18 +13,18 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ..core.backend import default_rng, get_namespace
+from ..core.budget import check_budget, rows_after_pruning
+from ..core.diversity import get_diversity
+from ..core.objectives import Objective, best_first, normalize_quality
+from ..core.provenance import optimizer_record, start_trajectory
+from ..core.solvers import solve
+from ..core.state import FITTED, FitState
+from ..core.tokens import candidate_tokens, check_lengths
+from ..core.validate import check_inputs, needs_rescale
 from . import constraints
-from .backend import default_rng, get_namespace
-from .budget import check_budget, rows_after_pruning
 from .constraints import PARAMETER_CONSTRAINTS, SOLVER_CONSTRAINTS
-from .diversity import get_diversity
-from .objectives import Objective, best_first, normalize_quality
 from .params import BATCH_MAX, SOLVER_PARAMS, DataMaskParams, solver_settings  # noqa: F401 (BATCH_MAX: read here by benchmarks/optimizer.py)
-from .provenance import optimizer_record, start_trajectory
-from .solvers import solve
-from .state import FITTED, FitState
-from .tokens import candidate_tokens, check_lengths
-from .validate import check_inputs, needs_rescale
 
 __all__ = ["DataMask", "tokens_after_pruning"]
 
@@ -77,10 +77,10 @@ class DataMask(DataMaskParams, BaseEstimator):
         .. versionadded:: 0.3
     solver_params : dict or None, default None
         The optimiser's fine controls, each key optional (an unknown key is refused in one
-        line naming the valid ones; :data:`datamask.core.params.SOLVER_PARAMS`). The same
+        line naming the valid ones; :data:`datamask.estimator.params.SOLVER_PARAMS`). The same
         mapping as ``datamask select --solver-params`` and a workflow's ``solver_params:``
         key. Named recipes set them with the objective: ``DataMask(**PRESETS["paper"])``
-        (:data:`datamask.core.params.PRESETS`, ``--preset``). The keys:
+        (:data:`datamask.estimator.params.PRESETS`, ``--preset``). The keys:
 
         group_size : int, default 128
             Masks sampled per step (G).
@@ -198,7 +198,7 @@ class DataMask(DataMaskParams, BaseEstimator):
     mask_ : (N,) bool ndarray (numpy or cupy, like the input)
     objective_ : dict
         ``objective``, ``quality``, ``diversity`` of the final mask (see
-        :func:`datamask.core.objectives.evaluate`).
+        :func:`datamask.estimator.evaluate.evaluate`).
     history_ : list of dict
         One record per evaluation point: ``step``, ``seconds``, ``objective``,
         ``quality``, ``diversity``.
@@ -237,7 +237,7 @@ class DataMask(DataMaskParams, BaseEstimator):
         The start solver's own progress, ``iteration`` and ``objective`` (Frank-Wolfe per
         iteration, under a row or a token budget; stochastic greedy every S/50 picks;
         :mod:`datamask.core.provenance`).
-    solver_params_ : :class:`~datamask.core.params.SolverParams`
+    solver_params_ : :class:`~datamask.estimator.params.SolverParams`
         The solver settings the fit ran with: ``solver_params`` over their defaults (``None``
         where the objective picks its own; ``lr_``, ``init_`` ... say what it picked).
     optimizer_ : dict
@@ -247,8 +247,8 @@ class DataMask(DataMaskParams, BaseEstimator):
         solver makes the selection and pg only polishes it (often not at all).
     """
 
-    # the constructor and its defaults: DataMaskParams (core.params), read without scikit-learn;
-    # the checks of every parameter, here and in every config: core.constraints (one table)
+    # the constructor and its defaults: DataMaskParams (estimator.params), read without scikit-learn;
+    # the checks of every parameter, here and in every config: estimator.constraints (one table)
     _parameter_constraints: dict = PARAMETER_CONSTRAINTS
     _solver_constraints: dict = SOLVER_CONSTRAINTS
 
@@ -256,7 +256,7 @@ class DataMask(DataMaskParams, BaseEstimator):
         """The parameters (``get_params``), checked; S (None under a token budget)
         and the rows left after pruning."""
         p = self.get_params(deep=False)
-        constraints.check_params(p)  # (the one check: core.constraints)
+        constraints.check_params(p)  # (the one check: estimator.constraints)
         self.solver_params_ = solver_settings(p["solver_params"])
         S = check_budget(n_rows, ratio=p["ratio"], budget=p["budget"], tokens=p["token_budget"], prune=p["prune"])
         return p, S, rows_after_pruning(n_rows, p["prune"])
@@ -305,7 +305,7 @@ class DataMask(DataMaskParams, BaseEstimator):
         cand = _candidates(qn, n_keep, xp)
         n_near = 0
         if self.near_duplicate is not None and not covers_all and (S is None or S < n_keep):
-            from .redundancy import without_near_duplicates
+            from ..core.redundancy import without_near_duplicates
 
             cand, n_near = without_near_duplicates(embeddings, qn, cand, self, S, T, t, scale, xp)
             n_keep = int(cand.shape[0])

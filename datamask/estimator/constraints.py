@@ -11,9 +11,9 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, make_constraint
 
-from .diversity import DIVERSITIES, Diversity, get_diversity
+from ..core.diversity import DIVERSITIES, Diversity, get_diversity
+from ..core.start import check_logit_range
 from .params import METHODS, SOLVER_PARAMS, DataMaskParams, SolverParams, solver_settings
-from .start import check_logit_range
 
 __all__ = ["PARAMETER_CONSTRAINTS", "SOLVER_CONSTRAINTS", "check_params", "check_solver_params"]
 
@@ -31,7 +31,7 @@ PARAMETER_CONSTRAINTS: dict = {
     "callback": [callable, None],
     "progress": ["boolean"],
 }
-SOLVER_CONSTRAINTS: dict = {  # solver_params' keys (core.params.SOLVER_PARAMS)
+SOLVER_CONSTRAINTS: dict = {  # solver_params' keys (estimator.params.SOLVER_PARAMS)
     "group_size": [Interval(Integral, 2, None, closed="left")],
     "lr": [Interval(Real, 0, None, closed="neither"), None],
     "steps": [Interval(Integral, 0, None, closed="left"), None],

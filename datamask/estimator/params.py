@@ -1,6 +1,6 @@
 """``DataMask``'s constructor, its solver's fine controls and the named recipes, apart from scikit-learn.
 
-:class:`~datamask.core.estimator.DataMask` inherits this ``__init__`` (scikit-learn's
+:class:`~datamask.estimator.estimator.DataMask` inherits this ``__init__`` (scikit-learn's
 ``get_params`` and ``clone`` read its signature as they read any estimator's). It lives here
 so that what only needs the parameters' names and defaults (the pipeline's
 :class:`~datamask.pipeline.config.SelectConfig`, hence the command line's flags) reads them
@@ -29,7 +29,7 @@ BATCH_MAX = 512
 @dataclass(frozen=True)
 class SolverParams:
     """The optimiser's fine controls, each at its default (documented in
-    :class:`~datamask.core.estimator.DataMask`'s ``solver_params``): what a fit runs with
+    :class:`~datamask.estimator.estimator.DataMask`'s ``solver_params``): what a fit runs with
     (``DataMask.solver_params_``). ``None`` means the objective's own value."""
 
     group_size: int = 128
@@ -61,7 +61,7 @@ def solver_settings(solver_params) -> SolverParams:
 
 
 class DataMaskParams:
-    """The parameters of :class:`~datamask.core.estimator.DataMask` (documented there), stored
+    """The parameters of :class:`~datamask.estimator.estimator.DataMask` (documented there), stored
     as given, as scikit-learn's estimators store theirs."""
 
     def __init__(
