@@ -20,6 +20,7 @@ LAYERS = (
     "methods",
     "features",
     "dedup",
+    "runtime",
     "pipeline",
     "analysis",
     "stages",

@@ -41,9 +41,9 @@ def _write_split(
     in memory, so the statistics need no second read of the output)."""
     import pyarrow as pa
 
-    from ..pipeline.gpu_worker import DeviceWork, device_array
     from ..pipeline.io import write_parquet_atomic
-    from ..pipeline.storage import location
+    from ..runtime.gpu_worker import DeviceWork, device_array
+    from ..runtime.storage import location
 
     name = names[partition_info["number"]] if partition_info else names[0]
     out = location(out_root)
@@ -76,8 +76,8 @@ def check_written(out, done):
     """The client's own look at the labelled files the workers wrote: each split's file
     exists here with its rows; otherwise one line saying the output must be shared storage."""
     from ..errors import OutputError
-    from ..pipeline.files import parquet_rows
     from ..pipeline.output import SHARED_STORAGE
+    from ..runtime.files import parquet_rows
 
     for name, rows in zip(done["name"], done["rows"]):
         f = out / "data" / f"{name}.parquet"
@@ -96,9 +96,9 @@ def _merge_cluster(out_root, c):
     """Concatenate one cluster's pieces into ``by_cluster/cluster-NNNNN.parquet``."""
     import pyarrow as pa
 
-    from ..pipeline.files import read_parquet_table
     from ..pipeline.io import write_parquet_atomic
-    from ..pipeline.storage import location, rmtree
+    from ..runtime.files import read_parquet_table
+    from ..runtime.storage import location, rmtree
 
     root = location(out_root)
     d = root / "by_cluster" / "_pieces" / f"cluster-{c:05d}"
@@ -136,14 +136,14 @@ def run_cluster(
     ``split_size``; a larger one is warned about and split by ``datamask select``).
     Everything runs split by split, so the corpus need not fit in memory (``k`` None: ``readable_n_clusters``).
 
-    ``level`` (a :class:`~datamask.pipeline.gpu.Level`; default: from ``device``) says
+    ``level`` (a :class:`~datamask.runtime.gpu.Level`; default: from ``device``) says
     where: ``auto`` fits with cuML on the RAPIDS level, else on the host sample (faiss when
     installed, else scikit-learn; every core on a GPU machine), and labels every row on the
     level's arrays (cupy on cuda/rapids). Returns the summary (also in ``cluster.json``).
     """
-    from ..pipeline.gpu import CPU, select_level
     from ..pipeline.io import write_json_atomic
-    from ..pipeline.storage import location
+    from ..runtime.gpu import CPU, select_level
+    from ..runtime.storage import location
 
     t0 = time.perf_counter()
     level = level or (CPU if device == "cpu" else select_level(device))
@@ -209,7 +209,7 @@ def _fit(X, k, seed, backend, level):
 
         cent = to_numpy(fit_kmeans(cupy.asarray(X), k, seed=seed, backend="cuml"))
     elif backend == "lloyd":  # on the level's arrays: the sample moved to the GPU once
-        from ..pipeline.gpu_worker import DeviceWork, device_array
+        from ..runtime.gpu_worker import DeviceWork, device_array
 
         with DeviceWork(level, "the k-means fit", X.shape[0], data_bytes=X.nbytes, flag="--sample-fraction"):
             cent = to_numpy(fit_kmeans(device_array(X, level), k, seed=seed, backend="lloyd", n_init=LLOYD_INITS))
@@ -224,7 +224,7 @@ _DONE_META = {"name": object, "rows": np.int64, "sums": object}
 def _label(ddf, names, out, cent, by_cluster, level, columns):
     """Label and write every split (``map_partitions``, explicit meta), check the files from
     here, merge the per-cluster pieces; (per-split rows frame, statistics frame)."""
-    from ..pipeline.storage import rmtree
+    from ..runtime.storage import rmtree
 
     meta = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in _DONE_META.items()})
     done = ddf.map_partitions(

@@ -52,7 +52,7 @@ def _read(split, task: CompareTask):
     from ..pipeline.holdout import split_off_holdout
     from ..pipeline.io import read_split, write_parquet_atomic
     from ..pipeline.schema import Columns
-    from ..pipeline.storage import location
+    from ..runtime.storage import location
 
     cfg = task.cfg
     table = read_split(split, Columns(*task.cols))
@@ -242,7 +242,7 @@ def run_compare(
     """
     from ..pipeline.config import SelectConfig
     from ..pipeline.holdout import HOLDOUT_DIR
-    from ..pipeline.storage import location, rmtree
+    from ..runtime.storage import location, rmtree
 
     t0 = time.perf_counter()
     cfg = cfg or SelectConfig()
@@ -270,7 +270,7 @@ def run_compare(
         results, meta = _run_splits(input, methods, cfg, opts, str(dest / HOLDOUT_DIR), client)
         table = _write_results(out, results, meta, t0, report)
         if out != dest:
-            from ..pipeline.files import upload_tree
+            from ..runtime.files import upload_tree
 
             upload_tree(out, dest, last=("compare.json",))
         return table
@@ -399,7 +399,7 @@ def _write_results(out, results, meta, t0, report) -> pd.DataFrame:
 def _client_folder(dest):
     """The local folder the client writes its files into: ``dest`` itself, or a temporary
     one (removed on exit) when ``dest`` is an object store."""
-    from ..pipeline.storage import Remote
+    from ..runtime.storage import Remote
 
     if not isinstance(dest, Remote):
         yield dest

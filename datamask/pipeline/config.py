@@ -169,7 +169,7 @@ class StageConfig:
         if self.n_workers is not None and int(self.n_workers) < 1:
             raise ConfigError(f"n_workers must be >= 1, got {self.n_workers}")
         if self.storage_options:
-            from .storage import parse_options
+            from ..runtime.storage import parse_options
 
             parse_options(self.storage_options)
         return self

@@ -147,7 +147,7 @@ class CompareConfig(SelectConfig):
                     "--proxy-lm needs --holdout FRACTION (e.g. 0.05): the proxy models are judged on "
                     "rows that no method saw"
                 )
-            from ..pipeline.storage import is_url
+            from ..runtime.storage import is_url
 
             if self.output and is_url(self.output):
                 raise ConfigError(
@@ -175,7 +175,7 @@ def run_report(directory, out=None, storage_options=None) -> Path:
     """``datamask report OUTPUT_DIR``: the HTML page and PNGs under ``OUTPUT_DIR/report``
     (a local path or a URL, read and written through fsspec with ``storage_options``)."""
     from ..analysis.report import build_report
-    from ..pipeline.storage import parse_options, set_options
+    from ..runtime.storage import parse_options, set_options
 
     set_options(parse_options(storage_options))
     try:
@@ -258,7 +258,7 @@ class CompareStage(CorpusStage):
 
     def compute(self, cfg, out, client, level) -> dict:
         from ..analysis.compare_run import run_compare
-        from ..pipeline.files import write_json_atomic
+        from ..runtime.files import write_json_atomic
 
         dedup = None
         if cfg.dedup:  # every method then runs on the deduplicated corpus (resumable, like the stage)
@@ -329,6 +329,6 @@ def read_table(out):
 
     import pandas as pd
 
-    from ..pipeline.storage import location
+    from ..runtime.storage import location
 
     return pd.read_csv(io.StringIO((location(out) / "compare.csv").read_text()), index_col="method")

@@ -30,8 +30,8 @@ import pyarrow as pa
 
 from ..dedup.normalize import read_texts
 from ..dedup.pairs import KINDS
-from ..pipeline.files import write_json_atomic, write_parquet_atomic
-from ..pipeline.storage import location, rmtree
+from ..runtime.files import write_json_atomic, write_parquet_atomic
+from ..runtime.storage import location, rmtree
 from . import dedup_cc
 from .dedup_cc import N_EXAMPLES, REMOVED_SCHEMA, CCCtx, components
 from .dedup_exchange import (

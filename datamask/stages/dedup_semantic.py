@@ -27,7 +27,7 @@ import pyarrow as pa
 from ..dedup.normalize import read_quality
 from ..dedup.pairs import KIND_CODE
 from ..pipeline.io import Split, read_split
-from ..pipeline.storage import location
+from ..runtime.storage import location
 from .dedup_cc import REMOVED_SCHEMA
 from .dedup_exchange import column_names, document_numbers, gather, read_part, split_of, write_routed
 
@@ -108,8 +108,8 @@ def cluster_duplicates(E, quality, doc, eps: float, device: str):
     """SemDeDup of one cluster's rows: ``(removed, kept)`` document numbers. On a GPU: the
     per-GPU lock (one cluster on the device at a time) and a one-line out-of-memory."""
     from ..dedup.semantic import semantic_duplicates
-    from ..pipeline.gpu import CPU, Level
-    from ..pipeline.gpu_worker import DeviceWork, device_array
+    from ..runtime.gpu import CPU, Level
+    from ..runtime.gpu_worker import DeviceWork, device_array
 
     n = E.shape[0]
     level = Level("cuda", arrays="cupy") if device == "gpu" else CPU

@@ -35,7 +35,7 @@ from ..dedup.minhash import similar
 from ..dedup.normalize import read_quality, read_texts
 from ..dedup.pairs import KIND_CODE, band_pairs, exact_stars, unique_pairs
 from ..pipeline.io import write_parquet_atomic
-from ..pipeline.storage import location
+from ..runtime.storage import location
 from .dedup_exchange import RoutedWriter, _atomic, iter_batches, read_part, split_of, take_docs, write_routed
 
 __all__ = ["TextCtx", "text_pairs", "pair_files", "PAIRS_SCHEMA", "sig_column", "sig_matrix", "BATCH_ROWS"]
@@ -208,7 +208,7 @@ def parts_for(n_rows: int, per_row: int) -> int:
 def text_pairs(passes, ctx: TextCtx) -> dict:
     """Run passes 1-4 (each resumable); stats: rows, null texts, exact groups, candidate
     and verified pair counts."""
-    from ..pipeline.storage import rmtree
+    from ..runtime.storage import rmtree
 
     ref = passes.scatter(ctx)
     got = passes.run("signatures", signatures_task, range(ctx.n_splits), ref, desc="dedup signatures")

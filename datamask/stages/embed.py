@@ -17,9 +17,9 @@ from dataclasses import replace
 
 from ..errors import ConfigError, DataError
 from ..pipeline.frames import pandas_table, text_frame
-from ..pipeline.gpu import CPU
-from ..pipeline.gpu_worker import DeviceWork
-from ..pipeline.progress import row_progress
+from ..runtime.gpu import CPU
+from ..runtime.gpu_worker import DeviceWork
+from ..runtime.progress import row_progress
 from .base import split_runs
 from .declared import Embed
 
@@ -47,7 +47,7 @@ def embed_split(pdf, where, *, cfg, embedder, level=CPU, progress=None):
     """One split's embeddings (rows with null/empty text dropped, counted in
     ``attrs["n_skipped"]``) and the device record: the per-split function of ``datamask
     embed``, shared with :func:`datamask.dask.embed`; ``progress(done)`` after each block of
-    texts (:func:`~datamask.pipeline.progress.row_progress`)."""
+    texts (:func:`~datamask.runtime.progress.row_progress`)."""
     from ..features.embed import embed_frame
 
     try:  # the texts are read and decoded outside: on a GPU worker, while another split embeds

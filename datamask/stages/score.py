@@ -24,11 +24,11 @@ import pandas as pd
 from ..errors import ConfigError, DataError, OutputError
 from ..pipeline.frames import pandas_table, text_frame
 from ..pipeline.io import read_parquet_table, write_json_atomic, write_parquet_atomic
-from ..pipeline.progress import row_progress
 from ..pipeline.runner import Output, ProgressBars, record_frame, run_pending
 from ..pipeline.schema import TextColumns
 from ..pipeline.split_record import SplitRecord
-from ..pipeline.storage import options
+from ..runtime.progress import row_progress
+from ..runtime.storage import options
 from .base import split_runs
 from .declared import Score
 
@@ -302,7 +302,7 @@ class ScoreStage(Score):  # name, config, help: .declared
         return pandas_table(out), {"unusable_texts": n_unusable}
 
     def extra(self, out):
-        from ..pipeline.storage import rmtree
+        from ..runtime.storage import rmtree
 
         if (out.state / COMPONENTS_DIR).exists():  # every split is finished: its components are not needed
             rmtree(out.state / COMPONENTS_DIR)

@@ -8,7 +8,7 @@
 3. select (cluster, per split): validate on the host, run the selection method with the
    split's own seed (:mod:`datamask.methods`) on the run's arrays (numpy, or cupy on a GPU
    level: the embeddings go to the GPU once, one split per GPU at a time while the next split
-   is read, :mod:`~datamask.pipeline.gpu_worker`), write the selected rows, then the
+   is read, :mod:`~datamask.runtime.gpu_worker`), write the selected rows, then the
    split's record (with its device seconds and peak GPU memory);
 4. the runner (:func:`~datamask.pipeline.runner.run_stage`) resumes, writes the manifest.
 """
@@ -25,13 +25,13 @@ from ..pipeline.exclude import EXCLUDED_COUNTS, excluded_line, load_excluded
 from ..pipeline.holdout import split_off_holdout
 from ..pipeline.io import Split, normalize_embedding, read_split, write_parquet_atomic
 from ..pipeline.output import n_splits, split_records
-from ..pipeline.progress import row_progress
 from ..pipeline.schema import Columns
 from ..pipeline.select_split import duplicate_ids_message, select_split, selected_table
 from ..pipeline.side_by_side import combine, coverage_warning, format_side_by_side, side_by_side_note
 from ..pipeline.split_job import Plan, SplitJob
 from ..pipeline.split_record import SplitRecord
 from ..pipeline.tokens import token_totals
+from ..runtime.progress import row_progress
 from .base import split_runs
 from .declared import Select
 

@@ -183,7 +183,7 @@ def test_cuda_level_fits_lloyd_on_its_arrays(blob_corpus, tmp_path):
     """The CUDA level's own fit (``lloyd`` on the level's arrays; numpy stands in for cupy)
     finds the planted clusters and the summary names it."""
     from datamask.analysis.cluster_run import run_cluster
-    from datamask.pipeline.gpu import Level
+    from datamask.runtime.gpu import Level
 
     d, corpus = blob_corpus
     fake = Level("cuda", "pandas", "numpy", "lloyd", "per-gpu", ("Fake GPU",), (2**34,))
@@ -197,7 +197,7 @@ def test_cuda_level_labels_on_its_arrays_like_the_cpu(blob_corpus, tmp_path):
     """The CUDA level fits on the host sample and labels every row on its array library; with
     numpy standing in for cupy the labels equal the CPU level's, and the summary says what ran."""
     from datamask.analysis.cluster_run import run_cluster
-    from datamask.pipeline.gpu import CPU, Level
+    from datamask.runtime.gpu import CPU, Level
 
     d, _ = blob_corpus
     fake = Level("cuda", "pandas", "numpy", "sklearn", "per-gpu", ("Fake GPU",), (2**34,))

@@ -21,7 +21,7 @@ import datamask.analysis.report.html as report_html
 import datamask.pipeline.corpus as corpus_mod
 import datamask.pipeline.runner as runner_mod
 from datamask.cli import main
-from datamask.pipeline.progress import ProgressBars
+from datamask.runtime.progress import ProgressBars
 
 pytestmark = pytest.mark.slow
 

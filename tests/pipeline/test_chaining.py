@@ -155,7 +155,7 @@ def test_a_bad_row_found_in_a_worker_prints_one_line(corpus, tmp_path):
 
 
 def test_the_worker_log_is_kept_only_when_a_failure_wrote_to_it(selected, monkeypatch, tmp_path):
-    import datamask.pipeline.client as client
+    import datamask.runtime.client as client
 
     log = tmp_path / "datamask-worker.log"
     monkeypatch.setattr(client, "WORKER_LOG", log)

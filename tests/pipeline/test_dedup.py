@@ -139,7 +139,7 @@ def test_semantic_cluster_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one_l
     import numpy as np
 
     from datamask.errors import ConfigError
-    from datamask.pipeline import gpu_worker
+    from datamask.runtime import gpu_worker
     from datamask.stages import dedup_semantic
 
     rng = np.random.default_rng(0)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import datamask.pipeline.files as files
+import datamask.runtime.files as files
 from datamask.errors import DataError
 from datamask.pipeline.io import Split, read_split
 from datamask.pipeline.schema import Columns

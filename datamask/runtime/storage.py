@@ -8,7 +8,7 @@ becomes a local path, a URL stays a URL. Local paths are :class:`pathlib.Path`; 
 
 Storage options (``--storage-options JSON``, the workflow key ``storage_options``) are this
 process's (:func:`set_options`); the runner sends them to every worker with
-:class:`~datamask.pipeline.storage_plugin.StorageOptionsPlugin` (a module of its own: this one
+:class:`~datamask.runtime.storage_plugin.StorageOptionsPlugin` (a module of its own: this one
 imports no Dask, so the command line reads paths and options without it). Without them each backend reads its standard environment
 (for S3: ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
 ``AWS_PROFILE``...), on the client and on every worker.
@@ -124,7 +124,7 @@ class Remote:
 
     Holds only the URL string, so it pickles to workers, which find their own filesystem
     (and this process's storage options, see
-    :class:`~datamask.pipeline.storage_plugin.StorageOptionsPlugin`)."""
+    :class:`~datamask.runtime.storage_plugin.StorageOptionsPlugin`)."""
 
     def __init__(self, url: str):
         self.url = str(url).rstrip("/") if str(url).rstrip("/").count("://") else str(url)

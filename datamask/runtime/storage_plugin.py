@@ -1,5 +1,5 @@
 """The worker plugin that gives every worker this run's storage options
-(:func:`~datamask.pipeline.storage.set_options`); apart from :mod:`.storage`, which imports no
+(:func:`~datamask.runtime.storage.set_options`); apart from :mod:`.storage`, which imports no
 Dask."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Locally a file is written under a temporary name and renamed when complete; on an object
 store (no rename) it is one object, which appears only when its upload completes. Either
-way a reader sees the whole file or none (:mod:`~datamask.pipeline.storage`).
+way a reader sees the whole file or none (:mod:`~datamask.runtime.storage`).
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def _open_text(path):
     return gzip.GzipFile(fileobj=fh) if str(path).lower().endswith(".gz") else fh
 
 
-def _jsonl_lines(path, rel):
+def jsonl_lines(path, rel):
     """``(line number, text)`` of a JSONL file's non-empty lines; a byte that is not UTF-8 is
     reported with its line number and column."""
     with _open_text(path) as fh:
@@ -150,7 +150,7 @@ def count_rows(f) -> int:
         if n is None:
             raise DataError(f"{f.rel}: not a readable Parquet file; replace or remove it")
         return n
-    return sum(1 for _ in _jsonl_lines(f.path, f.rel))
+    return sum(1 for _ in jsonl_lines(f.path, f.rel))
 
 
 def hive_path(column: str, value) -> str:

@@ -11,9 +11,9 @@ import os
 import pytest
 
 from datamask.pipeline import runner, split_job
-from datamask.pipeline.client import close_client, get_client
 from datamask.pipeline.config import SelectConfig
-from datamask.pipeline.gpu import CPU, Level
+from datamask.runtime.client import close_client, get_client
+from datamask.runtime.gpu import CPU, Level
 from datamask.stages.select import run_select
 from tests.helpers.pipeline_data import SPLIT, STEPS, manifest, read_out
 

@@ -12,8 +12,8 @@ import types
 import pytest
 
 from datamask.errors import ConfigError
-from datamask.pipeline.gpu import CPU, Level
-from datamask.pipeline.gpu_worker import DeviceWork, device_array, is_out_of_memory, out_of_memory_message
+from datamask.runtime.gpu import CPU, Level
+from datamask.runtime.gpu_worker import DeviceWork, device_array, is_out_of_memory, out_of_memory_message
 
 FAKE_GPU = Level("cuda", "pandas", "numpy", "sklearn", "per-gpu", ("Fake GPU",), (80 * 2**30,))
 

@@ -3,10 +3,10 @@
 * ``scheduler`` / ``scheduler_file``: join an existing cluster (see ``cluster/``); fail fast,
   naming the address, if no scheduler answers or no worker connects.
 * otherwise an embedded local cluster on 127.0.0.1 only, as the run's
-  :class:`~datamask.pipeline.gpu.Level` says: for ``cpu`` a ``LocalCluster`` (one
+  :class:`~datamask.runtime.gpu.Level` says: for ``cpu`` a ``LocalCluster`` (one
   single-threaded process per worker, memory limit set); for a GPU level one worker process
   per GPU, each with :func:`gpu_threads` threads (one split on the device while the next
-  ones are read, see :mod:`~datamask.pipeline.gpu_worker`): dask-cuda's
+  ones are read, see :mod:`~datamask.runtime.gpu_worker`): dask-cuda's
   ``LocalCUDACluster`` when it imports, else :func:`per_gpu_cluster`, a ``SpecCluster`` of nannies whose worker processes are each
   pinned to one GPU with ``CUDA_VISIBLE_DEVICES``. GPU packages are imported only there.
 
@@ -186,7 +186,7 @@ def _gpu_cluster(cfg, level, common):
 def get_client(cfg, device: str = "cpu", n_tasks: int | None = None, level=None):
     """A connected ``distributed.Client`` for ``cfg`` (a stage config).
 
-    ``level``: the run's :class:`~datamask.pipeline.gpu.Level` (chosen from ``device`` when
+    ``level``: the run's :class:`~datamask.runtime.gpu.Level` (chosen from ``device`` when
     not given); it decides which local cluster is started."""
     if cfg.scheduler or cfg.scheduler_file:
         return _join(cfg)

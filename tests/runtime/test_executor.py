@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from datamask.pipeline.executor import run_tasks
+from datamask.runtime.executor import run_tasks
 from tests.helpers.planted_tasks import HOLD, N_TASKS, marked, part, per_split, running, task
 
 

@@ -1,5 +1,5 @@
 """GPU levels chosen from what the runtime answers, the one-line reasons when none can run,
-and the per-GPU workers: all on CPU, with the probes of :mod:`datamask.pipeline.gpu` replaced
+and the per-GPU workers: all on CPU, with the probes of :mod:`datamask.runtime.gpu` replaced
 by stand-ins (a machine with cupy and two GPUs, with RAPIDS, with a mismatched build...)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from datamask.errors import ConfigError
-from datamask.pipeline import gpu
-from datamask.pipeline.gpu import CPU, CupyProbe, Extras, Level, TorchProbe, select_level, visible_devices
+from datamask.runtime import gpu
+from datamask.runtime.gpu import CPU, CupyProbe, Extras, Level, TorchProbe, select_level, visible_devices
 from tests.helpers.pipeline_data import assert_fails
 
 H200 = (("NVIDIA H200", 150_000_000_000), ("NVIDIA H200", 150_000_000_000))
@@ -161,7 +161,7 @@ def test_visible_devices_follow_this_process_list():
 def test_per_gpu_worker_specs_pin_one_gpu_each():
     import psutil
 
-    from datamask.pipeline.client import gpu_threads, gpu_worker_specs
+    from datamask.runtime.client import gpu_threads, gpu_worker_specs
 
     specs = gpu_worker_specs(2, visible="6,7")
     assert list(specs) == ["gpu-0", "gpu-1"]

@@ -1,7 +1,7 @@
 """What a worker does around one split's device work, the same on every level.
 
 * **One split at a time per GPU, reads alongside.** A GPU worker runs 2 to 4 threads (the
-  host's cores per GPU, :func:`~datamask.pipeline.client.gpu_threads`): while one split holds
+  host's cores per GPU, :func:`~datamask.runtime.client.gpu_threads`): while one split holds
   the device (:class:`DeviceWork`, a per-process lock: one worker process per GPU), the other
   threads read and decode the next splits on the host; a split's embedding NaN and norm
   checks run on the device once it holds it (:func:`~datamask.pipeline.schema.check_vectors`).
