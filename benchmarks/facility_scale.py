@@ -163,7 +163,7 @@ def child_command(a):
     from distributed import Client, LocalCluster
 
     from datamask.pipeline.config import SelectConfig
-    from datamask.stages.select import run_select
+    from datamask.stages.split.select import run_select
 
     with (
         LocalCluster(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DataError
-from ..stages.analysis import ClusterConfig
+from ..stages.corpus.analysis import ClusterConfig
 from .params import takes_config
 from .partitions import check_not_strings, keep_attrs
 

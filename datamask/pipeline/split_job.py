@@ -13,7 +13,7 @@ tokens or shares a token budget):
 3. **run** a per-split function on each split with its share, under the one executor
    (:meth:`SplitJob.run`, :func:`~datamask.runtime.executor.run_tasks`).
 
-Its users: ``datamask select`` (:mod:`datamask.stages.select`, whose splits the runner runs),
+Its users: ``datamask select`` (:mod:`datamask.stages.split.select`, whose splits the runner runs),
 ``datamask compare`` (:mod:`datamask.analysis.compare_run`), the dataframe API
 (:func:`datamask.dask.select`: a frame's partitions are its splits, :func:`frame_split_tokens`)
 and the search's trials (:mod:`datamask.analysis.search`). The rules are

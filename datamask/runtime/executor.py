@@ -1,7 +1,7 @@
 """The one loop that runs a batch of Dask tasks, for every stage and pass.
 
 The split runner (:func:`~datamask.pipeline.runner.run_pending`), dedup's corpus-wide
-passes and gathers (``stages/dedup_exchange.Passes``, ``dedup_exchange.gather``) and
+passes and gathers (``stages/corpus/dedup_exchange.Passes``, ``dedup_exchange.gather``) and
 the search's trials (``analysis/search/schedule.run_jobs``) hand their tasks to
 :func:`run_tasks`, which does the same for all of them (datatrove's executor loop):
 

@@ -168,7 +168,7 @@ def test_the_default_cluster_count_is_one_a_person_can_read(blob_corpus, tmp_pat
     ``cluster``, ``compare``, the frame API and the report's map share; never more than the sample."""
     from datamask.analysis.cluster_run import run_cluster
     from datamask.core.kmeans import readable_n_clusters
-    from datamask.stages.analysis import ClusterConfig, CompareConfig
+    from datamask.stages.corpus.analysis import ClusterConfig, CompareConfig
 
     assert [readable_n_clusters(n) for n in (1, 3, 100, 2884, 3000, 25_000, 10**9)] == [1, 2, 3, 17, 17, 50, 50]
     assert ClusterConfig().n_clusters is None and CompareConfig().n_clusters is None

@@ -105,7 +105,7 @@ def test_report_of_select_output(tmp_path):
 
     from datamask.analysis.report import build_report
     from datamask.cli.demo import write_corpus
-    from datamask.stages.select import SelectStage, run_select
+    from datamask.stages.split.select import SelectStage, run_select
 
     write_corpus(tmp_path / "c", n_rows=3000, dim=32, n_files=1, n_topics=8, row_group_size=1000)
     cfg = SelectConfig(

@@ -87,7 +87,7 @@ def test_select_report_map_draws_and_hovers(browser, corpus, tmp_path):
 
     from datamask.analysis.report import build_report
     from datamask.pipeline.config import SelectConfig
-    from datamask.stages.select import run_select
+    from datamask.stages.split.select import run_select
 
     cfg = SelectConfig(
         input=str(corpus), output=str(tmp_path / "o"), split_size=600, quiet=True, solver_params=dict(steps=40)

@@ -70,7 +70,7 @@ def _select(corpus_dir, out, **kw):
     from distributed import Client, LocalCluster
 
     from datamask.analysis.report import build_report
-    from datamask.stages.select import SelectStage, run_select
+    from datamask.stages.split.select import SelectStage, run_select
 
     cfg = SelectConfig(input=str(corpus_dir), output=str(out), split_size=300, quiet=True, seed=0, **kw)
     with (

@@ -28,7 +28,7 @@ def test_the_02_module_paths_do_not_import(old):
 @pytest.mark.parametrize(
     "module,old,new",
     [
-        ("datamask", "run_select", "datamask.stages.select"),
+        ("datamask", "run_select", "datamask.stages.split.select"),
         ("datamask", "SelectConfig", "datamask.pipeline.config"),
         ("datamask", "make_corpus", "datamask.core.synthetic"),
         ("datamask.estimator.estimator", "SOLVERS", None),  # (estimator.params.METHODS)
@@ -43,8 +43,8 @@ def test_the_02_module_paths_do_not_import(old):
         ("datamask.features", "aggregate_partition", "aggregate_frame"),
         ("datamask.features.fasttext_quality", "score_fasttext_partition", "score_fasttext_frame"),
         ("datamask.features.aggregate", "METHODS", "NORMALIZATIONS"),
-        ("datamask.stages.analysis", "run_cluster_stage", "ClusterStage"),
-        ("datamask.stages.analysis", "run_compare_stage", "CompareStage"),
+        ("datamask.stages.corpus.analysis", "run_cluster_stage", "ClusterStage"),
+        ("datamask.stages.corpus.analysis", "run_compare_stage", "CompareStage"),
         ("datamask.errors", "ClusterError", "SchedulerError"),
         ("datamask.errors", "renamed", None),
         ("datamask.errors", "DatamaskDeprecationWarning", None),

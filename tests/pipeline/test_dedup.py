@@ -140,7 +140,7 @@ def test_semantic_cluster_on_the_gpu_branch_takes_the_lock_and_says_oom_in_one_l
 
     from datamask.errors import ConfigError
     from datamask.runtime import gpu_worker
-    from datamask.stages import dedup_semantic
+    from datamask.stages.corpus import dedup_semantic
 
     rng = np.random.default_rng(0)
     E = rng.normal(size=(40, 16)).astype(np.float32)

@@ -86,7 +86,7 @@ def test_one_and_two_workers_write_the_same_output(planted, reference, tmp_path)
 def test_many_partitions_give_the_same_groups(planted, reference, tmp_path, address, monkeypatch):
     """Bucket records and pair edges spread over many partitions (and components over several
     rounds) find exactly the groups of one partition each."""
-    from datamask.stages import dedup_cc, dedup_text
+    from datamask.stages.corpus import dedup_cc, dedup_text
 
     monkeypatch.setattr(dedup_text, "RECORDS_PER_PART", 50)
     monkeypatch.setattr(dedup_cc, "EDGES_PER_PART", 2)
@@ -102,7 +102,7 @@ def test_chains_settle_over_several_rounds_of_many_partitions(tmp_path, address,
     import numpy as np
     import pyarrow as pa
 
-    from datamask.stages import dedup_cc
+    from datamask.stages.corpus import dedup_cc
     from tests.helpers.dedup_data import near_copy, text, vocab
 
     rng, words = np.random.default_rng(3), vocab(seed=3)

@@ -36,7 +36,7 @@ def _runner(client, ctx, tmp_path, corpus):
 
 
 def _passes(client, ctx, tmp_path, corpus):
-    from datamask.stages.dedup_exchange import Passes
+    from datamask.stages.corpus.dedup_exchange import Passes
 
     return Passes(client, str(tmp_path / "passes"), quiet=True).run("planted", task, range(N_TASKS), ctx)
 
@@ -45,7 +45,7 @@ def _gather(client, ctx, tmp_path, corpus):
     import dask.dataframe as dd
     import pandas as pd
 
-    from datamask.stages.dedup_exchange import gather
+    from datamask.stages.corpus.dedup_exchange import gather
 
     meta = pd.DataFrame({"i": pd.Series([], dtype="int64")})
     frames = dd.from_map(part, range(N_TASKS), ctx=ctx, meta=meta, enforce_metadata=False)

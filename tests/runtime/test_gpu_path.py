@@ -14,7 +14,7 @@ from datamask.pipeline import runner, split_job
 from datamask.pipeline.config import SelectConfig
 from datamask.runtime.client import close_client, get_client
 from datamask.runtime.gpu import CPU, Level
-from datamask.stages.select import run_select
+from datamask.stages.split.select import run_select
 from tests.helpers.pipeline_data import SPLIT, STEPS, manifest, read_out
 
 FAKE = Level("cuda", "pandas", "numpy", "sklearn", "per-gpu", ("Fake GPU A", "Fake GPU B"), (2**34, 2**34))

@@ -33,13 +33,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dedup.pairs import document_numbers as numbers
-from ..errors import DataError, OutputError
-from ..pipeline.io import Split, read_split, split_row_groups
-from ..pipeline.runner import ProgressBars
-from ..pipeline.schema import TextColumns
-from ..runtime.files import write_json_atomic
-from ..runtime.storage import Remote, location, open_file, rmtree
+from ...dedup.pairs import document_numbers as numbers
+from ...errors import DataError, OutputError
+from ...pipeline.io import Split, read_split, split_row_groups
+from ...pipeline.runner import ProgressBars
+from ...pipeline.schema import TextColumns
+from ...runtime.files import write_json_atomic
+from ...runtime.storage import Remote, location, open_file, rmtree
 
 __all__ = [
     "DedupColumns",
@@ -229,8 +229,8 @@ class Passes:
     def run(self, name: str, fn, items, ctx, desc: str | None = None) -> list:
         """``fn(item, ctx)`` for every item, as Dask tasks (:func:`~datamask.runtime.executor.run_tasks`:
         the first error cancels the rest and waits for those running); their dicts, in item order."""
-        from ..pipeline.runner import ProgressBars
-        from ..runtime.executor import run_tasks
+        from ...pipeline.runner import ProgressBars
+        from ...runtime.executor import run_tasks
 
         got = self.done(name) if self.reuse else None
         if got is not None:
@@ -305,7 +305,7 @@ def column_names(plan, cols):
 def gather(client, frames, desc, quiet, n):
     """Compute a Dask frame partition by partition (a progress bar; through
     :func:`~datamask.runtime.executor.run_tasks`), concatenated in partition order."""
-    from ..runtime.executor import run_tasks
+    from ...runtime.executor import run_tasks
 
     with ProgressBars(client, n, 0, n, quiet, desc=desc) as bars:
         parts = run_tasks(client, frames, lambda i, r: bars.split_done(None), what=f"{desc} task(s)")

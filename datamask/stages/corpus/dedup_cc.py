@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..dedup.pairs import KIND_CODE, KINDS, removed_of_groups, star_edges
-from ..runtime.storage import location
+from ...dedup.pairs import KIND_CODE, KINDS, removed_of_groups, star_edges
+from ...runtime.storage import location
 from .dedup_exchange import hash_part, read_part, split_of, write_routed
 
 __all__ = ["CCCtx", "components", "REMOVED_SCHEMA", "EDGES_PER_PART", "MAX_ROUNDS"]
@@ -67,7 +67,7 @@ def route_pairs(f: int, ctx: CCCtx) -> dict:
     """``cc-0`` for pairs file ``f``."""
     import pyarrow.parquet as pq
 
-    from ..runtime.storage import open_file
+    from ...runtime.storage import open_file
 
     with open_file(ctx.pair_files[f], "rb") as fh:
         t = pq.read_table(fh)

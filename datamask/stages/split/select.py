@@ -19,21 +19,21 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..core.pg import MIN_STEPS
-from ..errors import DataError
-from ..pipeline.exclude import EXCLUDED_COUNTS, excluded_line, load_excluded
-from ..pipeline.holdout import split_off_holdout
-from ..pipeline.io import Split, normalize_embedding, read_split, write_parquet_atomic
-from ..pipeline.output import n_splits, split_records
-from ..pipeline.schema import Columns
-from ..pipeline.select_split import duplicate_ids_message, select_split, selected_table
-from ..pipeline.side_by_side import combine, coverage_warning, format_side_by_side, side_by_side_note
-from ..pipeline.split_job import Plan, SplitJob
-from ..pipeline.split_record import SplitRecord
-from ..pipeline.tokens import token_totals
-from ..runtime.progress import row_progress
-from .base import split_runs
-from .declared import Select
+from ...core.pg import MIN_STEPS
+from ...errors import DataError
+from ...pipeline.exclude import EXCLUDED_COUNTS, excluded_line, load_excluded
+from ...pipeline.holdout import split_off_holdout
+from ...pipeline.io import Split, normalize_embedding, read_split, write_parquet_atomic
+from ...pipeline.output import n_splits, split_records
+from ...pipeline.schema import Columns
+from ...pipeline.select_split import duplicate_ids_message, select_split, selected_table
+from ...pipeline.side_by_side import combine, coverage_warning, format_side_by_side, side_by_side_note
+from ...pipeline.split_job import Plan, SplitJob
+from ...pipeline.split_record import SplitRecord
+from ...pipeline.tokens import token_totals
+from ...runtime.progress import row_progress
+from ..base import split_runs
+from ..declared import Select
 
 __all__ = ["SelectStage", "run_select", "plan_run", "find_duplicates"]
 
@@ -62,7 +62,7 @@ def plan_run(cfg, device=None) -> SplitJob:
 
 def _read_ids(s: Split, order: int, cols: Columns) -> pd.DataFrame:
     if s.fmt == "parquet":
-        from ..pipeline.io import read_parquet_table
+        from ...pipeline.io import read_parquet_table
 
         ids = read_parquet_table(s.path, columns=[cols.id]).column(0).slice(s.start, s.rows)
     else:
@@ -119,7 +119,7 @@ class SelectStage(Select):  # name, config, help: .declared
         return Columns.from_config(cfg)
 
     def prepare(self, cfg):
-        from ..pipeline.runner import resolve_io
+        from ...pipeline.runner import resolve_io
 
         self.cfg = resolve_io(cfg, "select")
         self.cols = self.columns(self.cfg)
@@ -144,7 +144,7 @@ class SelectStage(Select):  # name, config, help: .declared
         """The report's clusters for an input without a ``cluster`` column: k-means fitted on
         its sample before any split (kept in ``_datamask/``), so each split's ``why`` counts
         its rows by the clusters the report's map names."""
-        from ..analysis.report.sample import report_centroids
+        from ...analysis.report.sample import report_centroids
 
         self.centroids_ = report_centroids(self.cfg, self.cols, out.state)
 
@@ -155,7 +155,7 @@ class SelectStage(Select):  # name, config, help: .declared
 
     def process(self, table, split):
         """Drop the corpus-wide duplicate ids and the holdout, run
-        :func:`~.select_split.select_split` (the same per-split function as
+        :func:`~datamask.pipeline.select_split.select_split` (the same per-split function as
         :func:`datamask.dask.select`); the selected rows and the split's record."""
         cfg, s = self.cfg, split
         table, rec = self._set_aside(self._restore_types(table, s), s)

@@ -28,10 +28,10 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from ..dedup.normalize import read_texts
-from ..dedup.pairs import KINDS
-from ..runtime.files import write_json_atomic, write_parquet_atomic
-from ..runtime.storage import location, rmtree
+from ...dedup.normalize import read_texts
+from ...dedup.pairs import KINDS
+from ...runtime.files import write_json_atomic, write_parquet_atomic
+from ...runtime.storage import location, rmtree
 from . import dedup_cc
 from .dedup_cc import N_EXAMPLES, REMOVED_SCHEMA, CCCtx, components
 from .dedup_exchange import (

@@ -17,11 +17,11 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from ..dedup.deduplicator import DUPLICATE_OF, apply_removed, parse_kinds
-from ..dedup.minhash import lsh_params
-from ..pipeline.io import read_parquet_table
-from .base import split_runs
-from .declared import Dedup
+from ...dedup.deduplicator import DUPLICATE_OF, apply_removed, parse_kinds
+from ...dedup.minhash import lsh_params
+from ...pipeline.io import read_parquet_table
+from ..base import split_runs
+from ..declared import Dedup
 from .dedup_exchange import DedupColumns, doc_range, file_ranks
 from .dedup_groups import DEDUP_DIR, REMOVED_DIR, SUMMARY_FILE, find_groups
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
-from ..analysis.search.config import SearchConfig
-from ..analysis.search.run import KEEPS, WRITES, compute_search, resolve_eval
-from ..pipeline.runner import resolve_io
-from .base import reused
-from .declared import Search
+from ...analysis.search.config import SearchConfig
+from ...analysis.search.run import KEEPS, WRITES, compute_search, resolve_eval
+from ...pipeline.runner import resolve_io
+from ..base import reused
+from ..declared import Search
 
 __all__ = ["SearchStage", "run_search"]
 

@@ -30,12 +30,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dedup.buckets import text_records
-from ..dedup.minhash import similar
-from ..dedup.normalize import read_quality, read_texts
-from ..dedup.pairs import KIND_CODE, band_pairs, exact_stars, unique_pairs
-from ..pipeline.io import write_parquet_atomic
-from ..runtime.storage import location
+from ...dedup.buckets import text_records
+from ...dedup.minhash import similar
+from ...dedup.normalize import read_quality, read_texts
+from ...dedup.pairs import KIND_CODE, band_pairs, exact_stars, unique_pairs
+from ...pipeline.io import write_parquet_atomic
+from ...runtime.storage import location
 from .dedup_exchange import RoutedWriter, _atomic, iter_batches, read_part, split_of, take_docs, write_routed
 
 __all__ = ["TextCtx", "text_pairs", "pair_files", "PAIRS_SCHEMA", "sig_column", "sig_matrix", "BATCH_ROWS"]
@@ -208,7 +208,7 @@ def parts_for(n_rows: int, per_row: int) -> int:
 def text_pairs(passes, ctx: TextCtx) -> dict:
     """Run passes 1-4 (each resumable); stats: rows, null texts, exact groups, candidate
     and verified pair counts."""
-    from ..runtime.storage import rmtree
+    from ...runtime.storage import rmtree
 
     ref = passes.scatter(ctx)
     got = passes.run("signatures", signatures_task, range(ctx.n_splits), ref, desc="dedup signatures")

@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..dedup.normalize import read_quality
-from ..dedup.pairs import KIND_CODE
-from ..pipeline.io import Split, read_split
-from ..runtime.storage import location
+from ...dedup.normalize import read_quality
+from ...dedup.pairs import KIND_CODE
+from ...pipeline.io import Split, read_split
+from ...runtime.storage import location
 from .dedup_cc import REMOVED_SCHEMA
 from .dedup_exchange import column_names, document_numbers, gather, read_part, split_of, write_routed
 
@@ -76,8 +76,8 @@ def _values_task(i: int, ctx: SemCtx) -> dict:
 
 def _rows_task(i: int, ctx: SemCtx) -> dict:
     """``semantic-rows`` for split ``i``."""
-    from ..core.kmeans import assign
-    from ..pipeline.schema import embedding_matrix
+    from ...core.kmeans import assign
+    from ...pipeline.schema import embedding_matrix
 
     s = ctx.splits[i]
     table = read_split(s, ctx.cols)
@@ -107,9 +107,9 @@ def _rows_task(i: int, ctx: SemCtx) -> dict:
 def cluster_duplicates(E, quality, doc, eps: float, device: str):
     """SemDeDup of one cluster's rows: ``(removed, kept)`` document numbers. On a GPU: the
     per-GPU lock (one cluster on the device at a time) and a one-line out-of-memory."""
-    from ..dedup.semantic import semantic_duplicates
-    from ..runtime.gpu import CPU, Level
-    from ..runtime.gpu_worker import DeviceWork, device_array
+    from ...dedup.semantic import semantic_duplicates
+    from ...runtime.gpu import CPU, Level
+    from ...runtime.gpu_worker import DeviceWork, device_array
 
     n = E.shape[0]
     level = Level("cuda", arrays="cupy") if device == "gpu" else CPU
@@ -120,7 +120,7 @@ def cluster_duplicates(E, quality, doc, eps: float, device: str):
 
 def _cluster_task(c: int, ctx: SemCtx) -> dict:
     """``semantic`` for cluster ``c``: its removed documents, routed by split."""
-    from ..pipeline.schema import embedding_matrix
+    from ...pipeline.schema import embedding_matrix
     from .dedup_cc import _examples
 
     files = [ctx.file("semantic-rows", i) for i in range(len(ctx.splits))]
@@ -136,7 +136,7 @@ def _cluster_task(c: int, ctx: SemCtx) -> dict:
 
 
 def _sample_rows(s: Split, n, *, cols):
-    from ..pipeline.schema import embedding_matrix
+    from ...pipeline.schema import embedding_matrix
 
     table = read_split(s, cols)
     if n < table.num_rows:
@@ -150,7 +150,7 @@ def _centroids(client, plan, cols, cfg):
     import dask
     import dask.dataframe as dd
 
-    from ..core.kmeans import default_n_clusters, fit_kmeans
+    from ...core.kmeans import default_n_clusters, fit_kmeans
 
     per = min(1.0, KMEANS_SAMPLE * 1.0 / plan.n_rows)  # a sample, never more than every row
     counts = [min(s.rows, max(1, int(round(per * s.rows)))) for s in plan.splits]

@@ -21,16 +21,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError, DataError, OutputError
-from ..pipeline.frames import pandas_table, text_frame
-from ..pipeline.io import read_parquet_table, write_json_atomic, write_parquet_atomic
-from ..pipeline.runner import Output, ProgressBars, record_frame, run_pending
-from ..pipeline.schema import TextColumns
-from ..pipeline.split_record import SplitRecord
-from ..runtime.progress import row_progress
-from ..runtime.storage import options
-from .base import split_runs
-from .declared import Score
+from ...errors import ConfigError, DataError, OutputError
+from ...pipeline.frames import pandas_table, text_frame
+from ...pipeline.io import read_parquet_table, write_json_atomic, write_parquet_atomic
+from ...pipeline.runner import Output, ProgressBars, record_frame, run_pending
+from ...pipeline.schema import TextColumns
+from ...pipeline.split_record import SplitRecord
+from ...runtime.progress import row_progress
+from ...runtime.storage import options
+from ..base import split_runs
+from ..declared import Score
 
 __all__ = [
     "ScoreStage",
@@ -58,7 +58,7 @@ SCORE_BLOCK = 4096  # rows per progress report of pass 1 (the components)
 # ---------------------------------------------------------------------- score
 def parse_domain_weights(spec: str | None) -> dict | None:
     """``"news=dclm:2,fineweb_edu:1;code=fineweb_edu:1"`` -> ``{"news": {...}, "code": {...}}``."""
-    from ..features.aggregate import parse_weights
+    from ...features.aggregate import parse_weights
 
     if not spec:
         return None
@@ -81,7 +81,7 @@ def score_weights(cfg):
 
     Generated components (``quality_heuristics``, ``quality_fasttext``) weigh 1 unless
     ``--scores`` names them."""
-    from ..features.aggregate import parse_weights
+    from ...features.aggregate import parse_weights
 
     try:
         weights = parse_weights(cfg.scores) if cfg.scores else {}
@@ -124,7 +124,7 @@ def components_split(pdf, where, *, text_column, scorer_kw, inputs, progress=Non
     the per-split function of pass 1, shared with :func:`datamask.dask.score`.
     ``progress(done)``: called after each block of :data:`SCORE_BLOCK` rows (every
     component is a row's own, so blocks give the same columns)."""
-    from ..features.score import score_components_frame
+    from ...features.score import score_components_frame
 
     _check_scores(pdf, inputs, where)
     try:
@@ -142,7 +142,7 @@ def components_split(pdf, where, *, text_column, scorer_kw, inputs, progress=Non
 def aggregate_split(pdf, where, *, cfg, weights, domain_weights, stats):
     """One split's ``quality`` from its components and the corpus statistics: the per-split
     function of pass 3, shared with :func:`datamask.dask.score`."""
-    from ..features.aggregate import aggregate_frame
+    from ...features.aggregate import aggregate_frame
 
     try:
         return aggregate_frame(
@@ -172,8 +172,8 @@ def _components_split(df, partition_info=None, *, splits, out_root, cfg, scorer_
 
 def _check_components(out, rec):
     """The client's check of a split's components (as :meth:`Output.verify` does for its data)."""
-    from ..pipeline.io import parquet_rows
-    from ..pipeline.output import SHARED_STORAGE
+    from ...pipeline.io import parquet_rows
+    from ...pipeline.output import SHARED_STORAGE
 
     f = out.state / COMPONENTS_DIR / f"{rec['name']}.parquet"
     n = parquet_rows(f)
@@ -189,7 +189,7 @@ def _score_setup(client, pending, out, stage):
     """Pass 1 (components of splits that lack them) and pass 2 (corpus stats, once)."""
     import dask.dataframe as dd
 
-    from ..features.aggregate import ColumnStats, compute_stats
+    from ...features.aggregate import ColumnStats, compute_stats
 
     cfg, inputs, generated, weighted = stage.cfg, stage.inputs, stage.generated, stage.weighted
     splits = stage.plan_.splits
@@ -244,7 +244,7 @@ def fasttext_scorer(cfg):
     fails before any work starts."""
     if not cfg.fasttext:
         return None
-    from ..features.fasttext_quality import FastTextScorer
+    from ...features.fasttext_quality import FastTextScorer
 
     try:
         scorer = FastTextScorer(cfg.fasttext, cfg.fasttext_label)
@@ -279,7 +279,7 @@ class ScoreStage(Score):  # name, config, help: .declared
         self.stats = _score_setup(client, pending, out, self)
 
     def process(self, table, split):
-        from ..features.score import count_unusable
+        from ...features.score import count_unusable
 
         cfg, where = self.cfg, split.where()
         pdf = text_frame(table, split, cfg.text_column)
@@ -302,7 +302,7 @@ class ScoreStage(Score):  # name, config, help: .declared
         return pandas_table(out), {"unusable_texts": n_unusable}
 
     def extra(self, out):
-        from ..runtime.storage import rmtree
+        from ...runtime.storage import rmtree
 
         if (out.state / COMPONENTS_DIR).exists():  # every split is finished: its components are not needed
             rmtree(out.state / COMPONENTS_DIR)
@@ -329,7 +329,7 @@ class ScoreStage(Score):  # name, config, help: .declared
 # ---------------------------------------------------------------------- train-quality
 def run_train_quality(positive, negative, output, *, text_column="text", epoch=10, seed=0) -> dict:
     """``datamask train-quality``: a fastText classifier of positive vs negative documents."""
-    from ..features.fasttext_quality import train_quality
+    from ...features.fasttext_quality import train_quality
 
     for name, p in (("--positive", positive), ("--negative", negative)):
         if not Path(p).exists():

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ..errors import ConfigError, DataError
-from ..pipeline.config import METHODS, SelectConfig, StageConfig
-from ..pipeline.config import option as _f
-from .base import CorpusStage, reused
+from ...errors import ConfigError, DataError
+from ...pipeline.config import METHODS, SelectConfig, StageConfig
+from ...pipeline.config import option as _f
+from ..base import CorpusStage, reused
 
 __all__ = [
     "ClusterConfig",
@@ -128,7 +128,7 @@ class CompareConfig(SelectConfig):
 
     def validated(self):
         super().validated()
-        from ..analysis.compare import ALL_METHODS
+        from ...analysis.compare import ALL_METHODS
 
         bad = [m for m in self.method_list if m not in ALL_METHODS]
         if bad or not self.method_list:
@@ -138,7 +138,7 @@ class CompareConfig(SelectConfig):
         if self.dedup:
             self.dedup = self._dedup_config(None).validated().kind
         if self.proxy_lm is not None:
-            from ..analysis.proxy_lm.config import PRESETS
+            from ...analysis.proxy_lm.config import PRESETS
 
             if self.proxy_lm not in PRESETS:
                 raise ConfigError(f"proxy_lm must be one of {', '.join(PRESETS)}; got {self.proxy_lm!r}")
@@ -147,7 +147,7 @@ class CompareConfig(SelectConfig):
                     "--proxy-lm needs --holdout FRACTION (e.g. 0.05): the proxy models are judged on "
                     "rows that no method saw"
                 )
-            from ..runtime.storage import is_url
+            from ...runtime.storage import is_url
 
             if self.output and is_url(self.output):
                 raise ConfigError(
@@ -160,7 +160,7 @@ class CompareConfig(SelectConfig):
         """The ``datamask dedup`` run of ``--dedup``: this config's input, columns and cluster."""
         from dataclasses import fields as _fields
 
-        from ..pipeline.text_config import DedupConfig
+        from ...pipeline.text_config import DedupConfig
 
         shared = {f.name for f in _fields(DedupConfig)} & {f.name for f in _fields(self)}
         kw = {k: getattr(self, k) for k in shared if k not in ("eps", "keep_all", "seed")}
@@ -174,8 +174,8 @@ def _totals(rows, splits):
 def run_report(directory, out=None, storage_options=None) -> Path:
     """``datamask report OUTPUT_DIR``: the HTML page and PNGs under ``OUTPUT_DIR/report``
     (a local path or a URL, read and written through fsspec with ``storage_options``)."""
-    from ..analysis.report import build_report
-    from ..runtime.storage import parse_options, set_options
+    from ...analysis.report import build_report
+    from ...runtime.storage import parse_options, set_options
 
     set_options(parse_options(storage_options))
     try:
@@ -197,7 +197,7 @@ class ClusterStage(CorpusStage):
     def compute(self, cfg, out, client, level) -> dict:
         import warnings
 
-        from ..analysis.cluster_run import run_cluster
+        from ...analysis.cluster_run import run_cluster
 
         with warnings.catch_warnings():  # the large-cluster ones are in summary["warnings"], printed by summary()
             warnings.filterwarnings("ignore", message=r"cluster \d+ has .* more than the split size")
@@ -257,8 +257,8 @@ class CompareStage(CorpusStage):
     keeps = ("dedup",)  # --dedup's own output resumes like the dedup stage
 
     def compute(self, cfg, out, client, level) -> dict:
-        from ..analysis.compare_run import run_compare
-        from ..runtime.files import write_json_atomic
+        from ...analysis.compare_run import run_compare
+        from ...runtime.files import write_json_atomic
 
         dedup = None
         if cfg.dedup:  # every method then runs on the deduplicated corpus (resumable, like the stage)
@@ -277,7 +277,7 @@ class CompareStage(CorpusStage):
                 "kinds": dedup["dedup"]["kinds"],
             }
             write_json_atomic(meta, out / "compare.json")
-        from ..pipeline.exclude import EXCLUDED_COUNTS
+        from ...pipeline.exclude import EXCLUDED_COUNTS
 
         splits = meta.get("optimizer", [])  # per split and method, how the selection was made
         improved = sum(bool(s["optimizer"].get("pg_improved")) for s in splits)
@@ -298,8 +298,8 @@ class CompareStage(CorpusStage):
 
     def finish(self, cfg, out, result) -> dict:
         if cfg.proxy_lm:  # after the Dask cluster is closed: torch takes the cores
-            from ..analysis.proxy_lm.with_compare import add_proxy_lm
-            from ..analysis.report import build_report
+            from ...analysis.proxy_lm.with_compare import add_proxy_lm
+            from ...analysis.report import build_report
 
             add_proxy_lm(
                 out, read_table(out), cfg.proxy_lm, seed=cfg.seed, text_column=cfg.text_column, quiet=cfg.quiet
@@ -309,8 +309,8 @@ class CompareStage(CorpusStage):
         return result
 
     def summary(self, res, out) -> str:
-        from ..analysis.compare import format_table
-        from ..pipeline.exclude import excluded_line
+        from ...analysis.compare import format_table
+        from ...pipeline.exclude import excluded_line
 
         excluded = excluded_line(res["totals"], res.get("config", {}).get("exclude"))
         return (
@@ -329,6 +329,6 @@ def read_table(out):
 
     import pandas as pd
 
-    from ..runtime.storage import location
+    from ...runtime.storage import location
 
     return pd.read_csv(io.StringIO((location(out) / "compare.csv").read_text()), index_col="method")

@@ -15,13 +15,13 @@ import os
 import sys
 from dataclasses import replace
 
-from ..errors import ConfigError, DataError
-from ..pipeline.frames import pandas_table, text_frame
-from ..runtime.gpu import CPU
-from ..runtime.gpu_worker import DeviceWork
-from ..runtime.progress import row_progress
-from .base import split_runs
-from .declared import Embed
+from ...errors import ConfigError, DataError
+from ...pipeline.frames import pandas_table, text_frame
+from ...runtime.gpu import CPU
+from ...runtime.gpu_worker import DeviceWork
+from ...runtime.progress import row_progress
+from ..base import split_runs
+from ..declared import Embed
 
 __all__ = ["EmbedStage", "run_embed", "embed_split", "make_embedder"]
 
@@ -48,7 +48,7 @@ def embed_split(pdf, where, *, cfg, embedder, level=CPU, progress=None):
     ``attrs["n_skipped"]``) and the device record: the per-split function of ``datamask
     embed``, shared with :func:`datamask.dask.embed`; ``progress(done)`` after each block of
     texts (:func:`~datamask.runtime.progress.row_progress`)."""
-    from ..features.embed import embed_frame
+    from ...features.embed import embed_frame
 
     try:  # the texts are read and decoded outside: on a GPU worker, while another split embeds
         with DeviceWork(level, where, cfg.split_size, flag="--batch-size or --split-size") as work:
@@ -59,8 +59,8 @@ def embed_split(pdf, where, *, cfg, embedder, level=CPU, progress=None):
 
 
 def make_embedder(cfg, device):
-    from ..features.embed import Embedder
-    from ..features.model_cache import cache_root
+    from ...features.embed import Embedder
+    from ...features.model_cache import cache_root
 
     try:
         emb = Embedder(
