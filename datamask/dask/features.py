@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DataError
-from ..pipeline.text_config import EmbedConfig, ScoreConfig
+from ..pipeline.config import EmbedConfig, ScoreConfig
 from ..runtime.gpu import select_level
 from .params import takes_config
 from .partitions import keep_attrs, part_split

@@ -15,8 +15,7 @@ when the stage is used (``STAGES["select"]``).
 from __future__ import annotations
 
 from ..analysis.search.config import SearchConfig
-from ..pipeline.config import SelectConfig
-from ..pipeline.text_config import DedupConfig, EmbedConfig, ScoreConfig
+from ..pipeline.config import DedupConfig, EmbedConfig, ScoreConfig, SelectConfig
 from .base import CorpusStage, SplitStage
 
 __all__ = ["Select", "Embed", "Score", "Dedup", "Search"]

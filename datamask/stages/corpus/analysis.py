@@ -160,7 +160,7 @@ class CompareConfig(SelectConfig):
         """The ``datamask dedup`` run of ``--dedup``: this config's input, columns and cluster."""
         from dataclasses import fields as _fields
 
-        from ...pipeline.text_config import DedupConfig
+        from ...pipeline.config import DedupConfig
 
         shared = {f.name for f in _fields(DedupConfig)} & {f.name for f in _fields(self)}
         kw = {k: getattr(self, k) for k in shared if k not in ("eps", "keep_all", "seed")}

@@ -89,5 +89,5 @@ class DedupStage(Dedup):  # name, config, help: .declared
         )
 
 
-# ``datamask dedup``: ``cfg`` is a :class:`~datamask.pipeline.text_config.DedupConfig`; returns the manifest.
+# ``datamask dedup``: ``cfg`` is a :class:`~datamask.pipeline.config.DedupConfig`; returns the manifest.
 run_dedup = DedupStage().run

@@ -146,5 +146,5 @@ class EmbedStage(Embed):  # name, config, help: .declared
         )
 
 
-# ``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.text_config.EmbedConfig`; returns the manifest.
+# ``datamask embed``: ``cfg`` is an :class:`~datamask.pipeline.config.EmbedConfig`; returns the manifest.
 run_embed = EmbedStage().run

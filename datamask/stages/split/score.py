@@ -343,5 +343,5 @@ def run_train_quality(positive, negative, output, *, text_column="text", epoch=1
 # ---------------------------------------------------------------------- workflows
 
 
-# ``datamask score``: ``cfg`` is a :class:`~datamask.pipeline.text_config.ScoreConfig`; returns the manifest.
+# ``datamask score``: ``cfg`` is a :class:`~datamask.pipeline.config.ScoreConfig`; returns the manifest.
 run_score = ScoreStage().run
