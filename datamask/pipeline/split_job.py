@@ -14,7 +14,7 @@ tokens or shares a token budget):
    (:meth:`SplitJob.run`, :func:`~datamask.runtime.executor.run_tasks`).
 
 Its users: ``datamask select`` (:mod:`datamask.stages.split.select`, whose splits the runner runs),
-``datamask compare`` (:mod:`datamask.analysis.compare_run`), the dataframe API
+``datamask compare`` (:mod:`datamask.stages.corpus.compare_run`), the dataframe API
 (:func:`datamask.dask.select`: a frame's partitions are its splits, :func:`frame_split_tokens`)
 and the search's trials (:mod:`datamask.analysis.search`). The rules are
 :mod:`datamask.core.budget`'s and :mod:`.tokens`' (docs/tokens.md).

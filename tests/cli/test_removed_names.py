@@ -102,7 +102,7 @@ def test_method_pg_is_an_invalid_method_named_datamask_now():
 
 def test_the_02_keywords_are_unknown_keywords():
     import datamask.dask as dmd
-    from datamask.analysis.compare_run import run_compare
+    from datamask.stages.corpus.compare_run import run_compare
 
     for old in ("k", "cluster_column"):
         with pytest.raises(TypeError, match=old):

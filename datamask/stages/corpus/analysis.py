@@ -197,7 +197,7 @@ class ClusterStage(CorpusStage):
     def compute(self, cfg, out, client, level) -> dict:
         import warnings
 
-        from ...analysis.cluster_run import run_cluster
+        from .cluster_run import run_cluster
 
         with warnings.catch_warnings():  # the large-cluster ones are in summary["warnings"], printed by summary()
             warnings.filterwarnings("ignore", message=r"cluster \d+ has .* more than the split size")
@@ -257,8 +257,8 @@ class CompareStage(CorpusStage):
     keeps = ("dedup",)  # --dedup's own output resumes like the dedup stage
 
     def compute(self, cfg, out, client, level) -> dict:
-        from ...analysis.compare_run import run_compare
         from ...runtime.files import write_json_atomic
+        from .compare_run import run_compare
 
         dedup = None
         if cfg.dedup:  # every method then runs on the deduplicated corpus (resumable, like the stage)

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..core.backend import to_numpy
-from ..pipeline.exclude import EXCLUDED_COUNTS
-from .compare import ALL_METHODS, compare_arrays, summarise
+from ...analysis.compare import ALL_METHODS, compare_arrays, summarise
+from ...core.backend import to_numpy
+from ...pipeline.exclude import EXCLUDED_COUNTS
 
 __all__ = ["run_compare", "SPLITS_FILE", "SPLIT_COLUMN", "WHY_FILE", "main_method"]
 
@@ -49,10 +49,10 @@ class CompareTask:
 def _read(split, task: CompareTask):
     """The split's table, its held-out slice written first (``cfg.holdout``), without the
     excluded rows (``cfg.exclude``, after the holdout); the rows held out and excluded."""
-    from ..pipeline.holdout import split_off_holdout
-    from ..pipeline.io import read_split, write_parquet_atomic
-    from ..pipeline.schema import Columns
-    from ..runtime.storage import location
+    from ...pipeline.holdout import split_off_holdout
+    from ...pipeline.io import read_split, write_parquet_atomic
+    from ...pipeline.schema import Columns
+    from ...runtime.storage import location
 
     cfg = task.cfg
     table = read_split(split, Columns(*task.cols))
@@ -68,9 +68,9 @@ def _read(split, task: CompareTask):
 
 def _arrays(table, split, task: CompareTask, split_tokens):
     """(E unit float32, q, token counts or None, cluster labels or None) of the split."""
-    from ..core.kmeans import assign
-    from ..pipeline.schema import Columns, check_table
-    from ..pipeline.tokens import known_lengths
+    from ...core.kmeans import assign
+    from ...pipeline.schema import Columns, check_table
+    from ...pipeline.tokens import known_lengths
 
     E, q = check_table(table, split.where(), Columns(*task.cols), split.start)
     E = E.astype(np.float32)
@@ -149,7 +149,7 @@ def _row_frame(name, ids, q, tok, lab) -> pd.DataFrame:
 def _samples(rows, masks, E, seed, n, texts=None, table=None) -> dict:
     """A seeded sample of the split's rows for the corpus map, with every method's picks, the
     text's first characters and the duplicate group (when the input has them)."""
-    from .report.corpus_map import snippets
+    from ...analysis.report.corpus_map import snippets
 
     take = np.sort(np.random.default_rng(seed).choice(E.shape[0], size=min(n, E.shape[0]), replace=False))
     samp = rows.iloc[take].reset_index(drop=True)
@@ -171,7 +171,7 @@ def _texts(table, cfg):
 def _examples(E, lab, masks, q, ids, texts):
     """Per cluster, the kept and dropped rows nearest its centre (DATAMASK's, else the first
     method's selection)."""
-    from .report.kept_dropped import nearest_examples
+    from ...analysis.report.kept_dropped import nearest_examples
 
     if not masks:
         return None
@@ -188,7 +188,7 @@ def main_method(methods) -> str | None:
 
 def _why(E, q, masks, lab, task, table, texts, name):
     """The main method's split record with its ``why`` (:func:`datamask.pipeline.why.split_why`)."""
-    from ..pipeline.why import near_line, split_why
+    from ...pipeline.why import near_line, split_why
 
     m = main_method(masks)
     if m is None:
@@ -200,7 +200,7 @@ def _why(E, q, masks, lab, task, table, texts, name):
 
 
 def _cluster_sums(lab, q, E, tok, centroids):
-    from .clusters import partial_stats
+    from ...analysis.clusters import partial_stats
 
     if lab is None:
         return None
@@ -240,9 +240,9 @@ def run_compare(
     ``compare.json`` and ``pareto.png``; then the HTML report unless ``report`` is false.
     Returns the table.
     """
-    from ..pipeline.config import SelectConfig
-    from ..pipeline.holdout import HOLDOUT_DIR
-    from ..runtime.storage import location, rmtree
+    from ...pipeline.config import SelectConfig
+    from ...pipeline.holdout import HOLDOUT_DIR
+    from ...runtime.storage import location, rmtree
 
     t0 = time.perf_counter()
     cfg = cfg or SelectConfig()
@@ -270,7 +270,7 @@ def run_compare(
         results, meta = _run_splits(input, methods, cfg, opts, str(dest / HOLDOUT_DIR), client)
         table = _write_results(out, results, meta, t0, report)
         if out != dest:
-            from ..runtime.files import upload_tree
+            from ...runtime.files import upload_tree
 
             upload_tree(out, dest, last=("compare.json",))
         return table
@@ -280,13 +280,13 @@ def _run_splits(input, methods, cfg, opts, holdout_dir, client):
     """Every split's results, and what ``compare.json`` says about the run."""
     import dask
 
-    from ..core.kmeans import check_k, readable_n_clusters
-    from ..pipeline.exclude import load_excluded
-    from ..pipeline.schema import Columns
-    from ..pipeline.split_job import SplitJob
-    from ..pipeline.tokens import prunes_checked
-    from .clusters import fit_kmeans_dask, read_corpus
-    from .report.corpus_map import MAP_ROWS
+    from ...analysis.clusters import fit_kmeans_dask, read_corpus
+    from ...analysis.report.corpus_map import MAP_ROWS
+    from ...core.kmeans import check_k, readable_n_clusters
+    from ...pipeline.exclude import load_excluded
+    from ...pipeline.schema import Columns
+    from ...pipeline.split_job import SplitJob
+    from ...pipeline.tokens import prunes_checked
 
     cols = Columns.from_config(cfg)
     # select's job: the same splits, the same shares of a token budget, the same prune check
@@ -353,8 +353,8 @@ def optimizer_records(per: pd.DataFrame) -> list:
 
 def _write_results(out, results, meta, t0, report) -> pd.DataFrame:
     """The client's files under ``out``, ``compare.json`` last (then the report); the table."""
-    from ..pipeline.io import write_json_atomic
-    from .report.figures import pareto_plot
+    from ...analysis.report.figures import pareto_plot
+    from ...pipeline.io import write_json_atomic
 
     per = pd.concat([r["table"] for r in results], ignore_index=True)
     table = summarise(per)
@@ -365,7 +365,7 @@ def _write_results(out, results, meta, t0, report) -> pd.DataFrame:
     if hist:
         pd.concat(hist, ignore_index=True).to_parquet(out / "history.parquet")
     pd.concat([r["sample"] for r in results], ignore_index=True).to_parquet(out / "sample.parquet")
-    from .report.kept_dropped import merge_examples
+    from ...analysis.report.kept_dropped import merge_examples
 
     examples = merge_examples([r.get("examples") for r in results])
     if examples is not None:
@@ -377,7 +377,7 @@ def _write_results(out, results, meta, t0, report) -> pd.DataFrame:
     pd.concat([r["corpus"] for r in results], ignore_index=True).to_parquet(out / "corpus_stats.parquet")
     sums = [r["cluster_sums"] for r in results if r["cluster_sums"] is not None]
     if sums:
-        from .clusters import combine_stats, stats_frame
+        from ...analysis.clusters import combine_stats, stats_frame
 
         stats_frame(combine_stats(sums)).to_parquet(out / "cluster_stats.parquet")
     pareto_plot(table, out / "pareto.png")
@@ -389,7 +389,7 @@ def _write_results(out, results, meta, t0, report) -> pd.DataFrame:
     meta["wall_seconds"] = round(time.perf_counter() - t0, 3)
     write_json_atomic(meta, out / "compare.json")
     if report:
-        from .report import build_report
+        from ...analysis.report import build_report
 
         build_report(out)
     return table
@@ -399,7 +399,7 @@ def _write_results(out, results, meta, t0, report) -> pd.DataFrame:
 def _client_folder(dest):
     """The local folder the client writes its files into: ``dest`` itself, or a temporary
     one (removed on exit) when ``dest`` is an object store."""
-    from ..runtime.storage import Remote
+    from ...runtime.storage import Remote
 
     if not isinstance(dest, Remote):
         yield dest

@@ -13,11 +13,11 @@ import dask
 import numpy as np
 import pandas as pd
 
-from ..core.backend import get_namespace, to_numpy
-from ..core.kmeans import assign, check_k, fit_kmeans, inertia, readable_n_clusters
-from ..pipeline.split_job import file_splits
-from .cluster_stats import combine_stats, partial_stats, stats_frame
-from .clusters import embeddings_of, has_faiss, read_corpus, sample_embeddings
+from ...analysis.cluster_stats import combine_stats, partial_stats, stats_frame
+from ...analysis.clusters import embeddings_of, has_faiss, read_corpus, sample_embeddings
+from ...core.backend import get_namespace, to_numpy
+from ...core.kmeans import assign, check_k, fit_kmeans, inertia, readable_n_clusters
+from ...pipeline.split_job import file_splits
 
 __all__ = ["run_cluster", "check_written"]
 
@@ -41,9 +41,9 @@ def _write_split(
     in memory, so the statistics need no second read of the output)."""
     import pyarrow as pa
 
-    from ..pipeline.io import write_parquet_atomic
-    from ..runtime.gpu_worker import DeviceWork, device_array
-    from ..runtime.storage import location
+    from ...pipeline.io import write_parquet_atomic
+    from ...runtime.gpu_worker import DeviceWork, device_array
+    from ...runtime.storage import location
 
     name = names[partition_info["number"]] if partition_info else names[0]
     out = location(out_root)
@@ -75,9 +75,9 @@ def _write_split(
 def check_written(out, done):
     """The client's own look at the labelled files the workers wrote: each split's file
     exists here with its rows; otherwise one line saying the output must be shared storage."""
-    from ..errors import OutputError
-    from ..pipeline.output import SHARED_STORAGE
-    from ..runtime.files import parquet_rows
+    from ...errors import OutputError
+    from ...pipeline.output import SHARED_STORAGE
+    from ...runtime.files import parquet_rows
 
     for name, rows in zip(done["name"], done["rows"]):
         f = out / "data" / f"{name}.parquet"
@@ -96,9 +96,9 @@ def _merge_cluster(out_root, c):
     """Concatenate one cluster's pieces into ``by_cluster/cluster-NNNNN.parquet``."""
     import pyarrow as pa
 
-    from ..pipeline.io import write_parquet_atomic
-    from ..runtime.files import read_parquet_table
-    from ..runtime.storage import location, rmtree
+    from ...pipeline.io import write_parquet_atomic
+    from ...runtime.files import read_parquet_table
+    from ...runtime.storage import location, rmtree
 
     root = location(out_root)
     d = root / "by_cluster" / "_pieces" / f"cluster-{c:05d}"
@@ -141,9 +141,9 @@ def run_cluster(
     installed, else scikit-learn; every core on a GPU machine), and labels every row on the
     level's arrays (cupy on cuda/rapids). Returns the summary (also in ``cluster.json``).
     """
-    from ..pipeline.io import write_json_atomic
-    from ..runtime.gpu import CPU, select_level
-    from ..runtime.storage import location
+    from ...pipeline.io import write_json_atomic
+    from ...runtime.gpu import CPU, select_level
+    from ...runtime.storage import location
 
     t0 = time.perf_counter()
     level = level or (CPU if device == "cpu" else select_level(device))
@@ -209,7 +209,7 @@ def _fit(X, k, seed, backend, level):
 
         cent = to_numpy(fit_kmeans(cupy.asarray(X), k, seed=seed, backend="cuml"))
     elif backend == "lloyd":  # on the level's arrays: the sample moved to the GPU once
-        from ..runtime.gpu_worker import DeviceWork, device_array
+        from ...runtime.gpu_worker import DeviceWork, device_array
 
         with DeviceWork(level, "the k-means fit", X.shape[0], data_bytes=X.nbytes, flag="--sample-fraction"):
             cent = to_numpy(fit_kmeans(device_array(X, level), k, seed=seed, backend="lloyd", n_init=LLOYD_INITS))
@@ -224,7 +224,7 @@ _DONE_META = {"name": object, "rows": np.int64, "sums": object}
 def _label(ddf, names, out, cent, by_cluster, level, columns):
     """Label and write every split (``map_partitions``, explicit meta), check the files from
     here, merge the per-cluster pieces; (per-split rows frame, statistics frame)."""
-    from ..runtime.storage import rmtree
+    from ...runtime.storage import rmtree
 
     meta = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in _DONE_META.items()})
     done = ddf.map_partitions(
@@ -266,7 +266,7 @@ def _write_centroids(out, cent, stats):
     """``centroids.parquet`` and ``cluster_stats.parquet``."""
     import pyarrow as pa
 
-    from ..pipeline.io import write_parquet_atomic
+    from ...pipeline.io import write_parquet_atomic
 
     C = np.ascontiguousarray(cent, dtype=np.float32)
     table = pa.table(
