@@ -35,7 +35,7 @@ test: $(STAMP)
 # own; each sums float32 products in its own order). `make test-blas KERNELS=Haswell` for one.
 KERNELS ?= Haswell SkylakeX Prescott
 test-blas: $(STAMP)
-	for k in $(KERNELS); do echo "OPENBLAS_CORETYPE=$$k"; OPENBLAS_CORETYPE=$$k $(PY) -m pytest -q -p no:cacheprovider tests/core tests/methods || exit 1; done
+	for k in $(KERNELS); do echo "OPENBLAS_CORETYPE=$$k"; OPENBLAS_CORETYPE=$$k $(PY) -m pytest -q -p no:cacheprovider tests/core tests/estimator tests/methods || exit 1; done
 
 # ruff's lint rules and its formatter, configured in pyproject.toml ([tool.ruff]).
 lint: $(STAMP)

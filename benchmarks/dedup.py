@@ -467,8 +467,8 @@ def stage_throughput(n_docs: int, kinds=("exact", "fuzzy")):
     import pyarrow.parquet as pq
     from distributed import Client, LocalCluster
 
-    from datamask.pipeline.text_config import DedupConfig
-    from datamask.stages.dedup import run_dedup
+    from datamask.pipeline.config import DedupConfig
+    from datamask.stages.corpus.dedup import run_dedup
 
     texts, _, _ = planted_corpus(n_docs - n_docs // 10, n_docs // 10, 7)
     out = {}

@@ -119,7 +119,7 @@ def _split_records(path, lo, n, batch=65_536):
 def _routed_map(item, ctx):
     import pyarrow as pa
 
-    from datamask.stages.dedup_exchange import write_routed
+    from datamask.stages.corpus.dedup_exchange import write_routed
 
     i, path, lo, n = item
     key, doc = _split_records(path, lo, n)
@@ -132,7 +132,7 @@ def _routed_reduce(p, ctx):
     import pyarrow as pa
 
     from datamask.dedup.pairs import band_pairs
-    from datamask.stages.dedup_exchange import read_part
+    from datamask.stages.corpus.dedup_exchange import read_part
 
     schema = pa.schema([("key", pa.uint64()), ("doc", pa.int64())])
     t = read_part([f"{ctx['dir']}/{i:06d}.parquet" for i in range(ctx["S"])], p, ctx["P"], schema)
@@ -166,7 +166,7 @@ def exchange_compare(n: int, workers: int, split_size: int) -> list:
     import pandas as pd
     from distributed import Client, LocalCluster
 
-    from datamask.stages.dedup_text import RECORDS_PER_PART
+    from datamask.stages.corpus.dedup_text import RECORDS_PER_PART
 
     corpus = write_corpus(n)
     files = sorted(Path(corpus).glob("*.parquet"))

@@ -91,7 +91,7 @@ CANDIDATES = [
 def default_candidate() -> str:
     """The candidate whose settings are ``datamask select``'s defaults (tests/test_paper_verdicts.py
     holds them equal), so the docs quote the default's own cells."""
-    from datamask.core.params import DataMaskParams
+    from datamask.estimator.params import DataMaskParams
 
     p = DataMaskParams()
     for name, settings, transform in CANDIDATES:

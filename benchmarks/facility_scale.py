@@ -137,7 +137,7 @@ def child_phases(a):
 
 def _defaults() -> str:
     """This tree's select defaults that the facility rows run with, in words."""
-    from datamask.core.params import DataMaskParams
+    from datamask.estimator.params import DataMaskParams
 
     p = DataMaskParams()
     return f"lam {p.lam}, prune {p.prune}, near_duplicate {p.near_duplicate}"
@@ -163,7 +163,7 @@ def child_command(a):
     from distributed import Client, LocalCluster
 
     from datamask.pipeline.config import SelectConfig
-    from datamask.stages.select import run_select
+    from datamask.stages.split.select import run_select
 
     with (
         LocalCluster(

@@ -169,8 +169,8 @@ def _near_copy(text: str, rng: random.Random) -> str:
 def selection_loss(corpus: list[str], minilm, static, seed: int = 0) -> dict:
     """The static model's share of MiniLM's selection gain and semantic-dedup recall."""
     from datamask import DataMask
-    from datamask.core.objectives import evaluate
     from datamask.dedup import Deduplicator
+    from datamask.estimator.evaluate import evaluate
     from datamask.features.heuristics import heuristic_scores
 
     q = heuristic_scores(corpus)["heuristics"].to_numpy(dtype=np.float64)

@@ -58,7 +58,7 @@ def search_config(cell) -> object:
     from ``SOLVER_PARAMS``' defaults go into ``solver_params`` (as 0.3 records them), the rest equal
     the defaults."""
     from datamask.analysis.search import SearchConfig
-    from datamask.core.params import SOLVER_PARAMS
+    from datamask.estimator.params import SOLVER_PARAMS
 
     d = dict(json.loads((Path(cell) / "manifest.json").read_text())["config"])
     d.pop("solver", None)  # 0.2's name of --method (None or the method)

@@ -33,7 +33,7 @@ def main():
     import datamask.dask as dmd
     from datamask.cli.demo import write_corpus
     from datamask.pipeline.config import SelectConfig
-    from datamask.stages.select import run_select
+    from datamask.stages.split.select import run_select
 
     with (
         tempfile.TemporaryDirectory() as tmp,

@@ -56,7 +56,7 @@ fi
 if [ "$dry" = 1 ]; then echo "dry run on CPU ($(nproc) cores)" > "$out/gpu.txt"
 else
   { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; } > "$out/gpu.txt" 2>&1
-  step level 30 "$PY" -c "from datamask.pipeline.gpu import select_level as s; print(s('gpu').to_dict())"
+  step level 30 "$PY" -c "from datamask.runtime.gpu import select_level as s; print(s('gpu').to_dict())"
   cat "$out/level.log" >> "$out/gpu.txt"
 fi
 
@@ -70,7 +70,7 @@ export DATAMASK_TEST_MODEL=$model
 # --- 3. the GPU tests (optimizer, policy, pipeline, embedding on CUDA)
 if [ "$dry" != 1 ]; then
   step gpu-tests 90 "$PY" -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
-    tests/core tests/pipeline tests/features
+    tests/core tests/estimator tests/runtime tests/pipeline tests/features
 fi
 
 # --- 4. the optimizer benchmark (issue 10): pg step with and without graph capture, time to 99% of

@@ -22,8 +22,8 @@ import numpy as np
 
 from datamask import DataMask, evaluate
 from datamask.core.diversity import get_diversity
-from datamask.core.params import SOLVER_PARAMS
 from datamask.core.synthetic import make_corpus
+from datamask.estimator.params import SOLVER_PARAMS
 
 OLD = (0.0, 2.0)
 WIDE = (0.0, 16.0)

@@ -43,8 +43,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from datamask import DataMask, evaluate  # noqa: E402
-from datamask.core.params import SOLVER_PARAMS  # noqa: E402
 from datamask.core.synthetic import make_corpus  # noqa: E402
+from datamask.estimator.params import SOLVER_PARAMS  # noqa: E402
 
 RATIO, LAM = 0.1, 0.5
 # The settings optimizer.md names, given as 0.3's defaults differ (facility at lam 0.7, no pruning,
@@ -412,7 +412,7 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     from datamask.core import groupsum
-    from datamask.core.estimator import BATCH_MAX
+    from datamask.estimator.estimator import BATCH_MAX
 
     pinned = pin_allocator()
 

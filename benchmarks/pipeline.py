@@ -26,7 +26,7 @@ import psutil
 
 from datamask.cli.demo import write_corpus
 from datamask.pipeline.config import SelectConfig
-from datamask.stages.select import run_select
+from datamask.stages.split.select import run_select
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pipeline.md"
 

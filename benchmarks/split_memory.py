@@ -53,7 +53,7 @@ class PeakRSS(threading.Thread):
 
 def _run_select(cfg, client):
     try:
-        from datamask.stages.select import run_select
+        from datamask.stages.split.select import run_select
     except ImportError:
         from datamask.pipeline.stages.select import run_select
     return run_select(cfg, client=client)

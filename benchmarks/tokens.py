@@ -32,9 +32,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from datamask import DataMask  # noqa: E402
-from datamask.core.objectives import evaluate  # noqa: E402
 from datamask.core.synthetic import make_corpus  # noqa: E402
 from datamask.core.tokens import fill  # noqa: E402
+from datamask.estimator.evaluate import evaluate  # noqa: E402
 
 SHARE, LAM = 0.1, 0.5
 # The settings tokens.md names, given as 0.3's defaults differ (lam 0.7, no pruning, the redundancy

@@ -10,7 +10,7 @@ __version__ = "0.3.0"
 __all__ = ["DataMask", "evaluate", "__version__"]
 
 # The public names, each from the module that defines it (imported on first use).
-_PUBLIC = {"DataMask": "datamask.core.estimator", "evaluate": "datamask.core.objectives"}
+_PUBLIC = {"DataMask": "datamask.estimator.estimator", "evaluate": "datamask.estimator.evaluate"}
 
 
 def __getattr__(name):

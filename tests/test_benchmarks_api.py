@@ -205,7 +205,7 @@ def _binding(obj, node, name, takes) -> list:
 
 
 def _call_problems(tree, bound) -> list:
-    from datamask.core.params import SOLVER_PARAMS
+    from datamask.estimator.params import SOLVER_PARAMS
 
     bad, forwards = [], _forwarding(tree, bound)
     for _, nodes, assigned in _scopes(tree):
@@ -302,7 +302,7 @@ def _command_lines(nodes, assigned, commands) -> list:
 
 def _argv_problems(tree, flags) -> list:
     """Flags, and ``--set`` keys, of the datamask command lines in ``tree`` that the command does not take."""
-    from datamask.core.params import SOLVER_PARAMS
+    from datamask.estimator.params import SOLVER_PARAMS
 
     bad = []
     for _, nodes, assigned in _scopes(tree):

@@ -54,7 +54,7 @@ def guide(tmp_path_factory):
     assert {p for p, _ in examples} >= {
         "datamask/methods/first.py",
         "datamask/core/diversity.py",
-        "datamask/stages/lines.py",
+        "datamask/stages/split/lines.py",
     }
     for path, code in examples:
         f = root / path

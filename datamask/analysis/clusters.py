@@ -7,7 +7,7 @@ k-means itself is :mod:`datamask.core.kmeans`.
 * Dask: :func:`read_corpus`, :func:`sample_embeddings`, :func:`fit_kmeans_dask`
   (sample -> fit; or cuML's Dask k-means on GPU workers), :func:`predict_dask` (a
   ``cluster`` column added per partition, explicit ``meta``), :func:`cluster_stats_dask`,
-  :func:`~datamask.analysis.cluster_run.run_cluster` (the stage: labels, centroids, statistics
+  :func:`~datamask.stages.corpus.cluster_run.run_cluster` (the stage: labels, centroids, statistics
   written atomically).
 
 Statistics per cluster: ``size``, ``mean_quality``, ``pairwise_diversity`` (minus the

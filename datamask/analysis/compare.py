@@ -4,7 +4,7 @@ The selection methods are those of the registry (:mod:`datamask.methods`), and
 :func:`compare_arrays` runs each on one split's arrays through it, and returns a table with,
 per method: mean quality (raw and normalised), pairwise diversity, facility-location
 coverage, DiSF, the DATAMASK objective (``lam``, the configured diversity), mean length
-in tokens and wall time. :func:`~datamask.analysis.compare_run.run_compare` (``datamask compare``) does that for every
+in tokens and wall time. :func:`~datamask.stages.corpus.compare_run.run_compare` (``datamask compare``) does that for every
 split of a corpus on a Dask cluster, with clusters shared across splits (the input's
 ``cluster`` column, or k-means fitted on a sample), and writes the table, the selections,
 DATAMASK's trajectory, a sample for the 2-D projection and the Pareto plot.

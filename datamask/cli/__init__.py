@@ -46,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
 def _close_flags(parser, extra) -> str:
     import difflib
 
-    from ..core.params import SOLVER_PARAMS
+    from ..estimator.params import SOLVER_PARAMS
 
     hints = []
     for a in extra:
@@ -158,7 +158,7 @@ def _main(argv) -> int:
 
 def _log_hint() -> str:
     """`` (details: FILE)`` when a cluster this process started logged worker failures."""
-    client_mod = sys.modules.get("datamask.pipeline.client")  # imported only if a cluster ran
+    client_mod = sys.modules.get("datamask.runtime.client")  # imported only if a cluster ran
     path = client_mod.worker_log() if client_mod is not None else None
     return f" (worker log: {path})" if path is not None else ""
 
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
 
 def _tidy_worker_log(rc: int) -> None:
     """Remove this process's worker log unless a failure left something in it to read."""
-    client_mod = sys.modules.get("datamask.pipeline.client")
+    client_mod = sys.modules.get("datamask.runtime.client")
     if client_mod is not None and (rc == 0 or client_mod.worker_log() is None):
         try:
             client_mod.WORKER_LOG.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ def add_parsers(sub):
 
 
 def _report(args) -> int:
-    from ..stages.analysis import run_report
+    from ..stages.corpus.analysis import run_report
 
     page = run_report(args.directory, args.out, getattr(args, "storage_options", None))
     print(f"datamask: report {page}")

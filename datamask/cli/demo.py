@@ -72,7 +72,7 @@ def write_corpus(
 
 def run_demo(directory="demo-output", workflow=None, overrides=(), quiet=False, rows=None) -> int:
     from ..pipeline.config import SelectConfig
-    from ..stages.select import SelectStage, run_select
+    from ..stages.split.select import SelectStage, run_select
     from ..stages.workflow import load_workflow
     from .common import report_first
 

@@ -18,7 +18,7 @@ def add_parsers(sub):
 
 
 def _train_quality(args) -> int:
-    from ..stages.score import run_train_quality
+    from ..stages.split.score import run_train_quality
 
     info = run_train_quality(
         args.positive, args.negative, args.output, text_column=args.text_column, epoch=args.epoch, seed=args.seed

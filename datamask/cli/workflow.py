@@ -80,7 +80,7 @@ def run_workflow_command(args) -> int:
 
 
 def run_status_command(args) -> int:
-    from ..pipeline.storage import parse_options, resolve, set_options
+    from ..runtime.storage import parse_options, resolve, set_options
     from ..stages.status import output_status
 
     set_options(parse_options(args.storage_options))

@@ -6,34 +6,23 @@ For a selection U of S documents with unit embeddings ``e_i`` and quality ``q_i`
     f_qua(U) = mean of q over U, with q min-max normalised to [0, 1] over the split
 
 and ``f_div`` one of the objectives of :mod:`datamask.core.diversity` (pairwise, facility,
-disf), whose array kernels are in :mod:`datamask.core.metrics`.
+disf), whose array kernels are in :mod:`datamask.core.metrics`. ``evaluate``, which scores a
+selection with ``DataMask()``'s defaults, is :mod:`datamask.estimator.evaluate`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .backend import default_rng, get_namespace
+from .backend import get_namespace
 from .diversity import DIVERSITIES, get_diversity
-from .validate import check_inputs, check_mask, needs_rescale, unit_rows
-
-
-def _defaults() -> dict:
-    import inspect
-
-    from .params import SOLVER_PARAMS, DataMaskParams
-
-    return {**SOLVER_PARAMS, **{k: p.default for k, p in inspect.signature(DataMaskParams.__init__).parameters.items()}}
-
-
-_FIT_DEFAULTS = _defaults()  # evaluate() scores DataMask()'s objective unless told otherwise
+from .validate import unit_rows
 
 __all__ = [
     "DIVERSITIES",
     "normalize_quality",
     "best_first",
     "Objective",
-    "evaluate",
 ]
 
 
@@ -124,50 +113,3 @@ class Objective:
             "quality": qual,
             "diversity": div,
         }
-
-
-def evaluate(
-    embeddings,
-    quality,
-    mask,
-    lam=_FIT_DEFAULTS["lam"],
-    diversity=_FIT_DEFAULTS["diversity"],
-    reference_size=_FIT_DEFAULTS["reference_size"],
-    seed=0,
-):
-    """Score any selection of one partition with DATAMASK's objective (by default the one
-    ``DataMask()`` fits: facility location, ``lam`` 0.7, 2,048 reference rows).
-
-    Parameters
-    ----------
-    embeddings : (N, d) array (numpy or cupy), unit-norm rows
-    quality : (N,) array; normalised to [0, 1] over these N rows before use
-    mask : (N,) bool array, or an integer array of selected row indices
-    lam : float, default 0.7
-        Weight of quality.
-    diversity : {"facility", "pairwise", "disf"}, default "facility"
-    reference_size : int or None, default 2048
-        Facility location only: score against a fixed random sample of this many rows
-        (drawn with ``seed``, as ``DataMask(seed=seed)`` draws them); None: all N rows.
-    seed : int
-
-    Returns
-    -------
-    dict
-        ``objective``, ``quality`` (mean normalised quality), ``diversity``.
-
-    .. versionchanged:: 0.3
-       The defaults are ``DataMask``'s (facility, ``lam`` 0.7, ``reference_size`` 2048; were
-       pairwise, 0.5, None), so ``evaluate(E, q, DataMask().fit(E, q).mask_)`` scores the
-       objective that fit maximised.
-    """
-    norms = check_inputs(embeddings, quality)
-    xp = get_namespace(embeddings)
-    rows = check_mask(mask, embeddings.shape[0], xp)
-    reference = None
-    if get_diversity(diversity).uses_reference and reference_size is not None and reference_size < embeddings.shape[0]:
-        reference = default_rng(xp, seed).subset(embeddings.shape[0], int(reference_size))
-    obj = Objective(
-        embeddings, normalize_quality(quality), lam, diversity, reference, norms=norms if needs_rescale(norms) else None
-    )
-    return obj.evaluate_rows(rows)

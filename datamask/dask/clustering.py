@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DataError
-from ..stages.analysis import ClusterConfig
+from ..stages.corpus.analysis import ClusterConfig
 from .params import takes_config
 from .partitions import check_not_strings, keep_attrs
 
@@ -31,7 +31,7 @@ def _fit(mats, k, fraction, seed, backend, level):
     except ValueError as e:
         raise DataError(str(e)) from None
     if backend in ("cuml", "lloyd"):  # the GPU levels' fits (never run on the test machines)
-        from ..pipeline.gpu_worker import device_array
+        from ..runtime.gpu_worker import device_array
 
         return to_numpy(fit_kmeans(device_array(X, level), k, seed=seed, backend=backend)).astype(np.float32)
     return np.asarray(fit_kmeans(X, k, seed=seed, backend=backend, n_threads=1), dtype=np.float32)
@@ -92,7 +92,7 @@ def cluster(ddf, cfg=None):
     import dask
 
     from ..analysis.clusters import has_faiss, sample_parts
-    from ..pipeline.gpu import select_level
+    from ..runtime.gpu import select_level
 
     check_not_strings(ddf._meta, cfg.embedding_column)
     if cfg.embedding_column not in ddf.columns:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError, DataError
-from ..pipeline.text_config import DedupConfig
+from ..pipeline.config import DedupConfig
 from .params import takes_config
 from .partitions import keep_attrs, part_split
 

@@ -1,11 +1,11 @@
 """``embed`` and ``score`` on a Dask DataFrame of texts (lazy ``map_partitions``).
 
-``embed`` runs :func:`~datamask.stages.embed.embed_split` on every partition, as
+``embed`` runs :func:`~datamask.stages.split.embed.embed_split` on every partition, as
 ``datamask embed`` does on every split (the model loaded once per worker process, never
 downloaded). ``score`` is the CLI's three passes as one graph: the text components per
-partition (:func:`~datamask.stages.score.components_split`), the corpus statistics
+partition (:func:`~datamask.stages.split.score.components_split`), the corpus statistics
 of every weighted column (Dask reductions, :func:`~datamask.features.aggregate.stats_parts`),
-then ``quality`` per partition (:func:`~datamask.stages.score.aggregate_split`).
+then ``quality`` per partition (:func:`~datamask.stages.split.score.aggregate_split`).
 Until the statistics are known the graph holds the component columns of every partition;
 ``persist()`` the input first on a corpus larger than the cluster's memory.
 """
@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DataError
-from ..pipeline.gpu import select_level
-from ..pipeline.text_config import EmbedConfig, ScoreConfig
+from ..pipeline.config import EmbedConfig, ScoreConfig
+from ..runtime.gpu import select_level
 from .params import takes_config
 from .partitions import keep_attrs, part_split
 
@@ -31,7 +31,7 @@ def _missing(df, names, where, hint):
 
 def _embed_part(df, partition_info=None, *, cfg, embedder, level):
     from ..pipeline.schema import TextColumns
-    from ..stages.embed import embed_split
+    from ..stages.split.embed import embed_split
 
     p = part_split(df, partition_info)
     cols = TextColumns.from_config(cfg)
@@ -50,7 +50,7 @@ def embed(ddf, cfg=None):
     per worker process.
     """
     from ..features.embed import embedding_meta
-    from ..stages.embed import make_embedder
+    from ..stages.split.embed import make_embedder
 
     level = select_level(cfg.device, ("torch",))
     embedder, _ = make_embedder(cfg, level.device)
@@ -60,7 +60,7 @@ def embed(ddf, cfg=None):
 
 def _components_part(df, partition_info=None, *, cfg, scorer_kw, inputs, needed):
     from ..pipeline.schema import TextColumns
-    from ..stages.score import components_split
+    from ..stages.split.score import components_split
 
     p = part_split(df, partition_info)
     _missing(df, needed, p.where, TextColumns.from_config(cfg, extra=inputs).hint)
@@ -69,7 +69,7 @@ def _components_part(df, partition_info=None, *, cfg, scorer_kw, inputs, needed)
 
 
 def _aggregate_part(df, partition_info=None, *, cfg, weights, domain_weights, stats):
-    from ..stages.score import aggregate_split
+    from ..stages.split.score import aggregate_split
 
     p = part_split(df, partition_info)
     out = aggregate_split(df, p.where, cfg=cfg, weights=weights, domain_weights=domain_weights, stats=stats)
@@ -99,7 +99,7 @@ def score(ddf, cfg=None):
 
     from ..errors import ConfigError
     from ..features.score import components_meta
-    from ..stages.score import fasttext_scorer, score_weights, weighted_columns
+    from ..stages.split.score import fasttext_scorer, score_weights, weighted_columns
 
     weights, domain_weights, generated = score_weights(cfg)
     weighted = weighted_columns(weights, domain_weights)

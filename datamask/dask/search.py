@@ -22,7 +22,7 @@ def search(path, output, eval, client=None, split_size=1_000_000, overwrite=Fals
     the cluster that trains the proxies (default: the current default client, else a local
     cluster of its own). Returns the manifest; the chosen recipe is ``["chosen"]``.
     """
-    from ..stages.search import run_search
+    from ..stages.corpus.search import run_search
 
     if client is None:
         try:

@@ -16,12 +16,12 @@ import pandas as pd
 from ..core.diversity import DIVERSITIES
 from ..errors import DataError
 from ..pipeline.config import SelectConfig
-from ..pipeline.gpu import select_level
 from ..pipeline.io import split_seed
 from ..pipeline.schema import LOGIT, SELECTED, Columns
 from ..pipeline.select_split import duplicate_ids, select_split
 from ..pipeline.split_record import SplitRecord
 from ..pipeline.tokens import tokens_column_of
+from ..runtime.gpu import select_level
 from .params import takes_config
 from .partitions import RECORD_ATTR, check_not_strings, fixed_width, is_cudf, keep_attrs, part_split, part_table
 

@@ -15,7 +15,7 @@ __all__ = ["select_datamask", "select_greedy", "select_relaxed", "trajectory", "
 @register("datamask")
 def select_datamask(E, q, cfg, seed, budget, callback=None, method="datamask") -> Selection:
     """DATAMASK's estimator on the split (its own pruning and budget rule, the config's)."""
-    from ..core.estimator import DataMask  # (scikit-learn: imported when a split is selected)
+    from ..estimator.estimator import DataMask  # (scikit-learn: imported when a split is selected)
 
     t0 = time.perf_counter()
     est = DataMask(**cfg.estimator_params(seed, method=method), callback=callback, token_budget=budget.split_tokens)

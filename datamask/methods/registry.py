@@ -31,8 +31,8 @@ from ..core import budget as core_budget
 from ..core.backend import to_numpy
 from ..core.budget import check_rows
 from ..core.kmeans import assign, default_n_clusters, fit_kmeans
-from ..core.objectives import evaluate
 from ..errors import DataError
+from ..estimator.evaluate import evaluate
 
 __all__ = [
     "Selection",

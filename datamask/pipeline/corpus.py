@@ -27,11 +27,11 @@ import json
 import time
 
 from ..errors import DataError
+from ..runtime.storage import rmtree
 from .io import discover, write_json_atomic
 from .manifest import public_config, versions
 from .output import MANIFEST, Output, n_splits
 from .runner import resolve_io, share_storage_options, stage_level
-from .storage import rmtree
 
 __all__ = ["run_corpus_stage", "finished_manifest"]
 
@@ -51,7 +51,7 @@ def finished_manifest(out: Output, stage, cfg, fingerprint) -> dict | None:
 
 def run_corpus_stage(stage, cfg, client=None) -> dict:
     """Run the whole-corpus ``stage`` on ``cfg``; returns its manifest (see the module doc)."""
-    from .client import close_client, get_client
+    from ..runtime.client import close_client, get_client
 
     t0 = time.perf_counter()
     cfg = resolve_io(cfg, stage.name)

@@ -53,7 +53,7 @@ def text_keys(values) -> np.ndarray:
 def holdout_id_column(path) -> str | None:
     """The id column of a datamask holdout (``OUTPUT/holdout/`` of a select or compare run,
     from the run's config record), or None for any other set."""
-    from .storage import location
+    from ..runtime.storage import location
 
     p = location(str(path).rstrip("/"))
     if p.name != HOLDOUT_DIR:
@@ -105,9 +105,9 @@ def _set_rows(spec: str, id_column: str | None, text_column: str) -> tuple[list,
     """``(ids, texts, rows)`` of every file of one set (``ids`` empty when ``id_column`` is None)."""
     import pyarrow.json as pajson
 
-    from .files import read_parquet_table
+    from ..runtime.files import read_parquet_table
+    from ..runtime.storage import open_file
     from .io import discover
-    from .storage import open_file
 
     try:
         files = discover(spec)

@@ -42,7 +42,7 @@ def type_words(t: str) -> str:
 def parse_solver_params(v, name="solver_params") -> dict:
     """``solver_params`` from a mapping (a workflow's YAML), inline JSON (``'{"steps": 500}'``) or
     the path of a .json / .yaml file holding one; its keys and values are checked with the
-    estimator's (:func:`datamask.core.estimator.check_solver_params`)."""
+    estimator's (:func:`datamask.estimator.estimator.check_solver_params`)."""
     if isinstance(v, dict):
         return dict(v)
     import yaml  # (JSON is YAML: '{"steps": 500}' and '{steps: 500}' read alike)

@@ -1,6 +1,6 @@
 """Partition frames: Arrow tables in and out of the frame library a worker computes with.
 
-The frame adapter of the GPU levels (:mod:`datamask.pipeline.gpu`): pandas (Arrow-backed)
+The frame adapter of the GPU levels (:mod:`datamask.runtime.gpu`): pandas (Arrow-backed)
 on CPU and on the CUDA level (no RAPIDS), cudf on the RAPIDS level. Only :func:`to_frame` and
 :func:`to_table` know about cudf, and they import it lazily. The runner passes the level's
 frame library (``"cudf"`` or ``"pandas"``); ``"gpu"`` and ``"cpu"`` are read as those.

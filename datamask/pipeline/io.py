@@ -22,10 +22,10 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from ..errors import DataError
-from .files import (
-    _jsonl_lines,
+from ..runtime.files import (
     dictionary_columns,
     hive_path,
+    jsonl_lines,
     parquet_rows,
     read_parquet_rows,
     read_parquet_table,
@@ -33,8 +33,8 @@ from .files import (
     write_json_atomic,
     write_parquet_atomic,
 )
+from ..runtime.storage import Remote, is_url, location, open_file
 from .schema import Columns, TextColumns, check_schema, check_text_row, check_text_schema, embedding_matrix
-from .storage import Remote, is_url, location, open_file
 
 __all__ = [
     "dictionary_columns",
@@ -247,7 +247,7 @@ def _input_files(found, spec) -> list[InputFile]:
 
 def _discover_remote(spec: str) -> list[InputFile]:
     """:func:`discover` for a URL (``s3://bucket/corpus``, a glob of one, one object)."""
-    from .storage import filesystem
+    from ..runtime.storage import filesystem
 
     fs, path = filesystem(spec)
     proto = spec.split("://", 1)[0]
@@ -299,7 +299,7 @@ def inspect_file(f: InputFile, cols: Columns, partition_on=None):
         return n, d
     n, first = 0, None
     try:
-        for _, line in _jsonl_lines(f.path, f.rel):
+        for _, line in jsonl_lines(f.path, f.rel):
             if first is None:
                 first = line
             n += 1

@@ -12,8 +12,8 @@ import pandas as pd
 import pyarrow as pa
 
 from .. import __version__
-from .gpu import Level
-from .storage import parse_options
+from ..runtime.gpu import Level
+from ..runtime.storage import parse_options
 
 __all__ = ["build_manifest", "public_config", "throughput", "versions"]
 

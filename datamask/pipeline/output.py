@@ -4,7 +4,7 @@ It refuses a directory that holds foreign files or a run with another config, fi
 splits a killed run finished (resume), checks through this process's own view of the storage
 that a split a worker reported is really there (:meth:`Output.verify`), and removes a new
 directory a failed run left without a finished split. The directory may be a local path or
-a URL (:mod:`~datamask.pipeline.storage`).
+a URL (:mod:`~datamask.runtime.storage`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import json
 import os
 
 from ..errors import ConfigError, DataError, OutputError
+from ..runtime.storage import Remote, location, rmtree
 from .holdout import HOLDOUT_DIR
 from .io import parquet_rows, write_json_atomic
-from .storage import Remote, location, rmtree
 
 __all__ = [
     "Output",

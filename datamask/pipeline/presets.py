@@ -1,13 +1,13 @@
 """Presets: named recipes (``--preset``, a workflow's ``preset:`` key), the estimator's
-:data:`datamask.core.params.PRESETS` (``DataMask(**PRESETS[name])``): one list of them.
+:data:`datamask.estimator.params.PRESETS` (``DataMask(**PRESETS[name])``): one list of them.
 
 A setting given beside a preset overrides it, ``solver_params`` key by key (:func:`with_preset`).
 """
 
 from __future__ import annotations
 
-from ..core.params import PRESETS
 from ..errors import ConfigError
+from ..estimator.params import PRESETS
 
 __all__ = ["PRESETS", "with_preset", "preset_help"]
 

@@ -41,15 +41,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import ConfigError, DataError, OutputError
+from ..runtime.gpu import Level, select_level
+from ..runtime.progress import PROGRESS_TOPIC, ProgressBars
+from ..runtime.storage import inside, is_url, parse_options, resolve, set_options
+from ..runtime.storage_plugin import StorageOptionsPlugin
 from .frames import read_frame
-from .gpu import Level, select_level
 from .io import Split, discover, hive_path, write_json_atomic, write_parquet_atomic
 from .manifest import build_manifest, public_config, throughput, versions  # noqa: F401
 from .output import DATA_DIR, MANIFEST, SHARED_STORAGE, STATE_DIR, Output, listed_missing, n_splits  # noqa: F401
-from .progress import PROGRESS_TOPIC, ProgressBars
 from .split_record import SplitRecord
-from .storage import inside, is_url, parse_options, resolve, set_options
-from .storage_plugin import StorageOptionsPlugin
 
 __all__ = [
     "run_stage",
@@ -101,13 +101,13 @@ def run_pending(
     output itself (atomically) and returns :func:`record_frame` rows, ``{"name", "record"}``,
     the record a :class:`~.split_record.SplitRecord`; the results are their dicts. ``verify(record)``
     (the client's check of what the worker wrote) runs on each record as it arrives. The
-    tasks run through :func:`~datamask.pipeline.executor.run_tasks`: when anything fails,
+    tasks run through :func:`~datamask.runtime.executor.run_tasks`: when anything fails,
     the remaining splits are cancelled and those already running are waited for before the
     error is raised."""
     import dask
     import dask.dataframe as dd
 
-    from .executor import run_tasks
+    from ..runtime.executor import run_tasks
 
     with dask.config.set({"dataframe.convert-string": False}):
         first = pending[0]
@@ -244,7 +244,7 @@ def process_split(df, partition_info=None, *, splits, out_root, stage):
 
 def share_storage_options(client):
     """This process's storage options on every worker of ``client`` (also those joining later)."""
-    from .storage import options
+    from ..runtime.storage import options
 
     opts = options()
     if opts:
@@ -292,7 +292,7 @@ def run_stage(stage, client=None, finish=None) -> dict:
     (:func:`~.output.listed_missing`) or it lists no report. A failure leaves the output holding
     its config record (a rerun resumes), or removes it whole when it is new and no split was
     finished, once every split in flight has ended."""
-    from .client import close_client, get_client
+    from ..runtime.client import close_client, get_client
 
     t0 = time.perf_counter()
     plan = stage.plan_

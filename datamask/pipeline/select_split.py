@@ -19,8 +19,8 @@ from ..core.diversity import get_diversity
 from ..errors import DataError
 from ..methods import score, select
 from ..methods.registry import Selection, split_budget
-from .gpu import CPU
-from .gpu_worker import DeviceWork, device_array
+from ..runtime.gpu import CPU
+from ..runtime.gpu_worker import DeviceWork, device_array
 from .io import split_seed  # noqa: F401  (re-exported: the seed of a split)
 from .schema import LOGIT, SELECTED, Columns, check_table, check_vectors
 from .side_by_side import split_side_by_side

@@ -11,10 +11,10 @@ tokens or shares a token budget):
    split's share T_s (``split_tokens``) of the corpus's budget, and the check that ``--prune``
    leaves every split more than its share (:class:`TokenCounts`, :meth:`SplitJob.count_tokens`);
 3. **run** a per-split function on each split with its share, under the one executor
-   (:meth:`SplitJob.run`, :func:`~datamask.pipeline.executor.run_tasks`).
+   (:meth:`SplitJob.run`, :func:`~datamask.runtime.executor.run_tasks`).
 
-Its users: ``datamask select`` (:mod:`datamask.stages.select`, whose splits the runner runs),
-``datamask compare`` (:mod:`datamask.analysis.compare_run`), the dataframe API
+Its users: ``datamask select`` (:mod:`datamask.stages.split.select`, whose splits the runner runs),
+``datamask compare`` (:mod:`datamask.stages.corpus.compare_run`), the dataframe API
 (:func:`datamask.dask.select`: a frame's partitions are its splits, :func:`frame_split_tokens`)
 and the search's trials (:mod:`datamask.analysis.search`). The rules are
 :mod:`datamask.core.budget`'s and :mod:`.tokens`' (docs/tokens.md).
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DataError
-from .gpu import CPU, Level, select_level
+from ..runtime.gpu import CPU, Level, select_level
 from .io import Split, discover, inspect_file, make_splits
 from .tokens import (
     apportion,
@@ -61,7 +61,7 @@ class Plan:
     n_files: int
     n_rows: int
     skipped_files: list = field(default_factory=list)  # files with 0 rows
-    level: Level = CPU  # what runs: frame/array library, k-means, cluster (datamask.pipeline.gpu)
+    level: Level = CPU  # what runs: frame/array library, k-means, cluster (datamask.runtime.gpu)
 
 
 def cut(file_rows, split_size: int) -> list[Split]:
@@ -76,7 +76,7 @@ def cut(file_rows, split_size: int) -> list[Split]:
 def file_splits(input, split_size: int) -> list[Split]:
     """The splits of ``input`` (a path, glob or URL), each file's rows from its footer or lines,
     without the column checks of :func:`plan_splits`: the same names, rows and identities."""
-    from .files import count_rows
+    from ..runtime.files import count_rows
 
     return cut(((f, count_rows(f)) for f in discover(str(input))), split_size)
 
@@ -85,7 +85,7 @@ def plan_splits(cfg, cols, device=None, partition_on=None, on_file=None, needs=(
     """Input files and their splits, with ``cols``' checks on every file (footers / line 1).
 
     ``input``: the input when not ``cfg.input`` (``run_compare``'s argument). ``on_file(file, width)`` sees each file's embedding width (None without one). ``needs``:
-    the GPU libraries the stage computes with on a GPU (see :func:`~datamask.pipeline.gpu.select_level`)."""
+    the GPU libraries the stage computes with on a GPU (see :func:`~datamask.runtime.gpu.select_level`)."""
     input = cfg.input if input is None else str(input)
     files = discover(input)
     rows, empty = [], []
@@ -264,14 +264,14 @@ class SplitJob:
 
     def run(self, client, fn, *args, what: str = "split(s)") -> list:
         """``fn(split, split_tokens, *args)`` for every split, one task each, under the one executor
-        (:func:`~datamask.pipeline.executor.run_tasks`; ``client`` None: Dask's current scheduler);
+        (:func:`~datamask.runtime.executor.run_tasks`; ``client`` None: Dask's current scheduler);
         the results in the order of the splits."""
         import dask
 
         tasks = [dask.delayed(fn)(s, self.share(s), *args) for s in self.splits]
         if client is None:
             return list(dask.compute(*tasks))
-        from .executor import run_tasks
+        from ..runtime.executor import run_tasks
 
         return run_tasks(client, tasks, what=what)
 

@@ -123,7 +123,7 @@ def _checked_counts(column, where: str, name: str, first_row: int) -> np.ndarray
 def _count_split(s, cfg, drops, cols, prunes=(), excluded=None):
     """One split's token total (after the dropped duplicates, the holdout and the excluded
     rows, as the selection sees it) as a one-row frame; ``prunes``: also ``where`` and ``left``, the tokens
-    quality-aware pruning leaves at each (:func:`~datamask.core.estimator.tokens_after_pruning`)
+    quality-aware pruning leaves at each (:func:`~datamask.estimator.estimator.tokens_after_pruning`)
     as a JSON list (``null`` when the quality column is unusable: the selection's own check says why)."""
     from .holdout import holdout_mask
     from .io import read_split
@@ -149,7 +149,7 @@ def left_after_pruning(table, cols, counts, prunes):
     """The tokens (``counts``, the table's rows') that pruning each of ``prunes`` leaves, by the
     table's quality column as a fit takes it; None when that column is missing or not finite
     numbers (the selection's own check says why)."""
-    from ..core.estimator import tokens_after_pruning
+    from ..estimator.estimator import tokens_after_pruning
 
     if cols.quality not in table.schema.names:
         return None

@@ -194,7 +194,7 @@ class CorpusStage(Stage):
 
     def compute(self, cfg, out, client, level) -> dict:
         """Write the stage's files under ``out`` (a local path or a URL: the
-        :func:`~datamask.pipeline.storage.location` of OUTPUT) with ``client`` on ``level``;
+        :func:`~datamask.runtime.storage.location` of OUTPUT) with ``client`` on ``level``;
         return the manifest's keys of the stage's own, ``totals`` among them (``rows_in``,
         ``rows_out``, ``splits``). Raise :class:`~datamask.errors.DataError` on bad input."""
         raise NotImplementedError(f"stage {self.name} does not define compute()")

@@ -2,28 +2,27 @@
 
 Each class here declares one stage: its name, its config class (whose fields are its flags and
 YAML keys), its help, and what its command says around them. The stage itself subclasses it
-in its own module (``SelectStage(Select)`` in :mod:`.select`) and adds what it computes. This
+in its own module (``SelectStage(Select)`` in :mod:`.split.select`) and adds what it computes. This
 module imports no stage's implementation (pandas, pyarrow, numba, Dask), so
 :data:`~datamask.stages.registry.STAGES` lists every stage, and ``datamask --help`` or
 ``datamask select --help`` builds its parser, without them; the stage's own module is imported
 when the stage is used (``STAGES["select"]``).
 
 ``cluster`` and ``compare`` need no declaration of their own: their module
-(:mod:`.analysis`) imports nothing heavy itself.
+(:mod:`.corpus.analysis`) imports nothing heavy itself.
 """
 
 from __future__ import annotations
 
 from ..analysis.search.config import SearchConfig
-from ..pipeline.config import SelectConfig
-from ..pipeline.text_config import DedupConfig, EmbedConfig, ScoreConfig
+from ..pipeline.config import DedupConfig, EmbedConfig, ScoreConfig, SelectConfig
 from .base import CorpusStage, SplitStage
 
 __all__ = ["Select", "Embed", "Score", "Dedup", "Search"]
 
 
 class Select(SplitStage):
-    """``datamask select`` (:class:`~datamask.stages.select.SelectStage`)."""
+    """``datamask select`` (:class:`~datamask.stages.split.select.SelectStage`)."""
 
     name = "select"
     config = SelectConfig
@@ -33,7 +32,7 @@ class Select(SplitStage):
 
 
 class Embed(SplitStage):
-    """``datamask embed`` (:class:`~datamask.stages.embed.EmbedStage`)."""
+    """``datamask embed`` (:class:`~datamask.stages.split.embed.EmbedStage`)."""
 
     name = "embed"
     config = EmbedConfig
@@ -48,7 +47,7 @@ class Embed(SplitStage):
 
 
 class Score(SplitStage):
-    """``datamask score`` (:class:`~datamask.stages.score.ScoreStage`)."""
+    """``datamask score`` (:class:`~datamask.stages.split.score.ScoreStage`)."""
 
     name = "score"
     config = ScoreConfig
@@ -63,7 +62,7 @@ class Score(SplitStage):
 
 
 class Dedup(SplitStage):
-    """``datamask dedup`` (:class:`~datamask.stages.dedup.DedupStage`)."""
+    """``datamask dedup`` (:class:`~datamask.stages.corpus.dedup.DedupStage`)."""
 
     name = "dedup"
     config = DedupConfig
@@ -88,7 +87,7 @@ class Dedup(SplitStage):
 
 
 class Search(CorpusStage):
-    """``datamask search`` (:class:`~datamask.stages.search.SearchStage`)."""
+    """``datamask search`` (:class:`~datamask.stages.corpus.search.SearchStage`)."""
 
     name = "search"
     config = SearchConfig

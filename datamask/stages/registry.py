@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping
 
-from .analysis import ClusterStage, CompareStage
 from .base import Stage
+from .corpus.analysis import ClusterStage, CompareStage
 from .declared import Dedup, Embed, Score, Search, Select
 
 __all__ = ["STAGES", "Stages"]
@@ -63,15 +63,15 @@ class Stages(MutableMapping):
 def _load(name: str) -> Stage:
     """The built-in stage ``name``, its module imported now."""
     if name == "select":
-        from .select import SelectStage as cls
+        from .split.select import SelectStage as cls
     elif name == "embed":
-        from .embed import EmbedStage as cls
+        from .split.embed import EmbedStage as cls
     elif name == "score":
-        from .score import ScoreStage as cls
+        from .split.score import ScoreStage as cls
     elif name == "dedup":
-        from .dedup import DedupStage as cls
+        from .corpus.dedup import DedupStage as cls
     elif name == "search":
-        from .search import SearchStage as cls
+        from .corpus.search import SearchStage as cls
     else:
         raise KeyError(name)
     return cls()

@@ -113,7 +113,7 @@ def stage_configs(raw: dict, source: str = "workflow") -> list:
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)} for stages {', '.join(names)}")
-    from ..pipeline.storage import location, resolve
+    from ..runtime.storage import location, resolve
 
     out = resolve(out)  # on the client, before any stage is sent to a worker
     cfgs, prev = [], resolve(inp)
@@ -132,8 +132,8 @@ def run_workflow(raw: dict, source: str = "workflow", on_stage=None, finish=None
     """Run a chaining workflow on one client; returns ``[(stage, manifest)]``. ``on_stage(name,
     cfg, manifest)`` runs after each stage; ``finish(name, cfg)`` may give a stage's ``finish``
     hook (the report, run before its manifest is written)."""
-    from ..pipeline.client import close_client, get_client
-    from ..pipeline.gpu import select_level
+    from ..runtime.client import close_client, get_client
+    from ..runtime.gpu import select_level
     from .registry import STAGES
 
     cfgs = stage_configs(raw, source)

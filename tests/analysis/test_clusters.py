@@ -129,7 +129,7 @@ def test_dask_fit_on_sample_predict_everywhere(blob_corpus):
 def test_run_cluster_writes_labels_stats_and_per_cluster_files(blob_corpus, tmp_path):
     import json
 
-    from datamask.analysis.cluster_run import run_cluster
+    from datamask.stages.corpus.cluster_run import run_cluster
 
     d, corpus = blob_corpus
     out = tmp_path / "out"
@@ -166,9 +166,9 @@ def test_run_cluster_writes_labels_stats_and_per_cluster_files(blob_corpus, tmp_
 def test_the_default_cluster_count_is_one_a_person_can_read(blob_corpus, tmp_path):
     """No n_clusters: sqrt(rows / 10) between 2 and 50 (3,000 rows: 17), from one function that
     ``cluster``, ``compare``, the frame API and the report's map share; never more than the sample."""
-    from datamask.analysis.cluster_run import run_cluster
     from datamask.core.kmeans import readable_n_clusters
-    from datamask.stages.analysis import ClusterConfig, CompareConfig
+    from datamask.stages.corpus.analysis import ClusterConfig, CompareConfig
+    from datamask.stages.corpus.cluster_run import run_cluster
 
     assert [readable_n_clusters(n) for n in (1, 3, 100, 2884, 3000, 25_000, 10**9)] == [1, 2, 3, 17, 17, 50, 50]
     assert ClusterConfig().n_clusters is None and CompareConfig().n_clusters is None
@@ -182,8 +182,8 @@ def test_the_default_cluster_count_is_one_a_person_can_read(blob_corpus, tmp_pat
 def test_cuda_level_fits_lloyd_on_its_arrays(blob_corpus, tmp_path):
     """The CUDA level's own fit (``lloyd`` on the level's arrays; numpy stands in for cupy)
     finds the planted clusters and the summary names it."""
-    from datamask.analysis.cluster_run import run_cluster
-    from datamask.pipeline.gpu import Level
+    from datamask.runtime.gpu import Level
+    from datamask.stages.corpus.cluster_run import run_cluster
 
     d, corpus = blob_corpus
     fake = Level("cuda", "pandas", "numpy", "lloyd", "per-gpu", ("Fake GPU",), (2**34,))
@@ -196,8 +196,8 @@ def test_cuda_level_fits_lloyd_on_its_arrays(blob_corpus, tmp_path):
 def test_cuda_level_labels_on_its_arrays_like_the_cpu(blob_corpus, tmp_path):
     """The CUDA level fits on the host sample and labels every row on its array library; with
     numpy standing in for cupy the labels equal the CPU level's, and the summary says what ran."""
-    from datamask.analysis.cluster_run import run_cluster
-    from datamask.pipeline.gpu import CPU, Level
+    from datamask.runtime.gpu import CPU, Level
+    from datamask.stages.corpus.cluster_run import run_cluster
 
     d, _ = blob_corpus
     fake = Level("cuda", "pandas", "numpy", "sklearn", "per-gpu", ("Fake GPU",), (2**34,))

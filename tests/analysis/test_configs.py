@@ -8,7 +8,7 @@ import pytest
 
 from datamask.errors import ConfigError
 from datamask.pipeline.config import SelectConfig
-from datamask.stages.analysis import ClusterConfig, CompareConfig
+from datamask.stages.corpus.analysis import ClusterConfig, CompareConfig
 from datamask.stages.workflow import load_workflow
 
 WF = Path(__file__).resolve().parents[2] / "workflows"

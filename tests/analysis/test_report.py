@@ -20,8 +20,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def compared(tmp_path_factory):
     """`compare` on the demo corpus (workflows/demo.yaml's generator settings), scaled down to
     6000 rows of d=32 in 2 files of 2 splits each."""
-    from datamask.analysis.compare_run import run_compare
     from datamask.cli.demo import DEMO_WORKFLOW, write_corpus
+    from datamask.stages.corpus.compare_run import run_compare
     from datamask.stages.workflow import load_workflow
 
     root = tmp_path_factory.mktemp("cmp")
@@ -105,7 +105,7 @@ def test_report_of_select_output(tmp_path):
 
     from datamask.analysis.report import build_report
     from datamask.cli.demo import write_corpus
-    from datamask.stages.select import SelectStage, run_select
+    from datamask.stages.split.select import SelectStage, run_select
 
     write_corpus(tmp_path / "c", n_rows=3000, dim=32, n_files=1, n_topics=8, row_group_size=1000)
     cfg = SelectConfig(

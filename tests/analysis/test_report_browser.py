@@ -87,7 +87,7 @@ def test_select_report_map_draws_and_hovers(browser, corpus, tmp_path):
 
     from datamask.analysis.report import build_report
     from datamask.pipeline.config import SelectConfig
-    from datamask.stages.select import run_select
+    from datamask.stages.split.select import run_select
 
     cfg = SelectConfig(
         input=str(corpus), output=str(tmp_path / "o"), split_size=600, quiet=True, solver_params=dict(steps=40)
@@ -104,8 +104,8 @@ def test_select_report_map_draws_and_hovers(browser, corpus, tmp_path):
 
 
 def test_compare_report_map_draws_and_hovers(browser, corpus, tmp_path):
-    from datamask.analysis.compare_run import run_compare
     from datamask.pipeline.config import SelectConfig
+    from datamask.stages.corpus.compare_run import run_compare
 
     cfg = SelectConfig(split_size=600, ratio=0.2, seed=0, solver_params=dict(steps=40, eval_every=20))
     run_compare(corpus, tmp_path / "o", cfg=cfg, methods=("datamask", "topk", "random"), sample_rows=800)

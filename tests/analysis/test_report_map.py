@@ -145,8 +145,8 @@ def test_examples_are_the_nearest_kept_and_dropped_per_cluster_merged_over_split
 
 
 def test_compare_report_has_map_and_examples_from_the_workers(tmp_path):
-    from datamask.analysis.compare_run import run_compare
     from datamask.pipeline.config import SelectConfig
+    from datamask.stages.corpus.compare_run import run_compare
 
     names, topic = text_corpus(tmp_path / "c", n_rows=1200, n_files=2)
     cfg = SelectConfig(split_size=600, ratio=0.2, seed=0, solver_params=dict(steps=60, eval_every=20))

@@ -73,7 +73,7 @@ def test_map_names_never_overlap_and_the_search_finds_rows_beyond_the_sample(bro
 
     from datamask.analysis.report import build_report
     from datamask.pipeline.config import SelectConfig
-    from datamask.stages.select import run_select
+    from datamask.stages.split.select import run_select
 
     topic = _clustered_corpus(tmp_path / "in")
     cfg = SelectConfig(

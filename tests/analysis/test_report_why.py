@@ -70,7 +70,7 @@ def _select(corpus_dir, out, **kw):
     from distributed import Client, LocalCluster
 
     from datamask.analysis.report import build_report
-    from datamask.stages.select import SelectStage, run_select
+    from datamask.stages.split.select import SelectStage, run_select
 
     cfg = SelectConfig(input=str(corpus_dir), output=str(out), split_size=300, quiet=True, seed=0, **kw)
     with (
@@ -167,7 +167,7 @@ def test_warning_at_the_top_when_the_selection_covers_less_than_random(corpus, t
 
 
 def test_compare_report_explains_datamask(corpus, tmp_path):
-    from datamask.analysis.compare_run import WHY_FILE, run_compare
+    from datamask.stages.corpus.compare_run import WHY_FILE, run_compare
 
     corpus_dir, E, q = corpus
     cfg = SelectConfig(split_size=300, diversity="facility", lam=0.2, seed=0, solver_params=dict(steps=200))

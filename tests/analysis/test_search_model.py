@@ -209,7 +209,7 @@ def test_the_report_says_constant_and_leads_with_the_recommendation(tmp_path):
 
 def test_the_summary_prints_a_switched_recommendation_first():
     from datamask.analysis.search.verify import recommend
-    from datamask.stages.search import summary_lines
+    from datamask.stages.corpus.search import summary_lines
 
     s = _verification((-0.10, -0.09, -0.11))
     rec = recommend(s, RECIPES)

@@ -157,8 +157,8 @@ def test_references_go_early_only_when_no_chosen_recipe_changes_them():
 
 def test_the_default_reference_is_what_select_runs_and_extra_references_train_beside_it():
     from datamask.analysis.search.config import SearchConfig, parse_references
-    from datamask.core.params import DataMaskParams
     from datamask.errors import ConfigError
+    from datamask.estimator.params import DataMaskParams
     from datamask.pipeline.presets import PRESETS
 
     d = DataMaskParams()

@@ -22,7 +22,7 @@ pytest.importorskip("transformers")
 
 from datamask.analysis.search.budget import PRUNE_GRID  # noqa: E402
 from datamask.cli import main  # noqa: E402
-from datamask.core.estimator import tokens_after_pruning  # noqa: E402
+from datamask.estimator.estimator import tokens_after_pruning  # noqa: E402
 from tests.helpers.pipeline_data import assert_fails  # noqa: E402
 from tests.helpers.text_embed import hashed_embeddings  # noqa: E402
 

@@ -21,7 +21,7 @@ import datamask.analysis.report.html as report_html
 import datamask.pipeline.corpus as corpus_mod
 import datamask.pipeline.runner as runner_mod
 from datamask.cli import main
-from datamask.pipeline.progress import ProgressBars
+from datamask.runtime.progress import ProgressBars
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +78,7 @@ def _at(phase: str, stage: str, monkeypatch):
     """Send SIGINT at ``phase`` of the run of ``stage``."""
     if phase == "splits":
         if stage in ("cluster", "compare"):  # a whole-corpus stage: while it computes
-            from datamask.stages.analysis import ClusterStage, CompareStage
+            from datamask.stages.corpus.analysis import ClusterStage, CompareStage
 
             cls = ClusterStage if stage == "cluster" else CompareStage
             monkeypatch.setattr(cls, "compute", lambda *a, **k: _sigint())

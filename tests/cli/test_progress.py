@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from datamask.features.embed import PROGRESS_BLOCK
-from datamask.pipeline.progress import INTERVAL_ENV, LineBar
+from datamask.runtime.progress import INTERVAL_ENV, LineBar
 from tests.helpers.text_embed import tiny_sentence_model
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,13 @@ import pytest
 
 @pytest.mark.parametrize(
     "old",
-    ["datamask.pipeline.stages", "datamask.pipeline.workflow", "datamask.pipeline.status", "datamask.analysis.stages"],
+    [
+        "datamask.pipeline.stages",
+        "datamask.pipeline.workflow",
+        "datamask.pipeline.status",
+        "datamask.analysis.stages",
+        "datamask.core.estimator",
+    ],
 )
 def test_the_02_module_paths_do_not_import(old):
     with pytest.raises(ModuleNotFoundError):
@@ -22,11 +28,11 @@ def test_the_02_module_paths_do_not_import(old):
 @pytest.mark.parametrize(
     "module,old,new",
     [
-        ("datamask", "run_select", "datamask.stages.select"),
+        ("datamask", "run_select", "datamask.stages.split.select"),
         ("datamask", "SelectConfig", "datamask.pipeline.config"),
         ("datamask", "make_corpus", "datamask.core.synthetic"),
-        ("datamask.core.estimator", "SOLVERS", None),  # (core.params.METHODS)
-        ("datamask.core.estimator", "check_params", None),  # (core.constraints.check_params)
+        ("datamask.estimator.estimator", "SOLVERS", None),  # (estimator.params.METHODS)
+        ("datamask.estimator.estimator", "check_params", None),  # (estimator.constraints.check_params)
         ("datamask.pipeline.config", "SOLVER_OF", None),  # --method's names are DataMask(method=)'s
         ("datamask.pipeline.config", "DATAMASK_METHOD", None),
         ("datamask.methods.registry", "check_budget", "check_rows"),
@@ -37,8 +43,8 @@ def test_the_02_module_paths_do_not_import(old):
         ("datamask.features", "aggregate_partition", "aggregate_frame"),
         ("datamask.features.fasttext_quality", "score_fasttext_partition", "score_fasttext_frame"),
         ("datamask.features.aggregate", "METHODS", "NORMALIZATIONS"),
-        ("datamask.stages.analysis", "run_cluster_stage", "ClusterStage"),
-        ("datamask.stages.analysis", "run_compare_stage", "CompareStage"),
+        ("datamask.stages.corpus.analysis", "run_cluster_stage", "ClusterStage"),
+        ("datamask.stages.corpus.analysis", "run_compare_stage", "CompareStage"),
         ("datamask.errors", "ClusterError", "SchedulerError"),
         ("datamask.errors", "renamed", None),
         ("datamask.errors", "DatamaskDeprecationWarning", None),
@@ -56,7 +62,7 @@ def test_the_02_names_are_gone(module, old, new):
 @pytest.mark.parametrize("key", ["steps", "lr", "group_size", "eval_every", "n_threads", "reference_size"])
 def test_a_solver_keyword_of_02_is_a_key_of_solver_params(key):
     from datamask import DataMask
-    from datamask.core.params import SOLVER_PARAMS
+    from datamask.estimator.params import SOLVER_PARAMS
 
     with pytest.raises(TypeError, match=key):
         DataMask(**{key: SOLVER_PARAMS[key]})
@@ -96,7 +102,7 @@ def test_method_pg_is_an_invalid_method_named_datamask_now():
 
 def test_the_02_keywords_are_unknown_keywords():
     import datamask.dask as dmd
-    from datamask.analysis.compare_run import run_compare
+    from datamask.stages.corpus.compare_run import run_compare
 
     for old in ("k", "cluster_column"):
         with pytest.raises(TypeError, match=old):

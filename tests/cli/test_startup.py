@@ -58,8 +58,8 @@ def test_help_and_usage_errors_import_nothing_heavy(probe):
 def test_public_names_resolve_to_the_same_objects():
     from sklearn.base import BaseEstimator
 
-    from datamask.core.estimator import DataMask
-    from datamask.core.objectives import evaluate
+    from datamask.estimator.estimator import DataMask
+    from datamask.estimator.evaluate import evaluate
 
     assert datamask.DataMask is DataMask and datamask.evaluate is evaluate
     assert {n: getattr(datamask, n) for n in datamask.__all__}["DataMask"] is DataMask

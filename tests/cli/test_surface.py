@@ -16,7 +16,7 @@ import pytest
 
 from datamask.cli import build_parser, main
 from datamask.cli.common import GLOBAL
-from datamask.core.params import DataMaskParams
+from datamask.estimator.params import DataMaskParams
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,7 +113,7 @@ def test_solver_params_from_json_a_file_and_set_merge_key_by_key(tmp_path):
      {"solver_params": {"logit_range": [4, 0]}}],
 )  # fmt: skip
 def test_the_config_and_the_estimator_refuse_a_value_in_the_same_words(params):
-    """One table of checks (core.constraints): the config says what the estimator says, naming the flag."""
+    """One table of checks (estimator.constraints): the config says what the estimator says, naming the flag."""
     import numpy as np
 
     from datamask import DataMask

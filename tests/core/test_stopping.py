@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from datamask.core import pg
-from datamask.core.params import solver_settings
 from datamask.core.pg import MAX_STEPS, MIN_STEPS, step_budget
 from datamask.core.synthetic import make_corpus
+from datamask.estimator.params import solver_settings
 from tests.helpers.pairwise import PairwiseMask
 
 

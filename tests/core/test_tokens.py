@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from datamask.core.objectives import Objective, normalize_quality
-from datamask.core.params import solver_settings
 from datamask.core.pg import PolicyGradient, TokenBudget
 from datamask.core.policy import log_prob, policy_gradient, sample_masks
 from datamask.core.state import FitState
 from datamask.core.synthetic import make_corpus
 from datamask.core.tokens import fill, knapsack_vertex, max_rows, prefix_lengths
+from datamask.estimator.params import solver_settings
 from tests.helpers.pairwise import PairwiseMask, evaluate
 
 
@@ -357,7 +357,7 @@ def test_facility_greedy_under_tokens_is_the_brute_force_greedy_on_f():
 def test_tokens_after_pruning_is_the_line_a_fit_refuses_at(corpus):
     """The tokens ``tokens_after_pruning`` reports are exactly where a fit's token budget stops
     being accepted: one token less fits, that many is refused (with tied qualities: row order)."""
-    from datamask.core.estimator import tokens_after_pruning
+    from datamask.estimator.estimator import tokens_after_pruning
 
     E, q, t = corpus
     q = np.round(q, 1)  # ties, broken by row order as pruning breaks them

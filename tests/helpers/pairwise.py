@@ -1,11 +1,11 @@
 """The objective DataMask defaulted to before 0.3 (pairwise diversity, lam 0.5, pruning 0.5, no
 redundancy filter). The optimiser's tests written for it pin it here, since 0.3's default is
 facility location at lam 0.7 without pruning, after the redundancy filter (docs/diversity.md);
-tests/core/test_default_selection.py tests that default itself."""
+tests/estimator/test_default_selection.py tests that default itself."""
 
 from datamask import DataMask
 from datamask import evaluate as _evaluate
-from datamask.core.params import SOLVER_PARAMS
+from datamask.estimator.params import SOLVER_PARAMS
 
 PAIRWISE_DEFAULTS = dict(diversity="pairwise", lam=0.5, prune=0.5, near_duplicate=None)
 

@@ -4,7 +4,7 @@ can kill the whole run while one is under way."""
 
 import time
 
-from datamask.stages import dedup_cc
+from datamask.stages.corpus import dedup_cc
 
 SLEEP = 60.0
 _star_round = dedup_cc.star_round

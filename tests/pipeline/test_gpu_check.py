@@ -69,7 +69,7 @@ def test_only_missing_or_older_wheels_are_installed(tmp_path):
 
 def test_generated_corpus_is_unit_float16_the_pipeline_reads(tmp_path):
     from datamask.pipeline.config import SelectConfig
-    from datamask.stages.select import plan_run
+    from datamask.stages.split.select import plan_run
 
     files = gpu_bench.write_embeddings(tmp_path, rows=2500, files=2, dim=16, row_group=1000)
     t = pq.read_table(files[0])

@@ -194,7 +194,7 @@ def test_the_manifest_names_storage_options_without_their_values():
 
 
 def test_an_output_beside_a_glob_input_is_not_inside_it():
-    from datamask.pipeline.storage import inside
+    from datamask.runtime.storage import inside
 
     assert not inside("/a/sel", "/a/*.parquet")  # the glob never reads /a/sel/data/*.parquet
     assert inside("/a/sel", "/a/*/*/*.parquet") and inside("/a/sel", "/a/**/*.parquet")

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datamask.cli import main
-from datamask.core.estimator import DataMask
+from datamask.estimator.estimator import DataMask
 from datamask.pipeline.config import SelectConfig
 from tests.helpers.pipeline_data import DIM, FILE_ROWS, args, manifest, read_out, write_files
 
@@ -242,7 +242,7 @@ def test_scorecard_coverage_and_near_duplicates_by_hand():
     assert s["quality_norm"] == pytest.approx(((q - q.min()) / (q.max() - q.min()))[mask].mean())
     assert s["tokens"] == np.arange(40, 100).sum() and s["selected"] == 60
     # the same objective and diversities as evaluate(), which every selection's record uses
-    from datamask.core.objectives import evaluate
+    from datamask.estimator.evaluate import evaluate
 
     for div in ("pairwise", "facility", "disf"):
         ev = evaluate(E * 2.0, q, mask, lam=0.3, diversity=div, reference_size=200, seed=5)  # rows not unit

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import datamask.pipeline.files as files
+import datamask.runtime.files as files
 from datamask.errors import DataError
 from datamask.pipeline.io import Split, read_split
 from datamask.pipeline.schema import Columns
@@ -110,7 +110,7 @@ def test_the_method_gets_a_view_of_the_frames_arrow_buffer(tmp_path, watched):
     from distributed import Client, LocalCluster
 
     from datamask.pipeline.config import SelectConfig
-    from datamask.stages.select import run_select
+    from datamask.stages.split.select import run_select
 
     src = tmp_path / "in"
     src.mkdir()

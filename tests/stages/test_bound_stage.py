@@ -8,7 +8,7 @@ import json
 
 from datamask.pipeline.runner import run_stage
 from datamask.stages.registry import STAGES
-from datamask.stages.select import SelectStage
+from datamask.stages.split.select import SelectStage
 from tests.helpers.pipeline_data import SPLIT
 from tests.helpers.probe_stage import ProbeConfig, ProbeStage
 

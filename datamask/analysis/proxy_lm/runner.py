@@ -213,7 +213,7 @@ def _rows(name, r, unigram, params, tokens, passes, steps, seconds):
 
 def _refuse_urls(cfg):
     """proxy-lm trains in this process on local files: a URL is refused in one line."""
-    from ...pipeline.storage import is_url
+    from ...runtime.storage import is_url
 
     def many(v):
         return [v] if isinstance(v, str) else list(v or [])

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ...methods.datamask import trajectory_rows
 from ...pipeline.output import n_splits, split_records
-from ...pipeline.storage import is_url, location, open_file
+from ...runtime.storage import is_url, location, open_file
 from .sample import REPORT_SAMPLE
 
 __all__ = ["ReportData", "load_compare", "load_select", "load_dedup", "load_proxy_lm", "load_search", "load"]
@@ -62,7 +62,7 @@ class ReportData:
 
 
 def _dir(directory):
-    """A local :class:`~pathlib.Path` or a URL's :class:`~datamask.pipeline.storage.Remote`."""
+    """A local :class:`~pathlib.Path` or a URL's :class:`~datamask.runtime.storage.Remote`."""
     return location(directory)
 
 
@@ -165,7 +165,7 @@ def _read_columns(path, columns):
     import pyarrow.dataset as ds
 
     if is_url(path):
-        from ...pipeline.storage import filesystem
+        from ...runtime.storage import filesystem
 
         fs, p = filesystem(str(path))
         dataset = ds.dataset(p, format="parquet", filesystem=fs)

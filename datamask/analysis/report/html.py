@@ -181,7 +181,7 @@ def _proxy_html(proxy: dict, d: Path) -> str:
 def write_report(data: ReportData, directory, figures=FIGURES, projection="auto") -> Path:
     """Write the PNGs and ``index.html`` into ``directory``; returns the HTML path.
     ``projection``: the corpus map's (:func:`.corpus_map.project`)."""
-    from ...pipeline.storage import location
+    from ...runtime.storage import location
 
     plt = pyplot()
     d = location(directory)  # a URL: each PNG one object, index.html last
@@ -244,7 +244,7 @@ def write_report(data: ReportData, directory, figures=FIGURES, projection="auto"
 def build_report(directory, out=None, manifest=None, **kw) -> Path:
     """``datamask report OUTPUT_DIR``: load the directory and write ``OUTPUT_DIR/report/``;
     ``manifest``: a select or dedup run's, before it is written (the run writes it after its report)."""
-    from ...pipeline.storage import location, resolve
+    from ...runtime.storage import location, resolve
 
     data = load(resolve(directory), manifest=manifest, **kw)
     return write_report(data, location(resolve(out)) if out else location(resolve(directory)) / "report")

@@ -25,7 +25,7 @@ def sample_tables(files, cols, sample_rows=REPORT_SAMPLE):
     import pyarrow.parquet as pq
 
     from ...pipeline.io import Split, read_split
-    from ...pipeline.storage import open_file
+    from ...runtime.storage import open_file
 
     files = [f for f in files if f.fmt == "parquet"]
     if not files or not sample_rows:
@@ -43,7 +43,7 @@ def read_centroids(state) -> np.ndarray | None:
     path = state / CENTROIDS_FILE
     if not path.exists():
         return None
-    from ...pipeline.files import read_parquet_table
+    from ...runtime.files import read_parquet_table
 
     col = read_parquet_table(path).column("centroid").combine_chunks()
     return col.values.to_numpy().reshape(len(col), -1).astype(np.float32)
@@ -57,10 +57,10 @@ def report_centroids(cfg, cols, state, sample_rows=REPORT_SAMPLE) -> np.ndarray 
     import pyarrow as pa
 
     from ...core.kmeans import fit_kmeans, readable_n_clusters
-    from ...pipeline.files import write_parquet_atomic
     from ...pipeline.io import discover
     from ...pipeline.schema import embedding_matrix
     from ...pipeline.why import CLUSTER_COLUMN
+    from ...runtime.files import write_parquet_atomic
 
     kept = read_centroids(state)
     if kept is not None:

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...pipeline.storage import location
+from ...runtime.storage import location
 
 __all__ = ["records_frame", "trials_frame", "write_parquet", "recipe_workflow", "write_recipe", "TIME_COLUMNS"]
 
@@ -72,7 +72,7 @@ def trials_frame(records: list, space) -> pd.DataFrame:
 def write_parquet(frame: pd.DataFrame, path) -> None:
     import pyarrow as pa
 
-    from ...pipeline.files import write_parquet_atomic
+    from ...runtime.files import write_parquet_atomic
 
     table = pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
     write_parquet_atomic(table, location(path))

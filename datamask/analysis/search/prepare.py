@@ -32,8 +32,8 @@ import uuid
 
 import numpy as np
 
-from ...pipeline.files import write_json_atomic
-from ...pipeline.storage import Remote, location
+from ...runtime.files import write_json_atomic
+from ...runtime.storage import Remote, location
 
 __all__ = [
     "PREP_DIR",

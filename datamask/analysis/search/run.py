@@ -27,8 +27,8 @@ import time
 import numpy as np
 
 from ...errors import ConfigError, DataError
-from ...pipeline.files import write_json_atomic
-from ...pipeline.storage import location
+from ...runtime.files import write_json_atomic
+from ...runtime.storage import location
 from . import figures as figs
 from .budget import count_search_tokens
 from .choose import choose, curves
@@ -52,7 +52,7 @@ def resolve_eval(cfg):
     """``cfg`` with its evaluation sets resolved on the client and checked to exist (one line each),
     and its ``target`` one of their names."""
     from ...pipeline.io import discover
-    from ...pipeline.storage import inside, resolve
+    from ...runtime.storage import inside, resolve
     from ..proxy_lm.data import eval_set_names
 
     if not cfg.eval:

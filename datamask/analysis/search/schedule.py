@@ -17,7 +17,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from ...pipeline.storage import location
+from ...runtime.storage import location
 from .trials import RECORD_DIR, select_recipe, train_recipe
 
 __all__ = [
@@ -133,7 +133,7 @@ def collect(client, batches: list, cfg, on_left=None) -> tuple[list, int]:
     not yet ended: before the first ends, then as each one ends. On an error every other
     task of theirs is cancelled (and those running waited for) before it is raised."""
     from ...core.progress import bar as progress_bar
-    from ...pipeline.executor import run_tasks
+    from ...runtime.executor import run_tasks
 
     done = [r for b in batches for r in b.done]
     futures = [f for b in batches for f in b.futures]
@@ -160,7 +160,7 @@ def collect(client, batches: list, cfg, on_left=None) -> tuple[list, int]:
 def cancel(client, batches: list) -> None:
     """Cancel the tasks of ``batches`` not started and wait for those running (a search that
     stops before it collects a batch submitted early)."""
-    from ...pipeline.executor import stop
+    from ...runtime.executor import stop
 
     futures = [f for b in batches if b is not None for f in b.futures]
     if futures:

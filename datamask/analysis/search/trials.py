@@ -26,8 +26,8 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from ...pipeline.files import write_json_atomic
-from ...pipeline.storage import location
+from ...runtime.files import write_json_atomic
+from ...runtime.storage import location
 from .prepare import load_prep, split_of
 
 __all__ = ["recipe_select_config", "quadmix_spec", "select_recipe", "train_recipe", "selection_stats", "RECORD_DIR"]

@@ -40,7 +40,7 @@ def default_recipe(method: str) -> dict:
     defaults (every parameter a trial may set), or QuaDMix's."""
     if method == "quadmix":
         return {"method": "quadmix"}
-    from ...core.params import DataMaskParams
+    from ...estimator.params import DataMaskParams
 
     d = DataMaskParams()
     return {"method": "datamask", "lam": d.lam, "diversity": d.diversity, "prune": d.prune,
