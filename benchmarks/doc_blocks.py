@@ -289,7 +289,8 @@ def suite_findings(v):
         f"- **Did the proxies learn?** {num(ln['models'])} models, fewest optimiser steps {num(ln['min_steps'])}, "
         f"least margin over a unigram model of their own training tokens {num(ln['min_margin'], '.2f')} nats/token; "
         f"{num(ln['short'])} fell short of the bar.",
-        "- **Cost at the search's defaults** (the two cores to itself): "
+        "- **Cost at the search's defaults** (each cell held both CPU slots, but short test runs went beside "
+        "some: the load at each cell's start and end is in recipe_suite.md): "
         + "; ".join(
             f"{_cells([c['cell']])}: {num(c['minutes'], '.0f')} minutes for {num(c['models'])} models on "
             f"{num(c['documents'], ',')} documents"
