@@ -18,8 +18,15 @@ against the small proxies' (the mean of the search's paired verification seeds):
 Each strong model is cached as JSON under ``--work``/fidelity; two train at a time (one torch
 thread each). Writes ``benchmarks/results/fidelity.json`` and renders ``fidelity.md``::
 
-    python benchmarks/fidelity.py --cells man:1x,pydoc:1x
+    python benchmarks/fidelity.py --cells man:1x,pydoc:1x --proxy-options ""
     python benchmarks/fidelity.py --render
+
+``--cost`` measures instead what a larger model costs before anyone sizes a check on it: on the
+first cell given, two arms (``COST_ARMS``) trained side by side (two at a time, as the check runs)
+with the search's own model and with ``--proxy-options``, both at ``--tokens``; writes
+``fidelity_cost.json``, which ``fidelity.md`` renders with the check's cost at 8x the tokens::
+
+    python benchmarks/fidelity.py --cost --cells man:1x --tokens 262144
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results"
 STRONG = "d_model=256,n_heads=8,d_ff=512,n_layers=5"  # about 4x tiny's parameters (tiny: 128, 4, 256, 4)
 TARGETS = ("eval", "quality")
+COST_ARMS = ("default", "random")
 BOOT = 2000
 
 
@@ -178,6 +186,7 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--render", action="store_true")
+    ap.add_argument("--cost", action="store_true", help="time the search's model and --proxy-options side by side")
     args = ap.parse_args(argv)
     from benchmarks.fidelity_report import render
 
@@ -186,6 +195,9 @@ def main(argv=None):
         render(out)
         return
     suite = json.loads(Path(args.suite).read_text())
+    if args.cost:
+        cost(args, suite, out)
+        return
     cache = Path(args.work) / "fidelity"
     cache.mkdir(parents=True, exist_ok=True)
     t0, load0 = time.time(), os.getloadavg()[0]
@@ -228,6 +240,34 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     (out / "fidelity.json").write_text(json.dumps({"meta": meta, "cells": cells}, indent=1, default=str))
     render(out)
+
+
+def cost(args, suite: dict, out: Path) -> None:
+    """``fidelity_cost.json``: seconds per model of the search's model and of ``--proxy-options``
+    at ``--tokens``, on :data:`COST_ARMS` of the first cell, two models at a time."""
+    corpus, regime = args.cells.split(",")[0].strip().split(":")
+    cell = _cell_dir(suite, corpus, regime)
+    sels = selections(cell)
+    t0, load0 = time.time(), os.getloadavg()[0]
+    models = []
+    for options in ("", args.proxy_options):
+        with ProcessPoolExecutor(args.jobs) as ex:
+            futs = [ex.submit(train_strong, str(cell), a, sels[a], args.tokens, options, args.seed) for a in COST_ARMS]
+            for fu in futs:
+                m = fu.result()
+                models.append(
+                    {"options": options, **{k: m[k] for k in ("arm", "seconds", "params", "steps", "tokens")}}
+                )
+                print(f"[fidelity cost] {options or 'search model'} {m['arm']}: {m['seconds']:.0f} s", flush=True)
+    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "load": [load0, os.getloadavg()[0]],
+            "seconds": time.time() - t0, "tokens": args.tokens, "cell": f"{corpus} {regime}", "jobs": args.jobs,
+            "check_tokens": 8 * suite["settings"]["proxy_tokens"], "proxy_options": args.proxy_options}  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fidelity_cost.json").write_text(json.dumps({"meta": meta, "models": models}, indent=1))
+    if (out / "fidelity.json").exists():
+        from benchmarks.fidelity_report import render
+
+        render(out)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@ from pathlib import Path
 AGREES, ACCURATE = 0.5, 0.8
 
 
+def _model(options: str) -> str:
+    return f"`{options}`" if options else "the small proxies' own model (`tiny`)"
+
+
 def verdict(f: dict) -> str:
     lo, hi = f["spearman_ci"]
     if lo > AGREES and f["accuracy"] >= ACCURATE:
@@ -30,7 +34,8 @@ def markdown(data: dict) -> str:
         "",
         f"Rendered from `fidelity.json` by `benchmarks/fidelity_report.py`. Each recipe-suite cell's verified arms "
         f"re-selected as the search selected them and trained once more with a stronger proxy: {m['tokens']:,} "
-        f"training tokens ({m['tokens'] / m['small_tokens']:g}x the small proxies') and `{m['proxy_options']}` "
+        f"training tokens ({m['tokens'] / m['small_tokens']:g}x the small proxies') and "
+        f"{_model(m['proxy_options'])} "
         f"(seed {m['seed']}), on the same tokenizer and evaluation windows. The small proxies' ranking is the mean of "
         "the search's paired verification seeds. Bootstrap intervals (95%) resample the small proxies' seeds and "
         f"the arms. A cell *agrees* when rho's interval lies above {AGREES} and decision accuracy is at least "
@@ -65,6 +70,47 @@ def markdown(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cost_markdown(data: dict, cells: int, arms: int) -> str:
+    """The larger model's measured cost (``fidelity_cost.json``) and, from its rate, the check's."""
+    m = data["meta"]
+    by = {}
+    for x in data["models"]:
+        by.setdefault(x["options"], []).append(x)
+    lines = [
+        "## What a larger stronger proxy would cost",
+        "",
+        f"Measured (`benchmarks/fidelity.py --cost`): on {m['cell']}'s arms {', '.join(x['arm'] for x in by[''])}, "
+        f"each model trained {m['tokens']:,} tokens, {m['jobs']} at a time, once with the search's model and once "
+        f"with `{m['proxy_options']}`. Machine: {m['machine']}, load {m['load'][0]:.1f} -> {m['load'][1]:.1f}.",
+        "",
+        "| model | parameters | steps | seconds a model (measured) | minutes a model at "
+        f"{m['check_tokens']:,} tokens (estimated, linear in tokens) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    per = {}
+    for opts, xs in by.items():
+        sec = sum(x["seconds"] for x in xs) / len(xs)
+        per[opts] = sec / m["tokens"] * m["check_tokens"] / 60
+        lines.append(f"| {_model(opts)} | {xs[0]['params']:,} | {xs[0]['steps']:,} | {sec:.0f} | {per[opts]:.0f} |")
+    big = per[m["proxy_options"]]
+    hours = big * cells * arms / m["jobs"] / 60
+    lines += [
+        "",
+        f"The larger model is {per[m['proxy_options']] / per['']:.1f}x the search's model's time per token here. "
+        f"The check above ({cells} cells x {arms} arms, {m['jobs']} models at a time) with it at "
+        f"{m['check_tokens']:,} tokens: about **{hours:.1f} hours** of both cores (estimated from the measured "
+        "rate, not run). The check in the table above is the one that ran: the same model as the small "
+        "proxies, trained 8x the tokens.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def render(out: Path) -> None:
     data = json.loads((Path(out) / "fidelity.json").read_text())
-    (Path(out) / "fidelity.md").write_text(markdown(data))
+    text = markdown(data)
+    cost = Path(out) / "fidelity_cost.json"
+    if cost.exists():
+        arms = max(c["fidelity"]["eval"]["arms"] for c in data["cells"])
+        text += "\n" + cost_markdown(json.loads(cost.read_text()), len(data["cells"]), arms)
+    (Path(out) / "fidelity.md").write_text(text)
