@@ -258,6 +258,21 @@ def _verdict(v: dict, regime: str, target: str, pair: str) -> dict | None:
     return next((r for r in v["verdicts"] if (r["regime"], r["target"], r["pair"]) == (regime, target, pair)), None)
 
 
+def _count_ci(r: dict) -> str:
+    """As :func:`_count`, each cell beyond noise with its interval (the first arm's loss minus the other's)."""
+    parts = []
+    for o in ("better", "level", "worse"):
+        ci = r.get("intervals", {})
+        named = ", ".join(
+            f"{txt(c)} {num(ci[c][0], '+.3f')} [{num(ci[c][1], '+.3f')}, {num(ci[c][2], '+.3f')}]"
+            if c in ci
+            else txt(c)
+            for c in r[o]
+        )
+        parts.append(f"{num(count(r[o]))} {o}" + (f" ({named})" if r[o] and o != "level" else ""))
+    return ", ".join(parts)
+
+
 def _count(r: dict) -> str:
     """``1 better, 0 level, 1 worse`` with the cells named where beyond noise."""
     parts = []
@@ -285,7 +300,8 @@ def suite_findings(v):
         f"- **Cells run**: {_cells(v['ran'])} ({num(count(v['ran']))} of "
         f"{num(count(v['ran']) + count(v['not_run']))}); **not run yet**: {_cells(v['not_run'])}. "
         f"Each: {num(v['trials'])} trials, {num(v['seeds'])} paired verification seeds, every model "
-        f"{num(v['proxy_tokens'], ',')} training tokens.",
+        f"{num(v['proxy_tokens'], ',')} training tokens. Below, each cell beyond noise with the default's loss "
+        "minus the other arm's (nats/token; negative: the default better) and its paired 95% t-interval.",
         f"- **Did the proxies learn?** {num(ln['models'])} models, fewest optimiser steps {num(ln['min_steps'])}, "
         f"least margin over a unigram model of their own training tokens {num(ln['min_margin'], '.2f')} nats/token; "
         f"{num(ln['short'])} fell short of the bar.",
@@ -311,7 +327,7 @@ def suite_findings(v):
                                 ("default vs paper", "the paper's recipe")):  # fmt: skip
                 r = _verdict(v, regime, target, pair)
                 if r is not None:
-                    said.append(f"against {words}: {_count(r)}")
+                    said.append(f"against {words}: {_count_ci(r)}")
             out.append(
                 f"- **{txt(regime)}, {TARGET_WORDS.get(str(target), txt(target))}**: the default, "
                 + "; ".join(said)

@@ -66,7 +66,8 @@ def verdicts(records: pd.DataFrame, cells: list) -> pd.DataFrame:
             for a, b in PAIRS:
                 d = compare(v, a, b, t)
                 rows.append({"regime": c["regime"], "target": t, "pair": f"{a} vs {b}", "corpus": c["corpus"],
-                             "outcome": outcome(d), "mean": None if d is None else d["mean"]})  # fmt: skip
+                             "outcome": outcome(d), "mean": None if d is None else d["mean"],
+                             "lo": None if d is None else d.get("lo"), "hi": None if d is None else d.get("hi")})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -177,7 +178,9 @@ def verdict_summary(data: dict, records: pd.DataFrame) -> dict:
     rows = []
     for (regime, target, pair), g in vd.groupby(["regime", "target", "pair"], sort=False):
         rows.append({"regime": regime, "target": target, "pair": pair, "cells": int(len(g)),
-                     **{o: sorted(g.corpus[g.outcome == o]) for o in ("better", "level", "worse")}})  # fmt: skip
+                     **{o: sorted(g.corpus[g.outcome == o]) for o in ("better", "level", "worse")},
+                     "intervals": {r.corpus: [float(r.mean), float(r.lo), float(r.hi)]
+                                   for r in g.itertuples() if r.outcome != "level"}})  # fmt: skip
     v = records[records.kind == "verify"]
     return {
         "ran": [f"{c}:{r}" for c, r in ran],
