@@ -301,7 +301,8 @@ def suite_findings(v):
         f"{num(count(v['ran']) + count(v['not_run']))}); **not run yet**: {_cells(v['not_run'])}. "
         f"Each: {num(v['trials'])} trials, {num(v['seeds'])} paired verification seeds, every model "
         f"{num(v['proxy_tokens'], ',')} training tokens. Below, each cell beyond noise with the default's loss "
-        "minus the other arm's (nats/token; negative: the default better) and its paired 95% t-interval.",
+        "minus the other arm's (nats/token; negative: the default better) and its paired t-interval at "
+        f"{num(100 * v['level'], '.0f')}%.",
         f"- **Did the proxies learn?** {num(ln['models'])} models, fewest optimiser steps {num(ln['min_steps'])}, "
         f"least margin over a unigram model of their own training tokens {num(ln['min_margin'], '.2f')} nats/token; "
         f"{num(ln['short'])} fell short of the bar.",

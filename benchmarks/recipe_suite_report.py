@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from datamask.analysis.search.noise import paired_t
+from datamask.analysis.search.noise import LEVEL, paired_t
 
 TARGETS = ("eval", "quality")
 MIN_STEPS, MIN_MARGIN = 250, 0.3  # a proxy that learned more than token frequencies (the search's warning)
@@ -202,6 +202,7 @@ def verdict_summary(data: dict, records: pd.DataFrame) -> dict:
             for c in cells
         ],  # fmt: skip
         "verdicts": rows,
+        "level": LEVEL,
     }
 
 
