@@ -298,14 +298,26 @@ def suite_findings(v):
     ln = v["learned"]
     out = [
         f"- **Cells run**: {_cells(v['ran'])} ({num(count(v['ran']))} of "
-        f"{num(count(v['ran']) + count(v['not_run']))}); **not run yet**: {_cells(v['not_run'])}. "
+        f"{num(count(v['ran']) + count(v['not_run']))})"
+        + (f"; **not run yet**: {_cells(v['not_run'])}" if count(v["not_run"]) else "")
+        + ". "
         f"Each: {num(v['trials'])} trials, {num(v['seeds'])} paired verification seeds, every model "
         f"{num(v['proxy_tokens'], ',')} training tokens. Below, each cell beyond noise with the default's loss "
         "minus the other arm's (nats/token; negative: the default better) and its paired t-interval at "
         f"{num(100 * v['level'], '.0f')}%.",
         f"- **Did the proxies learn?** {num(ln['models'])} models, fewest optimiser steps {num(ln['min_steps'])}, "
         f"least margin over a unigram model of their own training tokens {num(ln['min_margin'], '.2f')} nats/token; "
-        f"{num(ln['short'])} fell short of the bar.",
+        f"{num(ln['short'])} fell short of the bar"
+        + (
+            ": "
+            + ", ".join(
+                f"{txt(w['arm'])} on {txt(w['corpus'])} {txt(w['regime'])} ({num(w['models'])})"
+                for w in ln.get("short_where", [])
+            )
+            if ln.get("short_where")
+            else ""
+        )
+        + ".",
         "- **Cost at the search's defaults** (each cell held both CPU slots, but short test runs went beside "
         "some: the load at each cell's start and end is in recipe_suite.md): "
         + "; ".join(
@@ -353,6 +365,25 @@ def readme_suite(v):
 # ---------------------------------------------------------------------- fidelity.json
 @block("fidelity_findings", "fidelity.json")
 def fidelity_findings(f):
+    return _fidelity(f)
+
+
+@block("fidelity_cost", "fidelity_cost.json")
+def fidelity_cost(c):
+    m, by = c["meta"], {}
+    for x in c["models"]:
+        by.setdefault(x["options"], []).append(x)
+    sec = {o: sum(x["seconds"] for x in xs) / len(xs) for o, xs in by.items()}
+    big = m["proxy_options"]
+    return (
+        f"A model of `{txt(big)}` ({num(by[big][0]['params'], ',')} parameters) took {num(sec[big], '.0f')} s "
+        f"for {num(m['tokens'], ',')} tokens against {num(sec[''], '.0f')} s for the small proxies' "
+        f"({num(by[''][0]['params'], ',')}), {num(m['jobs'])} at a time on {txt(m['machine'])}: "
+        f"{num(sec[big] / sec[''], '.1f')}x the time per token"
+    )
+
+
+def _fidelity(f):
     from fidelity_report import verdict
 
     m = f["meta"]

@@ -16,10 +16,15 @@ against the small proxies' (the mean of the search's paired verification seeds):
   separate beyond noise (paired 95% t-interval), with the bootstrap's interval.
 
 Each strong model is cached as JSON under ``--work``/fidelity; two train at a time (one torch
-thread each). Writes ``benchmarks/results/fidelity.json`` and renders ``fidelity.md``::
+thread each). Writes ``benchmarks/results/fidelity.json`` (``--results`` names another file) and
+renders ``fidelity.md`` from every check in the folder::
 
     python benchmarks/fidelity.py --cells man:1x,pydoc:1x --proxy-options ""
+    python benchmarks/fidelity.py --cells man:1x,pydoc:1x --results fidelity_large.json
     python benchmarks/fidelity.py --render
+
+The first is the same model on 8x the tokens; the second the default ``--proxy-options`` (about
+4x the parameters) on 8x the tokens.
 
 ``--cost`` measures instead what a larger model costs before anyone sizes a check on it: on the
 first cell given, two arms (``COST_ARMS``) trained side by side (two at a time, as the check runs)
@@ -187,6 +192,9 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=10_000, help="its seed (the first verification seed)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument(
+        "--results", default="fidelity.json", help="the check's file under --out (fidelity.md renders each)"
+    )
     ap.add_argument("--render", action="store_true")
     ap.add_argument("--cost", action="store_true", help="time the search's model and --proxy-options side by side")
     args = ap.parse_args(argv)
@@ -240,7 +248,7 @@ def main(argv=None):
             "seconds": time.time() - t0, "tokens": args.tokens, "proxy_options": args.proxy_options,
             "small_tokens": suite["settings"]["proxy_tokens"], "seed": args.seed}  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
-    (out / "fidelity.json").write_text(json.dumps({"meta": meta, "cells": cells}, indent=1, default=str))
+    (out / args.results).write_text(json.dumps({"meta": meta, "cells": cells}, indent=1, default=str))
     render(out)
 
 

@@ -1,4 +1,8 @@
-"""``fidelity.md`` from ``fidelity.json`` (benchmarks/fidelity.py): what the small proxy's ranking is worth.
+"""``fidelity.md`` from the checks (benchmarks/fidelity.py): what the small proxy's ranking is worth.
+
+``fidelity.json`` is the check with the same model on 8x the tokens; ``fidelity_large.json``, where it
+exists, the one with a larger model (``CHECKS``); ``fidelity_cost.json`` the larger model's measured
+time beside the small one's.
 
 :func:`verdict` words a cell's agreement from its numbers, thresholds beside it: the small
 proxies' ranking *agrees* with the stronger proxy's when Spearman's rho's bootstrap interval
@@ -27,12 +31,16 @@ def verdict(f: dict) -> str:
     return "inconclusive"
 
 
-def markdown(data: dict) -> str:
+CHECKS = {"fidelity.json": "# Fidelity of the search's proxy (`benchmarks/fidelity.py`)",
+          "fidelity_large.json": "## The check with a larger model"}  # fmt: skip
+
+
+def markdown(data: dict, name: str = "fidelity.json") -> str:
     m = data["meta"]
     lines = [
-        "# Fidelity of the search's proxy (`benchmarks/fidelity.py`)",
+        CHECKS[name],
         "",
-        f"Rendered from `fidelity.json` by `benchmarks/fidelity_report.py`. Each recipe-suite cell's verified arms "
+        f"Rendered from `{name}` by `benchmarks/fidelity_report.py`. Each recipe-suite cell's verified arms "
         f"re-selected as the search selected them and trained once more with a stronger proxy: {m['tokens']:,} "
         f"training tokens ({m['tokens'] / m['small_tokens']:g}x the small proxies') and "
         f"{_model(m['proxy_options'])} "
@@ -99,8 +107,7 @@ def cost_markdown(data: dict, cells: int, arms: int) -> str:
         f"The larger model is {per[m['proxy_options']] / per['']:.1f}x the search's model's time per token here. "
         f"The check above ({cells} cells x {arms} arms, {m['jobs']} models at a time) with it at "
         f"{m['check_tokens']:,} tokens: about **{hours:.1f} hours** of both cores (estimated from the measured "
-        "rate, not run). The check in the table above is the one that ran: the same model as the small "
-        "proxies, trained 8x the tokens.",
+        "rate).",
         "",
     ]
     return "\n".join(lines)
@@ -113,4 +120,7 @@ def render(out: Path) -> None:
     if cost.exists():
         arms = max(c["fidelity"]["eval"]["arms"] for c in data["cells"])
         text += "\n" + cost_markdown(json.loads(cost.read_text()), len(data["cells"]), arms)
+    for name in list(CHECKS)[1:]:
+        if (Path(out) / name).exists():
+            text += "\n" + markdown(json.loads((Path(out) / name).read_text()), name)
     (Path(out) / "fidelity.md").write_text(text)

@@ -75,11 +75,14 @@ def learned(records: pd.DataFrame) -> dict:
     """Every model's steps and unigram margins: the least of each, and how many models fall short."""
     margins = records[[f"unigram_margin.{t}" for t in TARGETS if f"unigram_margin.{t}" in records]]
     least = margins.min(axis=1)
+    short = (records["steps"] < MIN_STEPS) | (least < MIN_MARGIN)
+    where = records[short].groupby(["corpus", "regime", "name"], sort=True).size() if short.any() else {}
     return {
         "models": int(len(records)),
         "min_steps": int(records["steps"].min()),
         "min_margin": float(least.min()),
-        "short": int(((records["steps"] < MIN_STEPS) | (least < MIN_MARGIN)).sum()),
+        "short": int(short.sum()),
+        "short_where": [{"corpus": c, "regime": r, "arm": a, "models": int(n)} for (c, r, a), n in dict(where).items()],
     }
 
 
