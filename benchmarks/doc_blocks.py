@@ -351,15 +351,23 @@ def suite_findings(v):
 
 @block("readme_suite", "recipe_suite_verdicts.json")
 def readme_suite(v):
-    said = []
-    for r in v["verdicts"]:
-        if r["pair"] in ("default vs topk", "default vs random"):
-            said.append(f"{txt(r['regime'])} {txt(r['target'])}, {txt(r['pair'])}: {_count(r)}")
-    return (
-        f"**What the suite shows so far** (cells run: {_cells(v['ran'])}, {num(count(v['ran']))} of "
-        f"{num(count(v['ran']) + count(v['not_run']))}; {num(v['seeds'])} paired seeds; equal "
-        f"tokens): " + "; ".join(said)
-    )
+    """The README's table: per regime and target, the default against top-k and random."""
+    lines = [
+        f"Cells run: {_cells(v['ran'])} ({num(count(v['ran']))} of "
+        f"{num(count(v['ran']) + count(v['not_run']))}); {num(v['seeds'])} paired seeds; every arm at equal tokens.",
+        "",
+        "| passes | target | the default against top-k | the default against random |",
+        "| --- | --- | --- | --- |",
+    ]
+    for regime in dict.fromkeys(r["regime"] for r in v["verdicts"]):
+        for t in dict.fromkeys(r["target"] for r in v["verdicts"] if r["regime"] == regime):
+            cols = [_verdict(v, regime, t, f"default vs {o}") for o in ("topk", "random")]
+            lines.append(
+                f"| {txt(regime)} | {TARGET_WORDS.get(t, t)} | "
+                + " | ".join(_count(c) if c else "—" for c in cols)
+                + " |"
+            )
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------- fidelity.json
