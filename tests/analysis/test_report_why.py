@@ -106,6 +106,14 @@ def _why_rows(html):
     return _tables(part[: part.index("</table>") + len("</table>")])[0][1:]
 
 
+def test_the_terminal_says_how_many_splits_returned_their_start(facility):
+    _, manifest, _, summary, _ = facility
+    kept = sum(r["optimizer"]["stopped_by"] == "start" for r in manifest["splits"])
+    assert manifest["totals"]["pg_kept_start"] == kept
+    said = f"; {kept} returned their start" in summary
+    assert said if kept else "returned their start" not in summary
+
+
 def test_select_report_names_the_selected_copy_that_displaced_a_top_row(corpus, facility):
     _, E, q = corpus
     out, manifest, html, _, ids = facility

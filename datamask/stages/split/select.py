@@ -217,6 +217,7 @@ class SelectStage(Select):  # name, config, help: .declared
         if self.cfg.exclude:
             out.update({k: int(sum(r.get(k, 0) for r in records)) for k in EXCLUDED_COUNTS})
         out["pg_improved"] = pg_improved(records)
+        out["pg_kept_start"] = int(sum((r.get("optimizer") or {}).get("stopped_by") == "start" for r in records))
         if self.cfg.budget_in_tokens:
             out.update(token_totals(records, self.job_.token_info))
         return out
@@ -229,6 +230,11 @@ class SelectStage(Select):  # name, config, help: .declared
             line = f"{excluded}\n{line}"
         if manifest["config"].get("method") == "datamask" and "pg_improved" in t:
             line += f"\ndatamask: policy gradient improved its start on {t['pg_improved']} of {n_splits(t)} splits"
+            if t.get("pg_kept_start"):
+                line += (
+                    f"; {t['pg_kept_start']} returned their start, which pg's first steps did not improve on "
+                    "(the start solved the objective: stopped_by 'start' in the manifest)"
+                )
         tok = t.get("tokens")
         if tok:
             line += (
