@@ -376,6 +376,11 @@ def fidelity_findings(f):
     return _fidelity(f)
 
 
+@block("fidelity_large_findings", "fidelity_large.json")
+def fidelity_large_findings(f):
+    return _fidelity(f)
+
+
 @block("fidelity_cost", "fidelity_cost.json")
 def fidelity_cost(c):
     m, by = c["meta"], {}
