@@ -492,3 +492,101 @@ def facility_speed(fs):
         f"{num(wall['datamask'] / wall['pairwise'], '.2f')}x the previous default's (the paper's pairwise objective "
         f"with its pruning) wall time, one thread, load {num(min(fs['load']), '.1f')}-{num(max(fs['load']), '.1f')}"
     )
+
+
+# ---------------------------------------------------------------------- gpu.json
+def _gpu_against(g: dict, key: str, spec: str, unit: str = "") -> str:
+    """A GPU figure, its target and whether the run met it (``not measured`` when its step did not finish)."""
+    v, t = g["figures"][key], g["targets"][key]
+    if v is None:
+        return "not measured (its step did not finish)"
+    met = v >= t["bound"] if t["op"] == ">=" else v <= t["bound"]
+    return f"{num(v, spec)}{unit} (target {t['op'].replace('>=', '≥').replace('<=', '≤')} {num(t['bound'], ',')}{unit}: {'met' if met else 'missed'})"
+
+
+GPU_STEPS = {  # gpu_check.sh's steps as the docs name them
+    "gpu-tests": "the `gpu`-marked tests",
+    "optimizer": "the optimizer benchmark",
+    "select-relaxed": "`select --method relaxed`",
+    "select-datamask": "the default `select` (facility) at a million rows",
+    "embed": "`embed`",
+    "cluster": "`cluster`",
+    "optimizer-width": "the optimizer's width sweep",
+    "proxy-lm": "the proxy-LM end-to-end runs (after their throughput lines)",
+    "small": "the dask-cuda smoke run's corpus",
+    "dask-cuda": "the dask-cuda smoke run",
+}
+
+
+@block("gpu_ran", "gpu.json")
+def gpu_ran(g):
+    f, ts = g["figures"], g["figures"]["tests"]
+    graph = (
+        "captured"
+        if f["cuda_graph_captured"]
+        else "not captured (cupy refuses cuBLAS inside stream capture) and the step fell back to plain launches"
+    )
+    if f["fit_1m"] is not None:
+        fit = f"reached 99% of relaxed's gain in {_gpu_against(g, 'fit_1m', '.1f', ' s')}"
+    else:
+        fit = (
+            f"ended its budget at {num(f['pg_1m_end_percent'], '.2f')}% of relaxed's gain "
+            f"(target {txt(g['targets']['fit_1m']['text'])}: missed)"
+        )
+    late = [GPU_STEPS[k] for k, v in f["steps"].items() if v == "timed out" and k in GPU_STEPS]
+    never = [GPU_STEPS[k] for k, v in f["steps"].items() if v.startswith("skipped") and k in GPU_STEPS]
+    never = [x for x in never if x not in late and "corpus" not in x]
+    tests = (
+        f" ({num(ts['tests'])} ran before the limit: {num(ts['passed'])} passed, {num(ts['failed'])} failed, "
+        "which ones the log does not say)"
+        if ts.get("tests")
+        else ""
+    )
+    late = [x + tests if x == GPU_STEPS["gpu-tests"] else x for x in late]
+    ran = [ln.split("\t")[0] for ln in g["files"]["steps.tsv"].splitlines()]
+    again = " (steps it did not reach, in a second call)" if len(ran) > len(set(ran)) else ""
+    return (
+        f"One run of `benchmarks/gpu_check.sh` on an {txt(f['device'])} at commit `{txt(g['commit'])}`{again} "
+        f"([gpu.md](../benchmarks/results/gpu.md)): the level probe chose `cuda` (cupy arrays, `lloyd` k-means, "
+        f"one GPU worker). `select --method relaxed` ran end to end on a GPU worker at "
+        f"{_gpu_against(g, 'select_relaxed', ',.0f', ' rows/s')}, peak GPU memory "
+        f"{_gpu_against(g, 'gpu_memory_ratio', '.2f', 'x')} the split's embedding bytes; the pg step on cupy at a "
+        f"million rows took {_gpu_against(g, 'pg_step_1m', '.3f', ' ms')} and {fit}; its CUDA graph was {graph}; "
+        f"`cluster --n-clusters 1000` on a million rows took {_gpu_against(g, 'cluster', '.1f', ' s')}; the `small` "
+        f"proxy LM trained {num(f['small_tokens_per_s'], ',.0f')} tokens/s in {txt(f['small_precision'])}, "
+        f"{_gpu_against(g, 'small_vs_tiny', '.1f', 'x')} `tiny`'s {num(f['tiny_cpu_tokens_per_s'], ',.0f')} on "
+        f"the CPU. Stopped at their steps' time limits: {'; '.join(late) or 'none'}. Not reached: "
+        f"{'; '.join(never) or 'none'}"
+    )
+
+
+GPU_TARGET_WORDS = {
+    "select_relaxed": "relaxed `select`'s rows/s",
+    "select_datamask": "the default `select`'s rows/s",
+    "gpu_memory_ratio": "peak GPU memory",
+    "embed_short": "`embed` on short texts",
+    "embed_long": "`embed` on long texts",
+    "cosine": "`embed`'s cosine to the CPU",
+    "cluster": "`cluster`'s time",
+    "pg_step_1m": "the pg step's time",
+    "fit_1m": "pg's time to 99% of relaxed's gain",
+    "small_vs_tiny": "the `small` proxy's training speed",
+}
+
+
+@block("readme_gpu", "gpu.json")
+def readme_gpu(g):
+    f = g["figures"]
+    met = [
+        k
+        for k, t in g["targets"].items()
+        if f.get(k) is not None and (f[k] >= t["bound"] if t["op"] == ">=" else f[k] <= t["bound"])
+    ]
+    measured = [k for k in g["targets"] if f.get(k) is not None]
+    return (
+        f"This code has run on a GPU once ({txt(f['device'])}, one session): {num(count(met))} of the "
+        f"{num(count(measured))} targets it measured met ({', '.join(GPU_TARGET_WORDS[k] for k in met) or 'none'}); `select --method "
+        f"relaxed` ran end to end at {num(f['select_relaxed'], ',.0f')} rows/s per GPU, the pg step took "
+        f"{num(f['pg_step_1m'], '.2f')} ms at a million rows, and the default `select`, `embed` and the `gpu`-marked "
+        f"tests did not finish inside their steps' limits"
+    )

@@ -7,7 +7,12 @@
     python benchmarks/gpu_bench.py model --minilm .whl/minilm --out /tmp/minilm
     python benchmarks/gpu_bench.py embed --texts /tmp/texts --model /tmp/minilm --out OUT
     python benchmarks/gpu_bench.py cluster --corpus /tmp/corpus --k 1000 --out OUT
-    python benchmarks/gpu_bench.py report --out OUT --md benchmarks/results/gpu.md
+    python benchmarks/gpu_bench.py report --out OUT --md benchmarks/results/gpu.md --json benchmarks/results/gpu.json
+    python benchmarks/gpu_bench.py report --from-json benchmarks/results/gpu.json --md benchmarks/results/gpu.md
+
+``report --json`` keeps what a run left under OUT (each step's JSON, the step table, the test and
+proxy-LM logs, the optimizer's table) in one file, so the table can be rendered again from the
+repository without the machine that measured it.
 
 ``select``, ``embed`` and ``cluster`` run the ``datamask`` command itself (Parquet in, Parquet
 out) and read its manifest; ``embed`` also times the warm embedder alone, beside the plain
@@ -36,7 +41,12 @@ TARGETS = {  # figure: (comparison, bound, text)
     "embed_long": (">=", 5_000, ">= 5,000 texts/s"),
     "cosine": (">=", 0.9999, ">= 0.9999 vs CPU float32"),
     "cluster": ("<=", 10.0, "<= 10 s"),
+    "pg_step_1m": ("<=", 0.5, "<= 0.5 ms"),
+    "fit_1m": ("<=", 10.0, "99% of relaxed's gain in <= 10 s"),
+    "small_vs_tiny": (">=", 50.0, ">= 50x tiny's tokens/s on two CPU cores"),
 }
+# the files of a run that the table reads (``report --json`` keeps them, and only them)
+KEPT = re.compile(r"^(steps\.tsv|gpu\.txt|gpu-tests\.log|proxy-lm\.log|optimizer/optimizer\.md|[a-z_]+\.json)$")
 WORDS = [
     "river",
     "bread",
@@ -382,27 +392,100 @@ def _mark(key, value):
     return "met" if (value >= bound if op == ">=" else value <= bound) else "**missed**"
 
 
-def report(out) -> str:
-    """Markdown of the figures under ``out`` (the JSON of each step, steps.tsv, the logs)."""
+def run_files(out) -> dict:
+    """``{relative path: text}`` of the files under ``out`` that :func:`report` reads."""
     out = Path(out)
+    found = {}
+    for f in sorted(out.rglob("*")):
+        rel = f.relative_to(out).as_posix()
+        if f.is_file() and KEPT.match(rel):
+            found[rel] = f.read_text(errors="replace")
+    return found
+
+
+def _tests_line(log: str) -> str:
+    """pytest's summary line, or, when the step was stopped before it, what its progress dots say."""
+    found = [
+        ln.strip(" =") for ln in log.splitlines() if re.search(r"\d+ (passed|failed|errors?|skipped|deselected)\b", ln)
+    ]
+    if found:
+        return found[-1]
+    marks = "".join(ln for ln in log.splitlines() if re.fullmatch(r"[.FEsx]+( +\[ *\d+%\])?", ln.strip())).split("[")[0]
+    if not marks:
+        return "no summary line and no test result (see gpu-tests.log)"
+    n = {c: marks.count(c) for c in ".FEs"}
+    return (
+        f"no summary line: the step was stopped at its time limit after {len(marks)} tests "
+        f"({n['.']} passed, {n['F']} failed, {n['E']} errors, {n['s']} skipped; which ones failed is not in the log)"
+    )
+
+
+def _proxy_rates(log: str) -> dict:
+    """``{(preset, device): record}`` from the throughput lines ``benchmarks/proxy_lm.py`` prints."""
+    import ast
+
+    out = {}
+    for ln in log.splitlines():
+        if ln.startswith("{'preset'"):
+            r = ast.literal_eval(ln)
+            out[(r["preset"], r["device"])] = r
+    return out
+
+
+def _cpu_tiny_rate() -> tuple:
+    """(tokens/s, threads): the tiny preset's best training throughput on this repository's CPU
+    benchmark (benchmarks/results/proxy_lm.md), the figure ``small`` on CUDA is set against."""
+    best = (None, None)
+    p = ROOT / "benchmarks" / "results" / "proxy_lm.md"
+    for ln in p.read_text().splitlines() if p.exists() else []:
+        c = [x.strip() for x in ln.strip().strip("|").split("|")]
+        if len(c) >= 8 and c[0] == "tiny" and c[1] == "cpu":
+            v = float(c[7].replace(",", ""))
+            if best[0] is None or v > best[0]:
+                best = (v, int(c[3]))
+    return best
+
+
+def _large_rows(md: str) -> dict:
+    """The optimizer table's "Large partitions" rows: ``{pg variant: {column: cell}}``."""
+    if "## Large partitions" not in md:
+        return {}
+    lines = [ln for ln in md.split("## Large partitions", 1)[1].splitlines() if ln.startswith("|")]
+    if len(lines) < 3:
+        return {}
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = {}
+    for ln in lines[2:]:
+        c = [x.strip() for x in ln.strip("|").split("|")]
+        rows[c[head.index("pg")]] = dict(zip(head, c))
+    return rows
+
+
+def _number(cell):
+    m = re.match(r"[-+]?[\d,]*\.?\d+", cell or "")
+    return float(m.group(0).replace(",", "")) if m else None
+
+
+def report(src, figures=None) -> str:
+    """Markdown of a run's figures: ``src`` a run's folder (each step's JSON, steps.tsv, the
+    logs) or the ``{path: text}`` of :func:`run_files` (``report --from-json``). ``figures`` (a
+    dict, optional) is filled with each target's value (None: not measured), the tests' counts
+    and each step's last result, which ``report --json`` keeps for the docs' rendered lines."""
+    files = src if isinstance(src, dict) else run_files(src)
+    figures = {} if figures is None else figures
 
     def load(name):
-        f = out / f"{name}.json"
-        return json.loads(f.read_text()) if f.exists() else {}
+        t = files.get(f"{name}.json")
+        return json.loads(t) if t else {}
 
-    env = (out / "gpu.txt").read_text().strip() if (out / "gpu.txt").exists() else "not recorded"
-    tests = "not run"
-    if (out / "gpu-tests.log").exists():
-        found = [
-            ln.strip(" =")
-            for ln in (out / "gpu-tests.log").read_text().splitlines()
-            if re.search(r"\d+ (passed|failed|errors?|skipped|deselected)\b", ln)
-        ]
-        tests = found[-1] if found else "no summary line (see gpu-tests.log)"
+    env = files.get("gpu.txt", "not recorded").strip()
+    tests = _tests_line(files["gpu-tests.log"]) if "gpu-tests.log" in files else "not run"
+    figures["tests"] = {k: int(m) for m, k in re.findall(r"(\d+) (tests|passed|failed|errors|skipped)\b", tests)}
     rows = []
 
     def row(what, value, key, fmt="{:,.0f}"):
         v = None if value is None else float(value)
+        figures[key] = v
         rows.append(f"| {what} | {'-' if v is None else fmt.format(v)} | {TARGETS[key][2]} | {_mark(key, v)} |")
 
     sel = {s: load(f"select_{s}") for s in ("relaxed", "datamask")}
@@ -441,17 +524,57 @@ def report(out) -> str:
         "cluster",
         "{:.1f}",
     )
+    opt = files.get("optimizer/optimizer.md", "")
+    big = _large_rows(opt).get("default", {})
+    row(
+        f"pg step at {big.get('N', '1,000,000')} rows (the optimizer benchmark's default pg, "
+        f"{big.get('pg ms/step (steps timed)', '-').split(' ')[-1].strip('()') or '-'} steps timed): ms",
+        _number(big.get("pg ms/step (steps timed)")),
+        "pg_step_1m",
+        "{:.3f}",
+    )
+    end = big.get("% of relaxed's gain at the end (steps; budget)", "-")
+    row(
+        f"pg at {big.get('N', '1,000,000')} rows, seconds to 99% of relaxed's gain (at the end of its budget, "
+        f"% of relaxed's gain (steps; budget): {end})",
+        _number(big.get("s to 99%")),
+        "fit_1m",
+        "{:.1f}",
+    )
+    rates, (cpu, threads) = _proxy_rates(files.get("proxy-lm.log", "")), _cpu_tiny_rate()
+    small = rates.get(("small", "cuda"))
+    tiny = rates.get(("tiny", "cuda"))
+    row(
+        f"proxy LM `small` ({small['params']:,} parameters, {small['precision']}) training tokens/s on CUDA, "
+        f"over `tiny`'s on the CPU ({cpu:,.0f} tokens/s at {threads} thread, benchmarks/results/proxy_lm.md); "
+        f"`tiny` on CUDA: {tiny['tokens_per_s'] if tiny else 0:,.0f} tokens/s"
+        if small and cpu
+        else "proxy LM `small` on CUDA over `tiny` on the CPU: training tokens/s",
+        small["tokens_per_s"] / cpu if small and cpu else None,
+        "small_vs_tiny",
+        "{:.1f}x",
+    )
     steps = []
-    if (out / "steps.tsv").exists():
-        for line in (out / "steps.tsv").read_text().splitlines():
-            name, rc, secs = (line.split("\t") + ["", ""])[:3]
-            what = {"124": "timed out", "137": "killed", "0": "ok", "skip": "skipped (out of time)"}.get(rc, f"rc {rc}")
-            steps.append(f"| {name} | {what} | {secs} |")
+    for line in files.get("steps.tsv", "").splitlines():
+        name, rc, secs = (line.split("\t") + ["", ""])[:3]
+        what = {"124": "timed out", "137": "killed", "0": "ok", "skip": "skipped (out of time)"}.get(rc, f"rc {rc}")
+        steps.append(f"| {name} | {what} | {secs} |")
+        figures.setdefault("steps", {})[name] = what
+    figures["device"] = env.split(",")[0].strip() if env != "not recorded" else None
+    figures["small_precision"] = small["precision"] if small else None
+    figures["small_tokens_per_s"] = small["tokens_per_s"] if small else None
+    figures["tiny_cuda_tokens_per_s"] = tiny["tokens_per_s"] if tiny else None
+    figures["tiny_cpu_tokens_per_s"] = cpu
+    figures["pg_1m_end_percent"] = _number(end)
+    figures["cuda_graph_captured"] = None if not opt else "could not be captured" not in opt
     extra = []
     for r in list(sel.values()) + [c]:
         if r.get("gpu"):
             extra.append(f"What ran: {json.dumps(r['gpu'])}")
             break
+    graph = re.search(r"CUDA graph: ([^\n]*)", opt)
+    if graph:
+        extra.append(f"CUDA graph (optimizer benchmark): {graph.group(1)}")
     dc = load("select_dask_cuda")
     if dc:
         ran = (dc.get("gpu") or {}).get("cluster", "?")
@@ -466,29 +589,54 @@ def report(out) -> str:
         "",
         f"GPU tests: {tests}",
         "",
-        *extra,
-        "",
+        *[x + "\n" for x in extra],
         "| figure | value | target | |",
         "| --- | --- | --- | --- |",
         *rows,
         "",
         "The end-to-end figures of `datamask embed` (model load included) are in embed.json "
-        "(`cli_texts_per_s_per_gpu`); the optimizer benchmark writes its own table beside this one.",
+        "(`cli_texts_per_s_per_gpu`). A step listed twice ran again in a second call (`GPU_CHECK_ONLY`); "
+        "a figure whose step timed out or was skipped is *not measured*.",
         "",
         "| step | result | seconds |",
         "| --- | --- | --- |",
         *steps,
         "",
     ]
+    if opt:
+        lines += ["## The optimizer benchmark's table, as that run wrote it", "", opt.split("\n", 1)[1].strip(), ""]
     return "\n".join(lines)
 
 
 def cmd_report(a):
-    text = report(a.out)
-    for p in [Path(a.out) / "gpu.md"] + ([Path(a.md)] if a.md else []):
+    if a.from_json:
+        run = json.loads(Path(a.from_json).read_text())
+        files = run["files"]
+    else:
+        files = run_files(a.out)
+    figures = {}
+    text = report(files, figures)
+    commit = run.get("commit") if a.from_json else (a.commit or _commit())
+    if a.json or a.from_json:
+        src = Path(a.json or a.from_json).name
+        text = text.replace(
+            "\n\nMachine:",
+            f"\n\nThe code at commit `{commit}`; rendered from `{src}` (the run's own files).\n\nMachine:",
+            1,
+        )
+    if a.json:
+        targets = {k: {"op": op, "bound": bound, "text": text} for k, (op, bound, text) in TARGETS.items()}
+        keep = {"commit": commit, "figures": figures, "targets": targets, "files": files}
+        Path(a.json).write_text(json.dumps(keep, indent=1) + "\n")
+    for p in ([Path(a.out) / "gpu.md"] if a.out else []) + ([Path(a.md)] if a.md else []):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     print(text)
+
+
+def _commit():
+    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return r.stdout.strip() or None
 
 
 def main(argv=None):
@@ -530,8 +678,12 @@ def main(argv=None):
             s.add_argument("--plain-share", type=int, default=10, help="plain loop on 1/N of the texts")
             s.add_argument("--cosine-n", type=int, default=128)
     r = sub.add_parser("report")
-    r.add_argument("--out", required=True)
+    src = r.add_mutually_exclusive_group(required=True)
+    src.add_argument("--out", help="a run's folder")
+    src.add_argument("--from-json", help="a run kept by --json")
     r.add_argument("--md", default=None)
+    r.add_argument("--json", default=None, help="keep the run's files (the ones the table reads) in this JSON")
+    r.add_argument("--commit", default=None, help="the measured code's commit (default: this checkout's HEAD)")
     a = ap.parse_args(argv)
     globals()[f"cmd_{a.cmd}"](a)
 

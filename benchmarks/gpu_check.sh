@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# One prepared GPU check (issues 10 and 11), at most 8 minutes, for a session lent a CUDA
+# One prepared GPU check (issues 10 and 11), at most 9 minutes, for a session lent a CUDA
 # machine like the H200 one (Python 3.12, torch + cupy, no dask, no RAPIDS, no network).
 #
 #   here, once:  bash benchmarks/fetch_gpu_wheels.sh      # .whl/: pinned wheels + MiniLM tokenizer
 #   there:       bash benchmarks/gpu_check.sh             # the device run tool: carry [".whl"]
 #   here, dry:   GPU_CHECK_DRY=1 bash benchmarks/gpu_check.sh   # same steps, tiny, --device cpu
+#   a rerun:     GPU_CHECK_ONLY="proxy-lm cluster" bash benchmarks/gpu_check.sh   # these steps only (the
+#                data steps' output kept under GPU_CHECK_WORK from the first run); steps.tsv appended
 #
 # Each step runs under its own `timeout` (a hang cannot eat the rest) and inside one total
-# budget (GPU_CHECK_SECONDS, default 450 s; a step that would not fit is skipped). Logs, one
+# budget (GPU_CHECK_SECONDS, default 540 s; a step that would not fit is skipped). Logs, one
 # JSON per step and gpu.md (the table, with the targets) go to $OUT (default
 # benchmarks/results-gpu); a real run also writes benchmarks/results/gpu.md.
 set -uo pipefail
@@ -15,21 +17,23 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 out=${OUT:-benchmarks/results-gpu}
 work=${GPU_CHECK_WORK:-/tmp/datamask-gpu-check}
-budget=${GPU_CHECK_SECONDS:-450}
+budget=${GPU_CHECK_SECONDS:-540}
 dry=${GPU_CHECK_DRY:-0}
 start=$SECONDS
 mkdir -p "$out" "$work"
-: > "$out/steps.tsv"
+only=${GPU_CHECK_ONLY:-}
+[ -z "$only" ] && : > "$out/steps.tsv"
 if [ "$dry" = 1 ]; then
   dev=cpu; rows=20000; files=2; split=10000; k=8; short=48; long=6; smoke_rows=4000; md=""
 else
-  dev=gpu; rows=2000000; files=2; split=1000000; k=1000; short=200000; long=40000; smoke_rows=200000
+  dev=gpu; rows=2000000; files=2; split=1000000; k=1000; short=60000; long=12000; smoke_rows=200000
   md=benchmarks/results/gpu.md
 fi
 
 step() {  # step NAME SECONDS COMMAND...: under its own timeout, inside the total budget
   local name=$1 limit=$2 left t0 rc
   shift 2
+  if [ -n "$only" ] && [[ " $only " != *" $name "* ]]; then return; fi
   left=$(( budget - (SECONDS - start) ))
   (( limit > left )) && limit=$left
   if (( limit < 15 )); then
@@ -69,7 +73,7 @@ export DATAMASK_TEST_MODEL=$model
 
 # --- 3. the GPU tests (optimizer, policy, pipeline, embedding on CUDA)
 if [ "$dry" != 1 ]; then
-  step gpu-tests 90 "$PY" -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
+  step gpu-tests 180 "$PY" -m pytest -q -m gpu -p no:cacheprovider --continue-on-collection-errors \
     tests/core tests/estimator tests/runtime tests/pipeline tests/features
 fi
 
@@ -125,6 +129,6 @@ if [ "$dry" != 1 ] && ls .whl/dask_cuda-*.whl > /dev/null 2>&1; then
 fi
 
 # --- 11. the table
-"$PY" benchmarks/gpu_bench.py report --out "$out" ${md:+--md "$md"} > /dev/null
+"$PY" benchmarks/gpu_bench.py report --out "$out" ${md:+--md "$md" --json benchmarks/results/gpu.json} > /dev/null
 echo "== done in $((SECONDS - start)) s: $out/gpu.md"
 cat "$out/gpu.md"

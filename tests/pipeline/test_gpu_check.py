@@ -133,3 +133,46 @@ def test_random_minilm_has_the_model_shape(tmp_path):
     assert v.shape == (2, 384) and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
     real = Embedder(device="cpu", compute="float32").encode(["one text"])
     assert abs(float(v[0] @ real[0])) < 0.99  # not the trained weights
+
+
+def test_a_stopped_test_step_reports_its_progress_not_a_summary():
+    """pytest killed at the step's limit leaves only its progress marks: the table counts them."""
+    line = gpu_bench._tests_line("F..s.F.")
+    assert "stopped at its time limit after 7 tests" in line
+    assert "4 passed, 2 failed, 0 errors, 1 skipped" in line
+    assert gpu_bench._tests_line("....\n4 passed, 1 skipped in 3.0s\n") == "4 passed, 1 skipped in 3.0s"
+
+
+def test_a_run_kept_as_json_renders_the_same_table_and_its_figures(tmp_path):
+    """``report --json`` keeps only the files the table reads; ``--from-json`` renders the same table
+    without the run's folder; the figures the docs render come with it, the proxy ratio over
+    proxy_lm.md's best CPU rate for ``tiny``."""
+    run = tmp_path / "run"
+    (run / "optimizer").mkdir(parents=True)
+    (run / "steps.tsv").write_text("cluster\t0\t21\nembed\t124\t120\nembed\t0\t80\n")
+    (run / "cluster.json").write_text(json.dumps({"rows": 1_000_000, "wall_seconds": 8.5, "n_clusters": 1000}))
+    (run / "proxy-lm.log").write_text(
+        "noise\n{'preset': 'tiny', 'device': 'cuda', 'precision': 'bfloat16', 'params': 10, 'tokens_per_s': 5000.0}\n"
+        "{'preset': 'small', 'device': 'cuda', 'precision': 'bfloat16', 'params': 20, 'tokens_per_s': 900000.0}\n"
+    )
+    (run / "optimizer" / "optimizer.md").write_text(
+        "# Optimizer benchmark\n\nCUDA graph: captured.\n\n## Large partitions (x)\n\n"
+        "| N | pg | relaxed s | pg ms/step (steps timed) | s to 99% | % of relaxed's gain at the end (steps; budget) |\n"
+        "|---|---|---|---|---|---|\n| 1,000,000 | default | 0.1 | 0.420 (1000) | 7.5 | 99.5 (900; 12 s) |\n"
+    )
+    (run / "unrelated.bin").write_bytes(b"\0")
+    kept = tmp_path / "gpu.json"
+    gpu_bench.main(
+        ["report", "--out", str(run), "--json", str(kept), "--md", str(tmp_path / "a.md"), "--commit", "abc1234"]
+    )
+    gpu_bench.main(["report", "--from-json", str(kept), "--md", str(tmp_path / "b.md")])
+    assert (tmp_path / "a.md").read_text() == (tmp_path / "b.md").read_text()
+    g = json.loads(kept.read_text())
+    assert set(g["files"]) == {"steps.tsv", "cluster.json", "proxy-lm.log", "optimizer/optimizer.md"}
+    f = g["figures"]
+    cpu, _ = gpu_bench._cpu_tiny_rate()
+    assert f["cluster"] == 8.5 and f["pg_step_1m"] == 0.42 and f["fit_1m"] == 7.5 and f["pg_1m_end_percent"] == 99.5
+    assert f["small_vs_tiny"] == pytest.approx(900000.0 / cpu) and f["steps"]["embed"] == "ok"
+    assert f["cuda_graph_captured"] is True and g["commit"] == "abc1234"
+    md = (tmp_path / "a.md").read_text()
+    assert "commit `abc1234`" in md and next(x for x in md.splitlines() if "pg step at" in x).endswith("| met |")
