@@ -28,8 +28,11 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/datamask demo demo-output
 
+# Two test processes, each taking whole files (`--dist loadfile`: a file's fixtures, clusters
+# and servers stay in one process); `make test TEST_WORKERS=0` runs the suite in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
 
 # The optimiser's and the methods' tests under other OpenBLAS kernels (a user's CPU picks its
 # own; each sums float32 products in its own order). `make test-blas KERNELS=Haswell` for one.
