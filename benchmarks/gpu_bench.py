@@ -241,6 +241,7 @@ def cmd_select(a):
         a.method,
         # relaxed is defined for pairwise (or DiSF), not for 0.3's default, facility location
         *(["--diversity", "pairwise"] if a.method == "relaxed" else []),
+        *(["--near-duplicate", a.near_duplicate] if a.near_duplicate else []),
         "--split-size",
         a.split_size,
         "--quiet",
@@ -575,6 +576,13 @@ def report(src, figures=None) -> str:
     graph = re.search(r"CUDA graph: ([^\n]*)", opt)
     if graph:
         extra.append(f"CUDA graph (optimizer benchmark): {graph.group(1)}")
+    nf = load("select_relaxed_no_filter")
+    if nf.get("rows_per_s_per_gpu"):
+        extra.append(
+            f"`select --method relaxed --near-duplicate null` (the redundancy filter off), the same rows: "
+            f"{nf['rows_per_s_per_gpu']:,.0f} rows/s per GPU"
+        )
+        figures["select_relaxed_no_filter"] = nf["rows_per_s_per_gpu"]
     dc = load("select_dask_cuda")
     if dc:
         ran = (dc.get("gpu") or {}).get("cluster", "?")
@@ -670,6 +678,9 @@ def main(argv=None):
                 "--method", default="relaxed", choices=("relaxed", "datamask", "greedy"), help="select's --method"
             )
             s.add_argument("--name", default=None, help="the JSON's name (default select_METHOD)")
+            s.add_argument(
+                "--near-duplicate", default=None, help="select's --near-duplicate (e.g. null: the filter off)"
+            )
         if name == "cluster":
             s.add_argument("--k", type=int, default=1000)
         if name == "embed":

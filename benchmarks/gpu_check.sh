@@ -94,6 +94,10 @@ for method in relaxed datamask; do
   step "select-$method" 100 "$PY" benchmarks/gpu_bench.py select --corpus "$work/corpus" --method "$method" \
     --split-size "$split" --device "$dev" --out "$out" --work "$work"
 done
+# the same relaxed select with the redundancy filter off: the first H200 run's select was bound by
+# what surrounds the solver, and on the CPU the filter is most of it (docs/gpu.md)
+step select-relaxed-no-filter 100 "$PY" benchmarks/gpu_bench.py select --corpus "$work/corpus" --method relaxed \
+  --near-duplicate null --name select_relaxed_no_filter --split-size "$split" --device "$dev" --out "$out" --work "$work"
 
 # --- 6. datamask embed --device gpu: texts/s, short and long (warm embedder and the command)
 step embed 120 "$PY" benchmarks/gpu_bench.py embed --texts "$work/texts" --model "$model" --device "$dev" \

@@ -34,6 +34,8 @@ def test_the_check_runs_every_measurement_the_issues_ask_for():
     for name in ("gpu-tests", "optimizer", "optimizer-width", '"select-$method"', "embed", "cluster", "proxy-lm"):
         assert f"step {name} " in text, name
     assert "for method in relaxed datamask" in text and "k=1000" in text
+    # the relaxed select again with the redundancy filter off (the first H200 run's open question)
+    assert "step select-relaxed-no-filter " in text and "--near-duplicate null" in text
 
 
 def _pins():
