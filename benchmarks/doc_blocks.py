@@ -544,7 +544,7 @@ def gpu_ran(g):
     )
     late = [x + tests if x == GPU_STEPS["gpu-tests"] else x for x in late]
     ran = [ln.split("\t")[0] for ln in g["files"]["steps.tsv"].splitlines()]
-    again = ", and a second call for steps it did not reach," if len(ran) > len(set(ran)) else ""
+    again = ", and a second call for steps it did not reach" if len(ran) > len(set(ran)) else ""
     return (
         f"One run of `benchmarks/gpu_check.sh` on an {txt(f['device'])} at commit `{txt(g['commit'])}`{again} "
         f"([gpu.md](../benchmarks/results/gpu.md)): the level probe chose `cuda` (cupy arrays, `lloyd` k-means, "
