@@ -163,7 +163,11 @@ def child_command(a):
     from distributed import Client, LocalCluster
 
     from datamask.pipeline.config import SelectConfig
-    from datamask.stages.split.select import run_select
+
+    try:
+        from datamask.stages.split.select import run_select
+    except ImportError:  # a 'before' tree from before 0.3's folders (issue 51)
+        from datamask.stages.select import run_select
 
     with (
         LocalCluster(
