@@ -6,7 +6,9 @@ any of glibc's ``MALLOC_*`` tunables turns off glibc's sliding mmap threshold: e
 128 KiB is then a fresh ``mmap`` whose pages the kernel faults in and zeroes, and ``munmap``\\ s
 on free. A proxy model's training step allocates dozens of such blocks (activations, logits,
 gradients), so in a Dask worker the same step took 1.5-1.9x the CPU seconds it takes in a
-plain process (benchmarks/results/search_cost.md, round 8). :func:`large_blocks` raises the
+plain process (benchmarks/results/search_cost.md, round 8); a split's selection allocates its
+products and gathers block by block likewise (the redundancy filter, the facility scorer), so
+each split's work runs inside it too (:mod:`datamask.pipeline.select_split`). :func:`large_blocks` raises the
 threshold to glibc's ceiling for the duration of a task, so the blocks are reused from the heap,
 then restores the threshold the process had and trims the heap, so the worker still hands its
 memory back as distributed intends.
@@ -22,8 +24,9 @@ import ctypes
 import ctypes.util
 import os
 import platform
+import threading
 
-__all__ = ["large_blocks", "MMAP_THRESHOLD_MAX"]
+__all__ = ["large_blocks", "raised", "MMAP_THRESHOLD_MAX"]
 
 #: glibc's ceiling for ``M_MMAP_THRESHOLD`` on 64-bit (``DEFAULT_MMAP_THRESHOLD_MAX``): the
 #: sliding threshold of a process without tunables grows to it, too
@@ -62,19 +65,39 @@ def _pinned() -> tuple | None:
     )
 
 
+_raised = 0  # how many large_blocks() of this process hold the raised threshold now
+_lock = threading.Lock()  # a worker's threads each run a split
+
+
+def raised() -> bool:
+    """True inside a :func:`large_blocks` that raised the threshold (a Dask worker on glibc)."""
+    return _raised > 0
+
+
 @contextlib.contextmanager
 def large_blocks():
     """Blocks up to 32 MiB come from the heap inside the block; the process's threshold (and a
-    trimmed heap) after it. A no-op off glibc or where glibc's sliding threshold is on."""
+    trimmed heap) after it. A no-op off glibc or where glibc's sliding threshold is on. Nested
+    or concurrent blocks (a worker's threads) keep the threshold raised until the last ends."""
+    global _raised
     pinned = _pinned()
     libc = _libc() if pinned is not None else None
-    if libc is None or not libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX):
+    ok = False
+    if libc is not None:
+        with _lock:
+            ok = bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX))
+            if ok:
+                libc.mallopt(_M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD_MAX)  # what the sliding threshold sets
+                _raised += 1
+    if not ok:
         yield
         return
-    libc.mallopt(_M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD_MAX)  # what the sliding threshold sets
     try:
         yield
     finally:
-        libc.mallopt(_M_MMAP_THRESHOLD, pinned[0])
-        libc.mallopt(_M_TRIM_THRESHOLD, pinned[1])
-        libc.malloc_trim(0)
+        with _lock:
+            _raised -= 1
+            if not _raised:
+                libc.mallopt(_M_MMAP_THRESHOLD, pinned[0])
+                libc.mallopt(_M_TRIM_THRESHOLD, pinned[1])
+                libc.malloc_trim(0)

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.diversity import get_diversity
+from ..core.heap import large_blocks
 from ..errors import DataError
 from ..methods import score, select
 from ..methods.registry import Selection, split_budget
@@ -111,7 +112,9 @@ def select_split(
     if split_tokens is not None and int(split_tokens) < 1:  # a split of no tokens, or too small a share
         return _nothing_kept(n, lengths, source, split_tokens)
     budget = split_budget(n, cfg, lengths, split_tokens, where=where)  # the split's one check, before any work
-    with DeviceWork(level, where, cfg.split_size, data_bytes=E.nbytes) as work:
+    # large_blocks: a Dask worker's heap hands every block over 128 KiB back to the kernel, and
+    # the selection allocates its products block by block (core/heap.py)
+    with DeviceWork(level, where, cfg.split_size, data_bytes=E.nbytes) as work, large_blocks():
         E, q = device_array(E, level), device_array(q, level)  # to the GPU once (cupy levels)
         check_vectors(E, where, cols.embedding, first_row)  # there, not on the host
         sel = select(E, q, cfg, seed, where, callback=callback, table=table, budget=budget)
