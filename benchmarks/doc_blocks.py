@@ -513,14 +513,13 @@ GPU_STEPS = {  # gpu_check.sh's steps as the docs name them
     "cluster": "`cluster`",
     "optimizer-width": "the optimizer's width sweep",
     "proxy-lm": "the proxy-LM end-to-end runs (after their throughput lines)",
-    "small": "the dask-cuda smoke run's corpus",
     "dask-cuda": "the dask-cuda smoke run",
 }
 
 
 @block("gpu_ran", "gpu.json")
 def gpu_ran(g):
-    f, ts = g["figures"], g["figures"]["tests"]
+    f, ts, lv = g["figures"], g["figures"]["tests"], g["figures"]["gpu"]
     graph = (
         "captured"
         if f["cuda_graph_captured"]
@@ -535,7 +534,7 @@ def gpu_ran(g):
         )
     late = [GPU_STEPS[k] for k, v in f["steps"].items() if v == "timed out" and k in GPU_STEPS]
     never = [GPU_STEPS[k] for k, v in f["steps"].items() if v.startswith("skipped") and k in GPU_STEPS]
-    never = [x for x in never if x not in late and "corpus" not in x]
+    never = [x for x in never if x not in late]
     tests = (
         f" ({num(ts['tests'])} ran before the limit: {num(ts['passed'])} passed, {num(ts['failed'])} failed, "
         "which ones the log does not say)"
@@ -547,8 +546,9 @@ def gpu_ran(g):
     again = ", and a second call for steps it did not reach" if len(ran) > len(set(ran)) else ""
     return (
         f"One run of `benchmarks/gpu_check.sh` on an {txt(f['device'])} at commit `{txt(g['commit'])}`{again} "
-        f"([gpu.md](../benchmarks/results/gpu.md)): the level probe chose `cuda` (cupy arrays, `lloyd` k-means, "
-        f"one GPU worker). `select --method relaxed` ran end to end on a GPU worker at "
+        f"([gpu.md](../benchmarks/results/gpu.md)): the level probe chose `{txt(lv['level'])}` ({txt(lv['arrays'])} "
+        f"arrays, `{txt(lv['kmeans'])}` k-means, workers `{txt(lv['cluster'])}` on {num(count(lv['gpus']))} GPU). "
+        f"`select --method relaxed` ran end to end on a GPU worker at "
         f"{_gpu_against(g, 'select_relaxed', ',.0f', ' rows/s')}, peak GPU memory "
         f"{_gpu_against(g, 'gpu_memory_ratio', '.2f', 'x')} the split's embedding bytes; the pg step on cupy at a "
         f"million rows took {_gpu_against(g, 'pg_step_1m', '.3f', ' ms')} and {fit}; its CUDA graph was {graph}; "

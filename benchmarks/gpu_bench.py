@@ -562,6 +562,9 @@ def report(src, figures=None) -> str:
         steps.append(f"| {name} | {what} | {secs} |")
         figures.setdefault("steps", {})[name] = what
     figures["device"] = env.split(",")[0].strip() if env != "not recorded" else None
+    figures["gpu"] = next(
+        (r["gpu"] for r in list(sel.values()) + [c] if r.get("gpu")), None
+    )  # what the level probe chose
     figures["small_precision"] = small["precision"] if small else None
     figures["small_tokens_per_s"] = small["tokens_per_s"] if small else None
     figures["tiny_cuda_tokens_per_s"] = tiny["tokens_per_s"] if tiny else None

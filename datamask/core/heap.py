@@ -8,10 +8,10 @@ on free. A proxy model's training step allocates dozens of such blocks (activati
 gradients), so in a Dask worker the same step took 1.5-1.9x the CPU seconds it takes in a
 plain process (benchmarks/results/search_cost.md, round 8); a split's selection allocates its
 products and gathers block by block likewise (the redundancy filter, the facility scorer), so
-each split's work runs inside it too (:mod:`datamask.pipeline.select_split`). :func:`large_blocks` raises the
-threshold to glibc's ceiling for the duration of a task, so the blocks are reused from the heap,
-then restores the threshold the process had and trims the heap, so the worker still hands its
-memory back as distributed intends.
+each split's work runs inside it too (:mod:`datamask.pipeline.select_split`).
+:func:`large_blocks` raises the threshold to glibc's ceiling for the duration of a task, so the
+blocks are reused from the heap, then restores the threshold the process had and trims the
+heap, so the worker still hands its memory back as distributed intends.
 
 Only where it matters: on glibc, when the environment had switched the sliding threshold off
 (a ``MALLOC_*`` tunable is set, as in every Dask worker); elsewhere a no-op.
