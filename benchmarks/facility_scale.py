@@ -108,10 +108,10 @@ def child_phases(a):
             _timed(owner, name, acc, "lists")
     _timed(diversity.Facility, "stochastic_greedy", acc, "picks")
     _timed(diversity.Facility, "value", acc, "evaluate")
-    try:  # the redundancy filter (0.3), imported by the fit when it runs
+    try:  # the redundancy filter's search (0.3), over the candidates or over the picks (its refills: picks)
         from datamask.core import redundancy
 
-        _timed(redundancy, "without_near_duplicates", acc, "filter")
+        _timed(redundancy, "near_duplicate_candidates", acc, "filter")
     except ImportError:  # not in this code
         pass
     DataMask(diversity="facility", ratio=RATIO, seed=0).fit(E[:4000], q[:4000])  # compiled code loaded (or built) first
@@ -350,9 +350,11 @@ def main():
         "## The fit, by phase",
         "",
         '`DataMask(diversity="facility", ratio=0.1).fit(E, q)` in-process on the split\'s float16 arrays. '
-        "*redundancy filter*: `without_near_duplicates` (0.3; none before); *scorer build*: the similarity products, the first gains and the neighbour lists (*of it: lists*, "
+        "*redundancy filter*: its search for near-duplicates (`near_duplicate_candidates`; 0.3, none before), over "
+        "the candidates before the optimiser or, since the filter over the picks, over the picks (the refills' "
+        "picks count as picks); *scorer build*: the similarity products, the first gains and the neighbour lists (*of it: lists*, "
         "the selection of the lists' entries from the similarities: `top_neighbors` before, the thresholds "
-        "and `scan_block` (float32) or `screen_block` (bfloat16 screen) after); *picks*: stochastic greedy; *exact objective*: every exact "
+        "and `scan_block` (float32) or `screen_block` (bfloat16 screen) after); *picks*: stochastic greedy (with the filter's refills); *exact objective*: every exact "
         "evaluation of a selection (the start's, and the fit's result); *rest*: pruning, the candidates' "
         "float32 copy (before; none after), bookkeeping. *fit RSS added*: `ru_maxrss` above the process's RSS before the fit "
         "(its float16 input not counted).",

@@ -347,18 +347,23 @@ def _best_of_sample(drawn, m, bound, taken, pool, lin, w, scan, buf):
 
 
 @njit(cache=True)
-def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, state, mark):
+def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, left, state, mark, first):
     """Stochastic greedy's ``S`` picks over the candidates ``E`` (their rows as :func:`_load`
     reads them) and reference rows ``R`` (r, d) with the threshold lists (``start``, ``lref``, ``lsim``, ``theta``); ``lin`` the
     quality part of each gain, ``w`` the weight of the facility part, ``ub`` (n,) the
-    bounds (updated: each scored row's last exact gain), ``rows`` / ``at`` / ``state`` /
-    ``mark`` the pool and its sampler. Returns ``(order, gains, cur)``: the picks, each
-    one's gain when picked, and each reference row's best cosine to the picks."""
+    bounds (updated: each scored row's last exact gain), ``rows`` / ``at`` / ``left`` /
+    ``state`` / ``mark`` the pool (``rows[:left]``) and its sampler; ``first``: rows already
+    chosen (not in the pool), whose cover the picks start from. Returns ``(order, gains,
+    cur)``: the picks, each one's gain when picked, and each reference row's best cosine to
+    the picks (``first`` included)."""
     r = R.shape[0]
     cur = np.full(r, -1.0, dtype=np.float32)  # max over an empty set: cos >= -1
     uidx = np.arange(r).astype(np.int64)
     Ru = R.copy()
     u = r
+    e = np.empty(R.shape[1], dtype=np.float32)
+    for f in range(first.shape[0]):
+        u = _add(E, R, first[f], cur, theta, start, lref, lsim, uidx, Ru, u, e)
     bound = np.empty(k, dtype=np.float64)
     taken = np.empty(k, dtype=np.bool_)
     drawn = np.empty(k, dtype=np.int64)
@@ -370,8 +375,6 @@ def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, state, mar
     )
     order = np.empty(S, dtype=np.int64)
     gains = np.empty(S, dtype=np.float64)
-    left = rows.shape[0]
-    e = np.empty(R.shape[1], dtype=np.float32)
     pub = ub[rows[:left]]  # each place's bound
     for t in range(S):
         m = sample(left, k, state, mark, drawn)

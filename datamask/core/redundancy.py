@@ -31,7 +31,13 @@ from .backend import default_rng, get_namespace
 from .objectives import best_first
 from .validate import BLOCK_ROWS, unit_rows
 
-__all__ = ["NEAR_DUPLICATE", "near_duplicate_candidates", "exact_near_duplicates", "without_near_duplicates"]
+__all__ = [
+    "NEAR_DUPLICATE",
+    "near_duplicate_candidates",
+    "exact_near_duplicates",
+    "without_near_duplicates",
+    "picks_without_near_duplicates",
+]
 
 #: cosine at or above which two rows are near-duplicates (the report's near-duplicate share)
 NEAR_DUPLICATE = 0.95
@@ -39,6 +45,7 @@ PROBES = 2  # fine cells each row is put into
 LEAF = 128  # rows per fine cell (about twice that with two probes): a row is compared with ~256
 COARSE, COARSE_CELL = 65_536, 8_192  # above COARSE rows, first coarse cells of ~COARSE_CELL rows
 _PAIR_BLOCK = 1 << 22  # products per block inside a cell (16 MiB of float32)
+ROUNDS = 8  # the picks' filter: rounds of filter and refill at most
 
 
 def _nearest(X, centres, probes, xp):
@@ -195,3 +202,40 @@ def without_near_duplicates(E, qn, cand, est, S, T, t, scale, xp):
     if back:
         keep = xp.concatenate([keep, gone[best_first(qn[gone], xp)[:back]]])
     return xp.sort(keep), int(gone.shape[0]) - back
+
+
+def picks_without_near_duplicates(E, quality, cand, order, pick, threshold=NEAR_DUPLICATE, *, seed=0, norms=None):
+    """The redundancy filter over a solver's picks, refilled: ``(order, dropped, left)``.
+
+    ``order`` (candidate positions, into ``cand``) are the picks; of every near-duplicate
+    pair among them (:func:`near_duplicate_candidates` over the picks) the worse goes for
+    good, and ``pick(m, first, without)`` (the solver, continued from the picks ``first``
+    that stay, never taking ``without``: every pick dropped so far) adds ``m`` others in
+    their place; its picks are filtered in turn, for at most :data:`ROUNDS` rounds. The
+    filter then sees the picks only, not every candidate: a fit's selection is a tenth of
+    the split or less, so this is that much cheaper than filtering the candidates first
+    (:func:`without_near_duplicates`), and a row near a better one that was never picked
+    still counts. When the rows left cannot fill the budget, the best dropped return.
+
+    Returns the picks, how many were dropped (and not returned), and how many picks still
+    have a better near-duplicate among them: 0 unless the rounds ran out (the last round's
+    finds stay) or the pool ran dry (the dropped rows that returned).
+    """
+    xp = get_namespace(E)
+    S, gone = int(order.shape[0]), []
+    for r in range(ROUNDS + 1):
+        drop = near_duplicate_candidates(E, quality, cand[order], threshold, seed=seed + r, norms=norms)
+        if r == ROUNDS and order.shape[0] == S:  # the rounds are spent: the last picks stay as they are
+            return order, sum(int(g.shape[0]) for g in gone), int(drop.sum())
+        gone.append(order[drop])
+        order = order[~drop]
+        need = S - int(order.shape[0])
+        if not need:
+            return order, sum(int(g.shape[0]) for g in gone), 0
+        out = xp.concatenate(gone)
+        new = xp.asarray(pick(need, order, out), dtype=order.dtype) if r < ROUNDS else out[:0]
+        if not new.shape[0]:  # the pool ran dry: the best dropped return
+            back = out[best_first(xp.asarray(quality)[cand[out]], xp)[:need]]
+            return xp.concatenate([order, back]), int(out.shape[0] - back.shape[0]), int(back.shape[0])
+        order = xp.concatenate([order, new])
+    raise AssertionError("unreachable")  # pragma: no cover

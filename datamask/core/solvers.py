@@ -8,9 +8,23 @@ Each returns the chosen candidate rows and writes what else it found into
 from __future__ import annotations
 
 from .start import solve_relaxed, start_solver
+from .stopping import start_patience
 from .validate import unit_rows
 
-__all__ = ["solve", "fit_greedy", "fit_relaxed", "fit_pg"]
+__all__ = ["solve", "fit_greedy", "fit_relaxed", "fit_pg", "filters_picks"]
+
+
+def filters_picks(est, div, method, tokens) -> bool:
+    """True when the redundancy filter (``near_duplicate``) runs over the picks, refilled
+    (:func:`~datamask.core.redundancy.picks_without_near_duplicates`), not over the
+    candidates first: where a solver's picks are the selection as they stand, that is pg
+    from stochastic greedy's start with no steps to improve on it (facility location's
+    default fit; no token budget). Elsewhere pg's steps, greedy or relaxed choose among the
+    candidates, so those are filtered first (:func:`~datamask.core.redundancy.without_near_duplicates`)."""
+    if method in ("greedy", "relaxed") or tokens or div.stochastic_greedy is None:
+        return False
+    init = est.solver_params_.init if est.solver_params_.init is not None else div.default_init(tokens)
+    return init == "stochastic_greedy" and start_patience(est, init, div) == 0
 
 
 def solve(state, E, scale, qc, xp):

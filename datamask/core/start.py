@@ -25,7 +25,11 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
+from .backend import to_numpy
 from .pg import PolicyGradient, facility_scorer
+from .redundancy import picks_without_near_duplicates
 from .relaxed import frank_wolfe
 from .relaxed_tokens import frank_wolfe_tokens
 from .validate import unit_rows
@@ -133,11 +137,32 @@ def greedy_scores(state, E, scale, qc, xp):
     fac = facility_scorer(state, E, scale)  # pg's scorer: its pass gives the first gains
     trace, value = [], []
     state.fitted["start_history"] = trace
-    order, bounds = state.div.stochastic_greedy(fac, qc, state.S, est.lam, est.seed, trace=trace, value=value)
-    state.objective.remember(state.cand[order], value[0])  # the picks' diversity: pg's step 0 scores them
+    sg = state.div.stochastic_greedy
+    order, bounds = sg(fac, qc, state.S, est.lam, est.seed, trace=trace, value=value)
+    gone = None
+    if state.picks_filter is not None:  # the redundancy filter over the picks, refilled
+        run = {"bounds": bounds, "round": 0}
+
+        def pick(m, first, without):  # stochastic greedy, continued (each round its own sample stream)
+            run["round"] += 1
+            got, run["bounds"] = sg(fac, qc, m, est.lam, est.seed + run["round"], value=value, first=to_numpy(first),
+                                    without=to_numpy(without), bounds=run["bounds"], budget=state.S)  # fmt: skip
+            return got
+
+        picked = order
+        order, n_gone, n_left = picks_without_near_duplicates(
+            E, state.objective.q, state.cand, order, pick, state.picks_filter, seed=est.seed, norms=scale
+        )
+        bounds = run["bounds"]
+        state.fitted.update(n_near_duplicates=n_gone, n_near_duplicates_left=n_left)
+        if n_gone:
+            gone = xp.asarray(np.setdiff1d(to_numpy(picked), to_numpy(order)))
+    state.objective.remember(state.cand[order], value[-1])  # the picks' diversity: pg's step 0 scores them
     b = xp.asarray(bounds, dtype=xp.float64)
     lo, hi = float(b.min()), float(b.max())
     v = (b - lo) / (hi - lo) / 2.0 if hi > lo else b * 0.0
+    if gone is not None:
+        v[gone] = 0.0  # dropped picks: last in pg's start
     v[order] = 1.0
     return v
 

@@ -25,6 +25,7 @@ FITTED = (
     "history",
     "n_candidates",
     "n_near_duplicates",
+    "n_near_duplicates_left",
     "n_steps",
     "fit_seconds",
     "logits",
@@ -64,6 +65,8 @@ class FitState:
         self.fitted = {}  # name (without the trailing "_") -> value
         self.cache = {}  # what the start and pg's runs share: the candidate rows, facility's scorer
         self.start_scores = self.lr = self.init = self.logit_range = None
+        # the redundancy filter's cosine when it runs over the start's picks (solvers.filters_picks)
+        self.picks_filter = None
 
     def evaluate(self, rows) -> dict:
         """The exact objective of candidate rows ``rows`` (indices into ``cand``)."""

@@ -63,15 +63,30 @@ class _Cover:
         xp = self.xp
         xp.maximum(self.cur, self.C[i] if self.C is not None else self.R @ self.fac.rows(i), out=self.cur)
 
+    def add_many(self, rows, block=4096):
+        """Take the candidates ``rows`` (host ints), a block at a time."""
+        xp = self.xp
+        for i0 in range(0, len(rows), block):
+            blk = xp.asarray(rows[i0 : i0 + block])
+            D = self.C[blk] if self.C is not None else (self.R @ self.fac.rows(blk).T).T
+            xp.maximum(self.cur, D.max(axis=0), out=self.cur)
+
 
 class _Pool:
     """The rows not picked yet, for O(1) removal and uniform samples (host arrays; the
     compiled sampler of :mod:`datamask.core.facility_kernels`, which the compiled loop shares)."""
 
-    def __init__(self, n, seed):
+    def __init__(self, n, seed, without=None):
         from .facility_kernels import seed_state
 
-        self.rows, self.at, self.left = np.arange(n), np.arange(n), n  # at[row]: its place in rows
+        self.rows, self.left = np.arange(n), n
+        if without is not None and len(without):  # rows out of the pool: placed after rows[:left]
+            out = np.zeros(n, dtype=bool)
+            out[np.asarray(without, dtype=np.int64)] = True
+            self.rows = np.concatenate([np.flatnonzero(~out), np.flatnonzero(out)])
+            self.left = n - int(out.sum())
+        self.at = np.empty(n, dtype=np.int64)  # at[row]: its place in rows
+        self.at[self.rows] = np.arange(n)
         self.state, self.mark = seed_state(seed), np.zeros(n, dtype=bool)  # mark: the draw's repeats
 
     def sample(self, k):
@@ -86,15 +101,23 @@ class _Pool:
         self.left = remove(self.rows, self.at, self.left, int(i))
 
 
-def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None, value=None):
+def stochastic_greedy_facility(
+    fac, q, S, lam, seed=0, factor=None, trace=None, value=None, *, first=None, without=None, bounds=None, budget=None
+):
     """Stochastic greedy picks for quality + facility location, over ``fac``'s candidates
     and reference rows (a :class:`~datamask.core.facility.FacilityGroups`: pg's scorer,
     whose pass over the similarities gives the first gains, :attr:`cover`).
 
-    The sample holds ``factor`` (None: :data:`SAMPLE_FACTOR`) times ``n / S`` rows. Returns
-    ``(order, bounds)``: the S picked candidates in pick order, and each one's last
-    computed gain (an upper bound on its gain given the picks; the first gain for a row
-    never scored again), which pg's start uses to order the rows not picked.
+    The sample holds ``factor`` (None: :data:`SAMPLE_FACTOR`) times ``n / budget`` rows
+    (``budget`` None: ``S``). Returns ``(order, bounds)``: the S picked candidates in pick
+    order, and each one's last computed gain (an upper bound on its gain given the picks;
+    the first gain for a row never scored again), which pg's start uses to order the rows
+    not picked.
+
+    A run can continue another (the redundancy filter's refill, :func:`refill_near_duplicates`):
+    ``first`` (host int array) the candidates already chosen, whose cover the picks start
+    from, ``without`` the candidates no pick may take (``first`` is out of the pool too),
+    ``bounds`` the earlier run's bounds (else the first gains), ``budget`` its S (the sample's size).
 
     ``trace`` (a list, optional) is appended ``(picks, value)`` about every ``S / TRACE_POINTS``
     picks and at the last: the objective of the picks so far, as the sum of their gains
@@ -106,11 +129,17 @@ def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None, 
     """
     xp = fac.xp
     n, r, S = fac.E.shape[0], fac.R.shape[0], int(S)
-    lin = np.asarray(to_numpy(lam * q / S), dtype=np.float64)
+    lin = np.asarray(to_numpy(lam * q / int(budget or S)), dtype=np.float64)
     w = (1.0 - lam) / r
-    ub = lin + w * np.asarray(to_numpy(fac.cover), dtype=np.float64)
-    pool = _Pool(n, seed)
-    k = max(1, math.ceil(n / S * float(SAMPLE_FACTOR if factor is None else factor)))
+    if bounds is None:
+        ub = lin + w * np.asarray(to_numpy(fac.cover), dtype=np.float64)
+    else:
+        ub = np.array(bounds, dtype=np.float64)  # a copy: the caller's stay as they were
+    first = np.zeros(0, dtype=np.int64) if first is None else np.asarray(first, dtype=np.int64)
+    out = first if without is None else np.concatenate([first, np.asarray(without, dtype=np.int64)])
+    pool = _Pool(n, seed, out)
+    S = min(S, pool.left)
+    k = max(1, math.ceil(n / int(budget or S or 1) * float(SAMPLE_FACTOR if factor is None else factor)))
     if getattr(fac, "lists", None) is not None:  # numpy's threshold lists: the compiled loop
         from .facility_kernels import picks
 
@@ -118,10 +147,11 @@ def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None, 
         rows = (H.src, H.table, H.rows, H.scale)
         R = np.ascontiguousarray(fac.R, dtype=np.float32)
         order, gains, cur = picks(
-            rows, R, lin, w, ub, L.start, L.ref, L.sim, L.theta, S, k, pool.rows, pool.at, pool.state, pool.mark
-        )
+            rows, R, lin, w, ub, L.start, L.ref, L.sim, L.theta, S, k, pool.rows, pool.at, pool.left, pool.state,
+            pool.mark, first,
+        )  # fmt: skip
     else:
-        order, gains, cur = _picks(fac, xp, S, k, ub, lin, w, pool)
+        order, gains, cur = _picks(fac, xp, S, k, ub, lin, w, pool, first)
     if value is not None:
         value.append(float(xp.asarray(cur).astype(xp.float64).mean()))
     if trace is not None:
@@ -131,10 +161,11 @@ def stochastic_greedy_facility(fac, q, S, lam, seed=0, factor=None, trace=None, 
     return xp.asarray(order), ub
 
 
-def _picks(fac, xp, S, k, ub, lin, w, pool):
+def _picks(fac, xp, S, k, ub, lin, w, pool, first):
     """The picks' Python loop (the dense scorer, cupy): ``(order, gains, cur)``, the first
-    two host arrays, ``cur`` each reference row's best cosine to the picks."""
+    two host arrays, ``cur`` each reference row's best cosine to the picks (and ``first``'s)."""
     cover = _Cover(fac, xp)
+    cover.add_many(first)
     order, gains = np.empty(S, dtype=np.int64), np.empty(S, dtype=np.float64)
     for i in range(S):
         gains[i], order[i] = _best_of_sample(pool.sample(k), ub, lin, w, cover)

@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 
 from datamask import DataMask
-from datamask.core.redundancy import NEAR_DUPLICATE, exact_near_duplicates, near_duplicate_candidates
+from datamask.core.redundancy import (
+    NEAR_DUPLICATE,
+    exact_near_duplicates,
+    near_duplicate_candidates,
+    picks_without_near_duplicates,
+)
 from datamask.core.scorecard import near_duplicate_share
 from datamask.core.synthetic import make_corpus
 
@@ -103,3 +108,64 @@ def test_the_device_branch_keeps_the_same_rows(fake_cp):
     host = near_duplicate_candidates(E, q, rows)
     dev = near_duplicate_candidates(fake_cp.asarray(E), fake_cp.asarray(q), fake_cp.asarray(rows))
     assert np.array_equal(fake_cp.asnumpy(dev), host)
+
+
+# ---------------------------------------------------------------- over the picks, refilled
+def _by_quality(q, cand):
+    """A solver that picks the best quality left: ``pick(m, first, without)``."""
+
+    def pick(m, first, without):
+        taken = np.zeros(cand.shape[0], dtype=bool)
+        taken[np.r_[first, without].astype(np.int64)] = True
+        order = np.argsort(-q[cand], kind="stable")
+        return order[~taken[order]][:m]
+
+    return pick
+
+
+def test_picks_filter_refills_to_what_filtering_the_candidates_first_gives():
+    E, q, base, copies = _groups(n=6000)
+    q[copies] += 3.0  # the copies rank first: the first picks are full of near-duplicates
+    cand = np.arange(6000)
+    S = 600
+    first = np.argsort(-q, kind="stable")[:S]
+    assert _close_pairs(E, first, NEAR_DUPLICATE) > 1000
+    order, gone, left = picks_without_near_duplicates(E, q, cand, first, _by_quality(q, cand))
+    assert order.shape[0] == S == np.unique(order).shape[0] and left == 0
+    assert _close_pairs(E, order, NEAR_DUPLICATE) == 0
+    assert gone > 1000  # of each group's picks only its best stayed
+    # the same rows as the filter over every candidate, then the best S of those left
+    keep = cand[~near_duplicate_candidates(E, q, cand)]
+    assert set(order.tolist()) == set(keep[np.argsort(-q[keep], kind="stable")[:S]].tolist())
+
+
+def test_picks_filter_returns_the_best_dropped_when_the_pool_runs_dry():
+    rng = np.random.default_rng(1)
+    E = np.repeat(rng.normal(size=(5, 32)), 100, axis=0) + 1e-3 * rng.normal(size=(500, 32))
+    E = np.vstack([E, rng.normal(size=(20, 32))])
+    E = (E / np.linalg.norm(E, axis=1, keepdims=True)).astype(np.float32)
+    q = rng.normal(size=520)
+    cand = np.arange(520)
+    pick = _by_quality(q, cand)
+    order, gone, left = picks_without_near_duplicates(E, q, cand, pick(100, [], []), pick)
+    assert order.shape[0] == 100 == np.unique(order).shape[0]
+    assert left == 75 and gone == 520 - 25 - 75  # 25 distinct rows; 75 of the dropped came back
+    returned = order[exact_near_duplicates(E, q, order)]  # picks with a better near-duplicate among them
+    assert returned.shape[0] == 75
+    assert q[returned].min() >= q[np.setdiff1d(cand, order)].max()  # the best of the dropped
+
+
+def test_a_default_fit_filters_its_picks_and_others_their_candidates():
+    c = make_corpus(n_rows=20_000, seed=0)
+    E, q = c["embedding"], c["quality"]
+    picks = DataMask(ratio=0.1).fit(E, q)  # facility location: stochastic greedy's picks are the selection
+    assert picks.n_candidates_ == 20_000 and picks.n_near_duplicates_ > 500 and picks.n_near_duplicates_left_ == 0
+    assert _close_pairs(E, np.nonzero(picks.mask_)[0], NEAR_DUPLICATE) == 0
+    for other in (
+        DataMask(ratio=0.1, diversity="pairwise"),  # pg's steps choose among the candidates
+        DataMask(ratio=0.1, solver_params={"start_patience": 5}),  # pg may leave the picks
+        DataMask(ratio=0.1, method="greedy"),
+    ):
+        other.fit(E, q)
+        assert other.n_candidates_ == 20_000 - other.n_near_duplicates_ < 19_000, other
+        assert near_duplicate_share(E, np.nonzero(other.mask_)[0]) == 0.0

@@ -57,6 +57,33 @@ def test_lists_are_sorted_for_pg_only_when_a_step_asks(corpus):
     np.testing.assert_allclose(kept.sim, -np.sort(-(R @ E.T), axis=1)[:, :16], rtol=0, atol=32 * 2.0**-24)
 
 
+def test_a_continued_run_starts_from_its_first_picks_and_avoids_the_rows_left_out(corpus):
+    # the redundancy filter's refill: picks continued from the picks that stay, never a dropped one;
+    # on numpy (compiled) and on the dense scorer (the Python loop) alike, from the same sample
+    E, q = corpus
+    R = E[np.random.default_rng(0).choice(2000, 300, replace=False)]
+    host, dense = FacilityGroups(E, R, n_neighbors=16), FacilityGroups(E, R, method="dense")
+    qn = q / q.max()
+    a, ub = stochastic.stochastic_greedy_facility(host, qn, 200, 0.5, seed=3, factor=160)
+    first, without = a[:150], a[150:]
+    got = []
+    for fac in (host, dense):
+        value = []
+        b, _ = stochastic.stochastic_greedy_facility(
+            fac, qn, 50, 0.5, seed=4, factor=160, value=value, first=first, without=without, bounds=ub, budget=200
+        )
+        assert len(set(b.tolist())) == 50 and not set(b.tolist()) & set(a.tolist())
+        sel = np.r_[first, b]
+        assert value[-1] == pytest.approx(float((R @ E[sel].T).max(axis=1).mean()), abs=1e-6)  # first's cover counted
+        got.append(b)
+    assert np.array_equal(got[0], got[1])
+    # a pool smaller than the picks asked for: all of it
+    c, _ = stochastic.stochastic_greedy_facility(
+        host, qn, 50, 0.5, first=np.arange(1000), without=np.arange(1000, 1990)
+    )
+    assert sorted(c.tolist()) == list(range(1990, 2000))
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_sampled_start_picks_other_rows_than_greedy_and_keeps_its_gain(seed):
     # S = 800 of 4,000 candidates: a sample of 640 n/S = 3,200 rows a pick is fewer than the rows
