@@ -215,6 +215,9 @@ def main(argv=None):
     ap.add_argument("--shard", default=None, metavar="I/N",
                     help="run only every N-th case from the I-th (0-based) into the cache, and write nothing else: "
                          "two shards use the two cores; a run without --shard then assembles the cache")  # fmt: skip
+    ap.add_argument("--generated", action="store_true",
+                    help="run only the generated cases into the cache, and write nothing else (like --shard): "
+                         "they need no suite corpora")  # fmt: skip
     args = ap.parse_args(argv)
     shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
     out = Path(args.out)
@@ -222,15 +225,15 @@ def main(argv=None):
         cache = Path(args.cache)
         cache.mkdir(parents=True, exist_ok=True)
         t0, load0 = time.time(), os.getloadavg()[0]
-        records = []
+        records, n_real = [], len(cases(Path(args.work), args.quick)) - len(GENERATED[:2] if args.quick else GENERATED)
         for i, (name, load) in enumerate(cases(Path(args.work), args.quick)):
             f = cache / (name.replace(" ", "_").replace(",", "").replace("(", "").replace(")", "") + ".json")
-            if shard and i % shard[1] != shard[0]:
+            if (shard and i % shard[1] != shard[0]) or (args.generated and i < n_real):
                 continue
             if not f.exists():
                 f.write_text(json.dumps(run_case(name, load, RATIOS, CANDIDATES)))
             records += json.loads(f.read_text())
-        if shard:
+        if shard or args.generated:
             return
         meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "load": [load0, os.getloadavg()[0]],
                 "seconds": time.time() - t0, "quick": args.quick, "sample": SAMPLE, "clusters": K}  # fmt: skip

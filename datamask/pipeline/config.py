@@ -257,7 +257,7 @@ class SelectConfig(StageConfig):
     prune: float = _f(_DM["prune"], "fraction of lowest-quality rows dropped before optimising")
     near_duplicate: float | None = _f(
         _DM["near_duplicate"],
-        "drop candidates with a better candidate at cosine >= this before optimising (null: keep them, "
+        "keep out of the selection rows with a better row at cosine >= this (null: keep them, "
         "the paper's recipe; docs/diversity.md)",
     )
     solver_params: dict | None = _f(

@@ -169,3 +169,12 @@ def test_a_default_fit_filters_its_picks_and_others_their_candidates():
         other.fit(E, q)
         assert other.n_candidates_ == 20_000 - other.n_near_duplicates_ < 19_000, other
         assert near_duplicate_share(E, np.nonzero(other.mask_)[0]) == 0.0
+
+
+def test_the_device_branch_filters_the_picks_as_the_host_does(fake_cp):
+    c = make_corpus(n_rows=4000, dim=64, seed=2)
+    E, q = c["embedding"], c["quality"]
+    host = DataMask(ratio=0.1).fit(E, q)
+    dev = DataMask(ratio=0.1).fit(fake_cp.asarray(E), fake_cp.asarray(q))
+    assert host.n_near_duplicates_ > 0 and dev.n_near_duplicates_ == host.n_near_duplicates_
+    assert np.array_equal(fake_cp.asnumpy(dev.mask_), host.mask_)
