@@ -114,10 +114,13 @@ def stochastic_greedy_facility(
     the first gain for a row never scored again), which pg's start uses to order the rows
     not picked.
 
-    A run can continue another (the redundancy filter's refill, :func:`refill_near_duplicates`):
+    A run can continue another (the redundancy filter's refill,
+    :func:`~datamask.core.redundancy.picks_without_near_duplicates`):
     ``first`` (host int array) the candidates already chosen, whose cover the picks start
     from, ``without`` the candidates no pick may take (``first`` is out of the pool too),
-    ``bounds`` the earlier run's bounds (else the first gains), ``budget`` its S (the sample's size).
+    ``bounds`` the earlier run's bounds (else the first gains; a dropped pick's cover no longer
+    counts, so a bound can fall a little short of a gain: the refill is lazier there than
+    exact), ``budget`` its S (the sample's size and the weight of quality in a gain).
 
     ``trace`` (a list, optional) is appended ``(picks, value)`` about every ``S / TRACE_POINTS``
     picks and at the last: the objective of the picks so far, as the sum of their gains
