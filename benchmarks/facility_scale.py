@@ -344,7 +344,7 @@ def main():
         f"{base or '-'}, `after` at {head}; each run a fresh process, one BLAS thread. Machine: "
         f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
         f"{platform.processor() or platform.machine()}; load average (1 min) {min(load):.1f}-{max(load):.1f} "
-        "over the run (run through `/work/bin/heavy --exclusive`: no other benchmark beside it); "
+        "over the run (run alone on the host: no other benchmark or build beside it); "
         f"{product}.",
         "",
         "## The fit, by phase",
