@@ -76,10 +76,11 @@ def _groups(cell, n_cells, xp):
         yield xp.unique(got) if k > 1 else got
 
 
-def _search(X, rank, threshold, drop, pos, seed, xp):
+def _search(X, rank, threshold, drop, pos, seed, xp, fresh=None):
     """Mark in ``drop`` (at ``pos``) the rows of ``X`` (unit float32) to drop: each has a better
     row at cosine >= ``threshold`` that stays, or that is compared in the same block
-    (``rank``: their places in the quality order)."""
+    (``rank``: their places in the quality order). ``fresh`` (None: every row): only the
+    cells that hold a fresh row are searched."""
     m = X.shape[0]
     if m <= 2 * LEAF:
         drop[pos] |= _within(X, rank, threshold, xp)
@@ -90,14 +91,14 @@ def _search(X, rank, threshold, drop, pos, seed, xp):
     near = xp.zeros(m, dtype=bool)
     homes = list(_groups(cell[:, :1], n_cells, xp))
     for h in homes:  # each row in its nearest cell
-        if h.shape[0] > 1:
+        if h.shape[0] > 1 and (fresh is None or bool(fresh[h].any())):
             near[h] = _within(X[h], rank[h], threshold, xp)
     # then the rows still kept visit their second cell: a pair is compared when one row's
     # home is among the other's two nearest cells
     for h, v in zip(homes, _groups(cell[:, 1:], n_cells, xp)):
         v = v[(cell[v, 0] != cell[v, 1]) & ~near[v]]
         h = h[~near[h]]
-        if v.shape[0] and h.shape[0]:
+        if v.shape[0] and h.shape[0] and (fresh is None or bool(fresh[h].any() or fresh[v].any())):
             _across(X, rank, h, v, threshold, near, xp)
     drop[pos] |= near
 
@@ -144,7 +145,7 @@ def _ranks(quality, rows, xp):
     return rank
 
 
-def near_duplicate_candidates(E, quality, rows, threshold=NEAR_DUPLICATE, *, seed=0, norms=None):
+def near_duplicate_candidates(E, quality, rows, threshold=NEAR_DUPLICATE, *, seed=0, norms=None, fresh=None):
     """Which of ``rows`` (indices into ``E``) have a better row of ``rows`` at cosine >= ``threshold``.
 
     Parameters
@@ -155,6 +156,10 @@ def near_duplicate_candidates(E, quality, rows, threshold=NEAR_DUPLICATE, *, see
     threshold : float in (0, 1]
     seed : int, the cells' centres
     norms : (N,) row norms when the rows are not unit (as :func:`~.validate.check_inputs` gives)
+    fresh : (n,) bool array or None
+        The rows new since a search of the others (the filter over the picks' refills): only
+        the cells that hold a fresh row are searched, so a pair of two older rows is
+        compared only where it shares a cell with a fresh one. None: every row is fresh.
 
     Returns
     -------
@@ -166,7 +171,7 @@ def near_duplicate_candidates(E, quality, rows, threshold=NEAR_DUPLICATE, *, see
     drop = xp.zeros(n, dtype=bool)
     rank = _ranks(quality, rows, xp)
     if n <= COARSE:
-        _search(unit_rows(E, rows, norms), rank, float(threshold), drop, xp.arange(n), int(seed), xp)
+        _search(unit_rows(E, rows, norms), rank, float(threshold), drop, xp.arange(n), int(seed), xp, fresh)
         return drop
     # above COARSE rows: coarse cells from the stored rows a block at a time, each cell then
     # gathered once as float32 (never the whole split)
@@ -175,7 +180,9 @@ def near_duplicate_candidates(E, quality, rows, threshold=NEAR_DUPLICATE, *, see
     cell = xp.concatenate([_nearest(unit_rows(E, rows[i0 : i0 + BLOCK_ROWS], norms), centres, PROBES, xp)
                            for i0 in range(0, n, BLOCK_ROWS)])  # fmt: skip
     for idx in _groups(cell, n_cells, xp):  # both probes: a coarse cell holds its neighbours' edges
-        _search(unit_rows(E, rows[idx], norms), rank[idx], float(threshold), drop, idx, int(seed) + 1, xp)
+        f = None if fresh is None else fresh[idx]
+        if f is None or bool(f.any()):
+            _search(unit_rows(E, rows[idx], norms), rank[idx], float(threshold), drop, idx, int(seed) + 1, xp, f)
     return drop
 
 
@@ -222,9 +229,9 @@ def picks_without_near_duplicates(E, quality, cand, order, pick, threshold=NEAR_
     finds stay) or the pool ran dry (the dropped rows that returned).
     """
     xp = get_namespace(E)
-    S, gone = int(order.shape[0]), []
+    S, gone, fresh = int(order.shape[0]), [], None
     for r in range(ROUNDS + 1):
-        drop = near_duplicate_candidates(E, quality, cand[order], threshold, seed=seed + r, norms=norms)
+        drop = near_duplicate_candidates(E, quality, cand[order], threshold, seed=seed + r, norms=norms, fresh=fresh)
         if r == ROUNDS and order.shape[0] == S:  # the rounds are spent: the last picks stay as they are
             return order, sum(int(g.shape[0]) for g in gone), int(drop.sum())
         gone.append(order[drop])
@@ -237,5 +244,7 @@ def picks_without_near_duplicates(E, quality, cand, order, pick, threshold=NEAR_
         if not new.shape[0]:  # the pool ran dry: the best dropped return
             back = out[best_first(xp.asarray(quality)[cand[out]], xp)[:need]]
             return xp.concatenate([order, back]), int(out.shape[0] - back.shape[0]), int(back.shape[0])
+        # the next round searches only where a new pick is: the picks that stay were searched together
+        fresh = xp.concatenate([xp.zeros(order.shape[0], dtype=bool), xp.ones(new.shape[0], dtype=bool)])
         order = xp.concatenate([order, new])
     raise AssertionError("unreachable")  # pragma: no cover

@@ -102,6 +102,22 @@ def test_the_best_dropped_rows_return_when_the_rest_cannot_fill_the_budget():
     assert 590 <= mt.tokens_ <= 600
 
 
+@pytest.mark.parametrize("n", [6000, 70_000])
+def test_a_search_of_fresh_rows_finds_their_pairs_and_leaves_the_rest(n):
+    # the refill's rounds: only cells holding a new pick are searched
+    E, q, base, copies = _groups(n=n)
+    rows = np.arange(n)
+    full = near_duplicate_candidates(E, q, rows)
+    fresh = np.zeros(n, dtype=bool)
+    assert not near_duplicate_candidates(E, q, rows, fresh=fresh).any()  # nothing new: nothing searched
+    fresh[copies[base == base[0]]] = True  # one group's copies are new
+    got = near_duplicate_candidates(E, q, rows, fresh=fresh)
+    group = np.r_[base[0], copies[base == base[0]]]
+    assert np.array_equal(got[group], full[group]) and got[group].sum() == len(group) - 1
+    other = np.setdiff1d(copies, group)  # in cells without a fresh row (most of them): not searched
+    assert got[other].sum() < 0.2 * full[other].sum()
+
+
 def test_the_device_branch_keeps_the_same_rows(fake_cp):
     E, q, _, _ = _groups(n=3000)
     rows = np.arange(3000)
