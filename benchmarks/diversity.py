@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # (last: a PYTHONPATH's datamask, --recheck's other commit, comes first)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -86,6 +86,9 @@ CANDIDATES = [
     ("semdedup", dict(method="semdedup"), None),
     ("quadmix", dict(method="quadmix"), None),
 ]
+# the candidates where the redundancy filter runs over facility location's picks (0.3): what --recheck
+# measures with the package of another commit beside this tree's
+FILTERED = [c for c in CANDIDATES if c[0].endswith("+ filter") and c[1].get("diversity") == "facility"]
 
 
 def default_candidate() -> str:
@@ -218,7 +221,14 @@ def main(argv=None):
     ap.add_argument("--generated", action="store_true",
                     help="run only the generated cases into the cache, and write nothing else (like --shard): "
                          "they need no suite corpora")  # fmt: skip
+    ap.add_argument("--recheck", default=None, metavar="COMMIT",
+                    help="re-run the generated cases with this tree, and their facility '+ filter' candidates with "
+                         "the datamask package of COMMIT beside them (two processes): diversity_recheck.json and "
+                         ".md; diversity.json (the recorded suite) stays as it is")  # fmt: skip
+    ap.add_argument("--only-filtered", action="store_true", help=argparse.SUPPRESS)  # the recheck's 'before'
     args = ap.parse_args(argv)
+    if args.recheck:
+        return recheck(args.recheck, Path(args.out))
     shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
     out = Path(args.out)
     if not args.render:
@@ -231,7 +241,7 @@ def main(argv=None):
             if (shard and i % shard[1] != shard[0]) or (args.generated and i < n_real):
                 continue
             if not f.exists():
-                f.write_text(json.dumps(run_case(name, load, RATIOS, CANDIDATES)))
+                f.write_text(json.dumps(run_case(name, load, RATIOS, FILTERED if args.only_filtered else CANDIDATES)))
             records += json.loads(f.read_text())
         if shard or args.generated:
             return
@@ -242,6 +252,48 @@ def main(argv=None):
     from benchmarks.diversity_report import render
 
     render(out / "diversity.json", out, default_candidate())
+
+
+def recheck(commit: str, out: Path) -> None:
+    """The generated cases with this tree (every candidate) and, beside it in a second process, their
+    :data:`FILTERED` candidates with the ``datamask`` package of ``commit``: ``diversity_recheck.json``
+    (both sets of records, the commits, the load) and ``diversity_recheck.md`` from it."""
+    import subprocess
+    import tempfile
+
+    from benchmarks.split_memory import base_tree
+
+    work = Path(tempfile.mkdtemp(prefix="diversity-recheck-"))
+    base = base_tree(commit, work / "base")
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "datamask"], capture_output=True, text=True
+    )
+    t0, load0 = time.time(), os.getloadavg()[0]
+    runs = {
+        "after": ([], {}),
+        "before": (["--only-filtered"], {"PYTHONPATH": str(base)}),
+    }
+    procs = {
+        k: subprocess.Popen(
+            [sys.executable, __file__, "--generated", "--cache", str(work / k), *flags], env=dict(os.environ, **env)
+        )  # fmt: skip
+        for k, (flags, env) in runs.items()
+    }
+    for k, p in procs.items():
+        if p.wait():
+            raise SystemExit(f"diversity.py --recheck: the {k!r} run failed (exit {p.returncode})")
+    recs = {k: [r for f in sorted((work / k).glob("*.json")) for r in json.loads(f.read_text())] for k in runs}
+    meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "load": [load0, os.getloadavg()[0]],
+            "seconds": time.time() - t0, "sample": SAMPLE, "clusters": K, "rows": N_GENERATED,
+            "after": head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else ""), "before": commit,
+            "filtered": [c[0] for c in FILTERED]}  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "diversity_recheck.json"
+    path.write_text(json.dumps({"meta": meta, "records": recs["after"], "before": recs["before"]}, indent=1))
+    from benchmarks.diversity_report import render_recheck
+
+    render_recheck(path, out / "diversity.json", out, default_candidate())
 
 
 if __name__ == "__main__":

@@ -225,3 +225,97 @@ def paper_section(json_path: Path) -> list:
             name = f"{cand} (the default)" if cand == default else cand
             lines.append(f"| {name} | {int(s.sum())}/{len(s)} | {s.mean():.0%} | {verdict(float(s.mean()))} |")
     return lines + [""]
+
+
+# ---------------------------------------------------------------------- the recheck (diversity.py --recheck)
+def _passes(records: list, candidate: str) -> pd.DataFrame:
+    """Per cell (case, ratio) of ``records``: every check of ``candidate`` and its values."""
+    rows = []
+    for (case, ratio), cell in pd.DataFrame(records).groupby(["case", "ratio"], sort=False):
+        c = criteria(cell).loc[candidate]
+        v = cell.set_index("candidate").loc[candidate]
+        rows.append({"case": case, "ratio": ratio, "all": bool(c["all"]),
+                     **{k: v[k] for k in ("quality_norm", "coverage", "near_dup", "seconds")}})  # fmt: skip
+    return pd.DataFrame(rows).set_index(["case", "ratio"])
+
+
+def recheck_tables(data: dict, recorded: list) -> dict:
+    """``after``: this tree's cells; ``before``: the same cells with the filtered candidates'
+    records of the other commit in their place (the rest is code neither changed); ``recorded``:
+    the recorded suite's (diversity.json) cells of the same cases."""
+    after = data["records"]
+    swap = {(r["case"], r["ratio"], r["candidate"]): r for r in data["before"]}
+    before = [swap.get((r["case"], r["ratio"], r["candidate"]), r) for r in after]
+    cases = {r["case"] for r in after}
+    rec = [r for r in recorded if r["case"] in cases]
+    out = {}
+    for cand in data["meta"]["filtered"]:
+        a, b = _passes(after, cand), _passes(before, cand)
+        r = _passes(rec, cand) if any(x["candidate"] == cand for x in rec) else None
+        d = (a[["quality_norm", "coverage", "near_dup"]] - b[["quality_norm", "coverage", "near_dup"]]).abs()
+        out[cand] = {
+            "cells": int(len(a)),
+            "passed_after": int(a["all"].sum()),
+            "passed_before": int(b["all"].sum()),
+            "passed_recorded": None if r is None else int(r["all"].sum()),
+            **{f"max_delta_{k}": float(d[k].max()) for k in d},
+            "seconds_after": float(a["seconds"].sum()),
+            "seconds_before": float(b["seconds"].sum()),
+            "_after": a,
+            "_before": b,
+        }
+    return out
+
+
+def render_recheck(json_path: Path, recorded_path: Path, out: Path, default: str) -> dict:
+    """``diversity_recheck.md`` and ``diversity_recheck_summary.json`` (what the docs quote) from
+    ``diversity_recheck.json`` and the recorded suite's ``diversity.json``."""
+    data = json.loads(Path(json_path).read_text())
+    recorded = json.loads(Path(recorded_path).read_text())["records"]
+    t = recheck_tables(data, recorded)
+    m = data["meta"]
+    lines = [
+        "# The diversity suite's generated cases, re-run (`benchmarks/diversity.py --recheck`)",
+        "",
+        f"Rendered from `diversity_recheck.json` by `benchmarks/diversity_report.py`. The seven generated shapes of "
+        f"`diversity.md` ({m['rows']:,} rows each, ratios 0.05, 0.1, 0.3: {t[default]['cells']} cells) with this tree "
+        f"(`after`, {m['after']}: every candidate) and, in a second process beside it, the candidates where the "
+        f"redundancy filter now runs over facility location's picks with the package of {m['before']} (`before`: the "
+        "filter over every candidate first). A `before` cell is the `after` cell with those candidates' records "
+        "in their place (nothing else differs between the two commits). *recorded*: the same cells of "
+        "`diversity.json`, the suite run that chose the default (older code). The four real corpora were not "
+        f"rebuilt for this run. Machine: {m['machine']}, load {m['load'][0]:.1f} at the start and {m['load'][1]:.1f} "
+        "at the end (two processes side by side: seconds are one thread's, contended).",
+        "",
+        "| candidate | cells passed: after | before | recorded | max abs. change: quality (norm.) | coverage | "
+        "near-dup share | seconds, all cells: after | before |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for cand, r in t.items():
+        rec = "—" if r["passed_recorded"] is None else f"{r['passed_recorded']}/{r['cells']}"
+        lines.append(
+            f"| {cand}{' (the default)' if cand == default else ''} | {r['passed_after']}/{r['cells']} | "
+            f"{r['passed_before']}/{r['cells']} | {rec} | {r['max_delta_quality_norm']:.4f} | "
+            f"{r['max_delta_coverage']:.4f} | {r['max_delta_near_dup']:.4f} | {r['seconds_after']:.1f} | "
+            f"{r['seconds_before']:.1f} |"
+        )
+    a, b = t[default]["_after"], t[default]["_before"]
+    lines += ["", f"## The default (`{default}`), cell by cell", "",
+              "| case | ratio | quality (norm.): before | after | coverage: before | after | near-dup share: before | "
+              "after | passes: before | after |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for (case, ratio), x in a.iterrows():
+        y = b.loc[(case, ratio)]
+        lines.append(
+            f"| {case} | {ratio} | {y.quality_norm:.4f} | {x.quality_norm:.4f} | {y.coverage:.4f} | {x.coverage:.4f} | "
+            f"{y.near_dup:.4f} | {x.near_dup:.4f} | {'yes' if y['all'] else 'no'} | {'yes' if x['all'] else 'no'} |"
+        )
+    (out / "diversity_recheck.md").write_text("\n".join(lines) + "\n")
+    summary = {
+        "default": default,
+        "after": m["after"],
+        "before": m["before"],
+        "load": m["load"],
+        "candidates": {c: {k: v for k, v in r.items() if not k.startswith("_")} for c, r in t.items()},
+    }
+    (out / "diversity_recheck_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return t

@@ -219,6 +219,31 @@ def test_fig2_12_section_is_computed_from_the_diversity_results(tmp_path):
     assert "Not measured" in "\n".join(D.paper_section(tmp_path / "absent.json"))
 
 
+def test_the_recheck_counts_passes_before_and_after_from_the_records(tmp_path):
+    import diversity_report as D
+
+    base = dict(topk=(1.0, 0.70, 0.30, 0.30, 0.40), random=(0.0, 0.75, 0.10, 0.05, 0.02))
+    after, before, recorded = [], [], []
+    # cell 0: passes before and after; cell 1: after's near-dup share is over random's + slack
+    for i, (a, b) in enumerate([((0.6, 0.80, 0.10), (0.61, 0.80, 0.10)), ((0.6, 0.80, 0.13), (0.6, 0.80, 0.10))]):
+        after += [dict(r, case=f"c{i}", seconds=1.0) for r in _div_cell(**base, f=(*a, 0.1, 0.1))]
+        before += [dict(r, case=f"c{i}", seconds=2.0) for r in _div_cell(f=(*b, 0.1, 0.1))]
+        recorded += [dict(r, case=f"c{i}", seconds=3.0) for r in _div_cell(**base, f=(*b, 0.1, 0.1))]
+    meta = dict(machine="m", load=[1.0, 1.0], rows=20, after="new", before="old", filtered=["f"])
+    path, rec = tmp_path / "diversity_recheck.json", tmp_path / "diversity.json"
+    path.write_text(json.dumps({"meta": meta, "records": after, "before": before}))
+    rec.write_text(json.dumps({"meta": {}, "records": recorded}))
+    D.render_recheck(path, rec, tmp_path, "f")
+    s = json.loads((tmp_path / "diversity_recheck_summary.json").read_text())["candidates"]["f"]
+    assert (s["cells"], s["passed_after"], s["passed_before"], s["passed_recorded"]) == (2, 1, 2, 2)
+    assert s["max_delta_near_dup"] == pytest.approx(0.03) and s["max_delta_quality_norm"] == pytest.approx(0.01)
+    assert s["seconds_after"] == 2.0 and s["seconds_before"] == 4.0
+    assert (
+        "| c1 | 0.1 | 0.6000 | 0.6000 | 0.8000 | 0.8000 | 0.1000 | 0.1300 | yes | no |"
+        in (tmp_path / "diversity_recheck.md").read_text()
+    )
+
+
 def test_the_docs_quote_the_current_defaults_own_cells():
     """diversity_summary.json names the candidate whose settings are DataMask's defaults now: a
     changed default without a rerun of benchmarks/diversity.py fails here."""
