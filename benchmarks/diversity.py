@@ -225,10 +225,16 @@ def main(argv=None):
                     help="re-run the generated cases with this tree, and their facility '+ filter' candidates with "
                          "the datamask package of COMMIT beside them (two processes): diversity_recheck.json and "
                          ".md; diversity.json (the recorded suite) stays as it is")  # fmt: skip
+    ap.add_argument("--real", default="", metavar="NAMES",
+                    help="with --generated or --recheck: also these real corpora (comma-separated, of: "
+                         f"{', '.join(REAL)}), with both embeddings")  # fmt: skip
     ap.add_argument("--only-filtered", action="store_true", help=argparse.SUPPRESS)  # the recheck's 'before'
     args = ap.parse_args(argv)
+    real = [x for x in args.real.split(",") if x]
+    if set(real) - set(REAL):
+        ap.error(f"--real: unknown corpora {sorted(set(real) - set(REAL))}; known: {', '.join(REAL)}")
     if args.recheck:
-        return recheck(args.recheck, Path(args.out))
+        return recheck(args.recheck, Path(args.out), Path(args.work), real)
     shard = tuple(int(x) for x in args.shard.split("/")) if args.shard else None
     out = Path(args.out)
     if not args.render:
@@ -238,7 +244,9 @@ def main(argv=None):
         records, n_real = [], len(cases(Path(args.work), args.quick)) - len(GENERATED[:2] if args.quick else GENERATED)
         for i, (name, load) in enumerate(cases(Path(args.work), args.quick)):
             f = cache / (name.replace(" ", "_").replace(",", "").replace("(", "").replace(")", "") + ".json")
-            if (shard and i % shard[1] != shard[0]) or (args.generated and i < n_real):
+            if (shard and i % shard[1] != shard[0]) or (
+                args.generated and i < n_real and name.split(" (")[0] not in real
+            ):
                 continue
             if not f.exists():
                 f.write_text(json.dumps(run_case(name, load, RATIOS, FILTERED if args.only_filtered else CANDIDATES)))
@@ -249,13 +257,16 @@ def main(argv=None):
                 "seconds": time.time() - t0, "quick": args.quick, "sample": SAMPLE, "clusters": K}  # fmt: skip
         out.mkdir(parents=True, exist_ok=True)
         (out / "diversity.json").write_text(json.dumps({"meta": meta, "records": records}, indent=1))
-    from benchmarks.diversity_report import render
+    from benchmarks.diversity_report import render, render_recheck
 
     render(out / "diversity.json", out, default_candidate())
+    if args.render and (out / "diversity_recheck.json").exists():  # the recheck's report too
+        render_recheck(out / "diversity_recheck.json", out / "diversity.json", out, default_candidate())
 
 
-def recheck(commit: str, out: Path) -> None:
-    """The generated cases with this tree (every candidate) and, beside it in a second process, their
+def recheck(commit: str, out: Path, corpora: Path, real: list) -> None:
+    """The generated cases (and the ``real`` corpora of ``corpora``, both embeddings) with this tree
+    (every candidate) and, beside it in a second process, their
     :data:`FILTERED` candidates with the ``datamask`` package of ``commit``: ``diversity_recheck.json``
     (both sets of records, the commits, the load) and ``diversity_recheck.md`` from it."""
     import subprocess
@@ -276,7 +287,19 @@ def recheck(commit: str, out: Path) -> None:
     }
     procs = {
         k: subprocess.Popen(
-            [sys.executable, __file__, "--generated", "--cache", str(work / k), *flags], env=dict(os.environ, **env)
+            [
+                sys.executable,
+                __file__,
+                "--generated",
+                "--real",
+                ",".join(real),
+                "--work",
+                str(corpora),
+                "--cache",
+                str(work / k),
+                *flags,
+            ],
+            env=dict(os.environ, **env),
         )  # fmt: skip
         for k, (flags, env) in runs.items()
     }
@@ -285,7 +308,7 @@ def recheck(commit: str, out: Path) -> None:
             raise SystemExit(f"diversity.py --recheck: the {k!r} run failed (exit {p.returncode})")
     recs = {k: [r for f in sorted((work / k).glob("*.json")) for r in json.loads(f.read_text())] for k in runs}
     meta = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "load": [load0, os.getloadavg()[0]],
-            "seconds": time.time() - t0, "sample": SAMPLE, "clusters": K, "rows": N_GENERATED,
+            "seconds": time.time() - t0, "sample": SAMPLE, "clusters": K, "rows": N_GENERATED, "real": real,
             "after": head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else ""), "before": commit,
             "filtered": [c[0] for c in FILTERED]}  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)

@@ -242,11 +242,13 @@ def _passes(records: list, candidate: str) -> pd.DataFrame:
 def recheck_tables(data: dict, recorded: list) -> dict:
     """``after``: this tree's cells; ``before``: the same cells with the filtered candidates'
     records of the other commit in their place (the rest is code neither changed); ``recorded``:
-    the recorded suite's (diversity.json) cells of the same cases."""
+    the recorded suite's (diversity.json) cells of the same generated cases (a real corpus
+    rebuilt on another machine is not the recorded one's data)."""
     after = data["records"]
     swap = {(r["case"], r["ratio"], r["candidate"]): r for r in data["before"]}
     before = [swap.get((r["case"], r["ratio"], r["candidate"]), r) for r in after]
-    cases = {r["case"] for r in after}
+    real = tuple(f"{c} (" for c in data["meta"].get("real", []))
+    cases = {r["case"] for r in after if not r["case"].startswith(real)}
     rec = [r for r in recorded if r["case"] in cases]
     out = {}
     for cand in data["meta"]["filtered"]:
@@ -258,6 +260,8 @@ def recheck_tables(data: dict, recorded: list) -> dict:
             "passed_after": int(a["all"].sum()),
             "passed_before": int(b["all"].sum()),
             "passed_recorded": None if r is None else int(r["all"].sum()),
+            "cells_recorded": None if r is None else int(len(r)),
+            "passed_after_recorded_cells": None if r is None else int(a.loc[r.index, "all"].sum()),
             **{f"max_delta_{k}": float(d[k].max()) for k in d},
             "seconds_after": float(a["seconds"].sum()),
             "seconds_before": float(b["seconds"].sum()),
@@ -274,25 +278,34 @@ def render_recheck(json_path: Path, recorded_path: Path, out: Path, default: str
     recorded = json.loads(Path(recorded_path).read_text())["records"]
     t = recheck_tables(data, recorded)
     m = data["meta"]
+    real = m.get("real", [])
+    with_real = f" and the real corpus {', '.join(real)} (rebuilt here; MiniLM and static embeddings)" if real else ""
     lines = [
-        "# The diversity suite's generated cases, re-run (`benchmarks/diversity.py --recheck`)",
+        "# The diversity suite re-run for the filter over the picks (`benchmarks/diversity.py --recheck`)",
         "",
         f"Rendered from `diversity_recheck.json` by `benchmarks/diversity_report.py`. The seven generated shapes of "
-        f"`diversity.md` ({m['rows']:,} rows each, ratios 0.05, 0.1, 0.3: {t[default]['cells']} cells) with this tree "
+        f"`diversity.md` ({m['rows']:,} rows each){with_real}, ratios 0.05, 0.1, 0.3: {t[default]['cells']} cells, "
+        "with this tree "
         f"(`after`, {m['after']}: every candidate) and, in a second process beside it, the candidates where the "
         f"redundancy filter now runs over facility location's picks with the package of {m['before']} (`before`: the "
         "filter over every candidate first). A `before` cell is the `after` cell with those candidates' records "
-        "in their place (nothing else differs between the two commits). *recorded*: the same cells of "
-        "`diversity.json`, the suite run that chose the default (older code). The four real corpora were not "
-        f"rebuilt for this run. Machine: {m['machine']}, load {m['load'][0]:.1f} at the start and {m['load'][1]:.1f} "
+        "in their place (nothing else differs between the two commits). *recorded*: the generated cells of "
+        "`diversity.json`, the suite run that chose the default (older code), against `after` on the same cells. "
+        f"The other real corpora were not rebuilt for this run. Machine: {m['machine']}, load {m['load'][0]:.1f} at the start and {m['load'][1]:.1f} "
         "at the end (two processes side by side: seconds are one thread's, contended).",
         "",
-        "| candidate | cells passed: after | before | recorded | max abs. change: quality (norm.) | coverage | "
+        "| candidate | cells passed: after | before | generated cells: recorded | after | max abs. change: quality (norm.) | coverage | "
         "near-dup share | seconds, all cells: after | before |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for cand, r in t.items():
-        rec = "—" if r["passed_recorded"] is None else f"{r['passed_recorded']}/{r['cells']}"
+        rec = (
+            "— | —"
+            if r["passed_recorded"] is None
+            else (
+                f"{r['passed_recorded']}/{r['cells_recorded']} | {r['passed_after_recorded_cells']}/{r['cells_recorded']}"
+            )
+        )
         lines.append(
             f"| {cand}{' (the default)' if cand == default else ''} | {r['passed_after']}/{r['cells']} | "
             f"{r['passed_before']}/{r['cells']} | {rec} | {r['max_delta_quality_norm']:.4f} | "
@@ -315,6 +328,7 @@ def render_recheck(json_path: Path, recorded_path: Path, out: Path, default: str
         "after": m["after"],
         "before": m["before"],
         "load": m["load"],
+        "real": m.get("real", []),
         "candidates": {c: {k: v for k, v in r.items() if not k.startswith("_")} for c, r in t.items()},
     }
     (out / "diversity_recheck_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
