@@ -139,25 +139,31 @@ def greedy_scores(state, E, scale, qc, xp):
     state.fitted["start_history"] = trace
     sg = state.div.stochastic_greedy
     order, bounds = sg(fac, qc, state.S, est.lam, est.seed, trace=trace, value=value)
-    gone = None
+    gone, known = None, True
     if state.picks_filter is not None:  # the redundancy filter over the picks, refilled
-        run = {"bounds": bounds, "round": 0}
+        run = {"bounds": bounds, "round": 0, "picked": [to_numpy(order)], "covered": to_numpy(order)}
 
         def pick(m, first, without):  # stochastic greedy, continued (each round its own sample stream)
             run["round"] += 1
-            got, run["bounds"] = sg(fac, qc, m, est.lam, est.seed + run["round"], value=value, first=to_numpy(first),
+            first = to_numpy(first)
+            got, run["bounds"] = sg(fac, qc, m, est.lam, est.seed + run["round"], value=value, first=first,
                                     without=to_numpy(without), bounds=run["bounds"], budget=state.S)  # fmt: skip
+            run["picked"].append(to_numpy(got))
+            run["covered"] = np.concatenate([first, to_numpy(got)])  # what value[-1] is the cover of
             return got
 
-        picked = order
         order, n_gone, n_left = picks_without_near_duplicates(
             E, state.objective.q, state.cand, order, pick, state.picks_filter, seed=est.seed, norms=scale
         )
         bounds = run["bounds"]
         state.fitted.update(n_near_duplicates=n_gone, n_near_duplicates_left=n_left)
-        if n_gone:
-            gone = xp.asarray(np.setdiff1d(to_numpy(picked), to_numpy(order)))
-    state.objective.remember(state.cand[order], value[-1])  # the picks' diversity: pg's step 0 scores them
+        final = to_numpy(order)
+        gone = np.setdiff1d(np.concatenate(run["picked"]), final)
+        gone = xp.asarray(gone) if gone.shape[0] else None
+        # a pool that ran dry returned dropped rows the last picks' cover does not hold
+        known = np.array_equal(np.sort(run["covered"]), np.sort(final))
+    if known:
+        state.objective.remember(state.cand[order], value[-1])  # the picks' diversity: pg's step 0 scores them
     b = xp.asarray(bounds, dtype=xp.float64)
     lo, hi = float(b.min()), float(b.max())
     v = (b - lo) / (hi - lo) / 2.0 if hi > lo else b * 0.0

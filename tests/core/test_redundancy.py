@@ -194,3 +194,17 @@ def test_the_device_branch_filters_the_picks_as_the_host_does(fake_cp):
     dev = DataMask(ratio=0.1).fit(fake_cp.asarray(E), fake_cp.asarray(q))
     assert host.n_near_duplicates_ > 0 and dev.n_near_duplicates_ == host.n_near_duplicates_
     assert np.array_equal(fake_cp.asnumpy(dev.mask_), host.mask_)
+
+
+def test_a_fit_whose_pool_runs_dry_reports_the_objective_of_what_it_selected():
+    # the picks' cover is the objective's shortcut; the dropped rows that return are not in it
+    rng = np.random.default_rng(1)
+    E = np.repeat(rng.normal(size=(5, 32)), 100, axis=0) + 0.15 * rng.normal(size=(500, 32))  # cosines ~0.98
+    E = np.vstack([E, rng.normal(size=(20, 32))])
+    E = (E / np.linalg.norm(E, axis=1, keepdims=True)).astype(np.float32)
+    q = rng.normal(size=520)
+    m = DataMask(budget=100, prune=0.0).fit(E, q)  # facility location: the filter over its picks
+    assert m.mask_.sum() == 100 and m.n_candidates_ == 520 and m.n_near_duplicates_left_ > 50
+    sel = np.nonzero(m.mask_)[0]
+    cover = (E.astype(np.float64) @ E[sel].T.astype(np.float64)).max(axis=1).mean()  # every row is a reference row
+    assert m.objective_["diversity"] == pytest.approx(cover, abs=1e-5)
