@@ -479,6 +479,28 @@ def diversity_default(ds):
     )
 
 
+@block("diversity_recheck", "diversity_recheck_summary.json")
+def diversity_recheck(rc):
+    """The generated cases re-run with the filter over the picks, beside the commit before (docs/diversity.md)."""
+    d = rc["candidates"][rc["default"]]
+    real = (
+        " and the " + ", ".join(txt(r) for r in rc["real"]) + " corpus rebuilt here (both embeddings)"
+        if rc["real"]
+        else ""
+    )
+    return (
+        f"Re-run with the filter over the picks ({txt(rc['after'])}) beside the filter over every candidate "
+        f"({txt(rc['before'])}), in one run, on the suite's seven generated shapes{real} ({num(d['cells'])} cells): "
+        f"the default passes {num(d['passed_after'])} of them (before: {num(d['passed_before'])}); of the "
+        f"{num(d['cells_recorded'])} generated cells, {num(d['passed_after_recorded_cells'])} (the recorded run: "
+        f"{num(d['passed_recorded'])}); per cell its normalised quality moved by at most "
+        f"{num(d['max_delta_quality_norm'], '.4f')}, its coverage by at most {num(d['max_delta_coverage'], '.4f')} and "
+        f"its near-duplicate share by at most {num(d['max_delta_near_dup'], '.4f')} "
+        "([diversity_recheck.md](../benchmarks/results/diversity_recheck.md)). The other real corpora were not "
+        "rebuilt for it: their cells above are the recorded run's"
+    )
+
+
 # ---------------------------------------------------------------------- facility_scale.json
 @block("facility_speed", "facility_scale.json")
 def facility_speed(fs):
