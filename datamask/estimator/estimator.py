@@ -211,7 +211,8 @@ class DataMask(DataMaskParams, BaseEstimator):
     tokens_, covers_all_ : int or None, bool
         Tokens kept (when ``lengths`` were given); True when ``token_budget`` kept every row.
     n_candidates_ : int
-        Rows left after pruning and the redundancy filter.
+        Rows left after pruning (and the redundancy filter, where it filters the candidates
+        first; over the picks it leaves them all).
     n_near_duplicates_ : int
         Candidates the redundancy filter dropped (``near_duplicate``); 0 without it. Over
         the picks: the picks it dropped and replaced.
