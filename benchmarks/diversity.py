@@ -241,8 +241,9 @@ def main(argv=None):
         cache = Path(args.cache)
         cache.mkdir(parents=True, exist_ok=True)
         t0, load0 = time.time(), os.getloadavg()[0]
-        records, n_real = [], len(cases(Path(args.work), args.quick)) - len(GENERATED[:2] if args.quick else GENERATED)
-        for i, (name, load) in enumerate(cases(Path(args.work), args.quick)):
+        every = cases(Path(args.work), args.quick)
+        records, n_real = [], len(every) - len(GENERATED[:2] if args.quick else GENERATED)
+        for i, (name, load) in enumerate(every):
             f = cache / (name.replace(" ", "_").replace(",", "").replace("(", "").replace(")", "") + ".json")
             if (shard and i % shard[1] != shard[0]) or (
                 args.generated and i < n_real and name.split(" (")[0] not in real
@@ -285,22 +286,9 @@ def recheck(commit: str, out: Path, corpora: Path, real: list) -> None:
         "after": ([], {}),
         "before": (["--only-filtered"], {"PYTHONPATH": str(base)}),
     }
+    cmd = [sys.executable, __file__, "--generated", "--real", ",".join(real), "--work", str(corpora)]
     procs = {
-        k: subprocess.Popen(
-            [
-                sys.executable,
-                __file__,
-                "--generated",
-                "--real",
-                ",".join(real),
-                "--work",
-                str(corpora),
-                "--cache",
-                str(work / k),
-                *flags,
-            ],
-            env=dict(os.environ, **env),
-        )  # fmt: skip
+        k: subprocess.Popen([*cmd, "--cache", str(work / k), *flags], env=dict(os.environ, **env))
         for k, (flags, env) in runs.items()
     }
     for k, p in procs.items():

@@ -3,12 +3,16 @@
 A diversity objective that averages over the selection barely sees a pair of near-duplicates
 (pairwise diversity is a function of the selection's mean embedding; facility location gives
 the second copy no gain, but once its reference rows are covered the rest of the budget
-follows quality, copies included). So a fit first drops candidates, best quality first
-(normalised quality; on a tie, the earlier row): a candidate goes when a better candidate that
-stays (or a better one compared in the same block of 256) is at cosine >= ``near_duplicate``.
-Of a group of near-copies the best stays, and the candidates that stay are pairwise below the
-threshold wherever a pair was compared. The threshold is the report's near-duplicate line
-(semantic dedup's default eps 0.05).
+follows quality, copies included). So rows are dropped best quality first (normalised quality;
+on a tie, the earlier row): a row goes when a better row that stays (or a better one compared
+in the same block of 256) is at cosine >= ``near_duplicate``. Of a group of near-copies the
+best stays, and the rows that stay are pairwise below the threshold wherever a pair was
+compared. The threshold is the report's near-duplicate line (semantic dedup's default eps 0.05).
+
+Which rows: where stochastic greedy's picks are the selection (facility location's default
+fit, :func:`~datamask.core.solvers.filters_picks`), the picks, refilled by the picks continued
+(:func:`picks_without_near_duplicates`); elsewhere every candidate after pruning, before the
+optimiser (:func:`without_near_duplicates`).
 
 Finding the pairs without the n x n product: rows go into cells by their nearest of a seeded
 sample of themselves as centres (dense regions get more, smaller cells): each row lives in its
