@@ -139,6 +139,26 @@ def test_compiled_picks_are_the_float64_brute_force_picks(monkeypatch, per_row):
     assert np.all(ub >= now - 1e-6)
 
 
+def test_a_pick_that_scores_its_whole_large_sample():
+    # rows on a circle against reference rows around it: every first gain is about
+    # lam q / S + (1 - lam), every gain after the first pick far below, so the second pick
+    # scores all 20,000 rows (79 blocks; the block size once overflowed past block 60: a
+    # ValueError on a 50k-row split at ratio 0.01, where a sample is every row)
+    rng = np.random.default_rng(5)
+    a = np.sort(rng.uniform(0, 2 * np.pi, 20_000))
+    E = np.stack([np.cos(a), np.sin(a)], axis=1).astype(np.float32)
+    b = np.linspace(0, 2 * np.pi, 64, endpoint=False)
+    R = np.stack([np.cos(b), np.sin(b)], axis=1).astype(np.float32)
+    q = rng.random(20_000)  # gains apart by quality (measured: the best two 2.5e-6 apart at least)
+    S, lam = 3, 0.5
+    want, margins = brute_force(E, R, q, S, lam, seed=1, k=20_000)
+    assert margins.min() > 1e-6
+    for fac in (FacilityGroups(E, R), FacilityGroups(E, R, method="dense")):  # the compiled and the Python loop
+        got, ub = stochastic.stochastic_greedy_facility(fac, q, S, lam, seed=1, factor=3.0)  # a sample: every row
+        assert np.array_equal(np.asarray(got), want)
+        first = lam * q / S + (1 - lam) / 64 * np.asarray(fac.cover)
+        assert (ub < first - 0.01).sum() > 19_000  # the second pick scored (nearly) every row
+
 def test_compiled_and_python_loops_pick_alike(monkeypatch):
     # the compiled loop on numpy's lists, the Python loop on the dense scorer (cupy's): one sampler
     c = make_corpus(3000, dim=32, seed=2)
