@@ -12,7 +12,9 @@ the first picks on the suite's corpora).
 
 **Picks** (:func:`picks`): the loop of :func:`datamask.core.stochastic.stochastic_greedy_facility`
 (a sample of ``k`` rows a pick, scored best bound first in blocks of :func:`block_size` rows
-until no bound left beats the best exact gain), compiled, with the gains from the lists. It
+until no bound left beats the best exact gain), compiled, with the gains from the lists; the
+first two blocks (the sample's head) come from the pass that reads the sample's bounds, and
+only a pick that needs a third (2 in 100 at 1M rows) sorts the rest. It
 scores the rows the Python loop scores (equal bounds in sample order) and picks what it
 picks from the same sample (ties in exact gain aside).
 
@@ -164,19 +166,32 @@ def screen_block(B, key, blk, R, theta, ref, sim, ends, pos):
     """:func:`scan_block` from the block's bfloat16 cosines, their bits ``B`` (c, r) int16:
     a pair whose order key reaches ``key[x]`` (its threshold less the bfloat16 margin) has
     its cosine computed again in float32 from the rows ``blk`` (c, d) and ``R`` (r, d), and
-    is listed when that reaches ``theta[x]``."""
+    is listed when that reaches ``theta[x]``. Where every key is above zero's (thresholds
+    above the margin: every reference row of the suite's corpora), a key is the bits
+    themselves (a negative cosine never reaches it), so runs are counted on the int16 bits."""
     c, r = B.shape
     d = blk.shape[1]
     cap = ref.shape[0]
+    positive = True
+    for x in range(r):
+        if key[x] < 1:
+            positive = False
+    k16 = np.empty(r, dtype=np.int16)
+    for x in range(r):
+        k16[x] = min(key[x], 32767) if positive else 0
     for i in range(c):
         row = B[i]
-        for x0 in range(0, r, 16):
-            x1 = min(r, x0 + 16)
-            if x1 - x0 == 16:
+        for x0 in range(0, r, 32):
+            x1 = min(r, x0 + 32)
+            if x1 - x0 == 32:
                 hits = 0
-                for x in range(x0, x0 + 16):
-                    b = np.int32(row[x])
-                    hits += (b if b >= 0 else -32768 - b) >= key[x]
+                if positive:
+                    for x in range(x0, x0 + 32):
+                        hits += row[x] >= k16[x]
+                else:
+                    for x in range(x0, x0 + 32):
+                        b = np.int32(row[x])
+                        hits += (b if b >= 0 else -32768 - b) >= key[x]
                 if hits == 0:
                     continue
             for x in range(x0, x1):
@@ -197,26 +212,29 @@ def screen_block(B, key, blk, R, theta, ref, sim, ends, pos):
 
 
 @njit(cache=True)
-def _next_block(bound, taken, m, blk, size):
-    """The up to ``size`` untaken sample places of largest ``bound`` (ties: earlier place
-    first) into ``blk``, largest first, marked taken; returns how many."""
-    nb = 0
+def _bounds_and_head(drawn, m, pub, bound, top):
+    """Each sampled place's bound (``bound[j] = pub[drawn[j]]``) and, in the same pass, the
+    head of the sample: ``top`` the up to ``2 * BLOCK`` places of largest bound (ties: earlier
+    place first), largest first, a pick's first two blocks. Returns how many are in ``top``."""
+    K = top.shape[0]
+    for j in range(m):  # the gather apart: a loop the compiler vectorises
+        bound[j] = pub[drawn[j]]
+    nt = 0
+    low = -np.inf  # the bound a place must beat to enter a full head
     for j in range(m):
-        if taken[j]:
-            continue
         v = bound[j]
-        if nb == size and v <= bound[blk[nb - 1]]:
+        if nt == K and v <= low:
             continue
-        p = nb if nb < size else size - 1
-        while p > 0 and bound[blk[p - 1]] < v:
-            blk[p] = blk[p - 1]
+        p = nt if nt < K else K - 1
+        while p > 0 and bound[top[p - 1]] < v:
+            top[p] = top[p - 1]
             p -= 1
-        blk[p] = j
-        if nb < size:
-            nb += 1
-    for b in range(nb):
-        taken[blk[b]] = True
-    return nb
+        top[p] = j
+        if nt < K:
+            nt += 1
+        if nt == K:
+            low = bound[top[K - 1]]
+    return nt
 
 
 @njit(cache=True)
@@ -311,25 +329,29 @@ def _order_rest(bound, taken, m):
 
 
 @njit(cache=True)
-def _best_of_sample(drawn, m, bound, taken, pool, lin, w, scan, buf):
+def _best_of_sample(drawn, m, nt, bound, taken, pool, lin, w, scan, buf):
     """``(gain, row)``: the sampled row (places ``drawn[:m]``, bounds ``bound``) of best exact
     gain, scored best bound first in blocks of :func:`block_size` rows until no bound left
     beats the best gain found; each scored row's bound (``ub``, and ``pub`` at its place)
-    becomes its exact gain. ``pool`` is ``(rows, ub, pub)``, ``scan`` the lists' arrays
-    (:func:`_gains`), ``buf`` the block buffers."""
+    becomes its exact gain. The first two blocks are the head ``top[:nt]``
+    (:func:`_bounds_and_head`); a pick that needs a third (2 in 100 at 1M rows) sorts the
+    places left. ``pool`` is ``(rows, ub, pub)``, ``scan`` the lists' arrays (:func:`_gains`),
+    ``buf`` the block buffers."""
     rows, ub, pub = pool
-    blk, blk_rows, Eb, g = buf
-    for j in range(m):
-        taken[j] = False
+    top, blk, blk_rows, Eb, g = buf
     best, pick, nblk, at = -np.inf, -1, 0, 0
     rest = blk[:0]
     while True:
         size = block_size(nblk)
-        if nblk < 2:  # the first two blocks by selection: a pick rarely needs a third
-            nb = _next_block(bound, taken, m, blk, size)
+        if nblk < 2:  # the head: a pick rarely needs a third block
+            nb = max(0, min(size, nt - at))
+            blk[:nb] = top[at : at + nb]
+            at += nb
         else:
             if nblk == 2:
-                rest = _order_rest(bound, taken, m)
+                taken[:m] = False
+                taken[top[:nt]] = True
+                rest, at = _order_rest(bound, taken, m), 0
             nb = min(size, rest.shape[0] - at)
             blk[:nb] = rest[at : at + nb]
             at += nb
@@ -370,6 +392,7 @@ def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, left, stat
     taken = np.empty(k, dtype=np.bool_)
     drawn = np.empty(k, dtype=np.int64)
     buf = (
+        np.empty(2 * BLOCK, dtype=np.int64),
         np.empty(MAX_BLOCK, dtype=np.int64),
         np.empty(MAX_BLOCK, dtype=np.int64),
         np.empty((MAX_BLOCK, R.shape[1]), dtype=np.float32),
@@ -380,15 +403,14 @@ def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, left, stat
     pub = ub[rows[:left]]  # each place's bound
     for t in range(S):
         m = sample(left, k, state, mark, drawn)
-        for j in range(m):
-            bound[j] = pub[drawn[j]]
+        nt = _bounds_and_head(drawn, m, pub, bound, buf[0])
         slack = 0.0  # sum over the rows not saturated of theta - cur: an unlisted candidate's most
         for j in range(u):
             x = uidx[j]
             if cur[x] < theta[x]:
                 slack += theta[x] - cur[x]
         scan = (E, cur, theta, start, lref, lsim, uidx, Ru, u, slack)
-        gains[t], order[t] = _best_of_sample(drawn, m, bound, taken, (rows, ub, pub), lin, w, scan, buf)
+        gains[t], order[t] = _best_of_sample(drawn, m, nt, bound, taken, (rows, ub, pub), lin, w, scan, buf)
         pub[at[order[t]]] = pub[left - 1]  # the last place's row moves to the pick's place
         left = remove(rows, at, left, order[t])
         u = _add(E, R, order[t], cur, theta, start, lref, lsim, uidx, Ru, u, e)

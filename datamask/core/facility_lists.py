@@ -175,6 +175,7 @@ class _Bf16Product:
         Rb = R32.to(torch.bfloat16)
         self.Rt, self.dr = Rb.T, _rounding(R32, Rb)
         self.theta, self.d, self.key = theta.astype(np.float64), R.shape[1], None
+        self.out = torch.empty((CANDIDATE_BLOCK, R.shape[0]), dtype=torch.bfloat16)  # reused: no page faults a block
 
     def __call__(self, blk):
         t = self.torch
@@ -182,7 +183,9 @@ class _Bf16Product:
         b = b32.to(t.bfloat16)
         da = float(_rounding(b32, b).max())
         self.key = bf16_keys(self.theta - screen_margin(self.d, da, self.dr), down=True)
-        return (b @ self.Rt).view(t.int16).numpy()
+        out = self.out[: blk.shape[0]]
+        t.matmul(b, self.Rt, out=out)
+        return out.view(t.int16).numpy()
 
 
 def _rounding(x32, xb):

@@ -85,6 +85,23 @@ def test_sampler_draws_uniformly_without_replacement_from_the_rows_left():
     assert not np.array_equal(stochastic._Pool(50, seed=8).sample(10), stochastic._Pool(50, seed=9).sample(10))
 
 
+@pytest.mark.parametrize("m", [7, 16, 40, 6400])
+def test_a_picks_head_is_the_best_bounds_of_its_sample_ties_by_place(m):
+    # the first two blocks of a pick (2 x BLOCK places) as a stable sort of the sample's
+    # bounds would give them: bounds on a coarse grid, so many tie
+    from datamask.core import facility_kernels as fk
+
+    rng = np.random.default_rng(m)
+    pub = np.round(rng.random(10_000) * 20) / 20
+    drawn = rng.choice(10_000, m, replace=False)
+    bound, top = np.empty(m), np.empty(2 * fk.BLOCK, dtype=np.int64)
+    nt = fk._bounds_and_head(drawn, m, pub, bound, top)
+    np.testing.assert_array_equal(bound, pub[drawn])
+    want = np.lexsort((np.arange(m), -bound))[: 2 * fk.BLOCK]
+    assert nt == min(m, 2 * fk.BLOCK)
+    np.testing.assert_array_equal(top[:nt], want)
+
+
 def brute_force(E, R, q, S, lam, seed, k):
     """Stochastic greedy on float64 gains of every sampled row, from the same sampler:
     ``(order, margins)``, margins the best gain minus the runner-up's at each pick."""
@@ -158,6 +175,7 @@ def test_a_pick_that_scores_its_whole_large_sample():
         assert np.array_equal(np.asarray(got), want)
         first = lam * q / S + (1 - lam) / 64 * np.asarray(fac.cover)
         assert (ub < first - 0.01).sum() > 19_000  # the second pick scored (nearly) every row
+
 
 def test_compiled_and_python_loops_pick_alike(monkeypatch):
     # the compiled loop on numpy's lists, the Python loop on the dense scorer (cupy's): one sampler

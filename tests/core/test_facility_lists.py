@@ -56,9 +56,22 @@ def test_screen_margin_bounds_the_rounding_of_coherent_and_random_rows():
 
 
 @bf16
-def test_bfloat16_screen_lists_the_float32_pass_pairs(monkeypatch):
+@pytest.mark.parametrize("low", [False, True], ids=["thresholds above the margin", "some at or below zero"])
+def test_bfloat16_screen_lists_the_float32_pass_pairs(monkeypatch, low):
+    # thresholds above the margin: the screen counts runs on the bits themselves; a threshold
+    # at or below zero (a negative key) takes the general order keys for the whole block
     n, r, d, T = 4000, 300, 384, 80
     E, R = unit(n, d, 2), unit(r, d, 3)
+    if low:
+        raw = facility_lists.list_thresholds
+
+        def lowered(E, R, T):
+            theta = raw(E, R, T)
+            theta[::7] = np.float32(-0.02)  # about half the candidates reach these rows
+            theta[3] = np.float32(0.0)
+            return theta
+
+        monkeypatch.setattr(facility_lists, "list_thresholds", lowered)
     monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 1 << 62)
     f32 = threshold_lists(E, R, T)
     monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 0)
