@@ -212,6 +212,63 @@ def screen_block(B, key, blk, R, theta, ref, sim, ends, pos):
 
 
 @njit(cache=True)
+def quantize_rows(X, scale, q):
+    """Round the rows ``X`` (c, d) float32 to int8 on ``scale`` into ``q[:c]`` (``|x| <= 127
+    scale``); returns the largest row error ``||x - scale q||`` (float64 sums of exact
+    products, 2^-40 to spare: a bound)."""
+    inv = 1.0 / scale
+    worst = 0.0
+    for i in range(X.shape[0]):
+        e = 0.0
+        for k in range(X.shape[1]):
+            x = np.float64(X[i, k])
+            v = min(127.0, max(-127.0, np.rint(x * inv)))
+            q[i, k] = np.int8(v)
+            diff = x - v * scale
+            e += diff * diff
+        worst = max(worst, e)
+    return np.sqrt(worst) * (1 + 2.0**-40) + 2.0**-40
+
+
+@njit(cache=True, fastmath=True)
+def screen_block_int(C, key, blk, R, theta, ref, sim, ends, pos):
+    """:func:`screen_block` from the block's int8 products ``C`` (c, r) int32: a pair whose
+    product reaches ``key[x]`` (:func:`~datamask.core.facility_lists.int8_keys`) has its cosine
+    computed in float32 from the rows ``blk`` and ``R``, and is listed when that reaches
+    ``theta[x]``. Runs of 16 are counted first, as in :func:`scan_block`."""
+    c, r = C.shape
+    d = blk.shape[1]
+    cap = ref.shape[0]
+    k32 = np.empty(r, dtype=np.int32)
+    for x in range(r):
+        k32[x] = max(-2147483647, min(2147483647, key[x]))
+    for i in range(c):
+        row = C[i]
+        for x0 in range(0, r, 16):
+            x1 = min(r, x0 + 16)
+            if x1 - x0 == 16:
+                hits = 0
+                for x in range(x0, x0 + 16):
+                    hits += row[x] >= k32[x]
+                if hits == 0:
+                    continue
+            for x in range(x0, x1):
+                if row[x] < k32[x]:
+                    continue
+                v = np.float32(0.0)
+                for j in range(d):
+                    v += blk[i, j] * R[x, j]
+                if v >= theta[x]:
+                    if pos >= cap:
+                        return -1
+                    ref[pos] = x
+                    sim[pos] = v
+                    pos += 1
+        ends[i] = pos
+    return pos
+
+
+@njit(cache=True)
 def _bounds_and_head(drawn, m, pub, bound, top):
     """Each sampled place's bound (``bound[j] = pub[drawn[j]]``) and, in the same pass, the
     head of the sample: ``top`` the up to ``2 * BLOCK`` places of largest bound (ties: earlier

@@ -9,16 +9,19 @@ candidates, :func:`list_thresholds`). The pass reads the candidates in blocks of
 once, and it reads them from the split's own array (:class:`HostRows`: no copy of the
 candidates is kept; float16 storage stays float16).
 
-**The products.** Float32 on every CPU (:func:`screen_kernel` ``"float32"``). Where the CPU
-has bfloat16 dot products (``amx_bf16``, ``avx512_bf16``) and torch is installed, a large
-pass (:data:`BF16_MIN_PAIRS` pairs or more) screens the pairs with one bfloat16 product
-instead, then computes the cosine of every pair that may reach its threshold again in float32
-(:func:`~datamask.core.facility_kernels.screen_block`): a bfloat16 cosine of unit rows is
-within :func:`screen_margin` of the exact one before its monotone rounding to bfloat16 (a
-bound from each row's own rounding: about 2^-8 for random unit rows of 384 entries, 2^-7
-at worst), so a pair whose bfloat16 cosine is below ``theta[x]`` less that margin, rounded
-down, cannot reach ``theta[x]``. The lists are the same pairs with the same float32 cosines
-either way (up to the order the sums run in); only the time differs. ``DATAMASK_FACILITY_PRODUCT=float32`` forces the portable one.
+**The products.** Float32 on every CPU (:func:`screen_kernel` ``"float32"``). A large pass
+(:data:`BF16_MIN_PAIRS` pairs or more) screens the pairs with a cheaper product instead, where
+the CPU and torch have one, then computes the cosine of every pair that may reach its
+threshold again in float32: ``"int8"`` where the CPU has int8 dot products (``amx_int8``,
+``avx512_vnni``, ``avx_vnni``; torch's ``_int_mm``, exact int32 sums) on rows rounded to int8 on their own scales
+(:func:`~datamask.core.facility_kernels.screen_block_int`, :func:`int8_keys`), else
+``"bfloat16"`` where it has bfloat16 dot products (``amx_bf16``, ``avx512_bf16``;
+:func:`~datamask.core.facility_kernels.screen_block`). Either rounded product of unit rows is
+within :func:`screen_margin` of the exact cosine (a bound from each row's own rounding: about
+2^-8 for random unit rows of 384 entries in bfloat16, 2^-6 in int8), so a pair whose screened
+cosine is below ``theta[x]`` less that margin cannot reach ``theta[x]``. The lists are the same
+pairs with the same float32 cosines whichever product screens (up to the order the sums run
+in); only the time differs. ``DATAMASK_FACILITY_PRODUCT=float32`` forces the portable one, ``=bfloat16`` skips int8.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ CANDIDATE_BLOCK = 512
 # second): 131k candidates against 2,048 reference rows, where the float32 pass took 1.4 s.
 BF16_MIN_PAIRS = 1 << 28
 _CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+_INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni")
 
 
 class HostRows:
@@ -128,7 +132,7 @@ def threshold_lists(E, R, T):
     """:class:`ThresholdLists` of candidates ``E`` (:class:`HostRows` or an (n, d) array)
     against reference rows ``R`` (r, d), about ``T`` entries a reference row, from one pass
     over blocks of candidates (the products of :func:`screen_kernel`)."""
-    from .facility_kernels import scan_block, screen_block
+    from .facility_kernels import scan_block, screen_block, screen_block_int
 
     E = as_host_rows(E)
     n, r = E.shape[0], R.shape[0]
@@ -139,13 +143,16 @@ def threshold_lists(E, R, T):
     ref = np.empty(cap, dtype=np.int16 if r <= 1 << 15 else np.int32)
     sim, pos = np.empty(cap, dtype=np.float32), 0
     total = R.sum(axis=0, dtype=np.float64)  # sum_x (C[i, x] + 1) = e_i . sum_x r_x + r
-    bf16 = screen_kernel(n * r) == "bfloat16" and np.isfinite(theta).all()
-    product = _Bf16Product(R, theta) if bf16 else _f32_product(R)
+    kernel = screen_kernel(n * r) if np.isfinite(theta).all() else "float32"
+    product = {"int8": _Int8Product, "bfloat16": _Bf16Product}.get(kernel)
+    product = product(R, theta) if product else _f32_product(R)
     for i0, i1, blk in E.blocks():
         cover[i0:i1] = blk.astype(np.float64) @ total + float(r)
         C = product(blk)
         while True:
-            if bf16:
+            if kernel == "int8":
+                end = screen_block_int(C, product.key, blk, R, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)
+            elif kernel == "bfloat16":
                 end = screen_block(C, product.key, blk, R, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)
             else:
                 end = scan_block(C, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)
@@ -186,6 +193,58 @@ class _Bf16Product:
         out = self.out[: blk.shape[0]]
         t.matmul(b, self.Rt, out=out)
         return out.view(t.int16).numpy()
+
+
+class _Int8Product:
+    """(c, r) int32 products of a block of candidates and the reference rows, each rounded to
+    int8 on its own scale (a candidate block shares one: ``sa``, its largest entry over 127; a
+    reference row x has ``sr[x]``); after each block, ``key`` (r,) int64: the least product
+    that a pair whose float32 cosine reaches ``theta[x]`` can have (:func:`int8_keys`)."""
+
+    def __init__(self, R, theta):
+        import torch
+
+        self.torch = torch
+        R = np.ascontiguousarray(R, dtype=np.float32)
+        self.sr = _int8_scales(R)
+        Rq = np.rint(R / self.sr[:, None].astype(np.float32)).astype(np.int8)
+        self.dr = _int8_error(R, Rq, self.sr)
+        self.Rt = torch.from_numpy(np.ascontiguousarray(Rq.T))
+        self.theta, self.d, self.key = theta.astype(np.float64), R.shape[1], None
+        self.q = np.empty((CANDIDATE_BLOCK, R.shape[1]), dtype=np.int8)
+
+    def __call__(self, blk):
+        from .facility_kernels import quantize_rows
+
+        sa = max(float(np.abs(blk).max()), 1e-30) / 127.0
+        q = self.q[: blk.shape[0]]
+        da = quantize_rows(blk, sa, q)
+        self.key = int8_keys(self.theta, sa, self.sr, self.d, da, self.dr)
+        return self.torch._int_mm(self.torch.from_numpy(q), self.Rt).numpy()
+
+
+def _int8_scales(X):
+    """(rows,) float64: each row's largest magnitude over 127 (1 for a zero row)."""
+    m = np.abs(X).max(axis=1).astype(np.float64) / 127.0
+    return np.where(m > 0, m, 1.0)
+
+
+def _int8_error(X, Q, scale):
+    """(rows,) float64: each row's ``||x - scale q||``, a bound (float64 sums of exact float32
+    entries; 2^-40 to spare)."""
+    diff = X.astype(np.float64) - Q.astype(np.float64) * np.asarray(scale, dtype=np.float64)[:, None]
+    return np.sqrt((diff * diff).sum(axis=1)) * (1 + 2.0**-40) + 2.0**-40
+
+
+def int8_keys(theta, sa, sr, d, da, dr):
+    """(r,) int64: the least int32 product ``sum_k qa_k qr_k`` that a pair can have whose float32
+    cosine reaches ``theta[x]``. The rounded rows' product, ``sa sr[x]`` times that sum, is
+    within :func:`screen_margin` of the float32 cosine (as for bfloat16: ``da``, ``dr`` the
+    rounding errors, plus the float32 sum), so a pair whose sum is below
+    ``(theta[x] - margin) / (sa sr[x])``, rounded down, less one for the division's
+    rounding, cannot reach ``theta[x]``."""
+    lo = (np.asarray(theta, dtype=np.float64) - screen_margin(d, da, dr)) / (sa * np.asarray(sr, dtype=np.float64))
+    return np.floor(lo).astype(np.int64) - 1
 
 
 def _rounding(x32, xb):
@@ -245,10 +304,43 @@ def _bf16_usable() -> bool:
     return bool((np.abs(got - A.astype(np.float64) @ A.T.astype(np.float64)) <= bound).all())
 
 
+@functools.lru_cache(maxsize=1)
+def _cpu_flags() -> frozenset:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return frozenset(next((ln for ln in f if ln.startswith("flags")), "").split())
+    except OSError:
+        return frozenset()
+
+
+@functools.lru_cache(maxsize=1)
+def _int8_usable() -> bool:
+    """This CPU has int8 dot products and torch's ``_int_mm`` multiplies int8 exactly (int32 sums)."""
+    if os.environ.get("DATAMASK_FACILITY_PRODUCT", "").lower() in ("float32", "bfloat16"):
+        return False
+    if not _cpu_flags().intersection(_INT8_FLAGS):
+        return False
+    try:
+        import torch
+
+        rng = np.random.default_rng(0)
+        A = rng.integers(-127, 128, size=(37, 384), dtype=np.int8)
+        B = rng.integers(-127, 128, size=(384, 29), dtype=np.int8)
+        got = torch._int_mm(torch.from_numpy(A), torch.from_numpy(B)).numpy()
+    except Exception:
+        return False
+    return bool(np.array_equal(got, A.astype(np.int64) @ B.astype(np.int64)))
+
+
 def screen_kernel(pairs) -> str:
-    """``"bfloat16"`` when a pass over ``pairs`` candidate-reference pairs screens with one
-    bfloat16 product (a large pass, on a CPU and torch that can), else ``"float32"``."""
-    return "bfloat16" if pairs >= BF16_MIN_PAIRS and _bf16_usable() else "float32"
+    """The product a pass over ``pairs`` candidate-reference pairs screens with: ``"int8"``
+    (int8 dot products, the CPU and torch can), else ``"bfloat16"`` (likewise), for a large
+    pass; else ``"float32"``. ``DATAMASK_FACILITY_PRODUCT`` names one (``float32``: never a screen)."""
+    if pairs < BF16_MIN_PAIRS:
+        return "float32"
+    if _int8_usable():
+        return "int8"
+    return "bfloat16" if _bf16_usable() else "float32"
 
 
 def sorted_lists(lists, T):

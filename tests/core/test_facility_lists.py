@@ -17,6 +17,15 @@ from datamask.core.synthetic import make_corpus
 from datamask.core.validate import unit_rows
 
 bf16 = pytest.mark.skipif(not facility_lists._bf16_usable(), reason="no bfloat16 dot products on this CPU/torch")
+int8 = pytest.mark.skipif(not facility_lists._int8_usable(), reason="no int8 dot products on this CPU/torch")
+SCREENS = [pytest.param("bfloat16", marks=bf16), pytest.param("int8", marks=int8)]
+
+
+def use_screen(monkeypatch, kernel):
+    """Every pass screens with ``kernel`` ("float32": none)."""
+    monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 1 << 62 if kernel == "float32" else 0)
+    if kernel == "bfloat16":
+        monkeypatch.setattr(facility_lists, "_int8_usable", lambda: False)
 
 
 def unit(n, d, seed):
@@ -55,11 +64,34 @@ def test_screen_margin_bounds_the_rounding_of_coherent_and_random_rows():
             assert err[0, 0] >= 0.99 * (2 * da[0] + da[0] ** 2) > 0
 
 
-@bf16
+def test_int8_keys_bound_the_rounding_of_coherent_and_random_rows():
+    from datamask.core.facility_kernels import quantize_rows
+
+    d = 384
+    flat = np.full((2, d), 1 / np.sqrt(d), dtype=np.float32)  # every entry rounds the same way
+    for A in (flat, unit(300, d, 0), np.abs(unit(300, d, 1))):
+        sr = facility_lists._int8_scales(A)
+        Q = np.empty(A.shape, dtype=np.int8)
+        dr = np.array([quantize_rows(A[i : i + 1], sr[i], Q[i : i + 1]) for i in range(A.shape[0])])
+        assert np.all(dr <= np.sqrt(d) * sr / 2 * (1 + 1e-6))  # half a step an entry at most
+        sa = float(np.abs(A).max()) / 127
+        q = np.empty(A.shape, dtype=np.int8)
+        da = quantize_rows(A, sa, q)
+        want = A.astype(np.float64) @ A.T.astype(np.float64)
+        got = (q.astype(np.int64) @ Q.T.astype(np.int64)) * sa * sr[None, :]
+        assert np.all(np.abs(got - want) <= screen_margin(d, da, dr[None, :]))
+        # the keys: a pair at its threshold has a product at or above its key
+        theta = want[0].astype(np.float32)  # row 0 against each column: on the threshold
+        key = facility_lists.int8_keys(theta, sa, sr, d, da, dr)
+        assert np.all(q[0].astype(np.int64) @ Q.T.astype(np.int64) >= key)
+
+
+@pytest.mark.parametrize("kernel", SCREENS)
 @pytest.mark.parametrize("low", [False, True], ids=["thresholds above the margin", "some at or below zero"])
-def test_bfloat16_screen_lists_the_float32_pass_pairs(monkeypatch, low):
-    # thresholds above the margin: the screen counts runs on the bits themselves; a threshold
-    # at or below zero (a negative key) takes the general order keys for the whole block
+def test_screens_list_the_float32_pass_pairs(monkeypatch, low, kernel):
+    # bfloat16, thresholds above the margin: the screen counts runs on the bits themselves; a
+    # threshold at or below zero (a negative key) takes the general order keys for the block.
+    # int8: keys on each pair's int32 product
     n, r, d, T = 4000, 300, 384, 80
     E, R = unit(n, d, 2), unit(r, d, 3)
     if low:
@@ -72,10 +104,10 @@ def test_bfloat16_screen_lists_the_float32_pass_pairs(monkeypatch, low):
             return theta
 
         monkeypatch.setattr(facility_lists, "list_thresholds", lowered)
-    monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 1 << 62)
+    use_screen(monkeypatch, "float32")
     f32 = threshold_lists(E, R, T)
-    monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 0)
-    assert facility_lists.screen_kernel(n * r) == "bfloat16"
+    use_screen(monkeypatch, kernel)
+    assert facility_lists.screen_kernel(n * r) == kernel
     b16 = threshold_lists(E, R, T)
     np.testing.assert_array_equal(b16.theta, f32.theta)
     np.testing.assert_allclose(b16.cover, f32.cover, rtol=1e-12)
@@ -88,10 +120,14 @@ def test_bfloat16_screen_lists_the_float32_pass_pairs(monkeypatch, low):
     assert len(set(a) & set(b)) >= 0.99 * len(a)
     same = list(set(a) & set(b))
     np.testing.assert_allclose([b[p] for p in same], [a[p] for p in same], rtol=0, atol=2 * d * 2.0**-24)
-    # the screen had work to do: listed pairs whose bfloat16 cosine is below their threshold
+    # the screen had work to do: listed pairs whose screened cosine is below their threshold
     import torch
 
-    Cb = (torch.from_numpy(E).to(torch.bfloat16) @ torch.from_numpy(R).to(torch.bfloat16).T).float().numpy()
+    if kernel == "bfloat16":
+        Cb = (torch.from_numpy(E).to(torch.bfloat16) @ torch.from_numpy(R).to(torch.bfloat16).T).float().numpy()
+    else:
+        sa, sr = float(np.abs(E).max()) / 127, facility_lists._int8_scales(R)
+        Cb = (np.rint(E / sa) @ np.rint(R / sr[:, None]).T) * sa * sr[None, :]
     cand = np.repeat(np.arange(n), np.diff(b16.start))
     assert (Cb[cand, b16.ref.astype(np.int64)] < b16.theta[b16.ref]).sum() > 0
 
@@ -116,7 +152,7 @@ def test_host_rows_read_the_float16_split_as_its_unit_rows():
     assert value_h == value_c
 
 
-@pytest.mark.parametrize("screen", [False, pytest.param(True, marks=bf16)], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("screen", ["float32", *SCREENS])
 def test_fit_on_the_float16_split_selects_as_on_its_float32_copy(monkeypatch, screen):
     # before: the scorer copied the candidates to float32 unit rows and took float32
     # products; now it reads the float16 split (and may screen in bfloat16). Same selection,
@@ -126,10 +162,10 @@ def test_fit_on_the_float16_split_selects_as_on_its_float32_copy(monkeypatch, sc
     E16 = (c["embedding"] * rng.uniform(0.5, 2.0, size=(6000, 1))).astype(np.float16)
     q = c["quality"]
     copy = unit_rows(E16, None, np.linalg.norm(E16.astype(np.float32), axis=1).astype(np.float32))
-    monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 0 if screen else 1 << 62)
+    use_screen(monkeypatch, screen)
     kw = dict(diversity="facility", solver_params={"reference_size": 1000}, seed=1)
     now = DataMask(**kw).fit(E16, q)
-    monkeypatch.setattr(facility_lists, "BF16_MIN_PAIRS", 1 << 62)
+    use_screen(monkeypatch, "float32")
     before = DataMask(**kw).fit(copy, q)
     assert now.init_ == before.init_ == "stochastic_greedy"
     assert np.mean(now.mask_ == before.mask_) >= 0.995
