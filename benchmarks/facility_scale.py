@@ -55,6 +55,7 @@ LIST_BUILDERS = (
     ("facility_lists", "list_thresholds"),
     ("facility_kernels", "scan_block"),
     ("facility_kernels", "screen_block"),
+    ("facility_kernels", "screen_block_int"),
 )
 
 
@@ -329,7 +330,7 @@ def main():
                 load.append(os.getloadavg()[0])
     Path(a.out_json).write_text(json.dumps({"phases": phases, "commands": commands, "load": load}, indent=1) + "\n")
     head = _git("rev-parse", "--short", a.after or "HEAD")
-    try:  # the after code's products at 1M rows on this host (facility_lists: float32, or a bfloat16 screen)
+    try:  # the after code's products at 1M rows on this host (facility_lists: float32, or an int8 or bfloat16 screen)
         from datamask.core.facility_lists import screen_kernel
 
         product = f"the `after` scorer's products: {screen_kernel(1_000_000 * 2048)} at 1M rows on this host"
