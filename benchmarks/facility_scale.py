@@ -55,7 +55,9 @@ LIST_BUILDERS = (
     ("facility_lists", "list_thresholds"),
     ("facility_kernels", "scan_block"),
     ("facility_kernels", "screen_block"),
-    ("facility_kernels", "screen_block_int"),
+    ("facility_scan", "scan_block"),
+    ("facility_scan", "screen_block"),
+    ("facility_scan", "screen_block_int"),
 )
 
 
@@ -355,7 +357,7 @@ def main():
         "the candidates before the optimiser or, since the filter over the picks, over the picks (the refills' "
         "picks count as picks); *scorer build*: the similarity products, the first gains and the neighbour lists (*of it: lists*, "
         "the selection of the lists' entries from the similarities: `top_neighbors` before, the thresholds "
-        "and `scan_block` (float32) or `screen_block` (bfloat16 screen) after); *picks*: stochastic greedy (with the filter's refills); *exact objective*: every exact "
+        "and `scan_block` (float32), `screen_block` (bfloat16 screen) or `screen_block_int` (int8 screen) after); *picks*: stochastic greedy (with the filter's refills); *exact objective*: every exact "
         "evaluation of a selection (the start's, and the fit's result); *rest*: pruning, the candidates' "
         "float32 copy (before; none after), bookkeeping. *fit RSS added*: `ru_maxrss` above the process's RSS before the fit "
         "(its float16 input not counted).",

@@ -14,9 +14,9 @@ candidates is kept; float16 storage stays float16).
 the CPU and torch have one, then computes the cosine of every pair that may reach its
 threshold again in float32: ``"int8"`` where the CPU has int8 dot products (``amx_int8``,
 ``avx512_vnni``, ``avx_vnni``; torch's ``_int_mm``, exact int32 sums) on rows rounded to int8 on their own scales
-(:func:`~datamask.core.facility_kernels.screen_block_int`, :func:`int8_keys`), else
+(:func:`~datamask.core.facility_scan.screen_block_int`, :func:`int8_keys`), else
 ``"bfloat16"`` where it has bfloat16 dot products (``amx_bf16``, ``avx512_bf16``;
-:func:`~datamask.core.facility_kernels.screen_block`). Either rounded product of unit rows is
+:func:`~datamask.core.facility_scan.screen_block`). Either rounded product of unit rows is
 within :func:`screen_margin` of the exact cosine (a bound from each row's own rounding: about
 2^-8 for random unit rows of 384 entries in bfloat16, 2^-6 in int8), so a pair whose screened
 cosine is below ``theta[x]`` less that margin cannot reach ``theta[x]``. The lists are the same
@@ -132,7 +132,7 @@ def threshold_lists(E, R, T):
     """:class:`ThresholdLists` of candidates ``E`` (:class:`HostRows` or an (n, d) array)
     against reference rows ``R`` (r, d), about ``T`` entries a reference row, from one pass
     over blocks of candidates (the products of :func:`screen_kernel`)."""
-    from .facility_kernels import scan_block, screen_block, screen_block_int
+    from .facility_scan import scan_block, screen_block, screen_block_int
 
     E = as_host_rows(E)
     n, r = E.shape[0], R.shape[0]
@@ -214,7 +214,7 @@ class _Int8Product:
         self.q = np.empty((CANDIDATE_BLOCK, R.shape[1]), dtype=np.int8)
 
     def __call__(self, blk):
-        from .facility_kernels import quantize_rows
+        from .facility_scan import quantize_rows
 
         sa = max(float(np.abs(blk).max()), 1e-30) / 127.0
         q = self.q[: blk.shape[0]]

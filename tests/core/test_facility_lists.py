@@ -65,7 +65,7 @@ def test_screen_margin_bounds_the_rounding_of_coherent_and_random_rows():
 
 
 def test_int8_keys_bound_the_rounding_of_coherent_and_random_rows():
-    from datamask.core.facility_kernels import quantize_rows
+    from datamask.core.facility_scan import quantize_rows
 
     d = 384
     flat = np.full((2, d), 1 / np.sqrt(d), dtype=np.float32)  # every entry rounds the same way
