@@ -24,31 +24,59 @@ __all__ = ["scan_block", "screen_block", "screen_block_int", "quantize_rows"]
 def scan_block(C, theta, ref, sim, ends, pos):
     """Append each row's entries ``C[i, x] >= theta[x]`` of block ``C`` (c, r) to ``ref`` /
     ``sim`` from ``pos``, row by row, and each row's end to ``ends``; returns the new end,
-    or -1 when ``ref`` is too short (nothing then counts: the caller grows it and rescans).
-    Each run of 16 entries is counted first (a loop the compiler vectorises), and only a
-    run with an entry at its threshold is walked."""
+    or -1 when ``ref`` is too short (nothing then counts: the caller grows it and rescans)."""
+    return _walk(C, theta, C, C, theta, ref, sim, ends, pos, False)
+
+
+@njit(cache=True, fastmath=True)
+def _walk(C, key, blk, R, theta, ref, sim, ends, pos, recheck):
+    """The entries ``C[i, x] >= key[x]`` of block ``C`` (c, r), row by row: each listed as it
+    is, or with ``recheck`` its pair's float32 cosine from the rows ``blk`` and ``R`` listed when
+    that reaches ``theta[x]`` (:func:`_recheck`). Each run of 16 entries is counted first (a
+    loop the compiler vectorises), and only a run with an entry at its key is walked."""
     c, r = C.shape
-    cap = ref.shape[0]
     for i in range(c):
         row = C[i]
-        for x0 in range(0, r + 15, 16):
+        for x0 in range(0, r, 16):
             x1 = min(r, x0 + 16)
             if x1 - x0 == 16:
                 hits = 0
                 for x in range(x0, x0 + 16):
-                    hits += row[x] >= theta[x]
+                    hits += row[x] >= key[x]
                 if hits == 0:
                     continue
             for x in range(x0, x1):
-                v = row[x]
-                if v >= theta[x]:
-                    if pos >= cap:
-                        return -1
+                if row[x] < key[x]:
+                    continue
+                if recheck:
+                    pos = _recheck(blk, i, R, x, theta, ref, sim, pos)
+                elif pos < ref.shape[0]:
                     ref[pos] = x
-                    sim[pos] = v
+                    sim[pos] = row[x]
                     pos += 1
+                else:
+                    pos = -1
+                if pos < 0:
+                    return -1
         ends[i] = pos
     return pos
+
+
+@njit(cache=True, fastmath=True)
+def _recheck(blk, i, R, x, theta, ref, sim, pos):
+    """A screened pair (candidate ``i`` of the block, reference row ``x``): its float32 cosine
+    from the rows, appended at ``pos`` when it reaches ``theta[x]``. Returns the new end, or -1
+    when ``ref`` is full."""
+    v = np.float32(0.0)
+    for j in range(blk.shape[1]):
+        v += blk[i, j] * R[x, j]
+    if v < theta[x]:
+        return pos
+    if pos >= ref.shape[0]:
+        return -1
+    ref[pos] = x
+    sim[pos] = v
+    return pos + 1
 
 
 @njit(cache=True, fastmath=True)
@@ -60,43 +88,33 @@ def screen_block(B, key, blk, R, theta, ref, sim, ends, pos):
     above the margin: every reference row of the suite's corpora), a key is the bits
     themselves (a negative cosine never reaches it), so runs are counted on the int16 bits."""
     c, r = B.shape
-    d = blk.shape[1]
-    cap = ref.shape[0]
     positive = True
     for x in range(r):
         if key[x] < 1:
             positive = False
-    k16 = np.empty(r, dtype=np.int16)
-    for x in range(r):
-        k16[x] = min(key[x], 32767) if positive else 0
+    if positive:
+        k16 = np.empty(r, dtype=np.int16)
+        for x in range(r):
+            k16[x] = min(key[x], 32767)
+        return _walk(B, k16, blk, R, theta, ref, sim, ends, pos, True)
     for i in range(c):
         row = B[i]
-        for x0 in range(0, r, 32):
-            x1 = min(r, x0 + 32)
-            if x1 - x0 == 32:
+        for x0 in range(0, r, 16):
+            x1 = min(r, x0 + 16)
+            if x1 - x0 == 16:
                 hits = 0
-                if positive:
-                    for x in range(x0, x0 + 32):
-                        hits += row[x] >= k16[x]
-                else:
-                    for x in range(x0, x0 + 32):
-                        b = np.int32(row[x])
-                        hits += (b if b >= 0 else -32768 - b) >= key[x]
+                for x in range(x0, x0 + 16):
+                    b = np.int32(row[x])
+                    hits += (b if b >= 0 else -32768 - b) >= key[x]
                 if hits == 0:
                     continue
             for x in range(x0, x1):
                 b = np.int32(row[x])
                 if (b if b >= 0 else -32768 - b) < key[x]:
                     continue
-                v = np.float32(0.0)
-                for j in range(d):
-                    v += blk[i, j] * R[x, j]
-                if v >= theta[x]:
-                    if pos >= cap:
-                        return -1
-                    ref[pos] = x
-                    sim[pos] = v
-                    pos += 1
+                pos = _recheck(blk, i, R, x, theta, ref, sim, pos)
+                if pos < 0:
+                    return -1
         ends[i] = pos
     return pos
 
@@ -125,34 +143,8 @@ def screen_block_int(C, key, blk, R, theta, ref, sim, ends, pos):
     """:func:`screen_block` from the block's int8 products ``C`` (c, r) int32: a pair whose
     product reaches ``key[x]`` (:func:`~datamask.core.facility_lists.int8_keys`) has its cosine
     computed in float32 from the rows ``blk`` and ``R``, and is listed when that reaches
-    ``theta[x]``. Runs of 16 are counted first, as in :func:`scan_block`."""
-    c, r = C.shape
-    d = blk.shape[1]
-    cap = ref.shape[0]
-    k32 = np.empty(r, dtype=np.int32)
-    for x in range(r):
+    ``theta[x]``. Runs of 16 are counted first (:func:`_walk`)."""
+    k32 = np.empty(key.shape[0], dtype=np.int32)
+    for x in range(key.shape[0]):
         k32[x] = max(-2147483647, min(2147483647, key[x]))
-    for i in range(c):
-        row = C[i]
-        for x0 in range(0, r, 16):
-            x1 = min(r, x0 + 16)
-            if x1 - x0 == 16:
-                hits = 0
-                for x in range(x0, x0 + 16):
-                    hits += row[x] >= k32[x]
-                if hits == 0:
-                    continue
-            for x in range(x0, x1):
-                if row[x] < k32[x]:
-                    continue
-                v = np.float32(0.0)
-                for j in range(d):
-                    v += blk[i, j] * R[x, j]
-                if v >= theta[x]:
-                    if pos >= cap:
-                        return -1
-                    ref[pos] = x
-                    sim[pos] = v
-                    pos += 1
-        ends[i] = pos
-    return pos
+    return _walk(C, k32, blk, R, theta, ref, sim, ends, pos, True)

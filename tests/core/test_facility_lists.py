@@ -132,6 +132,22 @@ def test_screens_list_the_float32_pass_pairs(monkeypatch, low, kernel):
     assert (Cb[cand, b16.ref.astype(np.int64)] < b16.theta[b16.ref]).sum() > 0
 
 
+@pytest.mark.parametrize("kernel", SCREENS)
+def test_screens_take_a_last_block_of_one_row_and_an_odd_width(monkeypatch, kernel):
+    # 1,025 candidates in blocks of 512: a last block of one row; 50 entries a row, 37 reference rows
+    n, r, d, T = 1025, 37, 50, 40
+    E, R = unit(n, d, 8), unit(r, d, 9)
+    use_screen(monkeypatch, "float32")
+    f32 = threshold_lists(E, R, T)
+    use_screen(monkeypatch, kernel)
+    got = threshold_lists(E, R, T)
+    a, b = pairs(f32), pairs(got)
+    C = E.astype(np.float64) @ R.T.astype(np.float64)
+    for i, x in set(a) ^ set(b):  # only pairs on their threshold's edge may differ
+        assert abs(C[i, x] - f32.theta[x]) <= 2 * d * 2.0**-24
+    assert any(i == n - 1 for i, _ in b)  # the one-row block listed its pairs
+
+
 def test_host_rows_read_the_float16_split_as_its_unit_rows():
     E16, norms, cand = split16(3000, 48, 4)
     H = HostRows(E16, cand, norms)
