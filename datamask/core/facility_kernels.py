@@ -13,7 +13,7 @@ the first picks on the suite's corpora).
 **Picks** (:func:`picks`): the loop of :func:`datamask.core.stochastic.stochastic_greedy_facility`
 (a sample of ``k`` rows a pick, scored best bound first in blocks of :func:`block_size` rows
 until no bound left beats the best exact gain), compiled, with the gains from the lists; the
-first two blocks (the sample's head) come from the pass that reads the sample's bounds, and
+first two blocks (the sample's head) are kept in one loop over the sample's bounds, and
 only a pick that needs a third (2 in 100 at 1M rows) sorts the rest. It
 scores the rows the Python loop scores (equal bounds in sample order) and picks what it
 picks from the same sample (ties in exact gain aside).
@@ -132,9 +132,10 @@ def remove(rows, at, left, i):
 
 @njit(cache=True)
 def _bounds_and_head(drawn, m, pub, bound, top):
-    """Each sampled place's bound (``bound[j] = pub[drawn[j]]``) and, in the same pass, the
-    head of the sample: ``top`` the up to ``2 * BLOCK`` places of largest bound (ties: earlier
-    place first), largest first, a pick's first two blocks. Returns how many are in ``top``."""
+    """Each sampled place's bound (``bound[j] = pub[drawn[j]]``), then, in one loop over them,
+    the head of the sample: ``top`` the up to ``2 * BLOCK`` places of largest bound (ties:
+    earlier place first), largest first, a pick's first two blocks. Returns how many are in
+    ``top``."""
     K = top.shape[0]
     for j in range(m):  # the gather apart: a loop the compiler vectorises
         bound[j] = pub[drawn[j]]

@@ -18,7 +18,7 @@ threshold again in float32: ``"int8"`` where the CPU has int8 dot products (``am
 ``"bfloat16"`` where it has bfloat16 dot products (``amx_bf16``, ``avx512_bf16``;
 :func:`~datamask.core.facility_scan.screen_block`). Either rounded product of unit rows is
 within :func:`screen_margin` of the exact cosine (a bound from each row's own rounding: about
-2^-8 for random unit rows of 384 entries in bfloat16, 2^-6 in int8), so a pair whose screened
+2^-8 for random unit rows of 384 entries in bfloat16, 0.02 in int8), so a pair whose screened
 cosine is below ``theta[x]`` less that margin cannot reach ``theta[x]``. The lists are the same
 pairs with the same float32 cosines whichever product screens (up to the order the sums run
 in); only the time differs. ``DATAMASK_FACILITY_PRODUCT=float32`` forces the portable one, ``=bfloat16`` skips int8.
