@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .cpu import cpu_flags, int8_matmul
 from .metrics import BLOCK_ELEMENTS
 from .validate import unit_rows
 
@@ -58,7 +59,6 @@ CANDIDATE_BLOCK = 512
 # second): 131k candidates against 2,048 reference rows, where the float32 pass took 1.4 s.
 BF16_MIN_PAIRS = 1 << 28
 _CPU_FLAGS = ("amx_bf16", "avx512_bf16")
-_INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni")
 
 
 class HostRows:
@@ -280,12 +280,7 @@ def _bf16_usable() -> bool:
     """This CPU has bfloat16 dot products and torch multiplies bfloat16 within the margin."""
     if os.environ.get("DATAMASK_FACILITY_PRODUCT", "").lower() == "float32":
         return False
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = set(next((ln for ln in f if ln.startswith("flags")), "").split())
-    except OSError:
-        return False
-    if not flags.intersection(_CPU_FLAGS):
+    if not cpu_flags().intersection(_CPU_FLAGS):
         return False
     try:
         import torch
@@ -305,31 +300,13 @@ def _bf16_usable() -> bool:
 
 
 @functools.lru_cache(maxsize=1)
-def _cpu_flags() -> frozenset:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return frozenset(next((ln for ln in f if ln.startswith("flags")), "").split())
-    except OSError:
-        return frozenset()
-
-
-@functools.lru_cache(maxsize=1)
 def _int8_usable() -> bool:
-    """This CPU has int8 dot products and torch's ``_int_mm`` multiplies int8 exactly (int32 sums)."""
+    """This CPU has int8 dot products and torch's ``_int_mm`` multiplies int8 exactly
+    (:func:`~datamask.core.cpu.int8_matmul`), and ``DATAMASK_FACILITY_PRODUCT`` does not name
+    another product."""
     if os.environ.get("DATAMASK_FACILITY_PRODUCT", "").lower() in ("float32", "bfloat16"):
         return False
-    if not _cpu_flags().intersection(_INT8_FLAGS):
-        return False
-    try:
-        import torch
-
-        rng = np.random.default_rng(0)
-        A = rng.integers(-127, 128, size=(37, 384), dtype=np.int8)
-        B = rng.integers(-127, 128, size=(384, 29), dtype=np.int8)
-        got = torch._int_mm(torch.from_numpy(A), torch.from_numpy(B)).numpy()
-    except Exception:
-        return False
-    return bool(np.array_equal(got, A.astype(np.int64) @ B.astype(np.int64)))
+    return int8_matmul()
 
 
 def screen_kernel(pairs) -> str:

@@ -97,26 +97,13 @@ def screen_block(B, key, blk, R, theta, ref, sim, ends, pos):
         for x in range(r):
             k16[x] = min(key[x], 32767)
         return _walk(B, k16, blk, R, theta, ref, sim, ends, pos, True)
+    # a key at or below zero's: the bits' order keys (a negative value's bits count down)
+    K = np.empty((c, r), dtype=np.int32)
     for i in range(c):
-        row = B[i]
-        for x0 in range(0, r, 16):
-            x1 = min(r, x0 + 16)
-            if x1 - x0 == 16:
-                hits = 0
-                for x in range(x0, x0 + 16):
-                    b = np.int32(row[x])
-                    hits += (b if b >= 0 else -32768 - b) >= key[x]
-                if hits == 0:
-                    continue
-            for x in range(x0, x1):
-                b = np.int32(row[x])
-                if (b if b >= 0 else -32768 - b) < key[x]:
-                    continue
-                pos = _recheck(blk, i, R, x, theta, ref, sim, pos)
-                if pos < 0:
-                    return -1
-        ends[i] = pos
-    return pos
+        for x in range(r):
+            v = np.int32(B[i, x])
+            K[i, x] = v if v >= 0 else -32768 - v
+    return _walk(K, key.astype(np.int32), blk, R, theta, ref, sim, ends, pos, True)
 
 
 @njit(cache=True)

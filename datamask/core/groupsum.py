@@ -27,6 +27,7 @@ import os
 import numpy as np
 
 from .backend import get_namespace
+from .cpu import int8_matmul
 from .metrics import group_sums, selection_matrix
 from .validate import unit_rows
 
@@ -35,36 +36,15 @@ __all__ = ["GroupSums", "kernel", "to_planes"]
 SCALE_BITS = 20
 # Rows converted at a time (the float32 and int32 temporaries stay near 12 MiB at d = 384).
 _BLOCK = 8192
-_CPU_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni")
 
 
 @functools.lru_cache(maxsize=1)
 def kernel() -> str:
-    """``"int8"`` when this CPU and torch can run the exact int8 kernel, else ``"float32"``."""
+    """``"int8"`` when this CPU and torch can run the exact int8 kernel
+    (:func:`~datamask.core.cpu.int8_matmul`), else ``"float32"``."""
     if os.environ.get("DATAMASK_GROUPSUM", "").lower() == "float32":
         return "float32"
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = set(next((ln for ln in f if ln.startswith("flags")), "").split())
-    except OSError:
-        return "float32"
-    if not flags.intersection(_CPU_FLAGS):
-        return "float32"
-    try:
-        import torch
-    except ImportError:
-        return "float32"
-    if not hasattr(torch, "_int_mm"):
-        return "float32"
-    # Self-test on odd shapes: the int8 path must reproduce integer sums exactly here.
-    try:
-        rng = np.random.default_rng(0)
-        a = (rng.random((7, 33)) < 0.3).astype(np.int8)
-        b = rng.integers(-128, 128, size=(33, 19), dtype=np.int8)
-        got = torch._int_mm(torch.from_numpy(a), torch.from_numpy(b)).numpy()
-    except Exception:
-        return "float32"
-    return "int8" if np.array_equal(got, a.astype(np.int64) @ b.astype(np.int64)) else "float32"
+    return "int8" if int8_matmul() else "float32"
 
 
 def to_planes(rows):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..core.cpu import cpu_flags
+
 __all__ = ["default_model_path", "check_model_dir", "dim_from_files", "window", "cpu_has_amx_bf16", "cpu_has_bf16"]
 
 
@@ -78,24 +80,12 @@ def window(path: str) -> int | None:
     return None
 
 
-def _cpu_flags() -> set:
-    """The first CPU's flags (Linux ``/proc/cpuinfo``; empty elsewhere)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[-1].split())
-    except OSError:
-        pass
-    return set()
-
-
 def cpu_has_amx_bf16() -> bool:
     """True on x86 CPUs whose flags list ``amx_bf16`` (Linux ``/proc/cpuinfo``)."""
-    return "amx_bf16" in _cpu_flags()
+    return "amx_bf16" in cpu_flags()
 
 
 def cpu_has_bf16() -> bool:
     """True on x86 CPUs with bfloat16 dot-product instructions (``avx512_bf16`` or ``amx_bf16``):
     where a bfloat16 matrix product runs natively instead of being emulated."""
-    return bool({"avx512_bf16", "amx_bf16"} & _cpu_flags())
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
