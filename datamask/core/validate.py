@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import get_namespace, to_numpy
+from .halfcast import rows_into
 
 __all__ = ["check_inputs", "check_mask", "unit_rows", "needs_rescale", "NORM_TOLERANCE", "BLOCK_ROWS"]
 
@@ -44,8 +45,13 @@ def check_inputs(embeddings, quality):
     # inf propagate into the squared norm, so one pass finds them; the rare block with a
     # non-finite norm is then searched row by row for the message.
     norms = xp.empty(n, dtype=xp.float32)
+    half = xp is np and embeddings.dtype == np.float16  # the compiled cast (halfcast), a reused block
+    buf = np.empty((min(n, BLOCK_ROWS), d), dtype=np.float32) if half else None
     for i0 in range(0, n, BLOCK_ROWS):
-        blk = embeddings[i0 : i0 + BLOCK_ROWS].astype(xp.float32, copy=False)
+        if half:
+            blk = rows_into(embeddings, None, buf[: min(BLOCK_ROWS, n - i0)], first=i0)
+        else:
+            blk = embeddings[i0 : i0 + BLOCK_ROWS].astype(xp.float32, copy=False)
         sq = xp.einsum("ij,ij->i", blk, blk)
         if not bool(xp.isfinite(sq).all()):
             bad = ~xp.isfinite(blk).all(axis=1)
@@ -73,9 +79,13 @@ def unit_rows(embeddings, rows=None, norms=None):
     xp = get_namespace(embeddings)
     n = embeddings.shape[0] if rows is None else int(rows.shape[0])
     out = xp.empty((n, embeddings.shape[1]), dtype=xp.float32)
+    half = xp is np and embeddings.dtype == np.float16
     for i0 in range(0, n, BLOCK_ROWS):
         sel = slice(i0, i0 + BLOCK_ROWS) if rows is None else rows[i0 : i0 + BLOCK_ROWS]
-        out[i0 : i0 + BLOCK_ROWS] = embeddings[sel]  # casts to float32 on assignment
+        if half:  # numpy casts float16 an element at a time: the compiled cast, same values
+            rows_into(embeddings, None if rows is None else sel, out[i0 : i0 + BLOCK_ROWS], first=i0)
+        else:
+            out[i0 : i0 + BLOCK_ROWS] = embeddings[sel]  # casts to float32 on assignment
         if norms is not None:
             out[i0 : i0 + BLOCK_ROWS] /= norms[sel][:, None]
     return out

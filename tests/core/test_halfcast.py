@@ -1,0 +1,57 @@
+"""The compiled float16 -> float32 cast (core/halfcast) against numpy's cast, bit for bit."""
+
+import numpy as np
+import pytest
+
+from datamask.core import halfcast
+from datamask.core.validate import check_inputs, unit_rows
+
+
+def _bits(x):
+    return np.asarray(x, dtype=np.float32).view(np.uint32)
+
+
+def test_every_float16_pattern_casts_as_numpy_does():
+    every = np.arange(1 << 16, dtype=np.uint16).view(np.float16).reshape(1024, 64)  # 65,536 values
+    out = np.empty(every.shape, dtype=np.float32)
+    halfcast._kernel()(every.view(np.uint16), np.zeros(0, dtype=np.int64), 0, out, out.view(np.uint32))
+    want = every.astype(np.float32)
+    nan = np.isnan(want)
+    assert nan.sum() == 2 * 1023  # both signs, every non-zero fraction
+    assert np.array_equal(_bits(out)[~nan], _bits(want)[~nan])  # zeros' signs, subnormals, infs
+    assert np.isnan(out[nan]).all()
+
+
+@pytest.mark.parametrize("gather", [False, True])
+def test_large_blocks_take_the_compiled_cast_with_the_same_values(gather, monkeypatch):
+    rng = np.random.default_rng(0)
+    E = (rng.standard_normal((3000, 96)) * np.logspace(-7, 2, 96)).astype(np.float16)  # subnormal to large
+    rows = rng.choice(3000, 1500, replace=False) if gather else None
+    called = []
+    kernel = halfcast._kernel()
+    monkeypatch.setattr(halfcast, "_kernel", lambda: lambda *a: called.append(1) or kernel(*a))
+    monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 1000)
+    out = np.empty((1500, 96), dtype=np.float32)
+    halfcast.rows_into(E, rows, out, first=700)
+    want = (E[rows] if gather else E[700:2200]).astype(np.float32)
+    assert called and np.array_equal(_bits(out), _bits(want))
+
+
+def test_rows_outside_the_array_raise_numpys_error():
+    E = np.ones((10, 4), dtype=np.float16)
+    with pytest.raises(IndexError):
+        halfcast.rows_into(E, np.array([3, 10]), np.empty((2, 4), dtype=np.float32))
+
+
+def test_unit_rows_and_the_norms_check_are_unchanged_on_float16(monkeypatch):
+    rng = np.random.default_rng(1)
+    E = rng.standard_normal((5000, 32)).astype(np.float16)
+    q = rng.random(5000)
+    rows = rng.choice(5000, 2000, replace=False)
+    monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 1 << 40)  # numpy's cast everywhere
+    norms_np = check_inputs(E, q)
+    rows_np = unit_rows(E, rows, norms_np)
+    monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 256)  # the compiled cast
+    norms = check_inputs(E, q)
+    assert np.array_equal(norms, norms_np)
+    assert np.array_equal(_bits(unit_rows(E, rows, norms)), _bits(rows_np))
