@@ -14,12 +14,13 @@ the maximum over its rows: exact, with no value read back (a step can be capture
 CUDA graph), at G * S * r gathers per step.
 
 On numpy the scorer reads the candidates from the split's own array (no copy of them,
-:class:`~datamask.core.facility_lists.HostRows`), and its one pass over the similarities
-(:func:`~datamask.core.facility_lists.threshold_lists`) keeps the first gains
-(:attr:`FacilityGroups.cover`) and each reference row's *threshold list*, every candidate
-above a threshold that about ``LIST_ENTRIES`` / r of them pass, from which stochastic
-greedy's gains are exact (:mod:`datamask.core.facility_kernels`). pg's sorted neighbour
-lists are taken from them only if a step asks (a start returned as it is never does).
+:class:`~datamask.core.facility_lists.HostRows`); the first gains (:attr:`FacilityGroups.cover`)
+come from one product with the reference rows' sum, and its one pass over the similarities
+(:func:`~datamask.core.facility_lists.threshold_lists`, on first use: stochastic greedy runs it
+after its first picks, with their stage bounds) keeps each reference row's *threshold list*,
+every candidate above a threshold that about ``LIST_ENTRIES`` / r of them pass, from which
+stochastic greedy's gains are exact (:mod:`datamask.core.facility_kernels`). pg's sorted
+neighbour lists are taken from them only if a step asks (a start returned as it is never does).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 
 from . import facility_lists
 from .backend import get_namespace
-from .facility_lists import HostRows, as_host_rows, sorted_lists, threshold_lists
+from .facility_lists import HostRows, as_host_rows, first_gains, sorted_lists, threshold_lists
 from .metrics import BLOCK_ELEMENTS as _BLOCK_ELEMENTS
 
 __all__ = ["FacilityGroups", "DENSE_MAX_BYTES", "top_neighbors"]
@@ -93,9 +94,10 @@ class FacilityGroups:
     ``method``: ``"neighbors"`` (the default on numpy), ``"dense"`` (the default elsewhere
     when the (n, r) matrix fits ``DENSE_MAX_BYTES``), or None for that default.
     ``cover`` (n,) float64: each candidate's ``sum_x (cos(e_x, e_i) + 1)`` over the reference
-    rows, its facility gain over the empty selection, from the same pass over the
-    similarities (greedy starts from it). On numpy with ``"neighbors"``, ``lists`` holds the
-    :class:`ThresholdLists` of that pass (stochastic greedy's gains).
+    rows, its facility gain over the empty selection (greedy starts from it; on numpy one
+    product with the reference rows' sum, elsewhere the pass over the similarities). On numpy with ``"neighbors"``, ``lists`` holds the
+    :class:`ThresholdLists` of the pass (stochastic greedy's gains), run on first use or by
+    :meth:`build_lists`.
     """
 
     def __init__(self, E, R, n_neighbors=128, method=None):
@@ -107,19 +109,40 @@ class FacilityGroups:
         self.method = method
         self.E = as_host_rows(E) if xp is np and method == "neighbors" else E
         self.R = R
-        self.C = self.lists = None  # (n, r) float32 similarities (dense); threshold lists (numpy)
+        self.C = self._threshold = None  # (n, r) float32 similarities (dense); threshold lists (numpy)
         self._T, self._nbr, self._sim = min(int(n_neighbors), n), None, None
         if method == "dense":
             self.C = (self.rows() @ R.T).astype(xp.float32)  # (n, r)
             self.cover = self.C.sum(axis=1, dtype=xp.float64) + float(r)
             return
-        if xp is np:
-            T = max(self._T, facility_lists.LIST_ENTRIES // max(1, r))
-            self.lists = threshold_lists(self.E, R, T)
-            self.cover = self.lists.cover
+        if xp is np:  # the lists' pass waits for its first use (build_lists: stochastic greedy's stage)
+            self._list_T = max(self._T, facility_lists.LIST_ENTRIES // max(1, r))
+            self.cover = first_gains(self.E, R)
             return
         self.cover = xp.full(n, 0.0, dtype=xp.float64)
         self._lists(lambda r0, r1: R[r0:r1] @ E.T, count=True)
+
+    @property
+    def lists(self):
+        """The :class:`~datamask.core.facility_lists.ThresholdLists` (numpy, ``"neighbors"``;
+        else None), from their pass on first use."""
+        if self._threshold is None and self.pending:
+            self.build_lists()
+        return self._threshold
+
+    @property
+    def pending(self) -> bool:
+        """True while the threshold lists' pass has not run (numpy, ``"neighbors"``)."""
+        return self._threshold is None and self.xp is np and self.method == "neighbors"
+
+    def build_lists(self, stage=None):
+        """Run the threshold lists' pass (once); with ``stage`` (r,) float32, each reference
+        row's best cosine to some picks, it also bounds every candidate's gain over them
+        (:func:`~datamask.core.facility_lists.threshold_lists`): returns that bound (n,), or None."""
+        if not self.pending:
+            raise RuntimeError("the threshold lists are built already")
+        self._threshold = threshold_lists(self.E, self.R, self._list_T, cover=self.cover, stage=stage)
+        return self._threshold.bound
 
     def rows(self, idx=None):
         """(k, d) float32: the candidate rows ``idx`` (None: all)."""

@@ -22,6 +22,11 @@ within :func:`screen_margin` of the exact cosine (a bound from each row's own ro
 cosine is below ``theta[x]`` less that margin cannot reach ``theta[x]``. The lists are the same
 pairs with the same float32 cosines whichever product screens (up to the order the sums run
 in); only the time differs. ``DATAMASK_FACILITY_PRODUCT=float32`` forces the portable one, ``=bfloat16`` skips int8.
+
+**A stage.** Given each reference row's best cosine to stochastic greedy's first picks
+(``stage``), the pass also sums, for each candidate, its products above that cosine less the
+product's rounding bound: at least the candidate's gain over those picks, so at least every
+later gain of it (:func:`threshold_lists`, ``bound``; :func:`~datamask.core.facility_scan.stage_sums`).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ __all__ = [
     "LIST_ENTRIES",
     "list_thresholds",
     "threshold_lists",
+    "first_gains",
     "sorted_lists",
     "screen_kernel",
     "screen_margin",
@@ -108,6 +114,7 @@ class ThresholdLists:
     sim: np.ndarray
     theta: np.ndarray
     cover: np.ndarray
+    bound: np.ndarray | None = None  # with a ``stage``: each candidate's gain bound (threshold_lists)
 
 
 def list_thresholds(E, R, T):
@@ -128,27 +135,52 @@ def list_thresholds(E, R, T):
     return theta
 
 
-def threshold_lists(E, R, T):
+def first_gains(E, R):
+    """(n,) float64: each candidate's ``sum_x (C[i, x] + 1)``, its gain over the empty selection
+    (:class:`HostRows` ``E``), from one product with the sum of the reference rows."""
+    E = as_host_rows(E)
+    total = R.sum(axis=0, dtype=np.float64)  # sum_x (C[i, x] + 1) = e_i . sum_x r_x + r
+    cover = np.empty(E.shape[0], dtype=np.float64)
+    for i0, i1, blk in E.blocks(16 * CANDIDATE_BLOCK):
+        cover[i0:i1] = blk.astype(np.float64) @ total + float(R.shape[0])
+    return cover
+
+
+def threshold_lists(E, R, T, *, cover=None, stage=None):
     """:class:`ThresholdLists` of candidates ``E`` (:class:`HostRows` or an (n, d) array)
     against reference rows ``R`` (r, d), about ``T`` entries a reference row, from one pass
-    over blocks of candidates (the products of :func:`screen_kernel`)."""
-    from .facility_scan import scan_block, screen_block, screen_block_int
+    over blocks of candidates (the products of :func:`screen_kernel`).
+
+    ``cover``: the first gains when known (:func:`first_gains`; else computed in the pass).
+    ``stage`` (r,) float32, each reference row's best cosine to some picks: the pass also
+    bounds each candidate's gain over them, ``sum_x max(0, C[i, x] - stage[x])``, from its
+    products (at least that sum, by the product's rounding bound; ``bound``), which every
+    later pick's gain is at most (stochastic greedy's early picks, :data:`STAGE_PICKS`)."""
+    from .facility_scan import scan_block, screen_block, screen_block_int, stage_sums
 
     E = as_host_rows(E)
     n, r = E.shape[0], R.shape[0]
     theta = list_thresholds(E, R, T)
-    cover = np.empty(n, dtype=np.float64)
+    known = cover is not None
+    cover = np.asarray(cover, dtype=np.float64) if known else np.empty(n, dtype=np.float64)
+    bound = None if stage is None else np.empty(n, dtype=np.float64)
     start = np.zeros(n + 1, dtype=np.int64)
     cap = max(1024, int(1.05 * min(n, T) * r) + 1024)  # the sampled thresholds give T r within a few %
     ref = np.empty(cap, dtype=np.int16 if r <= 1 << 15 else np.int32)
     sim, pos = np.empty(cap, dtype=np.float32), 0
     total = R.sum(axis=0, dtype=np.float64)  # sum_x (C[i, x] + 1) = e_i . sum_x r_x + r
     kernel = screen_kernel(n * r) if np.isfinite(theta).all() else "float32"
-    product = {"int8": _Int8Product, "bfloat16": _Bf16Product}.get(kernel)
-    product = product(R, theta) if product else _f32_product(R)
+    product = {"int8": _Int8Product, "bfloat16": _Bf16Product}.get(kernel, _F32Product)(R, theta)
     for i0, i1, blk in E.blocks():
-        cover[i0:i1] = blk.astype(np.float64) @ total + float(r)
+        if not known:
+            cover[i0:i1] = blk.astype(np.float64) @ total + float(r)
         C = product(blk)
+        if bound is not None:
+            est, scale, margin = product.estimate(C)
+            low = (np.asarray(stage, dtype=np.float64) - margin - screen_margin(R.shape[1], 0.0, 0.0)).astype(
+                np.float32
+            )
+            stage_sums(est, scale, low, bound[i0:i1])
         while True:
             if kernel == "int8":
                 end = screen_block_int(C, product.key, blk, R, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)
@@ -160,13 +192,24 @@ def threshold_lists(E, R, T):
                 break
             ref, sim = np.resize(ref, 2 * ref.shape[0]), np.resize(sim, 2 * sim.shape[0])  # rare: rescan
         pos = end
-    return ThresholdLists(start, ref[:pos], sim[:pos], theta, cover)  # views: no second copy
+    return ThresholdLists(start, ref[:pos], sim[:pos], theta, cover, bound)  # views: no second copy
 
 
-def _f32_product(R):
-    Rt = np.ascontiguousarray(R.T)
-    buf = np.empty((CANDIDATE_BLOCK, R.shape[0]), dtype=np.float32)
-    return lambda blk: np.matmul(blk, Rt, out=buf[: blk.shape[0]])
+class _F32Product:
+    """(c, r) float32 cosines of a block of candidates (the portable pass)."""
+
+    def __init__(self, R, theta):
+        self.Rt = np.ascontiguousarray(R.T)
+        self.buf = np.empty((CANDIDATE_BLOCK, R.shape[0]), dtype=np.float32)
+        self.one, self.d = np.ones(R.shape[0], dtype=np.float32), R.shape[1]
+
+    def __call__(self, blk):
+        return np.matmul(blk, self.Rt, out=self.buf[: blk.shape[0]])
+
+    def estimate(self, C):
+        """``(est, scale, margin)``: the block's cosines are ``est * scale`` within ``margin``
+        (here: the float32 sum's)."""
+        return C, self.one, screen_margin(self.d, 0.0, 0.0)
 
 
 class _Bf16Product:
@@ -192,7 +235,14 @@ class _Bf16Product:
         self.key = bf16_keys(self.theta - screen_margin(self.d, da, self.dr), down=True)
         out = self.out[: blk.shape[0]]
         t.matmul(b, self.Rt, out=out)
+        self.margin = screen_margin(self.d, da, self.dr) + 2.0**-8  # and the output's rounding (|cos| <= 1)
         return out.view(t.int16).numpy()
+
+    def estimate(self, C):
+        """``(est, scale, margin)`` of the last block (:meth:`_F32Product.estimate`): its
+        bfloat16 cosines as float32, within the rounding bound plus the output's rounding."""
+        est = self.torch.from_numpy(C).view(self.torch.bfloat16).float().numpy()
+        return est, np.ones(C.shape[1], dtype=np.float32), self.margin
 
 
 class _Int8Product:
@@ -220,7 +270,13 @@ class _Int8Product:
         q = self.q[: blk.shape[0]]
         da = quantize_rows(blk, sa, q)
         self.key = int8_keys(self.theta, sa, self.sr, self.d, da, self.dr)
+        self.scale, self.margin = (sa * self.sr).astype(np.float32), screen_margin(self.d, da, self.dr)
         return self.torch._int_mm(self.torch.from_numpy(q), self.Rt).numpy()
+
+    def estimate(self, C):
+        """``(est, scale, margin)`` of the last block (:meth:`_F32Product.estimate`): the int32
+        products on the rows' scales, within the rounding bound (:func:`int8_keys`'s)."""
+        return C, self.scale, self.margin
 
 
 def _int8_scales(X):

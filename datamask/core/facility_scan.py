@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["scan_block", "screen_block", "screen_block_int", "quantize_rows"]
+__all__ = ["scan_block", "screen_block", "screen_block_int", "quantize_rows", "stage_sums"]
 
 
 @njit(cache=True, fastmath=True)
@@ -135,3 +135,18 @@ def screen_block_int(C, key, blk, R, theta, ref, sim, ends, pos):
     for x in range(key.shape[0]):
         k32[x] = max(-2147483647, min(2147483647, key[x]))
     return _walk(C, k32, blk, R, theta, ref, sim, ends, pos, True)
+
+
+@njit(cache=True, fastmath=True)
+def stage_sums(C, scale, low, out):
+    """``out[i]`` at least ``sum_x max(0, C[i, x] scale[x] - low[x])`` for block ``C`` (c, r),
+    int32 products or float32 cosines (a stage's gain bounds,
+    :func:`~datamask.core.facility_lists.threshold_lists`): float32 terms summed in any order,
+    the total raised by the most that order can lose (``r`` roundings of 2^-24 each)."""
+    c, r = C.shape
+    grow = 1.0 + r * 2.0**-23
+    for i in range(c):
+        acc = np.float32(0.0)
+        for x in range(r):
+            acc += max(np.float32(C[i, x]) * scale[x] - low[x], np.float32(0.0))
+        out[i] = np.float64(acc) * grow

@@ -13,7 +13,8 @@ time, until the best exact gain beats every bound left. A pick then scores a han
 rows against the reference instead of a block of the best bounds of all of them.
 
 On numpy the loop is compiled (:func:`datamask.core.facility_kernels.picks`) and its gains
-come from the scorer's threshold lists (exact; :mod:`datamask.core.facility_kernels`); on cupy
+come from the scorer's threshold lists (exact; :mod:`datamask.core.facility_kernels`), whose pass
+runs after the first :data:`STAGE_PICKS` picks and bounds every row's gain over them; on cupy
 (the dense scorer) it is the Python loop here, each gain a gather from the device's similarity
 matrix. Both draw their samples on the host with one compiled sampler keyed by the seed, so
 a fit picks the same rows for a seed, on numpy and on cupy (ties aside).
@@ -27,13 +28,17 @@ import numpy as np
 
 from .backend import to_numpy
 
-__all__ = ["stochastic_greedy_facility", "SAMPLE_FACTOR"]
+__all__ = ["stochastic_greedy_facility", "SAMPLE_FACTOR", "STAGE_PICKS"]
 
 # Rows per sample, in units of n / S (the ln(1 / eps) of the paper): the suite's choice by its
 # worst case over its cases and 5 seeds (round 5, benchmarks/results/facility_seeds.md): 160 kept
 # 99.314% of greedy's gain at worst (a seed other than the suite's), 320 99.556%, 640 99.720%,
 # 1280 99.814% but 1.3x 640's time on 1M rows. At ratio <= 1/640 a sample is every row left.
 SAMPLE_FACTOR = 640
+# Picks scored by products before the scorer's lists pass, which then bounds every row's gain
+# over them (_compiled): the default fit at 1M generated rows, first 1,000 picks, exact stage
+# bounds: 8 picks 5.1 s, 16 5.3 s, 32 5.3 s, none 7.5 s (round 19, one run each, alone).
+STAGE_PICKS = 16
 # Points of stochastic greedy's trace (the objective as it picks): about one per S / TRACE_POINTS picks.
 TRACE_POINTS = 50
 
@@ -143,16 +148,8 @@ def stochastic_greedy_facility(
     pool = _Pool(n, seed, out)
     S = min(S, pool.left)
     k = max(1, math.ceil(n / int(budget or S or 1) * float(SAMPLE_FACTOR if factor is None else factor)))
-    if getattr(fac, "lists", None) is not None:  # numpy's threshold lists: the compiled loop
-        from .facility_kernels import picks
-
-        L, H = fac.lists, fac.E
-        rows = (H.src, H.table, H.rows, H.scale)
-        R = np.ascontiguousarray(fac.R, dtype=np.float32)
-        order, gains, cur = picks(
-            rows, R, lin, w, ub, L.start, L.ref, L.sim, L.theta, S, k, pool.rows, pool.at, pool.left, pool.state,
-            pool.mark, first,
-        )  # fmt: skip
+    if fac.xp is np and fac.method == "neighbors":  # numpy's threshold lists: the compiled loop
+        order, gains, cur = _compiled(fac, S, k, ub, lin, w, pool, first)
     else:
         order, gains, cur = _picks(fac, xp, S, k, ub, lin, w, pool, first)
     if value is not None:
@@ -162,6 +159,45 @@ def stochastic_greedy_facility(
         every = max(1, S // TRACE_POINTS)
         trace.extend((i, float(value[i])) for i in range(S + 1) if i % every == 0 or i == S)
     return xp.asarray(order), ub
+
+
+def _compiled(fac, S, k, ub, lin, w, pool, first):
+    """The compiled loop's picks (numpy's threshold lists): ``(order, gains, cur)``.
+
+    Before the scorer's lists exist (a fit's first run), the first :data:`STAGE_PICKS` picks
+    are scored against every reference row by products (lists of no entries, thresholds at
+    infinity: no reference row saturates), and the lists' pass then also bounds each
+    candidate's gain over those picks (``threshold_lists(stage=...)``), which every later gain
+    is at most: early on every sampled row's stale bound is its first gain, far above any
+    gain left, and the first hundred picks at 1M rows scored half the split by products
+    (6.5 s of 14 s). The picks are the same (the sampler's stream runs on; ties aside): only
+    which rows are scored changes."""
+    from .facility_kernels import picks
+
+    H = fac.E
+    rows = (H.src, H.table, H.rows, H.scale)
+    R = np.ascontiguousarray(fac.R, dtype=np.float32)
+    n, r = H.shape[0], R.shape[0]
+    head = min(STAGE_PICKS, S) if fac.pending and S > STAGE_PICKS else 0
+    parts = []
+    if head:
+        none = np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int16), np.zeros(0, dtype=np.float32)
+        theta = np.full(r, np.inf, dtype=np.float32)
+        o, g, cur = picks(
+            rows, R, lin, w, ub, *none, theta, head, k, pool.rows, pool.at, pool.left, pool.state, pool.mark, first
+        )
+        pool.left -= head
+        parts.append((o, g))
+        bound = fac.build_lists(stage=cur)
+        np.minimum(ub, lin + w * bound, out=ub)
+        first = np.concatenate([first, o])
+    L = fac.lists
+    o, g, cur = picks(
+        rows, R, lin, w, ub, L.start, L.ref, L.sim, L.theta, S - head, k, pool.rows, pool.at, pool.left, pool.state,
+        pool.mark, first,
+    )  # fmt: skip
+    parts.append((o, g))
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), cur
 
 
 def _picks(fac, xp, S, k, ub, lin, w, pool, first):

@@ -193,3 +193,41 @@ def test_fit_on_the_float16_split_selects_as_on_its_float32_copy(monkeypatch, sc
     rand = evaluate(copy, q, np.random.default_rng(0).permutation(6000)[:S], **ev)
     assert now.objective_["diversity"] > max(topk["diversity"], rand["diversity"])
     assert now.objective_["objective"] > max(topk["objective"], rand["objective"])
+
+
+@pytest.mark.parametrize("kernel", ["float32", *SCREENS])
+def test_a_stage_bounds_every_candidates_gain_over_its_picks(monkeypatch, kernel):
+    # stochastic greedy's first picks, then the pass: each candidate's gain over those picks is
+    # at most its bound, whichever product the pass reads; and the bound is not loose
+    n, r, d, T = 3000, 200, 384, 60
+    E, R = unit(n, d, 11), unit(r, d, 12)
+    C = E.astype(np.float64) @ R.T.astype(np.float64)
+    picks = np.random.default_rng(0).choice(n, 16, replace=False)
+    stage = (E[picks] @ R.T).max(axis=0).astype(np.float32)  # float32 cosines, as the picks compute them
+    use_screen(monkeypatch, kernel)
+    assert facility_lists.screen_kernel(n * r) == kernel
+    L = threshold_lists(E, R, T, stage=stage)
+    gain = np.maximum(C - stage.astype(np.float64), 0).sum(axis=1)
+    assert L.bound.shape == (n,) and np.all(L.bound >= gain)
+    margin = {"float32": 4 * d * 2.0**-24 + 2**-19, "bfloat16": 2**-6, "int8": 0.05}[kernel]
+    assert np.all(L.bound <= gain + r * margin)  # no more than the rounding bound on every pair
+    assert threshold_lists(E, R, T).bound is None  # no stage: no bound
+
+
+def test_a_staged_start_picks_what_the_unstaged_one_picks(monkeypatch):
+    # the first STAGE_PICKS picks by products, then the lists' pass with their stage bounds:
+    # only which rows are scored changes, not the picks
+    c = make_corpus(20_000, dim=64, seed=5)
+    E, q = c["embedding"], c["quality"] / c["quality"].max()
+    R = unit_rows(E, np.random.default_rng(0).choice(20_000, 256, replace=False))
+    runs = {}
+    for head in (0, 16):
+        monkeypatch.setattr(stochastic, "STAGE_PICKS", head)
+        fac = FacilityGroups(HostRows(E, np.arange(20_000)), R)
+        assert fac.pending
+        value = []
+        order, ub = stochastic.stochastic_greedy_facility(fac, q, 1000, 0.7, seed=2, value=value)
+        assert (fac.lists.bound is not None) == bool(head)
+        runs[head] = order, value[0]
+    assert np.array_equal(runs[0][0], runs[16][0])
+    assert runs[0][1] == runs[16][1]
