@@ -155,7 +155,8 @@ def threshold_lists(E, R, T, *, cover=None, stage=None):
     ``stage`` (r,) float32, each reference row's best cosine to some picks: the pass also
     bounds each candidate's gain over them, ``sum_x max(0, C[i, x] - stage[x])``, from its
     products (at least that sum, by the product's rounding bound; ``bound``), which every
-    later pick's gain is at most (stochastic greedy's early picks, :data:`STAGE_PICKS`)."""
+    later pick's gain is at most (stochastic greedy's early picks,
+    :data:`~datamask.core.stochastic.STAGE_PICKS`)."""
     from .facility_scan import scan_block, screen_block, screen_block_int, stage_sums
 
     E = as_host_rows(E)

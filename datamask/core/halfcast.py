@@ -15,6 +15,7 @@ Compiled on first use in each process (cached on disk by numba afterwards).
 from __future__ import annotations
 
 import functools
+import sys
 
 import numpy as np
 
@@ -57,10 +58,13 @@ def _kernel():
 def rows_into(E, rows, out, first=0):
     """``out[:] = E[rows]`` cast to float32 (``rows`` None: ``E[first : first + len(out)]``) for
     a float16 numpy ``E`` and a float32 C-ordered ``out``; exact (numpy's cast, NaN aside).
-    Small blocks (under :data:`MIN_ELEMENTS`) take numpy's cast."""
+    Small blocks (under :data:`MIN_ELEMENTS`) take numpy's cast, and so does a process that has
+    not loaded numba: loading it costs about 0.4 s and 100 MiB, more than the cast saves a
+    process that casts once (top-k's input check at 100k rows: select 0.3 -> 0.7 s); the
+    facility fit's kernels load it before its list pass and its redundancy filter."""
     idx = np.zeros(0, dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     outside = idx.shape[0] and (int(idx.min()) < 0 or int(idx.max()) >= E.shape[0])
-    if out.size < MIN_ELEMENTS or outside:  # numpy's cast (and its IndexError, or its negative indices)
+    if out.size < MIN_ELEMENTS or outside or "numba" not in sys.modules:  # numpy's cast (and its errors)
         out[...] = E[first : first + out.shape[0]] if rows is None else E[rows]
         return out
     _kernel()(E.view(np.uint16), idx, int(first), out, out.view(np.uint32))

@@ -36,9 +36,11 @@ __all__ = ["stochastic_greedy_facility", "SAMPLE_FACTOR", "STAGE_PICKS"]
 # 1280 99.814% but 1.3x 640's time on 1M rows. At ratio <= 1/640 a sample is every row left.
 SAMPLE_FACTOR = 640
 # Picks scored by products before the scorer's lists pass, which then bounds every row's gain
-# over them (_compiled): the default fit at 1M generated rows, first 1,000 picks, exact stage
-# bounds: 8 picks 5.1 s, 16 5.3 s, 32 5.3 s, none 7.5 s (round 19, one run each, alone).
-STAGE_PICKS = 16
+# over them (_compiled). Round 19, the default fit of generated splits (one process, alone, two
+# runs each): 100k rows 4.9 / 4.9 s with 8, 5.0 / 5.0 with none, 5.5 / 5.4 with 16 (the early
+# picks' products against every reference row cost more than the bound saves there); 1M rows
+# 30.1 / 30.4 s with 8, 29.9 / 30.2 with 16, 32.0 with none. 8: the better worst case.
+STAGE_PICKS = 8
 # Points of stochastic greedy's trace (the objective as it picks): about one per S / TRACE_POINTS picks.
 TRACE_POINTS = 50
 

@@ -1,5 +1,7 @@
 """The compiled float16 -> float32 cast (core/halfcast) against numpy's cast, bit for bit."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -35,6 +37,12 @@ def test_large_blocks_take_the_compiled_cast_with_the_same_values(gather, monkey
     halfcast.rows_into(E, rows, out, first=700)
     want = (E[rows] if gather else E[700:2200]).astype(np.float32)
     assert called and np.array_equal(_bits(out), _bits(want))
+    # a process that has not loaded numba keeps numpy's cast (loading it costs more than it saves)
+    monkeypatch.delitem(sys.modules, "numba")
+    called.clear()
+    out[:] = 0
+    halfcast.rows_into(E, rows, out, first=700)
+    assert not called and np.array_equal(_bits(out), _bits(want))
 
 
 def test_rows_outside_the_array_raise_numpys_error():
@@ -51,7 +59,8 @@ def test_unit_rows_and_the_norms_check_are_unchanged_on_float16(monkeypatch):
     monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 1 << 40)  # numpy's cast everywhere
     norms_np = check_inputs(E, q)
     rows_np = unit_rows(E, rows, norms_np)
-    monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 256)  # the compiled cast
+    monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 256)  # the compiled cast (numba loaded)
+    halfcast._kernel()
     norms = check_inputs(E, q)
     assert np.array_equal(norms, norms_np)
     assert np.array_equal(_bits(unit_rows(E, rows, norms)), _bits(rows_np))
