@@ -95,9 +95,9 @@ class FacilityGroups:
     when the (n, r) matrix fits ``DENSE_MAX_BYTES``), or None for that default.
     ``cover`` (n,) float64: each candidate's ``sum_x (cos(e_x, e_i) + 1)`` over the reference
     rows, its facility gain over the empty selection (greedy starts from it; on numpy one
-    product with the reference rows' sum, elsewhere the pass over the similarities). On numpy with ``"neighbors"``, ``lists`` holds the
-    :class:`ThresholdLists` of the pass (stochastic greedy's gains), run on first use or by
-    :meth:`build_lists`.
+    product with the reference rows' sum, elsewhere the pass over the similarities). On numpy
+    with ``"neighbors"``, ``lists`` holds the :class:`ThresholdLists` of the pass (stochastic
+    greedy's gains), run on first use or by :meth:`build_lists`.
     """
 
     def __init__(self, E, R, n_neighbors=128, method=None):

@@ -180,7 +180,7 @@ def _compiled(fac, S, k, ub, lin, w, pool, first):
     rows = (H.src, H.table, H.rows, H.scale)
     R = np.ascontiguousarray(fac.R, dtype=np.float32)
     n, r = H.shape[0], R.shape[0]
-    head = min(STAGE_PICKS, S) if fac.pending and S > STAGE_PICKS else 0
+    head = STAGE_PICKS if fac.pending and S > STAGE_PICKS else 0
     parts = []
     if head:
         none = np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int16), np.zeros(0, dtype=np.float32)
