@@ -64,3 +64,23 @@ def test_unit_rows_and_the_norms_check_are_unchanged_on_float16(monkeypatch):
     norms = check_inputs(E, q)
     assert np.array_equal(norms, norms_np)
     assert np.array_equal(_bits(unit_rows(E, rows, norms)), _bits(rows_np))
+
+
+@pytest.mark.parametrize("layout", ["read-only", "fortran", "strided"])
+def test_the_compiled_cast_reads_any_layout_numpy_reads(layout, monkeypatch):
+    monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 1000)
+    halfcast._kernel()  # numba loaded: the compiled cast runs
+    rng = np.random.default_rng(3)
+    E = rng.standard_normal((500, 64 if layout != "strided" else 128)).astype(np.float16)
+    if layout == "read-only":
+        E.setflags(write=False)
+    elif layout == "fortran":
+        E = np.asfortranarray(E)
+    else:
+        E = E[:, ::2]  # every other column: a row is not contiguous
+    rows = rng.choice(500, 300, replace=False)
+    for idx, first in ((rows, 0), (None, 50)):
+        out = np.empty((300, 64), dtype=np.float32)
+        halfcast.rows_into(E, idx, out, first=first)
+        want = (E[idx] if idx is not None else E[50:350]).astype(np.float32)
+        assert np.array_equal(_bits(out), _bits(want))
