@@ -126,7 +126,7 @@ class FacilityGroups:
     def lists(self):
         """The :class:`~datamask.core.facility_lists.ThresholdLists` (numpy, ``"neighbors"``;
         else None), from their pass on first use."""
-        if self._threshold is None and self.pending:
+        if self.pending:
             self.build_lists()
         return self._threshold
 

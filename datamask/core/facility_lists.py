@@ -1,6 +1,7 @@
-"""The numpy facility scorer's one pass over the candidate-by-reference similarities: each
-candidate's first gain and the *threshold lists* that stochastic greedy's compiled loop
-(:mod:`datamask.core.facility_kernels`) reads its exact gains from.
+"""The numpy facility scorer's one pass over the candidate-by-reference similarities: the
+*threshold lists* that stochastic greedy's compiled loop (:mod:`datamask.core.facility_kernels`)
+reads its exact gains from (each candidate's first gain comes before it, from one product with
+the reference rows' sum: :func:`first_gains`).
 
 Reference row x lists every candidate i with ``C[i, x] >= theta[x]``, ``theta[x]`` set so
 that about :data:`LIST_ENTRIES` / r candidates pass it (from a fixed sample of the
@@ -54,7 +55,8 @@ __all__ = [
     "screen_margin",
 ]
 
-# Entries of the threshold lists, about (8 bytes each: 64 MiB): each reference row lists
+# Entries of the threshold lists, about (6 bytes each, an int16 reference row and a float32
+# cosine: 48 MiB; 8 above 32,768 reference rows): each reference row lists
 # about LIST_ENTRIES / r candidates (4,096 of them against the default 2,048 reference rows).
 LIST_ENTRIES = 1 << 23
 # Candidate rows sampled to set each reference row's threshold (all of them below this).
@@ -151,7 +153,7 @@ def threshold_lists(E, R, T, *, cover=None, stage=None):
     against reference rows ``R`` (r, d), about ``T`` entries a reference row, from one pass
     over blocks of candidates (the products of :func:`screen_kernel`).
 
-    ``cover``: the first gains when known (:func:`first_gains`; else computed in the pass).
+    ``cover``: the first gains when known (else :func:`first_gains` computes them).
     ``stage`` (r,) float32, each reference row's best cosine to some picks: the pass also
     bounds each candidate's gain over them, ``sum_x max(0, C[i, x] - stage[x])``, from its
     products (at least that sum, by the product's rounding bound; ``bound``), which every
@@ -162,19 +164,15 @@ def threshold_lists(E, R, T, *, cover=None, stage=None):
     E = as_host_rows(E)
     n, r = E.shape[0], R.shape[0]
     theta = list_thresholds(E, R, T)
-    known = cover is not None
-    cover = np.asarray(cover, dtype=np.float64) if known else np.empty(n, dtype=np.float64)
+    cover = first_gains(E, R) if cover is None else np.asarray(cover, dtype=np.float64)
     bound = None if stage is None else np.empty(n, dtype=np.float64)
     start = np.zeros(n + 1, dtype=np.int64)
     cap = max(1024, int(1.05 * min(n, T) * r) + 1024)  # the sampled thresholds give T r within a few %
     ref = np.empty(cap, dtype=np.int16 if r <= 1 << 15 else np.int32)
     sim, pos = np.empty(cap, dtype=np.float32), 0
-    total = R.sum(axis=0, dtype=np.float64)  # sum_x (C[i, x] + 1) = e_i . sum_x r_x + r
     kernel = screen_kernel(n * r) if np.isfinite(theta).all() else "float32"
     product = {"int8": _Int8Product, "bfloat16": _Bf16Product}.get(kernel, _F32Product)(R, theta)
     for i0, i1, blk in E.blocks():
-        if not known:
-            cover[i0:i1] = blk.astype(np.float64) @ total + float(r)
         C = product(blk)
         if bound is not None:
             est, scale, margin = product.estimate(C)
