@@ -84,3 +84,36 @@ def test_the_compiled_cast_reads_any_layout_numpy_reads(layout, monkeypatch):
         halfcast.rows_into(E, idx, out, first=first)
         want = (E[idx] if idx is not None else E[50:350]).astype(np.float32)
         assert np.array_equal(_bits(out), _bits(want))
+
+
+def test_the_why_pass_and_the_vector_check_cast_float16_as_numpy_does(monkeypatch):
+    from datamask.errors import DataError
+    from datamask.pipeline import why
+    from datamask.pipeline.schema import check_vectors
+    from datamask.core.validate import as_float32
+
+    rng = np.random.default_rng(4)
+    E = rng.standard_normal((3000, 48)).astype(np.float16)
+    mask = rng.random(3000) < 0.2
+    rows = [5, 17, 2999]
+    monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 1 << 40)  # numpy's cast everywhere
+    want = why.nearest_rows(E, rows, mask, block=700)
+    monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 256)  # the compiled cast (numba loaded)
+    halfcast._kernel()
+    called = []
+    kernel = halfcast._kernel()
+    monkeypatch.setattr(halfcast, "_kernel", lambda: lambda *a: called.append(1) or kernel(*a))
+    got = why.nearest_rows(E, rows, mask, block=700)
+    assert called  # the pass over the split's blocks took the compiled cast
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+    assert np.array_equal(_bits(as_float32(E)), _bits(E.astype(np.float32)))
+    F = E.astype(np.float32)
+    assert as_float32(F) is F  # float32 rows are not copied; why's unit rows copy them (E unchanged)
+    why.nearest_rows(F, rows, mask, block=700)
+    assert np.array_equal(F, E.astype(np.float32))
+    E[1234, 7] = np.nan  # the vector check still finds a NaN through the compiled cast
+    called.clear()
+    with pytest.raises(DataError, match="row 1234"):
+        check_vectors(E, "split 0", "embedding")
+    assert called
