@@ -520,6 +520,29 @@ def facility_speed(fs):
     )
 
 
+# ---------------------------------------------------------------------- reference_size_summary.json
+@block("reference_size_choice", "reference_size_summary.json")
+def reference_size_choice(rs):
+    """defaults.md's reference_size row: each size's cells passed and time, against the default's."""
+    m, s = rs["meta"], rs["sizes"]
+    d = s[str(m["default_size"])]
+    parts = []
+    for z in m["sizes"]:
+        if z == m["default_size"]:
+            continue
+        v = s[str(z)]
+        diff = v["passed"] - d["passed"]
+        word = "cell" if abs(diff) == 1 else "cells"
+        cells = f"{num(abs(diff))} {'more' if diff > 0 else 'fewer'} {word}" if diff else "as many cells"
+        parts.append(f"{num(z, ',')} passes {cells} at {num(v['seconds'] / d['seconds'], '.2f')}x the time")
+    return (
+        f"`benchmarks/reference_size.py`: the default's settings on the {num(d['cells'])} cells of the diversity "
+        f"suite's recheck, {' / '.join(num(z, ',') for z in m['sizes'])} reference rows: "
+        f"{' / '.join(num(s[str(z)]['passed']) for z in m['sizes'])} cells passed "
+        f"({num(m['default_size'], ',')}: {num(d['passed'])}); {'; '.join(parts)}"
+    )
+
+
 # ---------------------------------------------------------------------- gpu.json
 def _gpu_against(g: dict, key: str, spec: str, unit: str = "") -> str:
     """A GPU figure, its target and whether the run met it (``not measured`` when its step did not finish)."""
