@@ -45,6 +45,7 @@ from .validate import unit_rows
 
 __all__ = [
     "HostRows",
+    "ReferenceCover",
     "ThresholdLists",
     "LIST_ENTRIES",
     "list_thresholds",
@@ -117,6 +118,43 @@ class ThresholdLists:
     theta: np.ndarray
     cover: np.ndarray
     bound: np.ndarray | None = None  # with a ``stage``: each candidate's gain bound (threshold_lists)
+
+
+class ReferenceCover:
+    """A facility fit's threshold lists read back by split row: for any subset of the fit's
+    candidates, each reference row's largest listed cosine to it (:meth:`maxima`). A reference
+    row x with a listed candidate in the subset has its largest cosine to the subset among the
+    listed ones (an unlisted candidate's cosine is below ``theta[x]``, every listed one's at or
+    above it); a row with none gets -inf, for the caller to compute. The report's side-by-side
+    reads the objective of the selection, top-k and random from it instead of their products
+    with every reference row (:class:`~datamask.core.scorecard.Scorecard`'s ``reference_cover``).
+
+    ``lists`` the fit's :class:`ThresholdLists`, ``cand`` (n,) the split rows of its candidates,
+    ``reference`` (r,) the split rows of its reference rows, ``N`` the split's rows.
+    """
+
+    def __init__(self, lists, cand, reference, N):
+        self.start, self.ref, self.sim, self.theta = lists.start, lists.ref, lists.sim, lists.theta
+        self.reference = np.asarray(reference, dtype=np.int64)
+        self.where = np.full(int(N), -1, dtype=np.int64)  # split row -> candidate, -1 for none
+        self.where[np.asarray(cand, dtype=np.int64)] = np.arange(len(cand))
+
+    def covers(self, rows) -> bool:
+        """Every split row of ``rows`` is one of the fit's candidates (so :meth:`maxima` applies)."""
+        return bool((self.where[np.asarray(rows, dtype=np.int64)] >= 0).all())
+
+    def maxima(self, rows):
+        """(r,) float32: each reference row's largest listed cosine to the split rows ``rows``
+        (candidates of the fit, :meth:`covers`); -inf where none of them lists it."""
+        pos = self.where[np.asarray(rows, dtype=np.int64)]
+        lo, hi = self.start[pos], self.start[pos + 1]
+        size = hi - lo
+        total = int(size.sum())
+        out = np.full(self.reference.shape[0], -np.inf, dtype=np.float32)
+        if total:
+            idx = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(size) - size), size)
+            np.maximum.at(out, self.ref[idx].astype(np.int64), self.sim[idx])
+        return out
 
 
 def list_thresholds(E, R, T):

@@ -176,11 +176,15 @@ class Scorecard:
     ``norms``: the rows' norms as :func:`~.validate.check_inputs` returned them (None: unit
     rows); False (default) checks the inputs here; ``"own"``: the inputs were checked, each
     copy uses its rows' own norms (:func:`gathered_rows`).
+    ``reference_cover``: a facility fit's :class:`~.facility_lists.ReferenceCover` of the same
+    split (its reference rows the run's): each mask's objective is then read from the fit's
+    lists, and only the reference rows no listed row of a mask reaches are multiplied with it
+    (numpy; masks of the fit's candidates only, else the products as without it).
     """
 
     def __init__(
         self, E, q, *, lam=0.5, diversity="pairwise", reference_size=None, seed=0, sample=None, diversities=None,
-        norms=False,
+        norms=False, reference_cover=None,
     ):  # fmt: skip
         xp = get_namespace(E)
         q = xp.asarray(q)
@@ -194,6 +198,7 @@ class Scorecard:
         self.near = int(sample or reference_size or SCORE_SAMPLE)
         self.columns = list(dict.fromkeys([*(diversities or DIVERSITIES), diversity]))
         self.keys = default_rng(xp, seed).keys(E.shape[0])  # one random key per row
+        self.reference_cover = reference_cover
 
     def sample_of(self, rows, size):
         """The rows (increasing) of ``rows`` with the ``size`` smallest keys: all of them for
@@ -219,6 +224,9 @@ class Scorecard:
         refs = [self.sample_of(xp.arange(n), self.cover)]
         if get_diversity(self.diversity).uses_reference and self.reference_size != self.cover:
             refs.append(self.sample_of(xp.arange(n), self.reference_size))  # the run's own reference set
+        listed = self._listed(refs[1] if len(refs) > 1 else None, rows)  # from the fit's lists, or None
+        if listed is not None:
+            refs = refs[:1]  # the run's reference rows: from the lists, not in the products below
         P_rows = xp.unique(xp.concatenate(refs + near))  # every sampled row, once
         where = xp.full(n, -1, dtype=xp.int64)
         where[order] = xp.arange(order.shape[0])
@@ -228,6 +236,8 @@ class Scorecard:
         at = where[P_rows]
         P, own = U[at], xp.where(at < order.shape[0], at, -1)
         best, sums = self._products(U[: order.shape[0]], regions, P, own, P_rows, refs, near)
+        if listed is not None:
+            self._fill(listed, U, regions)
         pos = xp.full(n, -1, dtype=xp.int64)
         pos[P_rows] = xp.arange(P_rows.shape[0])
         self_dot = xp.einsum("ij,ij->i", P, P)  # a row's best cosine to a set holding it
@@ -238,8 +248,35 @@ class Scorecard:
             for R in refs:
                 b, inside = best[j][pos[R]], ms[j][R]
                 ref_best.append((xp.where(inside, xp.maximum(b, self_dot[pos[R]]), b), inside))
+            if listed is not None:  # a row of the mask lists itself: its own cosine is in
+                ref_best.append((listed[j], ms[j][self.reference_cover.reference]))
             out[name] = self._numbers(ms[j], sums[j], held, ref_best, best[j][pos[near[j]]], lengths)
         return out
+
+    def _listed(self, run_ref, rows):
+        """Per mask (its split ``rows``), each of the run's reference rows' largest cosine to it
+        from the fit's lists (-inf where no listed row of the mask reaches it: :meth:`_fill`);
+        None without a cover that applies (none given, cupy, other reference rows, or a mask
+        with rows the fit did not score)."""
+        c = self.reference_cover
+        if c is None or run_ref is None or self.xp is not np:
+            return None
+        if c.reference.shape != run_ref.shape or not bool((c.reference == run_ref).all()):
+            return None
+        if not all(c.covers(r) for r in rows):
+            return None
+        return [c.maxima(r) for r in rows]
+
+    def _fill(self, listed, U, regions):
+        """The reference rows of each mask that its listed rows do not reach, by products with
+        the mask's rows (the groups of ``U`` that it holds)."""
+        ref = self.reference_cover.reference
+        for j, b in enumerate(listed):
+            miss = np.flatnonzero(~np.isfinite(b))
+            spans = [(r0, r1) for r0, r1, code in regions if code >> j & 1]
+            if miss.shape[0] and spans:
+                P = gathered_rows(self.E, ref[miss], self.norms)
+                b[miss] = region_maxima(P, U, spans).max(axis=0)
 
     def _products(self, U, regions, P, own, P_rows, refs, near):
         """Per mask: each sampled row's best cosine to the mask's rows (its own pair left

@@ -41,6 +41,7 @@ FITTED = (
     "start_history",
     "optimizer",
     "solver_params",
+    "reference_cover",
 )
 
 

@@ -254,6 +254,13 @@ class DataMask(DataMaskParams, BaseEstimator):
         ``stopped_by``, ``objective_start``, ``objective_end``
         (:func:`~datamask.core.provenance.optimizer_record`). In a default fit the start
         solver makes the selection and pg only polishes it (often not at all).
+    reference_cover_ : :class:`~datamask.core.facility_lists.ReferenceCover` or None
+        Facility location on numpy: the scorer's threshold lists by split row (each reference
+        row's closest candidates: about 64 MiB at 1M rows and the default's 2,048 reference
+        rows, the lists and two maps of the rows), from which ``select``'s side-by-side reads
+        each subset's objective; None elsewhere.
+
+        .. versionadded:: 0.3
     """
 
     # the constructor and its defaults: DataMaskParams (estimator.params), read without scikit-learn;
@@ -358,10 +365,22 @@ class DataMask(DataMaskParams, BaseEstimator):
             fit_seconds=time.perf_counter() - t0,
         )
         fitted.update(start_history=start_trajectory(fitted, state.history))
+        fitted.update(reference_cover=_reference_cover(state, cand, objective.reference, N))
         fitted.update(optimizer=optimizer_record(self, fitted, params["method"]))
         for name, value in fitted.items():
             setattr(self, name + "_", value)
         return self
+
+
+def _reference_cover(state, cand, reference, N):
+    """The fit's threshold lists by split row (facility location's numpy scorer, when its
+    lists pass ran), else None."""
+    fac = state.cache.get("facility")
+    if fac is None or fac.xp is not np or fac.method != "neighbors" or fac.pending:
+        return None
+    from ..core.facility_lists import ReferenceCover
+
+    return ReferenceCover(fac.lists, cand, reference, N)
 
 
 def _candidates(qn, n_keep, xp):

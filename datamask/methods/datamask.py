@@ -31,6 +31,7 @@ def select_datamask(E, q, cfg, seed, budget, callback=None, method="datamask") -
         history=[{k: (float(v) if k != "step" else int(v)) for k, v in h.items()} for h in est.history_],
         optimizer=_plain(est.optimizer_),
         start_history=est.start_history_,
+        reference_cover=est.reference_cover_,
     )
 
 

@@ -67,6 +67,9 @@ class Selection:
     # how the selection was made (DataMask.optimizer_; a method without one: its name, no pg step)
     optimizer: dict | None = None
     start_history: list | None = None  # the start solver's progress (DataMask.start_history_)
+    # facility location on numpy: the fit's threshold lists (DataMask.reference_cover_), which the
+    # split's side-by-side reads; dropped once it has (never sent from the worker)
+    reference_cover: object | None = None
 
 
 @dataclass(frozen=True)

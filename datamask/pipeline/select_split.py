@@ -120,10 +120,13 @@ def select_split(
         sel = select(E, q, cfg, seed, where, callback=callback, table=table, budget=budget)
         before = _score_all(E, q, cfg, seed)
         side = (
-            split_side_by_side(E, q, sel.mask, cfg, seed, where=where, table=table, budget=budget)
+            split_side_by_side(
+                E, q, sel.mask, cfg, seed, where=where, table=table, budget=budget, cover=sel.reference_cover
+            )
             if side_by_side
             else None
         )
+        sel.reference_cover = None  # the fit's lists: read, and not sent anywhere
         facts = _why(table, cfg, cols, E, q, sel.mask, centroids) if why else None
         del E, q
     sel.mask = np.asarray(sel.mask, dtype=bool)

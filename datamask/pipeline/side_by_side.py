@@ -73,13 +73,15 @@ def side_by_side_note(reference_size=None, subsets=None) -> str:
     )
 
 
-def split_side_by_side(E, q, mask, cfg, seed, *, budget, where="", table=None) -> dict:
+def split_side_by_side(E, q, mask, cfg, seed, *, budget, where="", table=None, cover=None) -> dict:
     """``{"selection", "topk", "random"}`` -> that mask's scores on this split (numbers only,
     NaN left out), and the seconds they took under ``"seconds"``. Top-k and random come from
     the method registry with the selection's ``budget`` (its checked
     :class:`~datamask.methods.registry.Budget`: S rows, or ``split_tokens`` with the rows' counts),
     unscored there: the three are scored here alike, on one sample of rows, the rows of the three
-    copied once (the inputs were checked by the split's select)."""
+    copied once (the inputs were checked by the split's select). ``cover``: the fit's
+    :class:`~datamask.core.facility_lists.ReferenceCover` (facility location on numpy), which
+    gives each subset's objective without its products with every reference row."""
     from ..core.scorecard import Scorecard, score_sample
     from ..methods import select_mask
 
@@ -91,7 +93,7 @@ def split_side_by_side(E, q, mask, cfg, seed, *, budget, where="", table=None) -
     card = Scorecard(
         E, q, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.solver("reference_size"), seed=seed,
         sample=score_sample(largest, cfg.solver("reference_size")),  # bounded: sample x selected pairs
-        diversities=("pairwise", "facility"), norms="own",
+        diversities=("pairwise", "facility"), norms="own", reference_cover=cover,
     )  # fmt: skip
     out = {}
     for name, s in card.score_many(masks, budget.lengths).items():
