@@ -87,10 +87,10 @@ def test_the_compiled_cast_reads_any_layout_numpy_reads(layout, monkeypatch):
 
 
 def test_the_why_pass_and_the_vector_check_cast_float16_as_numpy_does(monkeypatch):
+    from datamask.core.validate import as_float32
     from datamask.errors import DataError
     from datamask.pipeline import why
     from datamask.pipeline.schema import check_vectors
-    from datamask.core.validate import as_float32
 
     rng = np.random.default_rng(4)
     E = rng.standard_normal((3000, 48)).astype(np.float16)
