@@ -121,7 +121,7 @@ def select_split(
         before = _score_all(E, q, cfg, seed)
         side = (
             split_side_by_side(
-                E, q, sel.mask, cfg, seed, where=where, table=table, budget=budget, cover=sel.reference_cover
+                E, q, sel.mask, cfg, seed, where=where, table=table, budget=budget, reference_cover=sel.reference_cover
             )
             if side_by_side
             else None

@@ -73,13 +73,13 @@ def side_by_side_note(reference_size=None, subsets=None) -> str:
     )
 
 
-def split_side_by_side(E, q, mask, cfg, seed, *, budget, where="", table=None, cover=None) -> dict:
+def split_side_by_side(E, q, mask, cfg, seed, *, budget, where="", table=None, reference_cover=None) -> dict:
     """``{"selection", "topk", "random"}`` -> that mask's scores on this split (numbers only,
     NaN left out), and the seconds they took under ``"seconds"``. Top-k and random come from
     the method registry with the selection's ``budget`` (its checked
     :class:`~datamask.methods.registry.Budget`: S rows, or ``split_tokens`` with the rows' counts),
     unscored there: the three are scored here alike, on one sample of rows, the rows of the three
-    copied once (the inputs were checked by the split's select). ``cover``: the fit's
+    copied once (the inputs were checked by the split's select). ``reference_cover``: the fit's
     :class:`~datamask.core.facility_lists.ReferenceCover` (facility location on numpy), which
     gives each subset's objective without its products with every reference row."""
     from ..core.scorecard import Scorecard, score_sample
@@ -93,7 +93,7 @@ def split_side_by_side(E, q, mask, cfg, seed, *, budget, where="", table=None, c
     card = Scorecard(
         E, q, lam=cfg.lam, diversity=cfg.diversity, reference_size=cfg.solver("reference_size"), seed=seed,
         sample=score_sample(largest, cfg.solver("reference_size")),  # bounded: sample x selected pairs
-        diversities=("pairwise", "facility"), norms="own", reference_cover=cover,
+        diversities=("pairwise", "facility"), norms="own", reference_cover=reference_cover,
     )  # fmt: skip
     out = {}
     for name, s in card.score_many(masks, budget.lengths).items():
