@@ -129,24 +129,31 @@ class ReferenceCover:
     reads the objective of the selection, top-k and random from it instead of their products
     with every reference row (:class:`~datamask.core.scorecard.Scorecard`'s ``reference_cover``).
 
-    ``lists`` the fit's :class:`ThresholdLists`, ``cand`` (n,) the split rows of its candidates,
-    ``reference`` (r,) the split rows of its reference rows, ``N`` the split's rows.
+    ``lists`` the fit's :class:`ThresholdLists`, ``cand`` (n,) the split rows of its candidates
+    (increasing, as the fit keeps them), ``reference`` (r,) the split rows of its reference rows.
     """
 
-    def __init__(self, lists, cand, reference, N):
+    def __init__(self, lists, cand, reference):
         self.start, self.ref, self.sim, self.theta = lists.start, lists.ref, lists.sim, lists.theta
+        self.cand = np.asarray(cand, dtype=np.int64)
+        if self.cand.shape[0] > 1 and bool((self.cand[1:] <= self.cand[:-1]).any()):
+            raise ValueError("ReferenceCover: the candidates' rows must increase")
         self.reference = np.asarray(reference, dtype=np.int64)
-        self.where = np.full(int(N), -1, dtype=np.int64)  # split row -> candidate, -1 for none
-        self.where[np.asarray(cand, dtype=np.int64)] = np.arange(len(cand))
+
+    def _positions(self, rows):
+        """``rows``' places among the candidates, and whether each is one."""
+        rows = np.asarray(rows, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.cand, rows), max(self.cand.shape[0] - 1, 0))
+        return pos, self.cand.shape[0] > 0 and self.cand[pos] == rows
 
     def covers(self, rows) -> bool:
         """Every split row of ``rows`` is one of the fit's candidates (so :meth:`maxima` applies)."""
-        return bool((self.where[np.asarray(rows, dtype=np.int64)] >= 0).all())
+        return bool(np.all(self._positions(rows)[1]))
 
     def maxima(self, rows):
         """(r,) float32: each reference row's largest listed cosine to the split rows ``rows``
         (candidates of the fit, :meth:`covers`); -inf where none of them lists it."""
-        pos = self.where[np.asarray(rows, dtype=np.int64)]
+        pos = self._positions(rows)[0]
         lo, hi = self.start[pos], self.start[pos + 1]
         size = hi - lo
         total = int(size.sum())

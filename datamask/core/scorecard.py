@@ -261,7 +261,7 @@ class Scorecard:
         c = self.reference_cover
         if c is None or run_ref is None or self.xp is not np:
             return None
-        if c.reference.shape != run_ref.shape or not bool((c.reference == run_ref).all()):
+        if not np.array_equal(c.reference, run_ref):
             return None
         if not all(c.covers(r) for r in rows):
             return None

@@ -8,7 +8,7 @@ import numpy as np
 from .backend import get_namespace, to_numpy
 from .halfcast import rows_into
 
-__all__ = ["check_inputs", "check_mask", "unit_rows", "as_float32", "needs_rescale", "NORM_TOLERANCE", "BLOCK_ROWS"]
+__all__ = ["check_inputs", "check_mask", "unit_rows", "needs_rescale", "NORM_TOLERANCE", "BLOCK_ROWS"]
 
 # Rows whose norm is this far from 1 are renormalised; zero rows are rejected.
 NORM_TOLERANCE = 1e-3
@@ -89,17 +89,6 @@ def unit_rows(embeddings, rows=None, norms=None):
         if norms is not None:
             out[i0 : i0 + BLOCK_ROWS] /= norms[sel][:, None]
     return out
-
-
-def as_float32(X):
-    """``X`` (numpy or cupy, 2-d) as float32: ``X`` itself when it is float32, else a copy
-    (a float16 numpy ``X`` through the compiled cast, :func:`~.halfcast.rows_into`: numpy's values)."""
-    xp = get_namespace(X)
-    if X.dtype == xp.float32:
-        return X
-    if xp is np and X.dtype == np.float16:
-        return rows_into(X, None, np.empty(X.shape, dtype=np.float32), first=0)
-    return X.astype(xp.float32)
 
 
 def needs_rescale(norms):

@@ -256,8 +256,8 @@ class DataMask(DataMaskParams, BaseEstimator):
         solver makes the selection and pg only polishes it (often not at all).
     reference_cover_ : :class:`~datamask.core.facility_lists.ReferenceCover` or None
         Facility location on numpy: the scorer's threshold lists by split row (each reference
-        row's closest candidates: about 64 MiB at 1M rows and the default's 2,048 reference
-        rows, the lists and two maps of the rows), from which ``select``'s side-by-side reads
+        row's closest candidates: about 56 MiB at 1M rows and the default's 2,048 reference
+        rows, the lists and each candidate's first entry), from which ``select``'s side-by-side reads
         each subset's objective; None elsewhere.
 
         .. versionadded:: 0.3
@@ -365,14 +365,14 @@ class DataMask(DataMaskParams, BaseEstimator):
             fit_seconds=time.perf_counter() - t0,
         )
         fitted.update(start_history=start_trajectory(fitted, state.history))
-        fitted.update(reference_cover=_reference_cover(state, cand, objective.reference, N))
+        fitted.update(reference_cover=_reference_cover(state, cand, objective.reference))
         fitted.update(optimizer=optimizer_record(self, fitted, params["method"]))
         for name, value in fitted.items():
             setattr(self, name + "_", value)
         return self
 
 
-def _reference_cover(state, cand, reference, N):
+def _reference_cover(state, cand, reference):
     """The fit's threshold lists by split row (facility location's numpy scorer, when its
     lists pass ran), else None."""
     fac = state.cache.get("facility")
@@ -380,7 +380,7 @@ def _reference_cover(state, cand, reference, N):
         return None
     from ..core.facility_lists import ReferenceCover
 
-    return ReferenceCover(fac.lists, cand, reference, N)
+    return ReferenceCover(fac.lists, cand, reference)
 
 
 def _candidates(qn, n_keep, xp):

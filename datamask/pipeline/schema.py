@@ -172,13 +172,13 @@ def check_vectors(E, where: str, column: str, first_row: int = 0):
     The error names the first bad row.
     """
     from ..core.backend import get_namespace
-    from ..core.validate import as_float32
+    from ..core.validate import unit_rows
 
     xp = get_namespace(E)
     n = E.shape[0]
     sq = xp.empty(n, dtype=xp.float32)
     for i0 in range(0, n, VECTOR_BLOCK):
-        blk = as_float32(E[i0 : i0 + VECTOR_BLOCK])  # float16 on the host: the compiled cast
+        blk = unit_rows(E[i0 : i0 + VECTOR_BLOCK])  # a float32 copy (float16 on the host: the compiled cast)
         sq[i0 : i0 + VECTOR_BLOCK] = xp.einsum("ij,ij->i", blk, blk)
     bad = ~xp.isfinite(sq)
     flagged = bad | (sq < 1e-16)

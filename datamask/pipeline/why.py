@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core.backend import get_namespace, to_numpy
 from ..core.scorecard import NEAR_DUPLICATE_COSINE
-from ..core.validate import as_float32
+from ..core.validate import unit_rows
 
 __all__ = ["split_why", "snippets", "SNIPPET", "DROPPED_ROWS", "MAX_CLUSTERS", "CLUSTER_COLUMN", "near_line"]
 
@@ -77,7 +77,7 @@ def _cluster_counts(labels, mask) -> dict:
 
 
 def _unit(xp, X):
-    X = X.copy() if X.dtype == xp.float32 else as_float32(X)  # float16: the compiled cast
+    X = unit_rows(X)  # a float32 copy (float16: the compiled cast)
     X /= xp.maximum(xp.sqrt(xp.einsum("ij,ij->i", X, X)), 1e-12)[:, None]
     return X
 
