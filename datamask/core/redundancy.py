@@ -49,6 +49,9 @@ PROBES = 2  # fine cells each row is put into
 LEAF = 128  # rows per fine cell (about twice that with two probes): a row is compared with ~256
 COARSE, COARSE_CELL = 65_536, 8_192  # above COARSE rows, first coarse cells of ~COARSE_CELL rows
 _PAIR_BLOCK = 1 << 22  # products per block inside a cell (16 MiB of float32)
+# A search for F fresh rows among n compares them with every row when F n is at most this
+# (the refills' last rounds: a few fresh rows, where the cells would gather every row twice)
+FRESH_PAIRS = 1 << 27
 ROUNDS = 8  # the picks' filter: rounds of filter and refill at most
 
 
@@ -163,7 +166,9 @@ def near_duplicate_candidates(E, quality, rows, threshold=NEAR_DUPLICATE, *, see
     fresh : (n,) bool array or None
         The rows new since a search of the others (the filter over the picks' refills): only
         the cells that hold a fresh row are searched, so a pair of two older rows is
-        compared only where it shares a cell with a fresh one. None: every row is fresh.
+        compared only where it shares a cell with a fresh one; when F fresh rows of n have
+        F n <= ``FRESH_PAIRS``, every row is compared with them instead, and the fresh rows
+        with the rows near one are searched together. None: every row is fresh.
 
     Returns
     -------
@@ -174,6 +179,8 @@ def near_duplicate_candidates(E, quality, rows, threshold=NEAR_DUPLICATE, *, see
     n = int(rows.shape[0])
     drop = xp.zeros(n, dtype=bool)
     rank = _ranks(quality, rows, xp)
+    if fresh is not None and int(fresh.sum()) * n <= FRESH_PAIRS:
+        return _fresh_search(E, rows, rank, float(threshold), drop, fresh, norms, xp)
     if n <= COARSE:
         _search(unit_rows(E, rows, norms), rank, float(threshold), drop, xp.arange(n), int(seed), xp, fresh)
         return drop
@@ -187,6 +194,19 @@ def near_duplicate_candidates(E, quality, rows, threshold=NEAR_DUPLICATE, *, see
         f = None if fresh is None else fresh[idx]
         if f is None or bool(f.any()):
             _search(unit_rows(E, rows[idx], norms), rank[idx], float(threshold), drop, idx, int(seed) + 1, xp, f)
+    return drop
+
+
+def _fresh_search(E, rows, rank, threshold, drop, fresh, norms, xp):
+    """:func:`near_duplicate_candidates` for a few fresh rows: every row compared with them,
+    then the fresh rows and the rows near one searched together (the others, searched
+    before, stay)."""
+    F = unit_rows(E, rows[xp.flatnonzero(fresh)], norms)
+    near = fresh.copy()
+    for i0 in range(0, rows.shape[0], BLOCK_ROWS):
+        near[i0 : i0 + BLOCK_ROWS] |= ((unit_rows(E, rows[i0 : i0 + BLOCK_ROWS], norms) @ F.T) >= threshold).any(axis=1)
+    z = xp.flatnonzero(near)
+    drop[z] = _within(unit_rows(E, rows[z], norms), rank[z], threshold, xp)
     return drop
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from datamask import DataMask
+from datamask.core import redundancy
 from datamask.core.redundancy import (
     NEAR_DUPLICATE,
     exact_near_duplicates,
@@ -102,9 +103,13 @@ def test_the_best_dropped_rows_return_when_the_rest_cannot_fill_the_budget():
     assert 590 <= mt.tokens_ <= 600
 
 
+@pytest.mark.parametrize("path", ["cells", "every row"])
 @pytest.mark.parametrize("n", [6000, 70_000])
-def test_a_search_of_fresh_rows_finds_their_pairs_and_leaves_the_rest(n):
-    # the refill's rounds: only cells holding a new pick are searched
+def test_a_search_of_fresh_rows_finds_their_pairs_and_leaves_the_rest(monkeypatch, n, path):
+    # the refill's rounds: only cells holding a new pick are searched, or (a few fresh rows)
+    # every row compared with the fresh ones
+    if path == "cells":
+        monkeypatch.setattr(redundancy, "FRESH_PAIRS", 0)
     E, q, base, copies = _groups(n=n)
     rows = np.arange(n)
     full = near_duplicate_candidates(E, q, rows)
@@ -116,6 +121,24 @@ def test_a_search_of_fresh_rows_finds_their_pairs_and_leaves_the_rest(n):
     assert np.array_equal(got[group], full[group]) and got[group].sum() == len(group) - 1
     other = np.setdiff1d(copies, group)  # in cells without a fresh row (most of them): not searched
     assert got[other].sum() < 0.2 * full[other].sum()
+
+
+def test_a_few_fresh_rows_are_searched_as_the_full_product_would():
+    # rows pairwise below the threshold (what the rounds before kept), then a few fresh rows,
+    # near-copies of some of them, better or worse: every row compared with the fresh ones
+    # finds what the full product's best-first pass finds
+    E, q, base, copies = _groups(n=6000)
+    old = np.flatnonzero(~exact_near_duplicates(E, q, np.arange(6000)))
+    new = copies[np.isin(copies, old, invert=True)][:60]  # dropped copies, now picked again
+    q = q.copy()
+    q[new[:5]] = q.max() + 1.0  # some now better than the row of their group that stayed
+    rows = np.r_[old, new]
+    fresh = np.r_[np.zeros(old.shape[0], dtype=bool), np.ones(new.shape[0], dtype=bool)]
+    assert fresh.sum() * rows.shape[0] <= redundancy.FRESH_PAIRS
+    got = near_duplicate_candidates(E, q, rows, fresh=fresh)
+    want = exact_near_duplicates(E, q, rows)
+    assert want[fresh].any() and want[~fresh].any()  # fresh rows that go, and older rows they push out
+    assert np.array_equal(got, want)
 
 
 def test_the_device_branch_keeps_the_same_rows(fake_cp):
