@@ -18,7 +18,7 @@ On numpy the scorer reads the candidates from the split's own array (no copy of 
 come from one product with the reference rows' sum, and its one pass over the similarities
 (:func:`~datamask.core.facility_lists.threshold_lists`, on first use: stochastic greedy runs it
 after its first picks, with their stage bounds) keeps each reference row's *threshold list*,
-every candidate above a threshold that about ``LIST_ENTRIES`` / r of them pass, from which
+every candidate above a threshold that about ``list_entries(n)`` / r of them pass, from which
 stochastic greedy's gains are exact (:mod:`datamask.core.facility_kernels`). pg's sorted
 neighbour lists are taken from them only if a step asks (a start returned as it is never does).
 """
@@ -116,7 +116,7 @@ class FacilityGroups:
             self.cover = self.C.sum(axis=1, dtype=xp.float64) + float(r)
             return
         if xp is np:  # the lists' pass waits for its first use (build_lists: stochastic greedy's stage)
-            self._list_T = max(self._T, facility_lists.LIST_ENTRIES // max(1, r))
+            self._list_T = max(self._T, facility_lists.list_entries(n) // max(1, r))
             self.cover = first_gains(self.E, R)
             return
         self.cover = xp.full(n, 0.0, dtype=xp.float64)

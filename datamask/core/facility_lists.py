@@ -4,7 +4,7 @@ reads its exact gains from (each candidate's first gain comes before it, from on
 the reference rows' sum: :func:`first_gains`).
 
 Reference row x lists every candidate i with ``C[i, x] >= theta[x]``, ``theta[x]`` set so
-that about :data:`LIST_ENTRIES` / r candidates pass it (from a fixed sample of the
+that about :func:`list_entries` / r candidates pass it (from a fixed sample of the
 candidates, :func:`list_thresholds`). The pass reads the candidates in blocks of
 :data:`CANDIDATE_BLOCK` rows against every reference row, so each candidate row is read
 once, and it reads them from the split's own array (:class:`HostRows`: no copy of the
@@ -48,6 +48,7 @@ __all__ = [
     "ReferenceCover",
     "ThresholdLists",
     "LIST_ENTRIES",
+    "list_entries",
     "list_thresholds",
     "threshold_lists",
     "first_gains",
@@ -58,8 +59,13 @@ __all__ = [
 
 # Entries of the threshold lists, about (6 bytes each, an int16 reference row and a float32
 # cosine: 48 MiB; 8 above 32,768 reference rows): each reference row lists
-# about LIST_ENTRIES / r candidates (4,096 of them against the default 2,048 reference rows).
+# about LIST_ENTRIES / r candidates (4,096 of them against the default 2,048 reference rows);
+# twice as many from LARGE_SPLIT candidates (list_entries). More entries saturate the
+# reference rows in fewer picks (a row not yet saturated costs a product every gain that may
+# count): at 1M rows the default fit took 23.7 s with 2^23 entries, 21.4 s with 2^24 (round
+# 21, the two-part pool, one process each); at 100k rows 5.0-5.1 s and 5.2 s.
 LIST_ENTRIES = 1 << 23
+LARGE_SPLIT = 1 << 19
 # Candidate rows sampled to set each reference row's threshold (all of them below this).
 THRESHOLD_SAMPLE = 16384
 # Candidate rows per block of the pass (a 4 MiB float32 block against 2,048 reference rows).
@@ -162,6 +168,12 @@ class ReferenceCover:
             idx = np.arange(total, dtype=np.int64) + np.repeat(lo - (np.cumsum(size) - size), size)
             np.maximum.at(out, self.ref[idx].astype(np.int64), self.sim[idx])
         return out
+
+
+def list_entries(n) -> int:
+    """Entries of the threshold lists for ``n`` candidates: :data:`LIST_ENTRIES`, twice that
+    from :data:`LARGE_SPLIT` candidates."""
+    return LIST_ENTRIES * (2 if n >= LARGE_SPLIT else 1)
 
 
 def list_thresholds(E, R, T):
