@@ -24,7 +24,20 @@ time on splitmix64 numbers (``state``, one uint64), a place drawn twice drawn ag
 uniform k-subset; at most about ``left ln(left)`` draws when k nears ``left``). The compiled
 loop keeps each place's bound beside it (``pub``), so a draw reads one array at random
 places, not the rows and then their bounds. The Python loop (cupy, the dense scorer) draws
-through the same functions, so both loops see the same samples for a seed.
+through the same functions.
+
+**The two-part pool** (:func:`picks`, from :data:`TWO_PART_MIN` samples' worth of rows): a
+sample of 6,400 rows a pick at 1M rows cost its draw and its bounds' reads (about 50 us of a
+pick's 60) though the pick is decided by the few of largest bound. So the rows of the top
+1 / :data:`TOP_SHARE` bounds come first (``rows[:h]``, every later row's bound at most
+``tau``); a pick draws the sample's places among them (:func:`sample_first`: how many is
+hypergeometric, which ones uniform), and draws the rest (:func:`sample_rest`) only when the
+best gain among them is below ``tau``: the same uniform k-subset, whose later rows could not
+have won. Bounds only fall, so the split stays true; a fallback repartitions. Which rows a
+sample holds then depends on the bounds, which differ between the compiled loop (its lists'
+bounds) and the Python loop (exact gains): on a large pool the two loops draw different, equally
+uniform samples, and their picks differ as two seeds' would (on a pool below the threshold
+they see the same samples and pick the same rows, ties aside).
 
 The kernels are compiled on first use in each process (a few seconds; cached on disk by
 numba afterwards).
@@ -32,16 +45,35 @@ numba afterwards).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-__all__ = ["BLOCK", "MAX_BLOCK", "block_size", "sample", "remove", "seed_state", "picks"]
+__all__ = [
+    "BLOCK",
+    "MAX_BLOCK",
+    "block_size",
+    "sample",
+    "sample_first",
+    "sample_rest",
+    "hypergeometric",
+    "remove",
+    "seed_state",
+    "picks",
+]
 
 # Rows of a sample scored at a time: BLOCK in a pick's first two blocks, then twice as many
 # each block up to MAX_BLOCK (a pick early on scores most of its sample, against reference
 # rows not yet saturated: larger products run faster).
 BLOCK, MAX_BLOCK = 16, 256
+# The compiled loop's two-part pool (:func:`picks`): once the pool holds TWO_PART_MIN samples'
+# worth of rows, about 1 / TOP_SHARE of them, those of largest bound, come first; a pick
+# draws its sample's share of those and draws the rest only when that share's best gain
+# does not beat every bound of the others. A fallback repartitions, at most every
+# PARTITION_GAP picks.
+TWO_PART_MIN, TOP_SHARE, PARTITION_GAP = 32, 16, 256
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -92,6 +124,69 @@ def _load(rows, i, out):
 
 
 @njit(cache=True)
+def _log_choose(a, b):
+    return math.lgamma(a + 1.0) - math.lgamma(b + 1.0) - math.lgamma(a - b + 1.0)
+
+
+@njit(cache=True)
+def hypergeometric(state, good, bad, n):
+    """How many of a uniform ``n``-subset of ``good + bad`` items are among the ``good``
+    (hypergeometric), by inversion on one splitmix64 number: the probabilities from the mode
+    outwards, up and down in turn (exact up to float64 rounding; O(its deviation) steps)."""
+    lo, hi = max(0, n - bad), min(n, good)
+    if lo == hi:
+        return lo
+    mode = min(hi, max(lo, int((n + 1.0) * (good + 1.0) / (good + bad + 2.0))))
+    pm = math.exp(_log_choose(good, mode) + _log_choose(bad, n - mode) - _log_choose(good + bad, n))
+    u = _uniform(state) - pm
+    if u <= 0:
+        return mode
+    up, down, pu, pd = mode, mode, pm, pm
+    while up < hi or down > lo:
+        if up < hi:  # p(x + 1) / p(x)
+            pu *= (good - up) * (n - up) / ((up + 1.0) * (bad - n + up + 1.0))
+            up += 1
+            u -= pu
+            if u <= 0:
+                return up
+        if down > lo:  # p(x - 1) / p(x)
+            pd *= down * (bad - n + down) / ((good - down + 1.0) * (n - down + 1.0))
+            down -= 1
+            u -= pd
+            if u <= 0:
+                return down
+    return mode  # the mass ran out by rounding (u left of order 1e-15)
+
+
+@njit(cache=True)
+def _swap(rows, at, pub, p, q):
+    """Exchange the pool's places ``p`` and ``q`` (their rows, each row's place, their bounds)."""
+    if p != q:
+        a, b = rows[p], rows[q]
+        rows[p], rows[q] = b, a
+        at[a], at[b] = q, p
+        pub[p], pub[q] = pub[q], pub[p]
+
+
+@njit(cache=True)
+def _partition(rows, at, pub, left, share):
+    """Put the pool's rows of bound above ``tau`` first, ``tau`` the bound that about
+    ``left / share`` of them exceed; returns ``(h, tau)``, ``h`` how many come first (every
+    row after them has a bound at most ``tau``)."""
+    want = max(1, left // share)
+    tau = np.partition(pub[:left].copy(), left - want)[left - want]
+    h, q = 0, left - 1
+    while True:
+        while h <= q and pub[h] > tau:
+            h += 1
+        while q >= h and not pub[q] > tau:
+            q -= 1
+        if h >= q:
+            return h, tau
+        _swap(rows, at, pub, h, q)
+
+
+@njit(cache=True)
 def block_size(b):
     """Rows in a pick's block ``b`` (0, 1, ...): 16, 16, 32, 64, 128, 256, 256, ... (the
     shift capped: a pick that scores its whole sample of 50k rows reaches block 196, and
@@ -118,6 +213,24 @@ def sample(left, k, state, mark, out):
     for j in range(k):
         mark[out[j]] = False
     return k
+
+
+@njit(cache=True)
+def sample_first(h, left, k, state, mark, out):
+    """The places among ``0 .. h - 1`` of a uniform ``k``-subset of ``0 .. left - 1`` (``k <
+    left``), into ``out``: how many is hypergeometric (:func:`hypergeometric`), which ones
+    uniform (:func:`sample`). Returns how many; with :func:`sample_rest`, the whole subset."""
+    return sample(h, hypergeometric(state, h, left - h, k), state, mark, out)
+
+
+@njit(cache=True)
+def sample_rest(h, left, k, m, state, mark, out):
+    """The rest of :func:`sample_first`'s subset (``m`` places drawn): ``k - m`` places of
+    ``h .. left - 1``, uniform, into ``out[m:]``; returns how many."""
+    rest = out[m:]
+    got = sample(left - h, k - m, state, mark[h:], rest)
+    rest[:got] += h
+    return got
 
 
 @njit(cache=True)
@@ -321,17 +434,41 @@ def picks(E, R, lin, w, ub, start, lref, lsim, theta, S, k, rows, at, left, stat
     order = np.empty(S, dtype=np.int64)
     gains = np.empty(S, dtype=np.float64)
     pub = ub[rows[:left]]  # each place's bound
+    h, tau, since = 0, np.inf, PARTITION_GAP  # the pool's first part: rows[:h], every later bound <= tau
     for t in range(S):
-        m = sample(left, k, state, mark, drawn)
-        nt = _bounds_and_head(drawn, m, pub, bound, buf[0])
         slack = 0.0  # sum over the rows not saturated of theta - cur: an unlisted candidate's most
         for j in range(u):
             x = uidx[j]
             if cur[x] < theta[x]:
                 slack += theta[x] - cur[x]
         scan = (E, cur, theta, start, lref, lsim, uidx, Ru, u, slack)
-        gains[t], order[t] = _best_of_sample(drawn, m, nt, bound, taken, (rows, ub, pub), lin, w, scan, buf)
-        pub[at[order[t]]] = pub[left - 1]  # the last place's row moves to the pick's place
-        left = remove(rows, at, left, order[t])
+        pool = (rows, ub, pub)
+        if left < TWO_PART_MIN * k:
+            h, tau = 0, np.inf  # a small pool: one part
+        elif h == 0 and since >= PARTITION_GAP:
+            h, tau = _partition(rows, at, pub, left, TOP_SHARE)
+            since = 0
+        since += 1
+        if h == 0:
+            m = sample(left, k, state, mark, drawn)
+            nt = _bounds_and_head(drawn, m, pub, bound, buf[0])
+            gains[t], order[t] = _best_of_sample(drawn, m, nt, bound, taken, pool, lin, w, scan, buf)
+        else:  # the first part's share of the sample, then the rest only if a later row could win
+            m = sample_first(h, left, k, state, mark, drawn)
+            nt = _bounds_and_head(drawn, m, pub, bound, buf[0])
+            best, pick = _best_of_sample(drawn, m, nt, bound, taken, pool, lin, w, scan, buf)
+            if best < tau:
+                m += sample_rest(h, left, k, m, state, mark, drawn)
+                nt = _bounds_and_head(drawn, m, pub, bound, buf[0])
+                best, pick = _best_of_sample(drawn, m, nt, bound, taken, pool, lin, w, scan, buf)
+                if since >= PARTITION_GAP:
+                    h = 0  # repartition at the next pick
+            gains[t], order[t] = best, pick
+        p = at[order[t]]
+        if p < h:  # out of the first part: the first part's last row takes its place
+            _swap(rows, at, pub, p, h - 1)
+            p, h = h - 1, h - 1
+        _swap(rows, at, pub, p, left - 1)
+        left -= 1
         u = _add(E, R, order[t], cur, theta, start, lref, lsim, uidx, Ru, u, e)
     return order, gains, cur

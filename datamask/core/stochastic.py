@@ -17,7 +17,11 @@ come from the scorer's threshold lists (exact; :mod:`datamask.core.facility_kern
 runs after the first :data:`STAGE_PICKS` picks and bounds every row's gain over them; on cupy
 (the dense scorer) it is the Python loop here, each gain a gather from the device's similarity
 matrix. Both draw their samples on the host with one compiled sampler keyed by the seed, so
-a fit picks the same rows for a seed, on numpy and on cupy (ties aside).
+a fit picks the same rows for a seed, on numpy and on cupy (ties aside), up to
+:data:`~datamask.core.facility_kernels.TWO_PART_MIN` samples' worth of rows; on a larger pool
+the compiled loop draws through its two-part pool (the same uniform samples, drawn where the
+bounds say the pick is: :mod:`datamask.core.facility_kernels`), so the rows differ between the
+two as between two seeds.
 """
 
 from __future__ import annotations

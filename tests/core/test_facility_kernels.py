@@ -250,3 +250,89 @@ def test_fit_objective_kept_from_the_picks_is_the_evaluated_objective():
     order, _ = stochastic.stochastic_greedy_facility(fac, q[:2000] / q.max(), 100, 0.5, seed=1, value=value)
     want = (E[:2000][order].astype(np.float64) @ E[2000:2300].T.astype(np.float64)).max(axis=0).mean()
     assert value[0] == pytest.approx(want, rel=0, abs=32 * 2.0**-24)
+
+
+# ---------------------------------------------------------------- the two-part pool
+from datamask.core import facility_kernels as fkern  # noqa: E402
+
+
+@pytest.mark.parametrize("good,bad,n", [(30, 70, 20), (5, 1000, 300), (900, 100, 950), (12, 48, 10)])
+def test_hypergeometric_draws_follow_their_distribution(good, bad, n):
+    state = fkern.seed_state(3)
+    draws = np.array([fkern.hypergeometric(state, good, bad, n) for _ in range(20_000)])
+    lo, hi = max(0, n - bad), min(n, good)
+    assert draws.min() >= lo and draws.max() <= hi
+    x = np.arange(lo, hi + 1)
+    p = np.array([math.comb(good, v) * math.comb(bad, n - v) for v in x], dtype=float) / math.comb(good + bad, n)
+    want, got = 20_000 * p, np.bincount(draws - lo, minlength=x.shape[0]).astype(float)
+    keep = want >= 5  # the tails pooled: a chi-square over bins of 5 expected draws or more
+    obs = np.r_[got[keep], got[~keep].sum()]
+    exp = np.r_[want[keep], want[~keep].sum()]
+    obs, exp = (obs, exp) if exp[-1] >= 5 else (obs[:-1], exp[:-1])
+    dof = max(1, obs.shape[0] - 1)
+    assert ((obs - exp) ** 2 / exp).sum() < dof + 6 * math.sqrt(2 * dof)  # far in the tail: p < 1e-6
+    assert fkern.hypergeometric(state, 0, 50, 10) == 0 and fkern.hypergeometric(state, 50, 0, 10) == 10
+
+
+def test_the_two_parts_draw_a_uniform_sample_of_the_whole_pool():
+    left, h, k, trials = 60, 12, 10, 30_000
+    state, mark, drawn = fkern.seed_state(5), np.zeros(left, dtype=bool), np.empty(k, dtype=np.int64)
+    counts, first = np.zeros(left), []
+    for _ in range(trials):
+        m = fkern.sample_first(h, left, k, state, mark, drawn)
+        mr = fkern.sample_rest(h, left, k, m, state, mark, drawn)
+        s = drawn[: m + mr]
+        assert m + mr == k and len(set(s.tolist())) == k and not mark.any()
+        assert (s[:m] < h).all() and (s[m:] >= h).all()
+        counts[s] += 1
+        first.append(m)
+    # every place in 1 / 6 of the samples: a chi-square of 59 degrees of freedom below 120 (p ~ 1e-6)
+    assert ((counts - trials * k / left) ** 2 / (trials * k / left)).sum() < 120
+    assert np.mean(first) == pytest.approx(k * h / left, rel=0.02)
+
+
+def test_the_partition_puts_the_largest_bounds_first():
+    rng = np.random.default_rng(0)
+    n, left = 1000, 900
+    rows = rng.permutation(n)
+    at = np.empty(n, dtype=np.int64)
+    at[rows] = np.arange(n)
+    bound = rng.random(n)
+    pub, before = bound[rows].copy(), rows.copy()
+    h, tau = fkern._partition(rows, at, pub, left, 16)
+    assert abs(h - left // 16) <= 1
+    assert (pub[:h] > tau).all() and (pub[h:left] <= tau).all()
+    assert np.array_equal(pub, bound[rows]) and np.array_equal(at[rows], np.arange(n))
+    assert set(rows[:left].tolist()) == set(before[:left].tolist()) and np.array_equal(rows[left:], before[left:])
+
+
+def test_a_large_pool_picks_through_the_two_parts(monkeypatch):
+    # 20,000 rows, a sample of 200 a pick: a pool of 100 samples' worth, above TWO_PART_MIN. The
+    # picks are stochastic greedy's on other samples than the Python loop's (the same
+    # distribution): exact gains, bounds that hold, and as good an objective
+    c = make_corpus(20_000, dim=24, seed=4)
+    E, q = c["embedding"], c["quality"] / c["quality"].max()
+    R = E[np.random.default_rng(1).choice(20_000, 250, replace=False)]
+    S, lam, factor = 200, 0.5, 2
+    assert 20_000 >= fkern.TWO_PART_MIN * math.ceil(20_000 / S * factor)
+    C = E.astype(np.float64) @ R.T.astype(np.float64)
+    lin, w = lam * q / S, (1 - lam) / 250
+    got = {}
+    for method in ("neighbors", "dense"):  # the compiled loop, and the Python loop
+        trace = []
+        fac = FacilityGroups(E, R, method=method)
+        order, ub = stochastic.stochastic_greedy_facility(fac, q, S, lam, seed=2, factor=factor, trace=trace)
+        order = np.asarray(order)
+        assert len(set(order.tolist())) == S
+        cur = C[order].max(axis=0)
+        value = lam * q[order].mean() + (1 - lam) * cur.mean()
+        assert trace[-1][1] == pytest.approx(value, rel=1e-6)  # each pick's gain was its exact gain
+        now = lin + w * np.maximum(C - cur, 0).sum(axis=1)
+        assert np.all(np.asarray(ub) >= now - 2 * (1 - lam) * 24 * 2.0**-24)  # bounds that hold
+        got[method] = order, value
+    assert not np.array_equal(got["neighbors"][0], got["dense"][0])  # other samples: the two parts ran
+    random = (
+        lam * q.mean() + (1 - lam) * C[np.random.default_rng(0).choice(20_000, S, replace=False)].max(axis=0).mean()
+    )
+    gain = {m: v - random for m, (_, v) in got.items()}
+    assert gain["neighbors"] >= 0.99 * gain["dense"]
