@@ -57,6 +57,7 @@ class Diversity:
     relaxed_terms = None  # relaxed.frank_wolfe's terms, or None: no relaxation
     relaxed_token_terms = None  # relaxed_tokens.frank_wolfe_tokens's terms
     stochastic_greedy = None  # init="stochastic_greedy"'s picks (datamask.core.stochastic), or None
+    host_kernels = False  # its numpy fit runs compiled loops (numba): the input check casts with them too
 
     def value(self, obj, rows) -> float:
         """The diversity of one selection ``rows`` of ``obj`` (an :class:`~.objectives.Objective`)."""
@@ -177,6 +178,7 @@ class Facility(Diversity):
     remember = True  # its value is S x r products
     whole_split_known = True  # every row is its own nearest neighbour: 1
     stochastic_greedy = staticmethod(stochastic_greedy_facility)
+    host_kernels = True  # the lists' pass and stochastic greedy's picks (facility_scan, facility_kernels)
     no_relaxed = "facility location is submodular, not concave"
 
     def value(self, obj, rows):

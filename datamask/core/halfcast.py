@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["MIN_ELEMENTS", "rows_into"]
+__all__ = ["MIN_ELEMENTS", "rows_into", "load"]
 
 #: elements from which :func:`rows_into` runs the compiled loop (below: numpy's cast; the loop's
 #: first call in a process costs a few hundred milliseconds to load)
@@ -53,6 +53,13 @@ def _kernel():
                 b[k] |= (np.uint32(s[k]) & np.uint32(0x8000)) << np.uint32(16)
 
     return cast
+
+
+def load():
+    """Load numba and the compiled cast now: for a process that runs compiled loops anyway (a
+    facility fit on numpy), so that its input check casts with it (at 1M rows the check took
+    0.71 s with numpy's cast, 0.21 s with this one)."""
+    _kernel()
 
 
 def rows_into(E, rows, out, first=0):

@@ -306,6 +306,10 @@ class DataMask(DataMaskParams, BaseEstimator):
         t0 = time.perf_counter()
         xp = get_namespace(embeddings)
         quality = xp.asarray(quality)
+        if xp is np and _host_kernels(self.diversity):  # loaded anyway: the check casts with them
+            from ..core.halfcast import load
+
+            load()
         norms = check_inputs(embeddings, quality)
         N = embeddings.shape[0]
         params, S, n_keep = self._check_params(N)
@@ -399,3 +403,12 @@ def tokens_after_pruning(lengths, quality, prunes) -> list:
     order = best_first(normalize_quality(np.asarray(quality, dtype=np.float64)), np)
     left = np.concatenate([[0], np.cumsum(t[order])])
     return [int(left[rows_after_pruning(t.shape[0], p)]) for p in prunes]
+
+
+def _host_kernels(diversity) -> bool:
+    """The objective's numpy fit runs compiled loops (False for a name that is none: the
+    parameter check says so)."""
+    try:
+        return bool(get_diversity(diversity).host_kernels)
+    except ValueError:
+        return False

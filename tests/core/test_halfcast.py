@@ -114,3 +114,26 @@ def test_the_why_pass_and_the_vector_check_cast_float16_as_numpy_does(monkeypatc
     with pytest.raises(DataError, match="row 1234"):
         check_vectors(E, "split 0", "embedding")
     assert called
+
+
+def test_a_facility_fit_checks_its_input_with_the_compiled_cast_and_a_pairwise_fit_does_not():
+    # a fresh process: numba is loaded before a facility fit's input check (its kernels need it
+    # anyway), never by a pairwise fit (loading it costs more than the cast saves)
+    import subprocess
+
+    code = """
+import sys
+import numpy as np
+from datamask import DataMask
+from datamask.estimator import estimator
+seen, check = [], estimator.check_inputs
+estimator.check_inputs = lambda E, q: (seen.append("numba" in sys.modules), check(E, q))[1]
+rng = np.random.default_rng(0)
+E, q = rng.normal(size=(3000, 16)).astype(np.float16), rng.random(3000)
+DataMask(diversity="pairwise", ratio=0.1).fit(E, q)
+seen.append("numba" in sys.modules)
+DataMask(diversity="facility", ratio=0.1).fit(E, q)
+print(seen)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[False, False, True]"
