@@ -31,7 +31,7 @@ from .stochastic import stochastic_greedy_facility
 from .tokens import disf_prefix
 from .validate import BLOCK_ROWS
 
-__all__ = ["Diversity", "Pairwise", "Facility", "DiSF", "DIVERSITIES", "get_diversity"]
+__all__ = ["Diversity", "Pairwise", "Facility", "DiSF", "DIVERSITIES", "get_diversity", "uses_host_kernels"]
 
 
 class Diversity:
@@ -237,6 +237,15 @@ class DiSF(Diversity):
 
 # name -> objective, in the order the CLI lists them
 DIVERSITIES = {d.name: d for d in (Pairwise(), Facility(), DiSF())}
+
+
+def uses_host_kernels(diversity) -> bool:
+    """The objective's numpy fit runs compiled loops (:attr:`Diversity.host_kernels`); False for
+    a name that is none (the fit's parameter check says so)."""
+    try:
+        return bool(get_diversity(diversity).host_kernels)
+    except ValueError:
+        return False
 
 
 def get_diversity(diversity) -> Diversity:

@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator
 
 from ..core.backend import default_rng, get_namespace
 from ..core.budget import check_budget, rows_after_pruning
-from ..core.diversity import get_diversity
+from ..core.diversity import get_diversity, uses_host_kernels
 from ..core.objectives import Objective, best_first, normalize_quality
 from ..core.provenance import optimizer_record, start_trajectory
 from ..core.solvers import filters_picks, solve
@@ -306,7 +306,7 @@ class DataMask(DataMaskParams, BaseEstimator):
         t0 = time.perf_counter()
         xp = get_namespace(embeddings)
         quality = xp.asarray(quality)
-        if xp is np and _host_kernels(self.diversity):  # loaded anyway: the check casts with them
+        if xp is np and uses_host_kernels(self.diversity):  # loaded anyway: the check casts with them
             from ..core.halfcast import load
 
             load()
@@ -403,12 +403,3 @@ def tokens_after_pruning(lengths, quality, prunes) -> list:
     order = best_first(normalize_quality(np.asarray(quality, dtype=np.float64)), np)
     left = np.concatenate([[0], np.cumsum(t[order])])
     return [int(left[rows_after_pruning(t.shape[0], p)]) for p in prunes]
-
-
-def _host_kernels(diversity) -> bool:
-    """The objective's numpy fit runs compiled loops (False for a name that is none: the
-    parameter check says so)."""
-    try:
-        return bool(get_diversity(diversity).host_kernels)
-    except ValueError:
-        return False

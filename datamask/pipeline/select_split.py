@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..core.diversity import get_diversity
+from ..core.diversity import get_diversity, uses_host_kernels
+from ..core.halfcast import load as load_compiled_cast
 from ..core.heap import large_blocks
 from ..errors import DataError
 from ..methods import score, select
@@ -116,6 +117,8 @@ def select_split(
     # the selection allocates its products block by block (core/heap.py)
     with DeviceWork(level, where, cfg.split_size, data_bytes=E.nbytes) as work, large_blocks():
         E, q = device_array(E, level), device_array(q, level)  # to the GPU once (cupy levels)
+        if level is CPU and cfg.method == "datamask" and uses_host_kernels(cfg.diversity):
+            load_compiled_cast()  # the fit loads it anyway: the vector check casts with it too
         check_vectors(E, where, cols.embedding, first_row)  # there, not on the host
         sel = select(E, q, cfg, seed, where, callback=callback, table=table, budget=budget)
         before = _score_all(E, q, cfg, seed)

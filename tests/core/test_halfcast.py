@@ -137,3 +137,31 @@ print(seen)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[False, False, True]"
+
+
+def test_a_facility_split_checks_its_vectors_with_the_compiled_cast_and_a_top_k_split_never_loads_it(tmp_path):
+    # a split's vector check runs before the fit: for the default method on numpy (which loads
+    # the kernels anyway) it casts with the compiled loop; top-k never loads numba at all
+    import subprocess
+
+    code = """
+import sys
+import numpy as np
+import pyarrow as pa
+from datamask.pipeline import select_split as ss
+from datamask.pipeline.config import SelectConfig
+seen, check = [], ss.check_vectors
+ss.check_vectors = lambda *a, **k: (seen.append("numba" in sys.modules), check(*a, **k))[1]
+rng = np.random.default_rng(0)
+E = rng.normal(size=(3000, 16)).astype(np.float16)
+table = pa.table({"id": np.arange(3000), "quality": rng.random(3000),
+                  "embedding": pa.FixedSizeListArray.from_arrays(pa.array(E.reshape(-1)), 16)})
+for method in ("topk", "datamask"):
+    cfg = SelectConfig(input=".", output="out", method=method, ratio=0.1, quiet=True, device="cpu")
+    ss.select_split(table, cfg, 0, "split 0")
+    seen.append("numba" in sys.modules)
+print(seen)
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[False, False, True, True]"
