@@ -155,7 +155,7 @@ def stochastic_greedy_facility(
     S = min(S, pool.left)
     k = max(1, math.ceil(n / int(budget or S or 1) * float(SAMPLE_FACTOR if factor is None else factor)))
     if fac.xp is np and fac.method == "neighbors":  # numpy's threshold lists: the compiled loop
-        order, gains, cur = _compiled(fac, S, k, ub, lin, w, pool, first)
+        order, gains, cur = _compiled(fac, S, k, ub, lin, w, pool, first, bounds is None)
     else:
         order, gains, cur = _picks(fac, xp, S, k, ub, lin, w, pool, first)
     if value is not None:
@@ -167,7 +167,7 @@ def stochastic_greedy_facility(
     return xp.asarray(order), ub
 
 
-def _compiled(fac, S, k, ub, lin, w, pool, first):
+def _compiled(fac, S, k, ub, lin, w, pool, first, refresh):
     """The compiled loop's picks (numpy's threshold lists): ``(order, gains, cur)``.
 
     Before the scorer's lists exist (a fit's first run), the first :data:`STAGE_PICKS` picks
@@ -177,7 +177,9 @@ def _compiled(fac, S, k, ub, lin, w, pool, first):
     is at most: early on every sampled row's stale bound is its first gain, far above any
     gain left, and the first hundred picks at 1M rows scored half the split by products
     (6.5 s of 14 s). The picks are the same (the sampler's stream runs on; ties aside): only
-    which rows are scored changes."""
+    which rows are scored changes (on a pool of the two parts' size, the samples follow the
+    bounds: :mod:`datamask.core.facility_kernels`). ``refresh``: the run's own bounds (no
+    ``bounds`` given), which the loop may lower to the gains from the lists."""
     from .facility_kernels import picks
 
     H = fac.E
@@ -190,8 +192,9 @@ def _compiled(fac, S, k, ub, lin, w, pool, first):
         none = np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int16), np.zeros(0, dtype=np.float32)
         theta = np.full(r, np.inf, dtype=np.float32)
         o, g, cur = picks(
-            rows, R, lin, w, ub, *none, theta, head, k, pool.rows, pool.at, pool.left, pool.state, pool.mark, first
-        )
+            rows, R, lin, w, ub, *none, theta, head, k, pool.rows, pool.at, pool.left, pool.state, pool.mark, first,
+            False,
+        )  # fmt: skip
         pool.left -= head
         parts.append((o, g))
         bound = fac.build_lists(stage=cur)
@@ -200,7 +203,7 @@ def _compiled(fac, S, k, ub, lin, w, pool, first):
     L = fac.lists
     o, g, cur = picks(
         rows, R, lin, w, ub, L.start, L.ref, L.sim, L.theta, S - head, k, pool.rows, pool.at, pool.left, pool.state,
-        pool.mark, first,
+        pool.mark, first, refresh,
     )  # fmt: skip
     parts.append((o, g))
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), cur
