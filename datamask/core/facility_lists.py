@@ -216,7 +216,7 @@ def threshold_lists(E, R, T, *, cover=None, stage=None):
     products (at least that sum, by the product's rounding bound; ``bound``), which every
     later pick's gain is at most (stochastic greedy's early picks,
     :data:`~datamask.core.stochastic.STAGE_PICKS`)."""
-    from .facility_scan import scan_block, screen_block, screen_block_int, stage_sums
+    from .facility_scan import scan_block, screen_block, screen_block_int, stage_sums, workspace
 
     E = as_host_rows(E)
     n, r = E.shape[0], R.shape[0]
@@ -229,6 +229,7 @@ def threshold_lists(E, R, T, *, cover=None, stage=None):
     sim, pos = np.empty(cap, dtype=np.float32), 0
     kernel = screen_kernel(n * r) if np.isfinite(theta).all() else "float32"
     product = {"int8": _Int8Product, "bfloat16": _Bf16Product}.get(kernel, _F32Product)(R, theta)
+    work = workspace(CANDIDATE_BLOCK, r) if kernel != "float32" else None
     for i0, i1, blk in E.blocks():
         C = product(blk)
         if bound is not None:
@@ -239,9 +240,9 @@ def threshold_lists(E, R, T, *, cover=None, stage=None):
             stage_sums(est, scale, low, bound[i0:i1])
         while True:
             if kernel == "int8":
-                end = screen_block_int(C, product.key, blk, R, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)
+                end = screen_block_int(C, product.key, blk, R, theta, ref, sim, start[i0 + 1 : i1 + 1], pos, work)
             elif kernel == "bfloat16":
-                end = screen_block(C, product.key, blk, R, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)
+                end = screen_block(C, product.key, blk, R, theta, ref, sim, start[i0 + 1 : i1 + 1], pos, work)
             else:
                 end = scan_block(C, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)
             if end >= 0:
