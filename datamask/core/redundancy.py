@@ -49,9 +49,13 @@ PROBES = 2  # fine cells each row is put into
 LEAF = 128  # rows per fine cell (about twice that with two probes): a row is compared with ~256
 COARSE, COARSE_CELL = 65_536, 8_192  # above COARSE rows, first coarse cells of ~COARSE_CELL rows
 _PAIR_BLOCK = 1 << 22  # products per block inside a cell (16 MiB of float32)
-# A search for F fresh rows among n compares them with every row when F n is at most this
-# (the refills' last rounds: a few fresh rows, where the cells would gather every row twice)
-FRESH_PAIRS = 1 << 27
+# A search for at most this many fresh rows compares them with every row (the refills' last
+# rounds, where the cells would gather every row twice): F n products against the cells' cost,
+# about n gathers and n x 256 products: at 1M rows the cells took 0.9 s for 135 fresh rows of
+# 100k picks, the comparison about 0.2 s; at 100k rows, comparing 5,000 fresh rows of 10k picks
+# made the whole filter 0.9-1.0 s against the cells' 0.2 (round 21)
+FRESH_ROWS = 256
+FRESH_BLOCK = 8192  # rows compared with the fresh ones at a time (a float32 copy of them)
 ROUNDS = 8  # the picks' filter: rounds of filter and refill at most
 
 
@@ -166,9 +170,9 @@ def near_duplicate_candidates(E, quality, rows, threshold=NEAR_DUPLICATE, *, see
     fresh : (n,) bool array or None
         The rows new since a search of the others (the filter over the picks' refills): only
         the cells that hold a fresh row are searched, so a pair of two older rows is
-        compared only where it shares a cell with a fresh one; when F fresh rows of n have
-        F n <= ``FRESH_PAIRS``, every row is compared with them instead, and the fresh rows
-        with the rows near one are searched together. None: every row is fresh.
+        compared only where it shares a cell with a fresh one; up to ``FRESH_ROWS`` fresh
+        rows are compared with every row instead, and the fresh rows with the rows near one
+        searched together. None: every row is fresh.
 
     Returns
     -------
@@ -179,7 +183,7 @@ def near_duplicate_candidates(E, quality, rows, threshold=NEAR_DUPLICATE, *, see
     n = int(rows.shape[0])
     drop = xp.zeros(n, dtype=bool)
     rank = _ranks(quality, rows, xp)
-    if fresh is not None and int(fresh.sum()) * n <= FRESH_PAIRS:
+    if fresh is not None and int(fresh.sum()) <= FRESH_ROWS:
         return _fresh_search(E, rows, rank, float(threshold), drop, fresh, norms, xp)
     if n <= COARSE:
         _search(unit_rows(E, rows, norms), rank, float(threshold), drop, xp.arange(n), int(seed), xp, fresh)
@@ -203,8 +207,10 @@ def _fresh_search(E, rows, rank, threshold, drop, fresh, norms, xp):
     before, stay)."""
     F = unit_rows(E, rows[xp.flatnonzero(fresh)], norms)
     near = fresh.copy()
-    for i0 in range(0, rows.shape[0], BLOCK_ROWS):
-        near[i0 : i0 + BLOCK_ROWS] |= ((unit_rows(E, rows[i0 : i0 + BLOCK_ROWS], norms) @ F.T) >= threshold).any(axis=1)
+    for i0 in range(0, rows.shape[0], FRESH_BLOCK):
+        near[i0 : i0 + FRESH_BLOCK] |= ((unit_rows(E, rows[i0 : i0 + FRESH_BLOCK], norms) @ F.T) >= threshold).any(
+            axis=1
+        )
     z = xp.flatnonzero(near)
     drop[z] = _within(unit_rows(E, rows[z], norms), rank[z], threshold, xp)
     return drop

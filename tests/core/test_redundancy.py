@@ -109,7 +109,7 @@ def test_a_search_of_fresh_rows_finds_their_pairs_and_leaves_the_rest(monkeypatc
     # the refill's rounds: only cells holding a new pick are searched, or (a few fresh rows)
     # every row compared with the fresh ones
     if path == "cells":
-        monkeypatch.setattr(redundancy, "FRESH_PAIRS", 0)
+        monkeypatch.setattr(redundancy, "FRESH_ROWS", 0)
     E, q, base, copies = _groups(n=n)
     rows = np.arange(n)
     full = near_duplicate_candidates(E, q, rows)
@@ -134,7 +134,7 @@ def test_a_few_fresh_rows_are_searched_as_the_full_product_would():
     q[new[:5]] = q.max() + 1.0  # some now better than the row of their group that stayed
     rows = np.r_[old, new]
     fresh = np.r_[np.zeros(old.shape[0], dtype=bool), np.ones(new.shape[0], dtype=bool)]
-    assert fresh.sum() * rows.shape[0] <= redundancy.FRESH_PAIRS
+    assert fresh.sum() <= redundancy.FRESH_ROWS
     got = near_duplicate_candidates(E, q, rows, fresh=fresh)
     want = exact_near_duplicates(E, q, rows)
     assert want[fresh].any() and want[~fresh].any()  # fresh rows that go, and older rows they push out
