@@ -514,10 +514,10 @@ def facility_speed(fs):
     times = [wall[(r, "datamask")] / wall[(r, "pairwise")] for r in reps]
 
     def verdict(ok):
-        n = sum(ok)
-        if n == len(ok):
+        met = count([o for o in ok if o])
+        if met == len(ok):
             return "met"
-        return "not met" if n == 0 else f"met in {num(n)} of {num(count(ok))} repetitions: not met"
+        return "not met" if met == 0 else f"met in {num(met)} of {num(count(ok))} repetitions: not met"
 
     over = f" over {num(count(reps))} repetitions" if len(reps) > 1 else ""
     return (
