@@ -229,7 +229,7 @@ def threshold_lists(E, R, T, *, cover=None, stage=None):
     sim, pos = np.empty(cap, dtype=np.float32), 0
     kernel = screen_kernel(n * r) if np.isfinite(theta).all() else "float32"
     product = {"int8": _Int8Product, "bfloat16": _Bf16Product}.get(kernel, _F32Product)(R, theta)
-    work = workspace(CANDIDATE_BLOCK, r) if kernel != "float32" else None
+    work = workspace(CANDIDATE_BLOCK, r)
     for i0, i1, blk in E.blocks():
         C = product(blk)
         if bound is not None:
@@ -244,7 +244,7 @@ def threshold_lists(E, R, T, *, cover=None, stage=None):
             elif kernel == "bfloat16":
                 end = screen_block(C, product.key, blk, R, theta, ref, sim, start[i0 + 1 : i1 + 1], pos, work)
             else:
-                end = scan_block(C, theta, ref, sim, start[i0 + 1 : i1 + 1], pos)
+                end = scan_block(C, theta, ref, sim, start[i0 + 1 : i1 + 1], pos, work)
             if end >= 0:
                 break
             ref, sim = np.resize(ref, 2 * ref.shape[0]), np.resize(sim, 2 * sim.shape[0])  # rare: rescan

@@ -24,19 +24,25 @@ __all__ = ["scan_block", "screen_block", "screen_block_int", "quantize_rows", "s
 
 
 @njit(cache=True, fastmath=True)
-def scan_block(C, theta, ref, sim, ends, pos):
+def scan_block(C, theta, ref, sim, ends, pos, work):
     """Append each row's entries ``C[i, x] >= theta[x]`` of block ``C`` (c, r) to ``ref`` /
     ``sim`` from ``pos``, row by row, and each row's end to ``ends``; returns the new end,
-    or -1 when ``ref`` is too short (nothing then counts: the caller grows it and rescans)."""
-    return _walk(C, theta, ref, sim, ends, pos)
+    or -1 when ``ref`` is too short (nothing then counts: the caller grows it and rescans).
+    ``work``: :func:`workspace`."""
+    pi, px, val, _, _ = work
+    n = _pairs(C, theta, pi, px)
+    for j in range(n):
+        val[j] = C[pi[j], px[j]]
+    return _listed(pi, px, val, n, C.shape[0], theta, ref, sim, ends, pos)
 
 
 @njit(cache=True, fastmath=True)
-def _walk(C, key, ref, sim, ends, pos):
-    """The entries ``C[i, x] >= key[x]`` of block ``C`` (c, r), row by row, each listed as it
-    is. Each run of 16 entries is counted first (a loop the compiler vectorises), and only a
-    run with an entry at its key is walked."""
+def _pairs(C, key, pi, px):
+    """The pairs ``C[i, x] >= key[x]`` of block ``C`` (c, r), row by row, into ``pi`` / ``px``
+    (their row and reference row); returns how many. Each run of 16 entries is counted first
+    (a loop the compiler vectorises), and only a run with an entry at its key is walked."""
     c, r = C.shape
+    n = 0
     for i in range(c):
         row = C[i]
         for x0 in range(0, r, 16):
@@ -48,20 +54,36 @@ def _walk(C, key, ref, sim, ends, pos):
                 if hits == 0:
                     continue
             for x in range(x0, x1):
-                if row[x] < key[x]:
-                    continue
+                if row[x] >= key[x]:
+                    pi[n] = i
+                    px[n] = x
+                    n += 1
+    return n
+
+
+@njit(cache=True)
+def _listed(pi, px, val, n, c, theta, ref, sim, ends, pos):
+    """Append the pairs ``j < n`` (row by row, as :func:`_pairs` found them) whose cosine
+    ``val[j]`` reaches ``theta[px[j]]``, and each of the ``c`` rows' end to ``ends``; returns
+    the new end, or -1 when ``ref`` is too short."""
+    j = 0
+    for i in range(c):
+        while j < n and pi[j] == i:
+            x = px[j]
+            if val[j] >= theta[x]:
                 if pos >= ref.shape[0]:
                     return -1
                 ref[pos] = x
-                sim[pos] = row[x]
+                sim[pos] = val[j]
                 pos += 1
+            j += 1
         ends[i] = pos
     return pos
 
 
 def workspace(c, r):
-    """The buffers of :func:`_screen_walk` for blocks of up to ``c`` candidates against ``r``
-    reference rows (a block's screened pairs, at most ``c r``: 12 bytes each)."""
+    """The buffers of :func:`scan_block` and :func:`_screen_walk` for blocks of up to ``c``
+    candidates against ``r`` reference rows (a block's pairs, at most ``c r``: 12 bytes each)."""
     m = c * r
     return (
         np.empty(m, dtype=np.int32),
@@ -82,22 +104,7 @@ def _screen_walk(C, key, blk, R, theta, ref, sim, ends, pos, work):
     :func:`workspace`. Returns the new end, or -1 when ``ref`` is too short."""
     pi, px, val, cnt, perm = work
     c, r = C.shape
-    n = 0
-    for i in range(c):
-        row = C[i]
-        for x0 in range(0, r, 16):
-            x1 = min(r, x0 + 16)
-            if x1 - x0 == 16:
-                hits = 0
-                for x in range(x0, x0 + 16):
-                    hits += row[x] >= key[x]
-                if hits == 0:
-                    continue
-            for x in range(x0, x1):
-                if row[x] >= key[x]:
-                    pi[n] = i
-                    px[n] = x
-                    n += 1
+    n = _pairs(C, key, pi, px)
     cnt[:] = 0
     for j in range(n):
         cnt[px[j] + 1] += 1
@@ -130,19 +137,7 @@ def _screen_walk(C, key, blk, R, theta, ref, sim, ends, pos, work):
                 v += a[k] * rx[k]
             val[j] = v
         lo = cnt[x]
-    j = 0
-    for i in range(c):
-        while j < n and pi[j] == i:
-            x = px[j]
-            if val[j] >= theta[x]:
-                if pos >= ref.shape[0]:
-                    return -1
-                ref[pos] = x
-                sim[pos] = val[j]
-                pos += 1
-            j += 1
-        ends[i] = pos
-    return pos
+    return _listed(pi, px, val, n, c, theta, ref, sim, ends, pos)
 
 
 @njit(cache=True, fastmath=True)
