@@ -59,11 +59,9 @@ __all__ = [
 
 # Entries of the threshold lists, about (6 bytes each, an int16 reference row and a float32
 # cosine: 48 MiB; 8 above 32,768 reference rows): each reference row lists
-# about LIST_ENTRIES / r candidates (4,096 of them against the default 2,048 reference rows);
-# twice as many from LARGE_SPLIT candidates (list_entries). More entries saturate the
-# reference rows in fewer picks (a row not yet saturated costs a product every gain that may
-# count): at 1M rows the default fit took 23.7 s with 2^23 entries, 21.4 s with 2^24 (round
-# 21, the two-part pool, one process each); at 100k rows 5.0-5.1 s and 5.2 s.
+# about LIST_ENTRIES / r candidates (4,096 against the default 2,048 reference rows); twice as
+# many from LARGE_SPLIT candidates (list_entries): reference rows then saturate in fewer picks
+# (at 1M rows the default fit 23.7 -> 21.4 s; 100k rows unchanged: docs/defaults.md).
 LIST_ENTRIES = 1 << 23
 LARGE_SPLIT = 1 << 19
 # Candidate rows sampled to set each reference row's threshold (all of them below this).

@@ -88,7 +88,7 @@ class _Pool:
     compiled sampler of :mod:`datamask.core.facility_kernels`, which the compiled loop shares)."""
 
     def __init__(self, n, seed, without=None):
-        from .facility_kernels import seed_state
+        from .facility_pool import seed_state
 
         self.rows, self.left = np.arange(n), n
         if without is not None and len(without):  # rows out of the pool: placed after rows[:left]
@@ -101,13 +101,13 @@ class _Pool:
         self.state, self.mark = seed_state(seed), np.zeros(n, dtype=bool)  # mark: the draw's repeats
 
     def sample(self, k):
-        from .facility_kernels import sample
+        from .facility_pool import sample
 
         out = np.empty(min(int(k), self.left), dtype=np.int64)
         return self.rows[out[: sample(self.left, int(k), self.state, self.mark, out)]]
 
     def remove(self, i):
-        from .facility_kernels import remove
+        from .facility_pool import remove
 
         self.left = remove(self.rows, self.at, self.left, int(i))
 

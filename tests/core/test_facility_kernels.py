@@ -252,6 +252,7 @@ def test_fit_objective_kept_from_the_picks_is_the_evaluated_objective():
 
 # ---------------------------------------------------------------- the two-part pool
 from datamask.core import facility_kernels as fkern  # noqa: E402
+from datamask.core import facility_pool as fpool  # noqa: E402
 
 
 def test_the_refresh_sets_each_pooled_rows_bound_to_its_gain_from_the_lists():
@@ -282,8 +283,8 @@ def test_the_refresh_sets_each_pooled_rows_bound_to_its_gain_from_the_lists():
 
 @pytest.mark.parametrize("good,bad,n", [(30, 70, 20), (5, 1000, 300), (900, 100, 950), (12, 48, 10)])
 def test_hypergeometric_draws_follow_their_distribution(good, bad, n):
-    state = fkern.seed_state(3)
-    draws = np.array([fkern.hypergeometric(state, good, bad, n) for _ in range(20_000)])
+    state = fpool.seed_state(3)
+    draws = np.array([fpool.hypergeometric(state, good, bad, n) for _ in range(20_000)])
     lo, hi = max(0, n - bad), min(n, good)
     assert draws.min() >= lo and draws.max() <= hi
     x = np.arange(lo, hi + 1)
@@ -295,16 +296,16 @@ def test_hypergeometric_draws_follow_their_distribution(good, bad, n):
     obs, exp = (obs, exp) if exp[-1] >= 5 else (obs[:-1], exp[:-1])
     dof = max(1, obs.shape[0] - 1)
     assert ((obs - exp) ** 2 / exp).sum() < dof + 6 * math.sqrt(2 * dof)  # far in the tail: p < 1e-6
-    assert fkern.hypergeometric(state, 0, 50, 10) == 0 and fkern.hypergeometric(state, 50, 0, 10) == 10
+    assert fpool.hypergeometric(state, 0, 50, 10) == 0 and fpool.hypergeometric(state, 50, 0, 10) == 10
 
 
 def test_the_two_parts_draw_a_uniform_sample_of_the_whole_pool():
     left, h, k, trials = 60, 12, 10, 30_000
-    state, mark, drawn = fkern.seed_state(5), np.zeros(left, dtype=bool), np.empty(k, dtype=np.int64)
+    state, mark, drawn = fpool.seed_state(5), np.zeros(left, dtype=bool), np.empty(k, dtype=np.int64)
     counts, first = np.zeros(left), []
     for _ in range(trials):
-        m = fkern.sample_first(h, left, k, state, mark, drawn)
-        mr = fkern.sample_rest(h, left, k, m, state, mark, drawn)
+        m = fpool.sample_first(h, left, k, state, mark, drawn)
+        mr = fpool.sample_rest(h, left, k, m, state, mark, drawn)
         s = drawn[: m + mr]
         assert m + mr == k and len(set(s.tolist())) == k and not mark.any()
         assert (s[:m] < h).all() and (s[m:] >= h).all()
@@ -323,7 +324,7 @@ def test_the_partition_puts_the_largest_bounds_first():
     at[rows] = np.arange(n)
     bound = rng.random(n)
     pub, before = bound[rows].copy(), rows.copy()
-    h, tau = fkern._partition(rows, at, pub, left, 16)
+    h, tau = fpool._partition(rows, at, pub, left, 16)
     assert abs(h - left // 16) <= 1
     assert (pub[:h] > tau).all() and (pub[h:left] <= tau).all()
     assert np.array_equal(pub, bound[rows]) and np.array_equal(at[rows], np.arange(n))
