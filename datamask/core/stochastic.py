@@ -85,7 +85,7 @@ class _Cover:
 
 class _Pool:
     """The rows not picked yet, for O(1) removal and uniform samples (host arrays; the
-    compiled sampler of :mod:`datamask.core.facility_kernels`, which the compiled loop shares)."""
+    compiled sampler of :mod:`datamask.core.facility_pool`, which the compiled loop shares)."""
 
     def __init__(self, n, seed, without=None):
         from .facility_pool import seed_state

@@ -306,7 +306,8 @@ class DataMask(DataMaskParams, BaseEstimator):
         t0 = time.perf_counter()
         xp = get_namespace(embeddings)
         quality = xp.asarray(quality)
-        if xp is np and uses_host_kernels(self.diversity):  # loaded anyway: the check casts with them
+        # DataMask's own fit of an objective with compiled loops loads them anyway: the check casts with them
+        if xp is np and self.method == "datamask" and uses_host_kernels(self.diversity):
             from ..core.halfcast import load
 
             load()
