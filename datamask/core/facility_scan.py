@@ -96,12 +96,12 @@ def workspace(c, r):
 
 @njit(cache=True, fastmath=True)
 def _screen_walk(C, key, blk, R, theta, ref, sim, ends, pos, work):
-    """:func:`_walk` with ``recheck``, the rechecks grouped by reference row: the screened pairs
-    ``C[i, x] >= key[x]`` are collected row by row (runs of 16 counted first), their float32
-    cosines computed a reference row at a time (its row read once for all its pairs, not once
-    a pair: at 1M rows 32M rechecks read the 3 MiB of reference rows from the last-level
-    cache otherwise), and the pairs reaching ``theta[x]`` then listed row by row. ``work``:
-    :func:`workspace`. Returns the new end, or -1 when ``ref`` is too short."""
+    """A screen's pairs rechecked: the pairs ``C[i, x] >= key[x]`` collected row by row
+    (:func:`_pairs`), their float32 cosines computed a reference row at a time, four pairs at
+    once (four sums in flight instead of one latency-bound chain; at 1M rows, 100 blocks 0.175
+    s one pair at a time, 0.167 s grouped, 0.150-0.165 s four at once), and the pairs reaching
+    ``theta[x]`` then listed row by row (:func:`_listed`). ``work``: :func:`workspace`.
+    Returns the new end, or -1 when ``ref`` is too short."""
     pi, px, val, cnt, perm = work
     c, r = C.shape
     n = _pairs(C, key, pi, px)
