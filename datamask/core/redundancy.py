@@ -52,7 +52,8 @@ _PAIR_BLOCK = 1 << 22  # products per block inside a cell (16 MiB of float32)
 # A search for at most this many fresh rows compares them with every row (the refills' last
 # rounds, where the cells would gather every row twice): F n products against the cells' cost,
 # about n gathers and n x 256 products: at 1M rows the cells took 0.9 s for 135 fresh rows of
-# 100k picks, the comparison about 0.2 s; at 100k rows, comparing 5,000 fresh rows of 10k picks
+# 100k picks (the whole filter 4.0-4.2 s, with the comparison 3.2-3.3 s: facility_scale.md, round
+# 21); at 100k rows, comparing 5,000 fresh rows of 10k picks
 # made the whole filter 0.9-1.0 s against the cells' 0.2 (round 21)
 FRESH_ROWS = 256
 FRESH_BLOCK = 8192  # rows compared with the fresh ones at a time (a float32 copy of them)
