@@ -24,6 +24,9 @@ __all__ = ["MIN_ELEMENTS", "rows_into", "load"]
 #: elements from which :func:`rows_into` runs the compiled loop (below: numpy's cast; the loop's
 #: first call in a process costs a few hundred milliseconds to load)
 MIN_ELEMENTS = 1 << 18
+# the compiled cast has run in this process (its first call loads its machine code, about 0.25 s
+# on the development host): from then on a small block casts with it too
+_ran = False
 
 
 @functools.lru_cache(maxsize=1)
@@ -65,14 +68,18 @@ def load():
 def rows_into(E, rows, out, first=0):
     """``out[:] = E[rows]`` cast to float32 (``rows`` None: ``E[first : first + len(out)]``) for
     a float16 numpy ``E`` and a float32 C-ordered ``out``; exact (numpy's cast, NaN aside).
-    Small blocks (under :data:`MIN_ELEMENTS`) take numpy's cast, and so does a process that has
-    not loaded numba: loading it costs about 0.4 s and 100 MiB, more than the cast saves a
+    Small blocks (under :data:`MIN_ELEMENTS`) take numpy's cast until the compiled one has run
+    in the process (the facility pass's 512-row blocks: 0.74 -> 0.15 s at 1M rows), and so does
+    a process that has not loaded numba: loading it costs about 0.4 s and 100 MiB, more than the cast saves a
     process that casts once (top-k's input check at 100k rows: select 0.3 -> 0.7 s); the
     facility fit's kernels load it before its list pass and its redundancy filter."""
     idx = np.zeros(0, dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     outside = idx.shape[0] and (int(idx.min()) < 0 or int(idx.max()) >= E.shape[0])
-    if out.size < MIN_ELEMENTS or outside or "numba" not in sys.modules:  # numpy's cast (and its errors)
+    global _ran
+    small = out.size < MIN_ELEMENTS and not _ran
+    if small or outside or "numba" not in sys.modules:  # numpy's cast (and its errors)
         out[...] = E[first : first + out.shape[0]] if rows is None else E[rows]
         return out
     _kernel()(E.view(np.uint16), idx, int(first), out, out.view(np.uint32))
+    _ran = True
     return out

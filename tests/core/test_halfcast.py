@@ -45,6 +45,26 @@ def test_large_blocks_take_the_compiled_cast_with_the_same_values(gather, monkey
     assert not called and np.array_equal(_bits(out), _bits(want))
 
 
+def test_small_blocks_take_the_compiled_cast_once_it_has_run(monkeypatch):
+    rng = np.random.default_rng(5)
+    E = rng.standard_normal((400, 64)).astype(np.float16)
+    rows = rng.choice(400, 100, replace=False)
+    kernel = halfcast._kernel()
+    called = []
+    monkeypatch.setattr(halfcast, "_kernel", lambda: lambda *a: called.append(a[3].shape) or kernel(*a))
+    monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 5000)
+    monkeypatch.setattr(halfcast, "_ran", False)
+    small = np.empty((50, 64), dtype=np.float32)  # 3,200 elements: under MIN_ELEMENTS
+    halfcast.rows_into(E, rows[:50], small)
+    assert not called  # not yet run in this process: numpy's cast
+    big = np.empty((100, 64), dtype=np.float32)
+    halfcast.rows_into(E, rows, big)
+    halfcast.rows_into(E, rows[:50], small)
+    assert called == [(100, 64), (50, 64)]  # once it has run, small blocks take it too
+    assert np.array_equal(_bits(small), _bits(E[rows[:50]].astype(np.float32)))
+    assert np.array_equal(_bits(big), _bits(E[rows].astype(np.float32)))
+
+
 def test_rows_outside_the_array_raise_numpys_error():
     E = np.ones((10, 4), dtype=np.float16)
     with pytest.raises(IndexError):
@@ -57,6 +77,7 @@ def test_unit_rows_and_the_norms_check_are_unchanged_on_float16(monkeypatch):
     q = rng.random(5000)
     rows = rng.choice(5000, 2000, replace=False)
     monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 1 << 40)  # numpy's cast everywhere
+    monkeypatch.setattr(halfcast, "_ran", False)
     norms_np = check_inputs(E, q)
     rows_np = unit_rows(E, rows, norms_np)
     monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 256)  # the compiled cast (numba loaded)
@@ -96,6 +117,7 @@ def test_the_why_pass_and_the_vector_check_cast_float16_as_numpy_does(monkeypatc
     mask = rng.random(3000) < 0.2
     rows = [5, 17, 2999]
     monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 1 << 40)  # numpy's cast everywhere
+    monkeypatch.setattr(halfcast, "_ran", False)
     want = why.nearest_rows(E, rows, mask, block=700)
     monkeypatch.setattr(halfcast, "MIN_ELEMENTS", 256)  # the compiled cast (numba loaded)
     halfcast._kernel()
