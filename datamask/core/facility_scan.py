@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 __all__ = ["scan_block", "screen_block", "screen_block_int", "quantize_rows", "stage_sums", "workspace"]
 
@@ -29,35 +30,35 @@ def scan_block(C, theta, ref, sim, ends, pos, work):
     ``sim`` from ``pos``, row by row, and each row's end to ``ends``; returns the new end,
     or -1 when ``ref`` is too short (nothing then counts: the caller grows it and rescans).
     ``work``: :func:`workspace`."""
-    pi, px, val, _, _ = work
-    n = _pairs(C, theta, pi, px)
+    pi, px, val, _, _, flags = work
+    n = _pairs(C, theta, pi, px, flags)
     for j in range(n):
         val[j] = C[pi[j], px[j]]
     return _listed(pi, px, val, n, C.shape[0], theta, ref, sim, ends, pos)
 
 
 @njit(cache=True, fastmath=True)
-def _pairs(C, key, pi, px):
+def _pairs(C, key, pi, px, flags):
     """The pairs ``C[i, x] >= key[x]`` of block ``C`` (c, r), row by row, into ``pi`` / ``px``
-    (their row and reference row); returns how many. Each run of 16 entries is counted first
-    (a loop the compiler vectorises), and only a run with an entry at its key is walked."""
+    (their row and reference row); returns how many. Each row's comparisons are written as
+    bytes first (a loop the compiler vectorises) and read back eight at a time, a pair at each
+    set byte (its trailing zeros): one branch a pair, not one an entry (at 1M rows, 100 blocks
+    of int8 products 0.081 -> 0.032 s; a branch per entry in runs of 16 mispredicted at the
+    pairs). ``flags``: :func:`workspace`'s bytes, zero past ``r``."""
     c, r = C.shape
+    words = flags.view(np.uint64)
     n = 0
     for i in range(c):
         row = C[i]
-        for x0 in range(0, r, 16):
-            x1 = min(r, x0 + 16)
-            if x1 - x0 == 16:
-                hits = 0
-                for x in range(x0, x0 + 16):
-                    hits += row[x] >= key[x]
-                if hits == 0:
-                    continue
-            for x in range(x0, x1):
-                if row[x] >= key[x]:
-                    pi[n] = i
-                    px[n] = x
-                    n += 1
+        for x in range(r):
+            flags[x] = row[x] >= key[x]
+        for w in range(words.shape[0]):
+            m = words[w]
+            while m != 0:
+                pi[n] = i
+                px[n] = (w << 3) + (trailing_zeros(m) >> 3)
+                n += 1
+                m &= m - np.uint64(1)
     return n
 
 
@@ -83,7 +84,8 @@ def _listed(pi, px, val, n, c, theta, ref, sim, ends, pos):
 
 def workspace(c, r):
     """The buffers of :func:`scan_block` and :func:`_screen_walk` for blocks of up to ``c``
-    candidates against ``r`` reference rows (a block's pairs, at most ``c r``: 12 bytes each)."""
+    candidates against ``r`` reference rows (a block's pairs, at most ``c r``: 12 bytes each; a
+    row's comparisons, ``r`` bytes rounded up to eight)."""
     m = c * r
     return (
         np.empty(m, dtype=np.int32),
@@ -91,6 +93,7 @@ def workspace(c, r):
         np.empty(m, dtype=np.float32),
         np.empty(r + 1, dtype=np.int64),
         np.empty(m, dtype=np.int32),
+        np.zeros(-(-r // 8) * 8, dtype=np.uint8),
     )
 
 
@@ -102,9 +105,9 @@ def _screen_walk(C, key, blk, R, theta, ref, sim, ends, pos, work):
     s one pair at a time, 0.167 s grouped, 0.150-0.165 s four at once), and the pairs reaching
     ``theta[x]`` then listed row by row (:func:`_listed`). ``work``: :func:`workspace`.
     Returns the new end, or -1 when ``ref`` is too short."""
-    pi, px, val, cnt, perm = work
+    pi, px, val, cnt, perm, flags = work
     c, r = C.shape
-    n = _pairs(C, key, pi, px)
+    n = _pairs(C, key, pi, px, flags)
     cnt[:] = 0
     for j in range(n):
         cnt[px[j] + 1] += 1
@@ -191,7 +194,7 @@ def screen_block_int(C, key, blk, R, theta, ref, sim, ends, pos, work):
     """:func:`screen_block` from the block's int8 products ``C`` (c, r) int32: a pair whose
     product reaches ``key[x]`` (:func:`~datamask.core.facility_lists.int8_keys`) has its cosine
     computed in float32 from the rows ``blk`` and ``R``, and is listed when that reaches
-    ``theta[x]``. Runs of 16 are counted first (:func:`_walk`)."""
+    ``theta[x]`` (the pairs found by :func:`_pairs`)."""
     k32 = np.empty(key.shape[0], dtype=np.int32)
     for x in range(key.shape[0]):
         k32[x] = max(-2147483647, min(2147483647, key[x]))

@@ -231,3 +231,25 @@ def test_a_staged_start_picks_what_the_unstaged_one_picks(monkeypatch):
         runs[head] = order, value[0]
     assert np.array_equal(runs[0][0], runs[16][0])
     assert runs[0][1] == runs[16][1]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.int32])
+@pytest.mark.parametrize("r", [37, 64, 1])
+def test_the_scans_pairs_are_every_entry_at_its_key_row_by_row(dtype, r):
+    # the pairs are read eight comparisons at a time: a width that is not a multiple of
+    # eight, dense and empty rows, and hits in the first and last places
+    from datamask.core.facility_scan import _pairs, workspace
+
+    rng = np.random.default_rng(11)
+    c = 50
+    C = (rng.standard_normal((c, r)) * 1000).astype(dtype)
+    key = np.quantile(C, 0.9, axis=0).astype(dtype)
+    C[3] = key  # every entry on its key
+    C[4] = key - 1 if dtype != np.float32 else key - np.float32(0.5)  # none
+    C[7, 0], C[7, r - 1] = key[0], key[r - 1]
+    pi, px, _, _, _, flags = workspace(c, r)
+    n = _pairs(C, key, pi, px, flags)
+    want_i, want_x = np.nonzero(C >= key[None, :])
+    np.testing.assert_array_equal(pi[:n], want_i)
+    np.testing.assert_array_equal(px[:n], want_x)
+    assert n > r  # row 3 alone lists r
