@@ -70,9 +70,9 @@ def rows_into(E, rows, out, first=0):
     a float16 numpy ``E`` and a float32 C-ordered ``out``; exact (numpy's cast, NaN aside).
     Small blocks (under :data:`MIN_ELEMENTS`) take numpy's cast until the compiled one has run
     in the process (the facility pass's 512-row blocks: 0.74 -> 0.15 s at 1M rows), and so does
-    a process that has not loaded numba: loading it costs about 0.4 s and 100 MiB, more than the cast saves a
-    process that casts once (top-k's input check at 100k rows: select 0.3 -> 0.7 s); the
-    facility fit's kernels load it before its list pass and its redundancy filter."""
+    a process that has not loaded numba: loading it costs about 0.4 s and 100 MiB, more than the
+    cast saves a process that casts once (top-k's input check at 100k rows: select 0.3 -> 0.7 s);
+    the facility fit's kernels load it before its list pass and its redundancy filter."""
     idx = np.zeros(0, dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
     outside = idx.shape[0] and (int(idx.min()) < 0 or int(idx.max()) >= E.shape[0])
     global _ran
