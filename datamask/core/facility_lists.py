@@ -197,14 +197,11 @@ def first_gains(E, R):
     (:class:`HostRows` ``E``), from one product with the sum of the reference rows."""
     E = as_host_rows(E)
     total = R.sum(axis=0, dtype=np.float64)  # sum_x (C[i, x] + 1) = e_i . sum_x r_x + r
-    cover = np.empty(E.shape[0], dtype=np.float64)
-    buf = np.empty((CANDIDATE_BLOCK, E.shape[1]), dtype=np.float64)  # one block, reused (cache-sized)
+    cover, buf = np.empty(E.shape[0]), np.empty((CANDIDATE_BLOCK, E.shape[1]))  # float64; one block, reused
     for i0, i1, blk in E.blocks():
-        b = buf[: i1 - i0]
-        np.copyto(b, blk)
-        np.matmul(b, total, out=cover[i0:i1])
-    cover += float(R.shape[0])  # the same values (at 1M rows 0.52 -> 0.25 s: 8,192-row float64 copies each block)
-    return cover
+        np.copyto(buf[: i1 - i0], blk)
+        np.matmul(buf[: i1 - i0], total, out=cover[i0:i1])
+    return cover + float(R.shape[0])  # the same values as a float64 copy of 8,192 rows a block (1M: 0.52 -> 0.25 s)
 
 
 def threshold_lists(E, R, T, *, cover=None, stage=None):
