@@ -69,7 +69,7 @@ def rows_into(E, rows, out, first=0):
     """``out[:] = E[rows]`` cast to float32 (``rows`` None: ``E[first : first + len(out)]``) for
     a float16 numpy ``E`` and a float32 C-ordered ``out``; exact (numpy's cast, NaN aside).
     Small blocks (under :data:`MIN_ELEMENTS`) take numpy's cast until the compiled one has run
-    in the process (the facility pass's 512-row blocks: 0.74 -> 0.15 s at 1M rows), and so does
+    in the process (400 of the 1M-row facility pass's 512-row blocks: 0.15 -> 0.03 s), and so does
     a process that has not loaded numba: loading it costs about 0.4 s and 100 MiB, more than the
     cast saves a process that casts once (top-k's input check at 100k rows: select 0.3 -> 0.7 s);
     the facility fit's kernels load it before its list pass and its redundancy filter."""
