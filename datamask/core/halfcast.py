@@ -21,8 +21,8 @@ import numpy as np
 
 __all__ = ["MIN_ELEMENTS", "rows_into", "load"]
 
-#: elements from which :func:`rows_into` runs the compiled loop (below: numpy's cast; the loop's
-#: first call in a process costs a few hundred milliseconds to load)
+#: elements from which :func:`rows_into` runs the compiled loop (below: numpy's cast until the loop
+#: has run in the process; its first call costs a few hundred milliseconds to load)
 MIN_ELEMENTS = 1 << 18
 # the compiled cast has run in this process (its first call loads its machine code, about 0.25 s
 # on the development host): from then on a small block casts with it too
